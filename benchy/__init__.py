@@ -1,0 +1,36 @@
+"""benchy: is training limited by data loading or by compute, and by how much?
+
+Swap ``DataLoader`` for :class:`BenchmarkDataLoader` (or wrap any loader with
+:class:`BenchmarkGenericIteratorWrapper`); the first epochs then run IO, SYNTHETIC and
+FULL trials and print their throughputs with 95 % confidence intervals.
+"""
+
+from ._config import CONFIG_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
+from ._integration import add_arguments, data_loader, wrap
+from ._results import Interruption, RunResults, TrialResult
+from ._schedule import Mode, Schedule, TrialSpec
+from ._stats import Estimate
+from ._version import __version__
+from ._wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
+
+__all__ = [
+    "BenchmarkDataLoader",
+    "BenchmarkGenericIteratorWrapper",
+    "CONFIG_ENV_VAR",
+    "Config",
+    "ConfigError",
+    "Estimate",
+    "GlobalConfig",
+    "Interruption",
+    "Mode",
+    "ModeConfig",
+    "RunResults",
+    "Schedule",
+    "TrialResult",
+    "TrialSpec",
+    "__version__",
+    "add_arguments",
+    "data_loader",
+    "load_config",
+    "wrap",
+]

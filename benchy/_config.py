@@ -1,0 +1,314 @@
+"""Configuration: defaults, YAML file, Python overrides, validation (pure, no torch).
+
+The file format is the original benchy's (sections ``global``, ``IO``, ``synthetic``,
+``full``). Sources are merged key by key, in order: defaults, then the YAML file
+(``BENCHY_CONFIG_FILE`` or an explicit path), then Python overrides. Every problem is
+reported at once in one :class:`ConfigError`, before any trial runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+
+import yaml
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "GlobalConfig",
+    "ModeConfig",
+    "CONFIG_ENV_VAR",
+    "load_config",
+]
+
+CONFIG_ENV_VAR = "BENCHY_CONFIG_FILE"
+
+PROFILER_MODES = ("single", "all", "none")
+CONSOLE_MODES = ("auto", "rich", "plain")
+
+
+class ConfigError(ValueError):
+    """A benchy configuration problem, raised before any trial runs.
+
+    ``problems`` holds one line per problem, each naming the source, the
+    ``section.key``, the value received and what is allowed.
+    """
+
+    def __init__(self, problems: List[str]) -> None:
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            message = self.problems[0]
+        else:
+            message = f"{len(self.problems)} problems:\n  " + "\n  ".join(self.problems)
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class ModeConfig:
+    """One trial kind (IO, synthetic or full)."""
+
+    run_benchmark: bool = True
+    nbatches: int = 50
+    ntrials: int = 3
+    nwarmup: int = 1
+
+
+@dataclass(frozen=True)
+class GlobalConfig:
+    """The ``global`` section. ``output_dir=None`` means the current directory."""
+
+    report_freq: int = 10
+    exit_after_tests: bool = True
+    profiler_mode: str = "single"
+    output_filename: str = "benchy_result.json"
+    output_dir: Optional[str] = None
+    use_distributed_barrier: bool = False
+    # Ours (not in the original): how to draw on a terminal.
+    console: str = "auto"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration; ``source`` names where it came from (for messages)."""
+
+    general: GlobalConfig = field(default_factory=GlobalConfig)
+    io: ModeConfig = field(default_factory=ModeConfig)
+    synthetic: ModeConfig = field(default_factory=ModeConfig)
+    full: ModeConfig = field(default_factory=ModeConfig)
+    source: str = "defaults"
+
+    def mode(self, name: str) -> ModeConfig:
+        """The section for a mode name (``IO``, ``SYNTHETIC`` or ``FULL``, any case)."""
+        return getattr(self, _ATTR_OF_SECTION[_canonical_section(name)])
+
+    @property
+    def output_path(self) -> str:
+        """Where the JSON result goes."""
+        directory = self.general.output_dir if self.general.output_dir else os.getcwd()
+        return os.path.join(directory, self.general.output_filename)
+
+    def to_dict(self) -> Dict[str, Dict[str, Any]]:
+        """The config in the file's layout (section names as in the original)."""
+        out: Dict[str, Dict[str, Any]] = {}
+        for section, attr in _ATTR_OF_SECTION.items():
+            out[section] = dataclasses.asdict(getattr(self, attr))
+        out["global"]["output_dir"] = self.general.output_dir or os.getcwd()
+        return out
+
+
+# Section name in the file -> attribute of Config. The original spells IO in capitals
+# and the other two in lower case; section names are matched case-insensitively.
+_ATTR_OF_SECTION = {"global": "general", "IO": "io", "synthetic": "synthetic", "full": "full"}
+_SECTION_BY_LOWER = {name.lower(): name for name in _ATTR_OF_SECTION}
+_SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeConfig, "full": ModeConfig}
+
+
+def _canonical_section(name: str) -> str:
+    try:
+        return _SECTION_BY_LOWER[name.lower()]
+    except (KeyError, AttributeError):
+        raise KeyError(f"unknown benchy section {name!r} (allowed: {', '.join(_ATTR_OF_SECTION)})") from None
+
+
+# --- validation rules: key -> (check, description of what is allowed) -----------------------
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _int_at_least(low: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _nonempty_str(v: Any) -> bool:
+    return isinstance(v, str) and v.strip() != ""
+
+
+def _optional_dir(v: Any) -> bool:
+    return v is None or _nonempty_str(v)
+
+
+def _filename(v: Any) -> bool:
+    return _nonempty_str(v) and os.path.basename(v) == v and v not in (".", "..")
+
+
+_Rule = Tuple[Callable[[Any], bool], str]
+
+_MODE_RULES: Dict[str, _Rule] = {
+    "run_benchmark": (_is_bool, "true or false"),
+    "nbatches": (_int_at_least(1), "an integer >= 1"),
+    "ntrials": (_int_at_least(0), "an integer >= 0"),
+    "nwarmup": (_int_at_least(0), "an integer >= 0"),
+}
+
+_GLOBAL_RULES: Dict[str, _Rule] = {
+    "report_freq": (_int_at_least(0), "an integer >= 0 (0 turns the periodic lines off)"),
+    "exit_after_tests": (_is_bool, "true or false"),
+    "profiler_mode": (lambda v: v in PROFILER_MODES, "one of " + ", ".join(repr(m) for m in PROFILER_MODES)),
+    "output_filename": (_filename, "a non-empty file name without a directory part"),
+    "output_dir": (_optional_dir, "a directory path (string), or null for the current directory"),
+    "use_distributed_barrier": (_is_bool, "true or false"),
+    "console": (lambda v: v in CONSOLE_MODES, "one of " + ", ".join(repr(m) for m in CONSOLE_MODES)),
+}
+
+_RULES = {"global": _GLOBAL_RULES, "IO": _MODE_RULES, "synthetic": _MODE_RULES, "full": _MODE_RULES}
+
+
+def _describe(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _merge_layer(
+    merged: Dict[str, Dict[str, Any]],
+    layer: Any,
+    source: str,
+    problems: List[str],
+) -> None:
+    """Merge one layer (file contents or overrides) into ``merged``, key by key."""
+    if layer is None:
+        return
+    if not isinstance(layer, Mapping):
+        problems.append(
+            f"benchy config {source}: expected a mapping of sections "
+            f"({', '.join(_ATTR_OF_SECTION)}) at the top level, got {_describe(layer)}"
+        )
+        return
+    seen: Dict[str, str] = {}
+    for raw_section, body in layer.items():
+        section = _SECTION_BY_LOWER.get(raw_section.lower()) if isinstance(raw_section, str) else None
+        if section is None:
+            problems.append(
+                f"benchy config {source}: {raw_section!r}: unknown section "
+                f"(allowed: {', '.join(_ATTR_OF_SECTION)})"
+            )
+            continue
+        if section in seen:
+            problems.append(
+                f"benchy config {source}: {raw_section!r}: section given twice "
+                f"(also as {seen[section]!r})"
+            )
+            continue
+        seen[section] = raw_section
+        if body is None:
+            continue
+        if not isinstance(body, Mapping):
+            problems.append(
+                f"benchy config {source}: {raw_section}: expected a mapping of keys, got {_describe(body)}"
+            )
+            continue
+        rules = _RULES[section]
+        for key, value in body.items():
+            if key not in rules:
+                problems.append(
+                    f"benchy config {source}: {raw_section}.{key}: unknown key "
+                    f"(allowed: {', '.join(rules)})"
+                )
+                continue
+            check, allowed = rules[key]
+            if not check(value):
+                problems.append(
+                    f"benchy config {source}: {raw_section}.{key}: got {_describe(value)}; expected {allowed}"
+                )
+                continue
+            merged[section][key] = value
+
+
+def _read_yaml(path: str) -> Tuple[Any, Optional[str]]:
+    """Return (contents, problem); YAML is read with the safe loader."""
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None, f"benchy config {path}: file not found"
+    except IsADirectoryError:
+        return None, f"benchy config {path}: is a directory, expected a YAML file"
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"benchy config {path}: cannot read the file ({err})"
+    try:
+        return yaml.safe_load(text), None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        what = getattr(err, "problem", None) or str(err).splitlines()[0]
+        return None, f"benchy config {path}: malformed YAML{where}: {what}"
+
+
+def _check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems: List[str]) -> None:
+    enabled = [s for s in ("IO", "synthetic", "full") if merged[s]["run_benchmark"]]
+    for section in enabled:
+        if merged[section]["ntrials"] < 1:
+            problems.append(
+                f"benchy config {source}: {section}.ntrials: got 0 with run_benchmark: true, which "
+                f"measures nothing; expected an integer >= 1, or set {section}.run_benchmark: false"
+            )
+    if not enabled:
+        problems.append(
+            f"benchy config {source}: every section has run_benchmark: false, so there is nothing to "
+            f"measure; expected at least one of IO, synthetic, full enabled"
+        )
+
+
+ConfigLike = Union[Config, Mapping[str, Any], str, "os.PathLike[str]", None]
+
+
+def load_config(
+    path: Union[str, "os.PathLike[str]", None] = None,
+    overrides: Optional[Mapping[str, Any]] = None,
+    *,
+    environ: Optional[Mapping[str, str]] = None,
+) -> Config:
+    """Build the effective config: defaults <- YAML file <- ``overrides``.
+
+    ``path`` defaults to ``$BENCHY_CONFIG_FILE`` (when set and non-empty). ``overrides``
+    uses the file's layout, e.g. ``{"IO": {"ntrials": 5}}``. Raises :class:`ConfigError`
+    listing every problem found.
+    """
+    env = os.environ if environ is None else environ
+    if path is None:
+        path = env.get(CONFIG_ENV_VAR) or None
+    merged: Dict[str, Dict[str, Any]] = {
+        section: dataclasses.asdict(cls()) for section, cls in _SECTION_CLASS.items()
+    }
+    problems: List[str] = []
+    sources: List[str] = []
+    if path is not None:
+        path = os.fspath(path)
+        contents, problem = _read_yaml(path)
+        if problem:
+            raise ConfigError([problem])
+        _merge_layer(merged, contents, path, problems)
+        sources.append(path)
+    if overrides is not None:
+        _merge_layer(merged, overrides, "<python overrides>", problems)
+        sources.append("<python overrides>")
+    source = " + ".join(sources) if sources else "defaults"
+    if not problems:
+        _check_consistency(merged, source, problems)
+    if problems:
+        raise ConfigError(problems)
+    return Config(
+        general=GlobalConfig(**merged["global"]),
+        io=ModeConfig(**merged["IO"]),
+        synthetic=ModeConfig(**merged["synthetic"]),
+        full=ModeConfig(**merged["full"]),
+        source=source,
+    )
+
+
+def resolve_config(config: ConfigLike) -> Config:
+    """Accept what the wrappers accept: a Config, a mapping of overrides, a path, or None."""
+    if isinstance(config, Config):
+        return config
+    if config is None:
+        return load_config()
+    if isinstance(config, Mapping):
+        return load_config(overrides=config)
+    if isinstance(config, (str, os.PathLike)):
+        return load_config(path=config)
+    raise ConfigError(
+        [f"benchy config: got {_describe(config)}; expected a benchy.Config, a mapping of overrides, "
+         f"a path to a YAML file, or None"]
+    )

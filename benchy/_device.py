@@ -1,0 +1,91 @@
+"""Device synchronization at trial boundaries: CUDA, MPS, XPU where in use; nothing on CPU.
+
+Only a device the program has already started is synchronized, so benchy never creates a
+CUDA context itself and makes no CUDA call on CPU-only builds or CPU-only runs.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List
+
+__all__ = ["active_devices", "synchronize", "synchronizer", "describe_device"]
+
+
+def _cuda_active() -> bool:
+    import torch
+
+    cuda = getattr(torch, "cuda", None)
+    # is_initialized() is a plain flag read: it makes no CUDA call and is False on CPU builds.
+    return bool(cuda is not None and torch.backends.cuda.is_built() and cuda.is_initialized())
+
+
+def _mps_active() -> bool:
+    import torch
+
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_built() and mps.is_available())
+
+
+def _xpu_active() -> bool:
+    import torch
+
+    xpu = getattr(torch, "xpu", None)
+    return bool(xpu is not None and xpu.is_available() and getattr(xpu, "is_initialized", lambda: True)())
+
+
+def active_devices() -> List[str]:
+    """Accelerators with work to wait for, in the order they are synchronized."""
+    found = []
+    if _cuda_active():
+        found.append("cuda")
+    if _mps_active():
+        found.append("mps")
+    if _xpu_active():
+        found.append("xpu")
+    return found
+
+
+def _sync_for(name: str) -> Callable[[], None]:
+    import torch
+
+    return {"cuda": torch.cuda.synchronize, "mps": lambda: torch.mps.synchronize(),
+            "xpu": lambda: torch.xpu.synchronize()}[name]
+
+
+def synchronize() -> None:
+    """Wait for queued device work; a no-op on CPU. Called at trial boundaries only."""
+    for name in active_devices():
+        _sync_for(name)()
+
+
+def _noop() -> None:
+    return None
+
+
+def synchronizer() -> Callable[[], None]:
+    """The synchronize call for the devices in use now, resolved once (a no-op on CPU)."""
+    calls = [_sync_for(name) for name in active_devices()]
+    if not calls:
+        return _noop
+    if len(calls) == 1:
+        return calls[0]
+
+    def all_devices() -> None:
+        for call in calls:
+            call()
+
+    return all_devices
+
+
+def describe_device() -> str:
+    """What the run computes on, for the JSON environment block."""
+    import torch
+
+    if _cuda_active():
+        index = torch.cuda.current_device()
+        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+    if _mps_active():
+        return "mps"
+    if _xpu_active():
+        return "xpu"
+    return "cpu"

@@ -1,0 +1,193 @@
+"""Output formats: the stable ``BENCHY::`` lines and the versioned JSON document (pure).
+
+The three summary lines keep the original grammar that CI jobs parse::
+
+    BENCHY::SUMMARY::IO average trial throughput: 89.177 +/- 1.011
+
+Anything else we add starts with ``BENCHY::SUMMARY::<WORD>`` where WORD is not a mode,
+so it cannot be mistaken for them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ._results import RunResults, TrialResult
+from ._schedule import Mode
+from ._stats import Estimate
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "trial_line",
+    "iteration_line",
+    "summary_line",
+    "verdict_line",
+    "summary_lines",
+    "result_document",
+    "write_json_atomic",
+]
+
+SCHEMA_VERSION = 1
+
+# Two estimates closer than this (relative) are called balanced even if their
+# intervals do not overlap: a 5 % difference is not a bottleneck worth acting on.
+BALANCE_TOLERANCE = 0.05
+# FULL below this share of min(IO, SYNTHETIC) means loading and compute are serialised.
+OVERLAP_THRESHOLD = 0.8
+
+
+def info_line(message: str) -> str:
+    return f"BENCHY::INFO::Message: {message}"
+
+
+def warning_line(message: str) -> str:
+    return f"BENCHY::WARNING::Message: {message}"
+
+
+def trial_line(result: TrialResult) -> str:
+    """``BENCHY::FULL_2::Trial Throughput: 90.123`` (warm-ups: ``FULL_WARMUP_1``)."""
+    return f"BENCHY::{result.label}::Trial Throughput: {result.throughput:.3f}"
+
+
+def iteration_line(label: str, step: int, nbatches: int, rate: float) -> str:
+    """The periodic line: throughput over the steps since the previous one."""
+    return f"BENCHY::{label}::Iteration {step}/{nbatches} Throughput: {rate:.3f}"
+
+
+def summary_line(mode: Mode, est: Estimate) -> str:
+    """One of the three parsed lines. No fake zero: one trial has no interval."""
+    head = f"BENCHY::SUMMARY::{mode.value} average trial throughput:"
+    if est.mean is None:
+        return f"{head} n/a (no completed trial)"
+    if est.half_width is None:
+        return f"{head} {est.mean:.3f} +/- n/a (1 trial: no interval)"
+    return f"{head} {est.mean:.3f} +/- {est.half_width:.3f}"
+
+
+def _overlap(a: Estimate, b: Estimate) -> bool:
+    assert a.mean is not None and b.mean is not None
+    return abs(a.mean - b.mean) <= (a.half_width or 0.0) + (b.half_width or 0.0)
+
+
+def verdict(io: Optional[Estimate], synthetic: Optional[Estimate], full: Optional[Estimate]) -> Optional[str]:
+    """Which side limits training, from the three estimates; None when IO or SYNTHETIC is missing."""
+    if io is None or synthetic is None or io.mean is None or synthetic.mean is None:
+        return None
+    slower = min(io.mean, synthetic.mean)
+    close = abs(io.mean - synthetic.mean) <= BALANCE_TOLERANCE * max(io.mean, synthetic.mean)
+    if close or _overlap(io, synthetic):
+        text = (f"balanced: data loading (IO {io.mean:.3f}) and compute (SYNTHETIC {synthetic.mean:.3f}) "
+                f"are within their intervals or 5 % of each other; speeding up one alone gains little")
+    elif io.mean < synthetic.mean:
+        text = (f"data loading limits training: IO {io.mean:.3f} < SYNTHETIC {synthetic.mean:.3f} samples/s; "
+                f"compute could go {synthetic.mean / io.mean:.2f}x faster with faster loading")
+    else:
+        text = (f"compute limits training: SYNTHETIC {synthetic.mean:.3f} < IO {io.mean:.3f} samples/s; "
+                f"the loader has {io.mean / synthetic.mean:.2f}x headroom")
+    if full is not None and full.mean is not None and slower > 0:
+        share = full.mean / slower
+        text += f"; FULL reaches {100.0 * share:.1f} % of the slower of the two"
+        if share < OVERLAP_THRESHOLD:
+            text += " (loading and compute run one after the other, not overlapped: more loader workers or prefetching would help)"
+    return text
+
+
+def verdict_line(text: str) -> str:
+    return f"BENCHY::SUMMARY::VERDICT {text}"
+
+
+def summary_lines(results: RunResults, modes: Sequence[Mode]) -> List[str]:
+    """The summary lines for the modes that were scheduled, then the verdict if any."""
+    estimates = {mode: results.estimate(mode) for mode in modes}
+    lines = [summary_line(mode, estimates[mode]) for mode in modes]
+    text = verdict(estimates.get(Mode.IO), estimates.get(Mode.SYNTHETIC), estimates.get(Mode.FULL))
+    if text is not None:
+        lines.append(verdict_line(text))
+    return lines
+
+
+def _finite(x: float) -> Optional[float]:
+    return x if math.isfinite(x) else None
+
+
+def _mode_block(results: RunResults, mode: Mode) -> Dict[str, Any]:
+    trials = results.measured(mode)
+    est = results.estimate(mode)
+    warm = results.warmups(mode)
+    return {
+        # The original's keys, one entry per counted trial.
+        "rates": [[_finite(r) for r in t.step_rates] for t in trials],
+        "avg_iter_throughput": [
+            _finite(sum(t.step_rates) / len(t.step_rates)) if t.step_rates else None for t in trials
+        ],
+        "trial_throughput": [_finite(t.throughput) for t in trials],
+        "trial_time": [t.seconds for t in trials],
+        # Ours.
+        "trial_samples": [t.samples for t in trials],
+        "nbatches": [len(t.step_seconds) for t in trials],
+        "mean": est.mean,
+        "interval": est.half_width,
+        "confidence": est.confidence,
+        "n": est.n,
+        "warmup": {
+            "trial_throughput": [_finite(t.throughput) for t in warm],
+            "trial_time": [t.seconds for t in warm],
+            "trial_samples": [t.samples for t in warm],
+        },
+    }
+
+
+def result_document(
+    results: RunResults,
+    modes: Sequence[Mode],
+    *,
+    config: Mapping[str, Any],
+    environment: Mapping[str, Any],
+    nranks: int,
+    complete: bool,
+    epochs_needed: int,
+    epochs_started: int,
+) -> Dict[str, Any]:
+    """The JSON document: the original's keys plus schema version, config, environment, status."""
+    estimates = {mode: results.estimate(mode) for mode in modes}
+    doc: Dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "complete": complete,
+        "nranks": nranks,
+        "epochs_needed": epochs_needed,
+        "epochs_started": epochs_started,
+        "interrupted": [
+            {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
+            for i in results.interruptions
+        ],
+        "verdict": verdict(estimates.get(Mode.IO), estimates.get(Mode.SYNTHETIC), estimates.get(Mode.FULL)),
+        "config": dict(config),
+        "environment": dict(environment),
+    }
+    for mode in modes:
+        doc[mode.value] = _mode_block(results, mode)
+    return doc
+
+
+def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
+    """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".benchy-", suffix=".json.tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=1, allow_nan=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,77 @@
+"""The result model: one frozen record per trial; everything else is derived (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from ._schedule import Mode, TrialSpec
+from ._stats import Estimate, estimate
+
+__all__ = ["TrialResult", "Interruption", "RunResults"]
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One finished trial: samples delivered over wall time, and the per-step split.
+
+    ``step_seconds[i]`` is the time from handing out batch ``i`` to handing out batch
+    ``i + 1`` (the step and the next fetch); ``step_samples[i]`` the samples of that batch.
+    """
+
+    spec: TrialSpec
+    samples: int
+    seconds: float
+    step_seconds: Tuple[float, ...] = ()
+    step_samples: Tuple[int, ...] = ()
+
+    @property
+    def mode(self) -> Mode:
+        return self.spec.mode
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def throughput(self) -> float:
+        """Samples per second over the whole trial."""
+        return self.samples / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def step_rates(self) -> Tuple[float, ...]:
+        """Per-step throughputs (samples per second)."""
+        return tuple(
+            (n / t if t > 0 else float("inf")) for n, t in zip(self.step_samples, self.step_seconds)
+        )
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """A trial that did not finish: which one, after how many batches, and why."""
+
+    spec: TrialSpec
+    batches_done: int
+    reason: str
+
+
+@dataclass
+class RunResults:
+    """Everything measured so far, in the order it was measured."""
+
+    trials: List[TrialResult] = field(default_factory=list)
+    interruptions: List[Interruption] = field(default_factory=list)
+
+    def measured(self, mode: Mode) -> List[TrialResult]:
+        """The counted (non-warm-up) trials of one mode."""
+        return [t for t in self.trials if t.mode is mode and not t.spec.warmup]
+
+    def warmups(self, mode: Mode) -> List[TrialResult]:
+        return [t for t in self.trials if t.mode is mode and t.spec.warmup]
+
+    def estimate(self, mode: Mode) -> Estimate:
+        """Mean trial throughput and its 95 % Student-t half-width."""
+        return estimate([t.throughput for t in self.measured(mode)])
+
+    def last_interruption(self) -> Optional[Interruption]:
+        return self.interruptions[-1] if self.interruptions else None

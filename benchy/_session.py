@@ -1,0 +1,263 @@
+"""One benchmark run: walks the schedule as the script asks for epochs (glue, no hot loop).
+
+``iterate()`` is what a wrapper's ``__iter__`` returns: the hidden IO trials run inside
+the first call, each later call is one SYNTHETIC or FULL trial, and after the last trial
+the summary is printed, the JSON written, and the process exits (``exit_after_tests``)
+or every later call returns the plain loader's iterator.
+"""
+
+from __future__ import annotations
+
+import atexit
+import inspect
+import os
+import sys
+import time
+from typing import Any, Callable, Iterator, List, Optional
+
+from ._batch import make_counter
+from ._config import Config
+from ._console import Output
+from ._device import synchronizer
+from ._env import environment
+from ._report import (
+    info_line,
+    iteration_line,
+    result_document,
+    summary_lines,
+    trial_line,
+    verdict,
+    warning_line,
+    write_json_atomic,
+)
+from ._results import Interruption, RunResults, TrialResult
+from ._schedule import Mode, Schedule, TrialSpec
+from ._source import BatchSource
+from ._trial import Pauses, full_trial, io_trial, synthetic_trial
+
+__all__ = ["Session"]
+
+_NEW, _RUNNING, _DONE = "new", "running", "done"
+
+
+class Session:
+    """The state of one wrapper's benchmark."""
+
+    def __init__(
+        self,
+        config: Config,
+        make_iterator: Callable[[], Iterator[Any]],
+        fallback_batch_size: Optional[int],
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        output: Optional[Output] = None,
+    ) -> None:
+        self.config = config
+        self.schedule = Schedule.from_config(config)
+        self.results = RunResults()
+        self.epochs_started = 0
+        self._make_iterator = make_iterator
+        self._source = BatchSource(make_iterator)
+        self._fallback = fallback_batch_size
+        self._clock = clock
+        self._out = output
+        self._counter: Optional[Callable[[Any], int]] = None
+        self._state = _NEW
+        self._next = 0
+        self._active: Optional[Any] = None
+        self._pid = os.getpid()
+        self._json_error_shown = False
+        self._rank = 0
+        self._world = 1
+        self._environment: Optional[dict] = None
+
+    # --- public ---------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """True once every trial has run (the wrapper is transparent from then on)."""
+        return self._state == _DONE
+
+    def iterate(self) -> Iterator[Any]:
+        """The iterator for the next epoch: a trial while the schedule runs, else the plain one."""
+        if self._state == _DONE:
+            return iter(self._make_iterator())
+        self._close_active()
+        self.epochs_started += 1
+        if self._state == _NEW:
+            self._start()
+            self._run_hidden_io()
+            if not self.schedule.per_epoch:
+                self._finish()
+                return iter(self._make_iterator())
+        spec = self.schedule.per_epoch[self._next]
+        self._next += 1
+        trial = synthetic_trial if spec.mode is Mode.SYNTHETIC else full_trial
+        self._output().trial_started(spec)
+        self._active = trial(
+            spec,
+            self._source,
+            self._count,
+            self._clock,
+            synchronizer(),
+            self._trial_done,
+            self._trial_aborted,
+            self._report,
+            self.config.general.report_freq,
+        )
+        return self._active
+
+    # --- schedule steps -------------------------------------------------------------------
+
+    def _output(self) -> Output:
+        if self._out is None:
+            self._out = Output(self.config.general.console, enabled=self._rank == 0)
+        return self._out
+
+    def _start(self) -> None:
+        self._state = _RUNNING
+        self._environment = environment(self._world)
+        out = self._output()
+        if self.config.source == "defaults":
+            out.line(info_line("Using default benchy configuration."))
+        else:
+            out.line(info_line(f"Using benchy configuration from {self.config.source}."))
+        out.line(info_line(
+            f"Schedule: {self.schedule.describe()}; the script must run at least "
+            f"{self.schedule.epochs_needed} epochs."
+        ))
+        atexit.register(self._at_exit)
+
+    def _count(self, batch: Any) -> int:
+        """Sample counter, specialised from the first batch seen."""
+        if self._counter is None:
+            self._counter = make_counter(batch, self._fallback)
+        return self._counter(batch)
+
+    def _run_hidden_io(self) -> None:
+        out = self._output()
+        for spec in self.schedule.hidden:
+            out.trial_started(spec)
+            try:
+                result = io_trial(
+                    spec, self._source, self._count, self._clock, synchronizer(),
+                    self._report, self.config.general.report_freq,
+                )
+            except BaseException as err:
+                self._trial_aborted(spec, 0, f"the data loader raised {type(err).__name__}: {err}")
+                raise
+            self._trial_done(result)
+
+    def _report(self, spec: TrialSpec, i: int, stamps: List[float], sizes: List[int], pauses: Pauses) -> None:
+        """Periodic line: throughput over the last ``report_freq`` steps; its time is excluded."""
+        low = i - self.config.general.report_freq
+        span = stamps[i] - stamps[low] - sum(d for k, d in pauses if low <= k < i)
+        rate = sum(sizes[low:i]) / span if span > 0 else float("inf")
+        out = self._output()
+        out.line(iteration_line(spec.label, i, spec.nbatches, rate))
+        out.trial_progress(i, rate)
+        pauses.append((i, self._clock() - stamps[i]))
+
+    def _trial_done(self, result: TrialResult) -> None:
+        self._active = None
+        self.results.trials.append(result)
+        out = self._output()
+        out.trial_ended()
+        out.line(trial_line(result))
+        is_last = self._next >= len(self.schedule.per_epoch) and result.spec.mode is not Mode.IO
+        if is_last:
+            self._finish()
+        else:
+            self._write_json(complete=False, announce=False)
+
+    def _trial_aborted(self, spec: TrialSpec, batches_done: int, reason: str) -> None:
+        """A trial that did not finish: not counted, recorded, reported (never raises)."""
+        self._active = None
+        self.results.interruptions.append(Interruption(spec, batches_done, reason))
+        try:
+            out = self._output()
+            out.trial_ended()
+            out.line(warning_line(
+                f"trial {spec.label} stopped after {batches_done} of {spec.nbatches} batches: {reason}. "
+                f"It is not counted. If your loop takes fewer steps per epoch, set nbatches to at most that."
+            ))
+            self._write_json(complete=False, announce=False)
+        except Exception:  # during interpreter shutdown stdout may be gone
+            pass
+
+    def _close_active(self) -> None:
+        gen, self._active = self._active, None
+        if gen is None:
+            return
+        if inspect.getgeneratorstate(gen) == inspect.GEN_CREATED:
+            gen.close()
+            spec = self.schedule.per_epoch[self._next - 1]
+            self._trial_aborted(spec, 0, "the epoch's iterator was never advanced")
+        else:
+            gen.close()  # a suspended trial records its own interruption
+
+    def _finish(self) -> None:
+        self._state = _DONE
+        self._source.close()
+        out = self._output()
+        modes = self.schedule.modes
+        for line in summary_lines(self.results, modes):
+            out.line(line)
+        out.summary_table(self.results, modes, self._verdict())
+        self._write_json(complete=True, announce=True)
+        if self.config.general.exit_after_tests:
+            out.line(info_line("Tests completed.... exiting."))
+            sys.stdout.flush()
+            sys.exit(0)  # the one place benchy ends the process: exit_after_tests
+        out.line(info_line("Tests completed; the loader is now the plain one for the remaining epochs."))
+
+    def _verdict(self) -> Optional[str]:
+        modes = self.schedule.modes
+        get = lambda m: self.results.estimate(m) if m in modes else None  # noqa: E731
+        return verdict(get(Mode.IO), get(Mode.SYNTHETIC), get(Mode.FULL))
+
+    def _at_exit(self) -> None:
+        """The script ended before the schedule did: say so and keep what was measured."""
+        if os.getpid() != self._pid or self._state != _RUNNING:
+            return
+        self._close_active()
+        out = self._output()
+        out.trial_ended()
+        needed = self.schedule.epochs_needed
+        out.line(warning_line(
+            f"the script stopped after {self.epochs_started} of the {needed} epochs the benchy schedule "
+            f"needs ({self.schedule.describe()}); the results below are partial. Run at least {needed} "
+            f"epochs to finish the schedule."
+        ))
+        for line in summary_lines(self.results, self.schedule.modes):
+            out.line(line)
+        self._write_json(complete=False, announce=True)
+
+    # --- JSON -------------------------------------------------------------------------------
+
+    def _write_json(self, *, complete: bool, announce: bool) -> None:
+        if self._rank != 0:
+            return
+        path = self.config.output_path
+        document = result_document(
+            self.results,
+            self.schedule.modes,
+            config=self.config.to_dict(),
+            environment=self._environment or {},
+            nranks=self._world,
+            complete=complete,
+            epochs_needed=self.schedule.epochs_needed,
+            epochs_started=self.epochs_started,
+        )
+        try:
+            write_json_atomic(path, document)
+        except (OSError, ValueError) as err:
+            if announce or not self._json_error_shown:
+                self._json_error_shown = True
+                self._output().line(
+                    f"BENCHY::ERROR::Message: cannot write the JSON result to {path}: {err}. "
+                    f"The BENCHY:: lines printed here are the only copy of the results."
+                )
+            return
+        if announce:
+            self._output().line(info_line(f"Writing JSON output to {path}."))

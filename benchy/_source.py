@@ -1,0 +1,72 @@
+"""The underlying loader as an endless supply of batches across passes and trials.
+
+One iterator of the wrapped loader lives for the whole benchmark: trials continue where
+the previous one stopped, and a trial that needs more batches than a pass holds starts a
+new pass inside the trial. A batch fetched to close a trial's clock is kept and handed
+out first by the next trial.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Tuple
+
+__all__ = ["BatchSource", "EmptyLoaderError"]
+
+_NOTHING = object()
+
+
+class EmptyLoaderError(RuntimeError):
+    """The wrapped loader produced no batch on a fresh pass."""
+
+
+class BatchSource:
+    """Batches from ``make_iterator()``, restarting it when a pass ends."""
+
+    def __init__(self, make_iterator: Callable[[], Iterator[Any]]) -> None:
+        self._make_iterator = make_iterator
+        self._iterator: Any = None
+        self._pending: Any = _NOTHING
+        self.passes = 0
+
+    def next_function(self) -> Callable[[], Any]:
+        """The bound ``__next__`` of the current pass (started if needed), for hot loops."""
+        if self._iterator is None:
+            self._iterator = iter(self._make_iterator())
+            self.passes += 1
+        return self._iterator.__next__
+
+    def new_pass(self) -> Tuple[Callable[[], Any], Any]:
+        """Start a new pass and return (its ``__next__``, its first batch)."""
+        self._iterator = None
+        self._iterator = iter(self._make_iterator())
+        self.passes += 1
+        step = self._iterator.__next__
+        try:
+            return step, step()
+        except StopIteration:
+            raise EmptyLoaderError(
+                "benchy: the wrapped loader yielded no batch on a fresh pass (iter() gave an "
+                "exhausted iterator); expected a re-iterable loader with at least one batch. "
+                "An iterator that needs reset() between passes (e.g. DALI) should be built "
+                "with auto_reset=True."
+            ) from None
+
+    def fetch(self) -> Any:
+        """The pending batch if any, else the next one (starting a new pass if needed)."""
+        if self._pending is not _NOTHING:
+            batch, self._pending = self._pending, _NOTHING
+            return batch
+        step = self.next_function()
+        try:
+            return step()
+        except StopIteration:
+            return self.new_pass()[1]
+
+    def keep(self, batch: Any) -> None:
+        """Hold ``batch`` for the next :meth:`fetch`."""
+        self._pending = batch
+
+    def close(self) -> None:
+        """Drop the iterator (shuts DataLoader workers down) and any pending batch."""
+        self._iterator = None
+        self._pending = _NOTHING

@@ -1,0 +1,191 @@
+"""The hot loops: one timed trial over a batch source (no printing, no torch import).
+
+Each trial records one timestamp per batch into a preallocated list: ``stamps[i]`` is
+when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops. Period ``i``
+(``stamps[i]`` to ``stamps[i+1]``) holds one training step and one fetch, so a trial of
+``n`` batches spans exactly ``n`` periods:
+
+* SYNTHETIC: the clock runs from handing out the cached batch the first time to the loop
+  asking for batch ``n + 1`` (no fetches at all).
+* FULL: from handing out batch 1 to the loop asking for batch ``n + 1`` *and* the batch
+  after the last one being ready; that batch is kept for the next FULL trial. Stopping
+  at the request alone would leave ``n`` steps but only ``n - 1`` fetches in the window
+  and overstate an IO-bound throughput by up to ``1/n``.
+* IO: from receiving one batch to receiving ``n`` more; the ``n`` received inside the
+  window are counted.
+
+Everything else (device sync, statistics, printing, collectives) happens at trial
+boundaries; the periodic report runs every ``report_freq`` steps and its own duration is
+measured and taken out of the trial's time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Generator, List, Optional, Tuple
+
+from ._results import TrialResult
+from ._schedule import TrialSpec
+from ._source import BatchSource
+
+__all__ = ["io_trial", "synthetic_trial", "full_trial", "build_result", "Reporter"]
+
+Clock = Callable[[], float]
+Pauses = List[Tuple[int, float]]
+# report(spec, i, stamps, sizes, pauses): called after stamps[i] is taken; appends its own
+# duration to ``pauses`` as (i, seconds).
+Reporter = Callable[[TrialSpec, int, List[float], List[int], Pauses], None]
+Counter = Callable[[Any], int]
+
+
+def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses) -> TrialResult:
+    """A :class:`TrialResult` from the raw stamps, sizes and reporting pauses."""
+    n = len(sizes)
+    steps = [stamps[k + 1] - stamps[k] for k in range(n)]
+    for k, seconds in pauses:
+        if 0 <= k < n:
+            steps[k] -= seconds
+    return TrialResult(
+        spec=spec,
+        samples=sum(sizes),
+        seconds=sum(steps),
+        step_seconds=tuple(steps),
+        step_samples=tuple(sizes),
+    )
+
+
+def _first_report(report: Optional[Reporter], freq: int, n: int) -> int:
+    """Index of the first step that reports, or -1 (never)."""
+    return freq if (report is not None and 0 < freq < n) else -1
+
+
+def _following(current: int, freq: int, n: int) -> int:
+    """The next reporting step after ``current``; -1 once it would reach the trial's end."""
+    following = current + freq
+    return following if following < n else -1
+
+
+def io_trial(
+    spec: TrialSpec,
+    source: BatchSource,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    report: Optional[Reporter] = None,
+    freq: int = 0,
+) -> TrialResult:
+    """Drain ``spec.nbatches`` batches from the loader alone (no training step)."""
+    n = spec.nbatches
+    stamps = [0.0] * (n + 1)
+    sizes = [0] * n
+    pauses: Pauses = []
+    next_report = _first_report(report, freq, n)
+    batch = source.fetch()
+    nxt = source.next_function()
+    sync()
+    stamps[0] = clock()
+    for i in range(n):
+        try:
+            batch = nxt()
+        except StopIteration:
+            nxt, batch = source.new_pass()
+        sizes[i] = counter(batch)
+        stamps[i + 1] = clock()
+        if i + 1 == next_report:
+            report(spec, i + 1, stamps, sizes, pauses)  # type: ignore[misc]
+            next_report = _following(next_report, freq, n)
+    sync()
+    stamps[n] = clock()
+    source.keep(batch)
+    return build_result(spec, stamps, sizes, pauses)
+
+
+def synthetic_trial(
+    spec: TrialSpec,
+    source: BatchSource,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    on_done: Callable[[TrialResult], None],
+    on_abort: Callable[[TrialSpec, int, str], None],
+    report: Optional[Reporter] = None,
+    freq: int = 0,
+) -> Generator[Any, None, None]:
+    """Yield one real batch ``spec.nbatches`` times: the training step alone."""
+    n = spec.nbatches
+    batch = source.fetch()
+    size = counter(batch)
+    stamps = [0.0] * (n + 1)
+    sizes = [size] * n
+    pauses: Pauses = []
+    next_report = _first_report(report, freq, n)
+    i = 0
+    sync()
+    try:
+        for i in range(n):
+            stamps[i] = clock()
+            if i == next_report:
+                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
+                next_report = _following(next_report, freq, n)
+            yield batch
+        sync()
+        stamps[n] = clock()
+    except GeneratorExit:
+        on_abort(spec, i, "the training loop stopped asking for batches (break, or an exception in the step)")
+        raise
+    except BaseException as err:
+        on_abort(spec, i, f"{type(err).__name__} raised while synchronizing the device")
+        raise
+    on_done(build_result(spec, stamps, sizes, pauses))
+
+
+def full_trial(
+    spec: TrialSpec,
+    source: BatchSource,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    on_done: Callable[[TrialResult], None],
+    on_abort: Callable[[TrialSpec, int, str], None],
+    report: Optional[Reporter] = None,
+    freq: int = 0,
+) -> Generator[Any, None, None]:
+    """Yield ``spec.nbatches`` real batches: loading and training together."""
+    n = spec.nbatches
+    stamps = [0.0] * (n + 1)
+    sizes = [0] * n
+    pauses: Pauses = []
+    next_report = _first_report(report, freq, n)
+    batch = source.fetch()
+    nxt = source.next_function()
+    i = 0
+    sync()
+    try:
+        while True:
+            sizes[i] = counter(batch)
+            stamps[i] = clock()
+            if i == next_report:
+                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
+                next_report = _following(next_report, freq, n)
+            yield batch
+            i += 1
+            if i == n:
+                break
+            try:
+                batch = nxt()
+            except StopIteration:
+                nxt, batch = source.new_pass()
+        # The loop asked for batch n + 1: close the window once the next batch is ready,
+        # so it holds n fetches as well as n steps. At the end of a pass, stop right away.
+        try:
+            source.keep(nxt())
+        except StopIteration:
+            pass
+        sync()
+        stamps[n] = clock()
+    except GeneratorExit:
+        on_abort(spec, i, "the training loop stopped asking for batches (break, or an exception in the step)")
+        raise
+    except BaseException as err:
+        on_abort(spec, i, f"the data loader raised {type(err).__name__}: {err}")
+        raise
+    on_done(build_result(spec, stamps, sizes, pauses))
