@@ -46,6 +46,9 @@ class ConfigError(ValueError):
         super().__init__(message)
 
 
+ConfigError.__module__ = "benchy"  # tracebacks show benchy.ConfigError, the public name
+
+
 @dataclass(frozen=True)
 class ModeConfig:
     """One trial kind (IO, synthetic or full)."""

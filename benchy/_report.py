@@ -79,9 +79,12 @@ def verdict(io: Optional[Estimate], synthetic: Optional[Estimate], full: Optiona
         return None
     slower = min(io.mean, synthetic.mean)
     close = abs(io.mean - synthetic.mean) <= BALANCE_TOLERANCE * max(io.mean, synthetic.mean)
-    if close or _overlap(io, synthetic):
+    if close:
         text = (f"balanced: data loading (IO {io.mean:.3f}) and compute (SYNTHETIC {synthetic.mean:.3f}) "
-                f"are within their intervals or 5 % of each other; speeding up one alone gains little")
+                f"are within 5 % of each other; speeding up one alone gains little")
+    elif _overlap(io, synthetic):
+        text = (f"undecided: the intervals of IO {io.mean:.3f} and SYNTHETIC {synthetic.mean:.3f} overlap; "
+                f"run more or longer trials (ntrials, nbatches) to tell which side limits training")
     elif io.mean < synthetic.mean:
         text = (f"data loading limits training: IO {io.mean:.3f} < SYNTHETIC {synthetic.mean:.3f} samples/s; "
                 f"compute could go {synthetic.mean / io.mean:.2f}x faster with faster loading")
@@ -182,8 +185,6 @@ def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=1, allow_nan=False)
             handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:

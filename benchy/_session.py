@@ -13,6 +13,7 @@ import inspect
 import os
 import sys
 import time
+import weakref
 from typing import Any, Callable, Iterator, List, Optional
 
 from ._batch import make_counter
@@ -64,7 +65,7 @@ class Session:
         self._counter: Optional[Callable[[Any], int]] = None
         self._state = _NEW
         self._next = 0
-        self._active: Optional[Any] = None
+        self._active: Optional["weakref.ReferenceType[Any]"] = None
         self._pid = os.getpid()
         self._json_error_shown = False
         self._rank = 0
@@ -83,18 +84,22 @@ class Session:
         if self._state == _DONE:
             return iter(self._make_iterator())
         self._close_active()
-        self.epochs_started += 1
-        if self._state == _NEW:
+        first = self._state == _NEW
+        if first:
             self._start()
             self._run_hidden_io()
-            if not self.schedule.per_epoch:
-                self._finish()
-                return iter(self._make_iterator())
+        if self._next >= len(self.schedule.per_epoch):
+            # Only IO was scheduled (its trials ran in this first epoch), or the last trial
+            # was cut short and the script goes on.
+            self.epochs_started += int(first)
+            self._finish()
+            return iter(self._make_iterator())
+        self.epochs_started += 1
         spec = self.schedule.per_epoch[self._next]
         self._next += 1
         trial = synthetic_trial if spec.mode is Mode.SYNTHETIC else full_trial
         self._output().trial_started(spec)
-        self._active = trial(
+        gen = trial(
             spec,
             self._source,
             self._count,
@@ -105,7 +110,10 @@ class Session:
             self._report,
             self.config.general.report_freq,
         )
-        return self._active
+        # A weak reference: a loop that breaks out drops the generator at once, and its
+        # interruption is reported then, not at the next epoch.
+        self._active = weakref.ref(gen)
+        return gen
 
     # --- schedule steps -------------------------------------------------------------------
 
@@ -146,7 +154,10 @@ class Session:
             except BaseException as err:
                 self._trial_aborted(spec, 0, f"the data loader raised {type(err).__name__}: {err}")
                 raise
-            self._trial_done(result)
+            # No JSON between IO trials: a pause there lets loader workers fill their queue,
+            # and the next trial would start with free batches.
+            self._trial_done(result, checkpoint=False)
+        self._write_json(complete=False, announce=False)
 
     def _report(self, spec: TrialSpec, i: int, stamps: List[float], sizes: List[int], pauses: Pauses) -> None:
         """Periodic line: throughput over the last ``report_freq`` steps; its time is excluded."""
@@ -158,7 +169,7 @@ class Session:
         out.trial_progress(i, rate)
         pauses.append((i, self._clock() - stamps[i]))
 
-    def _trial_done(self, result: TrialResult) -> None:
+    def _trial_done(self, result: TrialResult, checkpoint: bool = True) -> None:
         self._active = None
         self.results.trials.append(result)
         out = self._output()
@@ -167,7 +178,7 @@ class Session:
         is_last = self._next >= len(self.schedule.per_epoch) and result.spec.mode is not Mode.IO
         if is_last:
             self._finish()
-        else:
+        elif checkpoint:
             self._write_json(complete=False, announce=False)
 
     def _trial_aborted(self, spec: TrialSpec, batches_done: int, reason: str) -> None:
@@ -186,7 +197,8 @@ class Session:
             pass
 
     def _close_active(self) -> None:
-        gen, self._active = self._active, None
+        ref, self._active = self._active, None
+        gen = ref() if ref is not None else None
         if gen is None:
             return
         if inspect.getgeneratorstate(gen) == inspect.GEN_CREATED:
@@ -196,7 +208,8 @@ class Session:
         else:
             gen.close()  # a suspended trial records its own interruption
 
-    def _finish(self) -> None:
+    def _finish(self, may_exit: bool = True) -> None:
+        """Summary, table and final JSON; then exit (``exit_after_tests``) or go transparent."""
         self._state = _DONE
         self._source.close()
         out = self._output()
@@ -204,7 +217,10 @@ class Session:
         for line in summary_lines(self.results, modes):
             out.line(line)
         out.summary_table(self.results, modes, self._verdict())
-        self._write_json(complete=True, announce=True)
+        # Complete means nothing is missing: every scheduled trial ran to its end.
+        self._write_json(complete=not self.results.interruptions, announce=True)
+        if not may_exit:
+            return
         if self.config.general.exit_after_tests:
             out.line(info_line("Tests completed.... exiting."))
             sys.stdout.flush()
@@ -224,6 +240,10 @@ class Session:
         out = self._output()
         out.trial_ended()
         needed = self.schedule.epochs_needed
+        if self._next >= len(self.schedule.per_epoch):
+            out.line(warning_line("the script ended before the last trial finished; results below."))
+            self._finish(may_exit=False)
+            return
         out.line(warning_line(
             f"the script stopped after {self.epochs_started} of the {needed} epochs the benchy schedule "
             f"needs ({self.schedule.describe()}); the results below are partial. Run at least {needed} "

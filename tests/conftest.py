@@ -1,0 +1,80 @@
+"""Shared helpers: run a user-like script in a subprocess and read its BENCHY:: lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+USER_SCRIPT = ROOT / "tests" / "scripts" / "user_script.py"
+
+SUMMARY_RE = re.compile(
+    r"^BENCHY::SUMMARY::(IO|SYNTHETIC|FULL) average trial throughput: ([0-9.]+) \+/- ([0-9.]+|n/a)", re.M
+)
+TRIAL_RE = re.compile(r"^BENCHY::((?:IO|SYNTHETIC|FULL)(?:_WARMUP)?_\d+)::Trial Throughput: ([0-9.]+)$", re.M)
+
+
+class Run:
+    """A finished subprocess run with parsed benchy output."""
+
+    def __init__(self, proc: subprocess.CompletedProcess, workdir: Path, json_path: Path) -> None:
+        self.proc, self.workdir, self.json_path = proc, workdir, json_path
+        self.returncode, self.stdout, self.stderr = proc.returncode, proc.stdout, proc.stderr
+
+    @property
+    def summary(self) -> Dict[str, Tuple[float, Optional[float]]]:
+        return {m: (float(a), None if b == "n/a" else float(b)) for m, a, b in SUMMARY_RE.findall(self.stdout)}
+
+    @property
+    def trials(self) -> Dict[str, float]:
+        return {label: float(v) for label, v in TRIAL_RE.findall(self.stdout)}
+
+    @property
+    def epochs(self) -> Dict[int, Tuple[int, int]]:
+        found = re.findall(r"^USER::epoch (\d+) steps (\d+) len (\d+)$", self.stdout, re.M)
+        return {int(e): (int(s), int(n)) for e, s, n in found}
+
+    def result(self) -> Dict[str, Any]:
+        return json.loads(self.json_path.read_text())
+
+    def __repr__(self) -> str:
+        return f"Run(rc={self.returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+def small_config(nbatches: int = 5, ntrials: int = 2, nwarmup: int = 1, **global_: Any) -> Dict[str, Any]:
+    """A fast schedule for end-to-end tests."""
+    g = {"report_freq": 0}
+    g.update(global_)
+    mode = {"nbatches": nbatches, "ntrials": ntrials, "nwarmup": nwarmup}
+    return {"global": g, "IO": dict(mode), "synthetic": dict(mode), "full": dict(mode)}
+
+
+@pytest.fixture
+def run_script(tmp_path: Path):
+    """run_script(config, *args, script=USER_SCRIPT, env=None) -> Run, in tmp_path."""
+
+    def run(config: Any = None, *args: str, script: Path = USER_SCRIPT, env: Optional[Dict[str, str]] = None,
+            timeout: float = 180) -> Run:
+        environ = dict(os.environ)
+        environ.pop("BENCHY_CONFIG_FILE", None)
+        environ["PYTHONUNBUFFERED"] = "1"
+        if config is not None:
+            cfg = tmp_path / "benchy.yaml"
+            cfg.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
+            environ["BENCHY_CONFIG_FILE"] = str(cfg)
+        environ.update(env or {})
+        proc = subprocess.run(
+            [sys.executable, str(script), *args], cwd=tmp_path, env=environ,
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        )
+        return Run(proc, tmp_path, tmp_path / "benchy_result.json")
+
+    return run

@@ -1,0 +1,133 @@
+"""Accuracy: benchy's IO / SYNTHETIC / FULL against plain loops timed in the same test.
+
+Loader and step sleep for known times, so the true rates are known up to the sleeps'
+own overshoot, which the plain loops see too. Bounds are 5 %, generous for sleep-based
+work; the benchmarks in benchmarks/ measure the real error.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable
+
+import pytest
+import torch
+from torch.utils.data import Dataset
+
+from benchy import Mode
+from benchy.torch import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
+
+BATCH = 8
+NBATCHES = 20
+
+
+class SleepyBatches:
+    """A re-iterable loader whose every batch costs ``fetch`` seconds."""
+
+    def __init__(self, fetch: float, nbatches: int = 1000) -> None:
+        self.fetch, self.nbatches = fetch, nbatches
+
+    def __iter__(self):
+        for _ in range(self.nbatches):
+            time.sleep(self.fetch)
+            yield torch.zeros(BATCH, 2)
+
+
+class SleepySamples(Dataset):
+    """A map-style dataset whose batched fetch (``__getitems__``) costs ``per_batch`` seconds."""
+
+    def __init__(self, per_batch: float) -> None:
+        self.per_batch = per_batch
+
+    def __len__(self) -> int:
+        return 100_000
+
+    def __getitem__(self, i: int):
+        return torch.zeros(2)
+
+    def __getitems__(self, indices):
+        time.sleep(self.per_batch)
+        return [torch.zeros(2) for _ in indices]
+
+
+def sleep_step(seconds: float) -> Callable[[Any], None]:
+    return lambda batch: time.sleep(seconds)
+
+
+def plain_rates(loader: Iterable[Any], step: Callable[[Any], None], n: int, repeats: int = 3) -> Dict[Mode, float]:
+    """Steady-state rates of plain loops: one long-lived iterator, 5 batches of warm-up."""
+
+    def median_rate(run: Callable[[], float]) -> float:
+        return statistics.median(n * BATCH / run() for _ in range(repeats))
+
+    it = iter(loader)
+    for _ in range(5):
+        next(it)
+
+    def io() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            next(it)
+        return time.perf_counter() - t0
+
+    batch = next(it)
+
+    def synthetic() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step(batch)
+        return time.perf_counter() - t0
+
+    def full() -> float:
+        b = next(it)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step(b)
+            b = next(it)
+        return time.perf_counter() - t0
+
+    return {Mode.IO: median_rate(io), Mode.SYNTHETIC: median_rate(synthetic), Mode.FULL: median_rate(full)}
+
+
+def benchy_rates(wrapper: Any, step: Callable[[Any], None]) -> Dict[Mode, float]:
+    for _ in range(wrapper.benchy.schedule.epochs_needed):
+        for batch in wrapper:
+            step(batch)
+    assert wrapper.benchy.done
+    return {mode: wrapper.benchy.results.estimate(mode).mean for mode in Mode}
+
+
+def config(tmp_path: Path, nbatches: int = NBATCHES) -> Dict[str, Any]:
+    mode = {"nbatches": nbatches, "ntrials": 3, "nwarmup": 1}
+    return {"global": {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0},
+            "IO": mode, "synthetic": mode, "full": mode}
+
+
+def check(reported: Dict[Mode, float], plain: Dict[Mode, float]) -> None:
+    errors = {m.value: round(100 * (reported[m] - plain[m]) / plain[m], 2) for m in Mode}
+    print("error % vs plain loops:", errors)
+    for mode in Mode:
+        assert reported[mode] == pytest.approx(plain[mode], rel=0.05), (mode, reported, plain)
+
+
+@pytest.mark.parametrize("fetch, step", [(0.008, 0.012), (0.012, 0.006)], ids=["compute-bound", "io-bound"])
+def test_generic_wrapper_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture, fetch: float, step: float) -> None:
+    plain = plain_rates(SleepyBatches(fetch), sleep_step(step), NBATCHES)
+    wrapper = BenchmarkGenericIteratorWrapper(SleepyBatches(fetch), BATCH, benchy_config=config(tmp_path))
+    reported = benchy_rates(wrapper, sleep_step(step))
+    with capsys.disabled():
+        check(reported, plain)
+
+
+def test_dataloader_with_workers_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # 2 workers, 16 ms per batch each: a batch every ~8 ms; the 3 ms step overlaps with loading.
+    kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)
+    # Worker scheduling on a small machine is noisier than a sleep: longer trials, more repeats.
+    plain = plain_rates(torch.utils.data.DataLoader(SleepySamples(0.016), **kwargs), sleep_step(0.003), 2 * NBATCHES,
+                        repeats=5)
+    loader = BenchmarkDataLoader(SleepySamples(0.016), benchy_config=config(tmp_path, 2 * NBATCHES), **kwargs)
+    reported = benchy_rates(loader, sleep_step(0.003))
+    with capsys.disabled():
+        check(reported, plain)

@@ -1,0 +1,173 @@
+"""End to end: user-like scripts in subprocesses, checked by their output, JSON and exit status."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT, small_config
+
+EPOCHS = 6  # small_config(): SYNTHETIC 1+2 and FULL 1+2 trials, one per epoch
+
+
+def test_drop_in_loader_with_two_workers(run_script) -> None:
+    run = run_script(small_config(), "--workers", "2", "--samples", "40", "--batch_size", "4")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+    assert all(hw is not None for _, hw in run.summary.values())
+    assert set(run.trials) == {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
+                               "FULL_WARMUP_1", "FULL_1", "FULL_2"}
+    # exit_after_tests: the process ends inside the last trial epoch; the script never finishes.
+    assert sorted(run.epochs) == list(range(EPOCHS - 1)) and "USER::done" not in run.stdout
+    assert all(steps == 5 for steps, _ in run.epochs.values())
+    doc = run.result()
+    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 1
+    for mode in ("IO", "SYNTHETIC", "FULL"):
+        block = doc[mode]
+        assert block["n"] == 2 and len(block["rates"]) == 2 and all(len(r) == 5 for r in block["rates"])
+        assert block["trial_samples"] == [20, 20]
+        assert block["mean"] == pytest.approx(sum(block["trial_throughput"]) / 2)
+        assert set(block) >= {"rates", "avg_iter_throughput", "trial_throughput", "trial_time", "mean", "interval"}
+    assert doc["environment"]["torch_version"] and doc["environment"]["device"] == "cpu"
+    assert doc["config"]["IO"]["nbatches"] == 5
+    assert "Tests completed" in run.stdout and "\x1b" not in run.stdout
+
+
+def test_persistent_workers(run_script) -> None:
+    run = run_script(small_config(), "--workers", "2", "--persistent", "--samples", "12", "--batch_size", "4")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+@pytest.mark.parametrize("kind", ["tuple", "tensor", "dict", "dali"])
+def test_generic_wrapper_batch_structures(run_script, kind: str) -> None:
+    run = run_script(small_config(nbatches=4), "--loader", "generic", "--kind", kind, "--samples", "30",
+                     "--batch_size", "8")
+    assert run.returncode == 0, run
+    doc = run.result()
+    # A pass is 8, 8, 8, 6 samples: every 4-batch trial holds one short batch.
+    assert doc["FULL"]["trial_samples"] == [30, 30]
+    assert doc["IO"]["trial_samples"] == [30, 30]
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+@pytest.mark.parametrize("kind", ["tensor", "dict"])
+def test_drop_in_single_tensor_and_dict_batches(run_script, kind: str) -> None:
+    run = run_script(small_config(), "--kind", kind, "--samples", "100", "--batch_size", "5")
+    assert run.returncode == 0, run
+    assert run.result()["SYNTHETIC"]["trial_samples"] == [25, 25]
+
+
+def test_loader_shorter_than_a_trial(run_script) -> None:
+    # 10 samples in batches of 4: a pass is 4, 4, 2. A 5-batch trial spans two passes.
+    run = run_script(small_config(), "--samples", "10", "--batch_size", "4")
+    assert run.returncode == 0, run
+    assert run.epochs[0] == (5, 3)  # five batches in a trial epoch, though len() is 3
+    doc = run.result()
+    for mode in ("IO", "FULL"):
+        assert all(s in (14, 16, 18) for s in doc[mode]["trial_samples"]), doc[mode]["trial_samples"]
+    assert doc["FULL"]["trial_samples"][0] in (14, 16, 18)
+
+
+def test_transparent_after_the_schedule(run_script) -> None:
+    run = run_script(small_config(exit_after_tests=False), "--samples", "24", "--batch_size", "4",
+                     "--epochs", str(EPOCHS + 3))
+    assert run.returncode == 0, run
+    assert "USER::done" in run.stdout
+    # Trial epochs yield nbatches; later epochs are the plain loader's, full length.
+    assert [run.epochs[e][0] for e in range(EPOCHS)] == [5] * EPOCHS
+    assert [run.epochs[e][0] for e in range(EPOCHS, EPOCHS + 3)] == [6, 6, 6]
+    assert run.stdout.index("BENCHY::SUMMARY::FULL") < run.stdout.index(f"USER::epoch {EPOCHS - 1} ")
+    assert run.result()["complete"] is True
+
+
+def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
+    run = run_script(small_config(), "--epochs", "3")
+    assert run.returncode == 0, run
+    assert f"the script stopped after 3 of the {EPOCHS} epochs the benchy schedule needs" in run.stdout
+    assert f"Run at least {EPOCHS} epochs" in run.stdout
+    assert run.summary["SYNTHETIC"][0] > 0 and run.summary["IO"][0] > 0
+    assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in run.stdout
+    doc = run.result()
+    assert doc["complete"] is False and doc["epochs_started"] == 3 and doc["epochs_needed"] == EPOCHS
+    assert doc["SYNTHETIC"]["n"] == 2 and doc["FULL"]["n"] == 0
+
+
+def test_exception_in_the_step_propagates_unchanged_and_results_are_kept(run_script) -> None:
+    run = run_script(small_config(), "--raise_at", "4:2")  # epoch 4 is FULL_1
+    assert run.returncode == 1, run
+    assert "RuntimeError: boom in the training step at epoch 4 step 2" in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "RuntimeError: boom in the training step at epoch 4 step 2"
+    assert 'user_script.py", line' in run.stderr
+    doc = run.result()
+    assert doc["complete"] is False
+    assert doc["SYNTHETIC"]["n"] == 2 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
+    assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 2
+    assert "trial FULL_1 stopped after 2 of 5 batches" in run.stdout
+
+
+def test_loop_that_breaks_early_gets_a_warning_and_uncounted_trials(run_script) -> None:
+    run = run_script(small_config(), "--break_at=-1:3")
+    assert run.returncode == 0, run
+    assert "trial SYNTHETIC_WARMUP_1 stopped after 3 of 5 batches" in run.stdout
+    assert "set nbatches to at most that" in run.stdout
+    assert "BENCHY::SUMMARY::SYNTHETIC average trial throughput: n/a (no completed trial)" in run.stdout
+    assert run.summary["IO"][0] > 0  # IO runs without the training loop
+    assert len(run.result()["interrupted"]) == EPOCHS
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        ("IO:\n  nbatch: 5\n", "IO.nbatch: unknown key (allowed: run_benchmark, nbatches, ntrials, nwarmup)"),
+        ("full:\n  ntrials: -3\n", "full.ntrials: got -3 (int); expected an integer >= 0"),
+        ("synthetic:\n  nbatches: 0\n", "synthetic.nbatches: got 0 (int); expected an integer >= 1"),
+        ("global:\n  profiler_mode: some\n", "global.profiler_mode: got 'some' (str); expected one of"),
+        ("global:\n  exit_after_tests: 2\n", "global.exit_after_tests: got 2 (int); expected true or false"),
+        ("IO: [1, 2\n", "malformed YAML at line"),
+    ],
+)
+def test_bad_config_stops_before_any_trial(run_script, config: str, expected: str) -> None:
+    run = run_script(config)
+    assert run.returncode == 1, run
+    assert expected in run.stderr and "benchy.ConfigError: benchy config " in run.stderr
+    assert "BENCHY::IO" not in run.stdout and not run.json_path.exists()
+
+
+def test_missing_config_file(run_script, tmp_path) -> None:
+    missing = tmp_path / "missing.yaml"
+    run = run_script(None, env={"BENCHY_CONFIG_FILE": str(missing)})
+    assert run.returncode == 1 and f"benchy config {missing}: file not found" in run.stderr
+
+
+def test_unwritable_json_still_prints_the_numbers(run_script, tmp_path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    run = run_script(small_config(output_dir=str(blocker / "sub")))
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+    assert f"cannot write the JSON result to {blocker / 'sub' / 'benchy_result.json'}" in run.stdout
+
+
+def test_flag_switches_between_plain_and_benchmark(run_script) -> None:
+    plain = run_script(small_config(), "--loader", "plain", "--epochs", "2")
+    assert plain.returncode == 0 and "BENCHY::" not in plain.stdout and plain.epochs[0] == (16, 16)
+    on = run_script(small_config(), "--loader", "plain", "--enable_benchy")
+    assert on.returncode == 0 and set(on.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+def test_rich_console_draws_a_table_and_keeps_the_plain_lines(run_script) -> None:
+    run = run_script(small_config(console="rich"), env={"COLUMNS": "160"})
+    assert run.returncode == 0, run
+    assert "benchy summary" in run.stdout and "95% interval" in run.stdout
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+def test_examples_run(run_script) -> None:
+    cfg = small_config(nbatches=3, ntrials=2, nwarmup=0)
+    run = run_script(cfg, "--enable_benchy", "--dataset_size", "256", "--batch_size", "16",
+                     script=ROOT / "examples" / "train_cnn.py")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+    run = run_script(cfg, "--enable_benchy", "--nsamples", "300", script=ROOT / "examples" / "generic_iterator.py")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
