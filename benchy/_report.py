@@ -36,8 +36,10 @@ SCHEMA_VERSION = 1
 # Two estimates closer than this (relative) are called balanced even if their
 # intervals do not overlap: a 5 % difference is not a bottleneck worth acting on.
 BALANCE_TOLERANCE = 0.05
-# FULL below this share of min(IO, SYNTHETIC) means loading and compute are serialised.
+# FULL below this share of min(IO, SYNTHETIC) is worth explaining; down to the serial
+# estimate IO*SYN/(IO+SYN) / SERIAL_MARGIN it is explained by loading and compute not overlapping.
 OVERLAP_THRESHOLD = 0.8
+SERIAL_MARGIN = 1.1
 
 
 def info_line(message: str) -> str:
@@ -95,7 +97,14 @@ def verdict(io: Optional[Estimate], synthetic: Optional[Estimate], full: Optiona
         share = full.mean / slower
         text += f"; FULL reaches {100.0 * share:.1f} % of the slower of the two"
         if share < OVERLAP_THRESHOLD:
-            text += " (loading and compute run one after the other, not overlapped: more loader workers or prefetching would help)"
+            # Loading then computing one after the other gives IO*SYN/(IO+SYN).
+            serial = io.mean * synthetic.mean / (io.mean + synthetic.mean)
+            if full.mean >= serial / SERIAL_MARGIN:
+                text += (f", about the {serial:.3f} of loading and computing one after the other: they do not "
+                         f"overlap (loader workers or prefetching overlap them where cores or an accelerator are free)")
+            else:
+                text += (f", below even loading and computing one after the other ({serial:.3f}): the real loop pays for something neither trial has "
+                         "(host-to-device copies, contention between loader workers and the step)")
     return text
 
 

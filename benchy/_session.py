@@ -102,7 +102,7 @@ class Session:
         gen = trial(
             spec,
             self._source,
-            self._count,
+            self._make_counter(),
             self._clock,
             synchronizer(),
             self._trial_done,
@@ -136,11 +136,13 @@ class Session:
         ))
         atexit.register(self._at_exit)
 
-    def _count(self, batch: Any) -> int:
-        """Sample counter, specialised from the first batch seen."""
+    def _make_counter(self) -> Callable[[Any], int]:
+        """Sample counter specialised from the first batch, which is kept for the first trial."""
         if self._counter is None:
+            batch = self._source.fetch()
+            self._source.keep(batch)
             self._counter = make_counter(batch, self._fallback)
-        return self._counter(batch)
+        return self._counter
 
     def _run_hidden_io(self) -> None:
         out = self._output()
@@ -148,7 +150,7 @@ class Session:
             out.trial_started(spec)
             try:
                 result = io_trial(
-                    spec, self._source, self._count, self._clock, synchronizer(),
+                    spec, self._source, self._make_counter(), self._clock, synchronizer(),
                     self._report, self.config.general.report_freq,
                 )
             except BaseException as err:

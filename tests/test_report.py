@@ -50,7 +50,9 @@ def test_verdicts() -> None:
     assert verdict(io, syn, full).startswith("data loading limits training")
     assert verdict(syn, io, None).startswith("compute limits training")
     assert verdict(Estimate(100.0, 1.0, 3), Estimate(103.0, 1.0, 3), None).startswith("balanced")
-    assert "not overlapped" in verdict(Estimate(100.0, 1, 3), Estimate(300.0, 1, 3), Estimate(60.0, 1, 3))
+    # Serial estimate 100*300/400 = 75: FULL 74 is explained by no overlap, FULL 40 is not.
+    assert "they do not overlap" in verdict(Estimate(100.0, 1, 3), Estimate(300.0, 1, 3), Estimate(74.0, 1, 3))
+    assert "below even loading and computing one after the other" in verdict(Estimate(100.0, 1, 3), Estimate(300.0, 1, 3), Estimate(40.0, 1, 3))
     assert verdict(Estimate(100.0, 50.0, 2), Estimate(200.0, 60.0, 2), None).startswith("undecided")
     assert verdict(None, syn, full) is None
 
