@@ -7,6 +7,9 @@ over the same in-memory batches, as the median over ``--runs`` runs with min-max
 views: "wall" times the user's whole ``for`` loop from outside (trial set-up included,
 amortised over ``nbatches``); "in-trial" uses the trial time benchy itself records (only
 view available for the hidden IO trials). Periodic lines every 1000 steps, to /dev/null.
+Each is measured with benchy's ``nvtx`` key on and off: without an NVTX tool attached the
+two should agree (benchy runs its plain loops); run under ``NVTX_INJECTION64_PATH=...`` to
+see the cost of the ranges with a tool attached.
 """
 
 from __future__ import annotations
@@ -46,10 +49,11 @@ def plain_per_batch(batches: List[torch.Tensor]) -> float:
     return (last - first) / (len(batches) - 1)
 
 
-def wrapped_run(batches: List[torch.Tensor], out_dir: str) -> Dict[str, float]:
+def wrapped_run(batches: List[torch.Tensor], out_dir: str, nvtx: bool) -> Dict[str, float]:
     n = len(batches)
     mode = {"nbatches": n, "ntrials": 1, "nwarmup": 0}
-    cfg = {"global": {"report_freq": 1000, "exit_after_tests": False, "output_dir": out_dir, "console": "plain"},
+    cfg = {"global": {"report_freq": 1000, "exit_after_tests": False, "output_dir": out_dir, "console": "plain",
+                      "nvtx": nvtx},
            "IO": mode, "synthetic": mode, "full": mode}
     wrapper = BenchmarkGenericIteratorWrapper(batches, batches[0].shape[0], benchy_config=cfg)
     wall: Dict[str, float] = {}
@@ -63,8 +67,9 @@ def wrapped_run(batches: List[torch.Tensor], out_dir: str) -> Dict[str, float]:
         # First to last batch as the loop sees them: trial set-up and close-out excluded.
         wall[label] = (last - first) / (n - 1)
     results = wrapper.benchy.results
-    out = {f"{m.value} in-trial": results.measured(m)[0].seconds / n for m in Mode}
-    out.update({f"{k} wall": v for k, v in wall.items()})
+    tag = "nvtx on" if nvtx else "nvtx off"
+    out = {f"{m.value} in-trial, {tag}": results.measured(m)[0].seconds / n for m in Mode}
+    out.update({f"{k} wall, {tag}": v for k, v in wall.items()})
     return out
 
 
@@ -80,18 +85,21 @@ def main() -> int:
         for _ in range(args.runs):
             bare = statistics.median(bare_per_batch(batches) for _ in range(3))
             plain = statistics.median(plain_per_batch(batches) for _ in range(3))
-            with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-                wrapped = wrapped_run(batches[: args.nbatches], out_dir)
-            for key, value in wrapped.items():
-                base = plain if key.endswith("wall") else bare
-                overheads.setdefault(key, []).append((value - base) * 1e9)
+            for nvtx in (True, False):
+                with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+                    wrapped = wrapped_run(batches[: args.nbatches], out_dir, nvtx)
+                for key, value in wrapped.items():
+                    base = plain if " wall" in key else bare
+                    overheads.setdefault(key, []).append((value - base) * 1e9)
+    tool = os.environ.get("NVTX_INJECTION64_PATH")
     print(f"benchy per-batch overhead, ns (median of {args.runs} runs, min-max); "
           f"{args.nbatches} batches; Python {platform.python_version()}, torch {torch.__version__}, "
-          f"{platform.processor() or platform.machine()}, NVTX without a profiler attached")
-    print(f"{'measure':<20} {'median':>8} {'min':>8} {'max':>8}")
+          f"{platform.processor() or platform.machine()}, "
+          + (f"NVTX tool attached: {tool}" if tool else "no NVTX tool attached"))
+    print(f"{'measure':<32} {'median':>8} {'min':>8} {'max':>8}")
     for key in sorted(overheads):
         values = overheads[key]
-        print(f"{key:<20} {statistics.median(values):8.1f} {min(values):8.1f} {max(values):8.1f}")
+        print(f"{key:<32} {statistics.median(values):8.1f} {min(values):8.1f} {max(values):8.1f}")
     return 0
 
 

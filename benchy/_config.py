@@ -69,8 +69,11 @@ class GlobalConfig:
     output_filename: str = "benchy_result.json"
     output_dir: Optional[str] = None
     use_distributed_barrier: bool = False
-    # Ours (not in the original): how to draw on a terminal.
-    console: str = "auto"
+    # Ours (not in the original).
+    console: str = "auto"  # how to draw on a terminal: auto, rich, plain
+    profiler_capture: Tuple[str, ...] = ("IO", "SYNTHETIC", "FULL")  # trial kinds inside the capture window
+    nvtx: bool = True  # NVTX ranges when a tool (Nsight Systems) is attached
+    sync_every_step: bool = False  # synchronize the device at every step (changes what is measured)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Config:
         for section, attr in _ATTR_OF_SECTION.items():
             out[section] = dataclasses.asdict(getattr(self, attr))
         out["global"]["output_dir"] = self.general.output_dir or os.getcwd()
+        out["global"]["profiler_capture"] = list(self.general.profiler_capture)
         return out
 
 
@@ -134,6 +138,17 @@ def _optional_dir(v: Any) -> bool:
     return v is None or _nonempty_str(v)
 
 
+MODE_NAMES = ("IO", "SYNTHETIC", "FULL")
+
+
+def _mode_list(v: Any) -> bool:
+    return (
+        isinstance(v, (list, tuple)) and len(v) > 0
+        and all(isinstance(x, str) and x.upper() in MODE_NAMES for x in v)
+        and len({x.upper() for x in v}) == len(v)
+    )
+
+
 def _filename(v: Any) -> bool:
     return _nonempty_str(v) and os.path.basename(v) == v and v not in (".", "..")
 
@@ -155,7 +170,13 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
     "output_dir": (_optional_dir, "a directory path (string), or null for the current directory"),
     "use_distributed_barrier": (_is_bool, "true or false"),
     "console": (lambda v: v in CONSOLE_MODES, "one of " + ", ".join(repr(m) for m in CONSOLE_MODES)),
+    "profiler_capture": (_mode_list, "a non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL"),
+    "nvtx": (_is_bool, "true or false"),
+    "sync_every_step": (_is_bool, "true or false"),
 }
+
+# Normalisation of accepted values into the stored form.
+_NORMALISE = {"profiler_capture": lambda v: tuple(x.upper() for x in v)}
 
 _RULES = {"global": _GLOBAL_RULES, "IO": _MODE_RULES, "synthetic": _MODE_RULES, "full": _MODE_RULES}
 
@@ -216,7 +237,7 @@ def _merge_layer(
                     f"benchy config {source}: {raw_section}.{key}: got {_describe(value)}; expected {allowed}"
                 )
                 continue
-            merged[section][key] = value
+            merged[section][key] = _NORMALISE.get(key, lambda x: x)(value)
 
 
 def _read_yaml(path: str) -> Tuple[Any, Optional[str]]:

@@ -163,6 +163,7 @@ def result_document(
     complete: bool,
     epochs_needed: int,
     epochs_started: int,
+    profiler: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The JSON document: the original's keys plus schema version, config, environment, status."""
     estimates = {mode: results.estimate(mode) for mode in modes}
@@ -179,6 +180,7 @@ def result_document(
         "verdict": verdict(estimates.get(Mode.IO), estimates.get(Mode.SYNTHETIC), estimates.get(Mode.FULL)),
         "config": dict(config),
         "environment": dict(environment),
+        "profiler": dict(profiler or {}),
     }
     for mode in modes:
         doc[mode.value] = _mode_block(results, mode)

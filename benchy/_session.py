@@ -20,6 +20,7 @@ from ._batch import make_counter
 from ._config import Config
 from ._console import Output
 from ._device import synchronizer
+from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
 from ._env import environment
 from ._report import (
     info_line,
@@ -34,7 +35,14 @@ from ._report import (
 from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule, TrialSpec
 from ._source import BatchSource
-from ._trial import Pauses, full_trial, io_trial, synthetic_trial
+from ._trial import (
+    Pauses,
+    epoch_trial_annotated,
+    full_trial,
+    io_trial,
+    io_trial_annotated,
+    synthetic_trial,
+)
 
 __all__ = ["Session"]
 
@@ -52,6 +60,7 @@ class Session:
         *,
         clock: Callable[[], float] = time.perf_counter,
         output: Optional[Output] = None,
+        profiler_api: Any = CudaProfilerApi,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
@@ -71,6 +80,10 @@ class Session:
         self._rank = 0
         self._world = 1
         self._environment: Optional[dict] = None
+        self._profiler_api = profiler_api
+        self._ranges: Any = None
+        self._window: Optional[ProfilerWindow] = None
+        self._profiler_reported = False
 
     # --- public ---------------------------------------------------------------------------
 
@@ -97,19 +110,17 @@ class Session:
         self.epochs_started += 1
         spec = self.schedule.per_epoch[self._next]
         self._next += 1
-        trial = synthetic_trial if spec.mode is Mode.SYNTHETIC else full_trial
         self._output().trial_started(spec)
-        gen = trial(
-            spec,
-            self._source,
-            self._make_counter(),
-            self._clock,
-            synchronizer(),
-            self._trial_done,
-            self._trial_aborted,
-            self._report,
-            self.config.general.report_freq,
-        )
+        self._profiler().before_trial(spec)
+        sync = synchronizer()
+        args = (spec, self._source, self._make_counter(), self._trial_clock(sync), sync,
+                self._trial_done, self._trial_aborted, self._report, self.config.general.report_freq)
+        if self._ranges is not None:
+            gen = epoch_trial_annotated(*args, self._ranges)
+        elif spec.mode is Mode.SYNTHETIC:
+            gen = synthetic_trial(*args)
+        else:
+            gen = full_trial(*args)
         # A weak reference: a loop that breaks out drops the generator at once, and its
         # interruption is reported then, not at the next epoch.
         self._active = weakref.ref(gen)
@@ -122,9 +133,31 @@ class Session:
             self._out = Output(self.config.general.console, enabled=self._rank == 0)
         return self._out
 
+    def _profiler(self) -> ProfilerWindow:
+        if self._window is None:
+            g = self.config.general
+            self._window = ProfilerWindow(
+                g.profiler_mode, global_rank(), [Mode(m) for m in g.profiler_capture],
+                self.schedule.hidden + self.schedule.per_epoch, api=self._profiler_api,
+            )
+        return self._window
+
+    def _trial_clock(self, sync: Callable[[], None]) -> Callable[[], float]:
+        """The trial clock; with ``sync_every_step`` it waits for the device before each reading."""
+        if not self.config.general.sync_every_step:
+            return self._clock
+        clock = self._clock
+
+        def synced() -> float:
+            sync()
+            return clock()
+
+        return synced
+
     def _start(self) -> None:
         self._state = _RUNNING
         self._environment = environment(self._world)
+        self._ranges = nvtx_ranges(self.config.general.nvtx)
         out = self._output()
         if self.config.source == "defaults":
             out.line(info_line("Using default benchy configuration."))
@@ -134,6 +167,13 @@ class Session:
             f"Schedule: {self.schedule.describe()}; the script must run at least "
             f"{self.schedule.epochs_needed} epochs."
         ))
+        if self._ranges is not None:
+            out.line(info_line("NVTX: a tool is attached; ranges per trial, step and fetch in domain 'benchy'."))
+        if self.config.general.sync_every_step:
+            out.line(warning_line(
+                "sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
+                "device work; throughputs are lower than in normal training."
+            ))
         atexit.register(self._at_exit)
 
     def _make_counter(self) -> Callable[[Any], int]:
@@ -148,11 +188,15 @@ class Session:
         out = self._output()
         for spec in self.schedule.hidden:
             out.trial_started(spec)
+            self._profiler().before_trial(spec)
+            sync = synchronizer()
+            args = (spec, self._source, self._make_counter(), self._trial_clock(sync), sync,
+                    self._report, self.config.general.report_freq)
             try:
-                result = io_trial(
-                    spec, self._source, self._make_counter(), self._clock, synchronizer(),
-                    self._report, self.config.general.report_freq,
-                )
+                if self._ranges is not None:
+                    result = io_trial_annotated(*args, self._ranges)
+                else:
+                    result = io_trial(*args)
             except BaseException as err:
                 self._trial_aborted(spec, 0, f"the data loader raised {type(err).__name__}: {err}")
                 raise
@@ -174,6 +218,7 @@ class Session:
     def _trial_done(self, result: TrialResult, checkpoint: bool = True) -> None:
         self._active = None
         self.results.trials.append(result)
+        self._profiler().after_trial(result.spec)
         out = self._output()
         out.trial_ended()
         out.line(trial_line(result))
@@ -188,6 +233,7 @@ class Session:
         self._active = None
         self.results.interruptions.append(Interruption(spec, batches_done, reason))
         try:
+            self._profiler().after_trial(spec)
             out = self._output()
             out.trial_ended()
             out.line(warning_line(
@@ -215,6 +261,7 @@ class Session:
         self._state = _DONE
         self._source.close()
         out = self._output()
+        self._close_profiler("at the end of the benchmark")
         modes = self.schedule.modes
         for line in summary_lines(self.results, modes):
             out.line(line)
@@ -229,6 +276,14 @@ class Session:
             sys.exit(0)  # the one place benchy ends the process: exit_after_tests
         out.line(info_line("Tests completed; the loader is now the plain one for the remaining epochs."))
 
+    def _close_profiler(self, when: str) -> None:
+        """Stop the capture if it still runs, and say once what the profiler calls were."""
+        window = self._profiler()
+        window.close(when)
+        if window.wanted and window.events and not self._profiler_reported:
+            self._profiler_reported = True
+            self._output().line(info_line("Profiler: " + "; ".join(window.events) + "."))
+
     def _verdict(self) -> Optional[str]:
         modes = self.schedule.modes
         get = lambda m: self.results.estimate(m) if m in modes else None  # noqa: E731
@@ -241,6 +296,7 @@ class Session:
         self._close_active()
         out = self._output()
         out.trial_ended()
+        self._close_profiler("at exit")
         needed = self.schedule.epochs_needed
         if self._next >= len(self.schedule.per_epoch):
             out.line(warning_line("the script ended before the last trial finished; results below."))
@@ -254,6 +310,7 @@ class Session:
         for line in summary_lines(self.results, self.schedule.modes):
             out.line(line)
         self._write_json(complete=False, announce=True)
+        self._state = _DONE
 
     # --- JSON -------------------------------------------------------------------------------
 
@@ -270,6 +327,12 @@ class Session:
             complete=complete,
             epochs_needed=self.schedule.epochs_needed,
             epochs_started=self.epochs_started,
+            profiler={
+                "nvtx_tool_attached": self._ranges is not None,
+                "profiler_mode": self.config.general.profiler_mode,
+                "capture": list(self.config.general.profiler_capture),
+                "events": list(self._profiler().events),
+            },
         )
         try:
             write_json_atomic(path, document)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable, Generator, List, Optional, Tuple
 
 from ._results import TrialResult
-from ._schedule import TrialSpec
+from ._schedule import Mode, TrialSpec
 from ._source import BatchSource
 
 __all__ = ["io_trial", "synthetic_trial", "full_trial", "build_result", "Reporter"]
@@ -112,15 +112,14 @@ def synthetic_trial(
 ) -> Generator[Any, None, None]:
     """Yield one real batch ``spec.nbatches`` times: the training step alone."""
     n = spec.nbatches
-    batch = source.fetch()
-    size = counter(batch)
     stamps = [0.0] * (n + 1)
-    sizes = [size] * n
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
     i = 0
-    sync()
     try:
+        batch = source.fetch()
+        sizes = [counter(batch)] * n
+        sync()
         for i in range(n):
             stamps[i] = clock()
             if i == next_report:
@@ -133,7 +132,7 @@ def synthetic_trial(
         on_abort(spec, i, "the training loop stopped asking for batches (break, or an exception in the step)")
         raise
     except BaseException as err:
-        on_abort(spec, i, f"{type(err).__name__} raised while synchronizing the device")
+        on_abort(spec, i, f"{type(err).__name__} raised: {err}")
         raise
     on_done(build_result(spec, stamps, sizes, pauses))
 
@@ -155,11 +154,11 @@ def full_trial(
     sizes = [0] * n
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
-    batch = source.fetch()
-    nxt = source.next_function()
     i = 0
-    sync()
     try:
+        batch = source.fetch()
+        nxt = source.next_function()
+        sync()
         while True:
             sizes[i] = counter(batch)
             stamps[i] = clock()
@@ -188,4 +187,157 @@ def full_trial(
     except BaseException as err:
         on_abort(spec, i, f"the data loader raised {type(err).__name__}: {err}")
         raise
+    on_done(build_result(spec, stamps, sizes, pauses))
+
+
+# --- annotated variants: used only while an NVTX tool is attached -------------------------
+#
+# Same windows and records as the loops above, plus NVTX ranges: one per trial, one per
+# step (open while the training loop holds the batch) and one per fetch, the index as a
+# payload. ``depth`` counts open ranges so that every exit (end of the loop, a break, an
+# exception in the loader or the step) closes exactly what was opened.
+
+
+def io_trial_annotated(
+    spec: TrialSpec,
+    source: BatchSource,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    report: Optional[Reporter],
+    freq: int,
+    ranges: Any,
+) -> TrialResult:
+    """:func:`io_trial` with a trial range and a range per fetch."""
+    push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch
+    n = spec.nbatches
+    stamps = [0.0] * (n + 1)
+    sizes = [0] * n
+    pauses: Pauses = []
+    next_report = _first_report(report, freq, n)
+    depth = 0
+    try:
+        push(ranges.trial(spec))
+        depth = 1
+        fetch_attr.payload = 0
+        push(fetch_attr)
+        depth = 2
+        batch = source.fetch()
+        nxt = source.next_function()
+        pop()
+        depth = 1
+        sync()
+        stamps[0] = clock()
+        for i in range(n):
+            fetch_attr.payload = i + 1
+            push(fetch_attr)
+            depth = 2
+            try:
+                batch = nxt()
+            except StopIteration:
+                nxt, batch = source.new_pass()
+            pop()
+            depth = 1
+            sizes[i] = counter(batch)
+            stamps[i + 1] = clock()
+            if i + 1 == next_report:
+                report(spec, i + 1, stamps, sizes, pauses)  # type: ignore[misc]
+                next_report = _following(next_report, freq, n)
+        sync()
+        stamps[n] = clock()
+        source.keep(batch)
+        pop()
+        depth = 0
+    finally:
+        while depth:
+            pop()
+            depth -= 1
+    return build_result(spec, stamps, sizes, pauses)
+
+
+def epoch_trial_annotated(
+    spec: TrialSpec,
+    source: BatchSource,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    on_done: Callable[[TrialResult], None],
+    on_abort: Callable[[TrialSpec, int, str], None],
+    report: Optional[Reporter],
+    freq: int,
+    ranges: Any,
+) -> Generator[Any, None, None]:
+    """:func:`synthetic_trial` or :func:`full_trial` (by ``spec.mode``) with NVTX ranges."""
+    synthetic = spec.mode is Mode.SYNTHETIC
+    push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch
+    n = spec.nbatches
+    stamps = [0.0] * (n + 1)
+    sizes = [0] * n
+    pauses: Pauses = []
+    next_report = _first_report(report, freq, n)
+    i = 0
+    depth = 0
+    try:
+        push(ranges.trial(spec))
+        depth = 1
+        fetch_attr.payload = 0
+        push(fetch_attr)
+        depth = 2
+        batch = source.fetch()
+        nxt = None if synthetic else source.next_function()
+        pop()
+        depth = 1
+        if synthetic:
+            sizes = [counter(batch)] * n
+        sync()
+        while True:
+            if not synthetic:
+                sizes[i] = counter(batch)
+            stamps[i] = clock()
+            if i == next_report:
+                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
+                next_report = _following(next_report, freq, n)
+            step_attr.payload = i
+            push(step_attr)
+            depth = 2
+            yield batch
+            pop()
+            depth = 1
+            i += 1
+            if i == n:
+                break
+            if not synthetic:
+                fetch_attr.payload = i
+                push(fetch_attr)
+                depth = 2
+                try:
+                    batch = nxt()  # type: ignore[misc]
+                except StopIteration:
+                    nxt, batch = source.new_pass()
+                pop()
+                depth = 1
+        if not synthetic:
+            fetch_attr.payload = n
+            push(fetch_attr)
+            depth = 2
+            try:
+                source.keep(nxt())  # type: ignore[misc]
+            except StopIteration:
+                pass
+            pop()
+            depth = 1
+        sync()
+        stamps[n] = clock()
+        pop()
+        depth = 0
+    except GeneratorExit:
+        on_abort(spec, i, "the training loop stopped asking for batches (break, or an exception in the step)")
+        raise
+    except BaseException as err:
+        on_abort(spec, i, f"the data loader raised {type(err).__name__}: {err}")
+        raise
+    finally:
+        while depth:
+            pop()
+            depth -= 1
     on_done(build_result(spec, stamps, sizes, pauses))

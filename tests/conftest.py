@@ -78,3 +78,40 @@ def run_script(tmp_path: Path):
         return Run(proc, tmp_path, tmp_path / "benchy_result.json")
 
     return run
+
+
+def _nvtx_headers(workdir: Path) -> Optional[Path]:
+    """The NVTX v3 headers: from the nvtx source distribution, else a local CUDA toolkit."""
+    import importlib.metadata
+    import tarfile
+
+    version = importlib.metadata.version("nvtx")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "nvtx", f"nvtx=={version}",
+         "-d", str(workdir)], capture_output=True, text=True, timeout=300,
+    )
+    for archive in workdir.glob("nvtx-*.tar.gz"):
+        with tarfile.open(archive) as tar:
+            tar.extractall(workdir, filter="data")
+        for header in workdir.rglob("include/nvtx3/nvToolsExt.h"):
+            return header.parent.parent
+    for header in sorted(Path("/usr/local").glob("cuda*/include/nvtx3/nvToolsExt.h")):
+        return header.parent.parent
+    pytest.fail(f"cannot get the NVTX headers: pip download said {proc.stderr.strip()[-500:]!r}")
+    return None
+
+
+@pytest.fixture(scope="session")
+def nvtx_recorder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/nvtx/recorder.c built with the system C compiler (skipped only without one)."""
+    import shutil
+
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None:
+        pytest.skip("no C compiler (cc, gcc or clang) on this machine to build the NVTX recorder")
+    workdir = tmp_path_factory.mktemp("nvtx")
+    include = _nvtx_headers(workdir)
+    library = workdir / "nvtx-recorder.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", str(library),
+                    str(ROOT / "tests" / "nvtx" / "recorder.c")], check=True, capture_output=True, text=True)
+    return library

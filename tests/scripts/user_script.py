@@ -20,13 +20,17 @@ from benchy.torch import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
 class Items(Dataset):
     """``n`` samples of a chosen structure; optional sleep per sample."""
 
-    def __init__(self, n: int, kind: str, sample_ms: float) -> None:
-        self.n, self.kind, self.sample_ms = n, kind, sample_ms
+    def __init__(self, n: int, kind: str, sample_ms: float, raise_after: int = -1) -> None:
+        self.n, self.kind, self.sample_ms, self.raise_after = n, kind, sample_ms, raise_after
+        self.served = 0
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int):
+        self.served += 1
+        if self.served == self.raise_after:
+            raise OSError(f"cannot read sample {i}")
         if self.sample_ms:
             time.sleep(self.sample_ms / 1000.0)
         x = torch.full((4,), float(i))
@@ -76,12 +80,20 @@ def main() -> int:
     p.add_argument("--fetch_ms", type=float, default=0.0)
     p.add_argument("--raise_at", default=None, help="EPOCH:STEP at which the step raises")
     p.add_argument("--break_at", default=None, help="EPOCH:STEP at which the loop breaks")
+    p.add_argument("--loader_raise_after", type=int, default=-1, help="the dataset raises on its Nth sample")
+    p.add_argument("--forbid_cuda", action="store_true", help="fail if benchy makes any CUDA runtime call")
     benchy.add_arguments(p)
     args = p.parse_args()
 
+    if args.forbid_cuda:
+        def forbidden(*a, **k):
+            raise AssertionError("benchy made a CUDA runtime call")
+        torch.cuda.cudart = forbidden
+        torch.cuda.synchronize = forbidden
+
     if args.loader == "dataloader":
         loader = BenchmarkDataLoader(
-            Items(args.samples, args.kind, args.fetch_ms), batch_size=args.batch_size,
+            Items(args.samples, args.kind, args.fetch_ms, args.loader_raise_after), batch_size=args.batch_size,
             num_workers=args.workers, persistent_workers=args.persistent, drop_last=args.drop_last,
         )
     elif args.loader == "generic":

@@ -1,0 +1,146 @@
+"""The cudaProfilerStart/Stop window (with a recording stand-in for CUDA) and no CUDA on CPU."""
+
+from __future__ import annotations
+
+from typing import List
+
+import pytest
+
+from benchy import Mode, Schedule, load_config
+from benchy._profiling import ProfilerWindow
+from benchy._session import Session
+from conftest import small_config
+
+
+class FakeApi:
+    def __init__(self, available: bool = True) -> None:
+        self.calls: List[str] = []
+        self.is_available = available
+
+    def available(self) -> bool:
+        return self.is_available
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+def order():
+    s = Schedule.from_config(load_config(environ={}))
+    return s.hidden + s.per_epoch
+
+
+def walk(window: ProfilerWindow, api: FakeApi) -> List[str]:
+    """Run the window through the default schedule; return (call, trial) pairs."""
+    seen = []
+    for spec in order():
+        before = len(api.calls)
+        window.before_trial(spec)
+        seen += [f"{c} before {spec.label}" for c in api.calls[before:]]
+        before = len(api.calls)
+        window.after_trial(spec)
+        seen += [f"{c} after {spec.label}" for c in api.calls[before:]]
+    return seen
+
+
+def test_single_mode_on_rank_0_wraps_the_whole_benchmark() -> None:
+    api = FakeApi()
+    w = ProfilerWindow("single", 0, list(Mode), order(), api=api)
+    assert walk(w, api) == ["start before IO_WARMUP_1", "stop after FULL_3"]
+    assert w.events == ["cudaProfilerStart before IO_WARMUP_1", "cudaProfilerStop after FULL_3"]
+
+
+@pytest.mark.parametrize("mode, rank", [("single", 1), ("none", 0)])
+def test_ranks_not_chosen_make_no_call(mode: str, rank: int) -> None:
+    api = FakeApi()
+    w = ProfilerWindow(mode, rank, list(Mode), order(), api=api)
+    assert walk(w, api) == [] and not w.wanted
+    w.close()
+    assert api.calls == []
+
+
+def test_all_mode_profiles_every_rank() -> None:
+    api = FakeApi()
+    assert walk(ProfilerWindow("all", 3, list(Mode), order(), api=api), api) == [
+        "start before IO_WARMUP_1", "stop after FULL_3"]
+
+
+def test_capture_narrowed_to_full() -> None:
+    api = FakeApi()
+    w = ProfilerWindow("single", 0, [Mode.FULL], order(), api=api)
+    assert walk(w, api) == ["start before FULL_WARMUP_1", "stop after FULL_3"]
+
+
+def test_capture_of_two_kinds_is_one_window() -> None:
+    api = FakeApi()
+    w = ProfilerWindow("single", 0, [Mode.SYNTHETIC, Mode.IO], order(), api=api)
+    assert walk(w, api) == ["start before IO_WARMUP_1", "stop after SYNTHETIC_3"]
+
+
+def test_no_cuda_means_no_call_and_a_note() -> None:
+    api = FakeApi(available=False)
+    w = ProfilerWindow("single", 0, list(Mode), order(), api=api)
+    assert walk(w, api) == []
+    w.close()
+    assert api.calls == [] and w.events == ["not started at IO_WARMUP_1: CUDA is not in use"]
+
+
+def test_cuda_coming_into_use_later_starts_the_window_then() -> None:
+    api = FakeApi(available=False)
+    w = ProfilerWindow("single", 0, list(Mode), order(), api=api)
+    specs = order()
+    w.before_trial(specs[0])
+    api.is_available = True
+    w.before_trial(specs[1])
+    assert api.calls == ["start"] and w.events[-1] == "cudaProfilerStart before IO_1"
+
+
+def test_close_stops_once() -> None:
+    api = FakeApi()
+    w = ProfilerWindow("single", 0, list(Mode), order(), api=api)
+    w.before_trial(order()[0])
+    w.close("at exit")
+    w.close("again")
+    assert api.calls == ["start", "stop"] and w.events[-1] == "cudaProfilerStop at exit"
+
+
+def make_session(tmp_path, api: FakeApi, **global_) -> Session:
+    cfg = load_config(overrides=small_config(nbatches=3, ntrials=1, output_dir=str(tmp_path), console="plain",
+                                             exit_after_tests=False, **global_), environ={})
+    return Session(cfg, lambda: iter([[0, 0]] * 5), 2, profiler_api=api)
+
+
+def test_session_stops_the_profiler_when_the_step_raises_and_the_script_ends(tmp_path, capsys) -> None:
+    api = FakeApi()
+    session = make_session(tmp_path, api)
+    with pytest.raises(ZeroDivisionError):
+        for epoch in range(10):
+            for k, _ in enumerate(session.iterate()):
+                if epoch == 2 and k == 1:
+                    1 / 0
+    assert api.calls == ["start"]
+    session._at_exit()  # what atexit does when the script dies of the exception
+    assert api.calls == ["start", "stop"]
+    assert "cudaProfilerStop at exit" in capsys.readouterr().out
+
+
+def test_session_stops_the_profiler_before_the_summary(tmp_path, capsys) -> None:
+    api = FakeApi()
+    session = make_session(tmp_path, api)
+    for _ in range(session.schedule.epochs_needed):
+        for _ in session.iterate():
+            pass
+    assert api.calls == ["start", "stop"] and session.done
+    out = capsys.readouterr().out
+    assert out.index("Profiler: cudaProfilerStart before IO_WARMUP_1; cudaProfilerStop after FULL_1") < \
+        out.index("BENCHY::SUMMARY::IO")
+
+
+def test_cpu_run_makes_no_cuda_call_even_when_asked_to_profile_and_sync(run_script) -> None:
+    run = run_script(small_config(profiler_mode="all", sync_every_step=True), "--forbid_cuda")
+    assert run.returncode == 0, run
+    assert "sync_every_step is on" in run.stdout
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+    assert run.result()["profiler"]["events"] == ["not started at IO_WARMUP_1: CUDA is not in use"]
