@@ -74,6 +74,7 @@ class GlobalConfig:
     profiler_capture: Tuple[str, ...] = ("IO", "SYNTHETIC", "FULL")  # trial kinds inside the capture window
     nvtx: bool = True  # NVTX ranges when a tool (Nsight Systems) is attached
     sync_every_step: bool = False  # synchronize the device at every step (changes what is measured)
+    dist_timeout: float = 600.0  # seconds a rank waits for the others at a trial boundary
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,8 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
     "profiler_capture": (_mode_list, "a non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL"),
     "nvtx": (_is_bool, "true or false"),
     "sync_every_step": (_is_bool, "true or false"),
+    "dist_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+                     "a number of seconds > 0"),
 }
 
 # Normalisation of accepted values into the stored form.

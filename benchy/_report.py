@@ -16,6 +16,7 @@ import os
 import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ._dist import straggler
 from ._results import RunResults, TrialResult
 from ._schedule import Mode
 from ._stats import Estimate
@@ -112,10 +113,24 @@ def verdict_line(text: str) -> str:
     return f"BENCHY::SUMMARY::VERDICT {text}"
 
 
+def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
+    """The slowest rank of a mode, when it is more than 10 % slower than the median rank."""
+    found = straggler(results.rank_mean_times(mode))
+    if found is None:
+        return None
+    rank, slow, median = found
+    return (f"{mode.value}: rank {rank} is {100.0 * (slow / median - 1.0):.1f} % slower than the median rank "
+            f"(mean trial time {slow:.4f} s vs {median:.4f} s)")
+
+
 def summary_lines(results: RunResults, modes: Sequence[Mode]) -> List[str]:
-    """The summary lines for the modes that were scheduled, then the verdict if any."""
+    """The summary lines for the modes that were scheduled, then stragglers and the verdict."""
     estimates = {mode: results.estimate(mode) for mode in modes}
     lines = [summary_line(mode, estimates[mode]) for mode in modes]
+    for mode in modes:
+        text = straggler_text(results, mode)
+        if text is not None:
+            lines.append(f"BENCHY::SUMMARY::STRAGGLER {text}")
     text = verdict(estimates.get(Mode.IO), estimates.get(Mode.SYNTHETIC), estimates.get(Mode.FULL))
     if text is not None:
         lines.append(verdict_line(text))
@@ -130,7 +145,7 @@ def _mode_block(results: RunResults, mode: Mode) -> Dict[str, Any]:
     trials = results.measured(mode)
     est = results.estimate(mode)
     warm = results.warmups(mode)
-    return {
+    block: Dict[str, Any] = {
         # The original's keys, one entry per counted trial.
         "rates": [[_finite(r) for r in t.step_rates] for t in trials],
         "avg_iter_throughput": [
@@ -151,6 +166,19 @@ def _mode_block(results: RunResults, mode: Mode) -> Dict[str, Any]:
             "trial_samples": [t.samples for t in warm],
         },
     }
+    if any(t.rank_seconds for t in trials):
+        block["ranks"] = {
+            # One list per counted trial, one entry per rank.
+            "trial_throughput": [[_finite(r) for r in t.rank_throughputs] for t in trials],
+            "trial_time": [list(t.rank_seconds) for t in trials],
+            "trial_samples": [list(t.rank_samples) for t in trials],
+            # (slowest - fastest) / fastest rank's trial time, per trial.
+            "spread": [(max(t.rank_seconds) - min(t.rank_seconds)) / min(t.rank_seconds)
+                       if min(t.rank_seconds) > 0 else None for t in trials],
+            "mean_trial_time": results.rank_mean_times(mode),
+            "straggler": straggler_text(results, mode),
+        }
+    return block
 
 
 def result_document(

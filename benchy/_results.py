@@ -24,6 +24,10 @@ class TrialResult:
     seconds: float
     step_seconds: Tuple[float, ...] = ()
     step_samples: Tuple[int, ...] = ()
+    # With several ranks: each rank's (samples, seconds); ``samples`` is then their sum and
+    # ``seconds`` the slowest rank's time. The step arrays stay this rank's.
+    rank_samples: Tuple[int, ...] = ()
+    rank_seconds: Tuple[float, ...] = ()
 
     @property
     def mode(self) -> Mode:
@@ -37,6 +41,11 @@ class TrialResult:
     def throughput(self) -> float:
         """Samples per second over the whole trial."""
         return self.samples / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def rank_throughputs(self) -> Tuple[float, ...]:
+        """Each rank's own throughput (samples per second); empty for a single process."""
+        return tuple((n / t if t > 0 else float("inf")) for n, t in zip(self.rank_samples, self.rank_seconds))
 
     @property
     def step_rates(self) -> Tuple[float, ...]:
@@ -75,3 +84,11 @@ class RunResults:
 
     def last_interruption(self) -> Optional[Interruption]:
         return self.interruptions[-1] if self.interruptions else None
+
+    def rank_mean_times(self, mode: Mode) -> List[float]:
+        """Per rank, the mean trial time over the counted trials (empty for one process)."""
+        trials = [t for t in self.measured(mode) if t.rank_seconds]
+        if not trials:
+            return []
+        nranks = len(trials[0].rank_seconds)
+        return [sum(t.rank_seconds[r] for t in trials) / len(trials) for r in range(nranks)]

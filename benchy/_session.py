@@ -9,6 +9,7 @@ or every later call returns the plain loader's iterator.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import inspect
 import os
 import sys
@@ -20,6 +21,7 @@ from ._batch import make_counter
 from ._config import Config
 from ._console import Output
 from ._device import synchronizer
+from ._dist import DistributedError, LocalComm, make_comm
 from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
 from ._env import environment
 from ._report import (
@@ -77,6 +79,7 @@ class Session:
         self._active: Optional["weakref.ReferenceType[Any]"] = None
         self._pid = os.getpid()
         self._json_error_shown = False
+        self._comm: Any = LocalComm()
         self._rank = 0
         self._world = 1
         self._environment: Optional[dict] = None
@@ -115,12 +118,13 @@ class Session:
         sync = synchronizer()
         args = (spec, self._source, self._make_counter(), self._trial_clock(sync), sync,
                 self._trial_done, self._trial_aborted, self._report, self.config.general.report_freq)
+        begin = self._begin(spec, sync)
         if self._ranges is not None:
-            gen = epoch_trial_annotated(*args, self._ranges)
+            gen = epoch_trial_annotated(*args, self._ranges, begin=begin)
         elif spec.mode is Mode.SYNTHETIC:
-            gen = synthetic_trial(*args)
+            gen = synthetic_trial(*args, begin=begin)
         else:
-            gen = full_trial(*args)
+            gen = full_trial(*args, begin=begin)
         # A weak reference: a loop that breaks out drops the generator at once, and its
         # interruption is reported then, not at the next epoch.
         self._active = weakref.ref(gen)
@@ -142,6 +146,19 @@ class Session:
             )
         return self._window
 
+    def _begin(self, spec: TrialSpec, sync: Callable[[], None]) -> Optional[Callable[[], None]]:
+        """What runs just before a trial's clock starts: with ``use_distributed_barrier`` and
+        several ranks, the device sync and then a barrier, so that all ranks start together."""
+        if not (self.config.general.use_distributed_barrier and self._world > 1):
+            return None
+        comm = self._comm
+
+        def begin() -> None:
+            sync()
+            comm.barrier(f"{spec.label} (start barrier)")
+
+        return begin
+
     def _trial_clock(self, sync: Callable[[], None]) -> Callable[[], float]:
         """The trial clock; with ``sync_every_step`` it waits for the device before each reading."""
         if not self.config.general.sync_every_step:
@@ -156,9 +173,18 @@ class Session:
 
     def _start(self) -> None:
         self._state = _RUNNING
+        # Ranks are read now, at the first epoch, so a wrapper built before
+        # init_process_group works; every rank reaches this point together.
+        self._comm = make_comm(self.config.general.dist_timeout)
+        self._rank, self._world = self._comm.rank, self._comm.world
         self._environment = environment(self._world)
         self._ranges = nvtx_ranges(self.config.general.nvtx)
         out = self._output()
+        if self._world > 1:
+            out.line(info_line(
+                f"{self._world} ranks: each measures its own trials; throughputs are of all ranks together "
+                f"(samples of all ranks / the slowest rank's trial time)."
+            ))
         if self.config.source == "defaults":
             out.line(info_line("Using default benchy configuration."))
         else:
@@ -192,11 +218,12 @@ class Session:
             sync = synchronizer()
             args = (spec, self._source, self._make_counter(), self._trial_clock(sync), sync,
                     self._report, self.config.general.report_freq)
+            begin = self._begin(spec, sync)
             try:
                 if self._ranges is not None:
-                    result = io_trial_annotated(*args, self._ranges)
+                    result = io_trial_annotated(*args, self._ranges, begin=begin)
                 else:
-                    result = io_trial(*args)
+                    result = io_trial(*args, begin=begin)
             except BaseException as err:
                 self._trial_aborted(spec, 0, f"the data loader raised {type(err).__name__}: {err}")
                 raise
@@ -215,8 +242,29 @@ class Session:
         out.trial_progress(i, rate)
         pauses.append((i, self._clock() - stamps[i]))
 
+    def _combine(self, result: TrialResult) -> TrialResult:
+        """All ranks' view of a trial: samples of all ranks over the slowest rank's time."""
+        if self._world == 1:
+            return result
+        reports = self._comm.exchange(result.label, result.samples, result.seconds)
+        return dataclasses.replace(
+            result,
+            samples=sum(n for n, _ in reports),
+            seconds=max(t for _, t in reports),
+            rank_samples=tuple(n for n, _ in reports),
+            rank_seconds=tuple(t for _, t in reports),
+        )
+
     def _trial_done(self, result: TrialResult, checkpoint: bool = True) -> None:
         self._active = None
+        try:
+            result = self._combine(result)
+        except DistributedError as err:
+            # Keep what was measured, then stop this rank with the error.
+            self._trial_aborted(result.spec, result.spec.nbatches, "the ranks could not exchange its results")
+            self._close_profiler("after a failed exchange")
+            self._state = _DONE
+            raise
         self.results.trials.append(result)
         self._profiler().after_trial(result.spec)
         out = self._output()
@@ -273,6 +321,7 @@ class Session:
         if self.config.general.exit_after_tests:
             out.line(info_line("Tests completed.... exiting."))
             sys.stdout.flush()
+            self._comm.shutdown()  # every rank got here through the last exchange
             sys.exit(0)  # the one place benchy ends the process: exit_after_tests
         out.line(info_line("Tests completed; the loader is now the plain one for the remaining epochs."))
 

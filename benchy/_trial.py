@@ -14,8 +14,8 @@ when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops. Peri
 * IO: from receiving one batch to receiving ``n`` more; the ``n`` received inside the
   window are counted.
 
-Everything else (device sync, statistics, printing, collectives) happens at trial
-boundaries; the periodic report runs every ``report_freq`` steps and its own duration is
+Everything else (device sync, the optional barrier ``begin``, statistics, printing,
+collectives) happens at trial boundaries; the periodic report runs every ``report_freq`` steps and its own duration is
 measured and taken out of the trial's time.
 """
 
@@ -72,6 +72,7 @@ def io_trial(
     sync: Callable[[], None],
     report: Optional[Reporter] = None,
     freq: int = 0,
+    begin: Optional[Callable[[], None]] = None,
 ) -> TrialResult:
     """Drain ``spec.nbatches`` batches from the loader alone (no training step)."""
     n = spec.nbatches
@@ -81,7 +82,7 @@ def io_trial(
     next_report = _first_report(report, freq, n)
     batch = source.fetch()
     nxt = source.next_function()
-    sync()
+    (begin or sync)()
     stamps[0] = clock()
     for i in range(n):
         try:
@@ -109,6 +110,7 @@ def synthetic_trial(
     on_abort: Callable[[TrialSpec, int, str], None],
     report: Optional[Reporter] = None,
     freq: int = 0,
+    begin: Optional[Callable[[], None]] = None,
 ) -> Generator[Any, None, None]:
     """Yield one real batch ``spec.nbatches`` times: the training step alone."""
     n = spec.nbatches
@@ -119,7 +121,7 @@ def synthetic_trial(
     try:
         batch = source.fetch()
         sizes = [counter(batch)] * n
-        sync()
+        (begin or sync)()
         for i in range(n):
             stamps[i] = clock()
             if i == next_report:
@@ -147,6 +149,7 @@ def full_trial(
     on_abort: Callable[[TrialSpec, int, str], None],
     report: Optional[Reporter] = None,
     freq: int = 0,
+    begin: Optional[Callable[[], None]] = None,
 ) -> Generator[Any, None, None]:
     """Yield ``spec.nbatches`` real batches: loading and training together."""
     n = spec.nbatches
@@ -158,7 +161,7 @@ def full_trial(
     try:
         batch = source.fetch()
         nxt = source.next_function()
-        sync()
+        (begin or sync)()
         while True:
             sizes[i] = counter(batch)
             stamps[i] = clock()
@@ -207,6 +210,7 @@ def io_trial_annotated(
     report: Optional[Reporter],
     freq: int,
     ranges: Any,
+    begin: Optional[Callable[[], None]] = None,
 ) -> TrialResult:
     """:func:`io_trial` with a trial range and a range per fetch."""
     push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch
@@ -226,7 +230,7 @@ def io_trial_annotated(
         nxt = source.next_function()
         pop()
         depth = 1
-        sync()
+        (begin or sync)()
         stamps[0] = clock()
         for i in range(n):
             fetch_attr.payload = i + 1
@@ -266,6 +270,7 @@ def epoch_trial_annotated(
     report: Optional[Reporter],
     freq: int,
     ranges: Any,
+    begin: Optional[Callable[[], None]] = None,
 ) -> Generator[Any, None, None]:
     """:func:`synthetic_trial` or :func:`full_trial` (by ``spec.mode``) with NVTX ranges."""
     synthetic = spec.mode is Mode.SYNTHETIC
@@ -289,7 +294,7 @@ def epoch_trial_annotated(
         depth = 1
         if synthetic:
             sizes = [counter(batch)] * n
-        sync()
+        (begin or sync)()
         while True:
             if not synthetic:
                 sizes[i] = counter(batch)

@@ -105,29 +105,42 @@ def config(tmp_path: Path, nbatches: int = NBATCHES) -> Dict[str, Any]:
             "IO": mode, "synthetic": mode, "full": mode}
 
 
-def check(reported: Dict[Mode, float], plain: Dict[Mode, float]) -> None:
-    errors = {m.value: round(100 * (reported[m] - plain[m]) / plain[m], 2) for m in Mode}
+def check(reported: Dict[Mode, float], before: Dict[Mode, float], after: Dict[Mode, float]) -> None:
+    """Within 5 % of the plain loops timed just before or just after benchy's run.
+
+    Two plain measurements bracket benchy's, so a burst of noise from the machine during one
+    of them does not fail the test, while a real bias in benchy (seen against both) does.
+    """
+    def error(m: Mode, plain: Dict[Mode, float]) -> float:
+        return 100 * (reported[m] - plain[m]) / plain[m]
+
+    errors = {m.value: min((round(error(m, p), 2) for p in (before, after)), key=abs) for m in Mode}
     print("error % vs plain loops:", errors)
     for mode in Mode:
-        assert reported[mode] == pytest.approx(plain[mode], rel=0.05), (mode, reported, plain)
+        assert abs(errors[mode.value]) <= 5.0, (mode, reported, before, after)
 
 
 @pytest.mark.parametrize("fetch, step", [(0.008, 0.012), (0.012, 0.006)], ids=["compute-bound", "io-bound"])
 def test_generic_wrapper_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture, fetch: float, step: float) -> None:
-    plain = plain_rates(SleepyBatches(fetch), sleep_step(step), NBATCHES)
+    before = plain_rates(SleepyBatches(fetch), sleep_step(step), NBATCHES)
     wrapper = BenchmarkGenericIteratorWrapper(SleepyBatches(fetch), BATCH, benchy_config=config(tmp_path))
     reported = benchy_rates(wrapper, sleep_step(step))
+    after = plain_rates(SleepyBatches(fetch), sleep_step(step), NBATCHES)
     with capsys.disabled():
-        check(reported, plain)
+        check(reported, before, after)
 
 
 def test_dataloader_with_workers_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # 2 workers, 16 ms per batch each: a batch every ~8 ms; the 3 ms step overlaps with loading.
     kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)
     # Worker scheduling on a small machine is noisier than a sleep: longer trials, more repeats.
-    plain = plain_rates(torch.utils.data.DataLoader(SleepySamples(0.016), **kwargs), sleep_step(0.003), 2 * NBATCHES,
-                        repeats=5)
+    def plain() -> Dict[Mode, float]:
+        loader = torch.utils.data.DataLoader(SleepySamples(0.016), **kwargs)
+        return plain_rates(loader, sleep_step(0.003), 2 * NBATCHES, repeats=5)
+
+    before = plain()
     loader = BenchmarkDataLoader(SleepySamples(0.016), benchy_config=config(tmp_path, 2 * NBATCHES), **kwargs)
     reported = benchy_rates(loader, sleep_step(0.003))
+    after = plain()
     with capsys.disabled():
-        check(reported, plain)
+        check(reported, before, after)

@@ -1,0 +1,73 @@
+"""A data-parallel training script for the distributed tests (gloo, CPU), run under a launcher.
+
+The wrapper is built before ``init_process_group`` on purpose: ranks must be read when the
+trials start, not at construction. Loader and step sleep, so rates are known.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from benchy.torch import BenchmarkGenericIteratorWrapper
+
+
+class Sleepy:
+    def __init__(self, nbatches: int, batch: int, fetch_s: float) -> None:
+        self.nbatches, self.batch, self.fetch_s = nbatches, batch, fetch_s
+
+    def __len__(self) -> int:
+        return self.nbatches
+
+    def __iter__(self):
+        for _ in range(self.nbatches):
+            time.sleep(self.fetch_s)
+            yield torch.zeros(self.batch, 2)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--fetch_ms", type=float, default=2.0)
+    p.add_argument("--step_ms", type=float, default=3.0)
+    p.add_argument("--slow_rank", type=int, default=-1)
+    p.add_argument("--slow_factor", type=float, default=1.0)
+    p.add_argument("--die_rank", type=int, default=-1, help="this rank SIGKILLs itself at --die_at")
+    p.add_argument("--die_at", default="3:1", help="EPOCH:STEP")
+    p.add_argument("--leave_rank", type=int, default=-1, help="this rank stops after --leave_after epochs")
+    p.add_argument("--leave_after", type=int, default=2)
+    p.add_argument("--no_allreduce", action="store_true", help="ranks do not talk inside the step")
+    args = p.parse_args()
+
+    loader = BenchmarkGenericIteratorWrapper(Sleepy(100, args.batch, args.fetch_ms / 1000.0), args.batch)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    slow = args.slow_factor if rank == args.slow_rank else 1.0
+    loader._iterable.fetch_s *= slow  # the slow rank loads and computes slower
+    die_epoch, die_step = (int(v) for v in args.die_at.split(":"))
+    epochs = args.leave_after if rank == args.leave_rank else args.epochs
+
+    for epoch in range(epochs):
+        for step, batch in enumerate(loader):
+            if rank == args.die_rank and (epoch, step) == (die_epoch, die_step):
+                print(f"USER::rank {rank} killing itself", flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(args.step_ms / 1000.0 * slow)
+            if not args.no_allreduce:
+                dist.all_reduce(torch.ones(1))  # the gradient all-reduce of data-parallel training
+        print(f"USER::rank {rank} epoch {epoch}", flush=True)
+    print(f"USER::rank {rank} done", flush=True)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Distributed runs: 2-rank gloo jobs under torch.distributed.run, and faults under a bare launcher."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+import yaml
+
+from conftest import ROOT, SUMMARY_RE, small_config
+
+SCRIPT = ROOT / "tests" / "scripts" / "dist_script.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_config(tmp_path: Path, **global_) -> Dict[str, str]:
+    cfg = tmp_path / "benchy.yaml"
+    cfg.write_text(yaml.safe_dump(small_config(nbatches=10, ntrials=2, nwarmup=1, **global_)))
+    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    return env
+
+
+def torchrun(tmp_path: Path, *args: str, timeout: float = 240, **global_) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), str(SCRIPT), *args]
+    return subprocess.run(cmd, cwd=tmp_path, env=write_config(tmp_path, **global_), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def summary(out: str) -> Dict[str, float]:
+    return {m: float(v) for m, v, _ in SUMMARY_RE.findall(out)}
+
+
+def result(tmp_path: Path) -> dict:
+    import json
+
+    return json.loads((tmp_path / "benchy_result.json").read_text())
+
+
+def test_two_ranks_one_summary_global_throughput_and_clean_exit(tmp_path: Path) -> None:
+    proc = torchrun(tmp_path, "--fetch_ms", "2", "--step_ms", "3")
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    assert len(SUMMARY_RE.findall(out)) == 3, out  # rank 0 prints the summary once
+    assert out.count("Tests completed") == 1 and "2 ranks: each measures its own trials" in out
+    assert "USER::rank 0 done" not in out and "USER::rank 1 done" not in out  # both ended by benchy
+    doc = result(tmp_path)
+    assert doc["nranks"] == 2 and doc["environment"]["world_size"] == 2 and doc["complete"] is True
+    for mode in ("IO", "SYNTHETIC", "FULL"):
+        ranks = doc[mode]["ranks"]
+        assert len(ranks["trial_throughput"]) == 2 and all(len(r) == 2 for r in ranks["trial_throughput"])
+        assert all(s == [40, 40] for s in ranks["trial_samples"])
+        assert all(x is not None and x >= 0 for x in ranks["spread"])
+        # Global = samples of all ranks / slowest rank's time: about twice one rank's.
+        for k, global_rate in enumerate(doc[mode]["trial_throughput"]):
+            per_rank = ranks["trial_throughput"][k]
+            assert global_rate == pytest.approx(80 / max(ranks["trial_time"][k]))
+            assert 1.8 * min(per_rank) <= global_rate <= 2.0 * max(per_rank) + 1e-9
+    # IO involves no collective: two ranks load at twice one rank's nominal 4 samples / 2 ms.
+    assert summary(out)["IO"] == pytest.approx(2 * 4 / 0.002, rel=0.15)
+
+
+def test_straggler_is_named(tmp_path: Path) -> None:
+    proc = torchrun(tmp_path, "--slow_rank", "1", "--slow_factor", "1.6", "--no_allreduce")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = re.findall(r"^BENCHY::SUMMARY::STRAGGLER (\w+): rank (\d) is ([0-9.]+) % slower", proc.stdout, re.M)
+    assert {mode for mode, _, _ in lines} == {"IO", "SYNTHETIC", "FULL"}, proc.stdout
+    assert all(rank == "1" and 40.0 < float(pct) < 80.0 for _, rank, pct in lines), lines
+    assert "rank 1 is" in result(tmp_path)["FULL"]["ranks"]["straggler"]
+
+
+def test_barrier_and_transparent_epochs(tmp_path: Path) -> None:
+    proc = torchrun(tmp_path, "--epochs", "8", use_distributed_barrier=True, exit_after_tests=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "USER::rank 0 done" in proc.stdout and "USER::rank 1 done" in proc.stdout
+    assert len(SUMMARY_RE.findall(proc.stdout)) == 3
+
+
+def bare_launch(tmp_path: Path, args: List[str], timeout_s: float, **global_) -> List[subprocess.Popen]:
+    """Two ranks started as Slurm's srun would: no agent that kills the others on a failure."""
+    env = write_config(tmp_path, dist_timeout=timeout_s, **global_)
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
+    procs = []
+    for rank in (0, 1):
+        procs.append(subprocess.Popen(
+            [sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL))
+    return procs
+
+
+def finish(procs: List[subprocess.Popen], timeout: float) -> List[Optional[tuple]]:
+    outs = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            outs.append(None)
+            continue
+        outs.append((p.returncode, out, err))
+    return outs
+
+
+def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp_path: Path) -> None:
+    # Epoch 3 is FULL_WARMUP_1; rank 1 dies at its step 1. Rank 0 must not hang.
+    start = time.monotonic()
+    procs = bare_launch(tmp_path, ["--die_rank", "1", "--die_at", "3:1", "--no_allreduce"], timeout_s=5)
+    rank0, rank1 = finish(procs, timeout=120)
+    elapsed = time.monotonic() - start
+    assert rank0 is not None, "rank 0 hung"
+    code, out, err = rank0
+    assert code == 1, out + err
+    assert "benchy.DistributedError: benchy: trial FULL_WARMUP_1: the exchange of the ranks' trial results " \
+           "failed after" in err, err
+    assert "(bounded wait: dist_timeout = 5 s); rank(s) 1 did not report" in err
+    assert elapsed < 60
+    assert rank1 is not None and rank1[0] == -9
+    doc = result(tmp_path)  # what was measured before the fault is kept
+    assert doc["complete"] is False and doc["IO"]["n"] == 2 and doc["SYNTHETIC"]["n"] == 2
+
+
+def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
+    procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--no_allreduce"], timeout_s=5)
+    rank0, rank1 = finish(procs, timeout=120)
+    assert rank0 is not None and rank1 is not None, "a rank hung"
+    assert rank1[0] == 0  # it simply stopped asking for epochs
+    assert rank0[0] == 1 and "trial SYNTHETIC_2" in rank0[2] and "rank(s) 1 did not report" in rank0[2], rank0
+
+
+def test_killed_rank_under_torchrun_fails_the_job(tmp_path: Path) -> None:
+    start = time.monotonic()
+    proc = torchrun(tmp_path, "--die_rank", "1", "--die_at", "3:1", "--no_allreduce", timeout=120, dist_timeout=5)
+    assert proc.returncode != 0
+    assert "USER::rank 1 killing itself" in proc.stdout
+    assert time.monotonic() - start < 90
+
+
+def test_ddp_example_under_torchrun(tmp_path: Path) -> None:
+    env = write_config(tmp_path)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), str(ROOT / "examples" / "ddp_train.py"), "--enable_benchy",
+           "--dataset_size", "512", "--batch_size", "8"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(summary(proc.stdout)) == {"IO", "SYNTHETIC", "FULL"}
+    assert result(tmp_path)["nranks"] == 2
