@@ -235,7 +235,12 @@ class Session:
     def _report(self, spec: TrialSpec, i: int, stamps: List[float], sizes: List[int], pauses: Pauses) -> None:
         """Periodic line: throughput over the last ``report_freq`` steps; its time is excluded."""
         low = i - self.config.general.report_freq
-        span = stamps[i] - stamps[low] - sum(d for k, d in pauses if low <= k < i)
+        paused = 0.0
+        for k, d in reversed(pauses):  # only the latest pauses can fall in [low, i)
+            if k < low:
+                break
+            paused += d
+        span = stamps[i] - stamps[low] - paused
         rate = sum(sizes[low:i]) / span if span > 0 else float("inf")
         out = self._output()
         out.line(iteration_line(spec.label, i, spec.nbatches, rate))

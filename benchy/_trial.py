@@ -30,6 +30,7 @@ from ._source import BatchSource
 __all__ = ["io_trial", "synthetic_trial", "full_trial", "build_result", "Reporter"]
 
 Clock = Callable[[], float]
+_NO_BATCH = object()
 Pauses = List[Tuple[int, float]]
 # report(spec, i, stamps, sizes, pauses): called after stamps[i] is taken; appends its own
 # duration to ``pauses`` as (i, seconds).
@@ -77,22 +78,22 @@ def io_trial(
     """Drain ``spec.nbatches`` batches from the loader alone (no training step)."""
     n = spec.nbatches
     stamps = [0.0] * (n + 1)
-    sizes = [0] * n
+    sizes = [0] * n  # sizes[k]: the batch received at the end of period k (at stamps[k + 1])
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
     batch = source.fetch()
     nxt = source.next_function()
     (begin or sync)()
     stamps[0] = clock()
-    for i in range(n):
+    for j in range(1, n + 1):
         try:
             batch = nxt()
         except StopIteration:
             nxt, batch = source.new_pass()
-        sizes[i] = counter(batch)
-        stamps[i + 1] = clock()
-        if i + 1 == next_report:
-            report(spec, i + 1, stamps, sizes, pauses)  # type: ignore[misc]
+        sizes[j - 1] = counter(batch)
+        stamps[j] = clock()
+        if j == next_report:
+            report(spec, j, stamps, sizes, pauses)  # type: ignore[misc]
             next_report = _following(next_report, freq, n)
     sync()
     stamps[n] = clock()
@@ -161,29 +162,28 @@ def full_trial(
     try:
         batch = source.fetch()
         nxt = source.next_function()
+        last = n - 1
         (begin or sync)()
-        while True:
+        for i in range(n):
             sizes[i] = counter(batch)
             stamps[i] = clock()
             if i == next_report:
                 report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
                 next_report = _following(next_report, freq, n)
             yield batch
-            i += 1
-            if i == n:
-                break
+            # After the last step this fetches the batch after the trial's last one, so the
+            # window holds n fetches as well as n steps; it is kept for the next FULL trial.
             try:
                 batch = nxt()
             except StopIteration:
+                if i == last:  # the pass ended with the trial: stop the clock, no new pass
+                    batch = _NO_BATCH
+                    break
                 nxt, batch = source.new_pass()
-        # The loop asked for batch n + 1: close the window once the next batch is ready,
-        # so it holds n fetches as well as n steps. At the end of a pass, stop right away.
-        try:
-            source.keep(nxt())
-        except StopIteration:
-            pass
         sync()
         stamps[n] = clock()
+        if batch is not _NO_BATCH:
+            source.keep(batch)
     except GeneratorExit:
         on_abort(spec, i, "the training loop stopped asking for batches (break, or an exception in the step)")
         raise
