@@ -73,6 +73,41 @@ def wrapped_run(batches: List[torch.Tensor], out_dir: str, nvtx: bool) -> Dict[s
     return out
 
 
+def components(batch: torch.Tensor, number: int = 1_000_000) -> Dict[str, float]:
+    """What one FULL step of the hot loop is made of, each timed alone (ns)."""
+    import timeit
+
+    from benchy._batch import make_counter
+
+    def gen(items):
+        for x in items:
+            yield x
+
+    items = [batch] * number
+    env = {"counter": make_counter(batch), "b": batch, "clock": time.perf_counter, "stamps": [0.0] * 4,
+           "sizes": [0] * 4, "i": 2, "nr": -1}
+
+    def per(stmt: str) -> float:
+        return timeit.timeit(stmt, globals=env, number=number) / number * 1e9
+
+    t0 = time.perf_counter()
+    for _ in items:
+        pass
+    plain = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in gen(items):
+        pass
+    generator = time.perf_counter() - t0
+    return {
+        "count samples: counter(batch)": per("counter(b)"),
+        "  of which batch.shape[0]": per("b.shape[0]"),
+        "timestamp: stamps[i] = clock()": per("stamps[i] = clock()"),
+        "store the size: sizes[i] = 2": per("sizes[i] = 2"),
+        "report check: i == nr": per("i == nr"),
+        "generator resume + yield vs list": (generator - plain) / number * 1e9,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nbatches", type=int, default=200_000)
@@ -93,6 +128,7 @@ def main() -> int:
                     # other trials' times include the loop body, as the plain loop's do.
                     base = bare if key.startswith("IO") else plain
                     overheads.setdefault(key, []).append((value - base) * 1e9)
+    parts = components(batches[0])
     tool = os.environ.get("NVTX_INJECTION64_PATH")
     print(f"benchy per-batch overhead, ns (median of {args.runs} runs, min-max); "
           f"{args.nbatches} batches; Python {platform.python_version()}, torch {torch.__version__}, "
@@ -102,6 +138,9 @@ def main() -> int:
     for key in sorted(overheads):
         values = overheads[key]
         print(f"{key:<32} {statistics.median(values):8.1f} {min(values):8.1f} {max(values):8.1f}")
+    print("\nwhere a FULL step's time goes (each piece timed alone with timeit, ns)")
+    for key, value in parts.items():
+        print(f"{key:<36} {value:6.1f}")
     return 0
 
 

@@ -171,3 +171,20 @@ def test_examples_run(run_script) -> None:
     run = run_script(cfg, "--enable_benchy", "--nsamples", "300", script=ROOT / "examples" / "generic_iterator.py")
     assert run.returncode == 0, run
     assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+def test_summary_command_reprints_a_result(run_script) -> None:
+    import subprocess
+    import sys
+
+    run = run_script(small_config(), "--epochs", "3")
+    assert run.returncode == 0, run
+    proc = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.json_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    printed = [x for x in run.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::")]
+    assert proc.stdout.splitlines()[:len(printed)] == printed
+    assert "holds an incomplete run (3 of 6 epochs)" in proc.stdout
+    bad = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.workdir / "nope.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "cannot read" in bad.stderr

@@ -1,0 +1,43 @@
+"""All of benchy's own measurements, one command: overhead, growth, fidelity.
+
+    python benchmarks/run.py            # about 10 minutes on a 2-core machine
+    python benchmarks/run.py --quick    # about 2 minutes: fewer batches and repetitions
+
+Each part is also a script of its own in this folder (see its docstring).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    import os
+
+    print(f"# benchy benchmarks, {datetime.date.today().isoformat()}, {platform.node()}, "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}\n", flush=True)
+    parts = [
+        ("overhead", ["--nbatches", "20000" if args.quick else "100000", "--runs", "3" if args.quick else "5"]),
+        ("growth", []),
+        ("fidelity", ["--reps", "2" if args.quick else "10"]),
+    ]
+    status = 0
+    for name, extra in parts:
+        print(f"## {name}", flush=True)
+        status |= subprocess.call([sys.executable, str(HERE / f"{name}.py"), *extra])
+        print(flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
