@@ -6,6 +6,7 @@ FULL trials and print their throughputs with 95 % confidence intervals.
 """
 
 from ._config import CONFIG_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
+from ._dist import DistributedError
 from ._integration import add_arguments, data_loader, wrap
 from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule, TrialSpec
@@ -19,6 +20,7 @@ __all__ = [
     "CONFIG_ENV_VAR",
     "Config",
     "ConfigError",
+    "DistributedError",
     "Estimate",
     "GlobalConfig",
     "Interruption",

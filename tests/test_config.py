@@ -136,3 +136,13 @@ def test_to_dict_round_trips_through_the_loader(tmp_path: Path) -> None:
     cfg = load_config(overrides={"IO": {"ntrials": 2}, "global": {"output_dir": str(tmp_path)}}, environ={})
     again = load_config(overrides=cfg.to_dict(), environ={})
     assert (again.io, again.general) == (cfg.io, cfg.general)
+
+
+def test_public_api_is_exported() -> None:
+    import benchy
+    import benchy.torch
+
+    for name in benchy.__all__:
+        assert hasattr(benchy, name), name
+    assert benchy.torch.BenchmarkDataLoader is benchy.BenchmarkDataLoader
+    assert benchy.DistributedError.__module__ == "benchy" and benchy.ConfigError.__module__ == "benchy"
