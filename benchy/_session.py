@@ -264,7 +264,7 @@ class Session:
         self._active = None
         try:
             result = self._combine(result)
-        except DistributedError as err:
+        except DistributedError:
             # Keep what was measured, then stop this rank with the error.
             self._trial_aborted(result.spec, result.spec.nbatches, "the ranks could not exchange its results")
             self._close_profiler("after a failed exchange")

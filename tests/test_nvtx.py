@@ -33,7 +33,7 @@ def read_events(path: Path) -> List[Event]:
 
 def assert_balanced(events: List[Event]) -> None:
     depth = 0
-    for kind, message, _ in events:
+    for kind, _, _ in events:
         depth += 1 if kind == "PUSH" else -1
         assert depth >= 0, "a POP without a PUSH"
         assert depth <= 3, "ranges nest at most trial > step|fetch"
