@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import ROOT, small_config
@@ -171,6 +173,19 @@ def test_examples_run(run_script) -> None:
     run = run_script(cfg, "--enable_benchy", "--nsamples", "300", script=ROOT / "examples" / "generic_iterator.py")
     assert run.returncode == 0, run
     assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+def test_ci_snippet_extracts_the_three_numbers(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(["bash", str(ROOT / "examples" / "ci_summary.sh"), sys.executable, "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^ci: IO=[0-9.]+ SYNTHETIC=[0-9.]+ FULL=[0-9.]+ samples/s$", proc.stdout, re.M), proc.stdout
+    failing = subprocess.run(["bash", str(ROOT / "examples" / "ci_summary.sh"), sys.executable, "1e12"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+    assert failing.returncode == 1 and "< floor 1e12" in failing.stderr
 
 
 def test_summary_command_reprints_a_result(run_script) -> None:
