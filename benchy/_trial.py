@@ -15,8 +15,8 @@ when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops. Peri
   window are counted.
 
 Everything else (device sync, the optional barrier ``begin``, statistics, printing,
-collectives) happens at trial boundaries; the periodic report runs every ``report_freq`` steps and its own duration is
-measured and taken out of the trial's time.
+collectives) happens at trial boundaries; the periodic report runs every ``report_freq``
+steps and its own duration is measured and taken out of the trial's time.
 """
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ from ._results import TrialResult
 from ._schedule import Mode, TrialSpec
 from ._source import BatchSource
 
-__all__ = ["io_trial", "synthetic_trial", "full_trial", "build_result", "Reporter"]
+__all__ = [
+    "io_trial", "synthetic_trial", "full_trial", "io_trial_annotated", "epoch_trial_annotated",
+    "build_result", "Reporter",
+]
 
 Clock = Callable[[], float]
 _NO_BATCH = object()
