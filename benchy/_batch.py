@@ -112,17 +112,3 @@ def make_counter(first_batch: Any, fallback: Optional[int] = None) -> Counter:
                 return general(batch)
         return two
     return general
-
-
-def describe_structure(batch: Any) -> str:
-    """A short description of a batch's structure, for messages."""
-    if isinstance(batch, Mapping):
-        return "dict(" + ", ".join(str(k) for k in batch) + ")"
-    if isinstance(batch, (list, tuple)):
-        inner = ", ".join(describe_structure(x) for x in batch[:3])
-        more = ", ..." if len(batch) > 3 else ""
-        return f"{type(batch).__name__}[{inner}{more}]"
-    shape = getattr(batch, "shape", None)
-    if shape is not None:
-        return f"{type(batch).__name__}{tuple(shape)}"
-    return type(batch).__name__

@@ -37,10 +37,6 @@ class Output:
         # Looked up at each use so that a stdout replaced after start-up (pytest, tee) is honoured.
         return self._stream if self._stream is not None else sys.stdout
 
-    @property
-    def uses_rich(self) -> bool:
-        return self._rich is not None
-
     def line(self, text: str) -> None:
         """One plain line, flushed at once so that logs are complete if the job is killed."""
         if not self.enabled:

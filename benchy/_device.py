@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, List
 
-__all__ = ["active_devices", "synchronize", "synchronizer", "describe_device"]
+__all__ = ["active_devices", "synchronizer", "describe_device"]
 
 
 def _cuda_active() -> bool:
@@ -50,12 +50,6 @@ def _sync_for(name: str) -> Callable[[], None]:
 
     return {"cuda": torch.cuda.synchronize, "mps": lambda: torch.mps.synchronize(),
             "xpu": lambda: torch.xpu.synchronize()}[name]
-
-
-def synchronize() -> None:
-    """Wait for queued device work; a no-op on CPU. Called at trial boundaries only."""
-    for name in active_devices():
-        _sync_for(name)()
 
 
 def _noop() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 from ._schedule import Mode, TrialSpec
 from ._stats import Estimate, estimate
@@ -81,9 +81,6 @@ class RunResults:
     def estimate(self, mode: Mode) -> Estimate:
         """Mean trial throughput and its 95 % Student-t half-width."""
         return estimate([t.throughput for t in self.measured(mode)])
-
-    def last_interruption(self) -> Optional[Interruption]:
-        return self.interruptions[-1] if self.interruptions else None
 
     def rank_mean_times(self, mode: Mode) -> List[float]:
         """Per rank, the mean trial time over the counted trials (empty for one process)."""
