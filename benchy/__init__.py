@@ -7,20 +7,26 @@ FULL trials and print their throughputs with 95 % confidence intervals.
 
 from ._config import CONFIG_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
 from ._dist import DistributedError
+from ._errors import BenchyError
 from ._integration import add_arguments, data_loader, wrap
 from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule, TrialSpec
+from ._sink import EXIT_MISSING_MODE
+from ._source import EmptyLoaderError
 from ._stats import Estimate
 from ._version import __version__
 from ._wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
 
 __all__ = [
     "BenchmarkDataLoader",
+    "BenchyError",
     "BenchmarkGenericIteratorWrapper",
     "CONFIG_ENV_VAR",
     "Config",
     "ConfigError",
     "DistributedError",
+    "EXIT_MISSING_MODE",
+    "EmptyLoaderError",
     "Estimate",
     "GlobalConfig",
     "Interruption",

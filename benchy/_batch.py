@@ -1,19 +1,34 @@
 """How many samples a batch holds (no torch import: tensors are recognised by ``shape``).
 
-Handles tensors and arrays, tuples and lists (``(inputs, labels)``), dicts
-(``{"image": ..., "label": ...}``) and DALI's list of per-pipeline dicts. A counter is
-specialised once, from the first batch, so the per-step call is one small function; a
-batch of another shape falls back to the general walk.
+The rules, in order (the README's "Counting samples" section says the same):
+
+1. A tensor or array counts its leading dimension.
+2. A list or tuple of two or more dicts **with the same keys** is one dict per device or
+   pipeline (DALI's ``output_map``): their counts are summed. Dicts with different keys
+   (``(inputs_dict, labels_dict)``) are parts of one batch: rule 3.
+3. A dict, list, tuple, dataclass or other object holding tensors counts its first
+   tensor-like leaf (dict values, items and dataclass fields in order; for other objects,
+   public attributes first).
+4. With no tensor-like leaf: a list or tuple of per-sample items counts its length (a
+   columns layout, a tuple of lists, counts the length of its first column).
+5. Otherwise the wrapper's ``batch_size``, with a one-time warning (a short last batch is
+   then over-counted).
+
+A counter is specialised once, from the first batch, so the per-step call is one small
+function; a batch of another shape falls back to the general walk.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Mapping, Optional, Union
+import dataclasses
+from typing import Any, Callable, List, Mapping, Optional, Tuple
 
-__all__ = ["count_samples", "make_counter"]
+__all__ = ["count_samples", "make_counter", "describe_rule"]
 
 Counter = Callable[[Any], int]
-_Path = List[Union[int, str]]
+# One step of a path to the counted leaf: ("item", key) or ("attr", name).
+_Step = Tuple[str, Any]
+_MAX_DEPTH = 8
 
 
 def _leading_dim(obj: Any) -> Optional[int]:
@@ -26,65 +41,163 @@ def _leading_dim(obj: Any) -> Optional[int]:
         return None
 
 
-def _is_list_of_mappings(obj: Any) -> bool:
-    return isinstance(obj, (list, tuple)) and len(obj) > 0 and all(isinstance(x, Mapping) for x in obj)
+def _per_device(obj: Any) -> bool:
+    """Rule 2: two or more dicts with the same keys (one per device or pipeline)."""
+    if not isinstance(obj, (list, tuple)) or len(obj) < 2 or not isinstance(obj[0], Mapping):
+        return False
+    keys = set(obj[0].keys())
+    return all(isinstance(part, Mapping) and set(part.keys()) == keys for part in obj[1:])
 
 
-def _find_path(obj: Any, depth: int = 0) -> Optional[_Path]:
-    """Path (keys / indices) to the first object with a leading dimension."""
+def _children(obj: Any) -> List[_Step]:
+    """The steps into ``obj``'s parts, in the order they are searched."""
+    if isinstance(obj, Mapping):
+        return [("item", k) for k in obj.keys()]
+    if isinstance(obj, (list, tuple)):
+        return [("item", i) for i in range(len(obj))]
+    if isinstance(obj, (str, bytes, int, float, bool)) or obj is None:
+        return []
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return [("attr", f.name) for f in dataclasses.fields(obj)]
+    attrs = getattr(obj, "__dict__", None)
+    if isinstance(attrs, dict) and not callable(obj):
+        names = list(attrs)
+        return [("attr", n) for n in names if not n.startswith("_")] + [("attr", n) for n in names if n.startswith("_")]
+    return []
+
+
+def _get(obj: Any, step: _Step) -> Any:
+    kind, key = step
+    return obj[key] if kind == "item" else getattr(obj, key)
+
+
+def _find_path(obj: Any, depth: int = 0) -> Optional[List[_Step]]:
+    """Path to the first tensor-like leaf (rule 3), or None."""
     if _leading_dim(obj) is not None:
         return []
-    if depth > 8:
+    if depth > _MAX_DEPTH:
         return None
-    if isinstance(obj, Mapping):
-        items = list(obj.items())
-    elif isinstance(obj, (list, tuple)):
-        items = list(enumerate(obj))
-    else:
-        return None
-    for key, value in items:
-        sub = _find_path(value, depth + 1)
+    for step in _children(obj):
+        try:
+            sub = _find_path(_get(obj, step), depth + 1)
+        except Exception:  # a property that raises, an odd mapping: not a leaf
+            continue
         if sub is not None:
-            return [key] + sub
+            return [step] + sub
     return None
 
 
-def count_samples(batch: Any, fallback: Optional[int] = None) -> int:
-    """Samples in ``batch``: the leading dimension of its first tensor-like leaf.
+def _no_leaf_count(batch: Any) -> Optional[int]:
+    """Rule 4: a list or tuple without tensors."""
+    if not isinstance(batch, (list, tuple)) or len(batch) == 0:
+        return None
+    first = batch[0]
+    if isinstance(first, (list, tuple)):
+        return len(first)
+    return len(batch)
 
-    A list of dicts (DALI, one dict per pipeline) counts the samples of every dict.
-    A batch with no tensor-like leaf counts as ``fallback`` (the configured batch size),
-    or as its length when it is a plain list or tuple.
-    """
-    if _is_list_of_mappings(batch):
+
+def count_samples(batch: Any, fallback: Optional[int] = None) -> int:
+    """Samples in ``batch`` by the rules in this module's docstring."""
+    if _per_device(batch):
         return sum(count_samples(part, fallback) for part in batch)
     path = _find_path(batch)
     if path is not None:
         obj = batch
-        for key in path:
-            obj = obj[key]
+        for step in path:
+            obj = _get(obj, step)
         return int(obj.shape[0])
+    counted = _no_leaf_count(batch)
+    if counted is not None:
+        return counted
     if fallback is not None:
         return int(fallback)
-    if isinstance(batch, (list, tuple)):
-        return len(batch)
     raise TypeError(
         f"cannot count the samples in a batch of type {type(batch).__name__}: expected a tensor or "
-        f"array, a tuple/list/dict holding one, or a known batch_size to fall back on"
+        f"array, a tuple/list/dict/dataclass/object holding one, a list of per-sample items, or a "
+        f"known batch_size to fall back on"
     )
 
 
-def make_counter(first_batch: Any, fallback: Optional[int] = None) -> Counter:
-    """A fast counter specialised to the structure of ``first_batch``."""
+def describe_rule(batch: Any, fallback: Optional[int] = None) -> str:
+    """How a batch like ``batch`` is counted, for the JSON and the start-up line."""
+    if _per_device(batch):
+        return f"sum over {len(batch)} per-device dicts"
+    path = _find_path(batch)
+    if path is not None:
+        where = "".join(f"[{k!r}]" if kind == "item" else f".{k}" for kind, k in path)
+        return f"leading dimension of batch{where}" if where else "leading dimension of the batch"
+    if _no_leaf_count(batch) is not None:
+        return "length of the list (no tensor in the batch)"
+    return f"batch_size {fallback} (no tensor in the batch)"
+
+
+def _one_step(step: _Step, general: Counter) -> Counter:
+    kind, key = step
+    if kind == "item":
+        def item(batch: Any) -> int:
+            try:
+                return batch[key].shape[0]
+            except (AttributeError, IndexError, KeyError, TypeError):
+                return general(batch)
+        return item
+
+    def attr(batch: Any) -> int:
+        try:
+            return getattr(batch, key).shape[0]
+        except (AttributeError, IndexError, TypeError):
+            return general(batch)
+    return attr
+
+
+def _two_items(k0: Any, k1: Any, general: Counter) -> Counter:
+    def two(batch: Any) -> int:
+        try:
+            return batch[k0][k1].shape[0]
+        except (AttributeError, IndexError, KeyError, TypeError):
+            return general(batch)
+    return two
+
+
+def make_counter(
+    first_batch: Any,
+    fallback: Optional[int] = None,
+    on_fallback: Optional[Callable[[str], None]] = None,
+) -> Counter:
+    """A fast counter specialised to the structure of ``first_batch``.
+
+    ``on_fallback(message)`` is called once, the first time a batch is counted as
+    ``fallback`` (the configured batch size) because it holds nothing countable.
+    """
+    warned = [False]
 
     def general(batch: Any) -> int:
+        if not warned[0] and on_fallback is not None and fallback is not None:
+            if not _per_device(batch) and _find_path(batch) is None and _no_leaf_count(batch) is None:
+                warned[0] = True
+                on_fallback(
+                    f"batches of type {type(batch).__name__} hold no tensor or array to count; each is "
+                    f"counted as batch_size = {fallback} samples, so a short or variable batch is "
+                    f"over-counted. Yield tensors (or a dict/tuple/dataclass holding them) to count exactly."
+                )
         return count_samples(batch, fallback)
 
-    if _is_list_of_mappings(first_batch):
+    count_samples(first_batch, fallback)  # raises a clear TypeError if not countable at all
+    if _per_device(first_batch):
+        key_path = _find_path(first_batch[0])
+        if key_path is not None and len(key_path) == 1 and key_path[0][0] == "item":
+            key = key_path[0][1]
+
+            def per_device(batch: Any) -> int:
+                try:
+                    return sum(part[key].shape[0] for part in batch)
+                except (AttributeError, IndexError, KeyError, TypeError):
+                    return general(batch)
+            return per_device
         return general
     path = _find_path(first_batch)
     if path is None:
-        count_samples(first_batch, fallback)  # raises a clear TypeError if not countable at all
+        general(first_batch)  # says once that batch_size is used, before any trial
         return general
     if len(path) == 0:
         def direct(batch: Any) -> int:
@@ -94,21 +207,7 @@ def make_counter(first_batch: Any, fallback: Optional[int] = None) -> Counter:
                 return general(batch)
         return direct
     if len(path) == 1:
-        key = path[0]
-
-        def one(batch: Any) -> int:
-            try:
-                return batch[key].shape[0]
-            except (AttributeError, IndexError, KeyError, TypeError):
-                return general(batch)
-        return one
-    if len(path) == 2:
-        k0, k1 = path
-
-        def two(batch: Any) -> int:
-            try:
-                return batch[k0][k1].shape[0]
-            except (AttributeError, IndexError, KeyError, TypeError):
-                return general(batch)
-        return two
+        return _one_step(path[0], general)
+    if len(path) == 2 and path[0][0] == "item" and path[1][0] == "item":
+        return _two_items(path[0][1], path[1][1], general)
     return general

@@ -15,6 +15,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import yaml
 
+from ._errors import BenchyError
+
 __all__ = [
     "Config",
     "ConfigError",
@@ -30,7 +32,7 @@ PROFILER_MODES = ("single", "all", "none")
 CONSOLE_MODES = ("auto", "rich", "plain")
 
 
-class ConfigError(ValueError):
+class ConfigError(BenchyError, ValueError):
     """A benchy configuration problem, raised before any trial runs.
 
     ``problems`` holds one line per problem, each naming the source, the

@@ -13,12 +13,14 @@ import datetime
 import time
 from typing import Any, List, Optional, Sequence, Tuple
 
+from ._errors import BenchyError
+
 __all__ = ["DistributedError", "LocalComm", "TorchComm", "make_comm", "straggler"]
 
 Report = Tuple[int, float]  # (samples, seconds) of one rank's trial
 
 
-class DistributedError(RuntimeError):
+class DistributedError(BenchyError, RuntimeError):
     """The ranks could not exchange a trial's results within the bounded wait."""
 
 

@@ -192,12 +192,23 @@ def result_document(
     epochs_needed: int,
     epochs_started: int,
     profiler: Optional[Mapping[str, Any]] = None,
+    exit_status: Optional[int] = None,
+    extras: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
-    """The JSON document: the original's keys plus schema version, config, environment, status."""
+    """The JSON document: the original's keys plus schema version, config, environment, status.
+
+    ``complete`` is true only when every scheduled trial counted; ``exit_status`` is the status
+    benchy exits with under ``exit_after_tests`` (0, or 3 when a mode has no counted trial).
+    ``extras`` may hold ``synthetic_batch_samples`` (stored as ``SYNTHETIC.batch_samples``) and
+    further top-level keys (``counting``, ``other_loaders``).
+    """
     estimates = {mode: results.estimate(mode) for mode in modes}
+    extra = dict(extras or {})
+    synthetic_batch = extra.pop("synthetic_batch_samples", None)
     doc: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "complete": complete,
+        "exit_status": exit_status,
         "nranks": nranks,
         "epochs_needed": epochs_needed,
         "epochs_started": epochs_started,
@@ -210,8 +221,12 @@ def result_document(
         "environment": dict(environment),
         "profiler": dict(profiler or {}),
     }
+    doc.update(extra)
     for mode in modes:
         doc[mode.value] = _mode_block(results, mode)
+    if Mode.SYNTHETIC in modes:
+        # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
+        doc[Mode.SYNTHETIC.value]["batch_samples"] = synthetic_batch
     return doc
 
 

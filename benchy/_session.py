@@ -2,8 +2,20 @@
 
 ``iterate()`` is what a wrapper's ``__iter__`` returns: the hidden IO trials run inside
 the first call, each later call is one SYNTHETIC or FULL trial, and after the last trial
-the summary is printed, the JSON written, and the process exits (``exit_after_tests``)
-or every later call returns the plain loader's iterator.
+the :class:`~benchy._sink.ResultSink` prints the summary, writes the JSON and ends the
+process (``exit_after_tests``), or every later call returns the plain loader's iterator.
+
+How epochs are told apart from other ``iter()`` calls:
+
+* a new ``iter()`` after the running trial handed out all its batches (a loop sized by
+  ``len()`` never asks for one more) closes that trial, which counts, and starts the next;
+* a new ``iter()`` while the running trial is part-way is decided at its first ``next()``:
+  if the trial's iterator is still alive, it was a peek (``next(iter(loader))`` inside the
+  loop) and gets the plain loader; if the loop dropped it, it is the next epoch;
+* ``len()`` is the running (or next) trial's ``nbatches`` while the schedule runs, so a
+  loop sized by ``len()`` takes exactly what an epoch yields.
+
+Only the first wrapper iterated in a process is benchmarked (see ``_registry``).
 """
 
 from __future__ import annotations
@@ -15,40 +27,51 @@ import os
 import sys
 import time
 import weakref
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional
 
-from ._batch import make_counter
+from ._batch import describe_rule, make_counter
 from ._config import Config
 from ._console import Output
 from ._device import synchronizer
 from ._dist import DistributedError, LocalComm, make_comm
-from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
 from ._env import environment
-from ._report import (
-    info_line,
-    iteration_line,
-    result_document,
-    summary_lines,
-    trial_line,
-    verdict,
-    warning_line,
-    write_json_atomic,
-)
+from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
+from ._registry import REGISTRY, Registry
+from ._report import info_line, iteration_line, warning_line
 from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule, TrialSpec
+from ._sink import ResultSink
 from ._source import BatchSource
 from ._trial import (
+    STOPPED,
     Pauses,
     epoch_trial_annotated,
     full_trial,
+    handed_out,
     io_trial,
     io_trial_annotated,
+    stamp_buffer,
     synthetic_trial,
 )
 
 __all__ = ["Session"]
 
-_NEW, _RUNNING, _DONE = "new", "running", "done"
+_NEW, _RUNNING, _DONE, _PLAIN = "new", "running", "done", "plain"
+_NOTHING = object()
+
+DROPPED_UNUSED = ("its iterator was dropped before the first batch (an iter() whose result was never "
+                  "advanced, e.g. a discarded or replaced iterator)")
+PEEK_NOTE = ("an iter() during trial {label} was served by the plain loader (a peek such as next(iter(loader)) "
+             "inside the loop); the trial goes on and the peek's time counts in it")
+
+
+@dataclasses.dataclass
+class _Current:
+    """The epoch trial handed out last and not yet counted or lost."""
+
+    spec: TrialSpec
+    stamps: List[float]
+    gen: "weakref.ReferenceType[Any]"
 
 
 class Session:
@@ -63,6 +86,10 @@ class Session:
         clock: Callable[[], float] = time.perf_counter,
         output: Optional[Output] = None,
         profiler_api: Any = CudaProfilerApi,
+        kind: str = "loader",
+        where: str = "<unknown>",
+        registry: Registry = REGISTRY,
+        exit: Callable[[int], Any] = sys.exit,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
@@ -74,41 +101,92 @@ class Session:
         self._clock = clock
         self._out = output
         self._counter: Optional[Callable[[Any], int]] = None
+        self._counting = ""
         self._state = _NEW
         self._next = 0
-        self._active: Optional["weakref.ReferenceType[Any]"] = None
+        self._current: Optional[_Current] = None
+        self._closing = False  # an explicit close (from iter() or exit): the sink may end the process
+        self._exiting = False  # inside the interpreter's exit: never call sys.exit
+        self._exit_pending = False
+        self._peeks_noted = False
+        self._synthetic_batch: Any = _NOTHING
+        self._synthetic_samples: Optional[int] = None
         self._pid = os.getpid()
-        self._json_error_shown = False
         self._comm: Any = LocalComm()
         self._rank = 0
         self._world = 1
-        self._environment: Optional[dict] = None
         self._profiler_api = profiler_api
         self._ranges: Any = None
         self._window: Optional[ProfilerWindow] = None
         self._profiler_reported = False
+        self._registry = registry
+        self._record = registry.register(kind, where)
+        self._exit = exit
+        self._sink: Optional[ResultSink] = None
 
     # --- public ---------------------------------------------------------------------------
 
     @property
     def done(self) -> bool:
-        """True once every trial has run (the wrapper is transparent from then on)."""
-        return self._state == _DONE
+        """True once the schedule is over, or when another loader is the benchmarked one."""
+        return self._state in (_DONE, _PLAIN)
+
+    @property
+    def benchmarked(self) -> bool:
+        """True when this wrapper is the one benchmarked in its process (decided at first iter())."""
+        return self._record.benchmarked
+
+    def epoch_length(self) -> Optional[int]:
+        """Batches the running or next epoch yields while the schedule runs, else None (plain)."""
+        if self._state in (_DONE, _PLAIN):
+            return None
+        if self._current is not None:
+            return self._current.spec.nbatches
+        if self._next < len(self.schedule.per_epoch):
+            return self.schedule.per_epoch[self._next].nbatches
+        return None
 
     def iterate(self) -> Iterator[Any]:
         """The iterator for the next epoch: a trial while the schedule runs, else the plain one."""
-        if self._state == _DONE:
+        if self._exit_pending:
+            self._exit_pending = False
+            self._sink_().end(exit_after_tests=True)  # deferred from a dropped iterator
+        if self._state in (_DONE, _PLAIN):
             return iter(self._make_iterator())
-        self._close_active()
-        first = self._state == _NEW
-        if first:
+        if self._state == _NEW:
+            if not self._registry.claim(self._record):
+                return self._become_plain()
             self._start()
             self._run_hidden_io()
+            return self._next_epoch(first=True)
+        current = self._current
+        if current is not None:
+            handed = handed_out(current.stamps, current.spec.nbatches)
+            if 0 < handed < current.spec.nbatches and current.gen() is not None:
+                return self._undecided(current)
+            self._close_current()
+            if self._state == _DONE:
+                return iter(self._make_iterator())
+        return self._next_epoch(first=False)
+
+    # --- epochs -----------------------------------------------------------------------------
+
+    def _become_plain(self) -> Iterator[Any]:
+        self._state = _PLAIN
+        owner = self._registry.owner
+        if global_rank() == 0:
+            Output(self.config.general.console).line(info_line(
+                f"{self._record.kind} created at {self._record.where} is the plain loader: this process "
+                f"benchmarks only the first loader iterated ({owner.kind + ' created at ' + owner.where if owner else '?'})."
+            ))
+        return iter(self._make_iterator())
+
+    def _next_epoch(self, first: bool) -> Iterator[Any]:
         if self._next >= len(self.schedule.per_epoch):
             # Only IO was scheduled (its trials ran in this first epoch), or the last trial
-            # was cut short and the script goes on.
+            # was lost and the script goes on.
             self.epochs_started += int(first)
-            self._finish()
+            self._finish(may_exit=True)
             return iter(self._make_iterator())
         self.epochs_started += 1
         spec = self.schedule.per_epoch[self._next]
@@ -116,26 +194,100 @@ class Session:
         self._output().trial_started(spec)
         self._profiler().before_trial(spec)
         sync = synchronizer()
-        args = (spec, self._source, self._make_counter(), self._trial_clock(sync), sync,
-                self._trial_done, self._trial_aborted, self._report, self.config.general.report_freq)
+        stamps = stamp_buffer(spec.nbatches)
+        counter = self._make_counter()
+        clock = self._trial_clock(sync)
         begin = self._begin(spec, sync)
+        freq = self.config.general.report_freq
+        gen: Generator[Any, None, None]
         if self._ranges is not None:
-            gen = epoch_trial_annotated(*args, self._ranges, begin=begin)
+            gen = epoch_trial_annotated(
+                spec, self._source, self._synthetic if spec.mode is Mode.SYNTHETIC else None, counter, clock, sync,
+                self._trial_done, self._trial_aborted, self._report, freq, self._ranges, begin=begin, stamps=stamps)
         elif spec.mode is Mode.SYNTHETIC:
-            gen = synthetic_trial(*args, begin=begin)
+            gen = synthetic_trial(spec, self._synthetic, counter, clock, sync, self._trial_done, self._trial_aborted,
+                                  self._report, freq, begin=begin, stamps=stamps)
         else:
-            gen = full_trial(*args, begin=begin)
-        # A weak reference: a loop that breaks out drops the generator at once, and its
-        # interruption is reported then, not at the next epoch.
-        self._active = weakref.ref(gen)
+            gen = full_trial(spec, self._source, counter, clock, sync, self._trial_done, self._trial_aborted,
+                             self._report, freq, begin=begin, stamps=stamps)
+        # A weak reference: a loop that breaks out drops the generator at once, and what
+        # became of its trial is recorded then, not at the next epoch.
+        self._current = _Current(spec, stamps, weakref.ref(gen))
         return gen
 
-    # --- schedule steps -------------------------------------------------------------------
+    def _undecided(self, current: _Current) -> Iterator[Any]:
+        """An iter() while ``current`` is part-way: a peek or the next epoch, told at first next()."""
+
+        def decide() -> Generator[Any, None, None]:
+            if self._current is current and current.gen() is not None:
+                if not self._peeks_noted:
+                    self._peeks_noted = True
+                    self._output().line(info_line(PEEK_NOTE.format(label=current.spec.label)))
+                yield from self._make_iterator()
+                return
+            if self._current is current:
+                self._close_current()
+            if self._state in (_DONE, _PLAIN):
+                yield from self._make_iterator()
+                return
+            yield from self._next_epoch(first=False)
+
+        return decide()
+
+    def _close_current(self) -> None:
+        """Resolve the trial handed out last: it counts (all batches taken) or is recorded as lost."""
+        current = self._current
+        if current is None:
+            return
+        gen = current.gen()
+        if gen is not None and inspect.getgeneratorstate(gen) == inspect.GEN_SUSPENDED:
+            self._closing = not self._exiting
+            try:
+                gen.close()  # the trial's own handler counts it or records why not
+            finally:
+                self._closing = False
+        if self._current is current:  # never started: nothing ran to record it
+            if gen is not None:
+                gen.close()
+            self._trial_aborted(current.spec, 0, DROPPED_UNUSED)
+
+    def _synthetic(self) -> Any:
+        """The one batch every SYNTHETIC warm-up and trial yields, fetched once."""
+        if self._synthetic_batch is _NOTHING:
+            self._synthetic_batch = self._source.fetch()
+            self._synthetic_samples = self._make_counter()(self._synthetic_batch)
+        return self._synthetic_batch
+
+    # --- set-up -----------------------------------------------------------------------------
 
     def _output(self) -> Output:
         if self._out is None:
             self._out = Output(self.config.general.console, enabled=self._rank == 0)
         return self._out
+
+    def _sink_(self) -> ResultSink:
+        if self._sink is None:
+            self._sink = ResultSink(
+                self.config, self.schedule, self.results, self._output(), rank=self._rank, world=self._world,
+                environment=environment(self._world), extras=self._extras, shutdown=self._comm.shutdown,
+                exit=self._exit,
+            )
+        return self._sink
+
+    def _extras(self) -> Dict[str, Any]:
+        return {
+            "epochs_started": self.epochs_started,
+            "profiler": {
+                "nvtx_tool_attached": self._ranges is not None,
+                "profiler_mode": self.config.general.profiler_mode,
+                "capture": list(self.config.general.profiler_capture),
+                "events": list(self._profiler().events),
+            },
+            "synthetic_batch_samples": self._synthetic_samples,
+            "counting": self._counting,
+            "loader": f"{self._record.kind} created at {self._record.where}",
+            "other_loaders": self._registry.others(),
+        }
 
     def _profiler(self) -> ProfilerWindow:
         if self._window is None:
@@ -177,9 +329,9 @@ class Session:
         # init_process_group works; every rank reaches this point together.
         self._comm = make_comm(self.config.general.dist_timeout)
         self._rank, self._world = self._comm.rank, self._comm.world
-        self._environment = environment(self._world)
         self._ranges = nvtx_ranges(self.config.general.nvtx)
         out = self._output()
+        self._sink_()
         if self._world > 1:
             out.line(info_line(
                 f"{self._world} ranks: each measures its own trials; throughputs are of all ranks together "
@@ -193,6 +345,11 @@ class Session:
             f"Schedule: {self.schedule.describe()}; the script must run at least "
             f"{self.schedule.epochs_needed} epochs."
         ))
+        if self.schedule.per_epoch:
+            out.line(info_line(
+                f"Benchmarking the {self._record.kind} created at {self._record.where}; while the schedule runs, "
+                f"len() of it is the trial's nbatches."
+            ))
         if self._ranges is not None:
             out.line(info_line("NVTX: a tool is attached; ranges per trial, step and fetch in domain 'benchy'."))
         if self.config.general.sync_every_step:
@@ -207,8 +364,12 @@ class Session:
         if self._counter is None:
             batch = self._source.fetch()
             self._source.keep(batch)
-            self._counter = make_counter(batch, self._fallback)
+            self._counter = make_counter(batch, self._fallback, self._counting_fallback)
+            self._counting = describe_rule(batch, self._fallback)
         return self._counter
+
+    def _counting_fallback(self, message: str) -> None:
+        self._output().line(warning_line(message))
 
     def _run_hidden_io(self) -> None:
         out = self._output()
@@ -230,7 +391,9 @@ class Session:
             # No JSON between IO trials: a pause there lets loader workers fill their queue,
             # and the next trial would start with free batches.
             self._trial_done(result, checkpoint=False)
-        self._write_json(complete=False, announce=False)
+        self._sink_().checkpoint()
+
+    # --- per-trial callbacks ------------------------------------------------------------------
 
     def _report(self, spec: TrialSpec, i: int, stamps: List[float], sizes: List[int], pauses: Pauses) -> None:
         """Periodic line: throughput over the last ``report_freq`` steps; its time is excluded."""
@@ -260,8 +423,8 @@ class Session:
             rank_seconds=tuple(t for _, t in reports),
         )
 
-    def _trial_done(self, result: TrialResult, checkpoint: bool = True) -> None:
-        self._active = None
+    def _trial_done(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
+        self._current = None
         try:
             result = self._combine(result)
         except DistributedError:
@@ -272,131 +435,78 @@ class Session:
             raise
         self.results.trials.append(result)
         self._profiler().after_trial(result.spec)
-        out = self._output()
-        out.trial_ended()
-        out.line(trial_line(result))
+        self._sink_().trial(result, closed_early)
         is_last = self._next >= len(self.schedule.per_epoch) and result.spec.mode is not Mode.IO
         if is_last:
-            self._finish()
+            # A trial that counts when its iterator is dropped (gc, not an explicit close) must
+            # not end the process from inside a finalizer: the exit waits for the next iter().
+            self._finish(may_exit=not closed_early or self._closing)
         elif checkpoint:
-            self._write_json(complete=False, announce=False)
+            self._sink_().checkpoint()
 
     def _trial_aborted(self, spec: TrialSpec, batches_done: int, reason: str) -> None:
         """A trial that did not finish: not counted, recorded, reported (never raises)."""
-        self._active = None
+        self._current = None
         self.results.interruptions.append(Interruption(spec, batches_done, reason))
         try:
             self._profiler().after_trial(spec)
-            out = self._output()
-            out.trial_ended()
-            out.line(warning_line(
-                f"trial {spec.label} stopped after {batches_done} of {spec.nbatches} batches: {reason}. "
-                f"It is not counted. If your loop takes fewer steps per epoch, set nbatches to at most that."
-            ))
-            self._write_json(complete=False, announce=False)
+            hint = reason == STOPPED.format(k=batches_done, n=spec.nbatches) and batches_done > 0
+            self._sink_().lost(self.results.interruptions[-1], hint)
         except Exception:  # during interpreter shutdown stdout may be gone
             pass
 
-    def _close_active(self) -> None:
-        ref, self._active = self._active, None
-        gen = ref() if ref is not None else None
-        if gen is None:
-            return
-        if inspect.getgeneratorstate(gen) == inspect.GEN_CREATED:
-            gen.close()
-            spec = self.schedule.per_epoch[self._next - 1]
-            self._trial_aborted(spec, 0, "the epoch's iterator was never advanced")
-        else:
-            gen.close()  # a suspended trial records its own interruption
+    # --- the end ------------------------------------------------------------------------------
 
-    def _finish(self, may_exit: bool = True) -> None:
+    def _finish(self, may_exit: bool) -> None:
         """Summary, table and final JSON; then exit (``exit_after_tests``) or go transparent."""
         self._state = _DONE
         self._source.close()
-        out = self._output()
+        self._synthetic_batch = _NOTHING
         self._close_profiler("at the end of the benchmark")
-        modes = self.schedule.modes
-        for line in summary_lines(self.results, modes):
-            out.line(line)
-        out.summary_table(self.results, modes, self._verdict())
-        # Complete means nothing is missing: every scheduled trial ran to its end.
-        self._write_json(complete=not self.results.interruptions, announce=True)
-        if not may_exit:
+        sink = self._sink_()
+        sink.summary()
+        exit_after = self.config.general.exit_after_tests
+        if exit_after and not may_exit:
+            if not self._exiting:
+                self._exit_pending = True
+                self._output().line(info_line(
+                    "Tests completed when the loop dropped its iterator; benchy ends the process at the next "
+                    "iter() of this loader."
+                ))
             return
-        if self.config.general.exit_after_tests:
-            out.line(info_line("Tests completed.... exiting."))
-            sys.stdout.flush()
-            self._comm.shutdown()  # every rank got here through the last exchange
-            sys.exit(0)  # the one place benchy ends the process: exit_after_tests
-        out.line(info_line("Tests completed; the loader is now the plain one for the remaining epochs."))
+        sink.end(exit_after)
 
     def _close_profiler(self, when: str) -> None:
-        """Stop the capture if it still runs, and say once what the profiler calls were."""
         window = self._profiler()
         window.close(when)
-        if window.wanted and window.events and not self._profiler_reported:
+        if window.events and not self._profiler_reported:
             self._profiler_reported = True
             self._output().line(info_line("Profiler: " + "; ".join(window.events) + "."))
-
-    def _verdict(self) -> Optional[str]:
-        modes = self.schedule.modes
-        get = lambda m: self.results.estimate(m) if m in modes else None  # noqa: E731
-        return verdict(get(Mode.IO), get(Mode.SYNTHETIC), get(Mode.FULL))
 
     def _at_exit(self) -> None:
         """The script ended before the schedule did: say so and keep what was measured."""
         if os.getpid() != self._pid or self._state != _RUNNING:
             return
-        self._close_active()
+        self._exiting = True
+        self._close_current()
+        if self._state != _RUNNING:
+            return
         out = self._output()
         out.trial_ended()
         self._close_profiler("at exit")
-        needed = self.schedule.epochs_needed
         if self._next >= len(self.schedule.per_epoch):
             out.line(warning_line("the script ended before the last trial finished; results below."))
             self._finish(may_exit=False)
             return
+        needed = self.schedule.epochs_needed
         out.line(warning_line(
             f"the script stopped after {self.epochs_started} of the {needed} epochs the benchy schedule "
             f"needs ({self.schedule.describe()}); the results below are partial. Run at least {needed} "
             f"epochs to finish the schedule."
         ))
-        for line in summary_lines(self.results, self.schedule.modes):
-            out.line(line)
-        self._write_json(complete=False, announce=True)
+        for spec in self.schedule.per_epoch[self._next:]:
+            self.results.interruptions.append(Interruption(
+                spec, 0, f"not run: the script stopped asking for epochs after {self.epochs_started}"))
         self._state = _DONE
-
-    # --- JSON -------------------------------------------------------------------------------
-
-    def _write_json(self, *, complete: bool, announce: bool) -> None:
-        if self._rank != 0:
-            return
-        path = self.config.output_path
-        document = result_document(
-            self.results,
-            self.schedule.modes,
-            config=self.config.to_dict(),
-            environment=self._environment or {},
-            nranks=self._world,
-            complete=complete,
-            epochs_needed=self.schedule.epochs_needed,
-            epochs_started=self.epochs_started,
-            profiler={
-                "nvtx_tool_attached": self._ranges is not None,
-                "profiler_mode": self.config.general.profiler_mode,
-                "capture": list(self.config.general.profiler_capture),
-                "events": list(self._profiler().events),
-            },
-        )
-        try:
-            write_json_atomic(path, document)
-        except (OSError, ValueError) as err:
-            if announce or not self._json_error_shown:
-                self._json_error_shown = True
-                self._output().line(
-                    f"BENCHY::ERROR::Message: cannot write the JSON result to {path}: {err}. "
-                    f"The BENCHY:: lines printed here are the only copy of the results."
-                )
-            return
-        if announce:
-            self._output().line(info_line(f"Writing JSON output to {path}."))
+        self._source.close()
+        self._sink_().summary()

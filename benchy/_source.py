@@ -10,13 +10,18 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Tuple
 
+from ._errors import BenchyError
+
 __all__ = ["BatchSource", "EmptyLoaderError"]
 
 _NOTHING = object()
 
 
-class EmptyLoaderError(RuntimeError):
+class EmptyLoaderError(BenchyError, RuntimeError):
     """The wrapped loader produced no batch on a fresh pass."""
+
+
+EmptyLoaderError.__module__ = "benchy"
 
 
 class BatchSource:

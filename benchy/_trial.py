@@ -6,7 +6,8 @@ when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops. Peri
 ``n`` batches spans exactly ``n`` periods:
 
 * SYNTHETIC: the clock runs from handing out the cached batch the first time to the loop
-  asking for batch ``n + 1`` (no fetches at all).
+  asking for batch ``n + 1`` (no fetches at all). The batch is the same object in every
+  SYNTHETIC trial (``get_batch`` returns the session's one cached batch).
 * FULL: from handing out batch 1 to the loop asking for batch ``n + 1`` *and* the batch
   after the last one being ready; that batch is kept for the next FULL trial. Stopping
   at the request alone would leave ``n`` steps but only ``n - 1`` fetches in the window
@@ -14,9 +15,20 @@ when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops. Peri
 * IO: from receiving one batch to receiving ``n`` more; the ``n`` received inside the
   window are counted.
 
+A loop sized by ``len()`` takes exactly ``n`` batches and never asks for batch ``n + 1``.
+When such a trial's iterator is closed or dropped after handing out all ``n`` batches, the
+trial still counts, over its first ``n - 1`` periods (``stamps[0]`` to ``stamps[n-1]``:
+``n - 1`` steps, ``n - 1`` fetches and the samples of batches ``1 .. n-1``); with ``n = 1``
+there is no such period and the trial is reported as not counted.
+
 Everything else (device sync, the optional barrier ``begin``, statistics, printing,
 collectives) happens at trial boundaries; the periodic report runs every ``report_freq``
 steps and its own duration is measured and taken out of the trial's time.
+
+Each loop exists twice: plain, and annotated with NVTX ranges (used only while a tool such
+as Nsight Systems is attached). A shared ``if`` per step would cost more than the 20 ns the
+plain loop may spend on annotations, so the two are kept apart and every fake-clock test
+runs over both (``tests/test_trial.py``); what is not per-step is shared below.
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from ._source import BatchSource
 
 __all__ = [
     "io_trial", "synthetic_trial", "full_trial", "io_trial_annotated", "epoch_trial_annotated",
-    "build_result", "Reporter",
+    "build_result", "handed_out", "Reporter", "UNSET", "STOPPED", "TOO_SHORT",
 ]
 
 Clock = Callable[[], float]
@@ -39,15 +51,41 @@ Pauses = List[Tuple[int, float]]
 # duration to ``pauses`` as (i, seconds).
 Reporter = Callable[[TrialSpec, int, List[float], List[int], Pauses], None]
 Counter = Callable[[Any], int]
+OnDone = Callable[[TrialResult, bool], None]  # (result, closed early: counted over n - 1 periods)
+OnAbort = Callable[[TrialSpec, int, str], None]
+
+# A stamp not taken yet. Found by identity (``stamps.index(UNSET)``), so a session can tell
+# how many batches a suspended trial has handed out without any per-step bookkeeping.
+UNSET = float("nan")
+
+STOPPED = ("the training loop stopped asking for batches after {k} of {n} (a break, an exception in the "
+           "step, or the epoch's iterator was dropped)")
+TOO_SHORT = ("the loop took its only batch (nbatches: 1) and never asked for a second one, which the "
+             "trial's window needs; use nbatches >= 2")
 
 
-def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses) -> TrialResult:
-    """A :class:`TrialResult` from the raw stamps, sizes and reporting pauses."""
-    n = len(sizes)
+def stamp_buffer(n: int) -> List[float]:
+    """The ``n + 1`` timestamps of a trial, all :data:`UNSET`."""
+    return [UNSET] * (n + 1)
+
+
+def handed_out(stamps: List[float], n: int) -> int:
+    """How many of its ``n`` batches an epoch trial has handed out so far (O(n), C speed)."""
+    try:
+        return min(stamps.index(UNSET), n)
+    except ValueError:
+        return n
+
+
+def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses,
+                 periods: Optional[int] = None) -> TrialResult:
+    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them)."""
+    n = len(sizes) if periods is None else periods
     steps = [stamps[k + 1] - stamps[k] for k in range(n)]
     for k, seconds in pauses:
         if 0 <= k < n:
             steps[k] -= seconds
+    sizes = sizes[:n]
     return TrialResult(
         spec=spec,
         samples=sum(sizes),
@@ -55,6 +93,18 @@ def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses:
         step_seconds=tuple(steps),
         step_samples=tuple(sizes),
     )
+
+
+def _closed(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses, handed: int,
+            on_done: OnDone, on_abort: OnAbort) -> None:
+    """The loop closed or dropped the trial's iterator: count it if all batches were handed out."""
+    n = spec.nbatches
+    if handed >= n and n >= 2:
+        on_done(build_result(spec, stamps, sizes, pauses, periods=n - 1), True)
+    elif handed >= n:
+        on_abort(spec, handed, TOO_SHORT)
+    else:
+        on_abort(spec, handed, STOPPED.format(k=handed, n=n))
 
 
 def _first_report(report: Optional[Reporter], freq: int, n: int) -> int:
@@ -80,7 +130,7 @@ def io_trial(
 ) -> TrialResult:
     """Drain ``spec.nbatches`` batches from the loader alone (no training step)."""
     n = spec.nbatches
-    stamps = [0.0] * (n + 1)
+    stamps = stamp_buffer(n)
     sizes = [0] * n  # sizes[k]: the batch received at the end of period k (at stamps[k + 1])
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
@@ -106,24 +156,26 @@ def io_trial(
 
 def synthetic_trial(
     spec: TrialSpec,
-    source: BatchSource,
+    get_batch: Callable[[], Any],
     counter: Counter,
     clock: Clock,
     sync: Callable[[], None],
-    on_done: Callable[[TrialResult], None],
-    on_abort: Callable[[TrialSpec, int, str], None],
+    on_done: OnDone,
+    on_abort: OnAbort,
     report: Optional[Reporter] = None,
     freq: int = 0,
     begin: Optional[Callable[[], None]] = None,
+    stamps: Optional[List[float]] = None,
 ) -> Generator[Any, None, None]:
-    """Yield one real batch ``spec.nbatches`` times: the training step alone."""
+    """Yield the one cached batch ``spec.nbatches`` times: the training step alone."""
     n = spec.nbatches
-    stamps = [0.0] * (n + 1)
+    stamps = stamp_buffer(n) if stamps is None else stamps
     pauses: Pauses = []
+    sizes: List[int] = []
     next_report = _first_report(report, freq, n)
-    i = 0
+    i = -1
     try:
-        batch = source.fetch()
+        batch = get_batch()
         sizes = [counter(batch)] * n
         (begin or sync)()
         for i in range(n):
@@ -135,12 +187,12 @@ def synthetic_trial(
         sync()
         stamps[n] = clock()
     except GeneratorExit:
-        on_abort(spec, i, "the training loop stopped asking for batches (break, or an exception in the step)")
+        _closed(spec, stamps, sizes, pauses, i + 1, on_done, on_abort)
         raise
     except BaseException as err:
-        on_abort(spec, i, f"{type(err).__name__} raised: {err}")
+        on_abort(spec, i + 1, f"{type(err).__name__} raised: {err}")
         raise
-    on_done(build_result(spec, stamps, sizes, pauses))
+    on_done(build_result(spec, stamps, sizes, pauses), False)
 
 
 def full_trial(
@@ -149,19 +201,20 @@ def full_trial(
     counter: Counter,
     clock: Clock,
     sync: Callable[[], None],
-    on_done: Callable[[TrialResult], None],
-    on_abort: Callable[[TrialSpec, int, str], None],
+    on_done: OnDone,
+    on_abort: OnAbort,
     report: Optional[Reporter] = None,
     freq: int = 0,
     begin: Optional[Callable[[], None]] = None,
+    stamps: Optional[List[float]] = None,
 ) -> Generator[Any, None, None]:
     """Yield ``spec.nbatches`` real batches: loading and training together."""
     n = spec.nbatches
-    stamps = [0.0] * (n + 1)
+    stamps = stamp_buffer(n) if stamps is None else stamps
     sizes = [0] * n
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
-    i = 0
+    i = -1
     try:
         batch = source.fetch()
         nxt = source.next_function()
@@ -188,12 +241,12 @@ def full_trial(
         if batch is not _NO_BATCH:
             source.keep(batch)
     except GeneratorExit:
-        on_abort(spec, i, "the training loop stopped asking for batches (break, or an exception in the step)")
+        _closed(spec, stamps, sizes, pauses, i + 1, on_done, on_abort)
         raise
     except BaseException as err:
-        on_abort(spec, i, f"the data loader raised {type(err).__name__}: {err}")
+        on_abort(spec, i + 1, f"the data loader raised {type(err).__name__}: {err}")
         raise
-    on_done(build_result(spec, stamps, sizes, pauses))
+    on_done(build_result(spec, stamps, sizes, pauses), False)
 
 
 # --- annotated variants: used only while an NVTX tool is attached -------------------------
@@ -218,7 +271,7 @@ def io_trial_annotated(
     """:func:`io_trial` with a trial range and a range per fetch."""
     push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch
     n = spec.nbatches
-    stamps = [0.0] * (n + 1)
+    stamps = stamp_buffer(n)
     sizes = [0] * n
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
@@ -265,25 +318,30 @@ def io_trial_annotated(
 def epoch_trial_annotated(
     spec: TrialSpec,
     source: BatchSource,
+    get_batch: Optional[Callable[[], Any]],
     counter: Counter,
     clock: Clock,
     sync: Callable[[], None],
-    on_done: Callable[[TrialResult], None],
-    on_abort: Callable[[TrialSpec, int, str], None],
+    on_done: OnDone,
+    on_abort: OnAbort,
     report: Optional[Reporter],
     freq: int,
     ranges: Any,
     begin: Optional[Callable[[], None]] = None,
+    stamps: Optional[List[float]] = None,
 ) -> Generator[Any, None, None]:
-    """:func:`synthetic_trial` or :func:`full_trial` (by ``spec.mode``) with NVTX ranges."""
+    """:func:`synthetic_trial` or :func:`full_trial` (by ``spec.mode``) with NVTX ranges.
+
+    SYNTHETIC takes its batch from ``get_batch``; FULL fetches from ``source``.
+    """
     synthetic = spec.mode is Mode.SYNTHETIC
     push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch
     n = spec.nbatches
-    stamps = [0.0] * (n + 1)
+    stamps = stamp_buffer(n) if stamps is None else stamps
     sizes = [0] * n
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
-    i = 0
+    i = -1
     depth = 0
     try:
         push(ranges.trial(spec))
@@ -291,13 +349,18 @@ def epoch_trial_annotated(
         fetch_attr.payload = 0
         push(fetch_attr)
         depth = 2
-        batch = source.fetch()
-        nxt = None if synthetic else source.next_function()
+        if synthetic:
+            batch = get_batch()  # type: ignore[misc]
+            nxt = None
+        else:
+            batch = source.fetch()
+            nxt = source.next_function()
         pop()
         depth = 1
         if synthetic:
             sizes = [counter(batch)] * n
         (begin or sync)()
+        i = 0
         while True:
             if not synthetic:
                 sizes[i] = counter(batch)
@@ -311,11 +374,10 @@ def epoch_trial_annotated(
             yield batch
             pop()
             depth = 1
-            i += 1
-            if i == n:
+            if i == n - 1:
                 break
             if not synthetic:
-                fetch_attr.payload = i
+                fetch_attr.payload = i + 1
                 push(fetch_attr)
                 depth = 2
                 try:
@@ -324,6 +386,7 @@ def epoch_trial_annotated(
                     nxt, batch = source.new_pass()
                 pop()
                 depth = 1
+            i += 1
         if not synthetic:
             fetch_attr.payload = n
             push(fetch_attr)
@@ -339,13 +402,22 @@ def epoch_trial_annotated(
         pop()
         depth = 0
     except GeneratorExit:
-        on_abort(spec, i, "the training loop stopped asking for batches (break, or an exception in the step)")
+        # A yielded batch that was never returned counts as handed out (the loop held it).
+        handed = i + 1
+        while depth:
+            pop()
+            depth -= 1
+        _closed(spec, stamps, sizes, pauses, handed, on_done, on_abort)
         raise
     except BaseException as err:
-        on_abort(spec, i, f"the data loader raised {type(err).__name__}: {err}")
+        what = f"{type(err).__name__} raised: {err}" if synthetic else f"the data loader raised {type(err).__name__}: {err}"
+        while depth:
+            pop()
+            depth -= 1
+        on_abort(spec, i + 1, what)
         raise
     finally:
         while depth:
             pop()
             depth -= 1
-    on_done(build_result(spec, stamps, sizes, pauses))
+    on_done(build_result(spec, stamps, sizes, pauses), False)

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Iterator, Optional
 from torch.utils.data import DataLoader
 
 from ._config import ConfigLike, resolve_config
+from ._registry import creation_site
 from ._session import Session
 
 __all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper"]
@@ -18,12 +19,14 @@ class BenchmarkDataLoader(DataLoader):
     Takes exactly the DataLoader's arguments (plus an optional ``benchy_config``: a
     :class:`benchy.Config`, a mapping of overrides, or a YAML path; by default
     ``$BENCHY_CONFIG_FILE`` or the defaults). The config is validated here, before any
-    trial runs.
+    trial runs. While the schedule runs, ``len()`` is the running (or next) trial's
+    ``nbatches``, which is what an epoch yields; afterwards it is the DataLoader's own.
     """
 
     def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._benchy = Session(resolve_config(benchy_config), self._plain_iter, self.batch_size)
+        self._benchy = Session(resolve_config(benchy_config), self._plain_iter, self.batch_size,
+                               kind=type(self).__name__, where=creation_site())
 
     def _plain_iter(self) -> Iterator[Any]:
         return DataLoader.__iter__(self)
@@ -31,33 +34,52 @@ class BenchmarkDataLoader(DataLoader):
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
         return self._benchy.iterate()
 
+    def __len__(self) -> int:
+        session = self.__dict__.get("_benchy")
+        n = session.epoch_length() if session is not None else None
+        return n if n is not None else super().__len__()
+
     @property
     def benchy(self) -> Session:
         """The benchmark session (results, schedule, state)."""
         return self._benchy
 
 
-class BenchmarkGenericIteratorWrapper:
-    """Wrap any re-iterable loader (DALI iterators, generators' factories, custom loaders).
+def _batch_size_of(iterable: Any) -> Optional[int]:
+    """The per-step batch size a loader declares: ``batch_size``, else its batch sampler's."""
+    for owner in (iterable, getattr(iterable, "batch_sampler", None)):
+        value = getattr(owner, "batch_size", None)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+    return None
 
-    ``batch_size`` is used when a batch holds nothing with a leading dimension to count.
-    ``len()`` and other attributes (e.g. DALI's ``reset``) are forwarded to the wrapped loader.
+
+class BenchmarkGenericIteratorWrapper:
+    """Wrap any re-iterable loader (DALI iterators, generators' factories, a framework's loader).
+
+    ``batch_size`` is used only when a batch holds nothing with a leading dimension to count;
+    by default it is read from the loader (``loader.batch_size``, else its batch sampler's, as
+    for Accelerate's prepared loaders). ``len()`` is the trial's ``nbatches`` while the schedule
+    runs, else forwarded; other attributes (e.g. DALI's ``reset``) are forwarded.
     """
 
-    def __init__(self, iterable: Iterable[Any], batch_size: Optional[int], *, benchy_config: ConfigLike = None) -> None:
+    def __init__(self, iterable: Iterable[Any], batch_size: Optional[int] = None, *,
+                 benchy_config: ConfigLike = None) -> None:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size: got {batch_size!r}; expected an integer >= 1 (or None to count from batches)")
         if not hasattr(iterable, "__iter__"):
             raise TypeError(f"iterable: got {type(iterable).__name__}, which has no __iter__; expected a re-iterable loader")
         self._iterable = iterable
-        self.batch_size = batch_size
-        self._benchy = Session(resolve_config(benchy_config), lambda: iter(iterable), batch_size)
+        self.batch_size = batch_size if batch_size is not None else _batch_size_of(iterable)
+        self._benchy = Session(resolve_config(benchy_config), lambda: iter(iterable), self.batch_size,
+                               kind=type(self).__name__, where=creation_site())
 
     def __iter__(self) -> Iterator[Any]:
         return self._benchy.iterate()
 
     def __len__(self) -> int:
-        return len(self._iterable)  # type: ignore[arg-type]
+        n = self._benchy.epoch_length()
+        return n if n is not None else len(self._iterable)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_iterable", "_benchy"):

@@ -57,6 +57,16 @@ def small_config(nbatches: int = 5, ntrials: int = 2, nwarmup: int = 1, **global
     return {"global": g, "IO": dict(mode), "synthetic": dict(mode), "full": dict(mode)}
 
 
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    """In-process tests build many wrappers: each test starts with none benchmarked yet."""
+    from benchy._registry import REGISTRY
+
+    REGISTRY.reset()
+    yield
+    REGISTRY.reset()
+
+
 @pytest.fixture
 def run_script(tmp_path: Path):
     """run_script(config, *args, script=USER_SCRIPT, env=None) -> Run, in tmp_path."""

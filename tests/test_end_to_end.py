@@ -63,7 +63,7 @@ def test_loader_shorter_than_a_trial(run_script) -> None:
     # 10 samples in batches of 4: a pass is 4, 4, 2. A 5-batch trial spans two passes.
     run = run_script(small_config(), "--samples", "10", "--batch_size", "4")
     assert run.returncode == 0, run
-    assert run.epochs[0] == (5, 3)  # five batches in a trial epoch, though len() is 3
+    assert run.epochs[0] == (5, 5)  # five batches in a trial epoch, and len() says so (the loader alone: 3)
     doc = run.result()
     for mode in ("IO", "FULL"):
         assert all(s in (14, 16, 18) for s in doc[mode]["trial_samples"]), doc[mode]["trial_samples"]
@@ -103,18 +103,33 @@ def test_exception_in_the_step_propagates_unchanged_and_results_are_kept(run_scr
     doc = run.result()
     assert doc["complete"] is False
     assert doc["SYNTHETIC"]["n"] == 2 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
-    assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 2
-    assert "trial FULL_1 stopped after 2 of 5 batches" in run.stdout
+    # The loop received batches 0, 1 and 2 and raised in the step of batch 2.
+    assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 3
+    assert "trial FULL_1 stopped after 3 of 5 batches" in run.stdout
 
 
-def test_loop_that_breaks_early_gets_a_warning_and_uncounted_trials(run_script) -> None:
-    run = run_script(small_config(), "--break_at=-1:3")
-    assert run.returncode == 0, run
-    assert "trial SYNTHETIC_WARMUP_1 stopped after 3 of 5 batches" in run.stdout
-    assert "set nbatches to at most that" in run.stdout
+def test_loop_that_breaks_early_gets_a_warning_uncounted_trials_and_status_3(run_script) -> None:
+    run = run_script(small_config(), "--break_at=-1:3")  # receives batches 0..3 of 5, then breaks
+    assert run.returncode == 3, run  # benchy.EXIT_MISSING_MODE: SYNTHETIC and FULL have no counted trial
+    assert "trial SYNTHETIC_WARMUP_1 stopped after 4 of 5 batches: the training loop stopped asking" in run.stdout
+    assert "If your loop takes 4 steps per epoch, set nbatches to at most 4." in run.stdout
     assert "BENCHY::SUMMARY::SYNTHETIC average trial throughput: n/a (no completed trial)" in run.stdout
+    assert "no counted trial for SYNTHETIC, FULL: the comparison is incomplete; exiting with status 3." in run.stdout
     assert run.summary["IO"][0] > 0  # IO runs without the training loop
-    assert len(run.result()["interrupted"]) == EPOCHS
+    doc = run.result()
+    assert len(doc["interrupted"]) == EPOCHS and doc["complete"] is False and doc["exit_status"] == 3
+
+
+def test_loop_that_breaks_after_the_last_batch_counts_every_trial(run_script) -> None:
+    # Breaking right after receiving batch 5 of 5 is what a loop sized by len() does: no batch 6 is asked for.
+    run = run_script(small_config(), "--break_at=-1:4")
+    assert run.returncode == 0, run
+    assert set(run.trials) == {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
+                               "FULL_WARMUP_1", "FULL_1", "FULL_2"}
+    assert run.stdout.count("such a trial counts over its first 4 steps (said once)") == 1
+    doc = run.result()
+    assert doc["complete"] is True and doc["interrupted"] == [] and doc["exit_status"] == 0
+    assert doc["FULL"]["nbatches"] == [4, 4] and doc["IO"]["nbatches"] == [5, 5]
 
 
 @pytest.mark.parametrize(

@@ -111,9 +111,9 @@ def test_loop_breaking_out_closes_the_step_and_trial(run_recorded) -> None:
 
 def test_loader_raising_closes_the_fetch_and_trial(run_recorded) -> None:
     # Batches read before FULL_WARMUP_1's fetch 2: IO_WARMUP_1 N + 1, IO_1 N (it opens with the
-    # batch kept from IO_WARMUP_1), SYNTHETIC_1 one (SYNTHETIC_WARMUP_1 caches IO_1's kept batch),
-    # FULL_WARMUP_1 two. The loader fails on the first sample after those.
-    failing_sample = 4 * ((N + 1) + N + 1 + 2) + 1
+    # batch kept from IO_WARMUP_1), none for SYNTHETIC (both trials yield the one batch cached from
+    # IO_1's kept batch), FULL_WARMUP_1 two. The loader fails on the first sample after those.
+    failing_sample = 4 * ((N + 1) + N + 2) + 1
     run, events = run_recorded("--loader_raise_after", str(failing_sample))
     assert run.returncode == 1 and "OSError: cannot read sample" in run.stderr
     tail = [("PUSH", "FULL_WARMUP_1", "")] + fetch(0) + step(0) + fetch(1) + step(1) + [("PUSH", "fetch", "2"),

@@ -1,15 +1,32 @@
-"""The trial loops against a fake clock: exact windows, samples, passes and report pauses."""
+"""The trial loops against a fake clock: exact windows, samples, passes and report pauses.
+
+Every loop exists twice (plain, and annotated with NVTX ranges for when a tool is attached);
+each test here runs over both variants through :func:`epoch_trial` and :func:`run_io`.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List
+import gc
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import pytest
 
-from benchy import Mode, TrialSpec
+from benchy import EmptyLoaderError, Mode, TrialSpec
 from benchy._batch import make_counter
-from benchy._source import BatchSource, EmptyLoaderError
-from benchy._trial import full_trial, io_trial, synthetic_trial
+from benchy._source import BatchSource
+from benchy._trial import (
+    STOPPED,
+    TOO_SHORT,
+    epoch_trial_annotated,
+    full_trial,
+    handed_out,
+    io_trial,
+    io_trial_annotated,
+    stamp_buffer,
+    synthetic_trial,
+)
+
+VARIANTS = ["plain", "annotated"]
 
 
 class FakeTime:
@@ -20,6 +37,31 @@ class FakeTime:
 
     def clock(self) -> float:
         return self.now
+
+
+class Attr:
+    def __init__(self, message: str) -> None:
+        self.message, self.payload = message, 0
+
+
+class RecordingRanges:
+    """Stands in for benchy's NVTX ``Ranges``: records pushes and pops, tracks the depth."""
+
+    def __init__(self) -> None:
+        self.events: List[Tuple[str, str, int]] = []
+        self.depth = 0
+        self.step, self.fetch = Attr("step"), Attr("fetch")
+
+    def push(self, attr: Attr) -> None:
+        self.events.append(("PUSH", attr.message, attr.payload))
+        self.depth += 1
+
+    def pop(self) -> None:
+        self.events.append(("POP", "", 0))
+        self.depth -= 1
+
+    def trial(self, spec: TrialSpec) -> Attr:
+        return Attr(spec.label)
 
 
 def loader(t: FakeTime, batches: int, batch_size: int, fetch: float, last: int = 0):
@@ -37,6 +79,45 @@ def loader(t: FakeTime, batches: int, batch_size: int, fetch: float, last: int =
     return L()
 
 
+class Trials:
+    """Runs trials of one variant and keeps what the callbacks received."""
+
+    def __init__(self, variant: str, t: FakeTime) -> None:
+        self.variant, self.t = variant, t
+        self.done: List[Tuple[Any, bool]] = []
+        self.aborted: List[Tuple[str, int, str]] = []
+        self.ranges = RecordingRanges()
+
+    def on_done(self, result: Any, early: bool) -> None:
+        self.done.append((result, early))
+
+    def on_abort(self, spec: TrialSpec, k: int, why: str) -> None:
+        self.aborted.append((spec.label, k, why))
+
+    def epoch(self, spec: TrialSpec, src: BatchSource, get_batch: Optional[Callable[[], Any]] = None,
+              report: Any = None, freq: int = 0, stamps: Optional[List[float]] = None):
+        count = make_counter([0])
+        if get_batch is None:
+            get_batch = src.fetch
+        if self.variant == "annotated":
+            return epoch_trial_annotated(spec, src, get_batch, count, self.t.clock, noop, self.on_done,
+                                         self.on_abort, report, freq, self.ranges, stamps=stamps)
+        if spec.mode is Mode.SYNTHETIC:
+            return synthetic_trial(spec, get_batch, count, self.t.clock, noop, self.on_done, self.on_abort,
+                                   report, freq, stamps=stamps)
+        return full_trial(spec, src, count, self.t.clock, noop, self.on_done, self.on_abort, report, freq,
+                          stamps=stamps)
+
+    def io(self, spec: TrialSpec, src: BatchSource):
+        count = make_counter([0])
+        if self.variant == "annotated":
+            return io_trial_annotated(spec, src, count, self.t.clock, noop, None, 0, self.ranges)
+        return io_trial(spec, src, count, self.t.clock, noop)
+
+    def balanced(self) -> bool:
+        return self.ranges.depth == 0
+
+
 def drive(gen, t: FakeTime, step: float) -> int:
     count = 0
     for _ in gen:
@@ -45,70 +126,67 @@ def drive(gen, t: FakeTime, step: float) -> int:
     return count
 
 
-def counter() -> Any:
-    return make_counter([0], None)
-
-
 def noop() -> None:
     return None
 
 
-def collect():
-    done: list = []
-    aborted: list = []
-    return done, aborted, done.append, lambda spec, k, why: aborted.append((spec.label, k, why))
+@pytest.fixture(params=VARIANTS)
+def variant(request) -> str:
+    return request.param
 
 
-def test_io_window_counts_n_fetches_exactly() -> None:
+def test_io_window_counts_n_fetches_exactly(variant: str) -> None:
     t = FakeTime()
+    runs = Trials(variant, t)
     src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.01)))
-    r = io_trial(TrialSpec(Mode.IO, 1, False, 10), src, counter(), t.clock, noop)
+    r = runs.io(TrialSpec(Mode.IO, 1, False, 10), src)
     assert r.samples == 80 and r.seconds == pytest.approx(0.1)
     assert r.throughput == pytest.approx(800.0)
     assert r.step_seconds == pytest.approx((0.01,) * 10)
+    assert runs.balanced()
 
 
-def test_full_window_holds_n_steps_and_n_fetches_and_keeps_the_extra_batch() -> None:
+def test_full_window_holds_n_steps_and_n_fetches_and_keeps_the_extra_batch(variant: str) -> None:
     t = FakeTime()
+    runs = Trials(variant, t)
     src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.03)))
-    done, aborted, on_done, on_abort = collect()
     spec = TrialSpec(Mode.FULL, 1, False, 20)
-    assert drive(full_trial(spec, src, counter(), t.clock, noop, on_done, on_abort), t, step=0.02) == 20
-    (r,) = done
+    assert drive(runs.epoch(spec, src), t, step=0.02) == 20
+    ((r, early),) = runs.done
+    assert not early
     assert r.samples == 160 and r.seconds == pytest.approx(20 * 0.05)
     assert r.throughput == pytest.approx(8 / 0.05)  # no 1/n bias from a missing fetch
     # The batch fetched to close the window opens the next trial without a new fetch.
     before = t.now
-    drive(full_trial(TrialSpec(Mode.FULL, 2, False, 1), src, counter(), t.clock, noop, on_done, on_abort), t, 0.0)
+    drive(runs.epoch(TrialSpec(Mode.FULL, 2, False, 1), src), t, 0.0)
     assert t.now - before == pytest.approx(0.03)  # only the closing fetch of trial 2
-    assert not aborted
+    assert not runs.aborted and runs.balanced()
 
 
-def test_synthetic_yields_the_same_object_and_times_steps_only() -> None:
+def test_synthetic_yields_one_cached_object_in_every_trial_and_times_steps_only(variant: str) -> None:
     t = FakeTime()
+    runs = Trials(variant, t)
     src = BatchSource(lambda: iter(loader(t, 100, 4, fetch=1.0)))
-    done, aborted, on_done, on_abort = collect()
+    cached = src.fetch()
     seen = []
-    gen = synthetic_trial(TrialSpec(Mode.SYNTHETIC, 1, False, 5), src, counter(), t.clock, noop, on_done, on_abort)
-    for b in gen:
-        seen.append(id(b))
-        t.now += 0.5
-    assert len(set(seen)) == 1 and len(seen) == 5
-    (r,) = done
-    assert r.samples == 20 and r.seconds == pytest.approx(2.5) and r.throughput == pytest.approx(8.0)
+    for k in (1, 2):
+        for b in runs.epoch(TrialSpec(Mode.SYNTHETIC, k, False, 5), src, get_batch=lambda: cached):
+            seen.append(b)
+            t.now += 0.5
+    assert len(seen) == 10 and all(b is cached for b in seen)
+    for r, early in runs.done:
+        assert r.samples == 20 and r.seconds == pytest.approx(2.5) and r.throughput == pytest.approx(8.0)
+    assert runs.balanced()
 
 
-def test_short_loader_starts_new_passes_inside_a_trial_and_counts_partial_batches() -> None:
+def test_short_loader_starts_new_passes_inside_a_trial_and_counts_partial_batches(variant: str) -> None:
     t = FakeTime()
+    runs = Trials(variant, t)
     data = loader(t, 3, 8, fetch=0.01, last=5)  # a pass: 8, 8, 5 samples
     src = BatchSource(lambda: iter(data))
-    done, _, on_done, on_abort = collect()
-    sizes = []
-    gen = full_trial(TrialSpec(Mode.FULL, 1, False, 7), src, counter(), t.clock, noop, on_done, on_abort)
-    for b in gen:
-        sizes.append(len(b))
+    sizes = [len(b) for b in runs.epoch(TrialSpec(Mode.FULL, 1, False, 7), src)]
     assert sizes == [8, 8, 5, 8, 8, 5, 8]
-    assert done[0].samples == sum(sizes)
+    assert runs.done[0][0].samples == sum(sizes)
     assert type(data).passes == 3
 
 
@@ -118,22 +196,63 @@ def test_empty_loader_is_a_clear_error() -> None:
         src.fetch()
 
 
-def test_break_out_of_the_loop_records_an_interruption() -> None:
+@pytest.mark.parametrize("mode", [Mode.SYNTHETIC, Mode.FULL])
+def test_break_records_how_many_batches_the_loop_received(variant: str, mode: Mode) -> None:
     t = FakeTime()
+    runs = Trials(variant, t)
     src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.01)))
-    done, aborted, on_done, on_abort = collect()
-    gen = full_trial(TrialSpec(Mode.FULL, 1, False, 10), src, counter(), t.clock, noop, on_done, on_abort)
+    gen = runs.epoch(TrialSpec(mode, 1, False, 10), src)
     for k, _ in enumerate(gen):
         if k == 3:
             break
     gen.close()
-    assert not done and aborted[0][:2] == ("FULL_1", 3)
+    assert not runs.done
+    assert runs.aborted == [(f"{mode.value}_1", 4, STOPPED.format(k=4, n=10))]
+    assert runs.balanced()
 
 
-def test_report_time_is_taken_out_of_the_trial() -> None:
+@pytest.mark.parametrize("mode", [Mode.SYNTHETIC, Mode.FULL])
+@pytest.mark.parametrize("how", ["close", "drop"])
+def test_a_loop_sized_by_len_counts_over_the_first_n_minus_1_periods(variant: str, mode: Mode, how: str) -> None:
     t = FakeTime()
+    runs = Trials(variant, t)
+    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.03)))
+    n = 10
+    stamps = stamp_buffer(n)
+    gen = runs.epoch(TrialSpec(mode, 1, False, n), src, stamps=stamps)
+    assert handed_out(stamps, n) == 0
+    it = iter(gen)
+    for k in range(n):  # for _ in range(len(loader)): next(it) -- never asks for batch n + 1
+        next(it)
+        assert handed_out(stamps, n) == k + 1
+        t.now += 0.02
+    assert not runs.done
+    if how == "close":
+        gen.close()
+    else:
+        del gen, it
+        gc.collect()
+    ((r, early),) = runs.done
+    period = 0.02 + (0.03 if mode is Mode.FULL else 0.0)
+    assert early and r.samples == 8 * (n - 1) and len(r.step_seconds) == n - 1
+    assert r.seconds == pytest.approx((n - 1) * period) and r.throughput == pytest.approx(8 / period)
+    assert not runs.aborted and runs.balanced()
+
+
+def test_one_batch_trial_closed_before_a_second_request_is_not_counted(variant: str) -> None:
+    t = FakeTime()
+    runs = Trials(variant, t)
     src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.0)))
-    done, _, on_done, on_abort = collect()
+    gen = runs.epoch(TrialSpec(Mode.FULL, 1, False, 1), src)
+    next(gen)
+    gen.close()
+    assert runs.aborted == [("FULL_1", 1, TOO_SHORT)] and not runs.done and runs.balanced()
+
+
+def test_report_time_is_taken_out_of_the_trial(variant: str) -> None:
+    t = FakeTime()
+    runs = Trials(variant, t)
+    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.0)))
     calls = []
 
     def report(spec, i, stamps, sizes, pauses) -> None:
@@ -141,21 +260,20 @@ def test_report_time_is_taken_out_of_the_trial() -> None:
         t.now += 5.0  # a very slow print
         pauses.append((i, t.clock() - stamps[i]))
 
-    gen = full_trial(TrialSpec(Mode.FULL, 1, False, 10), src, counter(), t.clock, noop, on_done, on_abort, report, 3)
-    drive(gen, t, step=0.1)
+    drive(runs.epoch(TrialSpec(Mode.FULL, 1, False, 10), src, report=report, freq=3), t, step=0.1)
     assert calls == [3, 6, 9]
-    assert done[0].seconds == pytest.approx(1.0)
-    assert sum(done[0].step_seconds) == pytest.approx(1.0)
+    r = runs.done[0][0]
+    assert r.seconds == pytest.approx(1.0) and sum(r.step_seconds) == pytest.approx(1.0)
 
 
-def test_loader_error_inside_a_trial_propagates_and_is_recorded() -> None:
+def test_loader_error_inside_a_trial_propagates_and_is_recorded(variant: str) -> None:
     def bad():
         yield [0] * 4
         raise OSError("disk gone")
 
+    runs = Trials(variant, FakeTime())
     src = BatchSource(bad)
-    done, aborted, on_done, on_abort = collect()
-    gen = full_trial(TrialSpec(Mode.FULL, 1, False, 5), src, counter(), FakeTime().clock, noop, on_done, on_abort)
     with pytest.raises(OSError, match="disk gone"):
-        list(gen)
-    assert aborted and "OSError: disk gone" in aborted[0][2]
+        list(runs.epoch(TrialSpec(Mode.FULL, 1, False, 5), src))
+    assert runs.aborted == [("FULL_1", 1, "the data loader raised OSError: disk gone")]
+    assert runs.balanced()

@@ -7,6 +7,7 @@ ordinary epoch loop, and ``BENCHY_CONFIG_FILE`` for the configuration.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 
@@ -38,7 +39,54 @@ class Items(Dataset):
             return x
         if self.kind == "dict":
             return {"image": x, "label": i % 3}
+        if self.kind == "dictpair":  # collated to [inputs_dict, labels_dict]: one batch, not two devices
+            return {"pixels": x, "mask": x > 0}, {"label": i % 3}
         return x, i % 3
+
+
+@dataclasses.dataclass
+class Batch:
+    """A dataclass batch, as many training scripts define one."""
+
+    ids: list
+    inputs: torch.Tensor
+    labels: torch.Tensor
+
+
+class Holder:
+    """A plain object holding tensors."""
+
+    def __init__(self, inputs: torch.Tensor, labels: torch.Tensor) -> None:
+        self.inputs, self.labels = inputs, labels
+
+
+def collate_to(kind: str):
+    from torch.utils.data import default_collate
+
+    def collate(samples):
+        x, y = default_collate(samples)
+        if kind == "dataclass":
+            return Batch(ids=list(range(len(samples))), inputs=x, labels=y)
+        return Holder(x, y)
+
+    return collate
+
+
+class CyclingSizes:
+    """A batch sampler whose batches have sizes 4, 8, 16, 2, 4, 8, ... (variable-size batches)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __iter__(self):
+        start, k, sizes = 0, 0, (4, 8, 16, 2)
+        while start < self.n:
+            size = min(sizes[k % 4], self.n - start)
+            yield list(range(start, start + size))
+            start, k = start + size, k + 1
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class Generic:
@@ -69,7 +117,14 @@ class Generic:
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--loader", choices=["dataloader", "generic", "plain"], default="dataloader")
-    p.add_argument("--kind", choices=["tuple", "tensor", "dict", "dali"], default="tuple")
+    p.add_argument("--kind", choices=["tuple", "tensor", "dict", "dali", "dictpair", "dataclass", "object"],
+                   default="tuple")
+    p.add_argument("--variable", action="store_true", help="batches of sizes 4, 8, 16, 2, ...")
+    p.add_argument("--loop", choices=["for", "steps"], default="for",
+                   help="for: for batch in loader; steps: it = iter(loader); for _ in range(len(loader)): next(it)")
+    p.add_argument("--peek_at", default=None, help="EPOCH:STEP (or -1:STEP) at which the loop peeks next(iter(loader))")
+    p.add_argument("--discard_iter_at", type=int, default=None, help="epoch before which iter(loader) is discarded")
+    p.add_argument("--val_loader", action="store_true", help="a second BenchmarkDataLoader, iterated after each epoch")
     p.add_argument("--samples", type=int, default=64)
     p.add_argument("--batch_size", type=int, default=4)
     p.add_argument("--workers", type=int, default=0)
@@ -92,9 +147,15 @@ def main() -> int:
         torch.cuda.synchronize = forbidden
 
     if args.loader == "dataloader":
+        kind = "tuple" if args.kind in ("dataclass", "object") else args.kind
+        extra = {"collate_fn": collate_to(args.kind)} if args.kind in ("dataclass", "object") else {}
+        if args.variable:
+            extra["batch_sampler"] = CyclingSizes(args.samples)
+        else:
+            extra.update(batch_size=args.batch_size, drop_last=args.drop_last)
         loader = BenchmarkDataLoader(
-            Items(args.samples, args.kind, args.fetch_ms, args.loader_raise_after), batch_size=args.batch_size,
-            num_workers=args.workers, persistent_workers=args.persistent, drop_last=args.drop_last,
+            Items(args.samples, kind, args.fetch_ms, args.loader_raise_after),
+            num_workers=args.workers, persistent_workers=args.persistent, **extra,
         )
     elif args.loader == "generic":
         loader = BenchmarkGenericIteratorWrapper(Generic(args.samples, args.batch_size, args.kind, args.fetch_ms), args.batch_size)
@@ -104,17 +165,35 @@ def main() -> int:
     raise_at = tuple(int(v) for v in args.raise_at.split(":")) if args.raise_at else None
     break_at = tuple(int(v) for v in args.break_at.split(":")) if args.break_at else None
 
+    peek_at = tuple(int(v) for v in args.peek_at.split(":")) if args.peek_at else None
+    val = BenchmarkDataLoader(Items(12, "tuple", 0.0), batch_size=4) if args.val_loader else None
+
+    def batches(epoch: int):
+        if args.loop == "for":
+            yield from loader
+            return
+        it = iter(loader)
+        for _ in range(len(loader)):  # a steps-per-epoch loop: never asks for one batch more
+            yield next(it)
+
     for epoch in range(args.epochs):
+        if args.discard_iter_at == epoch:
+            iter(loader)  # e.g. a helper that builds an iterator and never uses it
         steps = 0
-        for step, batch in enumerate(loader):
+        length = len(loader)
+        for step, batch in enumerate(batches(epoch)):
             if raise_at == (epoch, step):
                 raise RuntimeError(f"boom in the training step at epoch {epoch} step {step}")
             if break_at is not None and break_at[1] == step and break_at[0] in (-1, epoch):
                 break
+            if peek_at is not None and peek_at[1] == step and peek_at[0] in (-1, epoch):
+                next(iter(loader))  # e.g. logging one sample batch inside the loop
             if args.step_ms:
                 time.sleep(args.step_ms / 1000.0)
             steps += 1
-        print(f"USER::epoch {epoch} steps {steps} len {len(loader)}", flush=True)
+        if val is not None:
+            print(f"USER::val batches {sum(1 for _ in val)}", flush=True)
+        print(f"USER::epoch {epoch} steps {steps} len {length}", flush=True)
     print("USER::done", flush=True)
     return 0
 

@@ -1,0 +1,166 @@
+"""Where a run's results go: trial lines, warnings, the summary, the JSON and the exit status.
+
+The :class:`~benchy._session.Session` walks the schedule and hands each event here; this
+module decides nothing about trials. ``exit_after_tests`` ends the process here, in one
+place, with a status that CI can trust:
+
+* ``0``: every scheduled mode has at least one counted trial;
+* :data:`EXIT_MISSING_MODE` (3): the schedule ended but a scheduled mode has no counted
+  trial (every one of its trials was interrupted); the summary says which and why.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from ._config import Config
+from ._console import Output
+from ._report import info_line, result_document, summary_lines, trial_line, verdict, warning_line, write_json_atomic
+from ._results import Interruption, RunResults, TrialResult
+from ._schedule import Mode, Schedule
+
+__all__ = ["ResultSink", "EXIT_MISSING_MODE"]
+
+EXIT_MISSING_MODE = 3
+
+
+class ResultSink:
+    """Prints and writes what a :class:`Session` measured (rank 0 writes the JSON)."""
+
+    def __init__(
+        self,
+        config: Config,
+        schedule: Schedule,
+        results: RunResults,
+        output: Output,
+        *,
+        rank: int,
+        world: int,
+        environment: Mapping[str, Any],
+        extras: Callable[[], Dict[str, Any]],
+        shutdown: Callable[[], None],
+        exit: Callable[[int], Any] = sys.exit,
+    ) -> None:
+        self.config, self.schedule, self.results, self.out = config, schedule, results, output
+        self.rank, self.world = rank, world
+        self.environment = dict(environment)
+        self._extras = extras
+        self._shutdown = shutdown
+        self._exit = exit
+        self._json_error_shown = False
+        self._early_noted = False
+
+    # --- status -------------------------------------------------------------------------------
+
+    @property
+    def scheduled(self) -> int:
+        return len(self.schedule.hidden) + len(self.schedule.per_epoch)
+
+    @property
+    def complete(self) -> bool:
+        """True only when every scheduled trial counted."""
+        return len(self.results.trials) == self.scheduled and not self.results.interruptions
+
+    def missing_modes(self) -> List[Mode]:
+        """Scheduled modes without a single counted trial."""
+        return [m for m in self.schedule.modes if not self.results.measured(m)]
+
+    def exit_status(self) -> int:
+        return EXIT_MISSING_MODE if self.missing_modes() else 0
+
+    # --- events -------------------------------------------------------------------------------
+
+    def trial(self, result: TrialResult, closed_early: bool) -> None:
+        self.out.trial_ended()
+        self.out.line(trial_line(result))
+        if closed_early and not self._early_noted:
+            self._early_noted = True
+            self.out.line(info_line(
+                f"{result.label}: the loop took all {result.spec.nbatches} batches and did not ask for "
+                f"another (a loop sized by len()); such a trial counts over its first {result.spec.nbatches - 1} "
+                f"steps (said once)."
+            ))
+
+    def lost(self, item: Interruption, hint: bool) -> None:
+        self.out.trial_ended()
+        text = (f"trial {item.spec.label} stopped after {item.batches_done} of {item.spec.nbatches} batches: "
+                f"{item.reason}. It is not counted.")
+        if hint:
+            text += (f" If your loop takes {item.batches_done} steps per epoch, set nbatches to at most "
+                     f"{item.batches_done}.")
+        self.out.line(warning_line(text))
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        self.write_json(announce=False)
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def verdict(self) -> Optional[str]:
+        modes = self.schedule.modes
+        get = lambda m: self.results.estimate(m) if m in modes else None  # noqa: E731
+        return verdict(get(Mode.IO), get(Mode.SYNTHETIC), get(Mode.FULL))
+
+    def summary(self) -> None:
+        """The summary lines, the terminal table and the final JSON."""
+        modes = self.schedule.modes
+        if self.results.interruptions:
+            labels = ", ".join(i.spec.label for i in self.results.interruptions)
+            self.out.line(warning_line(
+                f"{len(self.results.interruptions)} of the {self.scheduled} scheduled trials did not count "
+                f"({labels}); the reasons are above and in the JSON's 'interrupted'."
+            ))
+        for line in summary_lines(self.results, modes):
+            self.out.line(line)
+        self.out.summary_table(self.results, modes, self.verdict())
+        self.write_json(announce=True)
+
+    def end(self, exit_after_tests: bool) -> None:
+        """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""
+        status = self.exit_status()
+        missing = self.missing_modes()
+        if missing:
+            names = ", ".join(m.value for m in missing)
+            self.out.line(warning_line(
+                f"no counted trial for {names}: the comparison is incomplete"
+                + (f"; exiting with status {status}." if exit_after_tests else ".")
+            ))
+        if not exit_after_tests:
+            self.out.line(info_line("Tests completed; the loader is now the plain one for the remaining epochs."))
+            return
+        self.out.line(info_line("Tests completed.... exiting."))
+        sys.stdout.flush()
+        self._shutdown()  # every rank got here through the last exchange
+        self._exit(status)  # the one place benchy ends the process: exit_after_tests
+
+    def write_json(self, *, announce: bool) -> None:
+        if self.rank != 0:
+            return
+        path = self.config.output_path
+        extras = self._extras()
+        document = result_document(
+            self.results,
+            self.schedule.modes,
+            config=self.config.to_dict(),
+            environment=self.environment,
+            nranks=self.world,
+            complete=self.complete,
+            epochs_needed=self.schedule.epochs_needed,
+            epochs_started=extras.pop("epochs_started", 0),
+            profiler=extras.pop("profiler", None),
+            exit_status=self.exit_status(),
+            extras=extras,
+        )
+        try:
+            write_json_atomic(path, document)
+        except (OSError, ValueError) as err:
+            if announce or not self._json_error_shown:
+                self._json_error_shown = True
+                self.out.line(
+                    f"BENCHY::ERROR::Message: cannot write the JSON result to {path}: {err}. "
+                    f"The BENCHY:: lines printed here are the only copy of the results."
+                )
+            return
+        if announce:
+            self.out.line(info_line(f"Writing JSON output to {path}."))
