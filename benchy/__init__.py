@@ -18,14 +18,14 @@ from ._version import __version__
 from ._wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
 
 __all__ = [
-    "BenchmarkDataLoader",
-    "BenchyError",
-    "BenchmarkGenericIteratorWrapper",
     "CONFIG_ENV_VAR",
+    "EXIT_MISSING_MODE",
+    "BenchmarkDataLoader",
+    "BenchmarkGenericIteratorWrapper",
+    "BenchyError",
     "Config",
     "ConfigError",
     "DistributedError",
-    "EXIT_MISSING_MODE",
     "EmptyLoaderError",
     "Estimate",
     "GlobalConfig",

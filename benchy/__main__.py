@@ -15,7 +15,7 @@ from ._version import __version__
 
 def _summary(path: str) -> int:
     try:
-        with open(path, "r", encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             doc = json.load(handle)
     except (OSError, json.JSONDecodeError) as err:
         print(f"benchy summary: cannot read {path}: {err}", file=sys.stderr)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
-__all__ = ["count_samples", "make_counter", "describe_rule"]
+__all__ = ["count_samples", "describe_rule", "make_counter"]
 
 Counter = Callable[[Any], int]
 # One step of a path to the counted leaf: ("item", key) or ("attr", name).

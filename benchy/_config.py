@@ -18,11 +18,11 @@ import yaml
 from ._errors import BenchyError
 
 __all__ = [
+    "CONFIG_ENV_VAR",
     "Config",
     "ConfigError",
     "GlobalConfig",
     "ModeConfig",
-    "CONFIG_ENV_VAR",
     "load_config",
 ]
 
@@ -248,7 +248,7 @@ def _merge_layer(
 def _read_yaml(path: str) -> Tuple[Any, Optional[str]]:
     """Return (contents, problem); YAML is read with the safe loader."""
     try:
-        with open(path, "r", encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except FileNotFoundError:
         return None, f"benchy config {path}: file not found"
@@ -284,7 +284,7 @@ ConfigLike = Union[Config, Mapping[str, Any], str, "os.PathLike[str]", None]
 
 
 def load_config(
-    path: Union[str, "os.PathLike[str]", None] = None,
+    path: Union[str, os.PathLike[str], None] = None,
     overrides: Optional[Mapping[str, Any]] = None,
     *,
     environ: Optional[Mapping[str, str]] = None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, List
 
-__all__ = ["active_devices", "synchronizer", "describe_device"]
+__all__ = ["active_devices", "describe_device", "synchronizer"]
 
 
 def _cuda_active() -> bool:

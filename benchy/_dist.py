@@ -98,7 +98,7 @@ class TorchComm:
         gathered = [torch.empty_like(mine) for _ in range(self.world)]
         self._collective(label, "trial results",
                          lambda: self._dist.all_gather(gathered, mine, group=self._group))
-        return [(int(round(t[0].item())), float(t[1].item())) for t in gathered]
+        return [(round(t[0].item()), float(t[1].item())) for t in gathered]
 
     def barrier(self, label: str) -> None:
         self._collective(label, "barrier", lambda: self._dist.barrier(group=self._group))

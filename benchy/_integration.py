@@ -61,7 +61,9 @@ def data_loader(enabled: Switch, *args: Any, benchy_config: ConfigLike = None, *
     return BenchmarkDataLoader(*args, benchy_config=benchy_config if benchy_config is not None else config, **kwargs)
 
 
-def wrap(enabled: Switch, iterable: Iterable[Any], batch_size: Optional[int] = None, *, benchy_config: ConfigLike = None) -> Iterable[Any]:
+def wrap(
+    enabled: Switch, iterable: Iterable[Any], batch_size: Optional[int] = None, *, benchy_config: ConfigLike = None
+) -> Iterable[Any]:
     """``BenchmarkGenericIteratorWrapper(iterable, batch_size)`` when enabled, else ``iterable``."""
     on, config = _switch(enabled)
     if not on:

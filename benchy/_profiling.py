@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from ._schedule import Mode, TrialSpec
 
-__all__ = ["Ranges", "nvtx_ranges", "CudaProfilerApi", "ProfilerWindow", "global_rank"]
+__all__ = ["CudaProfilerApi", "ProfilerWindow", "Ranges", "global_rank", "nvtx_ranges"]
 
 DOMAIN = "benchy"
 

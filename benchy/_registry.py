@@ -18,20 +18,35 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
-__all__ = ["Record", "Registry", "REGISTRY", "creation_site"]
+__all__ = ["REGISTRY", "Record", "Registry", "creation_site"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+def _is_library(filename: str) -> bool:
+    return any(part in filename for part in (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep,
+                                             "<frozen "))
+
+
 def creation_site() -> str:
-    """``file:line`` of the first caller outside benchy (where the script built the wrapper)."""
+    """``file:line`` where the script built the wrapper.
+
+    The first caller outside benchy that is not an installed library either, so a loader
+    that a framework builds through the script's own code (Lightning calls
+    ``train_dataloader()`` through a wrapper of its own) is named by the script's line; the
+    first caller outside benchy when every frame is a library's.
+    """
     frame = sys._getframe(1)
+    outside: Optional[str] = None
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
         if not filename.startswith(_PACKAGE_DIR + os.sep):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            site = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            if not _is_library(filename):
+                return site
+            outside = outside or site
         frame = frame.f_back  # type: ignore[assignment]
-    return "<unknown>"
+    return outside or "<unknown>"
 
 
 @dataclass

@@ -23,12 +23,12 @@ from ._stats import Estimate
 
 __all__ = [
     "SCHEMA_VERSION",
-    "trial_line",
     "iteration_line",
-    "summary_line",
-    "verdict_line",
-    "summary_lines",
     "result_document",
+    "summary_line",
+    "summary_lines",
+    "trial_line",
+    "verdict_line",
     "write_json_atomic",
 ]
 
@@ -104,7 +104,8 @@ def verdict(io: Optional[Estimate], synthetic: Optional[Estimate], full: Optiona
                 text += (f", about the {serial:.3f} of loading and computing one after the other: they do not "
                          f"overlap (loader workers or prefetching overlap them where cores or an accelerator are free)")
             else:
-                text += (f", below even loading and computing one after the other ({serial:.3f}): the real loop pays for something neither trial has "
+                text += (f", below even loading and computing one after the other ({serial:.3f}): "
+                         "the real loop pays for something neither trial has "
                          "(host-to-device copies, contention between loader workers and the step)")
     return text
 

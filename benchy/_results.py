@@ -8,7 +8,7 @@ from typing import List, Tuple
 from ._schedule import Mode, TrialSpec
 from ._stats import Estimate, estimate
 
-__all__ = ["TrialResult", "Interruption", "RunResults"]
+__all__ = ["Interruption", "RunResults", "TrialResult"]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Tuple
 
 from ._config import Config
 
-__all__ = ["Mode", "TrialSpec", "Schedule"]
+__all__ = ["Mode", "Schedule", "TrialSpec"]
 
 
 class Mode(str, enum.Enum):
@@ -56,7 +56,7 @@ class Schedule:
     per_epoch: Tuple[TrialSpec, ...]
 
     @classmethod
-    def from_config(cls, config: Config) -> "Schedule":
+    def from_config(cls, config: Config) -> Schedule:
         return cls(
             hidden=_trials(Mode.IO, config),
             per_epoch=_trials(Mode.SYNTHETIC, config) + _trials(Mode.FULL, config),

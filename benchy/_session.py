@@ -71,7 +71,7 @@ class _Current:
 
     spec: TrialSpec
     stamps: List[float]
-    gen: "weakref.ReferenceType[Any]"
+    gen: weakref.ReferenceType[Any]
 
 
 class Session:

@@ -20,7 +20,7 @@ from ._report import info_line, result_document, summary_lines, trial_line, verd
 from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule
 
-__all__ = ["ResultSink", "EXIT_MISSING_MODE"]
+__all__ = ["EXIT_MISSING_MODE", "ResultSink"]
 
 EXIT_MISSING_MODE = 3
 

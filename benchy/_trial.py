@@ -40,8 +40,17 @@ from ._schedule import Mode, TrialSpec
 from ._source import BatchSource
 
 __all__ = [
-    "io_trial", "synthetic_trial", "full_trial", "io_trial_annotated", "epoch_trial_annotated",
-    "build_result", "handed_out", "Reporter", "UNSET", "STOPPED", "TOO_SHORT",
+    "STOPPED",
+    "TOO_SHORT",
+    "UNSET",
+    "Reporter",
+    "build_result",
+    "epoch_trial_annotated",
+    "full_trial",
+    "handed_out",
+    "io_trial",
+    "io_trial_annotated",
+    "synthetic_trial",
 ]
 
 Clock = Callable[[], float]

@@ -21,9 +21,9 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data.distributed import DistributedSampler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_cnn import BlobQuadrants, SmallCNN  # noqa: E402
+from train_cnn import BlobQuadrants, SmallCNN
 
-import benchy  # noqa: E402
+import benchy
 
 
 def main() -> None:

@@ -57,6 +57,35 @@ def small_config(nbatches: int = 5, ntrials: int = 2, nwarmup: int = 1, **global
     return {"global": g, "IO": dict(mode), "synthetic": dict(mode), "full": dict(mode)}
 
 
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min) on {os.cpu_count()} cores"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failing ``timing`` test reports the machine's load, so a busy machine is told from a bug."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed and item.get_closest_marker("timing") is not None:
+        before = item.stash.get(_LOAD_BEFORE, "unknown")
+        report.sections.append((
+            "machine load (timing test)",
+            f"before the test: {before}\nat the failure: {_load()}\n"
+            "A load well above the core count means other work competed for the CPU: rerun on an idle "
+            "machine before taking this for a bug.",
+        ))
+
+
+_LOAD_BEFORE = pytest.StashKey[str]()
+
+
+@pytest.fixture(autouse=True)
+def _record_load(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("timing") is not None:
+        request.node.stash[_LOAD_BEFORE] = _load()
+
+
 @pytest.fixture(autouse=True)
 def fresh_registry():
     """In-process tests build many wrappers: each test starts with none benchmarked yet."""

@@ -120,6 +120,7 @@ def check(reported: Dict[Mode, float], before: Dict[Mode, float], after: Dict[Mo
         assert abs(errors[mode.value]) <= 5.0, (mode, reported, before, after)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("fetch, step", [(0.008, 0.012), (0.012, 0.006)], ids=["compute-bound", "io-bound"])
 def test_generic_wrapper_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture, fetch: float, step: float) -> None:
     before = plain_rates(SleepyBatches(fetch), sleep_step(step), NBATCHES)
@@ -130,6 +131,7 @@ def test_generic_wrapper_matches_plain_loops(tmp_path: Path, capsys: pytest.Capt
         check(reported, before, after)
 
 
+@pytest.mark.timing
 def test_dataloader_with_workers_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # 2 workers, 16 ms per batch each: a batch every ~8 ms; the 3 ms step overlaps with loading.
     kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)

@@ -60,7 +60,7 @@ def test_resolve_accepts_config_mapping_and_path(tmp_path: Path) -> None:
     assert resolve_config(cfg) is cfg
     assert resolve_config({"IO": {"nbatches": 2}}).io.nbatches == 2
     assert resolve_config(str(write(tmp_path, "IO: {nbatches: 3}"))).io.nbatches == 3
-    with pytest.raises(ConfigError, match="expected a benchy.Config, a mapping"):
+    with pytest.raises(ConfigError, match=r"expected a benchy\.Config, a mapping"):
         resolve_config(42)  # type: ignore[arg-type]
 
 

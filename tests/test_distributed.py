@@ -13,7 +13,6 @@ from typing import Dict, List, Optional
 
 import pytest
 import yaml
-
 from conftest import ROOT, SUMMARY_RE, small_config
 
 SCRIPT = ROOT / "tests" / "scripts" / "dist_script.py"
@@ -49,6 +48,7 @@ def result(tmp_path: Path) -> dict:
     return json.loads((tmp_path / "benchy_result.json").read_text())
 
 
+@pytest.mark.timing
 def test_two_ranks_one_summary_global_throughput_and_clean_exit(tmp_path: Path) -> None:
     proc = torchrun(tmp_path, "--fetch_ms", "2", "--step_ms", "3")
     out = proc.stdout
@@ -68,10 +68,13 @@ def test_two_ranks_one_summary_global_throughput_and_clean_exit(tmp_path: Path) 
             per_rank = ranks["trial_throughput"][k]
             assert global_rate == pytest.approx(80 / max(ranks["trial_time"][k]))
             assert 1.8 * min(per_rank) <= global_rate <= 2.0 * max(per_rank) + 1e-9
-    # IO involves no collective: two ranks load at twice one rank's nominal 4 samples / 2 ms.
-    assert summary(out)["IO"] == pytest.approx(2 * 4 / 0.002, rel=0.15)
+    # IO involves no collective: two ranks load at about twice one rank's nominal 4 samples / 2 ms
+    # (a 2 ms sleep overshoots by up to a few tenths of a ms on a busy 2-core machine).
+    io = summary(out)["IO"]
+    assert 0.7 * (2 * 4 / 0.002) <= io <= 1.05 * (2 * 4 / 0.002), f"IO {io:.1f} samples/s, expected about 4000"
 
 
+@pytest.mark.timing
 def test_straggler_is_named(tmp_path: Path) -> None:
     proc = torchrun(tmp_path, "--slow_rank", "1", "--slow_factor", "1.6", "--no_allreduce")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import ROOT, small_config
 
 EPOCHS = 6  # small_config(): SYNTHETIC 1+2 and FULL 1+2 trials, one per epoch

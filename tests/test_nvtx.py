@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import List, Tuple
 
 import pytest
+from conftest import small_config
 
 from benchy._profiling import nvtx_ranges
-from conftest import small_config
 
 Event = Tuple[str, str, str]  # ("PUSH", message, payload) or ("POP", "", "")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import List
 
 import pytest
+from conftest import small_config
 
 from benchy import Mode, Schedule, load_config
 from benchy._profiling import ProfilerWindow
 from benchy._session import Session
-from conftest import small_config
 
 
 class FakeApi:

@@ -10,7 +10,13 @@ import pytest
 
 from benchy import Mode, TrialSpec
 from benchy._report import (
-    SCHEMA_VERSION, iteration_line, result_document, summary_line, summary_lines, trial_line, verdict,
+    SCHEMA_VERSION,
+    iteration_line,
+    result_document,
+    summary_line,
+    summary_lines,
+    trial_line,
+    verdict,
     write_json_atomic,
 )
 from benchy._results import Interruption, RunResults, TrialResult

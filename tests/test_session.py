@@ -1,0 +1,154 @@
+"""The session itself, in-process, with an injected clock, output and exit (no subprocess).
+
+The fake clock advances only when the fake loader fetches, the fake step runs, or a line is
+printed, so every rate and every excluded pause is known exactly.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Iterator, List
+
+import pytest
+
+from benchy import EXIT_MISSING_MODE, load_config
+from benchy._console import Output
+from benchy._registry import Registry
+from benchy._session import Session
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SlowStream(io.StringIO):
+    """An output stream whose every write takes 1 s of fake time (a very slow terminal)."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def write(self, text: str) -> int:
+        self.clock.now += 1.0
+        return super().write(text)
+
+
+def make(clock: Clock, *, fetch: float = 0.01, batches: int = 100, registry: Registry = None, **sections: Any):
+    import tempfile
+
+    # Sessions left unfinished say so at interpreter exit: their JSON goes to a directory of their own.
+    cfg = {"global": {"report_freq": 0, "console": "plain", "output_dir": tempfile.mkdtemp(prefix="benchy-test-")}}
+    for name in ("IO", "synthetic", "full"):
+        cfg[name] = {"nbatches": 4, "ntrials": 2, "nwarmup": 0}
+    for name, values in sections.items():
+        cfg.setdefault(name, {}).update(values)
+    stream = SlowStream(clock)
+    exits: List[int] = []
+
+    def loader() -> Iterator[List[int]]:
+        for _ in range(batches):
+            clock.now += fetch
+            yield [0] * 8
+
+    session = Session(load_config(overrides=cfg, environ={}), loader, 8, clock=clock,
+                      output=Output("plain", stream=stream), registry=registry or Registry(write=lambda _: None),
+                      exit=exits.append)
+    return session, stream, exits
+
+
+def epoch(session: Session, clock: Clock, step: float = 0.02) -> int:
+    n = 0
+    for _ in session.iterate():
+        clock.now += step
+        n += 1
+    return n
+
+
+def test_periodic_lines_report_exact_rates_and_their_time_is_excluded(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    session, stream, exits = make(clock, IO={"nbatches": 6}, synthetic={"nbatches": 6}, full={"nbatches": 6},
+                                  **{"global": {"report_freq": 2}})
+    for _ in range(4):
+        epoch(session, clock)
+    text = stream.getvalue()
+    # IO: 8 samples per 0.01 s fetch; FULL: a 0.02 s step and a 0.01 s fetch per batch; SYNTHETIC: the step only.
+    assert "BENCHY::IO_1::Iteration 2/6 Throughput: 800.000" in text
+    assert "BENCHY::IO_1::Iteration 4/6 Throughput: 800.000" in text
+    assert "BENCHY::SYNTHETIC_1::Iteration 2/6 Throughput: 400.000" in text
+    assert "BENCHY::FULL_2::Iteration 4/6 Throughput: 266.667" in text
+    # Each line took 1 s of fake time; none of it is in a trial.
+    assert "BENCHY::IO_1::Trial Throughput: 800.000" in text
+    assert "BENCHY::SYNTHETIC_2::Trial Throughput: 400.000" in text
+    assert "BENCHY::FULL_1::Trial Throughput: 266.667" in text
+    assert exits == [0]
+
+
+def test_len_follows_the_schedule(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    session, _, exits = make(clock, synthetic={"nbatches": 3}, full={"nbatches": 5},
+                             **{"global": {"exit_after_tests": False}})
+    lengths = [session.epoch_length()]
+    for _ in range(4):
+        it = session.iterate()
+        lengths.append(session.epoch_length())
+        for _ in it:
+            clock.now += 0.01
+    assert lengths == [3, 3, 3, 5, 5]
+    assert session.done and session.epoch_length() is None and exits == []
+
+
+def test_exit_status_3_when_a_mode_has_no_counted_trial(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    session, stream, exits = make(clock)
+    for _ in range(2):  # SYNTHETIC trials: the loop breaks after 2 of 4 batches
+        for k, _ in enumerate(session.iterate()):
+            if k == 1:
+                break
+    for _ in range(2):
+        epoch(session, clock)
+    assert exits == [EXIT_MISSING_MODE]
+    assert "no counted trial for SYNTHETIC: the comparison is incomplete; exiting with status 3." in stream.getvalue()
+
+
+def test_the_never_iterated_warning_needs_no_benchmarked_loader() -> None:
+    lines: List[str] = []
+    registry = Registry(write=lines.append)
+    registry.register("BenchmarkDataLoader", "train.py:10")
+    registry.at_exit()
+    assert len(lines) == 1 and "BenchmarkDataLoader created at train.py:10 was never iterated" in lines[0]
+    lines.clear()
+    second = registry.register("BenchmarkDataLoader", "train.py:20")
+    assert registry.claim(second) is True
+    registry.at_exit()
+    assert lines == []  # one loader was benchmarked: the unused copy is not an error
+
+
+def test_only_the_first_iterated_session_is_benchmarked(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    registry = Registry(write=lambda _: None)
+    train, _, _ = make(clock, registry=registry)
+    val, _, _ = make(clock, registry=registry)
+    epoch(train, clock)
+    assert train.benchmarked and not val.benchmarked
+    assert epoch(val, clock) == 100 and val.done and val.epoch_length() is None
+
+
+@pytest.mark.parametrize("batches", [4, 9])
+def test_synthetic_batch_is_fetched_once_for_all_its_trials(tmp_path, monkeypatch, batches: int) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    session, _, _ = make(clock, batches=batches, synthetic={"nwarmup": 1})
+    seen = []
+    for _ in range(3):
+        for b in session.iterate():
+            seen.append(id(b))
+            clock.now += 0.01
+    assert len(seen) == 12 and len(set(seen)) == 1
