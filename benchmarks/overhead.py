@@ -1,6 +1,9 @@
 """benchy's own cost per batch on a trivial in-memory loader with a no-op step.
 
-    python benchmarks/overhead.py [--nbatches 200000] [--runs 5]
+    python benchmarks/overhead.py [--nbatches 200000] [--runs 5] [--batch all|tensor|tuple|dict]
+
+Batches are realistic structures: a single tensor, an ``(inputs, labels)`` tuple and a
+``{"image": ..., "label": ...}`` dict (``--batch all``, the default, measures the three).
 
 For each trial kind, the per-batch time of the wrapped loop minus that of the plain loop
 over the same in-memory batches, as the median over ``--runs`` runs with min-max. Two
@@ -22,7 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import torch
 
@@ -55,7 +58,7 @@ def wrapped_run(batches: List[torch.Tensor], out_dir: str, nvtx: bool) -> Dict[s
     cfg = {"global": {"report_freq": 1000, "exit_after_tests": False, "output_dir": out_dir, "console": "plain",
                       "nvtx": nvtx},
            "IO": mode, "synthetic": mode, "full": mode}
-    wrapper = BenchmarkGenericIteratorWrapper(batches, batches[0].shape[0], benchy_config=cfg)
+    wrapper = BenchmarkGenericIteratorWrapper(batches, 2, benchy_config=cfg)
     wall: Dict[str, float] = {}
     clock = time.perf_counter
     for label in ("SYNTHETIC", "FULL"):
@@ -73,7 +76,24 @@ def wrapped_run(batches: List[torch.Tensor], out_dir: str, nvtx: bool) -> Dict[s
     return out
 
 
-def components(batch: torch.Tensor, number: int = 1_000_000) -> Dict[str, float]:
+def make_batches(kind: str, n: int) -> List[Any]:
+    """Distinct batch objects of one structure, as a loader gives."""
+    if kind == "tensor":
+        return [torch.zeros(2, 2) for _ in range(n)]
+    if kind == "tuple":
+        return [(torch.zeros(2, 2), torch.zeros(2)) for _ in range(n)]
+    return [{"image": torch.zeros(2, 2), "label": torch.zeros(2)} for _ in range(n)]
+
+
+def describe(batch: Any) -> str:
+    if isinstance(batch, torch.Tensor):
+        return "one tensor"
+    if isinstance(batch, tuple):
+        return "(inputs, labels) tuple"
+    return "{'image', 'label'} dict"
+
+
+def components(batch: Any, number: int = 1_000_000) -> Dict[str, float]:
     """What one FULL step of the hot loop is made of, each timed alone (ns)."""
     import timeit
 
@@ -84,7 +104,8 @@ def components(batch: torch.Tensor, number: int = 1_000_000) -> Dict[str, float]
             yield x
 
     items = [batch] * number
-    env = {"counter": make_counter(batch), "b": batch, "clock": time.perf_counter, "stamps": [0.0] * 4,
+    leaf = batch if isinstance(batch, torch.Tensor) else (batch[0] if isinstance(batch, tuple) else batch["image"])
+    env = {"counter": make_counter(batch), "b": batch, "leaf": leaf, "clock": time.perf_counter, "stamps": [0.0] * 4,
            "sizes": [0] * 4, "i": 2, "nr": -1}
 
     def per(stmt: str) -> float:
@@ -100,7 +121,7 @@ def components(batch: torch.Tensor, number: int = 1_000_000) -> Dict[str, float]
     generator = time.perf_counter() - t0
     return {
         "count samples: counter(batch)": per("counter(b)"),
-        "  of which batch.shape[0]": per("b.shape[0]"),
+        "  of which the leaf's .shape[0]": per("leaf.shape[0]"),
         "timestamp: stamps[i] = clock()": per("stamps[i] = clock()"),
         "store the size: sizes[i] = 2": per("sizes[i] = 2"),
         "report check: i == nr": per("i == nr"),
@@ -112,35 +133,38 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nbatches", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--batch", choices=["all", "tensor", "tuple", "dict"], default="all")
     args = parser.parse_args()
-    # Distinct objects, as a loader gives; a list so the "loader" costs only the iteration.
-    batches = [torch.zeros(2, 2) for _ in range(args.nbatches + 2)]
-    overheads: Dict[str, List[float]] = {}
-    with tempfile.TemporaryDirectory() as out_dir:
-        for _ in range(args.runs):
-            bare = statistics.median(bare_per_batch(batches) for _ in range(3))
-            plain = statistics.median(plain_per_batch(batches) for _ in range(3))
-            for nvtx in (True, False):
-                with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-                    wrapped = wrapped_run(batches[: args.nbatches], out_dir, nvtx)
-                for key, value in wrapped.items():
-                    # The hidden IO trial runs no loop body: compare it with a bare loop. The
-                    # other trials' times include the loop body, as the plain loop's do.
-                    base = bare if key.startswith("IO") else plain
-                    overheads.setdefault(key, []).append((value - base) * 1e9)
-    parts = components(batches[0])
+    kinds = ["tensor", "tuple", "dict"] if args.batch == "all" else [args.batch]
     tool = os.environ.get("NVTX_INJECTION64_PATH")
     print(f"benchy per-batch overhead, ns (median of {args.runs} runs, min-max); "
           f"{args.nbatches} batches; Python {platform.python_version()}, torch {torch.__version__}, "
           f"{platform.processor() or platform.machine()}, "
           + (f"NVTX tool attached: {tool}" if tool else "no NVTX tool attached"))
-    print(f"{'measure':<32} {'median':>8} {'min':>8} {'max':>8}")
-    for key in sorted(overheads):
-        values = overheads[key]
-        print(f"{key:<32} {statistics.median(values):8.1f} {min(values):8.1f} {max(values):8.1f}")
-    print("\nwhere a FULL step's time goes (each piece timed alone with timeit, ns)")
-    for key, value in parts.items():
-        print(f"{key:<36} {value:6.1f}")
+    for kind in kinds:
+        # Distinct objects, as a loader gives; a list so the "loader" costs only the iteration.
+        batches = make_batches(kind, args.nbatches + 2)
+        overheads: Dict[str, List[float]] = {}
+        with tempfile.TemporaryDirectory() as out_dir:
+            for _ in range(args.runs):
+                bare = statistics.median(bare_per_batch(batches) for _ in range(3))
+                plain = statistics.median(plain_per_batch(batches) for _ in range(3))
+                for nvtx in (True, False):
+                    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+                        wrapped = wrapped_run(batches[: args.nbatches], out_dir, nvtx)
+                    for key, value in wrapped.items():
+                        # The hidden IO trial runs no loop body: compare it with a bare loop. The
+                        # other trials' times include the loop body, as the plain loop's do.
+                        base = bare if key.startswith("IO") else plain
+                        overheads.setdefault(key, []).append((value - base) * 1e9)
+        print(f"\n{kind} batches: {describe(batches[0])}")
+        print(f"{'measure':<32} {'median':>8} {'min':>8} {'max':>8}")
+        for key in sorted(overheads):
+            values = overheads[key]
+            print(f"{key:<32} {statistics.median(values):8.1f} {min(values):8.1f} {max(values):8.1f}")
+        print(f"where a FULL step's time goes with {kind} batches (each piece timed alone with timeit, ns)")
+        for key, value in components(batches[0]).items():
+            print(f"{key:<36} {value:6.1f}")
     return 0
 
 

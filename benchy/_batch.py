@@ -3,8 +3,8 @@
 The rules, in order (the README's "Counting samples" section says the same):
 
 1. A tensor or array counts its leading dimension.
-2. A list or tuple of two or more dicts **with the same keys** is one dict per device or
-   pipeline (DALI's ``output_map``): their counts are summed. Dicts with different keys
+2. A list or tuple of two or more dicts **with the same keys**, holding tensors, is one dict
+   per device or pipeline (DALI's ``output_map``): their counts are summed. Dicts with different keys
    (``(inputs_dict, labels_dict)``) are parts of one batch: rule 3.
 3. A dict, list, tuple, dataclass or other object holding tensors counts its first
    tensor-like leaf (dict values, items and dataclass fields in order; for other objects,
@@ -42,11 +42,13 @@ def _leading_dim(obj: Any) -> Optional[int]:
 
 
 def _per_device(obj: Any) -> bool:
-    """Rule 2: two or more dicts with the same keys (one per device or pipeline)."""
+    """Rule 2: two or more dicts with the same keys, holding tensors (one per device or pipeline)."""
     if not isinstance(obj, (list, tuple)) or len(obj) < 2 or not isinstance(obj[0], Mapping):
         return False
     keys = set(obj[0].keys())
-    return all(isinstance(part, Mapping) and set(part.keys()) == keys for part in obj[1:])
+    if not all(isinstance(part, Mapping) and set(part.keys()) == keys for part in obj[1:]):
+        return False
+    return _find_path(obj[0]) is not None  # dicts without tensors are per-sample items (rule 4)
 
 
 def _children(obj: Any) -> List[_Step]:
