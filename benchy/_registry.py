@@ -1,8 +1,10 @@
 """Which wrapped loader a process benchmarks, and a loud word for wrappers never iterated.
 
-The rule: one benchmarked loader per process, the first one whose ``iter()`` is called.
-Every other wrapper (a validation loader, a copy a framework re-created) is the plain
-loader, with a one-time note naming it. A wrapper that was built but never iterated by the
+The rule: one benchmark at a time per process. The first wrapper whose ``iter()`` is
+called runs it; every wrapper first iterated while it runs (a validation loader, a copy a
+framework re-created) is the plain loader, with a one-time note naming it. Once that
+benchmark has finished, the next wrapper iterated for the first time may start a new one
+(a notebook re-running its cell, a script that benchmarks loaders one after the other). A wrapper that was built but never iterated by the
 time the process ends, while no other was benchmarked, usually means a framework replaced
 it (Accelerate's ``prepare()``): that is said at exit on stdout and stderr, with the fix.
 
@@ -57,6 +59,7 @@ class Record:
     where: str
     iterated: bool = False
     benchmarked: bool = False
+    finished: bool = False
 
 
 class Registry:
@@ -88,7 +91,7 @@ class Registry:
     def claim(self, record: Record) -> bool:
         """First ``iter()`` of a wrapper: True if it is the one benchmarked in this process."""
         record.iterated = True
-        if self.owner is None:
+        if self.owner is None or self.owner.finished:
             self.owner = record
             record.benchmarked = True
         return record.benchmarked
@@ -99,7 +102,7 @@ class Registry:
 
     def never_iterated_message(self) -> Optional[str]:
         """The exit warning, when no wrapper was benchmarked and some were never iterated."""
-        if self.owner is not None:
+        if any(r.benchmarked for r in self.records):
             return None
         idle = [r for r in self.records if not r.iterated]
         if not idle:

@@ -15,7 +15,7 @@ How epochs are told apart from other ``iter()`` calls:
 * ``len()`` is the running (or next) trial's ``nbatches`` while the schedule runs, so a
   loop sized by ``len()`` takes exactly what an epoch yields.
 
-Only the first wrapper iterated in a process is benchmarked (see ``_registry``).
+One benchmark at a time per process: the first wrapper iterated runs it (see ``_registry``).
 """
 
 from __future__ import annotations
@@ -176,8 +176,9 @@ class Session:
         owner = self._registry.owner
         if global_rank() == 0:
             Output(self.config.general.console).line(info_line(
-                f"{self._record.kind} created at {self._record.where} is the plain loader: this process "
-                f"benchmarks only the first loader iterated ({owner.kind + ' created at ' + owner.where if owner else '?'})."
+                f"{self._record.kind} created at {self._record.where} is the plain loader: a process runs one "
+                f"benchmark at a time, and the {owner.kind + ' created at ' + owner.where if owner else '?'} "
+                f"is running it (the first loader iterated)."
             ))
         return iter(self._make_iterator())
 
@@ -432,6 +433,7 @@ class Session:
             self._trial_aborted(result.spec, result.spec.nbatches, "the ranks could not exchange its results")
             self._close_profiler("after a failed exchange")
             self._state = _DONE
+            self._record.finished = True
             raise
         self.results.trials.append(result)
         self._profiler().after_trial(result.spec)
@@ -460,6 +462,7 @@ class Session:
     def _finish(self, may_exit: bool) -> None:
         """Summary, table and final JSON; then exit (``exit_after_tests``) or go transparent."""
         self._state = _DONE
+        self._record.finished = True
         self._source.close()
         self._synthetic_batch = _NOTHING
         self._close_profiler("at the end of the benchmark")
@@ -508,5 +511,6 @@ class Session:
             self.results.interruptions.append(Interruption(
                 spec, 0, f"not run: the script stopped asking for epochs after {self.epochs_started}"))
         self._state = _DONE
+        self._record.finished = True
         self._source.close()
         self._sink_().summary()

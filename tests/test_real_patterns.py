@@ -62,7 +62,7 @@ def test_a_second_wrapped_loader_is_plain_named_and_overwrites_nothing(run_scrip
     assert run.returncode == 0, run
     assert run.stdout.count("BENCHY::SUMMARY::FULL average") == 1
     assert set(run.trials) == ALL_TRIALS
-    assert "user_script.py" in run.stdout and "is the plain loader: this process benchmarks only the first loader iterated" in run.stdout
+    assert "user_script.py" in run.stdout and "is the plain loader: a process runs one benchmark at a time" in run.stdout
     assert all(line == "USER::val batches 3" for line in run.stdout.splitlines() if line.startswith("USER::val"))
     doc = run.result()
     assert doc["complete"] is True and doc["FULL"]["n"] == 2

@@ -130,7 +130,7 @@ def test_the_never_iterated_warning_needs_no_benchmarked_loader() -> None:
     assert lines == []  # one loader was benchmarked: the unused copy is not an error
 
 
-def test_only_the_first_iterated_session_is_benchmarked(tmp_path, monkeypatch) -> None:
+def test_one_benchmark_at_a_time_the_first_iterated_runs_it(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = Clock()
     registry = Registry(write=lambda _: None)
@@ -139,6 +139,15 @@ def test_only_the_first_iterated_session_is_benchmarked(tmp_path, monkeypatch) -
     epoch(train, clock)
     assert train.benchmarked and not val.benchmarked
     assert epoch(val, clock) == 100 and val.done and val.epoch_length() is None
+    for _ in range(4):
+        epoch(train, clock)
+        epoch(val, clock)
+    assert train.done and not val.benchmarked  # decided at its first iter(): plain for good
+    # After the benchmark has finished, a wrapper iterated for the first time may run a new one.
+    later, _, exits = make(clock, registry=registry)
+    for _ in range(4):
+        epoch(later, clock)
+    assert later.benchmarked and later.done and exits == [0]
 
 
 @pytest.mark.parametrize("batches", [4, 9])
