@@ -4,9 +4,11 @@ The rule: one benchmark at a time per process. The first wrapper whose ``iter()`
 called runs it; every wrapper first iterated while it runs (a validation loader, a copy a
 framework re-created) is the plain loader, with a one-time note naming it. Once that
 benchmark has finished, the next wrapper iterated for the first time may start a new one
-(a notebook re-running its cell, a script that benchmarks loaders one after the other). A wrapper that was built but never iterated by the
-time the process ends, while no other was benchmarked, usually means a framework replaced
-it (Accelerate's ``prepare()``): that is said at exit on stdout and stderr, with the fix.
+(a notebook re-running its cell, a script that benchmarks loaders one after the other).
+
+A wrapper that was built but never iterated by the time the process ends, while no other
+was benchmarked, usually means a framework replaced it (Accelerate's ``prepare()``): that
+is said at exit on stdout and stderr, with the fix.
 
 Records hold no reference to the loader, so a wrapper that is garbage-collected (replaced
 by ``prepare()``) is still reported.

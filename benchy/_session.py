@@ -140,6 +140,9 @@ class Session:
         """Batches the running or next epoch yields while the schedule runs, else None (plain)."""
         if self._state in (_DONE, _PLAIN):
             return None
+        owner = self._registry.owner
+        if self._state == _NEW and owner is not None and owner is not self._record and not owner.finished:
+            return None  # another wrapper runs the benchmark: this one will be the plain loader
         if self._current is not None:
             return self._current.spec.nbatches
         if self._next < len(self.schedule.per_epoch):

@@ -136,7 +136,9 @@ def test_one_benchmark_at_a_time_the_first_iterated_runs_it(tmp_path, monkeypatc
     registry = Registry(write=lambda _: None)
     train, _, _ = make(clock, registry=registry)
     val, _, _ = make(clock, registry=registry)
+    assert val.epoch_length() == 4  # nobody iterated yet: either may run the benchmark
     epoch(train, clock)
+    assert val.epoch_length() is None  # train runs it: val will be the plain loader
     assert train.benchmarked and not val.benchmarked
     assert epoch(val, clock) == 100 and val.done and val.epoch_length() is None
     for _ in range(4):

@@ -266,6 +266,18 @@ def test_report_time_is_taken_out_of_the_trial(variant: str) -> None:
     assert r.seconds == pytest.approx(1.0) and sum(r.step_seconds) == pytest.approx(1.0)
 
 
+def test_synthetic_batch_error_has_the_same_text_in_both_variants(variant: str) -> None:
+    def broken() -> Any:
+        raise OSError("no batch")
+
+    runs = Trials(variant, FakeTime())
+    src = BatchSource(lambda: iter([]))
+    with pytest.raises(OSError, match="no batch"):
+        list(runs.epoch(TrialSpec(Mode.SYNTHETIC, 1, False, 5), src, get_batch=broken))
+    assert runs.aborted == [("SYNTHETIC_1", 0, "OSError raised: no batch")]
+    assert runs.balanced()
+
+
 def test_loader_error_inside_a_trial_propagates_and_is_recorded(variant: str) -> None:
     def bad():
         yield [0] * 4
