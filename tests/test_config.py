@@ -146,3 +146,13 @@ def test_public_api_is_exported() -> None:
         assert hasattr(benchy, name), name
     assert benchy.torch.BenchmarkDataLoader is benchy.BenchmarkDataLoader
     assert benchy.DistributedError.__module__ == "benchy" and benchy.ConfigError.__module__ == "benchy"
+
+
+def test_benchy_errors_share_one_base_class() -> None:
+    import benchy
+
+    for error in (benchy.ConfigError, benchy.DistributedError, benchy.EmptyLoaderError):
+        assert issubclass(error, benchy.BenchyError) and error.__module__ == "benchy"
+    assert issubclass(benchy.ConfigError, ValueError) and issubclass(benchy.EmptyLoaderError, RuntimeError)
+    with pytest.raises(benchy.BenchyError, match="unknown key"):
+        load_config(overrides={"IO": {"nbatch": 5}}, environ={})
