@@ -20,7 +20,7 @@ import atexit
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Set
 
 __all__ = ["REGISTRY", "Record", "Registry", "creation_site"]
 
@@ -70,6 +70,7 @@ class Registry:
     def __init__(self, write: Optional[Callable[[str], None]] = None) -> None:
         self.records: List[Record] = []
         self.owner: Optional[Record] = None
+        self.noted: Set[str] = set()  # creation sites already named as plain loaders
         self._pid = os.getpid()
         self._hooked = False
         self._write = write
@@ -78,6 +79,7 @@ class Registry:
         """Forget every wrapper (a forked child starts afresh; tests start each case afresh)."""
         self.records = []
         self.owner = None
+        self.noted = set()
         self._pid = os.getpid()
 
     def register(self, kind: str, where: str) -> Record:

@@ -177,12 +177,20 @@ class Session:
     def _become_plain(self) -> Iterator[Any]:
         self._state = _PLAIN
         owner = self._registry.owner
-        if global_rank() == 0:
-            Output(self.config.general.console).line(info_line(
-                f"{self._record.kind} created at {self._record.where} is the plain loader: a process runs one "
-                f"benchmark at a time, and the {owner.kind + ' created at ' + owner.where if owner else '?'} "
-                f"is running it (the first loader iterated)."
-            ))
+        where = self._record.where
+        if global_rank() == 0 and where not in self._registry.noted:  # once per creation site
+            self._registry.noted.add(where)
+            out = Output(self.config.general.console)
+            if owner is not None and owner.where == where:
+                out.line(warning_line(
+                    f"a new {self._record.kind} was built at {where}, where the one running the benchmark was "
+                    f"built: a loader re-created every epoch never finishes the schedule (each epoch gets a "
+                    f"new wrapper, which is the plain loader). Build it once, before the epoch loop."))
+            else:
+                running = f"{owner.kind} created at {owner.where}" if owner is not None else "another loader"
+                out.line(info_line(
+                    f"{self._record.kind} created at {where} is the plain loader: a process runs one benchmark "
+                    f"at a time, and the {running} is running it (the first loader iterated)."))
         return iter(self._make_iterator())
 
     def _next_epoch(self, first: bool) -> Iterator[Any]:
@@ -505,10 +513,16 @@ class Session:
             self._finish(may_exit=False)
             return
         needed = self.schedule.epochs_needed
+        plain = [r for r in self._registry.records if r is not self._record and r.iterated and not r.benchmarked]
+        hint = ""
+        if plain:
+            hint = (f" {len(plain)} other wrapped loader(s) were iterated meanwhile as plain loaders (the last "
+                    f"created at {plain[-1].where}): a script that builds a new loader every epoch never finishes "
+                    f"the schedule; build it once, before the epoch loop.")
         out.line(warning_line(
             f"the script stopped after {self.epochs_started} of the {needed} epochs the benchy schedule "
             f"needs ({self.schedule.describe()}); the results below are partial. Run at least {needed} "
-            f"epochs to finish the schedule."
+            f"epochs to finish the schedule." + hint
         ))
         for spec in self.schedule.per_epoch[self._next:]:
             self.results.interruptions.append(Interruption(

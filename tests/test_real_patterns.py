@@ -106,3 +106,23 @@ def test_falling_back_to_batch_size_is_said_once(run_script) -> None:
     assert run.returncode == 0, run
     assert run.stdout.count("hold no tensor or array to count; each is counted as batch_size = 8 samples") == 1
     assert run.result()["FULL"]["trial_samples"] == [40, 40]
+
+
+def test_a_loader_rebuilt_every_epoch_is_named_as_the_cause(tmp_path, run_script) -> None:
+    script = tmp_path / "rebuild.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.data import TensorDataset\n"
+        "from benchy.torch import BenchmarkDataLoader\n"
+        "data = TensorDataset(torch.randn(40, 4))\n"
+        "for epoch in range(10):\n"
+        "    loader = BenchmarkDataLoader(data, batch_size=4)  # re-created every epoch\n"
+        "    for (x,) in loader:\n"
+        "        pass\n"
+    )
+    run = run_script(small_config(), script=script)
+    assert run.returncode == 0, run
+    assert run.stdout.count("a loader re-created every epoch never finishes the schedule") == 1, run  # said once
+    assert "a script that builds a new loader every epoch never finishes the schedule" in run.stdout  # and at exit
+    assert "rebuild.py:6" in run.stdout
+    assert run.result()["complete"] is False
