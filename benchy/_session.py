@@ -46,12 +46,14 @@ from ._trial import (
     STOPPED,
     Pauses,
     epoch_trial_annotated,
+    fetches_ahead,
     full_trial,
     handed_out,
     io_trial,
     io_trial_annotated,
     stamp_buffer,
     synthetic_trial,
+    without_first_period,
 )
 
 __all__ = ["Session"]
@@ -111,6 +113,7 @@ class Session:
         self._peeks_noted = False
         self._synthetic_batch: Any = _NOTHING
         self._synthetic_samples: Optional[int] = None
+        self._lookahead: Optional[bool] = None  # the loop fetches one batch ahead (from SYNTHETIC)
         self._pid = os.getpid()
         self._comm: Any = LocalComm()
         self._rank = 0
@@ -296,6 +299,7 @@ class Session:
                 "events": list(self._profiler().events),
             },
             "synthetic_batch_samples": self._synthetic_samples,
+            "lookahead": self._lookahead,
             "counting": self._counting,
             "loader": f"{self._record.kind} created at {self._record.where}",
             "other_loaders": self._registry.others(),
@@ -437,6 +441,7 @@ class Session:
 
     def _trial_done(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
         self._current = None
+        result = self._lookahead_window(result)
         try:
             result = self._combine(result)
         except DistributedError:
@@ -456,6 +461,26 @@ class Session:
             self._finish(may_exit=not closed_early or self._closing)
         elif checkpoint:
             self._sink_().checkpoint()
+
+    def _lookahead_window(self, result: TrialResult) -> TrialResult:
+        """Leave out the first period of epoch trials when the loop fetches one batch ahead.
+
+        Decided once, from the first SYNTHETIC trial with three periods or more; FULL trials
+        follow that decision (the same loop asks for their batches).
+        """
+        if result.spec.mode is Mode.IO:
+            return result
+        if self._lookahead is None and result.spec.mode is Mode.SYNTHETIC and len(result.step_seconds) >= 3:
+            self._lookahead = fetches_ahead(result)
+            if self._lookahead:
+                self._output().line(info_line(
+                    "the loop asks for batch k + 1 before it runs step k (it fetches one batch ahead, as "
+                    "CUDA prefetchers such as timm's PrefetchLoader do): the first period of each SYNTHETIC and "
+                    "FULL trial holds no step and is left out of the trial."
+                ))
+        if self._lookahead and len(result.step_seconds) >= 2:
+            return without_first_period(result)
+        return result
 
     def _trial_aborted(self, spec: TrialSpec, batches_done: int, reason: str) -> None:
         """A trial that did not finish: not counted, recorded, reported (never raises)."""

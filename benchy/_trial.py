@@ -33,6 +33,7 @@ runs over both (``tests/test_trial.py``); what is not per-step is shared below.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Generator, List, Optional, Tuple
 
 from ._results import TrialResult
@@ -46,11 +47,13 @@ __all__ = [
     "Reporter",
     "build_result",
     "epoch_trial_annotated",
+    "fetches_ahead",
     "full_trial",
     "handed_out",
     "io_trial",
     "io_trial_annotated",
     "synthetic_trial",
+    "without_first_period",
 ]
 
 Clock = Callable[[], float]
@@ -101,6 +104,38 @@ def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses:
         seconds=sum(steps),
         step_seconds=tuple(steps),
         step_samples=tuple(sizes),
+    )
+
+
+# A SYNTHETIC first period shorter than this share of the median period holds no step.
+LOOKAHEAD_SHARE = 0.25
+
+
+def fetches_ahead(result: TrialResult) -> bool:
+    """True when a SYNTHETIC trial shows a loop that asks for batch ``k + 1`` before step ``k``.
+
+    Such a loop (a CUDA prefetcher such as timm's ``PrefetchLoader`` or Apex's
+    ``data_prefetcher``, or Lightning with a loader that has no ``len()``) asks for batch 2
+    right after receiving batch 1, so the trial's first period holds no step and each window
+    holds one step fewer than periods. SYNTHETIC shows it plainly: its first period is then only the
+    generator's own hand-over, far below the median period.
+    """
+    steps = result.step_seconds
+    if len(steps) < 3:
+        return False
+    rest = sorted(steps[1:])
+    median = rest[len(rest) // 2]
+    return median > 0 and steps[0] < LOOKAHEAD_SHARE * median
+
+
+def without_first_period(result: TrialResult) -> TrialResult:
+    """The trial over its periods ``1 .. n-1``: every one of them holds one step and one fetch."""
+    return dataclasses.replace(
+        result,
+        samples=result.samples - result.step_samples[0],
+        seconds=result.seconds - result.step_seconds[0],
+        step_seconds=result.step_seconds[1:],
+        step_samples=result.step_samples[1:],
     )
 
 

@@ -24,7 +24,10 @@ def epochs_of(stdout: str, rank: int = 0) -> list:
 def test_lightning_trainer_with_len_equal_to_nbatches(run_script) -> None:
     # 20 samples in batches of 4: the loader's own length is nbatches, so the fit loop never asks
     # for batch 6 -- every trial must still count.
-    run = run_script(small_config(), "--enable_benchy", "--samples", "20", "--epochs", "10", script=LIGHTNING)
+    # A 20 ms step: Lightning asks for batch k + 1 only after step k when the loader has a len()
+    # (it prefetches only unsized loaders), so every period holds one step and nothing is left out.
+    run = run_script(small_config(), "--enable_benchy", "--samples", "20", "--epochs", "10", "--step_ms", "20",
+                     script=LIGHTNING)
     assert run.returncode == 0, run
     assert set(run.trials) == ALL_TRIALS, run
     assert epochs_of(run.stdout) == [5] * 6
@@ -35,17 +38,20 @@ def test_lightning_trainer_with_len_equal_to_nbatches(run_script) -> None:
 
 
 def test_lightning_trainer_with_a_longer_loader(run_script) -> None:
-    run = run_script(small_config(), "--enable_benchy", "--samples", "80", "--epochs", "10", script=LIGHTNING)
+    run = run_script(small_config(), "--enable_benchy", "--samples", "80", "--epochs", "10", "--step_ms", "20",
+                     script=LIGHTNING)
     assert run.returncode == 0, run
     assert set(run.trials) == ALL_TRIALS, run
     assert epochs_of(run.stdout) == [5] * 6  # len() is the trial's nbatches, so Lightning sizes its epochs by it
     # Lightning stops at len() batches and never asks for a sixth: each trial counts its first 4 periods.
-    assert run.result()["FULL"]["trial_samples"] == [16, 16]
+    doc = run.result()
+    assert doc["FULL"]["trial_samples"] == [16, 16] and doc["lookahead"] is False
+    assert "fetches one batch ahead" not in run.stdout
 
 
 def test_lightning_ddp_with_the_injected_distributed_sampler(run_script) -> None:
     run = run_script(small_config(), "--enable_benchy", "--devices", "2", "--samples", "80", "--epochs", "10",
-                     script=LIGHTNING, timeout=240)
+                     "--step_ms", "20", script=LIGHTNING, timeout=240)
     assert run.returncode == 0, run
     assert run.stdout.count("BENCHY::SUMMARY::FULL average") == 1
     assert epochs_of(run.stdout, 0) == [5] * 6 and epochs_of(run.stdout, 1) == [5] * 6

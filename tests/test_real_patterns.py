@@ -7,6 +7,8 @@ and that the exit status says whether every mode has its numbers.
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import small_config
 
 ALL_TRIALS = {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
@@ -24,6 +26,7 @@ def test_steps_per_epoch_loop_sized_by_len_counts_every_trial(run_script) -> Non
     doc = run.result()
     assert doc["complete"] is True and doc["exit_status"] == 0 and doc["interrupted"] == []
     assert doc["SYNTHETIC"]["nbatches"] == [4, 4] and doc["FULL"]["trial_samples"] == [16, 16]
+    assert doc["lookahead"] is False  # this loop runs its step before asking for the next batch
     # The last trial counts when the loop drops its iterator; the process ends at the next iter().
     assert "benchy ends the process at the next iter()" in run.stdout and "Tests completed.... exiting." in run.stdout
 
@@ -126,3 +129,20 @@ def test_a_loader_rebuilt_every_epoch_is_named_as_the_cause(tmp_path, run_script
     assert "a script that builds a new loader every epoch never finishes the schedule" in run.stdout  # and at exit
     assert "rebuild.py:6" in run.stdout
     assert run.result()["complete"] is False
+
+
+@pytest.mark.timing
+def test_a_loop_that_fetches_one_batch_ahead_is_detected_and_not_biased(run_script) -> None:
+    # A 20 ms step and 5-batch trials: counting the prefetcher's first period, which holds no step,
+    # would show SYNTHETIC 5/4 of the plain loop's.
+    rates = {}
+    for loop in ("for", "prefetch"):
+        run = run_script(small_config(), "--loop", loop, "--step_ms", "20")
+        assert run.returncode == 0, run
+        doc = run.result()
+        assert doc["complete"] is True and doc["lookahead"] is (loop == "prefetch"), run
+        rates[loop] = doc["SYNTHETIC"]["mean"]
+        if loop == "prefetch":
+            assert run.stdout.count("it fetches one batch ahead") == 1
+            assert doc["SYNTHETIC"]["nbatches"] == [4, 4] and doc["FULL"]["trial_samples"] == [16, 16]
+    assert rates["prefetch"] == pytest.approx(rates["for"], rel=0.10), rates

@@ -11,7 +11,7 @@ from typing import Any, Iterator, List
 
 import pytest
 
-from benchy import EXIT_MISSING_MODE, load_config
+from benchy import EXIT_MISSING_MODE, Mode, load_config
 from benchy._console import Output
 from benchy._registry import Registry
 from benchy._session import Session
@@ -163,3 +163,38 @@ def test_synthetic_batch_is_fetched_once_for_all_its_trials(tmp_path, monkeypatc
             seen.append(id(b))
             clock.now += 0.01
     assert len(seen) == 12 and len(set(seen)) == 1
+
+
+def ahead(session: Session, clock: Clock, step: float = 0.02) -> int:
+    """A loop that asks for batch k + 1 before it runs step k (Lightning's prefetching fit loop)."""
+    it = session.iterate()
+    steps = 0
+    try:
+        current = next(it)
+    except StopIteration:
+        return 0
+    for following in it:
+        clock.now += step  # step on `current`, run after `following` was fetched
+        steps += 1
+        current = following
+    clock.now += step
+    return steps + 1
+
+
+@pytest.mark.parametrize("loop, lookahead", [(epoch, False), (ahead, True)])
+def test_a_loop_that_fetches_one_batch_ahead_is_timed_without_bias(tmp_path, monkeypatch, loop, lookahead) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    session, stream, exits = make(clock, synthetic={"nbatches": 5}, full={"nbatches": 5})
+    for _ in range(4):
+        assert loop(session, clock) == 5
+    results = session.results
+    syn = [t.throughput for t in results.measured(Mode.SYNTHETIC)]
+    full = [t.throughput for t in results.measured(Mode.FULL)]
+    # 8 samples per 0.02 s step; FULL adds the 0.01 s fetch. Without the correction a loop that
+    # fetches ahead would show 5/4 of these (five periods holding four steps).
+    assert syn == pytest.approx([400.0, 400.0]) and full == pytest.approx([8 / 0.03] * 2)
+    periods = 4 if lookahead else 5
+    assert all(len(t.step_seconds) == periods for t in results.measured(Mode.FULL))
+    assert ("fetches one batch ahead" in stream.getvalue()) is lookahead
+    assert exits == [0]

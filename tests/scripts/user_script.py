@@ -122,8 +122,9 @@ def main() -> int:
     p.add_argument("--kind", choices=["tuple", "tensor", "dict", "dali", "dictpair", "dataclass", "object", "opaque"],
                    default="tuple")
     p.add_argument("--variable", action="store_true", help="batches of sizes 4, 8, 16, 2, ...")
-    p.add_argument("--loop", choices=["for", "steps"], default="for",
-                   help="for: for batch in loader; steps: it = iter(loader); for _ in range(len(loader)): next(it)")
+    p.add_argument("--loop", choices=["for", "steps", "prefetch"], default="for",
+                   help="for: for batch in loader; steps: it = iter(loader); for _ in range(len(loader)): next(it); "
+                        "prefetch: a CUDA-prefetcher-style wrapper (timm's PrefetchLoader) that fetches one batch ahead")
     p.add_argument("--peek_at", default=None, help="EPOCH:STEP (or -1:STEP) at which the loop peeks next(iter(loader))")
     p.add_argument("--discard_iter_at", type=int, default=None, help="epoch before which iter(loader) is discarded")
     p.add_argument("--val_loader", action="store_true", help="a second BenchmarkDataLoader, iterated after each epoch")
@@ -173,6 +174,16 @@ def main() -> int:
     def batches(epoch: int):
         if args.loop == "for":
             yield from loader
+            return
+        if args.loop == "prefetch":  # fetch batch k + 1 (and start its copy) before handing out batch k
+            first, current = True, None
+            for following in loader:
+                following = [t.clone() if isinstance(t, torch.Tensor) else t for t in following]
+                if not first:
+                    yield current
+                first, current = False, following
+            if not first:
+                yield current
             return
         it = iter(loader)
         for _ in range(len(loader)):  # a steps-per-epoch loop: never asks for one batch more
