@@ -8,7 +8,6 @@ and that the exit status says whether every mode has its numbers.
 from __future__ import annotations
 
 import pytest
-
 from conftest import small_config
 
 ALL_TRIALS = {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",

@@ -168,16 +168,13 @@ def test_synthetic_batch_is_fetched_once_for_all_its_trials(tmp_path, monkeypatc
 def ahead(session: Session, clock: Clock, step: float = 0.02) -> int:
     """A loop that asks for batch k + 1 before it runs step k (Lightning's prefetching fit loop)."""
     it = session.iterate()
-    steps = 0
-    try:
-        current = next(it)
-    except StopIteration:
+    if next(it, None) is None:
         return 0
-    for following in it:
-        clock.now += step  # step on `current`, run after `following` was fetched
+    steps = 0
+    for _following in it:
+        clock.now += step  # the step on the batch before `_following`, run after `_following` was fetched
         steps += 1
-        current = following
-    clock.now += step
+    clock.now += step  # the last batch's step
     return steps + 1
 
 
