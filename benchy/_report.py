@@ -199,7 +199,8 @@ def result_document(
     """The JSON document: the original's keys plus schema version, config, environment, status.
 
     ``complete`` is true only when every scheduled trial counted; ``exit_status`` is the status
-    benchy exits with under ``exit_after_tests`` (0, or 3 when a mode has no counted trial).
+    benchy exits with under ``exit_after_tests`` (0, or 3 when a mode has no counted trial), or
+    None when benchy does not end the process (checkpoints, partial runs, transparent mode).
     ``extras`` may hold ``synthetic_batch_samples`` (stored as ``SYNTHETIC.batch_samples``) and
     further top-level keys (``counting``, ``other_loaders``).
     """

@@ -503,8 +503,8 @@ class Session:
         self._synthetic_batch = _NOTHING
         self._close_profiler("at the end of the benchmark")
         sink = self._sink_()
-        sink.summary()
         exit_after = self.config.general.exit_after_tests
+        sink.summary(exiting=exit_after and not self._exiting)
         if exit_after and not may_exit:
             if not self._exiting:
                 self._exit_pending = True
@@ -555,4 +555,4 @@ class Session:
         self._state = _DONE
         self._record.finished = True
         self._source.close()
-        self._sink_().summary()
+        self._sink_().summary(exiting=False)

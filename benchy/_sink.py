@@ -102,8 +102,12 @@ class ResultSink:
         get = lambda m: self.results.estimate(m) if m in modes else None  # noqa: E731
         return verdict(get(Mode.IO), get(Mode.SYNTHETIC), get(Mode.FULL))
 
-    def summary(self) -> None:
-        """The summary lines, the terminal table and the final JSON."""
+    def summary(self, exiting: bool) -> None:
+        """The summary lines, the terminal table and the final JSON.
+
+        ``exiting``: benchy ends the process next (``exit_after_tests`` at the schedule's end),
+        so the JSON records the status it exits with; otherwise ``exit_status`` stays null.
+        """
         modes = self.schedule.modes
         if self.results.interruptions:
             labels = ", ".join(i.spec.label for i in self.results.interruptions)
@@ -114,7 +118,7 @@ class ResultSink:
         for line in summary_lines(self.results, modes):
             self.out.line(line)
         self.out.summary_table(self.results, modes, self.verdict())
-        self.write_json(announce=True)
+        self.write_json(announce=True, exit_status=self.exit_status() if exiting else None)
 
     def end(self, exit_after_tests: bool) -> None:
         """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""
@@ -134,7 +138,7 @@ class ResultSink:
         self._shutdown()  # every rank got here through the last exchange
         self._exit(status)  # the one place benchy ends the process: exit_after_tests
 
-    def write_json(self, *, announce: bool) -> None:
+    def write_json(self, *, announce: bool, exit_status: Optional[int] = None) -> None:
         if self.rank != 0:
             return
         path = self.config.output_path
@@ -149,7 +153,7 @@ class ResultSink:
             epochs_needed=self.schedule.epochs_needed,
             epochs_started=extras.pop("epochs_started", 0),
             profiler=extras.pop("profiler", None),
-            exit_status=self.exit_status(),
+            exit_status=exit_status,
             extras=extras,
         )
         try:

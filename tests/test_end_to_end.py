@@ -78,7 +78,7 @@ def test_transparent_after_the_schedule(run_script) -> None:
     assert [run.epochs[e][0] for e in range(EPOCHS)] == [5] * EPOCHS
     assert [run.epochs[e][0] for e in range(EPOCHS, EPOCHS + 3)] == [6, 6, 6]
     assert run.stdout.index("BENCHY::SUMMARY::FULL") < run.stdout.index(f"USER::epoch {EPOCHS - 1} ")
-    assert run.result()["complete"] is True
+    assert run.result()["complete"] is True and run.result()["exit_status"] is None
 
 
 def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
@@ -90,6 +90,9 @@ def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
     assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in run.stdout
     doc = run.result()
     assert doc["complete"] is False and doc["epochs_started"] == 3 and doc["epochs_needed"] == EPOCHS
+    assert doc["exit_status"] is None  # the script ended the process, not benchy
+    assert [i["trial"] for i in doc["interrupted"]] == ["FULL_WARMUP_1", "FULL_1", "FULL_2"]
+    assert all(i["reason"] == "not run: the script stopped asking for epochs after 3" for i in doc["interrupted"])
     assert doc["SYNTHETIC"]["n"] == 2 and doc["FULL"]["n"] == 0
 
 
