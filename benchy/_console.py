@@ -103,7 +103,9 @@ class Output:
             table.add_row(
                 mode.value,
                 "n/a" if est.mean is None else f"{est.mean:,.3f}",
-                "n/a" if est.half_width is None else f"+/- {est.half_width:,.3f}",
+                # Throughputs are positive: the interval shown is clipped at zero.
+                "n/a" if est.half_width is None or est.mean is None
+                else f"{max(0.0, est.mean - est.half_width):,.3f} to {est.mean + est.half_width:,.3f}",
                 str(est.n),
                 ", ".join(rates) or "-",
                 ", ".join(times) or "-",

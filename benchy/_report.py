@@ -14,12 +14,15 @@ import json
 import math
 import os
 import tempfile
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
 
 from ._dist import straggler
 from ._results import RunResults, TrialResult
 from ._schedule import Mode
-from ._stats import Estimate
+from ._stats import Comparison, Estimate, compare_log
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -71,43 +74,112 @@ def summary_line(mode: Mode, est: Estimate) -> str:
     return f"{head} {est.mean:.3f} +/- {est.half_width:.3f}"
 
 
-def _overlap(a: Estimate, b: Estimate) -> bool:
-    assert a.mean is not None and b.mean is not None
-    return abs(a.mean - b.mean) <= (a.half_width or 0.0) + (b.half_width or 0.0)
+@dataclass(frozen=True)
+class Verdict:
+    """The reading of a run: its text and, for the JSON, how it was decided and from what."""
+
+    text: str
+    outcome: str  # data-loading, compute, balanced, undecided; "inconsistent: " before it when FULL is impossible
+    record: Dict[str, Any]
 
 
-def verdict(io: Optional[Estimate], synthetic: Optional[Estimate], full: Optional[Estimate]) -> Optional[str]:
-    """Which side limits training, from the three estimates; None when IO or SYNTHETIC is missing."""
-    if io is None or synthetic is None or io.mean is None or synthetic.mean is None:
+def _interval_text(c: Comparison) -> str:
+    if c.low is None or c.high is None:
+        return "no interval with one trial a side"
+    return f"95 % interval {c.low:.2f}x to {c.high:.2f}x"
+
+
+def _comparison_record(c: Comparison, a: str, b: str, a_values: Sequence[float], b_values: Sequence[float]) -> Dict[str, Any]:
+    return {
+        "method": c.method,
+        "ratio": f"{b}/{a}",
+        "value": _finite(c.ratio),
+        "interval": None if c.low is None or c.high is None else [_finite(c.low), _finite(c.high)],
+        "confidence": c.confidence,
+        "t": None if c.t is None else _finite(c.t),
+        "df": c.df,
+        "p": c.p,
+        "inputs": {a: [_finite(v) for v in a_values], b: [_finite(v) for v in b_values]},
+    }
+
+
+def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float]) -> Optional[Verdict]:
+    """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
+
+    IO against SYNTHETIC is a ratio test on a log scale (:func:`compare_log`): decided when
+    the 95 % interval of SYNTHETIC/IO excludes 1, balanced when the two means are within 5 %,
+    undecided otherwise. FULL is then read against the slower of the two; FULL above it beyond
+    the interval (and by more than 5 %) cannot be, and is named as an inconsistent measurement.
+    """
+    c = compare_log(io, synthetic)
+    if c is None:
         return None
-    slower = min(io.mean, synthetic.mean)
-    close = abs(io.mean - synthetic.mean) <= BALANCE_TOLERANCE * max(io.mean, synthetic.mean)
+    io_mean, syn_mean = float(np.mean(io)), float(np.mean(synthetic))
+    record: Dict[str, Any] = {"io_vs_synthetic": _comparison_record(c, "IO", "SYNTHETIC", io, synthetic)}
+    close = abs(io_mean - syn_mean) <= BALANCE_TOLERANCE * max(io_mean, syn_mean)
     if close:
-        text = (f"balanced: data loading (IO {io.mean:.3f}) and compute (SYNTHETIC {synthetic.mean:.3f}) "
+        outcome = "balanced"
+        text = (f"balanced: data loading (IO {io_mean:.3f}) and compute (SYNTHETIC {syn_mean:.3f}) "
                 f"are within 5 % of each other; speeding up one alone gains little")
-    elif _overlap(io, synthetic):
-        text = (f"undecided: the intervals of IO {io.mean:.3f} and SYNTHETIC {synthetic.mean:.3f} overlap; "
-                f"run more or longer trials (ntrials, nbatches) to tell which side limits training")
-    elif io.mean < synthetic.mean:
-        text = (f"data loading limits training: IO {io.mean:.3f} < SYNTHETIC {synthetic.mean:.3f} samples/s; "
-                f"compute could go {synthetic.mean / io.mean:.2f}x faster with faster loading")
+    elif c.low is not None and c.high is not None and (c.low > 1.0 or c.high < 1.0):
+        if c.low > 1.0:
+            outcome = "data-loading"
+            text = (f"data loading limits training: IO {io_mean:.3f} < SYNTHETIC {syn_mean:.3f} samples/s; "
+                    f"compute could go {c.ratio:.2f}x faster with faster loading ({_interval_text(c)})")
+        else:
+            outcome = "compute"
+            text = (f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
+                    f"the loader has {1.0 / c.ratio:.2f}x headroom (SYNTHETIC/IO {_interval_text(c)})")
     else:
-        text = (f"compute limits training: SYNTHETIC {synthetic.mean:.3f} < IO {io.mean:.3f} samples/s; "
-                f"the loader has {io.mean / synthetic.mean:.2f}x headroom")
-    if full is not None and full.mean is not None and slower > 0:
-        share = full.mean / slower
-        text += f"; FULL reaches {100.0 * share:.1f} % of the slower of the two"
-        if share < OVERLAP_THRESHOLD:
-            # Loading then computing one after the other gives IO*SYN/(IO+SYN).
-            serial = io.mean * synthetic.mean / (io.mean + synthetic.mean)
-            if full.mean >= serial / SERIAL_MARGIN:
-                text += (f", about the {serial:.3f} of loading and computing one after the other: they do not "
-                         f"overlap (loader workers or prefetching overlap them where cores or an accelerator are free)")
-            else:
-                text += (f", below even loading and computing one after the other ({serial:.3f}): "
-                         "the real loop pays for something neither trial has "
-                         "(host-to-device copies, contention between loader workers and the step)")
-    return text
+        outcome = "undecided"
+        text = (f"undecided: SYNTHETIC/IO is {c.ratio:.2f}x, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
+                f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials, nbatches) to tell "
+                f"which side limits training")
+    record["outcome"] = outcome
+    if not full:
+        return Verdict(text, outcome, record)
+    slower_name, slower = ("IO", io) if io_mean <= syn_mean else ("SYNTHETIC", synthetic)
+    slower_mean, full_mean = min(io_mean, syn_mean), float(np.mean(full))
+    f = compare_log(slower, full)
+    if f is not None:
+        record["full_vs_slower"] = _comparison_record(f, slower_name, "FULL", slower, full)
+    share = full_mean / slower_mean if slower_mean > 0 else math.inf
+    impossible = f is not None and f.low is not None and f.low > 1.0 + BALANCE_TOLERANCE
+    record["inconsistent"] = bool(impossible)
+    if impossible:
+        assert f is not None
+        first = "SYNTHETIC" if slower_name == "SYNTHETIC" else "IO"
+        text = (f"inconsistent measurement: FULL {full_mean:.3f} is above {slower_name} {slower_mean:.3f} by more "
+                f"than the intervals allow (FULL/{slower_name} {_interval_text(f)}), which cannot happen when both "
+                f"are measured on the same footing. Likely causes: warm-up drift (the {first} trials ran in earlier, "
+                f"slower epochs: raise nwarmup), or loader workers prefetching across epochs (FULL trials start with "
+                f"batches ready: make nbatches much larger than num_workers x prefetch_factor). Do not read these "
+                f"numbers as a result. IO against SYNTHETIC alone: {text}")
+        return Verdict(text, "inconsistent: " + outcome, record)
+    if share >= 1.0:
+        text += (f"; FULL {full_mean:.3f} matches the slower of the two within the intervals: loading and compute "
+                 f"overlap fully")
+        return Verdict(text, outcome, record)
+    text += f"; FULL reaches {100.0 * share:.1f} % of the slower of the two"
+    if share < OVERLAP_THRESHOLD:
+        # Loading then computing one after the other gives IO*SYN/(IO+SYN).
+        serial = io_mean * syn_mean / (io_mean + syn_mean)
+        if full_mean >= serial / SERIAL_MARGIN:
+            text += (f", about the {serial:.3f} of loading and computing one after the other: they do not "
+                     f"overlap (loader workers or prefetching overlap them where cores or an accelerator are free)")
+        else:
+            text += (f", below even loading and computing one after the other ({serial:.3f}): "
+                     "the real loop pays for something neither trial has "
+                     "(host-to-device copies, contention between loader workers and the step)")
+    return Verdict(text, outcome, record)
+
+
+def verdict(results: RunResults, modes: Sequence[Mode]) -> Optional[Verdict]:
+    """:func:`decide` over the counted trials of the scheduled modes."""
+    if Mode.IO not in modes or Mode.SYNTHETIC not in modes:
+        return None
+    values = {m: [t.throughput for t in results.measured(m)] for m in Mode}
+    return decide(values[Mode.IO], values[Mode.SYNTHETIC], values[Mode.FULL] if Mode.FULL in modes else [])
 
 
 def verdict_line(text: str) -> str:
@@ -132,9 +204,9 @@ def summary_lines(results: RunResults, modes: Sequence[Mode]) -> List[str]:
         text = straggler_text(results, mode)
         if text is not None:
             lines.append(f"BENCHY::SUMMARY::STRAGGLER {text}")
-    text = verdict(estimates.get(Mode.IO), estimates.get(Mode.SYNTHETIC), estimates.get(Mode.FULL))
-    if text is not None:
-        lines.append(verdict_line(text))
+    found = verdict(results, modes)
+    if found is not None:
+        lines.append(verdict_line(found.text))
     return lines
 
 
@@ -204,7 +276,7 @@ def result_document(
     ``extras`` may hold ``synthetic_batch_samples`` (stored as ``SYNTHETIC.batch_samples``) and
     further top-level keys (``counting``, ``other_loaders``).
     """
-    estimates = {mode: results.estimate(mode) for mode in modes}
+    found = verdict(results, modes)
     extra = dict(extras or {})
     synthetic_batch = extra.pop("synthetic_batch_samples", None)
     doc: Dict[str, Any] = {
@@ -218,7 +290,8 @@ def result_document(
             {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
             for i in results.interruptions
         ],
-        "verdict": verdict(estimates.get(Mode.IO), estimates.get(Mode.SYNTHETIC), estimates.get(Mode.FULL)),
+        "verdict": None if found is None else found.text,
+        "decision": None if found is None else found.record,
         "config": dict(config),
         "environment": dict(environment),
         "profiler": dict(profiler or {}),

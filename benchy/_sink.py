@@ -98,9 +98,8 @@ class ResultSink:
     # --- the end ------------------------------------------------------------------------------
 
     def verdict(self) -> Optional[str]:
-        modes = self.schedule.modes
-        get = lambda m: self.results.estimate(m) if m in modes else None  # noqa: E731
-        return verdict(get(Mode.IO), get(Mode.SYNTHETIC), get(Mode.FULL))
+        found = verdict(self.results, self.schedule.modes)
+        return None if found is None else found.text
 
     def summary(self, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON.
