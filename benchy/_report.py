@@ -129,7 +129,8 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
         else:
             outcome = "compute"
             text = (f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
-                    f"the loader has {1.0 / c.ratio:.2f}x headroom (SYNTHETIC/IO {_interval_text(c)})")
+                    f"the loader has {1.0 / c.ratio:.2f}x headroom (95 % interval {1.0 / c.high:.2f}x to "
+                    f"{1.0 / c.low:.2f}x)")
     else:
         outcome = "undecided"
         text = (f"undecided: SYNTHETIC/IO is {c.ratio:.2f}x, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "

@@ -75,7 +75,7 @@ def test_two_trials_decide_a_clear_gap() -> None:
     # The SC21 tutorial's own config (ntrials: 2): IO 204 +/- 275 against SYNTHETIC 0.143 was "undecided".
     verdict = decide([182.5, 225.5], [0.140, 0.146], [])
     assert verdict is not None and verdict.outcome == "compute"
-    assert "the loader has" in verdict.text and "x headroom" in verdict.text
+    assert "the loader has" in verdict.text and "x headroom (95 % interval " in verdict.text
     # One trial a side gives no interval: never decided on a guess.
     assert text([100.0], [300.0]).startswith("undecided") and "no interval with one trial a side" in text([100.0], [300.0])
 
