@@ -538,12 +538,15 @@ class Session:
             self._finish(may_exit=False)
             return
         needed = self.schedule.epochs_needed
-        plain = [r for r in self._registry.records if r is not self._record and r.iterated and not r.benchmarked]
+        # New wrappers built where this one was, and iterated as plain loaders: the loader is
+        # re-created every epoch (a validation loader, built elsewhere, is no reason).
+        again = [r for r in self._registry.records
+                 if r is not self._record and r.iterated and not r.benchmarked and r.where == self._record.where]
         hint = ""
-        if plain:
-            hint = (f" {len(plain)} other wrapped loader(s) were iterated meanwhile as plain loaders (the last "
-                    f"created at {plain[-1].where}): a script that builds a new loader every epoch never finishes "
-                    f"the schedule; build it once, before the epoch loop.")
+        if again:
+            hint = (f" {len(again)} more wrapped loader(s) were built at {self._record.where} and iterated as plain "
+                    f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
+                    f"once, before the epoch loop.")
         out.line(warning_line(
             f"the script stopped after {self.epochs_started} of the {needed} epochs the benchy schedule "
             f"needs ({self.schedule.describe()}); the results below are partial. Run at least {needed} "
