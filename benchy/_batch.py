@@ -9,8 +9,9 @@ The rules, in order (the README's "Counting samples" section says the same):
 3. A dict, list, tuple, dataclass or other object holding tensors counts its first
    tensor-like leaf (dict values, items and dataclass fields in order; for other objects,
    public attributes first).
-4. With no tensor-like leaf: a list or tuple of per-sample items counts its length (a
-   columns layout, a tuple of lists, counts the length of its first column).
+4. With no tensor-like leaf: a list counts its length (one item per sample, as with
+   ``collate_fn=lambda x: x``); a tuple of equal-length lists (the columns layout,
+   ``(texts, labels)``) counts its first column's length.
 5. Otherwise the wrapper's ``batch_size``, with a one-time warning (a short last batch is
    then over-counted).
 
@@ -90,12 +91,16 @@ def _find_path(obj: Any, depth: int = 0) -> Optional[List[_Step]]:
 
 
 def _no_leaf_count(batch: Any) -> Optional[int]:
-    """Rule 4: a list or tuple without tensors."""
+    """Rule 4: a list or tuple without tensors.
+
+    A list holds one item per sample (``collate_fn=lambda x: x``), whatever each item is; a
+    tuple of equal-length lists or tuples is the columns layout (``(texts, labels)``).
+    """
     if not isinstance(batch, (list, tuple)) or len(batch) == 0:
         return None
-    first = batch[0]
-    if isinstance(first, (list, tuple)):
-        return len(first)
+    if isinstance(batch, tuple) and all(isinstance(x, (list, tuple)) for x in batch) \
+            and len({len(x) for x in batch}) == 1:
+        return len(batch[0])
     return len(batch)
 
 
@@ -130,6 +135,8 @@ def describe_rule(batch: Any, fallback: Optional[int] = None) -> str:
         where = "".join(f"[{k!r}]" if kind == "item" else f".{k}" for kind, k in path)
         return f"leading dimension of batch{where}" if where else "leading dimension of the batch"
     if _no_leaf_count(batch) is not None:
+        if isinstance(batch, tuple) and _no_leaf_count(batch) != len(batch):
+            return "length of the first column (no tensor in the batch)"
         return "length of the list (no tensor in the batch)"
     return f"batch_size {fallback} (no tensor in the batch)"
 
@@ -199,6 +206,10 @@ def make_counter(
         return general
     path = _find_path(first_batch)
     if path is None:
+        if type(first_batch) is list and first_batch:
+            def length(batch: Any) -> int:  # rule 4: one item per sample, nothing to walk
+                return len(batch) if type(batch) is list and batch else general(batch)
+            return length
         general(first_batch)  # says once that batch_size is used, before any trial
         return general
     if len(path) == 0:

@@ -67,7 +67,8 @@ RULE_CASES = [
     (Batch(ids=[1, 2, 3], inputs=torch.zeros(3, 5), labels=torch.zeros(3)), 3),
     (Holder(torch.zeros(7, 2)), 7),  # public attributes first: not the private cache
     ([{"text": "a"}, {"text": "b"}, {"text": "c"}], 3),  # per-sample dicts, no tensor: the length
-    ((["a", "b"], ["c", "d"]), 2),  # a tuple of columns: the first column's length
+    ([("a", 0), ("b", 1), ("c", 2)], 3),  # per-sample tuples (collate_fn=lambda x: x): the length
+    ((["a", "b", "c"], [0, 1, 2]), 3),  # a tuple of columns: the first column's length
 ]
 
 
