@@ -183,7 +183,7 @@ class Session:
         where = self._record.where
         if global_rank() == 0 and where not in self._registry.noted:  # once per creation site
             self._registry.noted.add(where)
-            out = Output(self.config.general.console)
+            out = self._output()  # an injected output (tests) is honoured too
             if owner is not None and owner.where == where:
                 out.line(warning_line(
                     f"a new {self._record.kind} was built at {where}, where the one running the benchmark was "
