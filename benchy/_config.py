@@ -18,6 +18,7 @@ import yaml
 from ._errors import BenchyError
 
 __all__ = [
+    "AUTO",
     "CONFIG_ENV_VAR",
     "Config",
     "ConfigError",
@@ -51,14 +52,21 @@ class ConfigError(BenchyError, ValueError):
 ConfigError.__module__ = "benchy"  # tracebacks show benchy.ConfigError, the public name
 
 
+AUTO = "auto"
+
+
 @dataclass(frozen=True)
 class ModeConfig:
-    """One trial kind (IO, synthetic or full)."""
+    """One trial kind (IO, synthetic or full).
+
+    ``ntrials`` and ``nwarmup`` may be ``"auto"``: trials until the answer is known, warm-ups
+    until the step time is steady (bounded by ``global.auto_max_trials`` / ``auto_max_warmup``).
+    """
 
     run_benchmark: bool = True
     nbatches: int = 50
-    ntrials: int = 3
-    nwarmup: int = 1
+    ntrials: Union[int, str] = 3
+    nwarmup: Union[int, str] = 1
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,9 @@ class GlobalConfig:
     nvtx: bool = True  # NVTX ranges when a tool (Nsight Systems) is attached
     sync_every_step: bool = False  # synchronize the device at every step (changes what is measured)
     dist_timeout: float = 600.0  # seconds a rank waits for the others at a trial boundary
+    auto_precision: float = 0.02  # ntrials auto: stop when the interval's half-width is this share of the mean
+    auto_max_trials: int = 8  # ntrials auto: at most this many trials per mode
+    auto_max_warmup: int = 4  # nwarmup auto: at most this many warm-ups per mode
 
 
 @dataclass(frozen=True)
@@ -158,11 +169,15 @@ def _filename(v: Any) -> bool:
 
 _Rule = Tuple[Callable[[Any], bool], str]
 
+def _or_auto(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: v == AUTO or check(v)
+
+
 _MODE_RULES: Dict[str, _Rule] = {
     "run_benchmark": (_is_bool, "true or false"),
     "nbatches": (_int_at_least(1), "an integer >= 1"),
-    "ntrials": (_int_at_least(0), "an integer >= 0"),
-    "nwarmup": (_int_at_least(0), "an integer >= 0"),
+    "ntrials": (_or_auto(_int_at_least(0)), "an integer >= 0, or 'auto' (trials until the answer is known)"),
+    "nwarmup": (_or_auto(_int_at_least(0)), "an integer >= 0, or 'auto' (warm-ups until the step time is steady)"),
 }
 
 _GLOBAL_RULES: Dict[str, _Rule] = {
@@ -178,10 +193,17 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
     "sync_every_step": (_is_bool, "true or false"),
     "dist_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
                      "a number of seconds > 0"),
+    "auto_precision": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
+                       "a share of the mean strictly between 0 and 1 (0.02 = 2 %)"),
+    "auto_max_trials": (_int_at_least(2), "an integer >= 2"),
+    "auto_max_warmup": (_int_at_least(1), "an integer >= 1"),
 }
 
 # Normalisation of accepted values into the stored form.
-_NORMALISE = {"profiler_capture": lambda v: tuple(x.upper() for x in v)}
+_NORMALISE: Dict[str, Callable[[Any], Any]] = {
+    "profiler_capture": lambda v: tuple(x.upper() for x in v),
+    "auto_precision": float,
+}
 
 _RULES = {"global": _GLOBAL_RULES, "IO": _MODE_RULES, "synthetic": _MODE_RULES, "full": _MODE_RULES}
 
@@ -268,7 +290,7 @@ def _read_yaml(path: str) -> Tuple[Any, Optional[str]]:
 def _check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems: List[str]) -> None:
     enabled = [s for s in ("IO", "synthetic", "full") if merged[s]["run_benchmark"]]
     for section in enabled:
-        if merged[section]["ntrials"] < 1:
+        if merged[section]["ntrials"] == 0:
             problems.append(
                 f"benchy config {source}: {section}.ntrials: got 0 with run_benchmark: true, which "
                 f"measures nothing; expected an integer >= 1, or set {section}.run_benchmark: false"

@@ -17,7 +17,7 @@ from ._errors import BenchyError
 
 __all__ = ["DistributedError", "LocalComm", "TorchComm", "make_comm", "straggler"]
 
-Report = Tuple[int, float]  # (samples, seconds) of one rank's trial
+Report = Tuple[int, float, float]  # (samples, seconds, extra) of one rank's trial
 
 
 class DistributedError(BenchyError, RuntimeError):
@@ -33,8 +33,8 @@ class LocalComm:
     rank = 0
     world = 1
 
-    def exchange(self, label: str, samples: int, seconds: float) -> List[Report]:
-        return [(samples, seconds)]
+    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0) -> List[Report]:
+        return [(samples, seconds, extra)]
 
     def barrier(self, label: str) -> None:
         return None
@@ -91,14 +91,15 @@ class TorchComm:
                 f"are in the JSON written by rank 0. Cause: {err}"
             ) from None
 
-    def exchange(self, label: str, samples: int, seconds: float) -> List[Report]:
+    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0) -> List[Report]:
+        """Every rank's (samples, seconds, extra); ``extra`` carries a warm-up's step-time drift."""
         import torch
 
-        mine = torch.tensor([float(samples), float(seconds)], dtype=torch.float64)
+        mine = torch.tensor([float(samples), float(seconds), float(extra)], dtype=torch.float64)
         gathered = [torch.empty_like(mine) for _ in range(self.world)]
         self._collective(label, "trial results",
                          lambda: self._dist.all_gather(gathered, mine, group=self._group))
-        return [(round(t[0].item()), float(t[1].item())) for t in gathered]
+        return [(round(t[0].item()), float(t[1].item()), float(t[2].item())) for t in gathered]
 
     def barrier(self, label: str) -> None:
         self._collective(label, "barrier", lambda: self._dist.barrier(group=self._group))

@@ -12,7 +12,7 @@ by ``profiler_mode``, only where CUDA is built and already in use by the program
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from ._schedule import Mode, TrialSpec
 
@@ -96,32 +96,23 @@ class ProfilerWindow:
     """One cudaProfilerStart/Stop window over the trials of the ``capture`` kinds.
 
     Starts before the first trial of those kinds (warm-ups included), on the ranks chosen
-    by ``mode``; if CUDA is not in use yet it tries again at each later trial of the window.
-    Stops after the last trial of those kinds, or at :meth:`close` (exception, early exit,
-    end of the run). ``events`` records what happened, for the log and the tests.
+    by ``mode``; if CUDA is not in use yet it tries again at each later trial of those kinds.
+    Stops after the last trial of those kinds (the session says, after each trial, whether
+    one may still come: with interleaved or adaptive schedules trials of other kinds in
+    between are inside the window), or at :meth:`close` (exception, early exit, end of the
+    run). ``events`` records what happened, for the log and the tests.
     """
 
-    def __init__(self, mode: str, rank: int, capture: Iterable[Mode], order: Sequence[TrialSpec],
-                 api: Any = CudaProfilerApi) -> None:
+    def __init__(self, mode: str, rank: int, capture: Iterable[Mode], api: Any = CudaProfilerApi) -> None:
         self.api = api
         self.wanted = mode == "all" or (mode == "single" and rank == 0)
-        kinds = set(capture)
-        inside = [k for k, spec in enumerate(order) if spec.mode in kinds]
-        self._first = inside[0] if inside else None
-        self._last = inside[-1] if inside else None
-        self._index = {spec: k for k, spec in enumerate(order)}
+        self.kinds = frozenset(capture)
         self.started = False
         self.finished = False
         self.events: List[str] = []
 
-    def _position(self, spec: TrialSpec) -> Optional[int]:
-        return self._index.get(spec)
-
     def before_trial(self, spec: TrialSpec) -> None:
-        if not self.wanted or self.started or self.finished or self._first is None:
-            return
-        k = self._position(spec)
-        if k is None or k < self._first or k > self._last:  # type: ignore[operator]
+        if not self.wanted or self.started or self.finished or spec.mode not in self.kinds:
             return
         if not self.api.available():
             if not self.events:
@@ -131,8 +122,9 @@ class ProfilerWindow:
         self.started = True
         self.events.append(f"cudaProfilerStart before {spec.label}")
 
-    def after_trial(self, spec: TrialSpec) -> None:
-        if self.started and self._position(spec) == self._last:
+    def after_trial(self, spec: TrialSpec, more: bool) -> None:
+        """After ``spec``; ``more``: a trial of the capture kinds may still come."""
+        if self.started and not more:
             self.close(f"after {spec.label}")
 
     def close(self, when: str = "at the end") -> None:

@@ -83,10 +83,14 @@ class Verdict:
     record: Dict[str, Any]
 
 
+def _percent(confidence: float) -> str:
+    return f"{100.0 * confidence:g} %"
+
+
 def _interval_text(c: Comparison) -> str:
     if c.low is None or c.high is None:
         return "no interval with one trial a side"
-    return f"95 % interval {c.low:.2f}x to {c.high:.2f}x"
+    return f"{_percent(c.confidence)} interval {c.low:.2f}x to {c.high:.2f}x"
 
 
 def _comparison_record(c: Comparison, a: str, b: str, a_values: Sequence[float], b_values: Sequence[float]) -> Dict[str, Any]:
@@ -103,15 +107,17 @@ def _comparison_record(c: Comparison, a: str, b: str, a_values: Sequence[float],
     }
 
 
-def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float]) -> Optional[Verdict]:
+def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float],
+           confidence: float = 0.95) -> Optional[Verdict]:
     """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
 
     IO against SYNTHETIC is a ratio test on a log scale (:func:`compare_log`): decided when
-    the 95 % interval of SYNTHETIC/IO excludes 1, balanced when the two means are within 5 %,
+    the interval of SYNTHETIC/IO (``confidence``, 95 % by default; 99 % when trials stop
+    adaptively, see ``_plan``) excludes 1, balanced when the two means are within 5 %,
     undecided otherwise. FULL is then read against the slower of the two; FULL above it beyond
     the interval (and by more than 5 %) cannot be, and is named as an inconsistent measurement.
     """
-    c = compare_log(io, synthetic)
+    c = compare_log(io, synthetic, confidence)
     if c is None:
         return None
     io_mean, syn_mean = float(np.mean(io)), float(np.mean(synthetic))
@@ -129,19 +135,19 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
         else:
             outcome = "compute"
             text = (f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
-                    f"the loader has {1.0 / c.ratio:.2f}x headroom (95 % interval {1.0 / c.high:.2f}x to "
+                    f"the loader has {1.0 / c.ratio:.2f}x headroom ({_percent(c.confidence)} interval {1.0 / c.high:.2f}x to "
                     f"{1.0 / c.low:.2f}x)")
     else:
         outcome = "undecided"
         text = (f"undecided: SYNTHETIC/IO is {c.ratio:.2f}x, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
-                f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials, nbatches) to tell "
-                f"which side limits training")
+                f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials: auto runs them until "
+                f"the answer is known) to tell which side limits training")
     record["outcome"] = outcome
     if not full:
         return Verdict(text, outcome, record)
     slower_name, slower = ("IO", io) if io_mean <= syn_mean else ("SYNTHETIC", synthetic)
     slower_mean, full_mean = min(io_mean, syn_mean), float(np.mean(full))
-    f = compare_log(slower, full)
+    f = compare_log(slower, full, confidence)
     if f is not None:
         record["full_vs_slower"] = _comparison_record(f, slower_name, "FULL", slower, full)
     share = full_mean / slower_mean if slower_mean > 0 else math.inf
@@ -152,10 +158,10 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
         first = "SYNTHETIC" if slower_name == "SYNTHETIC" else "IO"
         text = (f"inconsistent measurement: FULL {full_mean:.3f} is above {slower_name} {slower_mean:.3f} by more "
                 f"than the intervals allow (FULL/{slower_name} {_interval_text(f)}), which cannot happen when both "
-                f"are measured on the same footing. Likely causes: warm-up drift (the {first} trials ran in earlier, "
-                f"slower epochs: raise nwarmup), or loader workers prefetching across epochs (FULL trials start with "
-                f"batches ready: make nbatches much larger than num_workers x prefetch_factor). Do not read these "
-                f"numbers as a result. IO against SYNTHETIC alone: {text}")
+                f"are measured on the same footing. Likely causes: warm-up drift (the {first} trials ran in "
+                f"slower epochs: set nwarmup: auto, or raise it), or loader workers prefetching across epochs "
+                f"(FULL trials start with batches ready: make nbatches much larger than num_workers x "
+                f"prefetch_factor). Do not read these numbers as a result. IO against SYNTHETIC alone: {text}")
         return Verdict(text, "inconsistent: " + outcome, record)
     if share >= 1.0:
         text += (f"; FULL {full_mean:.3f} matches the slower of the two within the intervals: loading and compute "
@@ -175,12 +181,13 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
     return Verdict(text, outcome, record)
 
 
-def verdict(results: RunResults, modes: Sequence[Mode]) -> Optional[Verdict]:
+def verdict(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95) -> Optional[Verdict]:
     """:func:`decide` over the counted trials of the scheduled modes."""
     if Mode.IO not in modes or Mode.SYNTHETIC not in modes:
         return None
     values = {m: [t.throughput for t in results.measured(m)] for m in Mode}
-    return decide(values[Mode.IO], values[Mode.SYNTHETIC], values[Mode.FULL] if Mode.FULL in modes else [])
+    return decide(values[Mode.IO], values[Mode.SYNTHETIC], values[Mode.FULL] if Mode.FULL in modes else [],
+                  confidence)
 
 
 def verdict_line(text: str) -> str:
@@ -197,7 +204,7 @@ def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
             f"(mean trial time {slow:.4f} s vs {median:.4f} s)")
 
 
-def summary_lines(results: RunResults, modes: Sequence[Mode]) -> List[str]:
+def summary_lines(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95) -> List[str]:
     """The summary lines for the modes that were scheduled, then stragglers and the verdict."""
     estimates = {mode: results.estimate(mode) for mode in modes}
     lines = [summary_line(mode, estimates[mode]) for mode in modes]
@@ -205,7 +212,7 @@ def summary_lines(results: RunResults, modes: Sequence[Mode]) -> List[str]:
         text = straggler_text(results, mode)
         if text is not None:
             lines.append(f"BENCHY::SUMMARY::STRAGGLER {text}")
-    found = verdict(results, modes)
+    found = verdict(results, modes, confidence)
     if found is not None:
         lines.append(verdict_line(found.text))
     return lines
@@ -268,6 +275,7 @@ def result_document(
     profiler: Optional[Mapping[str, Any]] = None,
     exit_status: Optional[int] = None,
     extras: Optional[Mapping[str, Any]] = None,
+    confidence: float = 0.95,
 ) -> Dict[str, Any]:
     """The JSON document: the original's keys plus schema version, config, environment, status.
 
@@ -277,7 +285,7 @@ def result_document(
     ``extras`` may hold ``synthetic_batch_samples`` (stored as ``SYNTHETIC.batch_samples``) and
     further top-level keys (``counting``, ``other_loaders``).
     """
-    found = verdict(results, modes)
+    found = verdict(results, modes, confidence)
     extra = dict(extras or {})
     synthetic_batch = extra.pop("synthetic_batch_samples", None)
     doc: Dict[str, Any] = {

@@ -27,7 +27,7 @@ import os
 import sys
 import time
 import weakref
-from typing import Any, Callable, Dict, Generator, Iterator, List, Optional
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Tuple
 
 from ._batch import describe_rule, make_counter
 from ._config import Config
@@ -35,6 +35,7 @@ from ._console import Output
 from ._device import synchronizer
 from ._dist import DistributedError, LocalComm, make_comm
 from ._env import environment
+from ._plan import Planner, steady_drift
 from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
 from ._registry import REGISTRY, Registry
 from ._report import info_line, iteration_line, warning_line
@@ -92,9 +93,13 @@ class Session:
         where: str = "<unknown>",
         registry: Registry = REGISTRY,
         exit: Callable[[int], Any] = sys.exit,
+        queue_depth: int = 0,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
+        self.planner = Planner(self.schedule)
+        self._queue_depth = queue_depth  # batches a loader holds ready (workers x prefetch_factor)
+        self._warm_periods: Dict[Mode, List[float]] = {}
         self.results = RunResults()
         self.epochs_started = 0
         self._make_iterator = make_iterator
@@ -105,7 +110,6 @@ class Session:
         self._counter: Optional[Callable[[Any], int]] = None
         self._counting = ""
         self._state = _NEW
-        self._next = 0
         self._current: Optional[_Current] = None
         self._closing = False  # an explicit close (from iter() or exit): the sink may end the process
         self._exiting = False  # inside the interpreter's exit: never call sys.exit
@@ -148,9 +152,8 @@ class Session:
             return None  # another wrapper runs the benchmark: this one will be the plain loader
         if self._current is not None:
             return self._current.spec.nbatches
-        if self._next < len(self.schedule.per_epoch):
-            return self.schedule.per_epoch[self._next].nbatches
-        return None
+        spec = self.planner.next_epoch_spec(self.results)
+        return None if spec is None else spec.nbatches
 
     def iterate(self) -> Iterator[Any]:
         """The iterator for the next epoch: a trial while the schedule runs, else the plain one."""
@@ -163,7 +166,6 @@ class Session:
             if not self._registry.claim(self._record):
                 return self._become_plain()
             self._start()
-            self._run_hidden_io()
             return self._next_epoch(first=True)
         current = self._current
         if current is not None:
@@ -197,15 +199,18 @@ class Session:
         return iter(self._make_iterator())
 
     def _next_epoch(self, first: bool) -> Iterator[Any]:
-        if self._next >= len(self.schedule.per_epoch):
-            # Only IO was scheduled (its trials ran in this first epoch), or the last trial
-            # was lost and the script goes on.
+        """An epoch boundary: hidden IO trials that are due, then this epoch's trial."""
+        self.planner.new_boundary()
+        self._run_hidden_io(first)
+        spec = self.planner.next(self.results)
+        self._notes()
+        if spec is None:
+            # Only IO was scheduled (its trials ran in this first epoch), the last trial was
+            # lost and the script goes on, or the last trials were hidden IO ones.
             self.epochs_started += int(first)
             self._finish(may_exit=True)
             return iter(self._make_iterator())
         self.epochs_started += 1
-        spec = self.schedule.per_epoch[self._next]
-        self._next += 1
         self._output().trial_started(spec)
         self._profiler().before_trial(spec)
         sync = synchronizer()
@@ -285,12 +290,23 @@ class Session:
             self._sink = ResultSink(
                 self.config, self.schedule, self.results, self._output(), rank=self._rank, world=self._world,
                 environment=environment(self._world), extras=self._extras, shutdown=self._comm.shutdown,
+                finished=self._schedule_over,
                 exit=self._exit,
             )
         return self._sink
 
+    def _schedule_over(self) -> bool:
+        return self._state == _DONE and self.planner.peek(self.results, fresh=True) is None
+
     def _extras(self) -> Dict[str, Any]:
         return {
+            "schedule": dict(
+                self.schedule.to_dict(),
+                order=[t.label for t in self.results.trials],
+                warmups=self.planner.warmups_used(),
+                decision_confidence=self.schedule.decision_confidence,
+                stop_reason=self.planner.stop_reason,
+            ),
             "epochs_started": self.epochs_started,
             "profiler": {
                 "nvtx_tool_attached": self._ranges is not None,
@@ -308,11 +324,19 @@ class Session:
     def _profiler(self) -> ProfilerWindow:
         if self._window is None:
             g = self.config.general
-            self._window = ProfilerWindow(
-                g.profiler_mode, global_rank(), [Mode(m) for m in g.profiler_capture],
-                self.schedule.hidden + self.schedule.per_epoch, api=self._profiler_api,
-            )
+            self._window = ProfilerWindow(g.profiler_mode, global_rank(), [Mode(m) for m in g.profiler_capture],
+                                          api=self._profiler_api)
         return self._window
+
+    def _profiler_after(self, spec: TrialSpec) -> None:
+        window = self._profiler()
+        more = any(self.planner.may_run(m, self.results) for m in window.kinds)
+        window.after_trial(spec, more)
+
+    def _notes(self) -> None:
+        """What the planner decided (warm-ups steady, why the trials stopped), said once each."""
+        while self.planner.notes:
+            self._output().line(info_line(self.planner.notes.pop(0)))
 
     def _begin(self, spec: TrialSpec, sync: Callable[[], None]) -> Optional[Callable[[], None]]:
         """What runs just before a trial's clock starts: with ``use_distributed_barrier`` and
@@ -357,11 +381,8 @@ class Session:
             out.line(info_line("Using default benchy configuration."))
         else:
             out.line(info_line(f"Using benchy configuration from {self.config.source}."))
-        out.line(info_line(
-            f"Schedule: {self.schedule.describe()}; the script must run at least "
-            f"{self.schedule.epochs_needed} epochs."
-        ))
-        if self.schedule.per_epoch:
+        out.line(info_line(f"Schedule: {self.schedule.describe()}; {self._epochs_text()}."))
+        if self.schedule.epoch_plans:
             out.line(info_line(
                 f"Benchmarking the {self._record.kind} created at {self._record.where}; while the schedule runs, "
                 f"len() of it is the trial's nbatches."
@@ -387,9 +408,32 @@ class Session:
     def _counting_fallback(self, message: str) -> None:
         self._output().line(warning_line(message))
 
-    def _run_hidden_io(self) -> None:
+    def _epochs_text(self) -> str:
+        s = self.schedule
+        if s.epochs_fewest == s.epochs_needed:
+            return f"the script must run at least {s.epochs_needed} epochs"
+        return (f"the script must run up to {s.epochs_needed} epochs (the schedule stops as soon as the answer is "
+                f"known, after {s.epochs_fewest} at the fewest; later epochs are plain)")
+
+    def _drain(self) -> None:
+        """Before an IO trial between epochs: take the batches the loader's workers hold ready,
+        untimed, so that the trial does not start with free batches."""
+        for _ in range(self._queue_depth):
+            self._source.fetch()
+
+    def _run_hidden_io(self, first: bool) -> None:
+        """The IO trials due at this epoch boundary, hidden from the loop (all of them at the first)."""
         out = self._output()
-        for spec in self.schedule.hidden:
+        ran = False
+        while True:
+            spec = self.planner.peek(self.results)
+            if spec is None or spec.mode is not Mode.IO:
+                break
+            self.planner.issue(spec)
+            self._notes()
+            if not first and not ran:
+                self._drain()
+            ran = True
             out.trial_started(spec)
             self._profiler().before_trial(spec)
             sync = synchronizer()
@@ -407,7 +451,8 @@ class Session:
             # No JSON between IO trials: a pause there lets loader workers fill their queue,
             # and the next trial would start with free batches.
             self._trial_done(result, checkpoint=False)
-        self._sink_().checkpoint()
+        if ran:
+            self._sink_().checkpoint()
 
     # --- per-trial callbacks ------------------------------------------------------------------
 
@@ -426,24 +471,36 @@ class Session:
         out.trial_progress(i, rate)
         pauses.append((i, self._clock() - stamps[i]))
 
-    def _combine(self, result: TrialResult) -> TrialResult:
-        """All ranks' view of a trial: samples of all ranks over the slowest rank's time."""
+    def _combine(self, result: TrialResult, drift: Optional[float]) -> Tuple[TrialResult, Optional[float]]:
+        """All ranks' view of a trial: samples of all ranks over the slowest rank's time, and
+        the largest warm-up drift of any rank (None when a rank could not tell)."""
         if self._world == 1:
-            return result
-        reports = self._comm.exchange(result.label, result.samples, result.seconds)
-        return dataclasses.replace(
+            return result, drift
+        reports = self._comm.exchange(result.label, result.samples, result.seconds,
+                                      -1.0 if drift is None else drift)
+        drifts = [d for _, _, d in reports]
+        combined = dataclasses.replace(
             result,
-            samples=sum(n for n, _ in reports),
-            seconds=max(t for _, t in reports),
-            rank_samples=tuple(n for n, _ in reports),
-            rank_seconds=tuple(t for _, t in reports),
+            samples=sum(n for n, _, _ in reports),
+            seconds=max(t for _, t, _ in reports),
+            rank_samples=tuple(n for n, _, _ in reports),
+            rank_seconds=tuple(t for _, t, _ in reports),
         )
+        return combined, (None if min(drifts) < 0 else max(drifts))
+
+    def _warmup_drift(self, result: TrialResult) -> Optional[float]:
+        """For ``nwarmup: auto``: how much this mode's step time still moves (this rank)."""
+        periods = self._warm_periods.setdefault(result.mode, [])
+        periods.extend(result.step_seconds)
+        return steady_drift(periods, len(result.step_seconds) // 2)
 
     def _trial_done(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
         self._current = None
         result = self._lookahead_window(result)
+        plan = self.schedule.plan(result.mode)
+        auto_warmup = result.spec.warmup and plan is not None and plan.nwarmup is None
         try:
-            result = self._combine(result)
+            result, drift = self._combine(result, self._warmup_drift(result) if auto_warmup else None)
         except DistributedError:
             # Keep what was measured, then stop this rank with the error.
             self._trial_aborted(result.spec, result.spec.nbatches, "the ranks could not exchange its results")
@@ -452,9 +509,11 @@ class Session:
             self._record.finished = True
             raise
         self.results.trials.append(result)
-        self._profiler().after_trial(result.spec)
+        if auto_warmup:
+            self.planner.record_warmup(result.mode, drift)
+        self._profiler_after(result.spec)
         self._sink_().trial(result, closed_early)
-        is_last = self._next >= len(self.schedule.per_epoch) and result.spec.mode is not Mode.IO
+        is_last = result.spec.mode is not Mode.IO and self.planner.peek(self.results, fresh=True) is None
         if is_last:
             # A trial that counts when its iterator is dropped (gc, not an explicit close) must
             # not end the process from inside a finalizer: the exit waits for the next iter().
@@ -487,7 +546,7 @@ class Session:
         self._current = None
         self.results.interruptions.append(Interruption(spec, batches_done, reason))
         try:
-            self._profiler().after_trial(spec)
+            self._profiler_after(spec)
             hint = reason == STOPPED.format(k=batches_done, n=spec.nbatches) and batches_done > 0
             self._sink_().lost(self.results.interruptions[-1], hint)
         except Exception:  # during interpreter shutdown stdout may be gone
@@ -533,11 +592,12 @@ class Session:
         out = self._output()
         out.trial_ended()
         self._close_profiler("at exit")
-        if self._next >= len(self.schedule.per_epoch):
+        if self.planner.peek(self.results, fresh=True) is None:
             out.line(warning_line("the script ended before the last trial finished; results below."))
             self._finish(may_exit=False)
             return
         needed = self.schedule.epochs_needed
+        upto = "" if self.schedule.epochs_fewest == needed else "up to "
         # New wrappers built where this one was, and iterated as plain loaders: the loader is
         # re-created every epoch (a validation loader, built elsewhere, is no reason).
         again = [r for r in self._registry.records
@@ -548,13 +608,15 @@ class Session:
                     f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
                     f"once, before the epoch loop.")
         out.line(warning_line(
-            f"the script stopped after {self.epochs_started} of the {needed} epochs the benchy schedule "
-            f"needs ({self.schedule.describe()}); the results below are partial. Run at least {needed} "
+            f"the script stopped after {self.epochs_started} of the {upto}{needed} epochs the benchy schedule "
+            f"needs ({self.schedule.describe()}); the results below are partial. Run {upto or 'at least '}{needed} "
             f"epochs to finish the schedule." + hint
         ))
-        for spec in self.schedule.per_epoch[self._next:]:
-            self.results.interruptions.append(Interruption(
-                spec, 0, f"not run: the script stopped asking for epochs after {self.epochs_started}"))
+        _, per_epoch = self.schedule.order(longest=not self.schedule.adaptive)
+        for spec in per_epoch:
+            if not self.planner.was_issued(spec):
+                self.results.interruptions.append(Interruption(
+                    spec, 0, f"not run: the script stopped asking for epochs after {self.epochs_started}"))
         self._state = _DONE
         self._record.finished = True
         self._source.close()

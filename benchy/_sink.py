@@ -40,6 +40,7 @@ class ResultSink:
         environment: Mapping[str, Any],
         extras: Callable[[], Dict[str, Any]],
         shutdown: Callable[[], None],
+        finished: Callable[[], bool],
         exit: Callable[[int], Any] = sys.exit,
     ) -> None:
         self.config, self.schedule, self.results, self.out = config, schedule, results, output
@@ -47,6 +48,7 @@ class ResultSink:
         self.environment = dict(environment)
         self._extras = extras
         self._shutdown = shutdown
+        self._finished = finished
         self._exit = exit
         self._json_error_shown = False
         self._early_noted = False
@@ -54,13 +56,9 @@ class ResultSink:
     # --- status -------------------------------------------------------------------------------
 
     @property
-    def scheduled(self) -> int:
-        return len(self.schedule.hidden) + len(self.schedule.per_epoch)
-
-    @property
     def complete(self) -> bool:
-        """True only when every scheduled trial counted."""
-        return len(self.results.trials) == self.scheduled and not self.results.interruptions
+        """True only when the schedule ran to its end and every trial it issued counted."""
+        return self._finished() and not self.results.interruptions
 
     def missing_modes(self) -> List[Mode]:
         """Scheduled modes without a single counted trial."""
@@ -98,7 +96,7 @@ class ResultSink:
     # --- the end ------------------------------------------------------------------------------
 
     def verdict(self) -> Optional[str]:
-        found = verdict(self.results, self.schedule.modes)
+        found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
         return None if found is None else found.text
 
     def summary(self, exiting: bool) -> None:
@@ -111,10 +109,10 @@ class ResultSink:
         if self.results.interruptions:
             labels = ", ".join(i.spec.label for i in self.results.interruptions)
             self.out.line(warning_line(
-                f"{len(self.results.interruptions)} of the {self.scheduled} scheduled trials did not count "
+                f"{len(self.results.interruptions)} scheduled trial(s) did not count "
                 f"({labels}); the reasons are above and in the JSON's 'interrupted'."
             ))
-        for line in summary_lines(self.results, modes):
+        for line in summary_lines(self.results, modes, self.schedule.decision_confidence):
             self.out.line(line)
         self.out.summary_table(self.results, modes, self.verdict())
         self.write_json(announce=True, exit_status=self.exit_status() if exiting else None)
@@ -154,6 +152,7 @@ class ResultSink:
             profiler=extras.pop("profiler", None),
             exit_status=exit_status,
             extras=extras,
+            confidence=self.schedule.decision_confidence,
         )
         try:
             write_json_atomic(path, document)

@@ -26,7 +26,7 @@ class BenchmarkDataLoader(DataLoader):
     def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._benchy = Session(resolve_config(benchy_config), self._plain_iter, self.batch_size,
-                               kind=type(self).__name__, where=creation_site())
+                               kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(self))
 
     def _plain_iter(self) -> Iterator[Any]:
         return DataLoader.__iter__(self)
@@ -43,6 +43,15 @@ class BenchmarkDataLoader(DataLoader):
     def benchy(self) -> Session:
         """The benchmark session (results, schedule, state)."""
         return self._benchy
+
+
+def _queue_depth(loader: Any) -> int:
+    """Batches a DataLoader's workers hold ready: ``num_workers x prefetch_factor`` (0 without workers)."""
+    workers = getattr(loader, "num_workers", 0)
+    factor = getattr(loader, "prefetch_factor", None)
+    if not isinstance(workers, int) or workers <= 0:
+        return 0
+    return workers * (factor if isinstance(factor, int) and factor > 0 else 2)
 
 
 def _batch_size_of(iterable: Any) -> Optional[int]:
@@ -72,7 +81,7 @@ class BenchmarkGenericIteratorWrapper:
         self._iterable = iterable
         self.batch_size = batch_size if batch_size is not None else _batch_size_of(iterable)
         self._benchy = Session(resolve_config(benchy_config), lambda: iter(iterable), self.batch_size,
-                               kind=type(self).__name__, where=creation_site())
+                               kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(iterable))
 
     def __iter__(self) -> Iterator[Any]:
         return self._benchy.iterate()

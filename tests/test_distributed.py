@@ -118,7 +118,8 @@ def finish(procs: List[subprocess.Popen], timeout: float) -> List[Optional[tuple
 
 
 def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp_path: Path) -> None:
-    # Epoch 3 is FULL_WARMUP_1; rank 1 dies at its step 1. Rank 0 must not hang.
+    # Epoch 3 is FULL_1 (after SYNTHETIC_WARMUP_1, FULL_WARMUP_1, SYNTHETIC_1); rank 1 dies at its
+    # step 1. Rank 0 must not hang.
     start = time.monotonic()
     procs = bare_launch(tmp_path, ["--die_rank", "1", "--die_at", "3:1", "--no_allreduce"], timeout_s=5)
     rank0, rank1 = finish(procs, timeout=120)
@@ -126,13 +127,13 @@ def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp
     assert rank0 is not None, "rank 0 hung"
     code, out, err = rank0
     assert code == 1, out + err
-    assert "benchy.DistributedError: benchy: trial FULL_WARMUP_1: the exchange of the ranks' trial results " \
+    assert "benchy.DistributedError: benchy: trial FULL_1: the exchange of the ranks' trial results " \
            "failed after" in err, err
     assert "(bounded wait: dist_timeout = 5 s); rank(s) 1 did not report" in err
     assert elapsed < 60
     assert rank1 is not None and rank1[0] == -9
     doc = result(tmp_path)  # what was measured before the fault is kept
-    assert doc["complete"] is False and doc["IO"]["n"] == 2 and doc["SYNTHETIC"]["n"] == 2
+    assert doc["complete"] is False and doc["IO"]["n"] == 2 and doc["SYNTHETIC"]["n"] == 1
 
 
 def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
@@ -140,7 +141,7 @@ def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
     rank0, rank1 = finish(procs, timeout=120)
     assert rank0 is not None and rank1 is not None, "a rank hung"
     assert rank1[0] == 0  # it simply stopped asking for epochs
-    assert rank0[0] == 1 and "trial SYNTHETIC_2" in rank0[2] and "rank(s) 1 did not report" in rank0[2], rank0
+    assert rank0[0] == 1 and "trial SYNTHETIC_1" in rank0[2] and "rank(s) 1 did not report" in rank0[2], rank0
 
 
 def test_killed_rank_under_torchrun_fails_the_job(tmp_path: Path) -> None:

@@ -91,20 +91,21 @@ def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
     doc = run.result()
     assert doc["complete"] is False and doc["epochs_started"] == 3 and doc["epochs_needed"] == EPOCHS
     assert doc["exit_status"] is None  # the script ended the process, not benchy
-    assert [i["trial"] for i in doc["interrupted"]] == ["FULL_WARMUP_1", "FULL_1", "FULL_2"]
+    # Epochs ran SYNTHETIC_WARMUP_1, FULL_WARMUP_1, SYNTHETIC_1 (warm-ups, then S F F S).
+    assert [i["trial"] for i in doc["interrupted"]] == ["FULL_1", "FULL_2", "SYNTHETIC_2"]
     assert all(i["reason"] == "not run: the script stopped asking for epochs after 3" for i in doc["interrupted"])
-    assert doc["SYNTHETIC"]["n"] == 2 and doc["FULL"]["n"] == 0
+    assert doc["SYNTHETIC"]["n"] == 1 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
 
 
 def test_exception_in_the_step_propagates_unchanged_and_results_are_kept(run_script) -> None:
-    run = run_script(small_config(), "--raise_at", "4:2")  # epoch 4 is FULL_1
+    run = run_script(small_config(), "--raise_at", "3:2")  # epochs: S_WARMUP_1, F_WARMUP_1, S_1, F_1 (epoch 3)
     assert run.returncode == 1, run
-    assert "RuntimeError: boom in the training step at epoch 4 step 2" in run.stderr
-    assert run.stderr.strip().splitlines()[-1] == "RuntimeError: boom in the training step at epoch 4 step 2"
+    assert "RuntimeError: boom in the training step at epoch 3 step 2" in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "RuntimeError: boom in the training step at epoch 3 step 2"
     assert 'user_script.py", line' in run.stderr
     doc = run.result()
     assert doc["complete"] is False
-    assert doc["SYNTHETIC"]["n"] == 2 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
+    assert doc["SYNTHETIC"]["n"] == 1 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
     # The loop received batches 0, 1 and 2 and raised in the step of batch 2.
     assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 3
     assert "trial FULL_1 stopped after 3 of 5 batches" in run.stdout

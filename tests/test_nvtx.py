@@ -64,9 +64,10 @@ def full_trial(label: str, n: int) -> List[Event]:
 
 
 def expected_prefix(n: int) -> List[Event]:
+    # Warm-ups first (SYNTHETIC, FULL), then the measured trials S F F S ...
     return (io_trial("IO_WARMUP_1", n) + io_trial("IO_1", n)
-            + synthetic_trial("SYNTHETIC_WARMUP_1", n) + synthetic_trial("SYNTHETIC_1", n)
-            + full_trial("FULL_WARMUP_1", n))
+            + synthetic_trial("SYNTHETIC_WARMUP_1", n) + full_trial("FULL_WARMUP_1", n)
+            + synthetic_trial("SYNTHETIC_1", n))
 
 
 N = 3
@@ -111,15 +112,14 @@ def test_loop_breaking_out_closes_the_step_and_trial(run_recorded) -> None:
 
 def test_loader_raising_closes_the_fetch_and_trial(run_recorded) -> None:
     # Batches read before FULL_WARMUP_1's fetch 2: IO_WARMUP_1 N + 1, IO_1 N (it opens with the
-    # batch kept from IO_WARMUP_1), none for SYNTHETIC (both trials yield the one batch cached from
-    # IO_1's kept batch), FULL_WARMUP_1 two. The loader fails on the first sample after those.
+    # batch kept from IO_WARMUP_1), none for SYNTHETIC_WARMUP_1 (it yields the one batch cached
+    # from IO_1's kept batch), FULL_WARMUP_1 two. The loader fails on the first sample after those.
     failing_sample = 4 * ((N + 1) + N + 2) + 1
     run, events = run_recorded("--loader_raise_after", str(failing_sample))
     assert run.returncode == 1 and "OSError: cannot read sample" in run.stderr
     tail = [("PUSH", "FULL_WARMUP_1", "")] + fetch(0) + step(0) + fetch(1) + step(1) + [("PUSH", "fetch", "2"),
                                                                                         ("POP", "", ""), ("POP", "", "")]
-    prefix = (io_trial("IO_WARMUP_1", N) + io_trial("IO_1", N)
-              + synthetic_trial("SYNTHETIC_WARMUP_1", N) + synthetic_trial("SYNTHETIC_1", N))
+    prefix = io_trial("IO_WARMUP_1", N) + io_trial("IO_1", N) + synthetic_trial("SYNTHETIC_WARMUP_1", N)
     assert events == prefix + tail
     assert_balanced(events)
     assert "trial FULL_WARMUP_1 stopped after 2 of 3 batches: the data loader raised OSError" in run.stdout

@@ -35,19 +35,20 @@ def order():
 def walk(window: ProfilerWindow, api: FakeApi) -> List[str]:
     """Run the window through the default schedule; return (call, trial) pairs."""
     seen = []
-    for spec in order():
+    specs = order()
+    for k, spec in enumerate(specs):
         before = len(api.calls)
         window.before_trial(spec)
         seen += [f"{c} before {spec.label}" for c in api.calls[before:]]
         before = len(api.calls)
-        window.after_trial(spec)
+        window.after_trial(spec, any(s.mode in window.kinds for s in specs[k + 1:]))
         seen += [f"{c} after {spec.label}" for c in api.calls[before:]]
     return seen
 
 
 def test_single_mode_on_rank_0_wraps_the_whole_benchmark() -> None:
     api = FakeApi()
-    w = ProfilerWindow("single", 0, list(Mode), order(), api=api)
+    w = ProfilerWindow("single", 0, list(Mode), api=api)
     assert walk(w, api) == ["start before IO_WARMUP_1", "stop after FULL_3"]
     assert w.events == ["cudaProfilerStart before IO_WARMUP_1", "cudaProfilerStop after FULL_3"]
 
@@ -55,7 +56,7 @@ def test_single_mode_on_rank_0_wraps_the_whole_benchmark() -> None:
 @pytest.mark.parametrize("mode, rank", [("single", 1), ("none", 0)])
 def test_ranks_not_chosen_make_no_call(mode: str, rank: int) -> None:
     api = FakeApi()
-    w = ProfilerWindow(mode, rank, list(Mode), order(), api=api)
+    w = ProfilerWindow(mode, rank, list(Mode), api=api)
     assert walk(w, api) == [] and not w.wanted
     w.close()
     assert api.calls == []
@@ -63,25 +64,32 @@ def test_ranks_not_chosen_make_no_call(mode: str, rank: int) -> None:
 
 def test_all_mode_profiles_every_rank() -> None:
     api = FakeApi()
-    assert walk(ProfilerWindow("all", 3, list(Mode), order(), api=api), api) == [
+    assert walk(ProfilerWindow("all", 3, list(Mode), api=api), api) == [
         "start before IO_WARMUP_1", "stop after FULL_3"]
 
 
 def test_capture_narrowed_to_full() -> None:
     api = FakeApi()
-    w = ProfilerWindow("single", 0, [Mode.FULL], order(), api=api)
+    w = ProfilerWindow("single", 0, [Mode.FULL], api=api)
+    # FULL trials are interleaved with SYNTHETIC ones: those in between are inside the window.
     assert walk(w, api) == ["start before FULL_WARMUP_1", "stop after FULL_3"]
 
 
 def test_capture_of_two_kinds_is_one_window() -> None:
     api = FakeApi()
-    w = ProfilerWindow("single", 0, [Mode.SYNTHETIC, Mode.IO], order(), api=api)
+    w = ProfilerWindow("single", 0, [Mode.SYNTHETIC, Mode.IO], api=api)
     assert walk(w, api) == ["start before IO_WARMUP_1", "stop after SYNTHETIC_3"]
+
+
+def test_capture_of_io_alone_stops_before_the_first_epoch() -> None:
+    api = FakeApi()
+    w = ProfilerWindow("single", 0, [Mode.IO], api=api)
+    assert walk(w, api) == ["start before IO_WARMUP_1", "stop after IO_3"]
 
 
 def test_no_cuda_means_no_call_and_a_note() -> None:
     api = FakeApi(available=False)
-    w = ProfilerWindow("single", 0, list(Mode), order(), api=api)
+    w = ProfilerWindow("single", 0, list(Mode), api=api)
     assert walk(w, api) == []
     w.close()
     assert api.calls == [] and w.events == ["not started at IO_WARMUP_1: CUDA is not in use"]
@@ -89,7 +97,7 @@ def test_no_cuda_means_no_call_and_a_note() -> None:
 
 def test_cuda_coming_into_use_later_starts_the_window_then() -> None:
     api = FakeApi(available=False)
-    w = ProfilerWindow("single", 0, list(Mode), order(), api=api)
+    w = ProfilerWindow("single", 0, list(Mode), api=api)
     specs = order()
     w.before_trial(specs[0])
     api.is_available = True
@@ -99,7 +107,7 @@ def test_cuda_coming_into_use_later_starts_the_window_then() -> None:
 
 def test_close_stops_once() -> None:
     api = FakeApi()
-    w = ProfilerWindow("single", 0, list(Mode), order(), api=api)
+    w = ProfilerWindow("single", 0, list(Mode), api=api)
     w.before_trial(order()[0])
     w.close("at exit")
     w.close("again")

@@ -97,7 +97,7 @@ def test_full_above_the_slower_mode_is_named_inconsistent_never_a_share_above_10
     verdict = decide([1000.0, 1010.0, 990.0], [100.0, 101.0, 99.0], [230.0, 232.0, 228.0])
     assert verdict is not None and verdict.outcome == "inconsistent: compute"
     assert verdict.text.startswith("inconsistent measurement: FULL 230.000 is above SYNTHETIC 100.000")
-    assert "warm-up drift" in verdict.text and "raise nwarmup" in verdict.text and "prefetching across epochs" in verdict.text
+    assert "warm-up drift" in verdict.text and "nwarmup: auto" in verdict.text and "prefetching across epochs" in verdict.text
     assert "IO against SYNTHETIC alone: compute limits training" in verdict.text
     assert verdict.record["inconsistent"] is True
     # Slightly above within the intervals: no percentage above 100, no alarm.

@@ -1,4 +1,4 @@
-"""Schedule: hidden IO first, then one SYNTHETIC or FULL trial per epoch, warm-ups first."""
+"""Schedule: hidden IO first, then one SYNTHETIC or FULL trial per epoch: warm-ups, then S F F S ..."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ def test_default_schedule() -> None:
     s = Schedule.from_config(load_config(environ={}))
     assert labels(s.hidden) == ["IO_WARMUP_1", "IO_1", "IO_2", "IO_3"]
     assert labels(s.per_epoch) == [
-        "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2", "SYNTHETIC_3",
-        "FULL_WARMUP_1", "FULL_1", "FULL_2", "FULL_3",
+        "SYNTHETIC_WARMUP_1", "FULL_WARMUP_1",
+        "SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2", "SYNTHETIC_3", "FULL_3",
     ]
-    assert s.epochs_needed == 8
+    assert s.epochs_needed == 8 and s.epochs_fewest == 8 and not s.adaptive
+    assert s.decision_confidence == 0.95
     assert s.modes == (Mode.IO, Mode.SYNTHETIC, Mode.FULL)
 
 
@@ -35,3 +36,30 @@ def test_io_only_needs_one_epoch() -> None:
     s = Schedule.from_config(cfg)
     assert s.per_epoch == () and s.epochs_needed == 1
     assert "before epoch 1" in s.describe()
+
+
+def test_interleaving_cancels_a_linear_drift_over_each_block_of_four() -> None:
+    cfg = load_config(overrides={"synthetic": {"ntrials": 4, "nwarmup": 0}, "full": {"ntrials": 4, "nwarmup": 0}},
+                      environ={})
+    order = labels(Schedule.from_config(cfg).per_epoch)
+    assert order == ["SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2", "SYNTHETIC_3", "FULL_3", "FULL_4", "SYNTHETIC_4"]
+    # Mean epoch position of each mode is the same: a drift linear in epochs hits both alike.
+    syn = [k for k, label in enumerate(order) if label.startswith("SYN")]
+    full = [k for k, label in enumerate(order) if label.startswith("FULL")]
+    assert sum(syn) == sum(full)
+
+
+def test_unequal_counts_finish_with_the_longer_mode() -> None:
+    cfg = load_config(overrides={"synthetic": {"ntrials": 1, "nwarmup": 0}, "full": {"ntrials": 3, "nwarmup": 0}},
+                      environ={})
+    assert labels(Schedule.from_config(cfg).per_epoch) == ["SYNTHETIC_1", "FULL_1", "FULL_2", "FULL_3"]
+
+
+def test_auto_counts_state_their_bounds() -> None:
+    cfg = load_config(overrides={"global": {"auto_max_trials": 6, "auto_max_warmup": 3},
+                                 "IO": {"ntrials": "auto"}, "synthetic": {"ntrials": "auto", "nwarmup": "auto"},
+                                 "full": {"ntrials": "auto", "nwarmup": "auto"}}, environ={})
+    s = Schedule.from_config(cfg)
+    assert s.adaptive and s.decision_confidence == 0.99
+    assert s.epochs_needed == 2 * (3 + 6) and s.epochs_fewest == 2 * (1 + 2)
+    assert "SYNTHETIC auto (1 to 3) warm-up + auto (2 to 6) x 50 batches" in s.describe()

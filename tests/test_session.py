@@ -99,20 +99,24 @@ def test_len_follows_the_schedule(tmp_path, monkeypatch) -> None:
         lengths.append(session.epoch_length())
         for _ in it:
             clock.now += 0.01
-    assert lengths == [3, 3, 3, 5, 5]
+    assert lengths == [3, 3, 5, 5, 3]  # SYNTHETIC_1, FULL_1, FULL_2, SYNTHETIC_2
     assert session.done and session.epoch_length() is None and exits == []
 
 
 def test_exit_status_3_when_a_mode_has_no_counted_trial(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = Clock()
-    session, stream, exits = make(clock)
-    for _ in range(2):  # SYNTHETIC trials: the loop breaks after 2 of 4 batches
-        for k, _ in enumerate(session.iterate()):
-            if k == 1:
+    session, stream, exits = make(clock, synthetic={"nbatches": 3})
+    for _ in range(4):  # S F F S: the loop breaks out of the SYNTHETIC trials (3 batches) after 2
+        it = session.iterate()
+        synthetic = session.epoch_length() == 3
+        for k, _ in enumerate(it):
+            clock.now += 0.01
+            if synthetic and k == 1:
                 break
-    for _ in range(2):
-        epoch(session, clock)
+        del it  # as a for loop drops its iterator
+    assert exits == []
+    session.iterate()  # SYNTHETIC_2 was the last trial and did not count: the next epoch ends the schedule
     assert exits == [EXIT_MISSING_MODE]
     assert "no counted trial for SYNTHETIC: the comparison is incomplete; exiting with status 3." in stream.getvalue()
 
@@ -156,7 +160,7 @@ def test_one_benchmark_at_a_time_the_first_iterated_runs_it(tmp_path, monkeypatc
 def test_synthetic_batch_is_fetched_once_for_all_its_trials(tmp_path, monkeypatch, batches: int) -> None:
     monkeypatch.chdir(tmp_path)
     clock = Clock()
-    session, _, _ = make(clock, batches=batches, synthetic={"nwarmup": 1})
+    session, _, _ = make(clock, batches=batches, synthetic={"nwarmup": 1}, full={"run_benchmark": False})
     seen = []
     for _ in range(3):
         for b in session.iterate():
