@@ -246,7 +246,8 @@ class Planner:
                 f"before the answer was known" if capped else "no mode needs more trials")
 
     def _counts(self) -> str:
-        return ", ".join(f"{p.mode.value} {self.issued(p.mode, True)}+{self.issued(p.mode)}" for p in self.schedule.plans)
+        return ", ".join(f"{p.mode.value} {self.issued(p.mode, True)} warm-up + {self.issued(p.mode)}"
+                         for p in self.schedule.plans)
 
     def _note(self, key: str, text: str) -> None:
         if key not in self._noted:

@@ -514,6 +514,7 @@ class Session:
         self._profiler_after(result.spec)
         self._sink_().trial(result, closed_early)
         is_last = result.spec.mode is not Mode.IO and self.planner.peek(self.results, fresh=True) is None
+        self._notes()
         if is_last:
             # A trial that counts when its iterator is dropped (gc, not an explicit close) must
             # not end the process from inside a finalizer: the exit waits for the next iter().

@@ -7,6 +7,7 @@ work; the benchmarks in benchmarks/ measure the real error.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from pathlib import Path
@@ -146,3 +147,34 @@ def test_dataloader_with_workers_matches_plain_loops(tmp_path: Path, capsys: pyt
     after = plain()
     with capsys.disabled():
         check(reported, before, after)
+
+
+class DecayingStep:
+    """A step whose time decays over the first epochs, as after start-up (caches, allocator, autotuning):
+    ``steady * (1 + 9 exp(-k / 15))`` at step ``k``, 10x slower at first."""
+
+    def __init__(self, steady: float) -> None:
+        self.steady, self.k = steady, 0
+
+    def __call__(self, batch: Any) -> None:
+        time.sleep(self.steady * (1.0 + 9.0 * math.exp(-self.k / 15.0)))
+        self.k += 1
+
+
+@pytest.mark.timing
+def test_auto_warmup_on_a_decaying_step_measures_the_steady_state(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    fetch, steady = 0.004, 0.010
+    cfg = config(tmp_path, 25)
+    cfg["synthetic"] = cfg["full"] = {"nbatches": 25, "ntrials": 3, "nwarmup": "auto"}
+    wrapper = BenchmarkGenericIteratorWrapper(SleepyBatches(fetch), BATCH, benchy_config=cfg)
+    reported = benchy_rates(wrapper, DecayingStep(steady))
+    plain = plain_rates(SleepyBatches(fetch), sleep_step(steady), NBATCHES)  # the steady step
+    warmups = wrapper.benchy.planner.warmups_used()
+    syn_error = 100 * (reported[Mode.SYNTHETIC] / plain[Mode.SYNTHETIC] - 1)
+    full_over = reported[Mode.FULL] / min(reported[Mode.IO], reported[Mode.SYNTHETIC])
+    with capsys.disabled():
+        print(f"decaying step: warm-ups {warmups}, SYNTHETIC {syn_error:+.2f} % vs the steady step, "
+              f"FULL / min(IO, SYNTHETIC) = {full_over:.3f}")
+    assert warmups["SYNTHETIC"] >= 3, warmups  # the decay lasts several 25-step epochs
+    assert abs(syn_error) <= 5.0, (reported, plain, warmups)
+    assert full_over <= 1.05, (reported, warmups)

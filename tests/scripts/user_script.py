@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 import time
 
@@ -135,6 +136,9 @@ def main() -> int:
     p.add_argument("--drop_last", action="store_true")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--step_ms", type=float, default=0.0)
+    p.add_argument("--warm_factor", type=float, default=0.0,
+                   help="a step time that decays: step_ms * (1 + warm_factor * exp(-k / warm_tau)) at step k")
+    p.add_argument("--warm_tau", type=float, default=1.0)
     p.add_argument("--fetch_ms", type=float, default=0.0)
     p.add_argument("--raise_at", default=None, help="EPOCH:STEP at which the step raises")
     p.add_argument("--break_at", default=None, help="EPOCH:STEP at which the loop breaks")
@@ -189,6 +193,7 @@ def main() -> int:
         for _ in range(len(loader)):  # a steps-per-epoch loop: never asks for one batch more
             yield next(it)
 
+    total_steps = 0
     for epoch in range(args.epochs):
         if args.discard_iter_at == epoch:
             iter(loader)  # e.g. a helper that builds an iterator and never uses it
@@ -202,8 +207,9 @@ def main() -> int:
             if peek_at is not None and peek_at[1] == step and peek_at[0] in (-1, epoch):
                 next(iter(loader))  # e.g. logging one sample batch inside the loop
             if args.step_ms:
-                time.sleep(args.step_ms / 1000.0)
+                time.sleep(args.step_ms / 1000.0 * (1.0 + args.warm_factor * math.exp(-total_steps / args.warm_tau)))
             steps += 1
+            total_steps += 1
         if val is not None:
             print(f"USER::val batches {sum(1 for _ in val)}", flush=True)
         print(f"USER::epoch {epoch} steps {steps} len {length}", flush=True)
