@@ -103,7 +103,7 @@ def benchy_run(fetch: float, step: float, workers: int, n: int, out_dir: str) ->
     loader = BenchmarkDataLoader(Sleepy(per_batch_seconds(fetch, workers)), benchy_config=cfg,
                                  **loader_kwargs(workers))
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-        for _ in range(loader.benchy.schedule.epochs_needed):
+        while not loader.benchy.done:
             for _ in loader:
                 time.sleep(step)
     out = {}

@@ -1,7 +1,7 @@
-"""All of benchy's own measurements, one command: overhead, growth, fidelity.
+"""All of benchy's own measurements, one command: overhead, growth, fidelity, adaptive schedules.
 
-    python benchmarks/run.py            # about 10 minutes on a 2-core machine
-    python benchmarks/run.py --quick    # about 2 minutes: fewer batches and repetitions
+    python benchmarks/run.py            # about 25 minutes on a 2-core machine
+    python benchmarks/run.py --quick    # about 6 minutes: fewer batches and repetitions
 
 Each part is also a script of its own in this folder (see its docstring).
 """
@@ -30,6 +30,7 @@ def main() -> int:
         ("overhead", ["--nbatches", "20000" if args.quick else "100000", "--runs", "3" if args.quick else "5"]),
         ("growth", []),
         ("fidelity", ["--reps", "2" if args.quick else "10"]),
+        ("adaptive", ["--reps", "1" if args.quick else "3"]),
     ]
     status = 0
     for name, extra in parts:

@@ -2,6 +2,10 @@
 
     python examples/train_cnn.py --enable_benchy              # CPU by default, CUDA if present
     python examples/train_cnn.py --enable_benchy --num_workers 2
+    python examples/train_cnn.py --enable_benchy --benchy_config my.yaml   # your own schedule
+
+Without --benchy_config (or $BENCHY_CONFIG_FILE) the demo runs the adaptive schedule below: warm-ups until the step time
+is steady, trials until benchy can say which side limits training.
 
 The task is learnable (which quadrant holds the bright blob?), and each sample costs real
 work to make (noise, a blob, a random flip and blur), so data loading is a visible part of
@@ -11,6 +15,7 @@ the step, as in a script that decodes and augments images.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import torch
@@ -19,6 +24,13 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset
 
 import benchy
+
+# Warm up until steady, measure until the answer is known (benchy ends the run then).
+ADAPTIVE = {
+    "IO": {"ntrials": "auto"},
+    "synthetic": {"ntrials": "auto", "nwarmup": "auto"},
+    "full": {"ntrials": "auto", "nwarmup": "auto"},
+}
 
 
 class BlobQuadrants(Dataset):
@@ -72,7 +84,8 @@ class SmallCNN(nn.Module):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--num_epochs", type=int, default=10)
+    parser.add_argument("--num_epochs", type=int, default=None,
+                        help="default: 10, or as many as benchy's schedule may need")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--num_workers", type=int, default=0)
     parser.add_argument("--dataset_size", type=int, default=4096)
@@ -88,9 +101,13 @@ def main() -> None:
         args, BlobQuadrants(args.dataset_size), batch_size=args.batch_size, shuffle=True,
         num_workers=args.num_workers, persistent_workers=args.num_workers > 0,
         pin_memory=device.type == "cuda", drop_last=True,
+        benchy_config=args.benchy_config or os.environ.get(benchy.CONFIG_ENV_VAR) or ADAPTIVE,
     )
+    num_epochs = args.num_epochs or 10
+    if args.num_epochs is None and isinstance(loader, benchy.BenchmarkDataLoader):
+        num_epochs = max(num_epochs, loader.benchy.schedule.epochs_needed)  # it ends the run once it knows
 
-    for epoch in range(args.num_epochs):
+    for epoch in range(num_epochs):
         model.train()
         # Running sums stay on the device: no per-step host sync in the training loop.
         start, seen = time.perf_counter(), 0
