@@ -2,11 +2,14 @@
 
 With fixed counts the :class:`Planner` walks :meth:`Schedule.order` exactly. With ``auto``:
 
-* ``nwarmup: auto`` -- a mode warms up until its step time is steady: the median period of
-  the last ``k`` steps of its warm-ups is within :data:`STEADY_TOLERANCE` of the median of
-  the ``k`` steps before them (``k`` = half a warm-up trial, at least 5), or until
-  ``auto_max_warmup`` warm-ups. The session measures the drift and hands it over
-  (:meth:`Planner.record_warmup`), the slowest-settling rank's under torch.distributed.
+* ``nwarmup: auto`` -- a mode warms up until its step time stops falling: the median period of
+  the last ``k`` steps of its warm-ups is no more than :data:`STEADY_TOLERANCE` below the median
+  of the ``k`` steps before them (``k`` = half a warm-up trial, at least 5), or until
+  ``auto_max_warmup`` warm-ups. One-sided on purpose: warm-up (caches, allocator, autotuning,
+  lazy initialisation) makes steps faster; a step time that grows or wanders on a shared
+  machine is not cured by more warm-up, and is left to the interleaving. The session measures
+  the change and hands it over (:meth:`Planner.record_warmup`), the slowest-settling rank's
+  under torch.distributed.
 * ``ntrials: auto`` -- at least :data:`MIN_AUTO_TRIALS` trials, then more until the answer
   is known: the IO-vs-SYNTHETIC verdict is decided (data loading, compute or balanced, at the
   schedule's decision confidence) or the mode's interval is within ``auto_precision`` of its
@@ -26,18 +29,19 @@ from ._report import decide
 from ._results import RunResults
 from ._schedule import MIN_AUTO_TRIALS, Mode, ModePlan, Schedule, TrialSpec, abba_first
 
-__all__ = ["STEADY_TOLERANCE", "Planner", "steady_drift"]
+__all__ = ["STEADY_TOLERANCE", "Planner", "warmup_change"]
 
-# nwarmup auto: a step time whose median moved by at most this share is steady.
-STEADY_TOLERANCE = 0.03
+# nwarmup auto: a step time whose median fell by at most this share is steady.
+STEADY_TOLERANCE = 0.05
 # nwarmup auto: the fewest steps in each of the two windows compared.
 MIN_STEADY_WINDOW = 5
 
 DECIDED = ("data-loading", "compute", "balanced")
 
 
-def steady_drift(periods: Sequence[float], window: int) -> Optional[float]:
-    """|median(last ``window``) / median(the ``window`` before) - 1|; None with too few periods."""
+def warmup_change(periods: Sequence[float], window: int) -> Optional[float]:
+    """median(last ``window``) / median(the ``window`` before) - 1 (negative: steps got faster);
+    None with too few periods."""
     k = max(MIN_STEADY_WINDOW, int(window))
     if len(periods) < 2 * k:
         return None
@@ -45,7 +49,7 @@ def steady_drift(periods: Sequence[float], window: int) -> Optional[float]:
     before, last = float(np.median(data[:k])), float(np.median(data[k:]))
     if not (before > 0 and math.isfinite(before) and math.isfinite(last)):
         return None
-    return abs(last / before - 1.0)
+    return last / before - 1.0
 
 
 class Planner:
@@ -55,7 +59,7 @@ class Planner:
         self.schedule = schedule
         self.confidence = schedule.decision_confidence
         self._issued: Dict[Tuple[Mode, bool], int] = {}
-        self._drift: Dict[Mode, Optional[float]] = {}
+        self._change: Dict[Mode, Optional[float]] = {}
         self._position = 0  # measured SYNTHETIC/FULL trials issued: the place in S F F S
         self._boundary = 0
         self._io_boundary = -1  # the boundary of the last extra IO trial
@@ -70,9 +74,9 @@ class Planner:
         """A new ``iter()`` of the wrapper: one more extra IO trial may run hidden here."""
         self._boundary += 1
 
-    def record_warmup(self, mode: Mode, drift: Optional[float]) -> None:
-        """The step-time drift of ``mode``'s warm-ups so far (None: too few steps to tell)."""
-        self._drift[mode] = drift
+    def record_warmup(self, mode: Mode, change: Optional[float]) -> None:
+        """How much ``mode``'s step time changed over its last warm-up steps (None: too few to tell)."""
+        self._change[mode] = change
 
     def issue(self, spec: TrialSpec) -> None:
         key = (spec.mode, spec.warmup)
@@ -155,21 +159,22 @@ class Planner:
             return done < plan.nwarmup
         if done == 0:
             return True
-        drift = self._drift.get(plan.mode)
-        steady = drift is not None and drift <= STEADY_TOLERANCE
+        change = self._change.get(plan.mode)
+        steady = change is not None and change >= -STEADY_TOLERANCE
         if steady or done >= plan.max_warmup:
-            self._note_warmup(plan, done, drift, steady)
+            self._note_warmup(plan, done, change, steady)
             return False
         return True
 
-    def _note_warmup(self, plan: ModePlan, done: int, drift: Optional[float], steady: bool) -> None:
-        what = "n/a" if drift is None else f"{100.0 * drift:.1f} %"
+    def _note_warmup(self, plan: ModePlan, done: int, change: Optional[float], steady: bool) -> None:
+        what = "n/a" if change is None else f"{100.0 * change:+.1f} %"
         if steady:
-            text = (f"{plan.mode.value} warm-up: steady after {done} warm-up trial(s) (the median step time of the "
-                    f"last steps moved {what} from the steps before, within {100 * STEADY_TOLERANCE:g} %).")
+            text = (f"{plan.mode.value} warm-up: steady after {done} warm-up trial(s) (median step time of the last "
+                    f"steps {what} against the steps before; warm-up goes on while it falls by more than "
+                    f"{100 * STEADY_TOLERANCE:g} %).")
         else:
             text = (f"{plan.mode.value} warm-up: not steady after {done} warm-up trials (auto_max_warmup; the median "
-                    f"step time still moved {what}); measuring anyway: its first trials may be slower than later "
+                    f"step time still changed {what}); measuring anyway: its first trials may be slower than later "
                     f"ones. Raise global.auto_max_warmup or nbatches.")
         self._note("warm-" + plan.mode.value, text)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import inspect
+import math
 import os
 import sys
 import time
@@ -35,7 +36,7 @@ from ._console import Output
 from ._device import synchronizer
 from ._dist import DistributedError, LocalComm, make_comm
 from ._env import environment
-from ._plan import Planner, steady_drift
+from ._plan import Planner, warmup_change
 from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
 from ._registry import REGISTRY, Registry
 from ._report import info_line, iteration_line, warning_line
@@ -471,14 +472,14 @@ class Session:
         out.trial_progress(i, rate)
         pauses.append((i, self._clock() - stamps[i]))
 
-    def _combine(self, result: TrialResult, drift: Optional[float]) -> Tuple[TrialResult, Optional[float]]:
-        """All ranks' view of a trial: samples of all ranks over the slowest rank's time, and
-        the largest warm-up drift of any rank (None when a rank could not tell)."""
+    def _combine(self, result: TrialResult, change: Optional[float]) -> Tuple[TrialResult, Optional[float]]:
+        """All ranks' view of a trial: samples of all ranks over the slowest rank's time, and the
+        warm-up change of the rank still speeding up most (None when a rank could not tell)."""
         if self._world == 1:
-            return result, drift
+            return result, change
         reports = self._comm.exchange(result.label, result.samples, result.seconds,
-                                      -1.0 if drift is None else drift)
-        drifts = [d for _, _, d in reports]
+                                      math.nan if change is None else change)
+        changes = [c for _, _, c in reports]
         combined = dataclasses.replace(
             result,
             samples=sum(n for n, _, _ in reports),
@@ -486,13 +487,13 @@ class Session:
             rank_samples=tuple(n for n, _, _ in reports),
             rank_seconds=tuple(t for _, t, _ in reports),
         )
-        return combined, (None if min(drifts) < 0 else max(drifts))
+        return combined, (None if any(math.isnan(c) for c in changes) else min(changes))
 
-    def _warmup_drift(self, result: TrialResult) -> Optional[float]:
-        """For ``nwarmup: auto``: how much this mode's step time still moves (this rank)."""
+    def _warmup_change(self, result: TrialResult) -> Optional[float]:
+        """For ``nwarmup: auto``: how much this mode's step time still changes (this rank)."""
         periods = self._warm_periods.setdefault(result.mode, [])
         periods.extend(result.step_seconds)
-        return steady_drift(periods, len(result.step_seconds) // 2)
+        return warmup_change(periods, len(result.step_seconds) // 2)
 
     def _trial_done(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
         self._current = None
@@ -500,7 +501,7 @@ class Session:
         plan = self.schedule.plan(result.mode)
         auto_warmup = result.spec.warmup and plan is not None and plan.nwarmup is None
         try:
-            result, drift = self._combine(result, self._warmup_drift(result) if auto_warmup else None)
+            result, change = self._combine(result, self._warmup_change(result) if auto_warmup else None)
         except DistributedError:
             # Keep what was measured, then stop this rank with the error.
             self._trial_aborted(result.spec, result.spec.nbatches, "the ranks could not exchange its results")
@@ -510,7 +511,7 @@ class Session:
             raise
         self.results.trials.append(result)
         if auto_warmup:
-            self.planner.record_warmup(result.mode, drift)
+            self.planner.record_warmup(result.mode, change)
         self._profiler_after(result.spec)
         self._sink_().trial(result, closed_early)
         is_last = result.spec.mode is not Mode.IO and self.planner.peek(self.results, fresh=True) is None

@@ -16,7 +16,7 @@ import pytest
 
 from benchy import ConfigError, Mode, load_config
 from benchy._console import Output
-from benchy._plan import steady_drift
+from benchy._plan import warmup_change
 from benchy._registry import Registry
 from benchy._session import Session
 
@@ -81,11 +81,23 @@ def result(session: Session) -> Dict[str, Any]:
 
 # --- the steady-state rule ---------------------------------------------------------------------
 
-def test_steady_drift_compares_the_last_window_with_the_one_before() -> None:
-    assert steady_drift([1.0] * 9, 5) is None  # two windows of 5 need 10 periods
-    assert steady_drift([2.0] * 10 + [1.0] * 10, 10) == pytest.approx(0.5)
-    assert steady_drift([9.0] * 10 + [1.0] * 5 + [1.02] * 5, 5) == pytest.approx(0.02)
-    assert steady_drift([1.0, 1.0, 50.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 5) == 0.0  # a median: one stall is no drift
+def test_warmup_change_compares_the_last_window_with_the_one_before() -> None:
+    assert warmup_change([1.0] * 9, 5) is None  # two windows of 5 need 10 periods
+    assert warmup_change([2.0] * 10 + [1.0] * 10, 10) == pytest.approx(-0.5)
+    assert warmup_change([9.0] * 10 + [1.0] * 5 + [1.02] * 5, 5) == pytest.approx(0.02)
+    assert warmup_change([1.0, 1.0, 50.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 5) == 0.0  # a median: one stall is no drift
+
+
+def test_a_step_time_that_grows_is_not_warmup(tmp_path) -> None:
+    # Steps getting slower (a busy neighbour, throttling) are not cured by warming up longer.
+    clock = Clock()
+    sections = {"IO": {"ntrials": 2, "nwarmup": 1}, "synthetic": {"ntrials": 2, "nwarmup": "auto"},
+                "full": {"run_benchmark": False}}
+    session, stream = make(clock, lambda k: 0.002, sections)
+    train(session, clock, lambda k: 0.01 * (1.0 + 0.01 * k))  # +1 % per step
+    assert session.planner.warmups_used()["SYNTHETIC"] == 1
+    assert "SYNTHETIC warm-up: steady after 1 warm-up trial(s) (median step time of the last steps +" \
+        in stream.getvalue()
 
 
 # --- warm-up until steady: a step time that decays over its first epochs --------------------

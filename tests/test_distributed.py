@@ -91,6 +91,26 @@ def test_barrier_and_transparent_epochs(tmp_path: Path) -> None:
     assert len(SUMMARY_RE.findall(proc.stdout)) == 3
 
 
+def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -> None:
+    # Rank 1's step settles over its first epochs, rank 0's is steady from the start: the ranks
+    # must still run the same trials (the slowest-settling rank decides), or they would deadlock.
+    auto = {"nbatches": 10, "ntrials": "auto", "nwarmup": "auto"}
+    cfg = tmp_path / "auto.yaml"
+    cfg.write_text(yaml.safe_dump({"global": {"report_freq": 0, "dist_timeout": 30}, "IO": {"ntrials": "auto"},
+                                   "synthetic": auto, "full": auto}))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), str(SCRIPT), "--decay_rank", "1", "--epochs", "30"]
+    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = result(tmp_path)
+    assert doc["complete"] is True and doc["nranks"] == 2
+    assert doc["schedule"]["warmups"]["SYNTHETIC"] >= 2, doc["schedule"]  # rank 1's decay decided
+    assert "SYNTHETIC warm-up: steady after" in proc.stdout or "SYNTHETIC warm-up: not steady" in proc.stdout
+    assert doc["schedule"]["stop_reason"] is not None
+
+
 def bare_launch(tmp_path: Path, args: List[str], timeout_s: float, **global_) -> List[subprocess.Popen]:
     """Two ranks started as Slurm's srun would: no agent that kills the others on a failure."""
     env = write_config(tmp_path, dist_timeout=timeout_s, **global_)

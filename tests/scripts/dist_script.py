@@ -7,6 +7,7 @@ trials start, not at construction. Loader and step sleep, so rates are known.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -44,6 +45,8 @@ def main() -> int:
     p.add_argument("--leave_rank", type=int, default=-1, help="this rank stops after --leave_after epochs")
     p.add_argument("--leave_after", type=int, default=2)
     p.add_argument("--no_allreduce", action="store_true", help="ranks do not talk inside the step")
+    p.add_argument("--decay_rank", type=int, default=-1,
+                   help="this rank's step starts 10x slower and settles over ~60 steps (the others are steady)")
     args = p.parse_args()
 
     loader = BenchmarkGenericIteratorWrapper(Sleepy(100, args.batch, args.fetch_ms / 1000.0), args.batch)
@@ -54,12 +57,15 @@ def main() -> int:
     die_epoch, die_step = (int(v) for v in args.die_at.split(":"))
     epochs = args.leave_after if rank == args.leave_rank else args.epochs
 
+    total_steps = 0
     for epoch in range(epochs):
         for step, batch in enumerate(loader):
             if rank == args.die_rank and (epoch, step) == (die_epoch, die_step):
                 print(f"USER::rank {rank} killing itself", flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
-            time.sleep(args.step_ms / 1000.0 * slow)
+            decay = 1.0 + 9.0 * math.exp(-total_steps / 12.0) if rank == args.decay_rank else 1.0
+            time.sleep(args.step_ms / 1000.0 * slow * decay)
+            total_steps += 1
             if not args.no_allreduce:
                 dist.all_reduce(torch.ones(1))  # the gradient all-reduce of data-parallel training
         print(f"USER::rank {rank} epoch {epoch}", flush=True)
