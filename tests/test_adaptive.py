@@ -34,7 +34,8 @@ class Clock:
 AUTO = {"ntrials": "auto", "nwarmup": "auto"}
 
 
-def make(clock: Clock, fetch: Callable[[int], float], sections: Dict[str, Any]) -> Tuple[Session, io.StringIO]:
+def make(clock: Clock, fetch: Callable[[int], float], sections: Dict[str, Any],
+         **session: Any) -> Tuple[Session, io.StringIO]:
     cfg: Dict[str, Any] = {"global": {"report_freq": 0, "console": "plain", "exit_after_tests": False,
                                       "output_dir": tempfile.mkdtemp(prefix="benchy-test-")}}
     for name in ("IO", "synthetic", "full"):
@@ -51,7 +52,7 @@ def make(clock: Clock, fetch: Callable[[int], float], sections: Dict[str, Any]) 
 
     session = Session(load_config(overrides=cfg, environ={}), loader, 8, clock=clock,
                       output=Output("plain", stream=stream), registry=Registry(write=lambda _: None),
-                      exit=lambda status: None)
+                      exit=lambda status: None, **session)
     return session, stream
 
 
@@ -220,3 +221,29 @@ def test_bad_auto_settings_are_named(section: str, key: str, value: Any) -> None
     with pytest.raises(ConfigError) as err:
         load_config(overrides={section: {key: value}}, environ={})
     assert f"{section}.{key}: got {value!r}" in str(err.value)
+
+
+class RecordingProfiler:
+    def __init__(self) -> None:
+        self.calls: List[str] = []
+
+    def available(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+def test_profiler_window_of_an_adaptive_schedule_spans_the_captured_kinds(tmp_path) -> None:
+    clock = Clock()
+    api = RecordingProfiler()
+    cfg = {"global": {"profiler_capture": ["FULL"]}}
+    session, _ = make(clock, lambda k: 0.002, cfg, profiler_api=api)
+    train(session, clock, lambda k: 0.01)
+    events = result(session)["profiler"]["events"]
+    last_full = [label for label in order(session) if label.startswith("FULL")][-1]
+    assert api.calls == ["start", "stop"]
+    assert events == ["cudaProfilerStart before FULL_WARMUP_1", f"cudaProfilerStop after {last_full}"], events
