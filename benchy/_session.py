@@ -212,6 +212,10 @@ class Session:
             self._finish(may_exit=True)
             return iter(self._make_iterator())
         self.epochs_started += 1
+        if spec.mode is Mode.FULL:
+            # Loader workers fill their queue whenever the loop does not take batches (a SYNTHETIC
+            # epoch, the script's own work between epochs): start FULL from a drained queue.
+            self._drain()
         self._output().trial_started(spec)
         self._profiler().before_trial(spec)
         sync = synchronizer()
@@ -417,8 +421,13 @@ class Session:
                 f"known, after {s.epochs_fewest} at the fewest; later epochs are plain)")
 
     def _drain(self) -> None:
-        """Before an IO trial between epochs: take the batches the loader's workers hold ready,
-        untimed, so that the trial does not start with free batches."""
+        """Before a FULL trial, or an IO trial between epochs: take the batches the loader's workers
+        hold ready, untimed, so that the trial does not start with free batches (all workers are
+        then busy on fresh ones, as in steady training when loading is the limit; when compute is
+        the limit the queue refills within a step or two)."""
+        if self._queue_depth <= 0:
+            return
+        self._source.drop_pending()
         for _ in range(self._queue_depth):
             self._source.fetch()
 

@@ -71,6 +71,10 @@ class BatchSource:
         """Hold ``batch`` for the next :meth:`fetch`."""
         self._pending = batch
 
+    def drop_pending(self) -> None:
+        """Forget the batch held for the next :meth:`fetch` (it was ready long ago)."""
+        self._pending = _NOTHING
+
     def close(self) -> None:
         """Drop the iterator (shuts DataLoader workers down) and any pending batch."""
         self._iterator = None

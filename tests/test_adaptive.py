@@ -247,3 +247,26 @@ def test_profiler_window_of_an_adaptive_schedule_spans_the_captured_kinds(tmp_pa
     last_full = [label for label in order(session) if label.startswith("FULL")][-1]
     assert api.calls == ["start", "stop"]
     assert events == ["cudaProfilerStart before FULL_WARMUP_1", f"cudaProfilerStop after {last_full}"], events
+
+
+def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
+    # Workers fill their queue while the loop takes no batches (a SYNTHETIC epoch): each FULL trial
+    # first takes num_workers x prefetch_factor batches untimed, so it does not start with free ones.
+    clock = Clock()
+    fixed = {"ntrials": 2, "nwarmup": 1}
+    session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed}, queue_depth=3)
+    fetched: List[int] = []  # loader fetches per epoch, iter() included
+    for _ in range(6):
+        before = clock.fetches
+        it = session.iterate()
+        for _ in it:
+            clock.now += 0.01
+            clock.steps += 1
+        del it
+        fetched.append(clock.fetches - before)
+    assert session.done
+    assert order(session)[3:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "SYNTHETIC_1", "FULL_1", "FULL_2",
+                                  "SYNTHETIC_2"]
+    # FULL epochs (1, 3, 4): 3 drained + 25 + the one that closes the window (kept, then dropped
+    # by the next drain); SYNTHETIC epochs fetch nothing (the one cached batch came from IO).
+    assert fetched[1:] == [3 + 25 + 1, 0, 3 + 25 + 1, 3 + 25 + 1, 0], fetched  # epoch 0 also ran the IO trials
