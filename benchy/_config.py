@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import reprlib
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -140,8 +142,16 @@ def _is_bool(v: Any) -> bool:
     return isinstance(v, bool)
 
 
-def _int_at_least(low: int) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+def _int_at_least(low: int, high: Optional[int] = None) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low and (high is None or v <= high)
+
+
+# Bounds that keep a run's memory and the checks themselves bounded whatever a file holds.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_NBATCHES = 1_000_000  # per-step data of a trial is kept in memory
+MAX_COUNT = 10_000  # trials or warm-ups per mode
+MAX_AUTO = 1_000
+MAX_DIST_TIMEOUT = 7 * 24 * 3600.0
 
 
 def _nonempty_str(v: Any) -> bool:
@@ -175,9 +185,12 @@ def _or_auto(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 _MODE_RULES: Dict[str, _Rule] = {
     "run_benchmark": (_is_bool, "true or false"),
-    "nbatches": (_int_at_least(1), "an integer >= 1"),
-    "ntrials": (_or_auto(_int_at_least(0)), "an integer >= 0, or 'auto' (trials until the answer is known)"),
-    "nwarmup": (_or_auto(_int_at_least(0)), "an integer >= 0, or 'auto' (warm-ups until the step time is steady)"),
+    "nbatches": (_int_at_least(1, MAX_NBATCHES),
+                 f"an integer from 1 to {MAX_NBATCHES} (each trial keeps its per-step times in memory)"),
+    "ntrials": (_or_auto(_int_at_least(0, MAX_COUNT)),
+                f"an integer from 0 to {MAX_COUNT}, or 'auto' (trials until the answer is known)"),
+    "nwarmup": (_or_auto(_int_at_least(0, MAX_COUNT)),
+                f"an integer from 0 to {MAX_COUNT}, or 'auto' (warm-ups until the step time is steady)"),
 }
 
 _GLOBAL_RULES: Dict[str, _Rule] = {
@@ -191,12 +204,12 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
     "profiler_capture": (_mode_list, "a non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL"),
     "nvtx": (_is_bool, "true or false"),
     "sync_every_step": (_is_bool, "true or false"),
-    "dist_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
-                     "a number of seconds > 0"),
+    "dist_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_DIST_TIMEOUT,
+                     f"a number of seconds > 0 and at most {MAX_DIST_TIMEOUT:g} (a week)"),
     "auto_precision": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
                        "a share of the mean strictly between 0 and 1 (0.02 = 2 %)"),
-    "auto_max_trials": (_int_at_least(2), "an integer >= 2"),
-    "auto_max_warmup": (_int_at_least(1), "an integer >= 1"),
+    "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
+    "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
 }
 
 # Normalisation of accepted values into the stored form.
@@ -208,8 +221,19 @@ _NORMALISE: Dict[str, Callable[[Any], Any]] = {
 _RULES = {"global": _GLOBAL_RULES, "IO": _MODE_RULES, "synthetic": _MODE_RULES, "full": _MODE_RULES}
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 4, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
+def _name(key: Any) -> str:
+    """A key as written (long or odd keys shortened)."""
+    return key[:80] if isinstance(key, str) else _REPR.repr(key)
+
+
 def _describe(value: Any) -> str:
-    return f"{value!r} ({type(value).__name__})"
+    """The value as the user wrote it, bounded: nested or aliased YAML is never expanded in full."""
+    return f"{_REPR.repr(value)} ({type(value).__name__})"
 
 
 def _merge_layer(
@@ -232,7 +256,7 @@ def _merge_layer(
         section = _SECTION_BY_LOWER.get(raw_section.lower()) if isinstance(raw_section, str) else None
         if section is None:
             problems.append(
-                f"benchy config {source}: {raw_section!r}: unknown section "
+                f"benchy config {source}: {_REPR.repr(raw_section)}: unknown section "
                 f"(allowed: {', '.join(_ATTR_OF_SECTION)})"
             )
             continue
@@ -254,7 +278,7 @@ def _merge_layer(
         for key, value in body.items():
             if key not in rules:
                 problems.append(
-                    f"benchy config {source}: {raw_section}.{key}: unknown key "
+                    f"benchy config {source}: {raw_section}.{_name(key)}: unknown key "
                     f"(allowed: {', '.join(rules)})"
                 )
                 continue
@@ -271,7 +295,10 @@ def _read_yaml(path: str) -> Tuple[Any, Optional[str]]:
     """Return (contents, problem); YAML is read with the safe loader."""
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            text = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(text) > MAX_CONFIG_BYTES:
+            return None, (f"benchy config {path}: the file is larger than {MAX_CONFIG_BYTES} bytes; a benchy config "
+                          f"is a few lines (sections global, IO, synthetic, full)")
     except FileNotFoundError:
         return None, f"benchy config {path}: file not found"
     except IsADirectoryError:
@@ -300,6 +327,63 @@ def _check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems:
             f"benchy config {source}: every section has run_benchmark: false, so there is nothing to "
             f"measure; expected at least one of IO, synthetic, full enabled"
         )
+
+
+def _name_max(directory: str) -> int:
+    try:
+        return int(os.pathconf(directory, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def _probe(directory: str) -> Optional[str]:
+    """Why a file cannot be created in ``directory`` (None when it can): a real try, then removed."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".benchy-probe-", dir=directory)  # _report.PROBE_PREFIX
+    except OSError as err:
+        return err.strerror or str(err)
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    return None
+
+
+def _check_output(general: Dict[str, Any], source: str, problems: List[str]) -> None:
+    """The JSON's place, checked before any trial runs (not only when the first write fails)."""
+    given = general["output_dir"]
+    directory = os.path.abspath(given) if given else os.getcwd()
+    name = general["output_filename"]
+    key_dir, key_name = f"benchy config {source}: global.output_dir", f"benchy config {source}: global.output_filename"
+    if "\0" in directory:
+        problems.append(f"{key_dir}: got {_describe(given)}; a path cannot hold a NUL byte")
+        return
+    if "\0" in name:
+        problems.append(f"{key_name}: got {_describe(name)}; a file name cannot hold a NUL byte")
+        return
+    existing = directory
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if existing == directory and not os.path.isdir(directory):
+        problems.append(f"{key_dir}: {directory} is a file, not a directory; expected a directory for the JSON result")
+        return
+    if existing != directory and not os.path.isdir(existing):
+        problems.append(f"{key_dir}: {directory} cannot be created: {existing} is a file")
+        return
+    limit = _name_max(existing)
+    if len(os.fsencode(name)) > limit:
+        problems.append(f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} "
+                        f"allows at most {limit}")
+        return
+    why = _probe(existing)
+    if why is not None:
+        what = "is not writable" if existing == directory else f"cannot be created in {existing}"
+        problems.append(f"{key_dir}: {directory} {what} ({why}); expected a directory where benchy can write "
+                        f"its JSON result")
+        return
+    if os.path.isdir(os.path.join(directory, name)):
+        problems.append(f"{key_name}: {os.path.join(directory, name)} is a directory; expected a file name")
 
 
 ConfigLike = Union[Config, Mapping[str, Any], str, "os.PathLike[str]", None]
@@ -338,6 +422,8 @@ def load_config(
     source = " + ".join(sources) if sources else "defaults"
     if not problems:
         _check_consistency(merged, source, problems)
+    if not problems:
+        _check_output(merged["global"], source, problems)
     if problems:
         raise ConfigError(problems)
     return Config(

@@ -314,11 +314,42 @@ def result_document(
     return doc
 
 
+TEMP_PREFIX, TEMP_SUFFIX = ".benchy-", ".json.tmp"
+PROBE_PREFIX = ".benchy-probe-"
+STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a killed writer's
+
+
+def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> List[str]:
+    """Delete benchy's own temporary files in ``directory`` left by a process killed mid-write.
+
+    Only names benchy makes (``.benchy-*.json.tmp``, ``.benchy-probe-*``) and only files older
+    than a minute, so a run writing into the same directory at this moment keeps its file.
+    """
+    import time
+
+    now = time.time() if now is None else now
+    removed: List[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        ours = (name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)) or name.startswith(PROBE_PREFIX)
+        try:
+            if ours and entry.is_file(follow_symlinks=False) and now - entry.stat().st_mtime > STALE_AFTER_S:
+                os.unlink(entry.path)
+                removed.append(entry.path)
+        except OSError:
+            continue
+    return removed
+
+
 def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
     """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".benchy-", suffix=".json.tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=1, allow_nan=False)

@@ -376,7 +376,7 @@ class Session:
         self._rank, self._world = self._comm.rank, self._comm.world
         self._ranges = nvtx_ranges(self.config.general.nvtx)
         out = self._output()
-        self._sink_()
+        self._sink_().clean_stale()
         if self._world > 1:
             out.line(info_line(
                 f"{self._world} ranks: each measures its own trials; throughputs are of all ranks together "

@@ -11,12 +11,22 @@ place, with a status that CI can trust:
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ._config import Config
 from ._console import Output
-from ._report import info_line, result_document, summary_lines, trial_line, verdict, warning_line, write_json_atomic
+from ._report import (
+    info_line,
+    remove_stale_temporaries,
+    result_document,
+    summary_lines,
+    trial_line,
+    verdict,
+    warning_line,
+    write_json_atomic,
+)
 from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule
 
@@ -89,6 +99,16 @@ class ResultSink:
                      f"{item.batches_done}.")
         self.out.line(warning_line(text))
         self.checkpoint()
+
+    def clean_stale(self) -> None:
+        """Remove temporary JSON files a killed benchy left in the output directory (rank 0)."""
+        if self.rank != 0:
+            return
+        removed = remove_stale_temporaries(os.path.dirname(os.path.abspath(self.config.output_path)))
+        if removed:
+            self.out.line(info_line(
+                f"removed {len(removed)} stale temporary file(s) left by an interrupted benchy run: "
+                + ", ".join(removed)))
 
     def checkpoint(self) -> None:
         self.write_json(announce=False)

@@ -139,8 +139,8 @@ def test_loop_that_breaks_after_the_last_batch_counts_every_trial(run_script) ->
     "config, expected",
     [
         ("IO:\n  nbatch: 5\n", "IO.nbatch: unknown key (allowed: run_benchmark, nbatches, ntrials, nwarmup)"),
-        ("full:\n  ntrials: -3\n", "full.ntrials: got -3 (int); expected an integer >= 0"),
-        ("synthetic:\n  nbatches: 0\n", "synthetic.nbatches: got 0 (int); expected an integer >= 1"),
+        ("full:\n  ntrials: -3\n", "full.ntrials: got -3 (int); expected an integer from 0 to 10000"),
+        ("synthetic:\n  nbatches: 0\n", "synthetic.nbatches: got 0 (int); expected an integer from 1 to 1000000"),
         ("global:\n  profiler_mode: some\n", "global.profiler_mode: got 'some' (str); expected one of"),
         ("global:\n  exit_after_tests: 2\n", "global.exit_after_tests: got 2 (int); expected true or false"),
         ("IO: [1, 2\n", "malformed YAML at line"),
@@ -159,13 +159,24 @@ def test_missing_config_file(run_script, tmp_path) -> None:
     assert run.returncode == 1 and f"benchy config {missing}: file not found" in run.stderr
 
 
-def test_unwritable_json_still_prints_the_numbers(run_script, tmp_path) -> None:
+def test_an_output_dir_that_cannot_be_created_is_a_config_error_before_any_trial(run_script, tmp_path) -> None:
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
     run = run_script(small_config(output_dir=str(blocker / "sub")))
+    assert run.returncode == 1, run
+    assert f"benchy.ConfigError: benchy config {tmp_path / 'benchy.yaml'}: global.output_dir: {blocker / 'sub'} " \
+           f"cannot be created: {blocker} is a file" in run.stderr
+    assert "BENCHY::" not in run.stdout and "USER::epoch" not in run.stdout  # nothing ran
+
+
+def test_a_json_write_that_fails_later_still_prints_the_numbers(run_script, tmp_path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    # The directory is replaced by a file while the trials run (a cleaned scratch space, a full disk).
+    run = run_script(small_config(output_dir=str(out)), "--spoil_output_dir_at", f"2:{out}")
     assert run.returncode == 0, run
     assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
-    assert f"cannot write the JSON result to {blocker / 'sub' / 'benchy_result.json'}" in run.stdout
+    assert f"cannot write the JSON result to {out / 'benchy_result.json'}" in run.stdout
 
 
 def test_flag_switches_between_plain_and_benchmark(run_script) -> None:
@@ -221,3 +232,26 @@ def test_summary_command_reprints_a_result(run_script) -> None:
     bad = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.workdir / "nope.json")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read" in bad.stderr
+
+
+def test_stale_temporary_files_of_a_killed_run_are_removed_at_the_next_start(run_script, tmp_path) -> None:
+    import os
+    import time
+
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / ".benchy-k1ll3d.json.tmp"  # a process killed while writing its JSON left it
+    stale.write_text('{"half": ')
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    fresh = out / ".benchy-wr1t1ng.json.tmp"  # another run writing at this very moment
+    fresh.write_text("{")
+    mine = out / ".benchy-notes.txt"  # not a name benchy makes
+    mine.write_text("keep")
+    run = run_script(small_config(output_dir=str(out)))
+    assert run.returncode == 0, run
+    assert f"removed 1 stale temporary file(s) left by an interrupted benchy run: {stale}" in run.stdout
+    assert not stale.exists() and fresh.exists() and mine.exists()
+    # A normal run leaves no temporary file of its own (nor its writability probe).
+    assert sorted(p.name for p in out.iterdir()) == [".benchy-notes.txt", ".benchy-wr1t1ng.json.tmp",
+                                                      "benchy_result.json"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import shutil
 import sys
 import time
 
@@ -144,6 +145,7 @@ def main() -> int:
     p.add_argument("--break_at", default=None, help="EPOCH:STEP at which the loop breaks")
     p.add_argument("--loader_raise_after", type=int, default=-1, help="the dataset raises on its Nth sample")
     p.add_argument("--forbid_cuda", action="store_true", help="fail if benchy makes any CUDA runtime call")
+    p.add_argument("--spoil_output_dir_at", default=None, help="EPOCH:DIR: replace DIR by a file before that epoch")
     benchy.add_arguments(p)
     args = p.parse_args()
 
@@ -195,6 +197,11 @@ def main() -> int:
 
     total_steps = 0
     for epoch in range(args.epochs):
+        if args.spoil_output_dir_at and int(args.spoil_output_dir_at.split(":", 1)[0]) == epoch:
+            spoiled = args.spoil_output_dir_at.split(":", 1)[1]
+            shutil.rmtree(spoiled)
+            with open(spoiled, "w") as handle:
+                handle.write("not a directory any more")
         if args.discard_iter_at == epoch:
             iter(loader)  # e.g. a helper that builds an iterator and never uses it
         steps = 0
