@@ -87,10 +87,19 @@ def _percent(confidence: float) -> str:
     return f"{100.0 * confidence:g} %"
 
 
+def _x(ratio: float) -> str:
+    """A ratio as ``1.48x``; below 0.1 with 3 significant digits (``0.00269x``, never ``0.00x``)."""
+    if not math.isfinite(ratio) or ratio >= 0.1:
+        return f"{ratio:.2f}x"
+    if ratio <= 0:
+        return "0x"
+    return f"{ratio:.{2 - math.floor(math.log10(ratio))}f}x"
+
+
 def _interval_text(c: Comparison) -> str:
     if c.low is None or c.high is None:
         return "no interval with one trial a side"
-    return f"{_percent(c.confidence)} interval {c.low:.2f}x to {c.high:.2f}x"
+    return f"{_percent(c.confidence)} interval {_x(c.low)} to {_x(c.high)}"
 
 
 def _comparison_record(c: Comparison, a: str, b: str, a_values: Sequence[float], b_values: Sequence[float]) -> Dict[str, Any]:
@@ -131,15 +140,15 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
         if c.low > 1.0:
             outcome = "data-loading"
             text = (f"data loading limits training: IO {io_mean:.3f} < SYNTHETIC {syn_mean:.3f} samples/s; "
-                    f"compute could go {c.ratio:.2f}x faster with faster loading ({_interval_text(c)})")
+                    f"compute could go {_x(c.ratio)} faster with faster loading ({_interval_text(c)})")
         else:
             outcome = "compute"
             text = (f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
-                    f"the loader has {1.0 / c.ratio:.2f}x headroom ({_percent(c.confidence)} interval {1.0 / c.high:.2f}x to "
-                    f"{1.0 / c.low:.2f}x)")
+                    f"the loader has {_x(1.0 / c.ratio)} headroom ({_percent(c.confidence)} interval {_x(1.0 / c.high)} to "
+                    f"{_x(1.0 / c.low)})")
     else:
         outcome = "undecided"
-        text = (f"undecided: SYNTHETIC/IO is {c.ratio:.2f}x, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
+        text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
                 f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials: auto runs them until "
                 f"the answer is known) to tell which side limits training")
     record["outcome"] = outcome

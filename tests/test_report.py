@@ -150,3 +150,10 @@ def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
         write_json_atomic(str(target), {"a": float("nan")})
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_a_tiny_ratio_keeps_its_digits() -> None:
+    # One SYNTHETIC trial (a run stopped early) far below IO: never "0.00x".
+    found = decide([73561.0, 60000.0], [198.0], [])
+    assert found is not None and found.outcome == "undecided"
+    assert "SYNTHETIC/IO is 0.00298x" in found.text  # the ratio of geometric means
