@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from ._errors import BenchyError
 
-__all__ = ["DistributedError", "LocalComm", "TorchComm", "make_comm", "straggler"]
+__all__ = ["DistributedError", "LocalComm", "TorchComm", "disagreement", "make_comm", "straggler"]
 
 Report = Tuple[int, float, float]  # (samples, seconds, extra) of one rank's trial
 
@@ -38,6 +38,9 @@ class LocalComm:
 
     def barrier(self, label: str) -> None:
         return None
+
+    def gather(self, label: str, value: Any) -> List[Any]:
+        return [value]
 
     def shutdown(self) -> None:
         return None
@@ -104,10 +107,29 @@ class TorchComm:
     def barrier(self, label: str) -> None:
         self._collective(label, "barrier", lambda: self._dist.barrier(group=self._group))
 
+    def gather(self, label: str, value: Any) -> List[Any]:
+        """Every rank's ``value`` (a small picklable object), in rank order."""
+        out: List[Any] = [None] * self.world
+        self._collective(label, "schedules", lambda: self._dist.all_gather_object(out, value, group=self._group))
+        return out
+
     def shutdown(self) -> None:
         """Tear the process groups down (before benchy ends the process)."""
         if self._dist.is_initialized():
             self._dist.destroy_process_group()
+
+
+def disagreement(values: Sequence[Any]) -> Optional[str]:
+    """None when every rank holds the same mapping; else the keys that differ, rank by rank."""
+    first = values[0]
+    if all(v == first for v in values[1:]):
+        return None
+    keys = sorted({k for v in values for k in v if len({repr(w.get(k)) for w in values}) > 1})
+    parts = []
+    for key in keys:
+        by_rank = ", ".join(f"rank {r}: {values[r].get(key)!r}" for r in range(len(values)))
+        parts.append(f"{key} ({by_rank})")
+    return "; ".join(parts)
 
 
 def make_comm(timeout_s: float) -> Any:

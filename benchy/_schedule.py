@@ -201,6 +201,19 @@ class Schedule:
         """One line for the start-up message, e.g. ``IO 1 warm-up + 3 x 50 batches before epoch 1; ...``."""
         return "; ".join(p.describe() for p in self.plans)
 
+    def fingerprint(self) -> Dict[str, object]:
+        """What every rank must agree on: each mode's counts and bounds (``IO.nbatches``, ...)."""
+        out: Dict[str, object] = {"precision": self.precision}
+        for mode in Mode:
+            p = self.plan(mode)
+            out[f"{mode.value}.run_benchmark"] = p is not None
+            if p is not None:
+                out[f"{mode.value}.nbatches"] = p.nbatches
+                out[f"{mode.value}.ntrials"] = "auto" if p.ntrials is None else p.ntrials
+                out[f"{mode.value}.nwarmup"] = "auto" if p.nwarmup is None else p.nwarmup
+                out["auto_max_trials"], out["auto_max_warmup"] = p.max_trials, p.max_warmup
+        return out
+
     def to_dict(self) -> Dict[str, object]:
         return {
             "adaptive": self.adaptive,

@@ -34,7 +34,7 @@ from ._batch import describe_rule, make_counter
 from ._config import Config
 from ._console import Output
 from ._device import synchronizer
-from ._dist import DistributedError, LocalComm, make_comm
+from ._dist import DistributedError, LocalComm, disagreement, make_comm
 from ._env import environment
 from ._plan import Planner, warmup_change
 from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
@@ -374,6 +374,8 @@ class Session:
         # init_process_group works; every rank reaches this point together.
         self._comm = make_comm(self.config.general.dist_timeout)
         self._rank, self._world = self._comm.rank, self._comm.world
+        if self._world > 1:
+            self._agree_on_schedule()
         self._ranges = nvtx_ranges(self.config.general.nvtx)
         out = self._output()
         self._sink_().clean_stale()
@@ -400,6 +402,19 @@ class Session:
                 "device work; throughputs are lower than in normal training."
             ))
         atexit.register(self._at_exit)
+
+    def _agree_on_schedule(self) -> None:
+        """Ranks must run the same trials: each trial's results are exchanged and combined."""
+        schedules = self._comm.gather("start (schedule check)", self.schedule.fingerprint())
+        differ = disagreement(schedules)
+        if differ is None:
+            return
+        self._state = _DONE
+        self._record.finished = True
+        raise DistributedError(
+            f"benchy: the ranks were given different schedules: {differ}. Every rank must run the same trials "
+            f"(their results are combined trial by trial): give all ranks the same benchy config."
+        )
 
     def _make_counter(self) -> Callable[[Any], int]:
         """Sample counter specialised from the first batch, which is kept for the first trial."""

@@ -111,14 +111,16 @@ def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -
     assert doc["schedule"]["stop_reason"] is not None
 
 
-def bare_launch(tmp_path: Path, args: List[str], timeout_s: float, **global_) -> List[subprocess.Popen]:
+def bare_launch(tmp_path: Path, args: List[str], timeout_s: float, rank_env: Optional[List[Dict[str, str]]] = None,
+                **global_) -> List[subprocess.Popen]:
     """Two ranks started as Slurm's srun would: no agent that kills the others on a failure."""
     env = write_config(tmp_path, dist_timeout=timeout_s, **global_)
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
     procs = []
     for rank in (0, 1):
+        own = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), **(rank_env[rank] if rank_env else {}))
         procs.append(subprocess.Popen(
-            [sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)),
+            [sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=own,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL))
     return procs
 
@@ -182,3 +184,21 @@ def test_ddp_example_under_torchrun(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert set(summary(proc.stdout)) == {"IO", "SYNTHETIC", "FULL"}
     assert result(tmp_path)["nranks"] == 2
+
+
+def test_ranks_with_different_schedules_stop_before_any_trial(tmp_path: Path) -> None:
+    envs = []
+    for rank, (nbatches, ntrials) in enumerate([(10, 2), (20, 3)]):
+        cfg = tmp_path / f"rank{rank}.yaml"
+        cfg.write_text(yaml.safe_dump(dict(small_config(nbatches=nbatches, ntrials=ntrials, nwarmup=1),
+                                           **{"global": {"report_freq": 0, "dist_timeout": 20}})))
+        envs.append({"BENCHY_CONFIG_FILE": str(cfg)})
+    procs = bare_launch(tmp_path, ["--no_allreduce"], timeout_s=20, rank_env=envs)
+    outs = finish(procs, timeout=120)
+    for rank, out in enumerate(outs):
+        assert out is not None, f"rank {rank} hung"
+        code, stdout, stderr = out
+        assert code == 1, stdout + stderr
+        assert "benchy.DistributedError: benchy: the ranks were given different schedules: " in stderr, stderr
+        assert "IO.nbatches (rank 0: 10, rank 1: 20)" in stderr and "IO.ntrials (rank 0: 2, rank 1: 3)" in stderr
+        assert "Trial Throughput" not in stdout  # nothing was measured, nothing combined
