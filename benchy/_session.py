@@ -409,6 +409,10 @@ class Session:
         differ = disagreement(schedules)
         if differ is None:
             return
+        try:  # every rank found the same difference: leave together, none still inside the gather
+            self._comm.barrier("start (schedule check)")
+        except DistributedError:
+            pass
         self._state = _DONE
         self._record.finished = True
         raise DistributedError(
@@ -532,6 +536,12 @@ class Session:
             self._close_profiler("after a failed exchange")
             self._state = _DONE
             self._record.finished = True
+            self._source.close()
+            try:  # what was measured is printed, as a single-rank run prints it (the error follows)
+                self._output().trial_ended()
+                self._sink_().summary(exiting=False)
+            except Exception:
+                pass
             raise
         self.results.trials.append(result)
         if auto_warmup:

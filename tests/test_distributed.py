@@ -156,6 +156,10 @@ def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp
     assert rank1 is not None and rank1[0] == -9
     doc = result(tmp_path)  # what was measured before the fault is kept
     assert doc["complete"] is False and doc["IO"]["n"] == 2 and doc["SYNTHETIC"]["n"] == 1
+    # ... and printed, as a single-rank run prints it.
+    assert set(summary(out)) == {"IO", "SYNTHETIC"}, out
+    assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in out
+    assert "trial FULL_1 stopped after" in out and "the ranks could not exchange its results" in out
 
 
 def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
