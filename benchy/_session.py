@@ -25,7 +25,9 @@ import dataclasses
 import inspect
 import math
 import os
+import signal
 import sys
+import threading
 import time
 import weakref
 from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Tuple
@@ -131,6 +133,9 @@ class Session:
         self._record = registry.register(kind, where)
         self._exit = exit
         self._sink: Optional[ResultSink] = None
+        self._hidden: Optional[TrialSpec] = None  # the IO trial running inside iter(), if any
+        self._signalled = False  # a SIGTERM ended the benchmark: later trial callbacks are ignored
+        self._previous_sigterm: Any = None
 
     # --- public ---------------------------------------------------------------------------
 
@@ -402,6 +407,7 @@ class Session:
                 "device work; throughputs are lower than in normal training."
             ))
         atexit.register(self._at_exit)
+        self._install_sigterm()
 
     def _agree_on_schedule(self) -> None:
         """Ranks must run the same trials: each trial's results are exchanged and combined."""
@@ -466,6 +472,7 @@ class Session:
             out.trial_started(spec)
             self._profiler().before_trial(spec)
             sync = synchronizer()
+            self._hidden = spec
             args = (spec, self._source, self._make_counter(), self._trial_clock(sync), sync,
                     self._report, self.config.general.report_freq)
             begin = self._begin(spec, sync)
@@ -475,8 +482,10 @@ class Session:
                 else:
                     result = io_trial(*args, begin=begin)
             except BaseException as err:
+                self._hidden = None
                 self._trial_aborted(spec, 0, f"the data loader raised {type(err).__name__}: {err}")
                 raise
+            self._hidden = None
             # No JSON between IO trials: a pause there lets loader workers fill their queue,
             # and the next trial would start with free batches.
             self._trial_done(result, checkpoint=False)
@@ -524,6 +533,8 @@ class Session:
         return warmup_change(periods, len(result.step_seconds) // 2)
 
     def _trial_done(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
+        if self._signalled:
+            return
         self._current = None
         result = self._lookahead_window(result)
         plan = self.schedule.plan(result.mode)
@@ -579,6 +590,8 @@ class Session:
 
     def _trial_aborted(self, spec: TrialSpec, batches_done: int, reason: str) -> None:
         """A trial that did not finish: not counted, recorded, reported (never raises)."""
+        if self._signalled:
+            return
         self._current = None
         self.results.interruptions.append(Interruption(spec, batches_done, reason))
         try:
@@ -594,6 +607,7 @@ class Session:
         """Summary, table and final JSON; then exit (``exit_after_tests``) or go transparent."""
         self._state = _DONE
         self._record.finished = True
+        self._restore_sigterm()
         self._source.close()
         self._synthetic_batch = _NOTHING
         self._close_profiler("at the end of the benchmark")
@@ -609,6 +623,66 @@ class Session:
                 ))
             return
         sink.end(exit_after)
+
+    # --- SIGTERM (Slurm's preemption and time-out) -----------------------------------------------
+
+    def _install_sigterm(self) -> None:
+        """Print and write what was measured on SIGTERM, then let the signal take its course."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread
+        try:
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+        except (ValueError, OSError):  # pragma: no cover - unusual embeddings
+            self._previous_sigterm = None
+
+    def _restore_sigterm(self) -> None:
+        if self._previous_sigterm is None or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+                signal.signal(signal.SIGTERM, self._previous_sigterm)
+        except (ValueError, OSError):  # pragma: no cover
+            pass
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        previous = self._previous_sigterm
+        try:
+            self._stop_for_signal("SIGTERM")
+        finally:
+            self._restore_sigterm()
+            if callable(previous):
+                previous(signum, frame)  # the script's or launcher's own handler
+            elif previous != signal.SIG_IGN:
+                os.kill(os.getpid(), signum)  # the default action: end with the signal's status
+
+    def _stop_for_signal(self, name: str) -> None:
+        """The running trial is named as interrupted; the summary is printed and the JSON written."""
+        if os.getpid() != self._pid or self._state != _RUNNING:
+            return
+        running: Optional[TrialSpec] = self._hidden
+        done = 0
+        if running is None and self._current is not None:
+            running = self._current.spec
+            done = handed_out(self._current.stamps, running.nbatches)
+        self._signalled = True  # from here on, the trial's own handlers must not report it again
+        self._state = _DONE
+        self._record.finished = True
+        self._current = None
+        out = self._output()
+        try:
+            out.trial_ended()
+            if running is not None:
+                self.results.interruptions.append(Interruption(
+                    running, done, f"interrupted by {name} after {done} of {running.nbatches} batches"))
+                out.line(warning_line(
+                    f"{name} received during trial {running.label} ({done} of {running.nbatches} batches): it is not "
+                    f"counted; the results measured so far follow."))
+            else:
+                out.line(warning_line(f"{name} received between trials; the results measured so far follow."))
+            self._close_profiler(f"at {name}")
+            self._sink_().summary(exiting=False)
+        except Exception:  # the signal must take its course whatever happens here
+            pass
 
     def _close_profiler(self, when: str) -> None:
         window = self._profiler()

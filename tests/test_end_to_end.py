@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -255,3 +256,54 @@ def test_stale_temporary_files_of_a_killed_run_are_removed_at_the_next_start(run
     # A normal run leaves no temporary file of its own (nor its writability probe).
     assert sorted(p.name for p in out.iterdir()) == [".benchy-notes.txt", ".benchy-wr1t1ng.json.tmp",
                                                       "benchy_result.json"]
+
+
+def sigterm_during_a_trial(tmp_path, *extra: str):
+    """Run the user script, send SIGTERM in the middle of FULL_WARMUP_1, return (status, stdout, stderr)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+    from conftest import USER_SCRIPT
+
+    cfg = tmp_path / "benchy.yaml"
+    cfg.write_text(yaml.safe_dump(small_config(nbatches=40, ntrials=2, nwarmup=1)))
+    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, str(USER_SCRIPT), "--step_ms", "20", *extra], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:  # FULL_WARMUP_1 is the epoch after SYNTHETIC_WARMUP_1: 40 steps of 20 ms
+        seen.append(line)
+        if line.startswith("BENCHY::SYNTHETIC_WARMUP_1::Trial Throughput"):
+            break
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, "".join(seen) + out, err
+
+
+@pytest.mark.parametrize("repetition", [1, 2, 3])
+def test_sigterm_in_a_trial_prints_and_writes_what_was_measured(run_script, tmp_path, repetition: int) -> None:
+    import signal
+
+    status, out, err = sigterm_during_a_trial(tmp_path)
+    assert status == -signal.SIGTERM, (status, out, err)  # the signal's own status, as without benchy
+    assert "BENCHY::WARNING::Message: SIGTERM received during trial FULL_WARMUP_1 (" in out, out
+    assert "BENCHY::SUMMARY::IO average trial throughput" in out
+    assert "BENCHY::SUMMARY::SYNTHETIC average trial throughput: n/a (no completed trial)" in out
+    doc = json.loads((tmp_path / "benchy_result.json").read_text())
+    assert doc["complete"] is False and doc["IO"]["n"] == 2
+    [item] = doc["interrupted"]
+    assert item["trial"] == "FULL_WARMUP_1" and item["reason"].startswith("interrupted by SIGTERM after ")
+    assert 0 < item["batches_done"] < 40
+
+
+def test_sigterm_chains_the_scripts_own_handler(tmp_path) -> None:
+    status, out, err = sigterm_during_a_trial(tmp_path, "--own_sigterm")
+    assert status == 42, (status, out, err)  # the script's handler decides how the process ends
+    assert out.index("BENCHY::SUMMARY::IO average") < out.index("USER::sigterm handler")
+    assert json.loads((tmp_path / "benchy_result.json").read_text())["interrupted"][0]["trial"] == "FULL_WARMUP_1"

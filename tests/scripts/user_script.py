@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import math
 import shutil
+import signal
 import sys
 import time
 
@@ -146,8 +147,15 @@ def main() -> int:
     p.add_argument("--loader_raise_after", type=int, default=-1, help="the dataset raises on its Nth sample")
     p.add_argument("--forbid_cuda", action="store_true", help="fail if benchy makes any CUDA runtime call")
     p.add_argument("--spoil_output_dir_at", default=None, help="EPOCH:DIR: replace DIR by a file before that epoch")
+    p.add_argument("--own_sigterm", action="store_true", help="install a SIGTERM handler that exits with status 42")
     benchy.add_arguments(p)
     args = p.parse_args()
+
+    if args.own_sigterm:  # before the loader exists, as a launcher or the script's own set-up would
+        def on_term(signum, frame):
+            print("USER::sigterm handler", flush=True)
+            sys.exit(42)
+        signal.signal(signal.SIGTERM, on_term)
 
     if args.forbid_cuda:
         def forbidden(*a, **k):
