@@ -153,6 +153,10 @@ MAX_COUNT = 10_000  # trials or warm-ups per mode
 MAX_AUTO = 1_000
 MAX_DIST_TIMEOUT = 7 * 24 * 3600.0
 
+# Names of benchy's own temporary files in the output directory (removed when stale, see _report).
+TEMP_PREFIX, TEMP_SUFFIX = ".benchy-", ".json.tmp"
+PROBE_PREFIX = ".benchy-probe-"
+
 
 def _nonempty_str(v: Any) -> bool:
     return isinstance(v, str) and v.strip() != ""
@@ -339,7 +343,7 @@ def _name_max(directory: str) -> int:
 def _probe(directory: str) -> Optional[str]:
     """Why a file cannot be created in ``directory`` (None when it can): a real try, then removed."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".benchy-probe-", dir=directory)  # _report.PROBE_PREFIX
+        fd, tmp = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=directory)
     except OSError as err:
         return err.strerror or str(err)
     os.close(fd)

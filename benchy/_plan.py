@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ._report import decide
+from ._report import verdict
 from ._results import RunResults
 from ._schedule import MIN_AUTO_TRIALS, Mode, ModePlan, Schedule, TrialSpec, abba_first
 
@@ -63,7 +63,6 @@ class Planner:
         self._position = 0  # measured SYNTHETIC/FULL trials issued: the place in S F F S
         self._boundary = 0
         self._io_boundary = -1  # the boundary of the last extra IO trial
-        self._labels: Set[str] = set()
         self.notes: List[str] = []  # what the planner decided, for the log (read and cleared by the session)
         self._noted: Set[str] = set()
         self.stop_reason: Optional[str] = None
@@ -81,7 +80,6 @@ class Planner:
     def issue(self, spec: TrialSpec) -> None:
         key = (spec.mode, spec.warmup)
         self._issued[key] = self._issued.get(key, 0) + 1
-        self._labels.add(spec.label)
         if spec.mode is Mode.IO and not spec.warmup and self._issued[key] > self._fewest_trials(Mode.IO):
             self._io_boundary = self._boundary
         if spec.mode is not Mode.IO and not spec.warmup:
@@ -91,7 +89,7 @@ class Planner:
         return self._issued.get((mode, warmup), 0)
 
     def was_issued(self, spec: TrialSpec) -> bool:
-        return spec.label in self._labels
+        return spec.index <= self.issued(spec.mode, spec.warmup)
 
     # --- decisions ----------------------------------------------------------------------------
 
@@ -228,14 +226,9 @@ class Planner:
 
     def _answered(self, results: RunResults) -> bool:
         """The IO-vs-SYNTHETIC verdict is decided and FULL is not impossible."""
-        if self.schedule.plan(Mode.IO) is None or self.schedule.plan(Mode.SYNTHETIC) is None:
+        if any(len(results.measured(m)) < MIN_AUTO_TRIALS for m in (Mode.IO, Mode.SYNTHETIC)):
             return False
-        io = [t.throughput for t in results.measured(Mode.IO)]
-        syn = [t.throughput for t in results.measured(Mode.SYNTHETIC)]
-        if len(io) < MIN_AUTO_TRIALS or len(syn) < MIN_AUTO_TRIALS:
-            return False
-        full = [t.throughput for t in results.measured(Mode.FULL)]
-        found = decide(io, syn, full, self.confidence)
+        found = verdict(results, self.schedule.modes, self.confidence)  # None without IO or SYNTHETIC
         return found is not None and found.outcome in DECIDED
 
     def _why_stopped(self, results: RunResults) -> str:

@@ -14,11 +14,13 @@ import json
 import math
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ._config import PROBE_PREFIX, TEMP_PREFIX, TEMP_SUFFIX
 from ._dist import straggler
 from ._results import RunResults, TrialResult
 from ._schedule import Mode
@@ -323,8 +325,6 @@ def result_document(
     return doc
 
 
-TEMP_PREFIX, TEMP_SUFFIX = ".benchy-", ".json.tmp"
-PROBE_PREFIX = ".benchy-probe-"
 STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a killed writer's
 
 
@@ -334,8 +334,6 @@ def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> Lis
     Only names benchy makes (``.benchy-*.json.tmp``, ``.benchy-probe-*``) and only files older
     than a minute, so a run writing into the same directory at this moment keeps its file.
     """
-    import time
-
     now = time.time() if now is None else now
     removed: List[str] = []
     try:

@@ -204,14 +204,15 @@ class Schedule:
     def fingerprint(self) -> Dict[str, object]:
         """What every rank must agree on: each mode's counts and bounds (``IO.nbatches``, ...)."""
         out: Dict[str, object] = {"precision": self.precision}
+        if self.plans:  # the bounds are global: every plan holds the same ones
+            out["auto_max_trials"], out["auto_max_warmup"] = self.plans[0].max_trials, self.plans[0].max_warmup
         for mode in Mode:
             p = self.plan(mode)
             out[f"{mode.value}.run_benchmark"] = p is not None
             if p is not None:
                 out[f"{mode.value}.nbatches"] = p.nbatches
-                out[f"{mode.value}.ntrials"] = "auto" if p.ntrials is None else p.ntrials
-                out[f"{mode.value}.nwarmup"] = "auto" if p.nwarmup is None else p.nwarmup
-                out["auto_max_trials"], out["auto_max_warmup"] = p.max_trials, p.max_warmup
+                out[f"{mode.value}.ntrials"] = AUTO if p.ntrials is None else p.ntrials
+                out[f"{mode.value}.nwarmup"] = AUTO if p.nwarmup is None else p.nwarmup
         return out
 
     def to_dict(self) -> Dict[str, object]:

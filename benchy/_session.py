@@ -482,10 +482,10 @@ class Session:
                 else:
                     result = io_trial(*args, begin=begin)
             except BaseException as err:
-                self._hidden = None
                 self._trial_aborted(spec, 0, f"the data loader raised {type(err).__name__}: {err}")
                 raise
-            self._hidden = None
+            finally:
+                self._hidden = None
             # No JSON between IO trials: a pause there lets loader workers fill their queue,
             # and the next trial would start with free batches.
             self._trial_done(result, checkpoint=False)
