@@ -1,4 +1,5 @@
-"""All of benchy's own measurements, one command: overhead, growth, fidelity, adaptive schedules.
+"""All of benchy's own measurements, one command: overhead, growth, fidelity, adaptive
+schedules, long runs (memory and checkpoints).
 
     python benchmarks/run.py            # about 25 minutes on a 2-core machine
     python benchmarks/run.py --quick    # about 6 minutes: fewer batches and repetitions
@@ -31,6 +32,7 @@ def main() -> int:
         ("growth", []),
         ("fidelity", ["--reps", "2" if args.quick else "10"]),
         ("adaptive", ["--reps", "1" if args.quick else "3"]),
+        ("longrun", ["--nbatches", "50000" if args.quick else "200000"]),
     ]
     status = 0
     for name, extra in parts:

@@ -27,6 +27,7 @@ __all__ = [
     "GlobalConfig",
     "ModeConfig",
     "load_config",
+    "steps_name",
 ]
 
 CONFIG_ENV_VAR = "BENCHY_CONFIG_FILE"
@@ -90,6 +91,7 @@ class GlobalConfig:
     auto_precision: float = 0.02  # ntrials auto: stop when the interval's half-width is this share of the mean
     auto_max_trials: int = 8  # ntrials auto: at most this many trials per mode
     auto_max_warmup: int = 4  # nwarmup auto: at most this many warm-ups per mode
+    save_steps: bool = True  # every trial's per-step times as <output name>.steps/<trial>.npy, written once
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,13 @@ class Config:
         """Where the JSON result goes."""
         directory = self.general.output_dir if self.general.output_dir else os.getcwd()
         return os.path.join(directory, self.general.output_filename)
+
+    @property
+    def steps_dir(self) -> Optional[str]:
+        """Where every trial's per-step times go (next to the JSON), or None (``save_steps: false``)."""
+        if not self.general.save_steps:
+            return None
+        return os.path.join(os.path.dirname(self.output_path), steps_name(self.general.output_filename))
 
     def to_dict(self) -> Dict[str, Dict[str, Any]]:
         """The config in the file's layout (section names as in the original)."""
@@ -155,6 +164,7 @@ MAX_DIST_TIMEOUT = 7 * 24 * 3600.0
 
 # Names of benchy's own temporary files in the output directory (removed when stale, see _report).
 TEMP_PREFIX, TEMP_SUFFIX = ".benchy-", ".json.tmp"
+STEPS_TEMP_SUFFIX = ".npy.tmp"  # a per-step file being written (in the steps directory)
 PROBE_PREFIX = ".benchy-probe-"
 
 
@@ -179,6 +189,12 @@ def _mode_list(v: Any) -> bool:
 
 def _filename(v: Any) -> bool:
     return _nonempty_str(v) and os.path.basename(v) == v and v not in (".", "..")
+
+
+def steps_name(output_filename: str) -> str:
+    """The per-step directory's name: ``result.json`` -> ``result.steps``."""
+    stem = output_filename[:-5] if output_filename.endswith(".json") else output_filename
+    return stem + ".steps"
 
 
 _Rule = Tuple[Callable[[Any], bool], str]
@@ -214,6 +230,7 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
                        "a share of the mean strictly between 0 and 1 (0.02 = 2 %)"),
     "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
     "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
+    "save_steps": (_is_bool, "true or false"),
 }
 
 # Normalisation of accepted values into the stored form.
@@ -380,6 +397,12 @@ def _check_output(general: Dict[str, Any], source: str, problems: List[str]) -> 
         problems.append(f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} "
                         f"allows at most {limit}")
         return
+    side = steps_name(name) if general["save_steps"] else None
+    if side is not None and len(os.fsencode(side)) > limit:
+        problems.append(f"{key_name}: the per-step directory's name {side[:40]}... would have {len(os.fsencode(side))} "
+                        f"bytes; the file system at {existing} allows at most {limit}: shorten the name by "
+                        f"{len(os.fsencode(side)) - limit} bytes or set global.save_steps: false")
+        return
     why = _probe(existing)
     if why is not None:
         what = "is not writable" if existing == directory else f"cannot be created in {existing}"
@@ -388,6 +411,10 @@ def _check_output(general: Dict[str, Any], source: str, problems: List[str]) -> 
         return
     if os.path.isdir(os.path.join(directory, name)):
         problems.append(f"{key_name}: {os.path.join(directory, name)} is a directory; expected a file name")
+    elif side is not None and os.path.exists(os.path.join(directory, side)) and not os.path.isdir(
+            os.path.join(directory, side)):
+        problems.append(f"{key_name}: {os.path.join(directory, side)} is a file; benchy keeps per-step times in a "
+                        f"directory of that name: move the file, rename the output or set global.save_steps: false")
 
 
 ConfigLike = Union[Config, Mapping[str, Any], str, "os.PathLike[str]", None]

@@ -29,7 +29,7 @@ from ._report import verdict
 from ._results import RunResults
 from ._schedule import MIN_AUTO_TRIALS, Mode, ModePlan, Schedule, TrialSpec, abba_first
 
-__all__ = ["STEADY_TOLERANCE", "Planner", "warmup_change"]
+__all__ = ["MIN_STEADY_WINDOW", "STEADY_TOLERANCE", "Planner", "warmup_change"]
 
 # nwarmup auto: a step time whose median fell by at most this share is steady.
 STEADY_TOLERANCE = 0.05

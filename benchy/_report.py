@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ._config import PROBE_PREFIX, TEMP_PREFIX, TEMP_SUFFIX
+from ._config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
 from ._dist import straggler
 from ._results import RunResults, TrialResult
 from ._schedule import Mode
@@ -34,6 +36,7 @@ __all__ = [
     "summary_lines",
     "trial_line",
     "verdict_line",
+    "write_document",
     "write_json_atomic",
 ]
 
@@ -233,16 +236,28 @@ def _finite(x: float) -> Optional[float]:
     return x if math.isfinite(x) else None
 
 
-def _mode_block(results: RunResults, mode: Mode) -> Dict[str, Any]:
+def _finite_list(values: np.ndarray[Any, Any]) -> List[Optional[float]]:
+    """The values as JSON numbers (non-finite ones as null)."""
+    out: List[Optional[float]] = values.tolist()
+    if not np.isfinite(values).all():
+        out = [x if x is not None and math.isfinite(x) else None for x in out]
+    return out
+
+
+def _mean_step_rate(t: TrialResult) -> Optional[float]:
+    mean = t.mean_step_rate
+    return None if mean is None else _finite(mean)
+
+
+def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[str, Any]:
     trials = results.measured(mode)
     est = results.estimate(mode)
     warm = results.warmups(mode)
     block: Dict[str, Any] = {
-        # The original's keys, one entry per counted trial.
-        "rates": [[_finite(r) for r in t.step_rates] for t in trials],
-        "avg_iter_throughput": [
-            _finite(sum(t.step_rates) / len(t.step_rates)) if t.step_rates else None for t in trials
-        ],
+        # The original's keys, one entry per counted trial. ``rates`` (per-step throughputs)
+        # only in the final document: a checkpoint costs the new trial, not every trial so far.
+        "rates": [_finite_list(t.step_rates()) for t in trials] if per_step else None,
+        "avg_iter_throughput": [_mean_step_rate(t) for t in trials],
         "trial_throughput": [_finite(t.throughput) for t in trials],
         "trial_time": [t.seconds for t in trials],
         # Ours.
@@ -287,8 +302,14 @@ def result_document(
     exit_status: Optional[int] = None,
     extras: Optional[Mapping[str, Any]] = None,
     confidence: float = 0.95,
+    per_step: bool = True,
+    steps_dir: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The JSON document: the original's keys plus schema version, config, environment, status.
+
+    ``per_step``: include each mode's ``rates`` (per-step throughputs of every counted trial);
+    checkpoints leave them out (null); every trial's per-step times were saved once, when it
+    ended, in ``steps_dir`` (next to the JSON; None when not saved).
 
     ``complete`` is true only when every scheduled trial counted; ``exit_status`` is the status
     benchy exits with under ``exit_after_tests`` (0, or 3 when a mode has no counted trial), or
@@ -315,10 +336,11 @@ def result_document(
         "config": dict(config),
         "environment": dict(environment),
         "profiler": dict(profiler or {}),
+        "steps_dir": steps_dir,
     }
     doc.update(extra)
     for mode in modes:
-        doc[mode.value] = _mode_block(results, mode)
+        doc[mode.value] = _mode_block(results, mode, per_step)
     if Mode.SYNTHETIC in modes:
         # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
         doc[Mode.SYNTHETIC.value]["batch_samples"] = synthetic_batch
@@ -331,8 +353,8 @@ STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a
 def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> List[str]:
     """Delete benchy's own temporary files in ``directory`` left by a process killed mid-write.
 
-    Only names benchy makes (``.benchy-*.json.tmp``, ``.benchy-probe-*``) and only files older
-    than a minute, so a run writing into the same directory at this moment keeps its file.
+    Only names benchy makes (``.benchy-*.json.tmp``, ``.benchy-*.npy.tmp``, ``.benchy-probe-*``)
+    and only files older than a minute, so a run writing there at this moment keeps its file.
     """
     now = time.time() if now is None else now
     removed: List[str] = []
@@ -342,7 +364,8 @@ def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> Lis
         return removed
     for entry in entries:
         name = entry.name
-        ours = (name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)) or name.startswith(PROBE_PREFIX)
+        ours = ((name.startswith(TEMP_PREFIX) and name.endswith((TEMP_SUFFIX, STEPS_TEMP_SUFFIX)))
+                or name.startswith(PROBE_PREFIX))
         try:
             if ours and entry.is_file(follow_symlinks=False) and now - entry.stat().st_mtime > STALE_AFTER_S:
                 os.unlink(entry.path)
@@ -352,6 +375,33 @@ def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> Lis
     return removed
 
 
+def write_document(handle: IO[str], document: Mapping[str, Any]) -> None:
+    """The document as indented JSON, each per-step list on one line, written piece by piece.
+
+    Per-step lists are encoded apart by the json module's C encoder (the indenting encoder is
+    pure Python, about 5 times slower) and written in place of a marker no value can hold, one
+    trial at a time, so the whole text is never held in memory.
+    """
+    marker = f"\0benchy-per-step-{uuid.uuid4().hex}-"
+    lists: List[Any] = []
+    shallow: Dict[str, Any] = dict(document)
+    for key, block in document.items():
+        if isinstance(block, Mapping) and isinstance(block.get("rates"), list):
+            block = dict(block)
+            names = []
+            for values in block["rates"]:
+                names.append(f"{marker}{len(lists)}")
+                lists.append(values)
+            block["rates"] = names
+            shallow[key] = block
+    text = json.dumps(shallow, indent=1, allow_nan=False)
+    # re.split with a group: text, index, text, index, ..., text
+    parts = re.split(re.escape(json.dumps(marker)[:-1]) + r'([0-9]+)"', text) if lists else [text]
+    for k, part in enumerate(parts):
+        handle.write(json.dumps(lists[int(part)], allow_nan=False) if k % 2 else part)
+    handle.write("\n")
+
+
 def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
     """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -359,8 +409,7 @@ def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=1, allow_nan=False)
-            handle.write("\n")
+            write_document(handle, document)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import weakref
+from array import array
 from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Tuple
 
 from ._batch import describe_rule, make_counter
@@ -38,7 +39,7 @@ from ._console import Output
 from ._device import synchronizer
 from ._dist import DistributedError, LocalComm, disagreement, make_comm
 from ._env import environment
-from ._plan import Planner, warmup_change
+from ._plan import MIN_STEADY_WINDOW, Planner, warmup_change
 from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
 from ._registry import REGISTRY, Registry
 from ._report import info_line, iteration_line, warning_line
@@ -102,7 +103,7 @@ class Session:
         self.schedule = Schedule.from_config(config)
         self.planner = Planner(self.schedule)
         self._queue_depth = queue_depth  # batches a loader holds ready (workers x prefetch_factor)
-        self._warm_periods: Dict[Mode, List[float]] = {}
+        self._warm_periods: Dict[Mode, array[float]] = {}
         self.results = RunResults()
         self.epochs_started = 0
         self._make_iterator = make_iterator
@@ -528,9 +529,11 @@ class Session:
 
     def _warmup_change(self, result: TrialResult) -> Optional[float]:
         """For ``nwarmup: auto``: how much this mode's step time still changes (this rank)."""
-        periods = self._warm_periods.setdefault(result.mode, [])
-        periods.extend(result.step_seconds)
-        return warmup_change(periods, len(result.step_seconds) // 2)
+        new = result.step_seconds
+        # Only the latest periods are compared: keep no more than the next call can look at.
+        periods = self._warm_periods.get(result.mode, array("d")) + new
+        self._warm_periods[result.mode] = periods[-max(2 * MIN_STEADY_WINDOW, len(new)):]
+        return warmup_change(periods, len(new) // 2)
 
     def _trial_done(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
         if self._signalled:

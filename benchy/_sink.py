@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from . import _steps
 from ._config import Config
 from ._console import Output
 from ._report import (
@@ -62,6 +63,8 @@ class ResultSink:
         self._exit = exit
         self._json_error_shown = False
         self._early_noted = False
+        self._steps_written = 0  # trials already in the steps file
+        self._steps_failed = False
 
     # --- status -------------------------------------------------------------------------------
 
@@ -101,10 +104,12 @@ class ResultSink:
         self.checkpoint()
 
     def clean_stale(self) -> None:
-        """Remove temporary JSON files a killed benchy left in the output directory (rank 0)."""
+        """Remove temporary files a killed benchy left in the output and per-step directories (rank 0)."""
         if self.rank != 0:
             return
         removed = remove_stale_temporaries(os.path.dirname(os.path.abspath(self.config.output_path)))
+        if self.config.steps_dir is not None:
+            removed += remove_stale_temporaries(self.config.steps_dir)
         if removed:
             self.out.line(info_line(
                 f"removed {len(removed)} stale temporary file(s) left by an interrupted benchy run: "
@@ -155,10 +160,36 @@ class ResultSink:
         self._shutdown()  # every rank got here through the last exchange
         self._exit(status)  # the one place benchy ends the process: exit_after_tests
 
+    def save_steps(self) -> Optional[str]:
+        """Save the trials that ended since the last call, one file each; the directory's name.
+
+        Each trial's per-step data is written once, so a checkpoint costs the new trials only.
+        The first call of a run clears a previous run's trial files from the directory.
+        """
+        directory = self.config.steps_dir
+        if directory is None or self._steps_failed:
+            return None
+        try:
+            if self._steps_written == 0:
+                _steps.clear(directory)
+            for result in self.results.trials[self._steps_written:]:
+                _steps.save(directory, result)
+                self._steps_written += 1
+        except (OSError, ValueError) as err:
+            self._steps_failed = True
+            self.out.line(warning_line(
+                f"cannot save the per-step times in {directory}: {err}. The final JSON's 'rates' hold the "
+                f"counted trials' per-step throughputs; this run saves no further per-step files."))
+            return None
+        return os.path.basename(directory)
+
     def write_json(self, *, announce: bool, exit_status: Optional[int] = None) -> None:
+        """The JSON: a checkpoint (``announce`` false: no per-step lists, O(the new trials)) or the
+        final document (``announce`` true: with each mode's per-step ``rates``)."""
         if self.rank != 0:
             return
         path = self.config.output_path
+        steps_dir = self.save_steps()
         extras = self._extras()
         document = result_document(
             self.results,
@@ -173,6 +204,8 @@ class ResultSink:
             exit_status=exit_status,
             extras=extras,
             confidence=self.schedule.decision_confidence,
+            per_step=announce,
+            steps_dir=steps_dir,
         )
         try:
             write_json_atomic(path, document)

@@ -34,7 +34,10 @@ runs over both (``tests/test_trial.py``); what is not per-step is shared below.
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from typing import Any, Callable, Generator, List, Optional, Tuple
+
+import numpy as np
 
 from ._results import TrialResult
 from ._schedule import Mode, TrialSpec
@@ -91,20 +94,31 @@ def handed_out(stamps: List[float], n: int) -> int:
 
 def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses,
                  periods: Optional[int] = None) -> TrialResult:
-    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them)."""
+    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them).
+
+    The lists the hot loop filled (its fastest store) become 16 bytes per step here, once.
+    """
     n = len(sizes) if periods is None else periods
-    steps = [stamps[k + 1] - stamps[k] for k in range(n)]
+    steps = np.diff(np.array(stamps[: n + 1], dtype=np.float64))
     for k, seconds in pauses:
         if 0 <= k < n:
             steps[k] -= seconds
-    sizes = sizes[:n]
+    counts = np.array(sizes[:n], dtype=np.int64)
     return TrialResult(
         spec=spec,
-        samples=sum(sizes),
-        seconds=sum(steps),
-        step_seconds=tuple(steps),
-        step_samples=tuple(sizes),
+        samples=int(counts.sum()),
+        seconds=float(steps.sum()),
+        step_seconds=_compact(steps, "d"),
+        step_samples=_compact(counts, "q"),
     )
+
+
+def _compact(values: np.ndarray[Any, Any], code: str) -> array[Any]:
+    """``values`` as an array of exactly their size (``array(code, bytes)`` keeps 1/16 spare)."""
+    out = array(code, [0]) * len(values)
+    if len(values):
+        np.frombuffer(out, dtype=values.dtype)[:] = values
+    return out
 
 
 # A SYNTHETIC first period shorter than this share of the median period holds no step.
@@ -123,8 +137,8 @@ def fetches_ahead(result: TrialResult) -> bool:
     steps = result.step_seconds
     if len(steps) < 3:
         return False
-    rest = sorted(steps[1:])
-    median = rest[len(rest) // 2]
+    rest = np.frombuffer(steps, dtype=np.float64)[1:]
+    median = float(np.partition(rest, len(rest) // 2)[len(rest) // 2])
     return median > 0 and steps[0] < LOOKAHEAD_SHARE * median
 
 

@@ -249,13 +249,25 @@ def test_stale_temporary_files_of_a_killed_run_are_removed_at_the_next_start(run
     fresh.write_text("{")
     mine = out / ".benchy-notes.txt"  # not a name benchy makes
     mine.write_text("keep")
+    steps = out / "benchy_result.steps"  # per-step files: a killed writer's, a previous run's, the user's
+    steps.mkdir()
+    stale_steps = steps / ".benchy-k1ll3d.npy.tmp"
+    stale_steps.write_bytes(b"\x93NUMPY")
+    os.utime(stale_steps, (old, old))
+    previous = steps / "FULL_9.npy"
+    previous.write_bytes(b"\x93NUMPY")
+    (steps / "notes.txt").write_text("keep")
     run = run_script(small_config(output_dir=str(out)))
     assert run.returncode == 0, run
-    assert f"removed 1 stale temporary file(s) left by an interrupted benchy run: {stale}" in run.stdout
+    assert (f"removed 2 stale temporary file(s) left by an interrupted benchy run: {stale}, {stale_steps}"
+            in run.stdout)
     assert not stale.exists() and fresh.exists() and mine.exists()
     # A normal run leaves no temporary file of its own (nor its writability probe).
     assert sorted(p.name for p in out.iterdir()) == [".benchy-notes.txt", ".benchy-wr1t1ng.json.tmp",
-                                                      "benchy_result.json"]
+                                                      "benchy_result.json", "benchy_result.steps"]
+    # This run's trials replace a previous run's trial files; other files stay.
+    assert sorted(p.name for p in steps.iterdir()) == sorted(
+        [f"{label}.npy" for label in run.trials] + ["notes.txt"])
 
 
 def sigterm_during_a_trial(tmp_path, *extra: str):

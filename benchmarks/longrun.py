@@ -1,0 +1,146 @@
+"""Long runs: the memory benchy keeps per timed batch, and what each JSON checkpoint costs.
+
+    python benchmarks/longrun.py [--nbatches 200000] [--ntrials 2] [--batch-size 64]
+
+IO, SYNTHETIC and FULL each run ``--ntrials`` trials (no warm-up) of ``--nbatches`` batches
+over in-memory ``(inputs, labels)`` tuples with an empty loop body: 6 trials of 200 000
+batches by default, the case in issue 10. Two runs of the same schedule:
+
+* memory (``tracemalloc`` on): what benchy still holds after the schedule, per timed batch
+  (the results of every trial), and the peak while a trial runs, per batch of that trial;
+* cost (``tracemalloc`` off): the time of every JSON write after a trial (checkpoints) and of
+  the final one, with the sizes of the JSON and of the per-step side file.
+
+A batch size above 256 (``--batch-size 512``) makes every sample count a new Python int,
+which is what a list of counts pays for such batches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+from typing import Any, Callable, List, Tuple
+
+import torch
+
+from benchy import _sink
+from benchy.torch import BenchmarkGenericIteratorWrapper
+
+
+def make_wrapper(batches: List[Any], out_dir: str, nbatches: int, ntrials: int, batch_size: int) -> Any:
+    mode = {"nbatches": nbatches, "ntrials": ntrials, "nwarmup": 0}
+    cfg = {"global": {"report_freq": 0, "exit_after_tests": False, "output_dir": out_dir, "console": "plain"},
+           "IO": mode, "synthetic": mode, "full": mode}
+    return BenchmarkGenericIteratorWrapper(batches, batch_size, benchy_config=cfg)
+
+
+def run_epochs(wrapper: Any, epochs: int) -> None:
+    with contextlib.redirect_stdout(open(os.devnull, "w")):
+        for _ in range(epochs):
+            for _ in wrapper:
+                pass
+
+
+def timed_writes(trace: bool) -> Tuple[List[Tuple[bool, float, int]], Callable[[], None]]:
+    """Record every ResultSink.write_json call: (final?, seconds, tracemalloc peak above the
+    memory at its start); with ``trace``, the peak between writes goes to ``between``."""
+    calls: List[Tuple[bool, float, int]] = []
+    original = _sink.ResultSink.write_json
+
+    def timed(self: Any, *, announce: bool, exit_status: Any = None) -> None:
+        start = 0
+        if trace:
+            start, peak = tracemalloc.get_traced_memory()
+            BETWEEN.append(peak)
+            tracemalloc.reset_peak()
+        t0 = time.perf_counter()
+        original(self, announce=announce, exit_status=exit_status)
+        seconds = time.perf_counter() - t0
+        extra = 0
+        if trace:
+            extra = tracemalloc.get_traced_memory()[1] - start
+            tracemalloc.reset_peak()
+        calls.append((announce, seconds, extra))
+
+    _sink.ResultSink.write_json = timed  # type: ignore[method-assign]
+
+    def restore() -> None:
+        _sink.ResultSink.write_json = original  # type: ignore[method-assign]
+
+    return calls, restore
+
+
+BETWEEN: List[int] = []  # tracemalloc peaks between JSON writes (while trials run)
+
+
+def disk_size(path: str) -> int:
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
+    return os.path.getsize(path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nbatches", type=int, default=200_000)
+    parser.add_argument("--ntrials", type=int, default=2, help="trials per mode (3 modes)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    args = parser.parse_args()
+    n, size = args.nbatches, args.batch_size
+    batches = [(torch.zeros(size, 1), torch.zeros(size, dtype=torch.long)) for _ in range(n + 1)]
+    trials = 3 * args.ntrials
+    epochs = 2 * args.ntrials + 1  # SYNTHETIC and FULL trials take an epoch each, then one plain epoch
+    timed = trials * n
+    print(f"{trials} trials of {n} batches ({timed} timed batches), (inputs, labels) tuples of {size} samples")
+
+    with tempfile.TemporaryDirectory() as out_dir:
+        run_epochs(make_wrapper(batches[:101], out_dir, 100, 1, size), 3)  # imports and caches: not per batch
+        gc.collect()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        calls, restore = timed_writes(trace=True)
+        try:
+            wrapper = make_wrapper(batches, out_dir, n, args.ntrials, size)
+            run_epochs(wrapper, epochs)
+        finally:
+            restore()
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert wrapper.benchy.done, "the schedule did not finish"
+        trial_peak = max(BETWEEN) - base
+        final_extra = max(extra for final, _, extra in calls if final)
+        print(f"memory kept after the schedule: {(kept - base) / timed:.1f} bytes per timed batch "
+              f"({(kept - base) / 1e6:.1f} MB)")
+        print(f"peak while trials run:          {trial_peak / 1e6:.1f} MB "
+              f"(what is kept plus {(trial_peak - (kept - base) * (trials - 1) / trials) / n:.1f} bytes per "
+              f"batch of the running trial)")
+        print(f"final write, at its peak:       +{final_extra / 1e6:.1f} MB "
+              f"({final_extra / timed:.1f} bytes per counted batch: the 'rates' lists, once)")
+        del wrapper
+        gc.collect()
+
+    with tempfile.TemporaryDirectory() as out_dir:
+        calls, restore = timed_writes(trace=False)
+        try:
+            wrapper = make_wrapper(batches, out_dir, n, args.ntrials, size)
+            run_epochs(wrapper, epochs)
+        finally:
+            restore()
+        checkpoints = [t for final, t, _ in calls if not final]
+        finals = [t for final, t, _ in calls if final]
+        print("checkpoint writes (s):         " + " ".join(f"{t:.3f}" for t in checkpoints))
+        print("final write (s):               " + " ".join(f"{t:.3f}" for t in finals))
+        for name in sorted(os.listdir(out_dir)):
+            print(f"{name}: {disk_size(os.path.join(out_dir, name)) / 1e6:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
