@@ -31,6 +31,7 @@ from ._stats import Comparison, Estimate, compare_log
 __all__ = [
     "SCHEMA_VERSION",
     "iteration_line",
+    "publish",
     "result_document",
     "summary_line",
     "summary_lines",
@@ -402,6 +403,21 @@ def write_document(handle: IO[str], document: Mapping[str, Any]) -> None:
     handle.write("\n")
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are private (0600)
+
+
+def publish(tmp: str, path: str) -> None:
+    """Give a finished temporary file the usual permissions and rename it to ``path`` (atomic)."""
+    os.chmod(tmp, _FILE_MODE)
+    os.replace(tmp, path)
+
+
 def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
     """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -410,7 +426,7 @@ def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             write_document(handle, document)
-        os.replace(tmp, path)
+        publish(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)

@@ -7,8 +7,9 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 import yaml
@@ -47,6 +48,21 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run(rc={self.returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+_SCRATCH: List[Path] = []
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _scratch_root(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _SCRATCH.append(tmp_path_factory.mktemp("sessions"))
+
+
+def scratch_dir() -> str:
+    """A fresh directory for a helper that has no ``tmp_path``: under pytest's temporary root,
+    which pytest prunes (it keeps the last three runs), never loose in /tmp."""
+    assert _SCRATCH, "scratch_dir() is for use inside tests"
+    return tempfile.mkdtemp(prefix="benchy-", dir=_SCRATCH[0])
 
 
 def small_config(nbatches: int = 5, ntrials: int = 2, nwarmup: int = 1, **global_: Any) -> Dict[str, Any]:

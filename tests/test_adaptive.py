@@ -9,10 +9,10 @@ from __future__ import annotations
 import io
 import json
 import math
-import tempfile
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
+from conftest import scratch_dir
 
 from benchy import ConfigError, Mode, load_config
 from benchy._console import Output
@@ -37,7 +37,7 @@ AUTO = {"ntrials": "auto", "nwarmup": "auto"}
 def make(clock: Clock, fetch: Callable[[int], float], sections: Dict[str, Any],
          **session: Any) -> Tuple[Session, io.StringIO]:
     cfg: Dict[str, Any] = {"global": {"report_freq": 0, "console": "plain", "exit_after_tests": False,
-                                      "output_dir": tempfile.mkdtemp(prefix="benchy-test-")}}
+                                      "output_dir": scratch_dir()}}
     for name in ("IO", "synthetic", "full"):
         cfg[name] = {"nbatches": 25, **AUTO}
     for name, values in sections.items():

@@ -27,7 +27,8 @@ def free_port() -> int:
 def write_config(tmp_path: Path, **global_) -> Dict[str, str]:
     cfg = tmp_path / "benchy.yaml"
     cfg.write_text(yaml.safe_dump(small_config(nbatches=10, ntrials=2, nwarmup=1, **global_)))
-    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+               TMPDIR=str(tmp_path))  # torchrun keeps its logs under TMPDIR
     return env
 
 
@@ -100,7 +101,8 @@ def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -
                                    "synthetic": auto, "full": auto}))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
            "--master_port", str(free_port()), str(SCRIPT), "--decay_rank", "1", "--epochs", "30"]
-    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+               TMPDIR=str(tmp_path))  # torchrun keeps its logs under TMPDIR
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -156,3 +156,15 @@ def test_write_document_puts_each_per_step_list_on_one_line() -> None:
     assert "[1.5, 2.0]" in text and "[3.25]" in text and text.endswith("}\n")
     with pytest.raises(ValueError):
         write_document(io.StringIO(), {"IO": {"rates": [[math.inf]]}})
+
+
+def test_written_files_get_the_usual_permissions(tmp_path: Path) -> None:
+    """The JSON and per-step files are written privately, then renamed: they end with open()'s mode."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    w = wrapper(batches(6), tmp_path, 5)
+    epochs(w, 3)
+    files = [tmp_path / "benchy_result.json", *sorted((tmp_path / "benchy_result.steps").iterdir())]
+    assert len(files) == 4
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~mask, (path, oct(path.stat().st_mode))

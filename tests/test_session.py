@@ -10,6 +10,7 @@ import io
 from typing import Any, Iterator, List
 
 import pytest
+from conftest import scratch_dir
 
 from benchy import EXIT_MISSING_MODE, Mode, load_config
 from benchy._console import Output
@@ -38,10 +39,8 @@ class SlowStream(io.StringIO):
 
 
 def make(clock: Clock, *, fetch: float = 0.01, batches: int = 100, registry: Registry = None, **sections: Any):
-    import tempfile
-
     # Sessions left unfinished say so at interpreter exit: their JSON goes to a directory of their own.
-    cfg = {"global": {"report_freq": 0, "console": "plain", "output_dir": tempfile.mkdtemp(prefix="benchy-test-")}}
+    cfg = {"global": {"report_freq": 0, "console": "plain", "output_dir": scratch_dir()}}
     for name in ("IO", "synthetic", "full"):
         cfg[name] = {"nbatches": 4, "ntrials": 2, "nwarmup": 0}
     for name, values in sections.items():
