@@ -24,19 +24,23 @@ import numpy as np
 
 from ._config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
 from ._dist import straggler
+from ._distribution import STALL_FACTOR, StepProfile, step_profile
 from ._results import RunResults, TrialResult
 from ._schedule import Mode
 from ._stats import Comparison, Estimate, compare_log
 
 __all__ = [
     "SCHEMA_VERSION",
+    "data_wait_line",
     "iteration_line",
     "publish",
     "result_document",
+    "steps_text",
     "summary_line",
     "summary_lines",
     "trial_line",
     "verdict_line",
+    "wait_line",
     "write_document",
     "write_json_atomic",
 ]
@@ -63,6 +67,46 @@ def warning_line(message: str) -> str:
 def trial_line(result: TrialResult) -> str:
     """``BENCHY::FULL_2::Trial Throughput: 90.123`` (warm-ups: ``FULL_WARMUP_1``)."""
     return f"BENCHY::{result.label}::Trial Throughput: {result.throughput:.3f}"
+
+
+def wait_line(result: TrialResult) -> Optional[str]:
+    """``BENCHY::FULL_2::Data Wait: 12.3 % of the trial (median step 4.100 ms, median wait 0.520 ms)``."""
+    share = result.data_wait
+    if share is None or result.wait_median is None or result.work_median is None:
+        return None
+    return (f"BENCHY::{result.label}::Data Wait: {100.0 * share:.1f} % of the trial (median step "
+            f"{1e3 * result.work_median:.3f} ms, median wait {1e3 * result.wait_median:.3f} ms)")
+
+
+def data_wait_line(est: Estimate) -> Optional[str]:
+    """``BENCHY::SUMMARY::DATA_WAIT 12.3 % of FULL time was spent waiting for the loader (+/- 1.2)``."""
+    if est.mean is None:
+        return None
+    spread = "n/a" if est.half_width is None else f"{100.0 * est.half_width:.1f}"
+    return (f"BENCHY::SUMMARY::DATA_WAIT {100.0 * est.mean:.1f} % of FULL time was spent waiting for the "
+            f"loader (+/- {spread})")
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.3f} ms"
+
+
+def steps_text(mode: Mode, profile: StepProfile, workers: int = 0) -> str:
+    """Percentiles of a mode's step time and its stalls, in words (the STEPS summary line)."""
+    text = (f"{mode.value} step time p50 {_ms(profile.p50)}, p90 {_ms(profile.p90)}, p99 {_ms(profile.p99)} "
+            f"over {profile.steps} steps; ")
+    if not profile.stalls:
+        return text + f"no stalls (steps over {STALL_FACTOR:g}x the median)"
+    text += (f"{profile.stalls} stall(s) (steps over {STALL_FACTOR:g}x the median) took "
+             f"{100.0 * profile.stall_share:.1f} % of the time")
+    k = profile.stall_period
+    if k is None:
+        return text
+    if workers and k == workers:
+        return text + (f", every {k} steps with {workers} loader workers: the sign of a starved worker pool (each "
+                       f"worker takes longer than {k} steps to make a batch; more workers or cheaper batches help)")
+    return text + f", periodic: every {k} steps" + (
+        f" (the loader has {workers} workers)" if workers else "")
 
 
 def iteration_line(label: str, step: int, nbatches: int, rate: float) -> str:
@@ -219,10 +263,20 @@ def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
             f"(mean trial time {slow:.4f} s vs {median:.4f} s)")
 
 
-def summary_lines(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95) -> List[str]:
-    """The summary lines for the modes that were scheduled, then stragglers and the verdict."""
+def summary_lines(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95,
+                  workers: int = 0) -> List[str]:
+    """The summary lines for the modes that were scheduled, FULL's data wait, each mode's step
+    distribution, then stragglers and the verdict. ``workers``: the loader's ``num_workers``."""
     estimates = {mode: results.estimate(mode) for mode in modes}
     lines = [summary_line(mode, estimates[mode]) for mode in modes]
+    if Mode.FULL in modes:
+        wait = data_wait_line(results.data_wait())
+        if wait is not None:
+            lines.append(wait)
+    for mode in modes:
+        profile = step_profile(results.measured(mode))
+        if profile is not None:
+            lines.append(f"BENCHY::SUMMARY::STEPS {steps_text(mode, profile, workers)}")
     for mode in modes:
         text = straggler_text(results, mode)
         if text is not None:
@@ -250,6 +304,23 @@ def _mean_step_rate(t: TrialResult) -> Optional[float]:
     return None if mean is None else _finite(mean)
 
 
+def _data_wait_block(results: RunResults) -> Optional[Dict[str, Any]]:
+    """FULL's share of time waiting for the loader (fractions), per counted trial and overall."""
+    trials = [t for t in results.measured(Mode.FULL) if t.data_wait is not None]
+    if not trials:
+        return None
+    est = results.data_wait()
+    return {
+        "mean": est.mean,
+        "interval": est.half_width,
+        "confidence": est.confidence,
+        "trials": [t.data_wait for t in trials],
+        "labels": [t.label for t in trials],
+        "wait_median_s": [t.wait_median for t in trials],
+        "step_median_s": [t.work_median for t in trials],
+    }
+
+
 def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[str, Any]:
     trials = results.measured(mode)
     est = results.estimate(mode)
@@ -274,6 +345,10 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
             "trial_samples": [t.samples for t in warm],
         },
     }
+    profile = step_profile(trials)
+    block["steps"] = None if profile is None else profile.to_dict()
+    if mode is Mode.FULL:
+        block["data_wait"] = _data_wait_block(results)
     if any(t.rank_seconds for t in trials):
         block["ranks"] = {
             # One list per counted trial, one entry per rank.

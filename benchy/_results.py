@@ -38,6 +38,12 @@ class TrialResult:
     # ``seconds`` the slowest rank's time. The step arrays stay this rank's.
     rank_samples: Tuple[int, ...] = ()
     rank_seconds: Tuple[float, ...] = ()
+    # FULL: the trial's time split at the moment the loop asks for the next batch. Waiting for
+    # data (inside the loader's ``next``) in total, and the median wait and step ("work": the
+    # user's code) per period; None for other modes and loops that fetch one batch ahead.
+    wait_seconds: Optional[float] = None
+    wait_median: Optional[float] = None
+    work_median: Optional[float] = None
 
     def __post_init__(self) -> None:
         for name, code in (("step_seconds", "d"), ("step_samples", "q")):
@@ -59,6 +65,13 @@ class TrialResult:
     def throughput(self) -> float:
         """Samples per second over the whole trial."""
         return self.samples / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def data_wait(self) -> Optional[float]:
+        """The share of the trial's time spent waiting for the loader (FULL), or None."""
+        if self.wait_seconds is None or not self.seconds > 0:
+            return None
+        return self.wait_seconds / self.seconds
 
     @property
     def rank_throughputs(self) -> Tuple[float, ...]:
@@ -107,6 +120,11 @@ class RunResults:
     def estimate(self, mode: Mode) -> Estimate:
         """Mean trial throughput and its 95 % Student-t half-width."""
         return estimate([t.throughput for t in self.measured(mode)])
+
+    def data_wait(self) -> Estimate:
+        """The share of FULL time spent waiting for the loader: mean over the counted FULL trials
+        that could split their time, with its 95 % Student-t half-width."""
+        return estimate([t.data_wait for t in self.measured(Mode.FULL) if t.data_wait is not None])
 
     def rank_mean_times(self, mode: Mode) -> List[float]:
         """Per rank, the mean trial time over the counted trials (empty for one process)."""

@@ -98,11 +98,13 @@ class Session:
         registry: Registry = REGISTRY,
         exit: Callable[[int], Any] = sys.exit,
         queue_depth: int = 0,
+        workers: int = 0,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
         self.planner = Planner(self.schedule)
         self._queue_depth = queue_depth  # batches a loader holds ready (workers x prefetch_factor)
+        self._workers = workers  # the loader's num_workers (0: loads in the main process, or unknown)
         self._warm_periods: Dict[Mode, array[float]] = {}
         self.results = RunResults()
         self.epochs_started = 0
@@ -303,6 +305,7 @@ class Session:
                 environment=environment(self._world), extras=self._extras, shutdown=self._comm.shutdown,
                 finished=self._schedule_over,
                 exit=self._exit,
+                workers=self._workers,
             )
         return self._sink
 

@@ -25,6 +25,7 @@ from ._report import (
     summary_lines,
     trial_line,
     verdict,
+    wait_line,
     warning_line,
     write_json_atomic,
 )
@@ -53,6 +54,7 @@ class ResultSink:
         shutdown: Callable[[], None],
         finished: Callable[[], bool],
         exit: Callable[[int], Any] = sys.exit,
+        workers: int = 0,
     ) -> None:
         self.config, self.schedule, self.results, self.out = config, schedule, results, output
         self.rank, self.world = rank, world
@@ -61,6 +63,7 @@ class ResultSink:
         self._shutdown = shutdown
         self._finished = finished
         self._exit = exit
+        self.workers = workers  # the loader's num_workers (periodic stalls are compared with it)
         self._json_error_shown = False
         self._early_noted = False
         self._steps_written = 0  # trials already in the steps file
@@ -85,6 +88,9 @@ class ResultSink:
     def trial(self, result: TrialResult, closed_early: bool) -> None:
         self.out.trial_ended()
         self.out.line(trial_line(result))
+        wait = wait_line(result)
+        if wait is not None:
+            self.out.line(wait)
         if closed_early and not self._early_noted:
             self._early_noted = True
             self.out.line(info_line(
@@ -137,7 +143,7 @@ class ResultSink:
                 f"{len(self.results.interruptions)} scheduled trial(s) did not count "
                 f"({labels}); the reasons are above and in the JSON's 'interrupted'."
             ))
-        for line in summary_lines(self.results, modes, self.schedule.decision_confidence):
+        for line in summary_lines(self.results, modes, self.schedule.decision_confidence, self.workers):
             self.out.line(line)
         self.out.summary_table(self.results, modes, self.verdict())
         self.write_json(announce=True, exit_status=self.exit_status() if exiting else None)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from typing import Any, Callable, Generator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
 
 import numpy as np
 
@@ -93,23 +93,40 @@ def handed_out(stamps: List[float], n: int) -> int:
 
 
 def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses,
-                 periods: Optional[int] = None) -> TrialResult:
+                 periods: Optional[int] = None, asks: Optional[List[float]] = None,
+                 fetched: Optional[float] = None) -> TrialResult:
     """A :class:`TrialResult` over the first ``periods`` periods (default: all of them).
 
     The lists the hot loop filled (its fastest store) become 16 bytes per step here, once.
+    FULL passes ``asks``: ``asks[i]`` is when the loop asked for the batch after batch ``i``,
+    splitting period ``i`` into the step (``stamps[i]`` to ``asks[i]``, periodic-line time
+    taken out) and the wait for data (``asks[i]`` to ``stamps[i + 1]``); ``fetched`` is when
+    the last fetch returned, before the device sync that closes the trial (the sync is
+    the step's work, not the loader's).
     """
     n = len(sizes) if periods is None else periods
-    steps = np.diff(np.array(stamps[: n + 1], dtype=np.float64))
+    times = np.array(stamps[: n + 1], dtype=np.float64)
+    steps = np.diff(times)
     for k, seconds in pauses:
         if 0 <= k < n:
             steps[k] -= seconds
     counts = np.array(sizes[:n], dtype=np.int64)
+    split: Dict[str, Any] = {}
+    if asks is not None and n > 0:
+        waits = times[1:] - np.array(asks[:n], dtype=np.float64)
+        if fetched is not None and n == len(sizes):
+            waits[n - 1] -= times[n] - fetched
+        if np.isfinite(waits).all():
+            work = steps - waits
+            split = {"wait_seconds": float(waits.sum()), "wait_median": float(np.median(waits)),
+                     "work_median": float(np.median(work))}
     return TrialResult(
         spec=spec,
         samples=int(counts.sum()),
         seconds=float(steps.sum()),
         step_seconds=_compact(steps, "d"),
         step_samples=_compact(counts, "q"),
+        **split,
     )
 
 
@@ -150,15 +167,19 @@ def without_first_period(result: TrialResult) -> TrialResult:
         seconds=result.seconds - result.step_seconds[0],
         step_seconds=result.step_seconds[1:],
         step_samples=result.step_samples[1:],
+        # The loop asks for batch k + 1 before step k: the moment it asks splits nothing.
+        wait_seconds=None,
+        wait_median=None,
+        work_median=None,
     )
 
 
 def _closed(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses, handed: int,
-            on_done: OnDone, on_abort: OnAbort) -> None:
+            on_done: OnDone, on_abort: OnAbort, asks: Optional[List[float]] = None) -> None:
     """The loop closed or dropped the trial's iterator: count it if all batches were handed out."""
     n = spec.nbatches
     if handed >= n and n >= 2:
-        on_done(build_result(spec, stamps, sizes, pauses, periods=n - 1), True)
+        on_done(build_result(spec, stamps, sizes, pauses, periods=n - 1, asks=asks), True)
     elif handed >= n:
         on_abort(spec, handed, TOO_SHORT)
     else:
@@ -269,6 +290,7 @@ def full_trial(
     """Yield ``spec.nbatches`` real batches: loading and training together."""
     n = spec.nbatches
     stamps = stamp_buffer(n) if stamps is None else stamps
+    asks = stamp_buffer(n)  # asks[i]: the loop asks for the batch after batch i (the step ended)
     sizes = [0] * n
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
@@ -285,6 +307,7 @@ def full_trial(
                 report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
                 next_report = _following(next_report, freq, n)
             yield batch
+            asks[i] = clock()
             # After the last step this fetches the batch after the trial's last one, so the
             # window holds n fetches as well as n steps; it is kept for the next FULL trial.
             try:
@@ -294,17 +317,18 @@ def full_trial(
                     batch = _NO_BATCH
                     break
                 nxt, batch = source.new_pass()
+        fetched = clock()
         sync()
         stamps[n] = clock()
         if batch is not _NO_BATCH:
             source.keep(batch)
     except GeneratorExit:
-        _closed(spec, stamps, sizes, pauses, i + 1, on_done, on_abort)
+        _closed(spec, stamps, sizes, pauses, i + 1, on_done, on_abort, asks)
         raise
     except BaseException as err:
         on_abort(spec, i + 1, f"the data loader raised {type(err).__name__}: {err}")
         raise
-    on_done(build_result(spec, stamps, sizes, pauses), False)
+    on_done(build_result(spec, stamps, sizes, pauses, asks=asks, fetched=fetched), False)
 
 
 # --- annotated variants: used only while an NVTX tool is attached -------------------------
@@ -396,11 +420,13 @@ def epoch_trial_annotated(
     push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch
     n = spec.nbatches
     stamps = stamp_buffer(n) if stamps is None else stamps
+    asks = stamp_buffer(n)  # FULL: the loop asks for the batch after batch i (see full_trial)
     sizes = [0] * n
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
     i = -1
     depth = 0
+    fetched = None
     try:
         push(ranges.trial(spec))
         depth = 1
@@ -430,6 +456,7 @@ def epoch_trial_annotated(
             push(step_attr)
             depth = 2
             yield batch
+            asks[i] = clock()
             pop()
             depth = 1
             if i == n - 1:
@@ -455,6 +482,7 @@ def epoch_trial_annotated(
                 pass
             pop()
             depth = 1
+            fetched = clock()
         sync()
         stamps[n] = clock()
         pop()
@@ -465,7 +493,7 @@ def epoch_trial_annotated(
         while depth:
             pop()
             depth -= 1
-        _closed(spec, stamps, sizes, pauses, handed, on_done, on_abort)
+        _closed(spec, stamps, sizes, pauses, handed, on_done, on_abort, None if synthetic else asks)
         raise
     except BaseException as err:
         what = f"{type(err).__name__} raised: {err}" if synthetic else f"the data loader raised {type(err).__name__}: {err}"
@@ -478,4 +506,4 @@ def epoch_trial_annotated(
         while depth:
             pop()
             depth -= 1
-    on_done(build_result(spec, stamps, sizes, pauses), False)
+    on_done(build_result(spec, stamps, sizes, pauses, asks=None if synthetic else asks, fetched=fetched), False)

@@ -26,7 +26,8 @@ class BenchmarkDataLoader(DataLoader):
     def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._benchy = Session(resolve_config(benchy_config), self._plain_iter, self.batch_size,
-                               kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(self))
+                               kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(self),
+                               workers=_workers(self))
 
     def _plain_iter(self) -> Iterator[Any]:
         return DataLoader.__iter__(self)
@@ -45,13 +46,16 @@ class BenchmarkDataLoader(DataLoader):
         return self._benchy
 
 
+def _workers(loader: Any) -> int:
+    """A loader's ``num_workers`` (0 when it has none or does not say)."""
+    workers = getattr(loader, "num_workers", 0)
+    return workers if isinstance(workers, int) and workers > 0 else 0
+
+
 def _queue_depth(loader: Any) -> int:
     """Batches a DataLoader's workers hold ready: ``num_workers x prefetch_factor`` (0 without workers)."""
-    workers = getattr(loader, "num_workers", 0)
     factor = getattr(loader, "prefetch_factor", None)
-    if not isinstance(workers, int) or workers <= 0:
-        return 0
-    return workers * (factor if isinstance(factor, int) and factor > 0 else 2)
+    return _workers(loader) * (factor if isinstance(factor, int) and factor > 0 else 2)
 
 
 def _batch_size_of(iterable: Any) -> Optional[int]:
@@ -81,7 +85,8 @@ class BenchmarkGenericIteratorWrapper:
         self._iterable = iterable
         self.batch_size = batch_size if batch_size is not None else _batch_size_of(iterable)
         self._benchy = Session(resolve_config(benchy_config), lambda: iter(iterable), self.batch_size,
-                               kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(iterable))
+                               kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(iterable),
+                               workers=_workers(iterable))
 
     def __iter__(self) -> Iterator[Any]:
         return self._benchy.iterate()

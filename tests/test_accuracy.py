@@ -178,3 +178,64 @@ def test_auto_warmup_on_a_decaying_step_measures_the_steady_state(tmp_path: Path
     assert warmups["SYNTHETIC"] >= 3, warmups  # the decay lasts several 25-step epochs
     assert abs(syn_error) <= 5.0, (reported, plain, warmups)
     assert full_over <= 1.05, (reported, warmups)
+
+
+def plain_wait_share(loader: Iterable[Any], step: Callable[[Any], None], n: int, repeats: int = 3) -> float:
+    """The truth for FULL's data wait: a plain loop timing each ``next()`` and each step."""
+    it = iter(loader)
+    for _ in range(5):
+        next(it)
+    shares = []
+    for _ in range(repeats):
+        waited = total = 0.0
+        for _ in range(n):
+            t0 = time.perf_counter()
+            batch = next(it)
+            t1 = time.perf_counter()
+            step(batch)
+            waited += t1 - t0
+            total += time.perf_counter() - t0
+        shares.append(waited / total)
+    return statistics.median(shares)
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("workers", [0, 2])
+def test_full_data_wait_share_matches_a_plain_loop(tmp_path: Path, capsys: pytest.CaptureFixture, workers: int) -> None:
+    if workers:
+        # 2 workers, 16 ms per batch each: a batch every ~8 ms; a 3 ms step waits ~5 ms of each 8.
+        kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)
+        make = lambda: torch.utils.data.DataLoader(SleepySamples(0.016), **kwargs)  # noqa: E731
+        step, n = sleep_step(0.003), 2 * NBATCHES
+        wrapper = BenchmarkDataLoader(SleepySamples(0.016), benchy_config=config(tmp_path, n), **kwargs)
+    else:
+        make = lambda: SleepyBatches(0.006)  # noqa: E731
+        step, n = sleep_step(0.002), NBATCHES  # truth about 75 %
+        wrapper = BenchmarkGenericIteratorWrapper(make(), BATCH, benchy_config=config(tmp_path))
+    before = plain_wait_share(make(), step, n)
+    benchy_rates(wrapper, step)
+    after = plain_wait_share(make(), step, n)
+    est = wrapper.benchy.results.data_wait()
+    assert est.mean is not None and est.n == 3
+    off = min((100 * (est.mean - truth) for truth in (before, after)), key=abs)
+    with capsys.disabled():
+        print(f"data wait ({workers} workers): benchy {100 * est.mean:.1f} % +/- {100 * (est.half_width or 0):.1f}, "
+              f"plain loops {100 * before:.1f} / {100 * after:.1f} %: {off:+.2f} points")
+    assert abs(off) <= 3.0, (est, before, after)
+
+
+@pytest.mark.timing
+def test_a_starved_worker_pool_shows_periodic_stalls(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # 4 workers, 40 ms per batch each: they finish a round of 4 batches together every ~40 ms, and a
+    # 2 ms step takes the round in ~8 ms, then waits: a stall every 4 steps.
+    loader = BenchmarkDataLoader(SleepySamples(0.040), batch_size=BATCH, num_workers=4, persistent_workers=True,
+                                 benchy_config=config(tmp_path, 24))
+    with capsys.disabled():
+        benchy_rates(loader, sleep_step(0.002))
+    from benchy._distribution import step_profile
+
+    profile = step_profile(loader.benchy.results.measured(Mode.FULL))
+    with capsys.disabled():
+        print(f"starved pool: {profile}")
+    assert profile is not None and profile.stall_period == 4, profile
+    assert profile.stalls >= 12 and profile.stall_share > 0.4, profile  # a round's wait, in each of 18 rounds

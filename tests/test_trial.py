@@ -289,3 +289,39 @@ def test_loader_error_inside_a_trial_propagates_and_is_recorded(variant: str) ->
         list(runs.epoch(TrialSpec(Mode.FULL, 1, False, 5), src))
     assert runs.aborted == [("FULL_1", 1, "the data loader raised OSError: disk gone")]
     assert runs.balanced()
+
+
+def test_full_splits_each_period_into_step_and_wait_for_data(variant: str) -> None:
+    t = FakeTime()
+    runs = Trials(variant, t)
+    src = BatchSource(lambda: iter(loader(t, 7, 8, fetch=0.03)))  # passes of 7: new passes inside
+    calls = []
+
+    def report(spec, i, stamps, sizes, pauses) -> None:
+        calls.append(i)
+        t.now += 5.0  # a slow print inside the step part: taken out of the step, not the wait
+        pauses.append((i, t.clock() - stamps[i]))
+
+    drive(runs.epoch(TrialSpec(Mode.FULL, 1, False, 20), src, report=report, freq=6), t, step=0.01)
+    ((r, early),) = runs.done
+    assert calls == [6, 12, 18] and not early
+    assert r.seconds == pytest.approx(20 * 0.04)
+    assert r.wait_seconds == pytest.approx(20 * 0.03) and r.data_wait == pytest.approx(0.75)
+    assert r.wait_median == pytest.approx(0.03) and r.work_median == pytest.approx(0.01)
+    # SYNTHETIC has no loader to wait for.
+    drive(runs.epoch(TrialSpec(Mode.SYNTHETIC, 1, False, 5), src), t, step=0.01)
+    assert runs.done[-1][0].data_wait is None
+
+
+def test_a_len_sized_full_trial_splits_its_first_n_minus_1_periods(variant: str) -> None:
+    t = FakeTime()
+    runs = Trials(variant, t)
+    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.01)))
+    gen = runs.epoch(TrialSpec(Mode.FULL, 1, False, 6), src)
+    it = iter(gen)
+    for _ in range(6):
+        next(it)
+        t.now += 0.03
+    gen.close()
+    ((r, early),) = runs.done
+    assert early and len(r.step_seconds) == 5 and r.data_wait == pytest.approx(0.25)
