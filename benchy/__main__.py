@@ -24,12 +24,17 @@ def _summary(path: str) -> int:
     if version != SCHEMA_VERSION:
         print(f"benchy summary: {path}: schema_version {version!r}; this benchy reads {SCHEMA_VERSION}", file=sys.stderr)
         return 2
-    for mode in Mode:
-        block = doc.get(mode.value)
-        if isinstance(block, dict):
-            print(summary_line(mode, Estimate(block.get("mean"), block.get("interval"), int(block.get("n", 0)))))
-    if doc.get("verdict"):
-        print(verdict_line(doc["verdict"]))
+    printed = doc.get("summary")
+    if isinstance(printed, list) and all(isinstance(x, str) for x in printed):
+        for line in printed:  # the lines as the run printed them
+            print(line)
+    else:  # a checkpoint, or a file from before the lines were kept: rebuild the main ones
+        for mode in Mode:
+            block = doc.get(mode.value)
+            if isinstance(block, dict):
+                print(summary_line(mode, Estimate(block.get("mean"), block.get("interval"), int(block.get("n", 0)))))
+        if doc.get("verdict"):
+            print(verdict_line(doc["verdict"]))
     if not doc.get("complete", False):
         print(f"BENCHY::WARNING::Message: {path} holds an incomplete run "
               f"({doc.get('epochs_started')} of {doc.get('epochs_needed')} epochs).")

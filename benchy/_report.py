@@ -27,6 +27,7 @@ from ._dist import straggler
 from ._distribution import STALL_FACTOR, StepProfile, step_profile
 from ._results import RunResults, TrialResult
 from ._schedule import Mode
+from ._startup import Startup
 from ._stats import Comparison, Estimate, compare_log
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "summary_lines",
     "trial_line",
     "verdict_line",
+    "verdict_text",
     "wait_line",
     "write_document",
     "write_json_atomic",
@@ -263,10 +265,16 @@ def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
             f"(mean trial time {slow:.4f} s vs {median:.4f} s)")
 
 
+def verdict_text(found: Verdict, clauses: Sequence[str] = ()) -> str:
+    """The verdict, with what other measurements add (loader start-up ...)."""
+    return "; ".join([found.text, *clauses])
+
+
 def summary_lines(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95,
-                  workers: int = 0) -> List[str]:
+                  workers: int = 0, startup: Optional[Startup] = None, clauses: Sequence[str] = ()) -> List[str]:
     """The summary lines for the modes that were scheduled, FULL's data wait, each mode's step
-    distribution, then stragglers and the verdict. ``workers``: the loader's ``num_workers``."""
+    distribution, the loader's start-up, then stragglers and the verdict (with ``clauses``).
+    ``workers``: the loader's ``num_workers``."""
     estimates = {mode: results.estimate(mode) for mode in modes}
     lines = [summary_line(mode, estimates[mode]) for mode in modes]
     if Mode.FULL in modes:
@@ -277,13 +285,15 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], confidence: float 
         profile = step_profile(results.measured(mode))
         if profile is not None:
             lines.append(f"BENCHY::SUMMARY::STEPS {steps_text(mode, profile, workers)}")
+    if startup is not None:
+        lines.append(f"BENCHY::SUMMARY::STARTUP {startup.text()}")
     for mode in modes:
         text = straggler_text(results, mode)
         if text is not None:
             lines.append(f"BENCHY::SUMMARY::STRAGGLER {text}")
     found = verdict(results, modes, confidence)
     if found is not None:
-        lines.append(verdict_line(found.text))
+        lines.append(verdict_line(verdict_text(found, clauses)))
     return lines
 
 
@@ -380,6 +390,7 @@ def result_document(
     confidence: float = 0.95,
     per_step: bool = True,
     steps_dir: Optional[str] = None,
+    clauses: Sequence[str] = (),
 ) -> Dict[str, Any]:
     """The JSON document: the original's keys plus schema version, config, environment, status.
 
@@ -407,7 +418,7 @@ def result_document(
             {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
             for i in results.interruptions
         ],
-        "verdict": None if found is None else found.text,
+        "verdict": None if found is None else verdict_text(found, clauses),
         "decision": None if found is None else found.record,
         "config": dict(config),
         "environment": dict(environment),

@@ -26,6 +26,7 @@ import inspect
 import math
 import os
 import signal
+import statistics
 import sys
 import threading
 import time
@@ -47,6 +48,7 @@ from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule, TrialSpec
 from ._sink import ResultSink
 from ._source import BatchSource
+from ._startup import Startup, startup
 from ._trial import (
     STOPPED,
     Pauses,
@@ -99,17 +101,21 @@ class Session:
         exit: Callable[[int], Any] = sys.exit,
         queue_depth: int = 0,
         workers: int = 0,
+        persistent: bool = False,
+        plain_length: Callable[[], Optional[int]] = lambda: None,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
         self.planner = Planner(self.schedule)
         self._queue_depth = queue_depth  # batches a loader holds ready (workers x prefetch_factor)
         self._workers = workers  # the loader's num_workers (0: loads in the main process, or unknown)
+        self._persistent = persistent  # DataLoader(persistent_workers=True)
+        self._plain_length = plain_length  # len() of the wrapped loader itself (None: it has none)
         self._warm_periods: Dict[Mode, array[float]] = {}
         self.results = RunResults()
         self.epochs_started = 0
         self._make_iterator = make_iterator
-        self._source = BatchSource(make_iterator)
+        self._source = BatchSource(make_iterator, clock)
         self._fallback = fallback_batch_size
         self._clock = clock
         self._out = output
@@ -306,8 +312,23 @@ class Session:
                 finished=self._schedule_over,
                 exit=self._exit,
                 workers=self._workers,
+                startup=self._startup,
             )
         return self._sink
+
+    def _startup(self) -> Optional[Startup]:
+        """The loader's start-up per pass, against an ordinary batch (IO) and an epoch at the FULL rate."""
+        io = [t for t in self.results.trials if t.mode is Mode.IO]
+        full = self.results.measured(Mode.FULL)
+        batch = float(statistics.median(p for t in io for p in t.step_seconds)) if any(t.step_seconds for t in io) else None
+        nfull = sum(len(t.step_seconds) for t in full)
+        per_batch = sum(t.seconds for t in full) / nfull if nfull else None
+        try:
+            length = self._plain_length()
+        except Exception:
+            length = None
+        return startup(self._source.startups, workers=self._workers, persistent=self._persistent,
+                       epoch_batches=length, batch_seconds=batch, full_batch_seconds=per_batch)
 
     def _schedule_over(self) -> bool:
         return self._state == _DONE and self.planner.peek(self.results, fresh=True) is None

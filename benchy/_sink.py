@@ -25,12 +25,14 @@ from ._report import (
     summary_lines,
     trial_line,
     verdict,
+    verdict_text,
     wait_line,
     warning_line,
     write_json_atomic,
 )
 from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule
+from ._startup import Startup
 
 __all__ = ["EXIT_MISSING_MODE", "ResultSink"]
 
@@ -55,6 +57,7 @@ class ResultSink:
         finished: Callable[[], bool],
         exit: Callable[[int], Any] = sys.exit,
         workers: int = 0,
+        startup: Callable[[], Optional[Startup]] = lambda: None,
     ) -> None:
         self.config, self.schedule, self.results, self.out = config, schedule, results, output
         self.rank, self.world = rank, world
@@ -64,6 +67,7 @@ class ResultSink:
         self._finished = finished
         self._exit = exit
         self.workers = workers  # the loader's num_workers (periodic stalls are compared with it)
+        self._startup = startup
         self._json_error_shown = False
         self._early_noted = False
         self._steps_written = 0  # trials already in the steps file
@@ -128,7 +132,13 @@ class ResultSink:
 
     def verdict(self) -> Optional[str]:
         found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
-        return None if found is None else found.text
+        return None if found is None else verdict_text(found, self._clauses(self._startup()))
+
+    @staticmethod
+    def _clauses(start: Optional[Startup]) -> List[str]:
+        """What the verdict adds to the IO-vs-SYNTHETIC reading (loader start-up)."""
+        clause = None if start is None else start.verdict_clause()
+        return [] if clause is None else [clause]
 
     def summary(self, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON.
@@ -143,10 +153,13 @@ class ResultSink:
                 f"{len(self.results.interruptions)} scheduled trial(s) did not count "
                 f"({labels}); the reasons are above and in the JSON's 'interrupted'."
             ))
-        for line in summary_lines(self.results, modes, self.schedule.decision_confidence, self.workers):
+        start = self._startup()
+        lines = summary_lines(self.results, modes, self.schedule.decision_confidence, self.workers,
+                              startup=start, clauses=self._clauses(start))
+        for line in lines:
             self.out.line(line)
         self.out.summary_table(self.results, modes, self.verdict())
-        self.write_json(announce=True, exit_status=self.exit_status() if exiting else None)
+        self.write_json(announce=True, exit_status=self.exit_status() if exiting else None, summary=lines)
 
     def end(self, exit_after_tests: bool) -> None:
         """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""
@@ -189,7 +202,8 @@ class ResultSink:
             return None
         return os.path.basename(directory)
 
-    def write_json(self, *, announce: bool, exit_status: Optional[int] = None) -> None:
+    def write_json(self, *, announce: bool, exit_status: Optional[int] = None,
+                   summary: Optional[List[str]] = None) -> None:
         """The JSON: a checkpoint (``announce`` false: no per-step lists, O(the new trials)) or the
         final document (``announce`` true: with each mode's per-step ``rates``)."""
         if self.rank != 0:
@@ -197,6 +211,9 @@ class ResultSink:
         path = self.config.output_path
         steps_dir = self.save_steps()
         extras = self._extras()
+        start = self._startup()
+        extras["loader_startup"] = None if start is None else start.to_dict()
+        extras["summary"] = summary  # the summary lines as printed (final document only)
         document = result_document(
             self.results,
             self.schedule.modes,
@@ -212,6 +229,7 @@ class ResultSink:
             confidence=self.schedule.decision_confidence,
             per_step=announce,
             steps_dir=steps_dir,
+            clauses=self._clauses(start),
         )
         try:
             write_json_atomic(path, document)

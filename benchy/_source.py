@@ -8,7 +8,8 @@ out first by the next trial.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Tuple
+import time
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from ._errors import BenchyError
 
@@ -27,15 +28,19 @@ EmptyLoaderError.__module__ = "benchy"
 class BatchSource:
     """Batches from ``make_iterator()``, restarting it when a pass ends."""
 
-    def __init__(self, make_iterator: Callable[[], Iterator[Any]]) -> None:
+    def __init__(self, make_iterator: Callable[[], Iterator[Any]], clock: Callable[[], float] = time.perf_counter) -> None:
         self._make_iterator = make_iterator
         self._iterator: Any = None
         self._pending: Any = _NOTHING
+        self._clock = clock
+        self._started: Optional[float] = None  # iter() of a pass whose first batch has not come yet
         self.passes = 0
+        self.startups: List[float] = []  # each pass's time from iter() to its first batch
 
     def next_function(self) -> Callable[[], Any]:
         """The bound ``__next__`` of the current pass (started if needed), for hot loops."""
         if self._iterator is None:
+            self._started = self._clock()
             self._iterator = iter(self._make_iterator())
             self.passes += 1
         return self._iterator.__next__
@@ -43,11 +48,15 @@ class BatchSource:
     def new_pass(self) -> Tuple[Callable[[], Any], Any]:
         """Start a new pass and return (its ``__next__``, its first batch)."""
         self._iterator = None
+        started = self._clock()
         self._iterator = iter(self._make_iterator())
         self.passes += 1
         step = self._iterator.__next__
         try:
-            return step, step()
+            first = step()
+            self.startups.append(self._clock() - started)
+            self._started = None
+            return step, first
         except StopIteration:
             raise EmptyLoaderError(
                 "benchy: the wrapped loader yielded no batch on a fresh pass (iter() gave an "
@@ -63,9 +72,13 @@ class BatchSource:
             return batch
         step = self.next_function()
         try:
-            return step()
+            batch = step()
         except StopIteration:
             return self.new_pass()[1]
+        if self._started is not None:  # the first batch of the pass started by next_function()
+            self.startups.append(self._clock() - self._started)
+            self._started = None
+        return batch
 
     def keep(self, batch: Any) -> None:
         """Hold ``batch`` for the next :meth:`fetch`."""
@@ -79,3 +92,4 @@ class BatchSource:
         """Drop the iterator (shuts DataLoader workers down) and any pending batch."""
         self._iterator = None
         self._pending = _NOTHING
+        self._started = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from torch.utils.data import DataLoader
 
@@ -27,7 +27,8 @@ class BenchmarkDataLoader(DataLoader):
         super().__init__(*args, **kwargs)
         self._benchy = Session(resolve_config(benchy_config), self._plain_iter, self.batch_size,
                                kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(self),
-                               workers=_workers(self))
+                               workers=_workers(self), persistent=bool(getattr(self, "persistent_workers", False)),
+                               plain_length=lambda: _length(self, DataLoader.__len__))
 
     def _plain_iter(self) -> Iterator[Any]:
         return DataLoader.__iter__(self)
@@ -44,6 +45,15 @@ class BenchmarkDataLoader(DataLoader):
     def benchy(self) -> Session:
         """The benchmark session (results, schedule, state)."""
         return self._benchy
+
+
+def _length(loader: Any, length: Callable[[Any], int]) -> Optional[int]:
+    """The wrapped loader's own number of batches per epoch, or None where it has none."""
+    try:
+        n = length(loader)
+    except (TypeError, NotImplementedError):
+        return None
+    return n if isinstance(n, int) and n > 0 else None
 
 
 def _workers(loader: Any) -> int:
@@ -86,7 +96,9 @@ class BenchmarkGenericIteratorWrapper:
         self.batch_size = batch_size if batch_size is not None else _batch_size_of(iterable)
         self._benchy = Session(resolve_config(benchy_config), lambda: iter(iterable), self.batch_size,
                                kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(iterable),
-                               workers=_workers(iterable))
+                               workers=_workers(iterable),
+                               persistent=bool(getattr(iterable, "persistent_workers", False)),
+                               plain_length=lambda: _length(iterable, len))
 
     def __iter__(self) -> Iterator[Any]:
         return self._benchy.iterate()

@@ -123,8 +123,9 @@ def test_checkpoints_cost_the_new_trial_and_the_final_json_keeps_the_rates(tmp_p
                 assert steps.dtype.names == ("seconds", "samples") and len(steps) == n
                 assert (steps["samples"] == 300).all()
                 assert r == pytest.approx((steps["samples"] / steps["seconds"]).tolist())
-    # A checkpoint's size does not grow with the trials' length (no per-step lists in it).
-    assert all(abs(big - small) < 200 for small, big in zip(sizes[10], sizes[2_000])), sizes
+    # A checkpoint's size does not grow with the trials' length: a trial of 2 000 steps would add
+    # some 36 KB of per-step rates; the figures per trial differ by a few hundred bytes at most.
+    assert all(abs(big - small) < 2_000 for small, big in zip(sizes[10], sizes[2_000])), sizes
 
 
 def test_save_steps_false_writes_no_per_step_files(tmp_path: Path) -> None:

@@ -113,8 +113,10 @@ def test_summary_lines_extra_line_cannot_be_mistaken() -> None:
     results = RunResults([trial(Mode.IO, k, 100, 1.0 + k / 10) for k in (1, 2, 3)]
                          + [trial(Mode.SYNTHETIC, k, 400, 1.0) for k in (1, 2)])
     lines = summary_lines(results, [Mode.IO, Mode.SYNTHETIC])
-    assert [SUMMARY.match(x) is not None for x in lines] == [True, True, False]
-    assert lines[2].startswith("BENCHY::SUMMARY::VERDICT ")
+    matches = [SUMMARY.match(x) is not None for x in lines]
+    assert matches[:2] == [True, True] and not any(matches[2:]) and len(lines) >= 3
+    assert lines[-1].startswith("BENCHY::SUMMARY::VERDICT ")
+    assert all(x.startswith("BENCHY::SUMMARY::STEPS ") for x in lines[2:-1])
 
 
 def test_result_document_has_original_keys_and_ours() -> None:

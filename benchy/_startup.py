@@ -1,0 +1,101 @@
+"""Loader start-up: the time from ``iter(loader)`` to the first batch of each pass (pure).
+
+A DataLoader with workers but without ``persistent_workers`` starts its workers at every
+``iter()``: every epoch pays it, and trials that run inside a pass never show it. The cost
+that matters is what start-up adds over an ordinary batch, as a share of an epoch of
+``len(loader)`` batches at the FULL rate.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+__all__ = ["STARTUP_SHARE", "Startup", "startup"]
+
+STARTUP_SHARE = 0.02  # over this share of an epoch, start-up is named in the verdict
+
+
+@dataclass(frozen=True)
+class Startup:
+    """Start-up per pass and what it costs an epoch."""
+
+    seconds: List[float]  # each pass's iter() to its first batch, in the order run
+    typical: float  # the figure that stands for every epoch's start-up (see :func:`startup`)
+    basis: str  # which passes ``typical`` comes from
+    batch_seconds: Optional[float]  # an ordinary batch's fetch time, taken out of ``typical``
+    epoch_batches: Optional[int]  # len(loader)
+    epoch_seconds: Optional[float]  # an epoch of len(loader) batches at the FULL rate
+    workers: int
+    persistent: bool
+
+    @property
+    def extra(self) -> float:
+        """What start-up adds over fetching an ordinary batch."""
+        return max(0.0, self.typical - (self.batch_seconds or 0.0))
+
+    @property
+    def share(self) -> Optional[float]:
+        """``extra`` as a share of an epoch at the FULL rate, when that epoch is known."""
+        if not self.epoch_seconds or self.epoch_seconds <= 0:
+            return None
+        return self.extra / (self.epoch_seconds + self.extra)
+
+    def text(self) -> str:
+        """The STARTUP summary line's text."""
+        runs = ", ".join(f"{s:.3f}" for s in self.seconds[:6]) + (" ..." if len(self.seconds) > 6 else "")
+        text = (f"loader start-up (iter() to the first batch): {self.typical:.3f} s per epoch ({self.basis}; "
+                f"passes: {runs} s)")
+        if self.batch_seconds is not None:
+            text += f", {self.extra:.3f} s more than an ordinary batch"
+        share = self.share
+        if share is not None:
+            text += (f": {100.0 * share:.1f} % of an epoch of {self.epoch_batches} batches at the FULL rate "
+                     f"({self.epoch_seconds:.2f} s)")
+        return text
+
+    def verdict_clause(self) -> Optional[str]:
+        """A clause for the verdict when start-up costs more than :data:`STARTUP_SHARE` of an epoch."""
+        share = self.share
+        if share is None or share <= STARTUP_SHARE:
+            return None
+        clause = (f"each epoch also starts the loader ({self.extra:.3f} s more than a batch, "
+                  f"{100.0 * share:.1f} % of an epoch at the FULL rate, not in the trials' throughputs)")
+        if self.workers and not self.persistent:
+            clause += ": persistent_workers=True keeps the workers between epochs"
+        return clause
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"seconds": list(self.seconds), "typical": self.typical, "basis": self.basis,
+                "batch_seconds": self.batch_seconds, "extra": self.extra, "epoch_batches": self.epoch_batches,
+                "epoch_seconds": self.epoch_seconds, "share": self.share, "workers": self.workers,
+                "persistent_workers": self.persistent}
+
+
+def startup(seconds: Sequence[float], *, workers: int, persistent: bool, epoch_batches: Optional[int],
+            batch_seconds: Optional[float], full_batch_seconds: Optional[float]) -> Optional[Startup]:
+    """What the passes' start-up says about every epoch; None before any pass started.
+
+    The first pass stands for every epoch unless the workers persist (then it also held their
+    one-time start and later passes, if any, stand for the epochs). ``batch_seconds``: an
+    ordinary batch's fetch time (IO's median period); ``full_batch_seconds``: FULL's time
+    per batch, which with ``epoch_batches`` gives an epoch's time.
+    """
+    values = [float(s) for s in seconds]
+    if not values:
+        return None
+    later = values[1:]
+    if persistent and workers:
+        if later:
+            typical, basis = statistics.median(later), f"median of the {len(later)} passes after the first"
+        else:
+            typical, basis = values[0], "the first pass, which also started the persistent workers"
+    else:
+        typical, basis = statistics.median(values), (
+            "the one pass started" if len(values) == 1 else f"median of {len(values)} passes")
+    epoch_seconds = (epoch_batches * full_batch_seconds
+                     if epoch_batches and full_batch_seconds and full_batch_seconds > 0 else None)
+    persistent_once = persistent and workers and not later
+    return Startup(values, typical, basis, batch_seconds, epoch_batches,
+                   None if persistent_once else epoch_seconds, workers, persistent)
