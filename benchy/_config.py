@@ -92,6 +92,8 @@ class GlobalConfig:
     auto_max_trials: int = 8  # ntrials auto: at most this many trials per mode
     auto_max_warmup: int = 4  # nwarmup auto: at most this many warm-ups per mode
     save_steps: bool = True  # every trial's per-step times as <output name>.steps/<trial>.npy, written once
+    system_metrics: bool = True  # CPU, memory, storage reads (and GPU) sampled during each trial
+    system_metrics_hz: float = 10.0  # readings per second of the system-metrics sampler
 
 
 @dataclass(frozen=True)
@@ -231,12 +233,16 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
     "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
     "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
     "save_steps": (_is_bool, "true or false"),
+    "system_metrics": (_is_bool, "true or false"),
+    "system_metrics_hz": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
+                          "a number of readings per second from 0.1 to 100"),
 }
 
 # Normalisation of accepted values into the stored form.
 _NORMALISE: Dict[str, Callable[[Any], Any]] = {
     "profiler_capture": lambda v: tuple(x.upper() for x in v),
     "auto_precision": float,
+    "system_metrics_hz": float,
 }
 
 _RULES = {"global": _GLOBAL_RULES, "IO": _MODE_RULES, "synthetic": _MODE_RULES, "full": _MODE_RULES}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any, List, Optional, Sequence, TextIO
 
+from ._report import system_means
 from ._results import RunResults
 from ._schedule import Mode, TrialSpec
 
@@ -95,11 +96,15 @@ class Output:
         table.add_column("n", justify="right")
         table.add_column("trial throughputs", justify="left")
         table.add_column("trial times (s)", justify="left")
+        table.add_column("CPU cores busy", justify="right")
+        table.add_column("peak RSS", justify="right")
+        table.add_column("reads MB/s", justify="right")
         for mode in modes:
             est = results.estimate(mode)
             trials = results.measured(mode)
             rates: List[str] = [f"{t.throughput:,.1f}" for t in trials]
             times: List[str] = [f"{t.seconds:.3f}" for t in trials]
+            system = system_means(trials)
             table.add_row(
                 mode.value,
                 "n/a" if est.mean is None else f"{est.mean:,.3f}",
@@ -109,6 +114,9 @@ class Output:
                 str(est.n),
                 ", ".join(rates) or "-",
                 ", ".join(times) or "-",
+                "-" if system is None else f"{system['cpu_cores_busy']:.2f} of {system['cpu_cores']:g}",
+                "-" if system is None else f"{system['rss_max_bytes'] / 1e6:,.0f} MB",
+                "-" if system is None else f"{system['read_bytes_per_s'] / 1e6:.1f}",
             )
         self._rich.print(table)
         if verdict:

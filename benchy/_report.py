@@ -34,11 +34,14 @@ __all__ = [
     "SCHEMA_VERSION",
     "data_wait_line",
     "iteration_line",
+    "loader_clause",
     "publish",
     "result_document",
     "steps_text",
     "summary_line",
     "summary_lines",
+    "system_means",
+    "system_text",
     "trial_line",
     "verdict_line",
     "verdict_text",
@@ -87,6 +90,60 @@ def data_wait_line(est: Estimate) -> Optional[str]:
     spread = "n/a" if est.half_width is None else f"{100.0 * est.half_width:.1f}"
     return (f"BENCHY::SUMMARY::DATA_WAIT {100.0 * est.mean:.1f} % of FULL time was spent waiting for the "
             f"loader (+/- {spread})")
+
+
+def system_means(trials: Sequence[TrialResult]) -> Optional[Dict[str, float]]:
+    """The mean of each system figure over the trials that have them (None: none has)."""
+    found = [t.system for t in trials if t.system]
+    if not found:
+        return None
+    keys = [k for k in found[0] if all(isinstance(f.get(k), (int, float)) for f in found)]
+    return {k: float(np.mean([f[k] for f in found])) for k in keys}
+
+
+def system_text(mode: Mode, means: Mapping[str, float]) -> str:
+    """``IO CPU 1.93 of 2 cores busy (96 %), peak RSS 512 MB, storage reads 0.0 MB/s`` (+ GPU)."""
+    text = (f"{mode.value} CPU {means['cpu_cores_busy']:.2f} of {means['cpu_cores']:g} cores busy "
+            f"({100.0 * means['cpu_util']:.0f} %), peak RSS {means['rss_max_bytes'] / 1e6:.0f} MB, "
+            f"storage reads {means['read_bytes_per_s'] / 1e6:.1f} MB/s")
+    if "gpu_util" in means:
+        text += f", GPU {100.0 * means['gpu_util']:.0f} % busy"
+    if "gpu_memory_bytes" in means:
+        text += f", {means['gpu_memory_bytes'] / 1e9:.1f} GB"
+    if "gpu_power_w" in means:
+        text += f", {means['gpu_power_w']:.0f} W"
+    return text + " (means over its trials)"
+
+
+CPU_SATURATED = 0.85  # IO trials keeping this share of the cores busy: the loader is CPU-bound
+CPU_IDLE = 0.5
+READS_HIGH = 20e6  # bytes per second from storage that make storage a suspect
+
+
+def loader_clause(results: RunResults, outcome: str, workers: int) -> Optional[str]:
+    """Why the loader is slow, from the IO trials' system metrics, when loading limits training."""
+    if "data-loading" not in outcome:
+        return None
+    means = system_means(results.measured(Mode.IO))
+    if means is None:
+        return None
+    util, busy, cores = means["cpu_util"], means["cpu_cores_busy"], means["cpu_cores"]
+    reads = means["read_bytes_per_s"] / 1e6
+    if util >= CPU_SATURATED:
+        return (f"the loader is CPU-bound: IO trials kept {busy:.2f} of {cores:g} cores busy ({100 * util:.0f} %), so "
+                f"decoding and augmentation need more CPU than there is and more workers than cores will not help "
+                f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)")
+    if workers and workers < cores and busy >= CPU_SATURATED * workers:
+        return (f"the loader's workers are CPU-bound: IO trials kept {busy:.2f} cores busy with num_workers = "
+                f"{workers} of {cores:g} cores, so more workers (up to {cores:g}) should feed the step faster")
+    if util < CPU_IDLE and means["read_bytes_per_s"] >= READS_HIGH:
+        return (f"the storage looks like the limit: IO trials read {reads:.1f} MB/s with the CPU {100 * util:.0f} % "
+                f"busy (faster or local storage, caching, or larger sequential reads)")
+    if util < CPU_IDLE:
+        return (f"the loader is neither CPU- nor storage-bound here (CPU {100 * util:.0f} % busy, storage reads "
+                f"{reads:.1f} MB/s): it waits on something else (network storage, a remote service, sleeps or "
+                f"locks)" + (f" or has too few workers (num_workers = {workers})" if workers < cores else ""))
+    return None
 
 
 def _ms(seconds: float) -> str:
@@ -285,6 +342,10 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], confidence: float 
         profile = step_profile(results.measured(mode))
         if profile is not None:
             lines.append(f"BENCHY::SUMMARY::STEPS {steps_text(mode, profile, workers)}")
+    for mode in modes:
+        means = system_means(results.measured(mode))
+        if means is not None:
+            lines.append(f"BENCHY::SUMMARY::SYSTEM {system_text(mode, means)}")
     if startup is not None:
         lines.append(f"BENCHY::SUMMARY::STARTUP {startup.text()}")
     for mode in modes:
@@ -357,6 +418,8 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
     }
     profile = step_profile(trials)
     block["steps"] = None if profile is None else profile.to_dict()
+    block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
+    block["warmup"]["system"] = [t.system for t in warm]
     if mode is Mode.FULL:
         block["data_wait"] = _data_wait_block(results)
     if any(t.rank_seconds for t in trials):

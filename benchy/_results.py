@@ -10,7 +10,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -44,6 +44,9 @@ class TrialResult:
     wait_seconds: Optional[float] = None
     wait_median: Optional[float] = None
     work_median: Optional[float] = None
+    # System metrics sampled during the trial (this rank's process and its loader workers):
+    # cpu_cores_busy, cpu_cores, cpu_util, rss_max_bytes, read_bytes_per_s, gpu_* ...; None when off.
+    system: Optional[Dict[str, Any]] = None
 
     def __post_init__(self) -> None:
         for name, code in (("step_seconds", "d"), ("step_samples", "q")):

@@ -45,6 +45,7 @@ from ._profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_range
 from ._registry import REGISTRY, Registry
 from ._report import info_line, iteration_line, warning_line
 from ._results import Interruption, RunResults, TrialResult
+from ._sampler import NullSampler, SystemSampler
 from ._schedule import Mode, Schedule, TrialSpec
 from ._sink import ResultSink
 from ._source import BatchSource
@@ -111,6 +112,8 @@ class Session:
         self._workers = workers  # the loader's num_workers (0: loads in the main process, or unknown)
         self._persistent = persistent  # DataLoader(persistent_workers=True)
         self._plain_length = plain_length  # len() of the wrapped loader itself (None: it has none)
+        general = config.general
+        self._sampler: Any = SystemSampler(general.system_metrics_hz, clock) if general.system_metrics else NullSampler()
         self._warm_periods: Dict[Mode, array[float]] = {}
         self.results = RunResults()
         self.epochs_started = 0
@@ -373,16 +376,18 @@ class Session:
         while self.planner.notes:
             self._output().line(info_line(self.planner.notes.pop(0)))
 
-    def _begin(self, spec: TrialSpec, sync: Callable[[], None]) -> Optional[Callable[[], None]]:
-        """What runs just before a trial's clock starts: with ``use_distributed_barrier`` and
-        several ranks, the device sync and then a barrier, so that all ranks start together."""
-        if not (self.config.general.use_distributed_barrier and self._world > 1):
-            return None
-        comm = self._comm
+    def _begin(self, spec: TrialSpec, sync: Callable[[], None]) -> Callable[[], None]:
+        """What runs just before a trial's clock starts: the device sync; with
+        ``use_distributed_barrier`` and several ranks a barrier, so that all ranks start
+        together; then the system-metrics sampler's baseline reading."""
+        comm = self._comm if (self.config.general.use_distributed_barrier and self._world > 1) else None
+        sampler = self._sampler
 
         def begin() -> None:
             sync()
-            comm.barrier(f"{spec.label} (start barrier)")
+            if comm is not None:
+                comm.barrier(f"{spec.label} (start barrier)")
+            sampler.start()
 
         return begin
 
@@ -562,6 +567,9 @@ class Session:
     def _trial_done(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
         if self._signalled:
             return
+        system = self._sampler.stop()
+        if system is not None:
+            result = dataclasses.replace(result, system=system)
         self._current = None
         result = self._lookahead_window(result)
         plan = self.schedule.plan(result.mode)
@@ -619,6 +627,7 @@ class Session:
         """A trial that did not finish: not counted, recorded, reported (never raises)."""
         if self._signalled:
             return
+        self._sampler.stop()
         self._current = None
         self.results.interruptions.append(Interruption(spec, batches_done, reason))
         try:

@@ -20,6 +20,7 @@ from ._config import Config
 from ._console import Output
 from ._report import (
     info_line,
+    loader_clause,
     remove_stale_temporaries,
     result_document,
     summary_lines,
@@ -134,11 +135,13 @@ class ResultSink:
         found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
         return None if found is None else verdict_text(found, self._clauses(self._startup()))
 
-    @staticmethod
-    def _clauses(start: Optional[Startup]) -> List[str]:
-        """What the verdict adds to the IO-vs-SYNTHETIC reading (loader start-up)."""
-        clause = None if start is None else start.verdict_clause()
-        return [] if clause is None else [clause]
+    def _clauses(self, start: Optional[Startup]) -> List[str]:
+        """What the verdict adds to the IO-vs-SYNTHETIC reading: why the loader is slow (system
+        metrics), and the loader's start-up when it costs an epoch more than 2 %."""
+        found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
+        clauses = [loader_clause(self.results, found.outcome, self.workers) if found is not None else None,
+                   None if start is None else start.verdict_clause()]
+        return [c for c in clauses if c is not None]
 
     def summary(self, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON.

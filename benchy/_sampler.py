@@ -1,0 +1,236 @@
+"""System metrics per trial: a sampler thread started and stopped at trial boundaries.
+
+What it records for each trial (the process and its children, i.e. the loader's workers):
+CPU cores busy out of the cores available, peak host RSS, bytes read from storage per
+second, and, with ``nvidia-ml-py`` installed and a CUDA device in use, GPU utilization,
+memory used and power. It reads ``/proc`` through psutil a few times a second and holds the
+GIL for well under a millisecond per tick; the hot loops are untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import psutil
+
+__all__ = ["NullSampler", "SystemSampler", "available_cores"]
+
+CHILDREN_EVERY_S = 1.0  # how often the list of child processes (workers) is refreshed
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its affinity), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class _Gpu:
+    """NVML readings for one device (utilization %, memory used, power), when available."""
+
+    def __init__(self, index: int) -> None:
+        import pynvml  # nvidia-ml-py, an optional extra
+
+        pynvml.nvmlInit()
+        self._nvml = pynvml
+        self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+
+    def read(self) -> Dict[str, float]:
+        nvml, handle = self._nvml, self._handle
+        out: Dict[str, float] = {}
+        try:
+            out["gpu_util"] = float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu) / 100.0
+            out["gpu_memory_bytes"] = float(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+            out["gpu_power_w"] = float(nvml.nvmlDeviceGetPowerUsage(handle)) / 1000.0
+        except Exception:  # a reading the device does not support
+            pass
+        return out
+
+
+def cuda_gpu() -> Optional[_Gpu]:
+    """The NVML view of the CUDA device in use, or None (no CUDA in use, or no nvidia-ml-py)."""
+    try:
+        import torch
+
+        if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+            return None
+        index = torch.cuda.current_device()
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible:
+            index = int(visible.split(",")[index])
+        return _Gpu(index)
+    except Exception:
+        return None
+
+
+def _descendants(me: psutil.Process) -> List[int]:
+    """The pids of a process's children, recursively.
+
+    On Linux from ``/proc/<pid>/task/<tid>/children`` (a few files); psutil's own way scans
+    every process of the machine (a millisecond per hundred processes, with the GIL held).
+    """
+    found: List[int] = []
+    todo = [me.pid]
+    try:
+        while todo:
+            pid = todo.pop()
+            for task in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                        kids = [int(x) for x in handle.read().split()]
+                except (FileNotFoundError, ProcessLookupError):
+                    continue
+                found.extend(kids)
+                todo.extend(kids)
+        return found
+    except OSError:  # not Linux, or no children files: the portable way
+        try:
+            return [kid.pid for kid in me.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+
+def _read_bytes(proc: psutil.Process) -> int:
+    """Bytes the process made storage read (page-cache hits excluded); 0 where not readable."""
+    try:
+        return int(proc.io_counters().read_bytes)
+    except (AttributeError, psutil.AccessDenied, NotImplementedError):
+        return 0
+
+
+class SystemSampler:
+    """Samples the process tree at ``hz`` between :meth:`start` and :meth:`stop` (one trial)."""
+
+    def __init__(self, hz: float, clock: Callable[[], float] = time.perf_counter,
+                 gpu: Callable[[], Optional[_Gpu]] = cuda_gpu) -> None:
+        self.interval = 1.0 / hz
+        self._clock = clock
+        self._gpu_factory = gpu
+        self._gpu: Optional[_Gpu] = None
+        self._gpu_checked = False
+        self._me = psutil.Process()
+        self._procs: Dict[int, psutil.Process] = {}
+        self._cpu: Dict[int, float] = {}  # last CPU seconds seen per pid
+        self._read: Dict[int, int] = {}  # last bytes read seen per pid
+        self._started = 0.0
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cpu_seconds = 0.0
+        self._read_bytes = 0
+        self._rss_max = 0
+        self._ticks = 0
+        self._gpu_sums: Dict[str, float] = {}
+        self._gpu_ticks = 0
+        self._children_at = -1e9
+
+    # --- one reading ---------------------------------------------------------------------
+
+    def _tree(self, now: float) -> List[psutil.Process]:
+        if now - self._children_at >= CHILDREN_EVERY_S:
+            self._children_at = now
+            for pid in _descendants(self._me):
+                if pid not in self._procs:
+                    try:
+                        self._procs[pid] = psutil.Process(pid)
+                    except psutil.Error:
+                        continue
+        return [self._me, *self._procs.values()]
+
+    def _tick(self, baseline: bool = False) -> None:
+        """Add the CPU time and bytes read since the last tick, and the tree's RSS.
+
+        The baseline reading (the tree refreshed) only records; a process first seen later
+        started during the trial and counts from zero.
+        """
+        now = self._clock()
+        rss = 0
+        for proc in self._tree(now):
+            pid = proc.pid
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    cpu = times.user + times.system
+                    rss += proc.memory_info().rss
+                    read = _read_bytes(proc)
+            except psutil.Error:  # a worker that ended: what its earlier ticks saw stays counted
+                self._procs.pop(pid, None)
+                continue
+            if not baseline:
+                self._cpu_seconds += max(0.0, cpu - self._cpu.get(pid, 0.0))
+                self._read_bytes += max(0, read - self._read.get(pid, 0))
+            self._cpu[pid], self._read[pid] = cpu, read
+        self._rss_max = max(self._rss_max, rss)
+        self._ticks += 1
+        if self._gpu is not None:
+            for key, value in self._gpu.read().items():
+                self._gpu_sums[key] = self._gpu_sums.get(key, 0.0) + value
+            self._gpu_ticks += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                self._tick()
+
+    # --- a trial ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Take the baseline reading and start sampling (just before a trial's clock starts)."""
+        self.stop()
+        if not self._gpu_checked:
+            self._gpu_checked = True
+            self._gpu = self._gpu_factory()
+        self._reset()
+        self._cpu.clear()
+        self._read.clear()
+        self._tick(baseline=True)  # deltas count from here
+        self._ticks = 0
+        self._rss_max = 0
+        self._gpu_sums, self._gpu_ticks = {}, 0
+        self._started = self._clock()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="benchy-system-metrics", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> Optional[Dict[str, Any]]:
+        """Stop sampling and return the trial's figures (None when not started)."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return None
+        self._stop.set()
+        thread.join()
+        with self._lock:
+            self._tick()  # the last stretch, up to the trial's end
+        wall = self._clock() - self._started
+        cores = available_cores()
+        busy = self._cpu_seconds / wall if wall > 0 else 0.0
+        out: Dict[str, Any] = {
+            "seconds": wall,
+            "readings": self._ticks,
+            "cpu_cores_busy": busy,
+            "cpu_cores": cores,
+            "cpu_util": busy / cores,
+            "processes": 1 + len(self._procs),
+            "rss_max_bytes": self._rss_max,
+            "read_bytes_per_s": self._read_bytes / wall if wall > 0 else 0.0,
+        }
+        if self._gpu_ticks:
+            out.update({key: total / self._gpu_ticks for key, total in self._gpu_sums.items()})
+        return out
+
+
+class NullSampler:
+    """``system_metrics: false``: nothing is sampled."""
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> Optional[Dict[str, Any]]:
+        return None
