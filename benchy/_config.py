@@ -94,6 +94,7 @@ class GlobalConfig:
     save_steps: bool = True  # every trial's per-step times as <output name>.steps/<trial>.npy, written once
     system_metrics: bool = True  # CPU, memory, storage reads (and GPU) sampled during each trial
     system_metrics_hz: float = 10.0  # readings per second of the system-metrics sampler
+    io_h2d: bool = True  # with an accelerator in use: IO trials that also copy each batch to it
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,7 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
     "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
     "save_steps": (_is_bool, "true or false"),
     "system_metrics": (_is_bool, "true or false"),
+    "io_h2d": (_is_bool, "true or false"),
     "system_metrics_hz": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
                           "a number of readings per second from 0.1 to 100"),
 }

@@ -6,9 +6,10 @@ CUDA context itself and makes no CUDA call on CPU-only builds or CPU-only runs.
 
 from __future__ import annotations
 
-from typing import Callable, List
+import dataclasses
+from typing import Any, Callable, List, Optional
 
-__all__ = ["active_devices", "describe_device", "synchronizer"]
+__all__ = ["accelerator_in_use", "active_devices", "copier", "describe_device", "synchronizer", "to_device"]
 
 
 def _cuda_active() -> bool:
@@ -83,3 +84,38 @@ def describe_device() -> str:
     if _xpu_active():
         return "xpu"
     return "cpu"
+
+
+def accelerator_in_use() -> Optional[str]:
+    """The device the program computes on, when it is an accelerator it has started (``cuda:0``)."""
+    if _cuda_active():
+        import torch
+
+        return f"cuda:{torch.cuda.current_device()}"
+    if _xpu_active():
+        return "xpu"
+    if _mps_active():
+        return "mps"
+    return None
+
+
+def to_device(batch: Any, device: Any) -> Any:
+    """Every tensor of ``batch`` copied to ``device`` (non-blocking from pinned memory), the
+    structure kept: tuples, named tuples, lists, dicts and dataclasses are walked."""
+    if hasattr(batch, "to") and hasattr(batch, "is_pinned"):
+        return batch.to(device, non_blocking=bool(batch.is_pinned()))
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
+        return dataclasses.replace(batch, **{f.name: to_device(getattr(batch, f.name), device)
+                                             for f in dataclasses.fields(batch) if f.init})
+    return batch
+
+
+def copier(device: str) -> Callable[[Any], Any]:
+    """A copy function for the IO_H2D trial: the batch to ``device``."""
+    return lambda batch: to_device(batch, device)

@@ -112,6 +112,11 @@ class RunResults:
 
     trials: List[TrialResult] = field(default_factory=list)
     interruptions: List[Interruption] = field(default_factory=list)
+    # IO_H2D: IO trials that also copy each batch to the accelerator (this rank's), and why
+    # there are none when they were skipped.
+    h2d: List[TrialResult] = field(default_factory=list)
+    h2d_device: Optional[str] = None
+    h2d_skipped: Optional[str] = None
 
     def measured(self, mode: Mode) -> List[TrialResult]:
         """The counted (non-warm-up) trials of one mode."""

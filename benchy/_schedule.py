@@ -41,12 +41,14 @@ class TrialSpec:
     index: int
     warmup: bool
     nbatches: int
+    variant: str = ""  # "H2D": an IO trial that also copies each batch to the accelerator
 
     @property
     def label(self) -> str:
-        """``FULL_2`` or ``FULL_WARMUP_1``: the tag used in the output lines."""
+        """``FULL_2``, ``FULL_WARMUP_1`` or ``H2D_1`` (an IO_H2D trial): the tag used in the output
+        lines (never ``IO_...`` for a variant, so that a pattern for IO lines does not catch it)."""
         middle = "_WARMUP_" if self.warmup else "_"
-        return f"{self.mode.value}{middle}{self.index}"
+        return f"{self.variant or self.mode.value}{middle}{self.index}"
 
 
 @dataclass(frozen=True)

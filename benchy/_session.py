@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Tup
 from ._batch import describe_rule, make_counter
 from ._config import Config
 from ._console import Output
-from ._device import synchronizer
+from ._device import accelerator_in_use, copier, synchronizer
 from ._dist import DistributedError, LocalComm, disagreement, make_comm
 from ._env import environment
 from ._plan import MIN_STEADY_WINDOW, Planner, warmup_change
@@ -48,7 +48,7 @@ from ._results import Interruption, RunResults, TrialResult
 from ._sampler import NullSampler, SystemSampler
 from ._schedule import Mode, Schedule, TrialSpec
 from ._sink import ResultSink
-from ._source import BatchSource
+from ._source import BatchSource, CopyingSource
 from ._startup import Startup, startup
 from ._trial import (
     STOPPED,
@@ -104,6 +104,7 @@ class Session:
         workers: int = 0,
         persistent: bool = False,
         plain_length: Callable[[], Optional[int]] = lambda: None,
+        h2d_copy: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
@@ -112,6 +113,7 @@ class Session:
         self._workers = workers  # the loader's num_workers (0: loads in the main process, or unknown)
         self._persistent = persistent  # DataLoader(persistent_workers=True)
         self._plain_length = plain_length  # len() of the wrapped loader itself (None: it has none)
+        self._h2d_copy = h2d_copy  # the IO_H2D copy (tests inject one; else the accelerator in use)
         general = config.general
         self._sampler: Any = SystemSampler(general.system_metrics_hz, clock) if general.system_metrics else NullSampler()
         self._warm_periods: Dict[Mode, array[float]] = {}
@@ -519,8 +521,54 @@ class Session:
             # No JSON between IO trials: a pause there lets loader workers fill their queue,
             # and the next trial would start with free batches.
             self._trial_done(result, checkpoint=False)
+        if first and ran:
+            self._run_h2d()
         if ran:
             self._sink_().checkpoint()
+
+    def _run_h2d(self) -> None:
+        """IO_H2D: after the first IO trials, the same trials copying each batch to the accelerator.
+
+        Run when the program has an accelerator in use at its first epoch (a model moved to
+        the GPU), as many as IO's trials (3 when IO's count is auto), this rank's own; said and
+        recorded as skipped otherwise.
+        """
+        results = self.results
+        if not self.config.general.io_h2d:
+            results.h2d_skipped = "io_h2d: false"
+            return
+        copy, device = self._h2d_copy, "the injected copy"
+        if copy is None:
+            found = accelerator_in_use()
+            if found is None:
+                results.h2d_skipped = "no accelerator in use at the first epoch (the run computes on the CPU)"
+                self._output().line(info_line(f"IO_H2D: skipped: {results.h2d_skipped}."))
+                return
+            copy, device = copier(found), found
+        results.h2d_device = device
+        plan = self.schedule.plan(Mode.IO)
+        assert plan is not None
+        source = CopyingSource(self._source, copy)
+        for k in range(1, (plan.ntrials or 3) + 1):
+            spec = TrialSpec(Mode.IO, k, False, plan.nbatches, variant="H2D")
+            self._output().trial_started(spec)
+            sync = synchronizer()
+            self._hidden = spec
+            try:
+                result = io_trial(spec, source, self._make_counter(), self._trial_clock(sync), sync,
+                                  begin=self._begin(spec, sync))
+            except Exception as err:  # a copy that fails (device memory, an odd batch) costs only this
+                results.h2d_skipped = f"{spec.label} raised {type(err).__name__}: {err}"
+                self._output().line(warning_line(f"IO_H2D: stopped: {results.h2d_skipped}."))
+                break
+            finally:
+                self._hidden = None
+                system = self._sampler.stop()
+            if system is not None:
+                result = dataclasses.replace(result, system=system)
+            results.h2d.append(result)
+            self._sink_().trial(result, False)
+        self._source.drop_pending()
 
     # --- per-trial callbacks ------------------------------------------------------------------
 

@@ -19,8 +19,8 @@ from . import _steps
 from ._config import Config
 from ._console import Output
 from ._report import (
+    diagnosis,
     info_line,
-    loader_clause,
     remove_stale_temporaries,
     result_document,
     summary_lines,
@@ -136,12 +136,9 @@ class ResultSink:
         return None if found is None else verdict_text(found, self._clauses(self._startup()))
 
     def _clauses(self, start: Optional[Startup]) -> List[str]:
-        """What the verdict adds to the IO-vs-SYNTHETIC reading: why the loader is slow (system
-        metrics), and the loader's start-up when it costs an epoch more than 2 %."""
+        """What the verdict adds to the IO-vs-SYNTHETIC reading (see :func:`_report.diagnosis`)."""
         found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
-        clauses = [loader_clause(self.results, found.outcome, self.workers) if found is not None else None,
-                   None if start is None else start.verdict_clause()]
-        return [c for c in clauses if c is not None]
+        return diagnosis(self.results, found, self.workers, start)
 
     def summary(self, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON.

@@ -9,11 +9,11 @@ out first by the next trial.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Protocol, Tuple
 
 from ._errors import BenchyError
 
-__all__ = ["BatchSource", "EmptyLoaderError"]
+__all__ = ["BatchSource", "CopyingSource", "EmptyLoaderError", "Source"]
 
 _NOTHING = object()
 
@@ -23,6 +23,18 @@ class EmptyLoaderError(BenchyError, RuntimeError):
 
 
 EmptyLoaderError.__module__ = "benchy"
+
+
+class Source(Protocol):
+    """What a trial loop takes batches from (:class:`BatchSource`, :class:`CopyingSource`)."""
+
+    def fetch(self) -> Any: ...
+
+    def next_function(self) -> Callable[[], Any]: ...
+
+    def new_pass(self) -> Tuple[Callable[[], Any], Any]: ...
+
+    def keep(self, batch: Any) -> None: ...
 
 
 class BatchSource:
@@ -93,3 +105,27 @@ class BatchSource:
         self._iterator = None
         self._pending = _NOTHING
         self._started = None
+
+
+class CopyingSource:
+    """A :class:`BatchSource` seen through a copy function (the IO_H2D trial): every batch it
+    hands out is ``copy(batch)``. Nothing is kept for the next trial (a device batch is not
+    what the next trial should start from)."""
+
+    def __init__(self, source: BatchSource, copy: Callable[[Any], Any]) -> None:
+        self._source, self._copy = source, copy
+
+    def fetch(self) -> Any:
+        return self._copy(self._source.fetch())
+
+    def next_function(self) -> Callable[[], Any]:
+        step, copy = self._source.next_function(), self._copy
+        return lambda: copy(step())
+
+    def new_pass(self) -> Tuple[Callable[[], Any], Any]:
+        step, first = self._source.new_pass()
+        copy = self._copy
+        return (lambda: copy(step())), copy(first)
+
+    def keep(self, batch: Any) -> None:
+        return None

@@ -41,7 +41,7 @@ import numpy as np
 
 from ._results import TrialResult
 from ._schedule import Mode, TrialSpec
-from ._source import BatchSource
+from ._source import Source
 
 __all__ = [
     "STOPPED",
@@ -199,7 +199,7 @@ def _following(current: int, freq: int, n: int) -> int:
 
 def io_trial(
     spec: TrialSpec,
-    source: BatchSource,
+    source: Source,
     counter: Counter,
     clock: Clock,
     sync: Callable[[], None],
@@ -276,7 +276,7 @@ def synthetic_trial(
 
 def full_trial(
     spec: TrialSpec,
-    source: BatchSource,
+    source: Source,
     counter: Counter,
     clock: Clock,
     sync: Callable[[], None],
@@ -341,7 +341,7 @@ def full_trial(
 
 def io_trial_annotated(
     spec: TrialSpec,
-    source: BatchSource,
+    source: Source,
     counter: Counter,
     clock: Clock,
     sync: Callable[[], None],
@@ -399,7 +399,7 @@ def io_trial_annotated(
 
 def epoch_trial_annotated(
     spec: TrialSpec,
-    source: BatchSource,
+    source: Source,
     get_batch: Optional[Callable[[], Any]],
     counter: Counter,
     clock: Clock,

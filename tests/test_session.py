@@ -7,6 +7,8 @@ printed, so every rate and every excluded pause is known exactly.
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 from typing import Any, Iterator, List
 
 import pytest
@@ -38,7 +40,8 @@ class SlowStream(io.StringIO):
         return super().write(text)
 
 
-def make(clock: Clock, *, fetch: float = 0.01, batches: int = 100, registry: Registry = None, **sections: Any):
+def make(clock: Clock, *, fetch: float = 0.01, batches: int = 100, registry: Registry = None,
+         h2d_copy: Any = None, **sections: Any):
     # Sessions left unfinished say so at interpreter exit: their JSON goes to a directory of their own.
     cfg = {"global": {"report_freq": 0, "console": "plain", "output_dir": scratch_dir()}}
     for name in ("IO", "synthetic", "full"):
@@ -55,7 +58,7 @@ def make(clock: Clock, *, fetch: float = 0.01, batches: int = 100, registry: Reg
 
     session = Session(load_config(overrides=cfg, environ={}), loader, 8, clock=clock,
                       output=Output("plain", stream=stream), registry=registry or Registry(write=lambda _: None),
-                      exit=exits.append)
+                      exit=exits.append, h2d_copy=h2d_copy)
     return session, stream, exits
 
 
@@ -198,3 +201,47 @@ def test_a_loop_that_fetches_one_batch_ahead_is_timed_without_bias(tmp_path, mon
     assert all(len(t.step_seconds) == periods for t in results.measured(Mode.FULL))
     assert ("fetches one batch ahead" in stream.getvalue()) is lookahead
     assert exits == [0]
+
+
+def test_io_h2d_trials_copy_every_batch_and_are_compared_with_io(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    copied: List[Any] = []
+
+    def copy(batch: Any) -> Any:  # stands in for batch.to("cuda", non_blocking=True): 15 ms per batch
+        clock.now += 0.015
+        copied.append(batch)
+        return list(batch)  # the same structure, elsewhere
+
+    session, stream, exits = make(clock, h2d_copy=copy, fetch=0.01, IO={"ntrials": 2},
+                                  synthetic={"nbatches": 4}, full={"nbatches": 4})
+    for _ in range(4):
+        epoch(session, clock, step=0.005)
+    text = stream.getvalue()
+    # IO: 8 samples per 10 ms; with the copy, 8 per 25 ms: 320 samples/s, 0.40x IO.
+    assert "BENCHY::H2D_1::Trial Throughput: 320.000" in text and "BENCHY::H2D_2::Trial Throughput: 320.000" in text
+    assert len(copied) == 2 * (4 + 1)  # each trial: the batch received before its clock starts, and its 4
+    assert ("BENCHY::SUMMARY::H2D IO with copies to the injected copy: 320.000 +/- 0.000 samples/s, 0.40x IO "
+            "(this rank's loader)") in text
+    # SYNTHETIC (1600/s) is above IO (800/s) and the copies take IO down to 40 %: the verdict says so.
+    verdict = next(x for x in text.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT "))
+    assert ("copying each batch to the injected copy lowers the loader's rate to 320.000 samples/s, 40 % of IO "
+            "(pin_memory=True and non_blocking copies let them overlap the step)") in verdict
+    # FULL trials got host batches, never a copied one.
+    doc = json.loads((Path(session.config.output_path)).read_text())
+    assert doc["IO_H2D"]["trial_throughput"] == pytest.approx([320.0, 320.0]) and doc["IO_H2D"]["vs_io"] == pytest.approx(0.4)
+    assert exits == [0]
+
+
+def test_io_h2d_is_skipped_and_said_on_a_cpu_run(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    session, stream, _ = make(clock, synthetic={"nbatches": 4}, full={"nbatches": 4})
+    for _ in range(4):
+        epoch(session, clock)
+    text = stream.getvalue()
+    assert ("BENCHY::INFO::Message: IO_H2D: skipped: no accelerator in use at the first epoch (the run computes "
+            "on the CPU).") in text
+    assert "BENCHY::SUMMARY::H2D skipped: no accelerator in use at the first epoch" in text
+    doc = json.loads((Path(session.config.output_path)).read_text())
+    assert doc["IO_H2D"]["skipped"].startswith("no accelerator") and doc["IO_H2D"]["n"] == 0
