@@ -105,6 +105,7 @@ class Session:
         persistent: bool = False,
         plain_length: Callable[[], Optional[int]] = lambda: None,
         h2d_copy: Optional[Callable[[Any], Any]] = None,
+        batch_samples: Optional[int] = None,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
@@ -114,6 +115,9 @@ class Session:
         self._persistent = persistent  # DataLoader(persistent_workers=True)
         self._plain_length = plain_length  # len() of the wrapped loader itself (None: it has none)
         self._h2d_copy = h2d_copy  # the IO_H2D copy (tests inject one; else the accelerator in use)
+        # Samples in every batch but a pass's last, when the loader guarantees it (see _wrappers);
+        # confirmed on the first batch, else None and every batch is counted.
+        self._constant = batch_samples
         general = config.general
         self._sampler: Any = SystemSampler(general.system_metrics_hz, clock) if general.system_metrics else NullSampler()
         self._warm_periods: Dict[Mode, array[float]] = {}
@@ -253,7 +257,7 @@ class Session:
                                   self._report, freq, begin=begin, stamps=stamps)
         else:
             gen = full_trial(spec, self._source, counter, clock, sync, self._trial_done, self._trial_aborted,
-                             self._report, freq, begin=begin, stamps=stamps)
+                             self._report, freq, begin=begin, stamps=stamps, constant=self._constant)
         # A weak reference: a loop that breaks out drops the generator at once, and what
         # became of its trial is recorded then, not at the next epoch.
         self._current = _Current(spec, stamps, weakref.ref(gen))
@@ -465,6 +469,11 @@ class Session:
             self._source.keep(batch)
             self._counter = make_counter(batch, self._fallback, self._counting_fallback)
             self._counting = describe_rule(batch, self._fallback)
+            if self._constant is not None and self._counter(batch) != self._constant:
+                self._constant = None  # the first batch says otherwise: count every batch
+            if self._constant is not None:
+                self._counting += (f"; the batch sampler makes {self._constant} per batch, so only the last batch "
+                                   f"of each pass is counted in the trials")
         return self._counter
 
     def _counting_fallback(self, message: str) -> None:
@@ -512,7 +521,7 @@ class Session:
                 if self._ranges is not None:
                     result = io_trial_annotated(*args, self._ranges, begin=begin)
                 else:
-                    result = io_trial(*args, begin=begin)
+                    result = io_trial(*args, begin=begin, constant=self._constant)
             except BaseException as err:
                 self._trial_aborted(spec, 0, f"the data loader raised {type(err).__name__}: {err}")
                 raise

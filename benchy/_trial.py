@@ -206,11 +206,18 @@ def io_trial(
     report: Optional[Reporter] = None,
     freq: int = 0,
     begin: Optional[Callable[[], None]] = None,
+    constant: Optional[int] = None,
 ) -> TrialResult:
-    """Drain ``spec.nbatches`` batches from the loader alone (no training step)."""
+    """Drain ``spec.nbatches`` batches from the loader alone (no training step).
+
+    ``constant``: every batch but the last of a pass holds this many samples (a DataLoader's
+    batch sampler with the default collate), so only those last batches are counted; a pass's
+    last batch shows itself by the StopIteration that follows it.
+    """
     n = spec.nbatches
     stamps = stamp_buffer(n)
-    sizes = [0] * n  # sizes[k]: the batch received at the end of period k (at stamps[k + 1])
+    each = constant is None
+    sizes = [0 if constant is None else constant] * n  # sizes[k]: the batch received at stamps[k + 1]
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
     batch = source.fetch()
@@ -221,14 +228,19 @@ def io_trial(
         try:
             batch = nxt()
         except StopIteration:
+            if not each and j >= 2:
+                sizes[j - 2] = counter(batch)  # it ended its pass
             nxt, batch = source.new_pass()
-        sizes[j - 1] = counter(batch)
+        if each:
+            sizes[j - 1] = counter(batch)
         stamps[j] = clock()
         if j == next_report:
             report(spec, j, stamps, sizes, pauses)  # type: ignore[misc]
             next_report = _following(next_report, freq, n)
     sync()
     stamps[n] = clock()
+    if not each:
+        sizes[n - 1] = counter(batch)  # whether it ends its pass shows only in the next trial
     source.keep(batch)
     return build_result(spec, stamps, sizes, pauses)
 
@@ -286,12 +298,18 @@ def full_trial(
     freq: int = 0,
     begin: Optional[Callable[[], None]] = None,
     stamps: Optional[List[float]] = None,
+    constant: Optional[int] = None,
 ) -> Generator[Any, None, None]:
-    """Yield ``spec.nbatches`` real batches: loading and training together."""
+    """Yield ``spec.nbatches`` real batches: loading and training together.
+
+    ``constant``: as for :func:`io_trial`; batch ``i``'s last-of-pass StopIteration comes
+    inside the window (at the fetch of batch ``i + 1``), so every count is exact.
+    """
     n = spec.nbatches
     stamps = stamp_buffer(n) if stamps is None else stamps
     asks = stamp_buffer(n)  # asks[i]: the loop asks for the batch after batch i (the step ended)
-    sizes = [0] * n
+    each = constant is None
+    sizes = [0 if constant is None else constant] * n
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
     i = -1
@@ -301,7 +319,8 @@ def full_trial(
         last = n - 1
         (begin or sync)()
         for i in range(n):
-            sizes[i] = counter(batch)
+            if each:
+                sizes[i] = counter(batch)
             stamps[i] = clock()
             if i == next_report:
                 report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
@@ -313,6 +332,8 @@ def full_trial(
             try:
                 batch = nxt()
             except StopIteration:
+                if not each:
+                    sizes[i] = counter(batch)  # it ended its pass
                 if i == last:  # the pass ended with the trial: stop the clock, no new pass
                     batch = _NO_BATCH
                     break

@@ -28,6 +28,7 @@ class BenchmarkDataLoader(DataLoader):
         self._benchy = Session(resolve_config(benchy_config), self._plain_iter, self.batch_size,
                                kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(self),
                                workers=_workers(self), persistent=bool(getattr(self, "persistent_workers", False)),
+                               batch_samples=_fixed_batch(self),
                                plain_length=lambda: _length(self, DataLoader.__len__))
 
     def _plain_iter(self) -> Iterator[Any]:
@@ -54,6 +55,23 @@ def _length(loader: Any, length: Callable[[Any], int]) -> Optional[int]:
     except (TypeError, NotImplementedError):
         return None
     return n if isinstance(n, int) and n > 0 else None
+
+
+def _fixed_batch(loader: DataLoader) -> Optional[int]:
+    """The samples in every batch but the last of a pass, when the DataLoader guarantees it.
+
+    A map-style dataset batched by torch's own ``BatchSampler`` and the default collate makes
+    batches of exactly ``batch_size`` samples until the last one of a pass; the trials then
+    count only those last batches (a sample count per batch costs ~100 ns, most of a step's
+    overhead). Anything else (an IterableDataset, a custom sampler or collate) is counted.
+    """
+    from torch.utils.data import BatchSampler, IterableDataset, default_collate
+
+    size = getattr(loader, "batch_size", None)
+    if (type(getattr(loader, "batch_sampler", None)) is BatchSampler and loader.collate_fn is default_collate
+            and not isinstance(loader.dataset, IterableDataset) and isinstance(size, int) and size >= 1):
+        return size
+    return None
 
 
 def _workers(loader: Any) -> int:

@@ -77,7 +77,19 @@ def test_a_tuple_of_dicts_is_one_batch_not_two_devices(run_script) -> None:
     doc = run.result()
     for mode in ("IO", "SYNTHETIC", "FULL"):
         assert doc[mode]["trial_samples"] == [20, 20], (mode, doc[mode]["trial_samples"])
-    assert doc["counting"] == "leading dimension of batch[0]['pixels']"
+    assert doc["counting"] == ("leading dimension of batch[0]['pixels']; the batch sampler makes 4 per batch, so "
+                               "only the last batch of each pass is counted in the trials")
+
+
+def test_a_dataloader_batch_sampler_counts_the_short_last_batch_of_each_pass(run_script) -> None:
+    # 22 samples in batches of 4: a pass is 4 4 4 4 4 2, so any 6 consecutive batches hold 22.
+    run = run_script(small_config(nbatches=6), "--samples", "22")
+    assert run.returncode == 0, run
+    doc = run.result()
+    assert "only the last batch of each pass is counted" in doc["counting"]
+    for mode in ("IO", "FULL"):
+        assert doc[mode]["trial_samples"] == [22, 22], (mode, doc[mode]["trial_samples"])
+        assert doc[mode]["warmup"]["trial_samples"] == [22], mode
 
 
 def test_dataclass_batches_of_variable_size_are_counted_as_received(run_script) -> None:

@@ -325,3 +325,24 @@ def test_a_len_sized_full_trial_splits_its_first_n_minus_1_periods(variant: str)
     gen.close()
     ((r, early),) = runs.done
     assert early and len(r.step_seconds) == 5 and r.data_wait == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 6, 7, 8, 13, 20])
+def test_a_constant_batch_size_counts_only_the_last_batch_of_each_pass_and_agrees(n: int) -> None:
+    """Passes of 7 batches, the last of 3 samples: counting only pass ends gives the same samples."""
+    def run(constant: Any) -> List[Tuple[int, Tuple[int, ...]]]:
+        t = FakeTime()
+        src = BatchSource(lambda: iter(loader(t, 7, 8, fetch=0.01, last=3)))
+        counted: List[Any] = []
+        out = []
+        for k in range(3):  # trials continue where the previous one stopped
+            full = full_trial(TrialSpec(Mode.FULL, k + 1, False, n), src, make_counter([0]), t.clock, noop,
+                              lambda r, early: counted.append(r), lambda *a: None, constant=constant)
+            drive(full, t, 0.0)
+            r = io_trial(TrialSpec(Mode.IO, k + 1, False, n), src, make_counter([0]), t.clock, noop, constant=constant)
+            counted.append(r)
+        for r in counted:
+            out.append((r.samples, tuple(r.step_samples)))
+        return out
+
+    assert run(8) == run(None)
