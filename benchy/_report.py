@@ -195,7 +195,8 @@ def loader_clause(results: RunResults, outcome: str, workers: int) -> Optional[s
     if util < CPU_IDLE:
         return (f"the loader is neither CPU- nor storage-bound here (CPU {100 * util:.0f} % busy, storage reads "
                 f"{reads:.1f} MB/s): it waits on something else (network storage, a remote service, sleeps or "
-                f"locks)" + (f" or has too few workers (num_workers = {workers})" if workers < cores else ""))
+                f"locks) with too few workers to overlap the waits (num_workers = {workers}; with the CPU idle, "
+                f"more workers than cores can help)")
     return None
 
 
@@ -234,24 +235,26 @@ def _advice(outcome: str, loader: Optional[str], copies: Optional[str], startup_
     """The one change most likely to help, from the strongest signal."""
     if "inconsistent" in outcome or outcome in ("", "undecided"):
         return None
-    if startup_clause is not None and "persistent_workers" in startup_clause:
-        return "persistent_workers=True"
+    restart = startup_clause is not None and "persistent_workers" in startup_clause
     if copies is not None and "limit training" in copies:
         return "pinned memory and non_blocking copies (pin_memory=True)"
-    if "data-loading" not in outcome:
-        return ("a faster step (the loader has headroom: mixed precision, a larger batch, compiled or fused code)"
-                if "compute" in outcome else None)
-    if loader is not None:
-        if loader.startswith("the loader is CPU-bound"):
-            return "cheaper decoding and augmentation per sample (the cores are saturated)"
-        if loader.startswith("the loader's workers are CPU-bound"):
-            return "more loader workers (num_workers), up to the cores"
-        if loader.startswith("the storage"):
-            return "faster or local storage, or caching the dataset"
-        if "too few workers" in loader:
-            return f"more loader workers (num_workers = {workers} now)"
-    if starved:
-        return "more loader workers, or cheaper batches"
+    if "data-loading" in outcome:  # the loader's rate is the biggest loss: its cause first
+        if loader is not None:
+            if loader.startswith("the loader is CPU-bound"):
+                return "cheaper decoding and augmentation per sample (the cores are saturated)"
+            if loader.startswith("the loader's workers are CPU-bound"):
+                return "more loader workers (num_workers), up to the cores"
+            if loader.startswith("the storage"):
+                return "faster or local storage, or caching the dataset"
+            if "too few workers" in loader:
+                return f"more loader workers (num_workers = {workers} now)"
+        if starved:
+            return "more loader workers, or cheaper batches"
+        return "persistent_workers=True" if restart else None
+    if restart:
+        return "persistent_workers=True"
+    if "compute" in outcome:
+        return "a faster step (the loader has headroom: mixed precision, a larger batch, compiled or fused code)"
     return None
 
 

@@ -113,7 +113,8 @@ def test_the_loader_diagnosis_in_words() -> None:
     assert loader_clause(results(0.4, 8, 250e6), "data-loading", 8).startswith(
         "the storage looks like the limit: IO trials read 250.0 MB/s with the CPU 5 % busy")
     assert loader_clause(results(0.4, 8, 0), "data-loading", 2).endswith(
-        "or has too few workers (num_workers = 2)")
+        "with too few workers to overlap the waits (num_workers = 2; with the CPU idle, more workers than cores "
+        "can help)")
     assert loader_clause(RunResults(), "data-loading", 2) is None  # no metrics: nothing said
 
 
@@ -135,3 +136,22 @@ def test_gpu_readings_are_averaged_over_the_trial_and_shown() -> None:
     assert figures is not None and 0.5 <= figures["gpu_util"] <= 0.7 and figures["gpu_power_w"] == 200.0
     text = system_text(Mode.FULL, {**figures, "gpu_util": 0.6})
     assert text.endswith(", GPU 60 % busy, 2.0 GB, 200 W (means over its trials)")
+
+
+def test_the_one_change_most_likely_to_help_follows_the_biggest_loss() -> None:
+    from benchy._report import _advice
+
+    waiting = ("the loader is neither CPU- nor storage-bound here (...) with too few workers to overlap the waits "
+               "(num_workers = 2; ...)")
+    restart = "each epoch also starts the loader (...): persistent_workers=True keeps the workers between epochs"
+    # Loading limits: the loader's own cause comes before its start-up.
+    assert _advice("data-loading", waiting, None, restart, False, 2) == "more loader workers (num_workers = 2 now)"
+    assert _advice("data-loading", None, None, restart, False, 2) == "persistent_workers=True"
+    # Compute limits: the start-up is the loss left on the loader's side; else a faster step.
+    assert _advice("compute", None, None, restart, False, 2) == "persistent_workers=True"
+    assert _advice("compute", None, None, None, False, 2).startswith("a faster step")
+    # Copies that fall below SYNTHETIC come first; no advice without an answer.
+    assert _advice("data-loading", waiting, "... the copies, not the loader, limit training ...", None, False, 2) == (
+        "pinned memory and non_blocking copies (pin_memory=True)")
+    assert _advice("undecided", waiting, None, restart, False, 2) is None
+    assert _advice("inconsistent: compute", waiting, None, restart, False, 2) is None
