@@ -122,11 +122,16 @@ def h2d_estimate(results: RunResults) -> Estimate:
     return estimate([t.throughput for t in results.h2d])
 
 
+def _own_io(results: RunResults) -> Estimate:
+    """IO as rank 0 saw it alone: what its IO_H2D trials compare with (they are rank 0's own)."""
+    return estimate([t.own_throughput for t in results.measured(Mode.IO)])
+
+
 def h2d_line(results: RunResults) -> Optional[str]:
     """``BENCHY::SUMMARY::H2D IO with copies to cuda:0: 812.3 +/- 4.1 samples/s, 0.93x IO``, or why not."""
     if results.h2d_skipped is not None and not results.h2d:
         return f"BENCHY::SUMMARY::H2D skipped: {results.h2d_skipped}"
-    est, io = h2d_estimate(results), results.estimate(Mode.IO)
+    est, io = h2d_estimate(results), _own_io(results)
     if est.mean is None:
         return None
     spread = "n/a" if est.half_width is None else f"{est.half_width:.3f}"
@@ -141,7 +146,8 @@ H2D_SLOWER = 0.9  # copies that leave less than this share of IO's rate are name
 
 def h2d_clause(results: RunResults) -> Optional[str]:
     """What host-to-device copies cost the loader, when they cost more than 10 % of its rate."""
-    est, io, syn = h2d_estimate(results), results.estimate(Mode.IO), results.estimate(Mode.SYNTHETIC)
+    est, io = h2d_estimate(results), _own_io(results)
+    syn = estimate([t.own_throughput for t in results.measured(Mode.SYNTHETIC)])
     if est.mean is None or not io.mean or est.mean >= H2D_SLOWER * io.mean:
         return None
     text = (f"copying each batch to {results.h2d_device} lowers the loader's rate to {est.mean:.3f} samples/s, "
@@ -153,7 +159,7 @@ def h2d_clause(results: RunResults) -> Optional[str]:
 
 def h2d_block(results: RunResults) -> Dict[str, Any]:
     """The JSON's ``IO_H2D``: this rank's IO trials with copies to the accelerator, or why none ran."""
-    est, io = h2d_estimate(results), results.estimate(Mode.IO)
+    est, io = h2d_estimate(results), _own_io(results)
     return {
         "device": results.h2d_device,
         "skipped": results.h2d_skipped,

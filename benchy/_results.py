@@ -71,10 +71,21 @@ class TrialResult:
 
     @property
     def data_wait(self) -> Optional[float]:
-        """The share of the trial's time spent waiting for the loader (FULL), or None."""
-        if self.wait_seconds is None or not self.seconds > 0:
+        """The share of this rank's trial time spent waiting for the loader (FULL), or None.
+
+        Over this rank's own time (its periods), not ``seconds``, which with several ranks is
+        the slowest rank's."""
+        if self.wait_seconds is None:
             return None
-        return self.wait_seconds / self.seconds
+        own = float(np.sum(np.frombuffer(self.step_seconds, dtype=np.float64)))
+        return self.wait_seconds / own if own > 0 else None
+
+    @property
+    def own_throughput(self) -> float:
+        """This rank's own throughput (rank 0's when the trial was combined across ranks)."""
+        if self.rank_seconds:
+            return self.rank_throughputs[0]
+        return self.throughput
 
     @property
     def rank_throughputs(self) -> Tuple[float, ...]:

@@ -75,6 +75,11 @@ def _descendants(me: psutil.Process) -> List[int]:
     """
     found: List[int] = []
     todo = [me.pid]
+    if not os.path.exists(f"/proc/{me.pid}/task/{me.pid}/children"):  # no such files: the portable way
+        try:
+            return [kid.pid for kid in me.children(recursive=True)]
+        except psutil.Error:
+            return []
     try:
         while todo:
             pid = todo.pop()

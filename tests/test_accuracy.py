@@ -225,6 +225,7 @@ def test_full_data_wait_share_matches_a_plain_loop(tmp_path: Path, capsys: pytes
 
 
 @pytest.mark.timing
+@pytest.mark.filterwarnings("ignore:This DataLoader will create 4 worker processes")
 def test_a_starved_worker_pool_shows_periodic_stalls(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # 4 workers, 40 ms per batch each: they finish a round of 4 batches together every ~40 ms, and a
     # 2 ms step takes the round in ~8 ms, then waits: a stall every 4 steps.

@@ -155,3 +155,22 @@ def test_the_one_change_most_likely_to_help_follows_the_biggest_loss() -> None:
         "pinned memory and non_blocking copies (pin_memory=True)")
     assert _advice("undecided", waiting, None, restart, False, 2) is None
     assert _advice("inconsistent: compute", waiting, None, restart, False, 2) is None
+
+
+def test_with_several_ranks_the_data_wait_and_h2d_are_rank_0s_own() -> None:
+    import dataclasses
+
+    from benchy._report import h2d_block
+    from benchy._results import RunResults, TrialResult
+    from benchy._schedule import TrialSpec
+
+    own = TrialResult(TrialSpec(Mode.FULL, 1, False, 4), 32, 1.0, [0.25] * 4, [8] * 4, wait_seconds=0.5)
+    # Combined over 2 ranks: all samples over the slowest rank's 2 s; the step data stay rank 0's.
+    combined = dataclasses.replace(own, samples=64, seconds=2.0, rank_samples=(32, 32), rank_seconds=(1.0, 2.0))
+    assert combined.data_wait == pytest.approx(0.5) and combined.own_throughput == pytest.approx(32.0)
+    io = [TrialResult(TrialSpec(Mode.IO, k, False, 4), 64, 4.0, rank_samples=(32, 32), rank_seconds=(1.0, 4.0))
+          for k in (1, 2)]  # the job: 64 samples in 4 s, 16/s; rank 0 alone: 32/s
+    h2d = [TrialResult(TrialSpec(Mode.IO, k, False, 4, variant="H2D"), 16, 1.0) for k in (1, 2)]
+    results = RunResults(io, h2d=h2d, h2d_device="cuda:0")
+    assert h2d_block(results)["vs_io"] == pytest.approx(0.5)  # 16/s against rank 0's 32/s, not the job's 16/s
+    assert h2d[0].label == "H2D_1"
