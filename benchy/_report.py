@@ -446,30 +446,33 @@ def verdict_text(found: Verdict, clauses: Sequence[str] = ()) -> str:
 
 
 def summary_lines(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95,
-                  workers: int = 0, startup: Optional[Startup] = None, clauses: Sequence[str] = ()) -> List[str]:
+                  workers: int = 0, startup: Optional[Startup] = None, clauses: Sequence[str] = (),
+                  world: int = 1) -> List[str]:
     """The summary lines for the modes that were scheduled, FULL's data wait, each mode's step
     distribution, the loader's start-up, then stragglers and the verdict (with ``clauses``).
-    ``workers``: the loader's ``num_workers``."""
+    ``workers``: the loader's ``num_workers``. With several ranks (``world``) the data wait, step,
+    system and start-up lines are rank 0's own and say so."""
+    own = " [rank 0]" if world > 1 else ""
     estimates = {mode: results.estimate(mode) for mode in modes}
     lines = [summary_line(mode, estimates[mode]) for mode in modes]
     if Mode.FULL in modes:
         wait = data_wait_line(results.data_wait())
         if wait is not None:
-            lines.append(wait)
+            lines.append(wait + own)
     for mode in modes:
         profile = step_profile(results.measured(mode))
         if profile is not None:
-            lines.append(f"BENCHY::SUMMARY::STEPS {steps_text(mode, profile, workers)}")
+            lines.append(f"BENCHY::SUMMARY::STEPS {steps_text(mode, profile, workers)}{own}")
     for mode in modes:
         means = system_means(results.measured(mode))
         if means is not None:
-            lines.append(f"BENCHY::SUMMARY::SYSTEM {system_text(mode, means)}")
+            lines.append(f"BENCHY::SUMMARY::SYSTEM {system_text(mode, means)}{own}")
     if Mode.IO in modes:
         h2d = h2d_line(results)
         if h2d is not None:
             lines.append(h2d)
     if startup is not None:
-        lines.append(f"BENCHY::SUMMARY::STARTUP {startup.text()}")
+        lines.append(f"BENCHY::SUMMARY::STARTUP {startup.text()}{own}")
     for mode in modes:
         text = straggler_text(results, mode)
         if text is not None:

@@ -155,7 +155,7 @@ class ResultSink:
             ))
         start = self._startup()
         lines = summary_lines(self.results, modes, self.schedule.decision_confidence, self.workers,
-                              startup=start, clauses=self._clauses(start))
+                              startup=start, clauses=self._clauses(start), world=self.world)
         for line in lines:
             self.out.line(line)
         self.out.summary_table(self.results, modes, self.verdict())

@@ -57,6 +57,10 @@ def test_two_ranks_one_summary_global_throughput_and_clean_exit(tmp_path: Path) 
     assert len(SUMMARY_RE.findall(out)) == 3, out  # rank 0 prints the summary once
     assert out.count("Tests completed") == 1 and "2 ranks: each measures its own trials" in out
     assert "USER::rank 0 done" not in out and "USER::rank 1 done" not in out  # both ended by benchy
+    # Per-rank figures (data wait, steps, system, start-up) are rank 0's own, and say so.
+    own = [x for x in out.splitlines() if x.startswith(("BENCHY::SUMMARY::DATA_WAIT", "BENCHY::SUMMARY::STEPS",
+                                                         "BENCHY::SUMMARY::STARTUP"))]
+    assert len(own) == 5 and all(x.endswith(" [rank 0]") for x in own), own
     doc = result(tmp_path)
     assert doc["nranks"] == 2 and doc["environment"]["world_size"] == 2 and doc["complete"] is True
     for mode in ("IO", "SYNTHETIC", "FULL"):
