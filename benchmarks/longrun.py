@@ -53,14 +53,14 @@ def timed_writes(trace: bool) -> Tuple[List[Tuple[bool, float, int]], Callable[[
     calls: List[Tuple[bool, float, int]] = []
     original = _sink.ResultSink.write_json
 
-    def timed(self: Any, *, announce: bool, exit_status: Any = None) -> None:
+    def timed(self: Any, *, announce: bool, **kwargs: Any) -> None:
         start = 0
         if trace:
             start, peak = tracemalloc.get_traced_memory()
             BETWEEN.append(peak)
             tracemalloc.reset_peak()
         t0 = time.perf_counter()
-        original(self, announce=announce, exit_status=exit_status)
+        original(self, announce=announce, **kwargs)
         seconds = time.perf_counter() - t0
         extra = 0
         if trace:

@@ -207,10 +207,11 @@ def loader_clause(results: RunResults, outcome: str, workers: int) -> Optional[s
 
 
 def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
-              start: Optional[Startup]) -> List[str]:
+              start: Optional[Startup], full_profile: Optional[StepProfile] = None) -> List[str]:
     """What the verdict adds to the IO-vs-SYNTHETIC reading, each claim with its number: how much
     FULL waits for data, why the loader is slow (CPU, workers, storage), periodic stalls,
-    host-to-device copies, start-up; then the one change most likely to help."""
+    host-to-device copies, start-up; then the one change most likely to help. ``full_profile``:
+    FULL's step profile (it reads every step: the final summary passes it, checkpoints do not)."""
     outcome = "" if found is None else found.outcome
     clauses: List[str] = []
     wait = results.data_wait()
@@ -219,7 +220,7 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     loader = loader_clause(results, outcome, workers)
     if loader is not None:
         clauses.append(loader)
-    profile = step_profile(results.measured(Mode.FULL))
+    profile = full_profile  # None: not looked at (checkpoints), no stall claim
     starved = profile is not None and bool(workers) and profile.stall_period == workers
     if starved and profile is not None:
         clauses.append(f"FULL stalls every {workers} steps ({profile.stalls} stalls, "
@@ -541,7 +542,8 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
             "trial_samples": [t.samples for t in warm],
         },
     }
-    profile = step_profile(trials)
+    # Pooled over every step: in the final document only, as ``rates`` (a checkpoint costs the new trial).
+    profile = step_profile(trials) if per_step else None
     block["steps"] = None if profile is None else profile.to_dict()
     block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
     block["warmup"]["system"] = [t.system for t in warm]

@@ -77,8 +77,20 @@ class TrialResult:
         the slowest rank's."""
         if self.wait_seconds is None:
             return None
-        own = float(np.sum(np.frombuffer(self.step_seconds, dtype=np.float64)))
+        own = self.own_seconds
         return self.wait_seconds / own if own > 0 else None
+
+    @cached_property
+    def own_seconds(self) -> float:
+        """This rank's time over the trial's periods (computed once)."""
+        return float(np.sum(np.frombuffer(self.step_seconds, dtype=np.float64)))
+
+    @cached_property
+    def median_period(self) -> Optional[float]:
+        """The median of this rank's periods (computed once), None without any."""
+        if not self.step_seconds:
+            return None
+        return float(np.median(np.frombuffer(self.step_seconds, dtype=np.float64)))
 
     @property
     def own_throughput(self) -> float:

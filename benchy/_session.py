@@ -327,9 +327,9 @@ class Session:
 
     def _startup(self) -> Optional[Startup]:
         """The loader's start-up per pass, against an ordinary batch (IO) and an epoch at the FULL rate."""
-        io = [t for t in self.results.trials if t.mode is Mode.IO]
+        medians = [t.median_period for t in self.results.trials if t.mode is Mode.IO and t.median_period is not None]
         full = self.results.measured(Mode.FULL)
-        batch = float(statistics.median(p for t in io for p in t.step_seconds)) if any(t.step_seconds for t in io) else None
+        batch = float(statistics.median(medians)) if medians else None  # per-trial medians: O(trials) per call
         nfull = sum(len(t.step_seconds) for t in full)
         per_batch = sum(t.seconds for t in full) / nfull if nfull else None
         try:

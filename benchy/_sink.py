@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from . import _steps
 from ._config import Config
 from ._console import Output
+from ._distribution import StepProfile, step_profile
 from ._report import (
     diagnosis,
     info_line,
@@ -71,6 +72,9 @@ class ResultSink:
         self._startup = startup
         self._json_error_shown = False
         self._early_noted = False
+        # FULL's step profile for the verdict's stall claim: read from every step, so only for the
+        # final summary (a checkpoint costs the new trial); None in checkpoints.
+        self._final_profile: Optional[StepProfile] = None
         self._steps_written = 0  # trials already in the steps file
         self._steps_failed = False
 
@@ -138,7 +142,7 @@ class ResultSink:
     def _clauses(self, start: Optional[Startup]) -> List[str]:
         """What the verdict adds to the IO-vs-SYNTHETIC reading (see :func:`_report.diagnosis`)."""
         found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
-        return diagnosis(self.results, found, self.workers, start)
+        return diagnosis(self.results, found, self.workers, start, self._final_profile)
 
     def summary(self, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON.
@@ -153,6 +157,7 @@ class ResultSink:
                 f"{len(self.results.interruptions)} scheduled trial(s) did not count "
                 f"({labels}); the reasons are above and in the JSON's 'interrupted'."
             ))
+        self._final_profile = step_profile(self.results.measured(Mode.FULL))
         start = self._startup()
         lines = summary_lines(self.results, modes, self.schedule.decision_confidence, self.workers,
                               startup=start, clauses=self._clauses(start), world=self.world)
