@@ -37,11 +37,11 @@ class Work(torch.utils.data.Dataset):
         return [torch.zeros(2) for _ in indices]
 
 
-def run(tmp_path: Path, spin: bool, **global_: Any) -> Any:
+def run(tmp_path: Path, spin: bool, seconds: float = 0.016, **global_: Any) -> Any:
     mode = {"nbatches": 20, "ntrials": 3, "nwarmup": 1}
     g: Dict[str, Any] = {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0}
     g.update(global_)
-    loader = BenchmarkDataLoader(Work(0.016, spin), batch_size=4, num_workers=2, persistent_workers=True,
+    loader = BenchmarkDataLoader(Work(seconds, spin), batch_size=4, num_workers=2, persistent_workers=True,
                                  benchy_config={"global": g, "IO": mode, "synthetic": mode, "full": mode})
     for _ in range(loader.benchy.schedule.epochs_needed):
         for _ in loader:
@@ -54,7 +54,9 @@ def run(tmp_path: Path, spin: bool, **global_: Any) -> Any:
 def test_the_sampler_tells_a_cpu_bound_loader_from_a_waiting_one(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     spinning = run(tmp_path / "spin", spin=True)
     out_spin = capsys.readouterr().out
-    sleeping = run(tmp_path / "sleep", spin=False)
+    # Asleep longer per batch: fewer batches per second, so less of the loader's own machinery
+    # (pickling, shared memory) on the CPU, far from the 50 % line on a loaded machine.
+    sleeping = run(tmp_path / "sleep", spin=False, seconds=0.032)
     out_sleep = capsys.readouterr().out
     busy = system_means(spinning.benchy.results.measured(Mode.IO))
     idle = system_means(sleeping.benchy.results.measured(Mode.IO))
