@@ -1,5 +1,5 @@
 """All of benchy's own measurements, one command: overhead, growth, fidelity, adaptive
-schedules, long runs (memory and checkpoints).
+schedules, long runs (memory and checkpoints), the system-metrics sampler's cost.
 
     python benchmarks/run.py            # about 25 minutes on a 2-core machine
     python benchmarks/run.py --quick    # about 6 minutes: fewer batches and repetitions
@@ -33,6 +33,7 @@ def main() -> int:
         ("fidelity", ["--reps", "2" if args.quick else "10"]),
         ("adaptive", ["--reps", "1" if args.quick else "3"]),
         ("longrun", ["--nbatches", "50000" if args.quick else "200000"]),
+        ("sampler", ["--reps", "1" if args.quick else "3"]),
     ]
     status = 0
     for name, extra in parts:
