@@ -18,7 +18,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -34,10 +34,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "data_wait_line",
     "diagnosis",
-    "h2d_clause",
     "h2d_line",
     "iteration_line",
-    "loader_clause",
     "publish",
     "result_document",
     "steps_text",
@@ -144,17 +142,19 @@ def h2d_line(results: RunResults) -> Optional[str]:
 H2D_SLOWER = 0.9  # copies that leave less than this share of IO's rate are named in the verdict
 
 
-def h2d_clause(results: RunResults) -> Optional[str]:
-    """What host-to-device copies cost the loader, when they cost more than 10 % of its rate."""
+def h2d_reading(results: RunResults) -> Optional[Tuple[str, bool]]:
+    """What host-to-device copies cost the loader, when they cost more than 10 % of its rate:
+    (the clause, whether the copies rather than the loader limit training)."""
     est, io = h2d_estimate(results), _own_io(results)
     syn = estimate([t.own_throughput for t in results.measured(Mode.SYNTHETIC)])
     if est.mean is None or not io.mean or est.mean >= H2D_SLOWER * io.mean:
         return None
+    limits = syn.mean is not None and est.mean < syn.mean <= io.mean
     text = (f"copying each batch to {results.h2d_device} lowers the loader's rate to {est.mean:.3f} samples/s, "
             f"{100.0 * est.mean / io.mean:.0f} % of IO")
-    if syn.mean is not None and est.mean < syn.mean <= io.mean:
+    if limits:
         text += ", below SYNTHETIC: the copies, not the loader, limit training"
-    return text + " (pin_memory=True and non_blocking copies let them overlap the step)"
+    return text + " (pin_memory=True and non_blocking copies let them overlap the step)", limits
 
 
 def h2d_block(results: RunResults) -> Dict[str, Any]:
@@ -179,8 +179,9 @@ CPU_IDLE = 0.5
 READS_HIGH = 20e6  # bytes per second from storage that make storage a suspect
 
 
-def loader_clause(results: RunResults, outcome: str, workers: int) -> Optional[str]:
-    """Why the loader is slow, from the IO trials' system metrics, when loading limits training."""
+def loader_cause(results: RunResults, outcome: str, workers: int) -> Optional[Tuple[str, str]]:
+    """Why the loader is slow, from the IO trials' system metrics, when loading limits training:
+    (the clause, the change it points to)."""
     if "data-loading" not in outcome:
         return None
     means = system_means(results.measured(Mode.IO))
@@ -191,18 +192,22 @@ def loader_clause(results: RunResults, outcome: str, workers: int) -> Optional[s
     if util >= CPU_SATURATED:
         return (f"the loader is CPU-bound: IO trials kept {busy:.2f} of {cores:g} cores busy ({100 * util:.0f} %), so "
                 f"decoding and augmentation need more CPU than there is and more workers than cores will not help "
-                f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)")
+                f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)",
+                "cheaper decoding and augmentation per sample (the cores are saturated)")
     if workers and workers < cores and busy >= CPU_SATURATED * workers:
         return (f"the loader's workers are CPU-bound: IO trials kept {busy:.2f} cores busy with num_workers = "
-                f"{workers} of {cores:g} cores, so more workers (up to {cores:g}) should feed the step faster")
+                f"{workers} of {cores:g} cores, so more workers (up to {cores:g}) should feed the step faster",
+                "more loader workers (num_workers), up to the cores")
     if util < CPU_IDLE and means["read_bytes_per_s"] >= READS_HIGH:
         return (f"the storage looks like the limit: IO trials read {reads:.1f} MB/s with the CPU {100 * util:.0f} % "
-                f"busy (faster or local storage, caching, or larger sequential reads)")
+                f"busy (faster or local storage, caching, or larger sequential reads)",
+                "faster or local storage, or caching the dataset")
     if util < CPU_IDLE:
         return (f"the loader is neither CPU- nor storage-bound here (CPU {100 * util:.0f} % busy, storage reads "
                 f"{reads:.1f} MB/s): it waits on something else (network storage, a remote service, sleeps or "
                 f"locks) with too few workers to overlap the waits (num_workers = {workers}; with the CPU idle, "
-                f"more workers than cores can help)")
+                f"more workers than cores can help)",
+                f"more loader workers (num_workers = {workers} now)")
     return None
 
 
@@ -217,44 +222,39 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     wait = results.data_wait()
     if wait.mean is not None:
         clauses.append(f"FULL spends {100.0 * wait.mean:.1f} % of its time waiting for the loader")
-    loader = loader_clause(results, outcome, workers)
+    loader = loader_cause(results, outcome, workers)
     if loader is not None:
-        clauses.append(loader)
+        clauses.append(loader[0])
     profile = full_profile  # None: not looked at (checkpoints), no stall claim
     starved = profile is not None and bool(workers) and profile.stall_period == workers
     if starved and profile is not None:
         clauses.append(f"FULL stalls every {workers} steps ({profile.stalls} stalls, "
                        f"{100.0 * profile.stall_share:.1f} % of its time): a starved worker pool")
-    copies = h2d_clause(results)
+    copies = h2d_reading(results)
     if copies is not None:
-        clauses.append(copies)
+        clauses.append(copies[0])
     startup_clause = None if start is None else start.verdict_clause()
     if startup_clause is not None:
         clauses.append(startup_clause)
-    advice = _advice(outcome, loader, copies, startup_clause, starved, workers)
+    advice = _advice(outcome, None if loader is None else loader[1], copies is not None and copies[1],
+                     start is not None and start.restarts_workers, starved)
     if advice is not None:
         clauses.append(f"most likely to help: {advice}")
     return clauses
 
 
-def _advice(outcome: str, loader: Optional[str], copies: Optional[str], startup_clause: Optional[str],
-            starved: bool, workers: int) -> Optional[str]:
-    """The one change most likely to help, from the strongest signal."""
+def _advice(outcome: str, loader_fix: Optional[str], copies_limit: bool, restart: bool,
+            starved: bool) -> Optional[str]:
+    """The one change most likely to help, from the strongest signal: copies that limit training,
+    then (loading the limit) the loader's own cause, its stalls, its start-up; (compute the
+    limit) the start-up the loop still pays, else a faster step."""
     if "inconsistent" in outcome or outcome in ("", "undecided"):
         return None
-    restart = startup_clause is not None and "persistent_workers" in startup_clause
-    if copies is not None and "limit training" in copies:
+    if copies_limit:
         return "pinned memory and non_blocking copies (pin_memory=True)"
     if "data-loading" in outcome:  # the loader's rate is the biggest loss: its cause first
-        if loader is not None:
-            if loader.startswith("the loader is CPU-bound"):
-                return "cheaper decoding and augmentation per sample (the cores are saturated)"
-            if loader.startswith("the loader's workers are CPU-bound"):
-                return "more loader workers (num_workers), up to the cores"
-            if loader.startswith("the storage"):
-                return "faster or local storage, or caching the dataset"
-            if "too few workers" in loader:
-                return f"more loader workers (num_workers = {workers} now)"
+        if loader_fix is not None:
+            return loader_fix
         if starved:
             return "more loader workers, or cheaper batches"
         return "persistent_workers=True" if restart else None

@@ -55,14 +55,25 @@ class Startup:
                      f"({self.epoch_seconds:.2f} s)")
         return text
 
+    @property
+    def costly(self) -> bool:
+        """Start-up costs more than :data:`STARTUP_SHARE` of an epoch at the FULL rate."""
+        share = self.share
+        return share is not None and share > STARTUP_SHARE
+
+    @property
+    def restarts_workers(self) -> bool:
+        """A costly start-up of workers that restart every epoch: ``persistent_workers=True`` fixes it."""
+        return self.costly and bool(self.workers) and not self.persistent
+
     def verdict_clause(self) -> Optional[str]:
         """A clause for the verdict when start-up costs more than :data:`STARTUP_SHARE` of an epoch."""
         share = self.share
-        if share is None or share <= STARTUP_SHARE:
+        if not self.costly or share is None:
             return None
         clause = (f"each epoch also starts the loader ({self.extra:.3f} s more than a batch, "
                   f"{100.0 * share:.1f} % of an epoch at the FULL rate, not in the trials' throughputs)")
-        if self.workers and not self.persistent:
+        if self.restarts_workers:
             clause += ": persistent_workers=True keeps the workers between epochs"
         return clause
 
