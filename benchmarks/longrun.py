@@ -76,6 +76,18 @@ def timed_writes(trace: bool) -> Tuple[List[Tuple[bool, float, int]], Callable[[
     return calls, restore
 
 
+def recorded_run(batches: List[Any], out_dir: str, n: int, ntrials: int, size: int, epochs: int,
+                 trace: bool) -> Tuple[Any, List[Tuple[bool, float, int]]]:
+    """Run the schedule with every JSON write recorded (see :func:`timed_writes`)."""
+    calls, restore = timed_writes(trace=trace)
+    try:
+        wrapper = make_wrapper(batches, out_dir, n, ntrials, size)
+        run_epochs(wrapper, epochs)
+    finally:
+        restore()
+    return wrapper, calls
+
+
 BETWEEN: List[int] = []  # tracemalloc peaks between JSON writes (while trials run)
 
 
@@ -104,12 +116,7 @@ def main() -> int:
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
-        calls, restore = timed_writes(trace=True)
-        try:
-            wrapper = make_wrapper(batches, out_dir, n, args.ntrials, size)
-            run_epochs(wrapper, epochs)
-        finally:
-            restore()
+        wrapper, calls = recorded_run(batches, out_dir, n, args.ntrials, size, epochs, trace=True)
         gc.collect()
         kept = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
@@ -127,12 +134,7 @@ def main() -> int:
         gc.collect()
 
     with tempfile.TemporaryDirectory() as out_dir:
-        calls, restore = timed_writes(trace=False)
-        try:
-            wrapper = make_wrapper(batches, out_dir, n, args.ntrials, size)
-            run_epochs(wrapper, epochs)
-        finally:
-            restore()
+        _, calls = recorded_run(batches, out_dir, n, args.ntrials, size, epochs, trace=False)
         checkpoints = [t for final, t, _ in calls if not final]
         finals = [t for final, t, _ in calls if final]
         print("checkpoint writes (s):         " + " ".join(f"{t:.3f}" for t in checkpoints))

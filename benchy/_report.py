@@ -18,7 +18,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -47,6 +47,7 @@ __all__ = [
     "verdict_line",
     "verdict_text",
     "wait_line",
+    "write_atomic",
     "write_document",
     "write_json_atomic",
 ]
@@ -696,14 +697,16 @@ def publish(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
-def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
-    """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
+def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = False,
+                 suffix: str = TEMP_SUFFIX) -> None:
+    """Write ``path`` through ``write(handle)`` into a temporary file in the same directory, then
+    rename it into place; on any failure the temporary file is removed and the old ``path`` stays."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=suffix, dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            write_document(handle, document)
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as handle:
+            write(handle)
         publish(tmp, path)
     except BaseException:
         try:
@@ -711,3 +714,8 @@ def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
         except OSError:
             pass
         raise
+
+
+def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
+    """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
+    write_atomic(path, lambda handle: write_document(handle, document))

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import _steps
 from ._config import Config
 from ._console import Output
 from ._distribution import StepProfile, step_profile
 from ._report import (
+    Verdict,
     diagnosis,
     info_line,
     remove_stale_temporaries,
@@ -135,14 +136,12 @@ class ResultSink:
 
     # --- the end ------------------------------------------------------------------------------
 
-    def verdict(self) -> Optional[str]:
+    def _reading(self) -> Tuple[Optional[Verdict], Optional[Startup], List[str]]:
+        """The verdict, the loader's start-up and what the verdict adds (see :func:`_report.diagnosis`),
+        worked out once per summary or JSON write."""
         found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
-        return None if found is None else verdict_text(found, self._clauses(self._startup()))
-
-    def _clauses(self, start: Optional[Startup]) -> List[str]:
-        """What the verdict adds to the IO-vs-SYNTHETIC reading (see :func:`_report.diagnosis`)."""
-        found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
-        return diagnosis(self.results, found, self.workers, start, self._final_profile)
+        start = self._startup()
+        return found, start, diagnosis(self.results, found, self.workers, start, self._final_profile)
 
     def summary(self, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON.
@@ -158,13 +157,15 @@ class ResultSink:
                 f"({labels}); the reasons are above and in the JSON's 'interrupted'."
             ))
         self._final_profile = step_profile(self.results.measured(Mode.FULL))
-        start = self._startup()
+        reading = self._reading()
+        found, start, clauses = reading
         lines = summary_lines(self.results, modes, self.schedule.decision_confidence, self.workers,
-                              startup=start, clauses=self._clauses(start), world=self.world)
+                              startup=start, clauses=clauses, world=self.world)
         for line in lines:
             self.out.line(line)
-        self.out.summary_table(self.results, modes, self.verdict())
-        self.write_json(announce=True, exit_status=self.exit_status() if exiting else None, summary=lines)
+        self.out.summary_table(self.results, modes, None if found is None else verdict_text(found, clauses))
+        self.write_json(announce=True, exit_status=self.exit_status() if exiting else None, summary=lines,
+                        reading=reading)
 
     def end(self, exit_after_tests: bool) -> None:
         """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""
@@ -208,15 +209,17 @@ class ResultSink:
         return os.path.basename(directory)
 
     def write_json(self, *, announce: bool, exit_status: Optional[int] = None,
-                   summary: Optional[List[str]] = None) -> None:
+                   summary: Optional[List[str]] = None,
+                   reading: Optional[Tuple[Optional[Verdict], Optional[Startup], List[str]]] = None) -> None:
         """The JSON: a checkpoint (``announce`` false: no per-step lists, O(the new trials)) or the
-        final document (``announce`` true: with each mode's per-step ``rates``)."""
+        final document (``announce`` true: with each mode's per-step ``rates``). ``reading``: the
+        summary's :meth:`_reading`, when it has it."""
         if self.rank != 0:
             return
         path = self.config.output_path
         steps_dir = self.save_steps()
         extras = self._extras()
-        start = self._startup()
+        _, start, clauses = reading if reading is not None else self._reading()
         extras["loader_startup"] = None if start is None else start.to_dict()
         extras["summary"] = summary  # the summary lines as printed (final document only)
         document = result_document(
@@ -234,7 +237,7 @@ class ResultSink:
             confidence=self.schedule.decision_confidence,
             per_step=announce,
             steps_dir=steps_dir,
-            clauses=self._clauses(start),
+            clauses=clauses,
         )
         try:
             write_json_atomic(path, document)

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from typing import Any, Dict, List
 
 import numpy as np
 
-from ._config import STEPS_TEMP_SUFFIX, TEMP_PREFIX
-from ._report import publish
+from ._config import STEPS_TEMP_SUFFIX
+from ._report import write_atomic
 from ._results import TrialResult
 
 __all__ = ["DTYPE", "clear", "load", "save"]
@@ -49,17 +48,8 @@ def clear(directory: str) -> List[str]:
 def save(directory: str, result: TrialResult) -> str:
     """Write one trial's file atomically (temporary file, then rename); its path."""
     path = os.path.join(directory, f"{result.label}.npy")
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=STEPS_TEMP_SUFFIX, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.save(handle, step_array(result), allow_pickle=False)
-        publish(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, lambda handle: np.save(handle, step_array(result), allow_pickle=False), binary=True,
+                 suffix=STEPS_TEMP_SUFFIX)
     return path
 
 
