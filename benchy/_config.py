@@ -22,6 +22,7 @@ from ._errors import BenchyError
 __all__ = [
     "AUTO",
     "CONFIG_ENV_VAR",
+    "RUN_NAME_ENV_VAR",
     "Config",
     "ConfigError",
     "GlobalConfig",
@@ -31,6 +32,8 @@ __all__ = [
 ]
 
 CONFIG_ENV_VAR = "BENCHY_CONFIG_FILE"
+RUN_NAME_ENV_VAR = "BENCHY_RUN_NAME"  # overrides global.run_name (as --benchy_name does)
+MAX_RUN_NAME = 200
 
 PROFILER_MODES = ("single", "all", "none")
 CONSOLE_MODES = ("auto", "rich", "plain")
@@ -95,6 +98,7 @@ class GlobalConfig:
     system_metrics: bool = True  # CPU, memory, storage reads (and GPU) sampled during each trial
     system_metrics_hz: float = 10.0  # readings per second of the system-metrics sampler
     io_h2d: bool = True  # with an accelerator in use: IO trials that also copy each batch to it
+    run_name: Optional[str] = None  # how compare/report name the run; None: the script's name and start time
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,9 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
     "io_h2d": (_is_bool, "true or false"),
     "system_metrics_hz": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
                           "a number of readings per second from 0.1 to 100"),
+    "run_name": (lambda v: v is None or (isinstance(v, str) and 0 < len(v.strip()) and len(v) <= MAX_RUN_NAME
+                                         and v.isprintable()),
+                 f"a printable name of 1 to {MAX_RUN_NAME} characters, or null (the script's name and start time)"),
 }
 
 # Normalisation of accepted values into the stored form.
@@ -428,6 +435,17 @@ def _check_output(general: Dict[str, Any], source: str, problems: List[str]) -> 
 ConfigLike = Union[Config, Mapping[str, Any], str, "os.PathLike[str]", None]
 
 
+def _with_name(overrides: Mapping[str, Any], run_name: Optional[str]) -> Mapping[str, Any]:
+    """``overrides`` with ``global.run_name`` set (a copy), whichever case its ``global`` key has."""
+    if run_name is None:
+        return overrides
+    out = dict(overrides)
+    key = next((k for k in out if isinstance(k, str) and k.lower() == "global"), "global")
+    section = out.get(key)
+    out[key] = dict(section, run_name=run_name) if isinstance(section, Mapping) else {"run_name": run_name}
+    return out
+
+
 def load_config(
     path: Union[str, os.PathLike[str], None] = None,
     overrides: Optional[Mapping[str, Any]] = None,
@@ -436,9 +454,9 @@ def load_config(
 ) -> Config:
     """Build the effective config: defaults <- YAML file <- ``overrides``.
 
-    ``path`` defaults to ``$BENCHY_CONFIG_FILE`` (when set and non-empty). ``overrides``
-    uses the file's layout, e.g. ``{"IO": {"ntrials": 5}}``. Raises :class:`ConfigError`
-    listing every problem found.
+    ``path`` defaults to ``$BENCHY_CONFIG_FILE`` (when set and non-empty); a non-empty
+    ``$BENCHY_RUN_NAME`` sets ``global.run_name`` over the file. ``overrides`` uses the file's
+    layout, e.g. ``{"IO": {"ntrials": 5}}``. Raises :class:`ConfigError` listing every problem found.
     """
     env = os.environ if environ is None else environ
     if path is None:
@@ -455,6 +473,8 @@ def load_config(
             raise ConfigError([problem])
         _merge_layer(merged, contents, path, problems)
         sources.append(path)
+    if env.get(RUN_NAME_ENV_VAR):
+        _merge_layer(merged, {"global": {"run_name": env[RUN_NAME_ENV_VAR]}}, f"${RUN_NAME_ENV_VAR}", problems)
     if overrides is not None:
         _merge_layer(merged, overrides, "<python overrides>", problems)
         sources.append("<python overrides>")
@@ -474,16 +494,24 @@ def load_config(
     )
 
 
-def resolve_config(config: ConfigLike) -> Config:
-    """Accept what the wrappers accept: a Config, a mapping of overrides, a path, or None."""
+def resolve_config(config: ConfigLike, run_name: Optional[str] = None) -> Config:
+    """Accept what the wrappers accept: a Config, a mapping of overrides, a path, or None.
+
+    ``run_name`` (``--benchy_name``) sets ``global.run_name`` over everything else."""
+    named = {"global": {"run_name": run_name}} if run_name is not None else None
     if isinstance(config, Config):
-        return config
+        if named is None:
+            return config
+        rules = _GLOBAL_RULES["run_name"]
+        if not rules[0](run_name):
+            raise ConfigError([f"benchy --benchy_name: got {_describe(run_name)}; expected {rules[1]}"])
+        return dataclasses.replace(config, general=dataclasses.replace(config.general, run_name=run_name))
     if config is None:
-        return load_config()
+        return load_config(overrides=named)
     if isinstance(config, Mapping):
-        return load_config(overrides=config)
+        return load_config(overrides=_with_name(config, run_name))
     if isinstance(config, (str, os.PathLike)):
-        return load_config(path=config)
+        return load_config(path=config, overrides=named)
     raise ConfigError(
         [f"benchy config: got {_describe(config)}; expected a benchy.Config, a mapping of overrides, "
          f"a path to a YAML file, or None"]

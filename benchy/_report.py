@@ -31,13 +31,11 @@ from ._startup import Startup
 from ._stats import Comparison, Estimate, compare_log, estimate
 
 __all__ = [
-    "SCHEMA_VERSION",
     "data_wait_line",
     "diagnosis",
     "h2d_line",
     "iteration_line",
     "publish",
-    "result_document",
     "steps_text",
     "summary_line",
     "summary_lines",
@@ -51,8 +49,6 @@ __all__ = [
     "write_document",
     "write_json_atomic",
 ]
-
-SCHEMA_VERSION = 1
 
 # Two estimates closer than this (relative) are called balanced even if their
 # intervals do not overlap: a 5 % difference is not a bottleneck worth acting on.
@@ -487,144 +483,6 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], confidence: float 
 
 def _finite(x: float) -> Optional[float]:
     return x if math.isfinite(x) else None
-
-
-def _finite_list(values: np.ndarray[Any, Any]) -> List[Optional[float]]:
-    """The values as JSON numbers (non-finite ones as null)."""
-    out: List[Optional[float]] = values.tolist()
-    if not np.isfinite(values).all():
-        out = [x if x is not None and math.isfinite(x) else None for x in out]
-    return out
-
-
-def _mean_step_rate(t: TrialResult) -> Optional[float]:
-    mean = t.mean_step_rate
-    return None if mean is None else _finite(mean)
-
-
-def _data_wait_block(results: RunResults) -> Optional[Dict[str, Any]]:
-    """FULL's share of time waiting for the loader (fractions), per counted trial and overall."""
-    trials = [t for t in results.measured(Mode.FULL) if t.data_wait is not None]
-    if not trials:
-        return None
-    est = results.data_wait()
-    return {
-        "mean": est.mean,
-        "interval": est.half_width,
-        "confidence": est.confidence,
-        "trials": [t.data_wait for t in trials],
-        "labels": [t.label for t in trials],
-        "wait_median_s": [t.wait_median for t in trials],
-        "step_median_s": [t.work_median for t in trials],
-    }
-
-
-def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[str, Any]:
-    trials = results.measured(mode)
-    est = results.estimate(mode)
-    warm = results.warmups(mode)
-    block: Dict[str, Any] = {
-        # The original's keys, one entry per counted trial. ``rates`` (per-step throughputs)
-        # only in the final document: a checkpoint costs the new trial, not every trial so far.
-        "rates": [_finite_list(t.step_rates()) for t in trials] if per_step else None,
-        "avg_iter_throughput": [_mean_step_rate(t) for t in trials],
-        "trial_throughput": [_finite(t.throughput) for t in trials],
-        "trial_time": [t.seconds for t in trials],
-        # Ours.
-        "trial_samples": [t.samples for t in trials],
-        "nbatches": [len(t.step_seconds) for t in trials],
-        "mean": est.mean,
-        "interval": est.half_width,
-        "confidence": est.confidence,
-        "n": est.n,
-        "warmup": {
-            "trial_throughput": [_finite(t.throughput) for t in warm],
-            "trial_time": [t.seconds for t in warm],
-            "trial_samples": [t.samples for t in warm],
-        },
-    }
-    # Pooled over every step: in the final document only, as ``rates`` (a checkpoint costs the new trial).
-    profile = step_profile(trials) if per_step else None
-    block["steps"] = None if profile is None else profile.to_dict()
-    block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
-    block["warmup"]["system"] = [t.system for t in warm]
-    if mode is Mode.FULL:
-        block["data_wait"] = _data_wait_block(results)
-    if any(t.rank_seconds for t in trials):
-        block["ranks"] = {
-            # One list per counted trial, one entry per rank.
-            "trial_throughput": [[_finite(r) for r in t.rank_throughputs] for t in trials],
-            "trial_time": [list(t.rank_seconds) for t in trials],
-            "trial_samples": [list(t.rank_samples) for t in trials],
-            # (slowest - fastest) / fastest rank's trial time, per trial.
-            "spread": [(max(t.rank_seconds) - min(t.rank_seconds)) / min(t.rank_seconds)
-                       if min(t.rank_seconds) > 0 else None for t in trials],
-            "mean_trial_time": results.rank_mean_times(mode),
-            "straggler": straggler_text(results, mode),
-        }
-    return block
-
-
-def result_document(
-    results: RunResults,
-    modes: Sequence[Mode],
-    *,
-    config: Mapping[str, Any],
-    environment: Mapping[str, Any],
-    nranks: int,
-    complete: bool,
-    epochs_needed: int,
-    epochs_started: int,
-    profiler: Optional[Mapping[str, Any]] = None,
-    exit_status: Optional[int] = None,
-    extras: Optional[Mapping[str, Any]] = None,
-    confidence: float = 0.95,
-    per_step: bool = True,
-    steps_dir: Optional[str] = None,
-    clauses: Sequence[str] = (),
-) -> Dict[str, Any]:
-    """The JSON document: the original's keys plus schema version, config, environment, status.
-
-    ``per_step``: include each mode's ``rates`` (per-step throughputs of every counted trial);
-    checkpoints leave them out (null); every trial's per-step times were saved once, when it
-    ended, in ``steps_dir`` (next to the JSON; None when not saved).
-
-    ``complete`` is true only when every scheduled trial counted; ``exit_status`` is the status
-    benchy exits with under ``exit_after_tests`` (0, or 3 when a mode has no counted trial), or
-    None when benchy does not end the process (checkpoints, partial runs, transparent mode).
-    ``extras`` may hold ``synthetic_batch_samples`` (stored as ``SYNTHETIC.batch_samples``) and
-    further top-level keys (``counting``, ``other_loaders``).
-    """
-    found = verdict(results, modes, confidence)
-    extra = dict(extras or {})
-    synthetic_batch = extra.pop("synthetic_batch_samples", None)
-    doc: Dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "complete": complete,
-        "exit_status": exit_status,
-        "nranks": nranks,
-        "epochs_needed": epochs_needed,
-        "epochs_started": epochs_started,
-        "interrupted": [
-            {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
-            for i in results.interruptions
-        ],
-        "verdict": None if found is None else verdict_text(found, clauses),
-        "decision": None if found is None else found.record,
-        "config": dict(config),
-        "environment": dict(environment),
-        "profiler": dict(profiler or {}),
-        "steps_dir": steps_dir,
-    }
-    doc.update(extra)
-    for mode in modes:
-        doc[mode.value] = _mode_block(results, mode, per_step)
-    if Mode.IO in modes:
-        doc["IO_H2D"] = h2d_block(results)
-    if Mode.SYNTHETIC in modes:
-        # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
-        doc[Mode.SYNTHETIC.value]["batch_samples"] = synthetic_batch
-    return doc
 
 
 STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a killed writer's

@@ -24,7 +24,6 @@ from ._report import (
     diagnosis,
     info_line,
     remove_stale_temporaries,
-    result_document,
     summary_lines,
     trial_line,
     verdict,
@@ -35,6 +34,7 @@ from ._report import (
 )
 from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule
+from ._schema import result_document
 from ._startup import Startup
 
 __all__ = ["EXIT_MISSING_MODE", "ResultSink"]
@@ -238,6 +238,7 @@ class ResultSink:
             per_step=announce,
             steps_dir=steps_dir,
             clauses=clauses,
+            run_name=self.config.general.run_name,
         )
         try:
             write_json_atomic(path, document)

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Comparison", "Estimate", "compare_log", "estimate", "t_quantile", "t_two_sided_cdf"]
+__all__ = ["Comparison", "Estimate", "Welch", "compare_log", "estimate", "t_quantile", "t_two_sided_cdf", "welch"]
 
 
 def t_two_sided_cdf(t: float, df: int) -> float:
@@ -135,3 +135,35 @@ def compare_log(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
     p = 1.0 - t_two_sided_cdf(abs(t), df)
     return Comparison(ratio, math.exp(diff - q * se), math.exp(diff + q * se), t, df, p,
                       int(la.size), int(lb.size), confidence)
+
+
+@dataclass(frozen=True)
+class Welch:
+    """Welch's unequal-variances t-test of ``mean(b) - mean(a)``.
+
+    ``df`` is the Welch-Satterthwaite value; the p-value uses it rounded down (``df_used``),
+    which can only raise p: a change called significant is significant at the exact df too.
+    """
+
+    t: float
+    df: float
+    df_used: int
+    p: float
+
+
+def welch(a: Sequence[float], b: Sequence[float]) -> Optional[Welch]:
+    """Two-sided Welch test on two samples; None with fewer than two values a side."""
+    xa = np.asarray(a, dtype=float)
+    xb = np.asarray(b, dtype=float)
+    if xa.size < 2 or xb.size < 2 or not (np.isfinite(xa).all() and np.isfinite(xb).all()):
+        return None
+    va = float(xa.var(ddof=1)) / xa.size
+    vb = float(xb.var(ddof=1)) / xb.size
+    diff = float(xb.mean() - xa.mean())
+    if va + vb == 0.0:
+        df_equal = float(xa.size + xb.size - 2)
+        return Welch(math.copysign(math.inf, diff) if diff else 0.0, df_equal, int(df_equal), 0.0 if diff else 1.0)
+    t = diff / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / ((va * va) / (xa.size - 1) + (vb * vb) / (xb.size - 1))
+    used = max(1, math.floor(df))
+    return Welch(t, df, used, 1.0 - t_two_sided_cdf(abs(t), used))

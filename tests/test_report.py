@@ -10,16 +10,15 @@ import pytest
 
 from benchy import Mode, TrialSpec
 from benchy._report import (
-    SCHEMA_VERSION,
     decide,
     iteration_line,
-    result_document,
     summary_line,
     summary_lines,
     trial_line,
     write_json_atomic,
 )
 from benchy._results import Interruption, RunResults, TrialResult
+from benchy._schema import SCHEMA_VERSION, result_document
 from benchy._stats import Estimate
 
 SUMMARY = re.compile(r"^BENCHY::SUMMARY::(IO|SYNTHETIC|FULL) average trial throughput: (\d+\.\d{3}) \+/- (\d+\.\d{3})$")

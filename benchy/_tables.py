@@ -1,0 +1,74 @@
+"""One table, four renderings: plain text, rich (a terminal), Markdown and CSV (pure).
+
+The command-line tools build a :class:`Table` of already formatted cells and print it the way
+asked: plain text when the output is a file or a pipe (exact, for CI logs and tests), rich on a
+terminal, Markdown for a pull-request comment, CSV for a spreadsheet.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from typing import IO, List, Optional, Sequence
+
+__all__ = ["Table", "print_table"]
+
+
+@dataclass
+class Table:
+    """Headers, rows of cells (strings), and which columns are right-aligned (numbers)."""
+
+    headers: Sequence[str]
+    rows: List[Sequence[str]] = field(default_factory=list)
+    right: Sequence[bool] = ()
+    title: Optional[str] = None
+
+    def _right(self, k: int) -> bool:
+        return k < len(self.right) and bool(self.right[k])
+
+    def plain(self) -> str:
+        """Columns padded to their widest cell, two spaces apart; no trailing spaces."""
+        widths = [max([len(h)] + [len(r[k]) for r in self.rows]) for k, h in enumerate(self.headers)]
+
+        def line(cells: Sequence[str]) -> str:
+            parts = [c.rjust(w) if self._right(k) else c.ljust(w) for k, (c, w) in enumerate(zip(cells, widths))]
+            return "  ".join(parts).rstrip()
+
+        out = [self.title] if self.title else []
+        out.append(line(self.headers))
+        out.extend(line(r) for r in self.rows)
+        return "\n".join(out)
+
+    def markdown(self) -> str:
+        def esc(cell: str) -> str:
+            return cell.replace("|", "\\|")
+
+        out = [f"**{self.title}**", ""] if self.title else []
+        out.append("| " + " | ".join(esc(h) for h in self.headers) + " |")
+        out.append("|" + "|".join("---:" if self._right(k) else "---" for k in range(len(self.headers))) + "|")
+        out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows)
+        return "\n".join(out)
+
+    def csv(self) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(self.headers)
+        writer.writerows(self.rows)
+        return buffer.getvalue().rstrip("\n")
+
+
+def print_table(table: Table, stream: IO[str], *, fancy: bool) -> None:
+    """Draw ``table`` with rich when ``fancy`` (a terminal), else as plain text."""
+    if not fancy:
+        stream.write(table.plain() + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    grid = RichTable(title=table.title, title_justify="left")
+    for k, header in enumerate(table.headers):
+        grid.add_column(header, justify="right" if table._right(k) else "left")
+    for row in table.rows:
+        grid.add_row(*row)
+    Console(file=stream).print(grid)
