@@ -2,15 +2,18 @@
 
 Swap ``DataLoader`` for :class:`BenchmarkDataLoader` (or wrap any loader with
 :class:`BenchmarkGenericIteratorWrapper`); the first epochs then run IO, SYNTHETIC and
-FULL trials and print their throughputs with 95 % confidence intervals.
+FULL trials and print their throughputs with 95 % confidence intervals. :func:`load` reads a
+saved result back (any schema version); ``benchy compare``/``report``/``plot``/``parse`` work on them.
 """
 
-from ._config import CONFIG_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
+from ._config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
 from ._dist import DistributedError
 from ._errors import BenchyError
 from ._integration import add_arguments, data_loader, wrap
 from ._results import Interruption, RunResults, TrialResult
+from ._run import ModeRun, Run
 from ._schedule import Mode, Schedule, TrialSpec
+from ._schema import SCHEMA_VERSION, ResultFileError, load
 from ._sink import EXIT_MISSING_MODE
 from ._source import EmptyLoaderError
 from ._stats import Estimate
@@ -20,6 +23,8 @@ from ._wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
 __all__ = [
     "CONFIG_ENV_VAR",
     "EXIT_MISSING_MODE",
+    "RUN_NAME_ENV_VAR",
+    "SCHEMA_VERSION",
     "BenchmarkDataLoader",
     "BenchmarkGenericIteratorWrapper",
     "BenchyError",
@@ -32,6 +37,9 @@ __all__ = [
     "Interruption",
     "Mode",
     "ModeConfig",
+    "ModeRun",
+    "ResultFileError",
+    "Run",
     "RunResults",
     "Schedule",
     "TrialResult",
@@ -39,6 +47,7 @@ __all__ = [
     "__version__",
     "add_arguments",
     "data_loader",
+    "load",
     "load_config",
     "wrap",
 ]

@@ -169,7 +169,7 @@ def _report(args: argparse.Namespace) -> int:
     kind = scaling.study_kind(rows)
     if args.format == "markdown":
         print(table.markdown())
-        print(f"\nBaseline: {base.label} ({base.nranks} rank{'s' if base.nranks != 1 else ''}). {kind}.")
+        print(f"\nBaseline: {base.label} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}.")
     else:
         print_table(table, sys.stdout, fancy=_fancy())
         print(f"baseline: {base.label} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}")

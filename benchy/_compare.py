@@ -42,7 +42,7 @@ class ModeChange:
     p: Optional[float]
     significant: bool
     status: str
-    why: str = ""  # for "not tested": the reason
+    why: Optional[str] = None  # for "not tested": the reason
 
 
 def _change(mode: Mode, base: ModeRun, new: ModeRun, threshold: float, alpha: float) -> ModeChange:
@@ -53,8 +53,8 @@ def _change(mode: Mode, base: ModeRun, new: ModeRun, threshold: float, alpha: fl
                   new_n=len(new.trial_throughputs), change=change)
     if test is None or change is None:
         short = [name for name, side in (("base", base), ("new", new)) if len(side.trial_throughputs) < 2]
-        why = (f"{' and '.join(short)} has fewer than 2 trial throughputs" if short
-               else "no mean to compare")
+        why = (f"{' and '.join(short)} {'have' if len(short) > 1 else 'has'} fewer than 2 trial throughputs"
+               if short else "no mean to compare")
         return ModeChange(**common, t=None, df=None, df_used=None, p=None, significant=False,  # type: ignore[arg-type]
                           status=UNTESTED, why=why)
     significant = test.p < alpha
@@ -103,10 +103,11 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.05, confidence: float
 
 
 def _mean(mean: Optional[float], interval: Optional[float], n: int) -> str:
+    """``mean +/- half-width (trials)``; ``?`` trials for a summary line read from a log without trial lines."""
     if mean is None:
         return "n/a"
     spread = f" +/- {interval:.3f}" if interval is not None else ""
-    return f"{mean:.3f}{spread} ({n})"
+    return f"{mean:.3f}{spread} ({n if n else '?'})"
 
 
 def _pct(x: Optional[float]) -> str:
@@ -119,7 +120,7 @@ def _pct(x: Optional[float]) -> str:
 def _p(p: Optional[float]) -> str:
     if p is None:
         return "-"
-    return f"{p:.3g}" if p >= 0.001 else "<0.001"
+    return f"{p:.3g}" if p >= 0.001 else "< 0.001"
 
 
 def table(c: Comparison) -> Table:
@@ -151,10 +152,15 @@ def status_line(c: Comparison) -> str:
             f"trial throughputs gives p < {1.0 - c.confidence:.2g}")
     bad = [m for m in c.changes if m.status == REGRESSION]
     if bad:
-        parts = ", ".join(f"{m.mode} {_pct(m.change)} (p = {_p(m.p)})" for m in bad)
+        parts = ", ".join(f"{m.mode} {_pct(m.change)} (p {'= ' if (m.p or 0) >= 0.001 else ''}{_p(m.p)})"
+                          for m in bad)
         return f"REGRESSION: {parts}; {rule}"
-    untested = [m.mode for m in c.changes if m.status == UNTESTED]
-    tail = f" ({', '.join(untested)} not tested)" if untested else ""
+    untested = [m for m in c.changes if m.status == UNTESTED]
+    tail = f" ({', '.join(m.mode for m in untested)} not tested)" if untested else ""
+    fell = [m for m in untested if m.change is not None and -m.change > c.threshold]
+    if fell:
+        tail += "; WARNING: " + ", ".join(f"{m.mode} fell {_pct(m.change)}" for m in fell) + \
+            " but could not be tested (run with ntrials >= 2, or keep the JSON rather than the log)"
     return f"OK: no significant regression beyond {100.0 * c.threshold:g} %{tail}; {rule}"
 
 
