@@ -335,3 +335,15 @@ def test_run_name_flag_reaches_the_json(run_script) -> None:
                      "--benchy_name", "nightly cpu", "--epochs", "8", env={"BENCHY_RUN_NAME": "from env"})
     assert run.returncode == 0, run.stderr
     assert run.result()["run_name"] == "nightly cpu" and run.result()["schema_version"] == 2
+
+
+def test_the_command_and_load_do_not_import_torch() -> None:
+    # A CI job comparing two files should not pay for importing torch (about 2 s).
+    code = ("import sys, benchy\nfrom benchy.__main__ import main\n"
+            "status = main(['compare', 'compare/base.json', 'compare/noise.json'])\n"
+            "benchy.load('results/v1-0.1.0/benchy_result.json')\n"
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))[:5]\n"
+            "benchy.BenchmarkDataLoader  # the wrappers still come on first use\n"
+            "assert 'torch' in sys.modules\nsys.exit(status)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=DATA, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
