@@ -41,7 +41,8 @@ def png_size(path: Path) -> Tuple[int, int]:
     return width, height
 
 
-RULE = "a mode regresses when its mean falls by more than {t} % and Welch's test on the trial throughputs gives p < 0.05"
+RULE = ("a mode regresses when its mean falls by more than {t} % and Welch's test on the trial throughputs gives "
+        "p < 0.05 after Holm's adjustment for the 3 modes tested")
 
 
 # --- compare ---------------------------------------------------------------------------------
@@ -51,11 +52,11 @@ def test_compare_fails_on_a_regression() -> None:
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == f"""base: compare/base.json (nightly 2026-11-21; 1 rank)
 new:  compare/regressed.json (nightly 2026-11-22; 1 rank)
-mode       base samples/s (trials)   new samples/s (trials)    change        p  result
-IO         1000.000 +/- 24.841 (3)  1002.000 +/- 16.290 (3)   +0.20 %    0.791  no significant change
-SYNTHETIC  2000.000 +/- 49.683 (3)  2001.333 +/- 25.495 (3)   +0.07 %    0.928  no significant change
-FULL        800.000 +/- 19.873 (3)   700.000 +/- 17.389 (3)  -12.50 %  < 0.001  regression
-REGRESSION: FULL -12.50 % (p < 0.001); {RULE.format(t=5)}
+mode       base samples/s (trials)   new samples/s (trials)    change        p  p (Holm)  result
+IO         1000.000 +/- 24.841 (3)  1002.000 +/- 16.290 (3)   +0.20 %    0.791         1  no significant change
+SYNTHETIC  2000.000 +/- 49.683 (3)  2001.333 +/- 25.495 (3)   +0.07 %    0.928         1  no significant change
+FULL         800.000 +/- 4.968 (3)   700.000 +/- 17.389 (3)  -12.50 %  0.00176   0.00529  regression
+REGRESSION: FULL -12.50 % (adjusted p = 0.00529); {RULE.format(t=5)}
 """
 
 
@@ -64,20 +65,20 @@ def test_compare_passes_a_noise_level_change() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"""base: compare/base.json (nightly 2026-11-21; 1 rank)
 new:  compare/noise.json (nightly 2026-11-24; 1 rank)
-mode       base samples/s (trials)   new samples/s (trials)   change      p  result
-IO         1000.000 +/- 24.841 (3)   997.000 +/- 25.935 (3)  -0.30 %  0.743  no significant change
-SYNTHETIC  2000.000 +/- 49.683 (3)  2003.333 +/- 47.024 (3)  +0.17 %  0.847  no significant change
-FULL        800.000 +/- 19.873 (3)   802.667 +/- 21.417 (3)  +0.33 %  0.721  no significant change
+mode       base samples/s (trials)   new samples/s (trials)   change      p  p (Holm)  result
+IO         1000.000 +/- 24.841 (3)   997.000 +/- 25.935 (3)  -0.30 %  0.743         1  no significant change
+SYNTHETIC  2000.000 +/- 49.683 (3)  2003.333 +/- 47.024 (3)  +0.17 %  0.847         1  no significant change
+FULL         800.000 +/- 4.968 (3)    801.000 +/- 4.968 (3)  +0.12 %  0.573         1  no significant change
 OK: no significant regression beyond 5 %; {RULE.format(t=5)}
 """
 
 
 def test_compare_threshold_decides_a_small_significant_fall() -> None:
     within = benchy("compare", "compare/base.json", "compare/slower.json")
-    assert within.returncode == 0 and "-3.00 %  0.0213  slower\n" in within.stdout
+    assert within.returncode == 0 and "-3.00 %  < 0.001   < 0.001  slower\n" in within.stdout
     beyond = benchy("compare", "compare/base.json", "compare/slower.json", "--threshold", "2")
     assert beyond.returncode == 1
-    assert beyond.stdout.endswith(f"REGRESSION: FULL -3.00 % (p = 0.0213); {RULE.format(t=2)}\n")
+    assert beyond.stdout.endswith(f"REGRESSION: FULL -3.00 % (adjusted p < 0.001); {RULE.format(t=2)}\n")
 
 
 def test_compare_markdown_is_a_pull_request_comment() -> None:
@@ -88,13 +89,13 @@ def test_compare_markdown_is_a_pull_request_comment() -> None:
 - base: compare/base.json (nightly 2026-11-21; 1 rank)
 - new:  compare/regressed.json (nightly 2026-11-22; 1 rank)
 
-| mode | base samples/s (trials) | new samples/s (trials) | change | p | result |
-|---|---:|---:|---:|---:|---|
-| IO | 1000.000 +/- 24.841 (3) | 1002.000 +/- 16.290 (3) | +0.20 % | 0.791 | no significant change |
-| SYNTHETIC | 2000.000 +/- 49.683 (3) | 2001.333 +/- 25.495 (3) | +0.07 % | 0.928 | no significant change |
-| FULL | 800.000 +/- 19.873 (3) | 700.000 +/- 17.389 (3) | -12.50 % | < 0.001 | regression |
+| mode | base samples/s (trials) | new samples/s (trials) | change | p | p (Holm) | result |
+|---|---:|---:|---:|---:|---:|---|
+| IO | 1000.000 +/- 24.841 (3) | 1002.000 +/- 16.290 (3) | +0.20 % | 0.791 | 1 | no significant change |
+| SYNTHETIC | 2000.000 +/- 49.683 (3) | 2001.333 +/- 25.495 (3) | +0.07 % | 0.928 | 1 | no significant change |
+| FULL | 800.000 +/- 4.968 (3) | 700.000 +/- 17.389 (3) | -12.50 % | 0.00176 | 0.00529 | regression |
 
-**REGRESSION: FULL -12.50 % (p < 0.001); {RULE.format(t=5)}**
+**REGRESSION: FULL -12.50 % (adjusted p = 0.00529); {RULE.format(t=5)}**
 """
 
 
@@ -103,9 +104,13 @@ def test_compare_json_carries_p_and_degrees_of_freedom() -> None:
     assert proc.returncode == 1
     doc = json.loads(proc.stdout)
     full = next(m for m in doc["modes"] if m["mode"] == "FULL")
-    # scipy.stats.ttest_ind(new, base, equal_var=False): t -16.2938, df 3.9307 (p 9.36e-05); p at df 3: 5.030e-04
-    assert full["t"] == pytest.approx(-16.293763, rel=1e-6) and full["df"] == pytest.approx(3.930737, rel=1e-6)
-    assert full["df_used"] == 3 and full["p"] == pytest.approx(5.029776e-04, rel=1e-5)
+    # scipy.stats.ttest_ind(new, base, equal_var=False): t -23.7915, df 2.3244 (p 7.91e-04); p at df 2: 1.762e-03
+    assert full["t"] == pytest.approx(-23.791548, rel=1e-6) and full["df"] == pytest.approx(2.324369, rel=1e-6)
+    assert full["df_used"] == 2 and full["p"] == pytest.approx(1.761999e-03, rel=1e-5)
+    # Holm over 3 tested modes: the smallest p times 3 (the others' p are 0.79 and 0.93).
+    assert full["p_adjusted"] == pytest.approx(3 * full["p"])
+    others = [m["p_adjusted"] for m in doc["modes"] if m["mode"] != "FULL"]
+    assert others == [1.0, 1.0]
     assert full["change"] == pytest.approx(-0.125) and full["status"] == "regression" and full["significant"] is True
     assert doc["regressed"] == ["FULL"] and doc["exit_status"] == 1 and doc["threshold"] == 0.05
     assert doc["base"]["name"] == "nightly 2026-11-21" and doc["new"]["schema_version"] == 2
@@ -132,8 +137,8 @@ def test_compare_old_and_new_versions_and_logs(tmp_path: Path) -> None:
     assert benchy("parse", str(tmp_path / "slower.log"), "-o", str(tmp_path / "slower.json")).returncode == 0
     proc = benchy("compare", "sc21.json", "slower.json", cwd=tmp_path)
     assert proc.returncode == 0
-    assert "FULL          89.971 +/- 0.621 (?)    70.000 +/- 0.621 (?)  -22.20 %  -  not tested (base and new " \
-           "have fewer than 2 trial throughputs)" in proc.stdout
+    assert "FULL          89.971 +/- 0.621 (?)    70.000 +/- 0.621 (?)  -22.20 %  -         -  not tested (base and " \
+           "new have fewer than 2 trial throughputs)" in proc.stdout
     assert "WARNING: FULL fell -22.20 % but could not be tested" in proc.stdout
 
 
@@ -283,12 +288,12 @@ def test_parse_a_log_without_benchy_lines_is_an_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt,expected", [
     ("text", """BENCHY::SUMMARY::IO average trial throughput: 1000.000 +/- 24.841
 BENCHY::SUMMARY::SYNTHETIC average trial throughput: 2000.000 +/- 49.683
-BENCHY::SUMMARY::FULL average trial throughput: 800.000 +/- 19.873
+BENCHY::SUMMARY::FULL average trial throughput: 800.000 +/- 4.968
 """),
     ("csv", """run,mode,mean,interval,n,confidence,data_wait
 nightly 2026-11-21,IO,1000.0,24.841377117504976,3,0.95,
 nightly 2026-11-21,SYNTHETIC,2000.0,49.68275423500995,3,0.95,
-nightly 2026-11-21,FULL,800.0,19.87310169400398,3,0.95,0.3
+nightly 2026-11-21,FULL,800.0,4.968275423500995,3,0.95,0.3
 """),
     ("markdown", """### benchy: nightly 2026-11-21 (1 rank)
 
@@ -296,7 +301,7 @@ nightly 2026-11-21,FULL,800.0,19.87310169400398,3,0.95,0.3
 |---|---:|---:|---:|---:|---:|
 | IO | 1000.000 | 24.841 | 3 | 95 % |  |
 | SYNTHETIC | 2000.000 | 49.683 | 3 | 95 % |  |
-| FULL | 800.000 | 19.873 | 3 | 95 % | 30.0 % |
+| FULL | 800.000 | 4.968 | 3 | 95 % | 30.0 % |
 """),
 ])
 def test_summary_formats(fmt: str, expected: str) -> None:

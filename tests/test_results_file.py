@@ -12,6 +12,7 @@ import pytest
 
 import benchy
 from benchy import Mode, ResultFileError, load
+from benchy._compare import holm
 from benchy._config import load_config, resolve_config
 from benchy._report import write_json_atomic
 from benchy._schema import default_run_name, read_run, upgrade
@@ -166,3 +167,9 @@ def test_bad_run_names_are_refused(bad: Any) -> None:
     if isinstance(bad, str):
         with pytest.raises(benchy.ConfigError, match="--benchy_name"):
             resolve_config(load_config(environ={}), run_name=bad)
+
+
+def test_holm_adjustment() -> None:
+    # Sorted 0.01, 0.03, 0.04, 0.5 -> x4, x3, x2, x1, kept non-decreasing, capped at 1.
+    assert holm([0.04, 0.01, 0.03, 0.5]) == pytest.approx([0.09, 0.04, 0.09, 0.5])
+    assert holm([0.6, 0.7]) == [1.0, 1.0] and holm([]) == []

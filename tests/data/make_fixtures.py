@@ -62,14 +62,14 @@ def write(relative: str, doc: dict) -> None:
 
 
 def main() -> None:
-    base = {"IO": [1000.0, 1010.0, 990.0], "SYNTHETIC": [2000.0, 2020.0, 1980.0], "FULL": [800.0, 808.0, 792.0]}
+    base = {"IO": [1000.0, 1010.0, 990.0], "SYNTHETIC": [2000.0, 2020.0, 1980.0], "FULL": [800.0, 802.0, 798.0]}
     write("compare/base.json", made("nightly 2026-11-21", 1, base, 0.30))
     write("compare/regressed.json", made("nightly 2026-11-22", 1, {
         "IO": [1003.0, 995.0, 1008.0], "SYNTHETIC": [2010.0, 1990.0, 2004.0], "FULL": [700.0, 707.0, 693.0]}, 0.38))
     write("compare/slower.json", made("nightly 2026-11-23", 1, {
-        "IO": [1001.0, 1009.0, 992.0], "SYNTHETIC": [2004.0, 2016.0, 1985.0], "FULL": [776.0, 784.0, 768.0]}, 0.31))
+        "IO": [1001.0, 1009.0, 992.0], "SYNTHETIC": [2004.0, 2016.0, 1985.0], "FULL": [776.0, 778.0, 774.0]}, 0.31))
     write("compare/noise.json", made("nightly 2026-11-24", 1, {
-        "IO": [1004.0, 985.0, 1002.0], "SYNTHETIC": [1995.0, 2025.0, 1990.0], "FULL": [795.0, 812.0, 801.0]}, 0.30))
+        "IO": [1004.0, 985.0, 1002.0], "SYNTHETIC": [1995.0, 2025.0, 1990.0], "FULL": [801.0, 799.0, 803.0]}, 0.30))
     for nranks, io, syn, full, wait in ((1, 400.0, 500.0, 100.0, 0.30), (2, 800.0, 980.0, 190.0, 0.35),
                                         (4, 1600.0, 1900.0, 360.0, 0.42)):
         write(f"scaling/{nranks}rank.json", made(f"ddp {nranks} rank{'s' if nranks > 1 else ''}", nranks, {
