@@ -27,6 +27,7 @@ __all__ = [
     "ConfigError",
     "GlobalConfig",
     "ModeConfig",
+    "SweepConfig",
     "load_config",
     "steps_name",
 ]
@@ -99,6 +100,24 @@ class GlobalConfig:
     system_metrics_hz: float = 10.0  # readings per second of the system-metrics sampler
     io_h2d: bool = True  # with an accelerator in use: IO trials that also copy each batch to it
     run_name: Optional[str] = None  # how compare/report name the run; None: the script's name and start time
+    sweep_apply: bool = False  # after a loader sweep, continue with the recommended settings
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """The ``sweep`` section: loader settings tried with IO trials before the schedule.
+
+    Each key lists values to try (the product of the keys given); a key left out keeps the
+    loader's own value; ``num_workers: auto`` is 0, 1, 2, 4 ... up to the usable cores. Empty:
+    no sweep."""
+
+    num_workers: Union[Tuple[int, ...], str] = ()
+    pin_memory: Tuple[bool, ...] = ()
+    prefetch_factor: Tuple[int, ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.num_workers or self.pin_memory or self.prefetch_factor)
 
 
 @dataclass(frozen=True)
@@ -109,6 +128,7 @@ class Config:
     io: ModeConfig = field(default_factory=ModeConfig)
     synthetic: ModeConfig = field(default_factory=ModeConfig)
     full: ModeConfig = field(default_factory=ModeConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     source: str = "defaults"
 
     def mode(self, name: str) -> ModeConfig:
@@ -135,14 +155,16 @@ class Config:
             out[section] = dataclasses.asdict(getattr(self, attr))
         out["global"]["output_dir"] = self.general.output_dir or os.getcwd()
         out["global"]["profiler_capture"] = list(self.general.profiler_capture)
+        out["sweep"] = {k: (v if isinstance(v, str) else list(v)) for k, v in out["sweep"].items()}
         return out
 
 
 # Section name in the file -> attribute of Config. The original spells IO in capitals
 # and the other two in lower case; section names are matched case-insensitively.
-_ATTR_OF_SECTION = {"global": "general", "IO": "io", "synthetic": "synthetic", "full": "full"}
+_ATTR_OF_SECTION = {"global": "general", "IO": "io", "synthetic": "synthetic", "full": "full", "sweep": "sweep"}
 _SECTION_BY_LOWER = {name.lower(): name for name in _ATTR_OF_SECTION}
-_SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeConfig, "full": ModeConfig}
+_SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeConfig, "full": ModeConfig,
+                  "sweep": SweepConfig}
 
 
 def _canonical_section(name: str) -> str:
@@ -242,6 +264,7 @@ _GLOBAL_RULES: Dict[str, _Rule] = {
     "io_h2d": (_is_bool, "true or false"),
     "system_metrics_hz": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
                           "a number of readings per second from 0.1 to 100"),
+    "sweep_apply": (_is_bool, "true or false"),
     "run_name": (lambda v: v is None or (isinstance(v, str) and 0 < len(v.strip()) and len(v) <= MAX_RUN_NAME
                                          and v.isprintable()),
                  f"a printable name of 1 to {MAX_RUN_NAME} characters, or null (the script's name and start time)"),
@@ -252,9 +275,32 @@ _NORMALISE: Dict[str, Callable[[Any], Any]] = {
     "profiler_capture": lambda v: tuple(x.upper() for x in v),
     "auto_precision": float,
     "system_metrics_hz": float,
+    "num_workers": lambda v: v if isinstance(v, str) else tuple(v),
+    "pin_memory": tuple,
+    "prefetch_factor": tuple,
 }
 
-_RULES = {"global": _GLOBAL_RULES, "IO": _MODE_RULES, "synthetic": _MODE_RULES, "full": _MODE_RULES}
+MAX_SWEEP_VALUES = 16  # per key; the product is bounded by MAX_SWEEP_SETTINGS
+
+
+def _values(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A non-empty list of distinct values, each passing ``check``."""
+    return lambda v: (isinstance(v, (list, tuple)) and 0 < len(v) <= MAX_SWEEP_VALUES and all(check(x) for x in v)
+                      and len(set(v)) == len(v))
+
+
+_SWEEP_RULES: Dict[str, _Rule] = {
+    "num_workers": (lambda v: v == AUTO or _values(_int_at_least(0, 256))(v),
+                    f"a list of distinct worker counts (0 to 256, at most {MAX_SWEEP_VALUES}), or 'auto' "
+                    f"(0, 1, 2, 4 ... up to the usable cores)"),
+    "pin_memory": (_values(_is_bool), "a list of distinct booleans: [false], [true] or [false, true]"),
+    "prefetch_factor": (_values(_int_at_least(1, 64)),
+                        f"a list of distinct integers from 1 to 64 (at most {MAX_SWEEP_VALUES}), batches each "
+                        f"worker keeps ready"),
+}
+
+_RULES = {"global": _GLOBAL_RULES, "IO": _MODE_RULES, "synthetic": _MODE_RULES, "full": _MODE_RULES,
+          "sweep": _SWEEP_RULES}
 
 
 _REPR = reprlib.Repr()
@@ -490,6 +536,7 @@ def load_config(
         io=ModeConfig(**merged["IO"]),
         synthetic=ModeConfig(**merged["synthetic"]),
         full=ModeConfig(**merged["full"]),
+        sweep=SweepConfig(**merged["sweep"]),
         source=source,
     )
 

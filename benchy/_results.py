@@ -140,6 +140,11 @@ class RunResults:
     h2d: List[TrialResult] = field(default_factory=list)
     h2d_device: Optional[str] = None
     h2d_skipped: Optional[str] = None
+    # Loader sweep (see _sweep): each setting's IO trials, the loader's own setting, and the
+    # setting the schedule continued with when sweep_apply is on.
+    sweep: List[Any] = field(default_factory=list)
+    sweep_own: Any = None
+    sweep_applied: Any = None
 
     def measured(self, mode: Mode) -> List[TrialResult]:
         """The counted (non-warm-up) trials of one mode."""

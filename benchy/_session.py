@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 from array import array
-from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Generator, Iterable, Iterator, List, Optional, Protocol, Set, Tuple
 
 from ._batch import describe_rule, make_counter
 from ._config import Config
@@ -50,6 +50,9 @@ from ._schedule import Mode, Schedule, TrialSpec
 from ._sink import ResultSink
 from ._source import BatchSource, CopyingSource
 from ._startup import Startup, startup
+from ._sweep import Setting, SettingResult, expand, smallest_within
+from ._sweep import document as sweep_document
+from ._sweep import table as sweep_table
 from ._trial import (
     STOPPED,
     Pauses,
@@ -84,6 +87,22 @@ class _Current:
     gen: weakref.ReferenceType[Any]
 
 
+class Sweeper(Protocol):
+    """What a loader sweep needs from the wrapper (``_wrappers._LoaderSweeper`` for a DataLoader)."""
+
+    def own(self) -> Setting: ...
+
+    def cores(self) -> int: ...
+
+    def make(self, setting: Setting) -> Iterable[Any]: ...
+
+    def apply(self, setting: Setting) -> None: ...
+
+    def processes(self) -> Set[int]: ...
+
+    def stop(self, pids: Set[int]) -> None: ...
+
+
 class Session:
     """The state of one wrapper's benchmark."""
 
@@ -106,6 +125,7 @@ class Session:
         plain_length: Callable[[], Optional[int]] = lambda: None,
         h2d_copy: Optional[Callable[[Any], Any]] = None,
         batch_samples: Optional[int] = None,
+        sweeper: Optional[Sweeper] = None,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
@@ -118,6 +138,7 @@ class Session:
         # Samples in every batch but a pass's last, when the loader guarantees it (see _wrappers);
         # confirmed on the first batch, else None and every batch is counted.
         self._constant = batch_samples
+        self._sweeper = sweeper  # makes the loader's variants for a sweep (BenchmarkDataLoader only)
         general = config.general
         self._sampler: Any = SystemSampler(general.system_metrics_hz, clock) if general.system_metrics else NullSampler()
         self._warm_periods: Dict[Mode, array[float]] = {}
@@ -225,6 +246,8 @@ class Session:
     def _next_epoch(self, first: bool) -> Iterator[Any]:
         """An epoch boundary: hidden IO trials that are due, then this epoch's trial."""
         self.planner.new_boundary()
+        if first:
+            self._run_sweep()
         self._run_hidden_io(first)
         spec = self.planner.next(self.results)
         self._notes()
@@ -363,7 +386,14 @@ class Session:
             "counting": self._counting,
             "loader": f"{self._record.kind} created at {self._record.where}",
             "other_loaders": self._registry.others(),
+            "sweep": self._sweep_block(),
         }
+
+    def _sweep_block(self) -> Optional[Dict[str, Any]]:
+        r = self.results
+        if not r.sweep:
+            return None
+        return sweep_document(r.sweep, r.sweep_own, r.sweep_applied, r.estimate(Mode.SYNTHETIC).mean)
 
     def _profiler(self) -> ProfilerWindow:
         if self._window is None:
@@ -534,6 +564,83 @@ class Session:
             self._run_h2d()
         if ran:
             self._sink_().checkpoint()
+
+    def _run_sweep(self) -> None:
+        """The loader sweep (config ``sweep``), before the schedule: IO warm-ups and trials for each
+        setting on a new loader over the same dataset, its workers shut down after each."""
+        config = self.config.sweep
+        if not config.enabled:
+            return
+        out = self._output()
+        if self._sweeper is None:
+            out.line(warning_line("sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is "
+                                  "not swept."))
+            return
+        own = self._sweeper.own()
+        settings = expand(config, own, self._sweeper.cores())
+        io = self.config.io
+        ntrials = io.ntrials if isinstance(io.ntrials, int) and io.ntrials > 0 else 3
+        nwarmup = io.nwarmup if isinstance(io.nwarmup, int) else 1
+        out.line(info_line(
+            f"Loader sweep: {len(settings)} setting(s), each {nwarmup} warm-up + {ntrials} IO trials of "
+            f"{io.nbatches} batches, before the schedule (the loader's own: {own.text()})."))
+        before = self._sweeper.processes()
+        results: List[SettingResult] = []
+        for j, setting in enumerate(settings, 1):
+            results.append(self._sweep_one(j, setting, nwarmup, ntrials, io.nbatches))
+            stray = self._sweeper.processes() - before
+            if stray:
+                self._sweeper.stop(stray)
+                out.line(warning_line(f"sweep: {len(stray)} process(es) of setting {setting.text()} outlived it "
+                                      f"and were stopped."))
+        self.results.sweep, self.results.sweep_own = results, own
+        for row in sweep_table(results, own).plain().splitlines():
+            out.line(f"BENCHY::SWEEP::{row}")
+        chosen = smallest_within(results)
+        if self.config.general.sweep_apply and chosen is not None and chosen.setting != own:
+            self._sweeper.apply(chosen.setting)
+            self._workers = chosen.setting.num_workers
+            self._queue_depth = chosen.setting.num_workers * (chosen.setting.prefetch_factor or 0)
+            self.results.sweep_applied = chosen.setting
+            out.line(info_line(f"sweep_apply: the schedule continues with {chosen.setting.text()} (the smallest "
+                               f"setting within 5 % of the best)."))
+        else:
+            out.line(info_line(f"The schedule continues with the loader's own settings ({own.text()})"
+                               + ("." if self.config.general.sweep_apply else "; sweep_apply: true would use the "
+                                  "recommended ones.")))
+
+    def _sweep_one(self, j: int, setting: Setting, nwarmup: int, ntrials: int, nbatches: int) -> SettingResult:
+        """One setting's trials (labels ``SWEEP<j>_WARMUP_<k>``, ``SWEEP<j>_<k>``); a failure is recorded."""
+        assert self._sweeper is not None
+        found = SettingResult(setting)
+        source: Optional[BatchSource] = None
+        try:
+            loader = self._sweeper.make(setting)
+            source = BatchSource(lambda: iter(loader), self._clock)
+            batch = source.fetch()
+            source.keep(batch)
+            counter = make_counter(batch, self._fallback)
+            specs = [TrialSpec(Mode.IO, k, True, nbatches, variant=f"SWEEP{j}") for k in range(1, nwarmup + 1)]
+            specs += [TrialSpec(Mode.IO, k, False, nbatches, variant=f"SWEEP{j}") for k in range(1, ntrials + 1)]
+            for spec in specs:
+                self._output().trial_started(spec)
+                sync = synchronizer()
+                try:
+                    result = io_trial(spec, source, counter, self._trial_clock(sync), sync,
+                                      begin=self._begin(spec, sync))
+                finally:
+                    self._sampler.stop()
+                (found.warmups if spec.warmup else found.trials).append(result)
+        except Exception as err:  # too many workers for the shared memory, a worker that dies ...
+            found.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
+            self._output().line(warning_line(f"sweep: setting {setting.text()} failed ({found.error}); skipped."))
+        finally:
+            if source is not None:
+                try:
+                    source.close()
+                except Exception:  # a worker already gone: nothing left to shut down
+                    pass
+        return found
 
     def _run_h2d(self) -> None:
         """IO_H2D: after the first IO trials, the same trials copying each batch to the accelerator.

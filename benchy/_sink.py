@@ -36,6 +36,8 @@ from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule
 from ._schema import result_document
 from ._startup import Startup
+from ._sweep import feed_clause
+from ._sweep import summary_line as sweep_summary_line
 
 __all__ = ["EXIT_MISSING_MODE", "ResultSink"]
 
@@ -141,7 +143,12 @@ class ResultSink:
         worked out once per summary or JSON write."""
         found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
         start = self._startup()
-        return found, start, diagnosis(self.results, found, self.workers, start, self._final_profile)
+        clauses = diagnosis(self.results, found, self.workers, start, self._final_profile)
+        feed = feed_clause(self.results.sweep, self.results.estimate(Mode.SYNTHETIC).mean)
+        if feed is not None and found is not None:
+            last = len(clauses) - 1 if clauses and clauses[-1].startswith("most likely to help") else len(clauses)
+            clauses.insert(last, feed)
+        return found, start, clauses
 
     def summary(self, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON.
@@ -161,6 +168,10 @@ class ResultSink:
         found, start, clauses = reading
         lines = summary_lines(self.results, modes, self.schedule.decision_confidence, self.workers,
                               startup=start, clauses=clauses, world=self.world)
+        swept = sweep_summary_line(self.results.sweep)
+        if swept is not None:
+            at = next((k for k, line in enumerate(lines) if line.startswith("BENCHY::SUMMARY::VERDICT")), len(lines))
+            lines.insert(at, swept + (" [rank 0]" if self.world > 1 else ""))
         for line in lines:
             self.out.line(line)
         self.out.summary_table(self.results, modes, None if found is None else verdict_text(found, clauses))

@@ -101,7 +101,11 @@ class BatchSource:
         self._pending = _NOTHING
 
     def close(self) -> None:
-        """Drop the iterator (shuts DataLoader workers down) and any pending batch."""
+        """Drop the iterator and any pending batch; a DataLoader iterator's workers are shut down
+        and joined now (not whenever the iterator is collected)."""
+        shutdown = getattr(self._iterator, "_shutdown_workers", None)
+        if callable(shutdown):
+            shutdown()
         self._iterator = None
         self._pending = _NOTHING
         self._started = None

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Optional
+import inspect
+import os
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple
 
 from torch.utils.data import DataLoader
 
 from ._config import ConfigLike, resolve_config
 from ._registry import creation_site
 from ._session import Session
+from ._sweep import Setting
 
 __all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper"]
 
@@ -25,11 +28,13 @@ class BenchmarkDataLoader(DataLoader):
 
     def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._benchy = Session(resolve_config(benchy_config), self._plain_iter, self.batch_size,
+        config = resolve_config(benchy_config)
+        sweeper = _LoaderSweeper(self, args, kwargs) if config.sweep.enabled else None
+        self._benchy = Session(config, self._plain_iter, self.batch_size,
                                kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(self),
                                workers=_workers(self), persistent=bool(getattr(self, "persistent_workers", False)),
                                batch_samples=_fixed_batch(self),
-                               plain_length=lambda: _length(self, DataLoader.__len__))
+                               plain_length=lambda: _length(self, DataLoader.__len__), sweeper=sweeper)
 
     def _plain_iter(self) -> Iterator[Any]:
         return DataLoader.__iter__(self)
@@ -46,6 +51,53 @@ class BenchmarkDataLoader(DataLoader):
     def benchy(self) -> Session:
         """The benchmark session (results, schedule, state)."""
         return self._benchy
+
+
+class _LoaderSweeper:
+    """The loader's variants for a sweep: the same constructor arguments (dataset, sampler,
+    collate function, ...) with other ``num_workers``, ``pin_memory`` and ``prefetch_factor``."""
+
+    def __init__(self, loader: DataLoader, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+        self._loader = loader
+        bound = inspect.signature(DataLoader.__init__).bind(loader, *args, **kwargs)
+        self._arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
+
+    def own(self) -> Setting:
+        workers = _workers(self._loader)
+        factor = getattr(self._loader, "prefetch_factor", None)
+        return Setting(workers, bool(self._loader.pin_memory), (factor or 2) if workers > 0 else None)
+
+    def cores(self) -> int:
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            return os.cpu_count() or 1
+
+    def make(self, setting: Setting) -> DataLoader:
+        arguments = dict(self._arguments, num_workers=setting.num_workers, pin_memory=setting.pin_memory,
+                         persistent_workers=False, prefetch_factor=setting.prefetch_factor)
+        return DataLoader(**arguments)
+
+    def apply(self, setting: Setting) -> None:
+        """The wrapper itself takes the setting (DataLoader allows these three after construction)."""
+        self._loader.num_workers = setting.num_workers
+        self._loader.pin_memory = setting.pin_memory
+        self._loader.prefetch_factor = setting.prefetch_factor
+
+    def processes(self) -> Set[int]:
+        """This process's children now (loader workers among them)."""
+        import psutil
+
+        return {child.pid for child in psutil.Process().children(recursive=True)}
+
+    def stop(self, pids: Set[int]) -> None:
+        import psutil
+
+        for pid in pids:
+            try:
+                psutil.Process(pid).terminate()
+            except psutil.Error:
+                pass
 
 
 def _length(loader: Any, length: Callable[[Any], int]) -> Optional[int]:

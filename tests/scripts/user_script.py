@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import shutil
 import signal
@@ -119,6 +120,11 @@ class Generic:
                 yield x, torch.zeros(b)
 
 
+def fail_from(first: int, worker_id: int) -> None:
+    if worker_id >= first:
+        raise OSError(f"worker {worker_id} cannot open its shard")
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--loader", choices=["dataloader", "generic", "plain"], default="dataloader")
@@ -148,6 +154,10 @@ def main() -> int:
     p.add_argument("--forbid_cuda", action="store_true", help="fail if benchy makes any CUDA runtime call")
     p.add_argument("--spoil_output_dir_at", default=None, help="EPOCH:DIR: replace DIR by a file before that epoch")
     p.add_argument("--own_sigterm", action="store_true", help="install a SIGTERM handler that exits with status 42")
+    p.add_argument("--print_children", action="store_true",
+                   help="print the process's child processes and the loader's num_workers at each step 0")
+    p.add_argument("--fail_worker_from", type=int, default=None,
+                   help="worker_init_fn raises in workers with this id or higher (a setting that cannot run)")
     benchy.add_arguments(p)
     args = p.parse_args()
 
@@ -166,6 +176,8 @@ def main() -> int:
     if args.loader == "dataloader":
         kind = "tuple" if args.kind in ("dataclass", "object") else args.kind
         extra = {"collate_fn": collate_to(args.kind)} if args.kind in ("dataclass", "object") else {}
+        if args.fail_worker_from is not None:
+            extra["worker_init_fn"] = functools.partial(fail_from, args.fail_worker_from)
         if args.variable:
             extra["batch_sampler"] = CyclingSizes(args.samples)
         else:
@@ -221,6 +233,11 @@ def main() -> int:
                 break
             if peek_at is not None and peek_at[1] == step and peek_at[0] in (-1, epoch):
                 next(iter(loader))  # e.g. logging one sample batch inside the loop
+            if args.print_children and step == 0:
+                import psutil
+
+                kids = len(psutil.Process().children(recursive=True))
+                print(f"USER::children {kids} num_workers {loader.num_workers}", flush=True)
             if args.step_ms:
                 time.sleep(args.step_ms / 1000.0 * (1.0 + args.warm_factor * math.exp(-total_steps / args.warm_tau)))
             steps += 1
