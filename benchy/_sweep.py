@@ -18,8 +18,8 @@ from ._results import TrialResult
 from ._stats import Estimate, estimate
 from ._tables import Table
 
-__all__ = ["Setting", "SettingResult", "auto_workers", "best", "cheapest_enough", "expand", "smallest_within",
-           "summary_line"]
+__all__ = ["Setting", "SettingResult", "auto_workers", "best", "cheapest_enough", "expand", "feed_advice",
+           "feed_clause", "smallest_within", "summary_line"]
 
 NEAR_BEST = 0.05  # "within 5 % of the best"
 FEEDS = 1.1  # IO at least 1.1x SYNTHETIC: enough to feed the step
@@ -148,6 +148,18 @@ def feed_clause(results: Sequence[SettingResult], synthetic: Optional[float]) ->
     ratio = (found.estimate.mean or 0.0) / synthetic
     return (f"the cheapest swept loader setting that feeds the step (IO at least {FEEDS:g}x SYNTHETIC) is "
             f"{found.setting.text()} ({_mean_text(found)} samples/s, {ratio:.2f}x)")
+
+
+def feed_advice(results: Sequence[SettingResult], synthetic: Optional[float], own: Optional[Setting]) -> Optional[str]:
+    """The verdict's "most likely to help" when the sweep measured a setting, other than the
+    loader's own, that feeds the step: measured evidence beats the heuristics' guesses."""
+    if synthetic is None:
+        return None
+    found = cheapest_enough(results, synthetic)
+    if found is None or found.setting == own:
+        return None
+    ratio = (found.estimate.mean or 0.0) / synthetic
+    return f"most likely to help: the loader setting {found.setting.text()} (the sweep measured IO at {ratio:.2f}x SYNTHETIC)"
 
 
 def table(results: Sequence[SettingResult], own: Setting) -> Table:

@@ -155,3 +155,22 @@ def test_a_generic_iterator_is_not_swept(run_script) -> None:
     assert ("BENCHY::WARNING::Message: sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is "
             "not swept.") in run.stdout
     assert run.result()["sweep"] is None
+
+
+@pytest.mark.timing
+def test_a_swept_setting_that_feeds_the_step_becomes_the_advice(run_script) -> None:
+    # Loading 24 ms per batch in the main process (~165 samples/s), two workers ~330; the step
+    # takes 16 ms (~250 samples/s): loading limits training, and two workers would feed the step.
+    config = dict(small_config(nbatches=12, ntrials=3, nwarmup=1), sweep={"num_workers": [0, 2]})
+    run = run_script(config, "--fetch_ms", "6", "--step_ms", "16", "--samples", "400", "--epochs", "8")
+    assert run.returncode == 0, run
+    doc = run.result()
+    means = {s["settings"]["num_workers"]: s["mean"] for s in doc["sweep"]["settings"]}
+    synthetic = doc["SYNTHETIC"]["mean"]
+    assert means[0] < synthetic < means[2] / 1.1, f"IO by workers {means}, SYNTHETIC {synthetic:.1f}"
+    verdict = doc["verdict"]
+    assert verdict.startswith("data loading limits training")
+    assert doc["sweep"]["feeds_synthetic"] == {"num_workers": 2, "pin_memory": False, "prefetch_factor": 2}
+    assert "the cheapest swept loader setting that feeds the step (IO at least 1.1x SYNTHETIC) is num_workers=2" in verdict
+    assert re.search(r"; most likely to help: the loader setting num_workers=2, pin_memory=False, prefetch_factor=2 "
+                     r"\(the sweep measured IO at [0-9.]+x SYNTHETIC\)$", verdict), verdict
