@@ -5,6 +5,9 @@
     benchy report RUN.json ... [--csv OUT.csv] [--plot OUT.png] [--format text|markdown]
     benchy plot RUN.json -o OUT.png
     benchy parse LOG [-o OUT.json] [--name NAME] [--ranks N] [--run K]
+    benchy run [--config PATH] [--loader first|N] [--sweep] [--name NAME] -- python train.py ARGS...
+    benchy sweep [--config PATH] [--loader first|N] -- python train.py ARGS...
+    python -m benchy run train.py ARGS...      (also: torchrun ... -m benchy run train.py ARGS...)
 
 Exit status: 0 done; 1 ``compare`` found a regression; 2 bad input (the file is named) or a
 missing optional package (the install command is given).
@@ -242,6 +245,54 @@ def _parse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- run ------------------------------------------------------------------------------------
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the unmodified script with DataLoader replaced (see ``_runner``).
+
+    ``train.py ARGS`` runs here, in this process (what ``python -m benchy run`` and torchrun's
+    ``-m benchy run`` do); any other command (``python train.py``, ``torchrun ...``) replaces this
+    process, with ``PYTHONPATH`` set so that every Python process it starts replaces DataLoader."""
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        return _fail(args.verb, "no command: expected `-- python train.py ARGS...` or `train.py ARGS...`")
+    from ._config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR
+    from ._runner import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
+
+    try:
+        parse_loader(args.loader)
+    except ValueError as err:
+        return _fail(args.verb, str(err))
+    env = os.environ
+    env[LOADER_ENV_VAR] = args.loader
+    if args.sweep or args.verb == "sweep":
+        env[SWEEP_ENV_VAR] = "1"
+    if args.config:
+        if not os.path.isfile(args.config):
+            return _fail(args.verb, f"--config {args.config}: no such file")
+        env[CONFIG_ENV_VAR] = os.path.abspath(args.config)
+    if args.name:
+        env[RUN_NAME_ENV_VAR] = args.name
+    if command[0].endswith(".py"):
+        from ._runner import install, run_script
+
+        install()
+        try:
+            run_script(command[0], command[1:])
+        except FileNotFoundError as err:
+            return _fail(args.verb, str(err).removeprefix("benchy run: "))
+        return EXIT_OK
+    boot = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
+    env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as err:
+        return _fail(args.verb, f"cannot run {command[0]}: {err.strerror or err}")
+    return EXIT_OK  # not reached
+
+
 def _percent(text: str) -> float:
     value = float(text)
     if not 0 <= value < 100:
@@ -303,6 +354,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     parse.add_argument("--ranks", type=_positive, help="ranks of the run, when the log does not say")
     parse.add_argument("--run", type=_positive, metavar="K", help="the K-th run of the log (default: the last)")
     parse.set_defaults(handler=_parse)
+
+    for verb, text in (("run", "run an unmodified training script with its training DataLoader benchmarked"),
+                       ("sweep", "`run` with a loader sweep of num_workers (auto) before the schedule")):
+        runner = sub.add_parser(verb, help=text, description=text)
+        runner.add_argument("--config", metavar="PATH", help="benchy YAML config (default: $BENCHY_CONFIG_FILE)")
+        runner.add_argument("--loader", default="first", metavar="first|N",
+                            help="first: the first DataLoader whose iterator runs a loop (default); N: the N-th created")
+        if verb == "run":
+            runner.add_argument("--sweep", action="store_true", help="sweep num_workers (auto) before the schedule")
+        runner.add_argument("--name", help="the run's name in the JSON (as --benchy_name)")
+        runner.add_argument("command", nargs=argparse.REMAINDER,
+                            help="-- python train.py ARGS...  |  train.py ARGS...  |  -- torchrun ... train.py ARGS...")
+        runner.set_defaults(handler=_run, verb=verb, sweep=False)
 
     args = parser.parse_args(argv)
     status: int = args.handler(args)

@@ -65,6 +65,15 @@ def scratch_dir() -> str:
     return tempfile.mkdtemp(prefix="benchy-", dir=_SCRATCH[0])
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a torchrun rendezvous)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def small_config(nbatches: int = 5, ntrials: int = 2, nwarmup: int = 1, **global_: Any) -> Dict[str, Any]:
     """A fast schedule for end-to-end tests."""
     g = {"report_freq": 0}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -13,15 +12,9 @@ from typing import Dict, List, Optional
 
 import pytest
 import yaml
-from conftest import ROOT, SUMMARY_RE, small_config
+from conftest import ROOT, SUMMARY_RE, free_port, small_config
 
 SCRIPT = ROOT / "tests" / "scripts" / "dist_script.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_config(tmp_path: Path, **global_) -> Dict[str, str]:

@@ -1,0 +1,29 @@
+"""Loaded by every Python process that ``benchy run -- COMMAND`` starts (its directory is put
+first on ``PYTHONPATH``): replaces ``DataLoader`` when ``$BENCHY_RUN_LOADER`` is set, then
+hands over to the ``sitecustomize`` this one shadows, if there is one."""
+
+import importlib
+import os
+import sys
+
+if os.environ.get("BENCHY_RUN_LOADER"):
+    try:
+        from benchy._runner import install
+
+        install()
+    except Exception as err:  # never stop the user's program: say why benchy is not active
+        print(f"BENCHY::WARNING::Message: benchy run could not replace DataLoader in {sys.argv[:1]}: "
+              f"{type(err).__name__}: {err}", file=sys.stderr, flush=True)
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_saved = sys.path[:]
+_mine = sys.modules.pop("sitecustomize", None)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
+try:
+    importlib.import_module("sitecustomize")  # the next one on the path, if any
+except ImportError:
+    pass
+finally:
+    sys.path[:] = _saved
+    if _mine is not None:
+        sys.modules["sitecustomize"] = _mine
