@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import List
 
+import pytest
 import yaml
 from conftest import ROOT, free_port, small_config
 
@@ -83,11 +84,15 @@ def test_the_scripts_own_error_and_exit_status_come_through(tmp_path: Path) -> N
     assert "BENCHY::SUMMARY::IO average trial throughput" in proc.stdout  # measured before the error
 
 
-def test_two_ranks_under_torchrun(tmp_path: Path) -> None:
-    proc = run(tmp_path, [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr",
-                          "127.0.0.1", "--master_port", str(free_port()), "-m", "benchy", "run", "--config", "benchy.yaml",
-                          str(SCRIPT), "--ddp",
-                          "--epochs", "9"], config(), timeout=300)
+@pytest.mark.parametrize("form", ["torchrun -m benchy run", "benchy run -- torchrun"])
+def test_two_ranks_under_torchrun(tmp_path: Path, form: str) -> None:
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+                "--master_port", str(free_port())]
+    runner = [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml"]
+    script = [str(SCRIPT), "--ddp", "--epochs", "9"]
+    command = [*launcher, "-m", "benchy", "run", "--config", "benchy.yaml", *script] if form.startswith("torchrun") \
+        else [*runner, "--", *launcher, *script]
+    proc = run(tmp_path, command, config(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert len(CHOSEN.findall(proc.stdout)) == 1  # rank 0 says which loader
     assert proc.stdout.count("BENCHY::SUMMARY::FULL average trial throughput") == 1
