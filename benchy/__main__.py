@@ -275,6 +275,12 @@ def _run(args: argparse.Namespace) -> int:
         env[CONFIG_ENV_VAR] = os.path.abspath(args.config)
     if args.name:
         env[RUN_NAME_ENV_VAR] = args.name
+    from ._config import ConfigError, load_config
+
+    try:  # a bad config is said now, before the script runs, not at its first loop
+        load_config()
+    except ConfigError as err:
+        return _fail(args.verb, str(err))
     if command[0].endswith(".py"):
         from ._runner import install, run_script
 

@@ -31,10 +31,9 @@ from ._config import AUTO, load_config
 from ._profiling import global_rank
 from ._registry import creation_site
 from ._report import info_line
-from ._session import Session
 
-# Imported before install() replaces DataLoader: these helpers build and inspect plain DataLoaders.
-from ._wrappers import _fixed_batch, _length, _LoaderSweeper, _queue_depth, _workers
+# Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
+from ._wrappers import dataloader_session
 
 __all__ = ["LOADER_ENV_VAR", "LOOP_BATCHES", "SWEEP_ENV_VAR", "RunnerDataLoader", "install", "installed"]
 
@@ -112,12 +111,8 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
         if global_rank() == 0:  # every rank chooses the same loader; one says so
             print(info_line(f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
                             f"{others} other DataLoader(s) created so far stay plain."), flush=True)
-        sweeper = _LoaderSweeper(self, args, kwargs) if config.sweep.enabled else None
-        self._runner_wrapper = Session(
-            config, lambda: ORIGINAL.__iter__(self), self.batch_size, kind="DataLoader", where=self._runner_where,
-            queue_depth=_queue_depth(self), workers=_workers(self),
-            persistent=bool(getattr(self, "persistent_workers", False)), batch_samples=_fixed_batch(self),
-            plain_length=lambda: _length(self, ORIGINAL.__len__), sweeper=sweeper)
+        self._runner_wrapper = dataloader_session(self, config, args, kwargs, "DataLoader", self._runner_where,
+                                                  lambda: ORIGINAL.__iter__(self))
 
     # --- DataLoader -------------------------------------------------------------------------
 

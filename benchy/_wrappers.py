@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple
 
 from torch.utils.data import DataLoader
 
-from ._config import ConfigLike, resolve_config
+from ._config import Config, ConfigLike, resolve_config
 from ._registry import creation_site
 from ._session import Session
 from ._sweep import Setting
@@ -28,13 +28,8 @@ class BenchmarkDataLoader(DataLoader):
 
     def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        config = resolve_config(benchy_config)
-        sweeper = _LoaderSweeper(self, args, kwargs) if config.sweep.enabled else None
-        self._benchy = Session(config, self._plain_iter, self.batch_size,
-                               kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(self),
-                               workers=_workers(self), persistent=bool(getattr(self, "persistent_workers", False)),
-                               batch_samples=_fixed_batch(self),
-                               plain_length=lambda: _length(self, DataLoader.__len__), sweeper=sweeper)
+        self._benchy = dataloader_session(self, resolve_config(benchy_config), args, kwargs, type(self).__name__,
+                                          creation_site(), self._plain_iter)
 
     def _plain_iter(self) -> Iterator[Any]:
         return DataLoader.__iter__(self)
@@ -51,6 +46,17 @@ class BenchmarkDataLoader(DataLoader):
     def benchy(self) -> Session:
         """The benchmark session (results, schedule, state)."""
         return self._benchy
+
+
+def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...], kwargs: Dict[str, Any], kind: str,
+                       where: str, plain_iter: Callable[[], Iterator[Any]]) -> Session:
+    """The benchmark session of a DataLoader (the drop-in wrapper's, or the one ``benchy run`` chose):
+    what the DataLoader says of its workers and batches, and its constructor arguments for a sweep."""
+    sweeper = _LoaderSweeper(loader, args, kwargs) if config.sweep.enabled else None
+    return Session(config, plain_iter, loader.batch_size, kind=kind, where=where, queue_depth=_queue_depth(loader),
+                   workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
+                   batch_samples=_fixed_batch(loader), plain_length=lambda: _length(loader, DataLoader.__len__),
+                   sweeper=sweeper)
 
 
 class _LoaderSweeper:

@@ -128,5 +128,10 @@ def test_bad_runner_arguments_are_named(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "benchy run: no command" in proc.stderr
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "missing.py"], config())
     assert proc.returncode == 2 and proc.stderr == "benchy run: missing.py: no such script\n"
+    (tmp_path / "bad.yaml").write_text("IO: {nbatches: 0}\n")
+    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "bad.yaml", "--", sys.executable,
+                          str(SCRIPT)], config())
+    assert proc.returncode == 2 and "IO.nbatches: got 0 (int); expected an integer from 1" in proc.stderr
+    assert "USER::argv" not in proc.stdout  # the script did not start
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--", "no-such-program-xyz"], config())
     assert proc.returncode == 2 and "benchy run: cannot run no-such-program-xyz" in proc.stderr
