@@ -135,3 +135,15 @@ def test_bad_runner_arguments_are_named(tmp_path: Path) -> None:
     assert "USER::argv" not in proc.stdout  # the script did not start
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--", "no-such-program-xyz"], config())
     assert proc.returncode == 2 and "benchy run: cannot run no-such-program-xyz" in proc.stderr
+
+
+def test_spawned_loader_workers_skip_the_patch(tmp_path: Path) -> None:
+    script = ROOT / "tests" / "scripts" / "spawn_train.py"
+    cfg = {"global": {"exit_after_tests": False, "report_freq": 0}, "IO": {"run_benchmark": False},
+           "synthetic": {"run_benchmark": False}, "full": {"nbatches": 4, "ntrials": 1, "nwarmup": 0}}
+    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", "--", sys.executable,
+                          str(script)], cfg)
+    assert proc.returncode == 0, proc.stderr
+    workers = re.findall(r"^USER::worker \d benchy loaded: (\w+)$", proc.stdout, re.M)
+    assert workers == ["False"] * 4  # two workers in each of two epochs, none importing benchy
+    assert "USER::main benchy loaded: True" in proc.stdout and "BENCHY::FULL_1::Trial Throughput" in proc.stdout

@@ -6,7 +6,9 @@ import importlib
 import os
 import sys
 
-if os.environ.get("BENCHY_RUN_LOADER"):
+# Processes that multiprocessing spawns (loader workers with the spawn or forkserver start
+# method) build no training loader: they skip the patch and its torch import.
+if os.environ.get("BENCHY_RUN_LOADER") and "--multiprocessing-fork" not in sys.argv:
     try:
         from benchy._runner import install
 

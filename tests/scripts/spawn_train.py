@@ -1,0 +1,18 @@
+"""An unmodified script whose DataLoader spawns its workers (multiprocessing_context="spawn"): under
+`benchy run -- python ...` the spawned workers skip benchy's patch (they build no training loader)."""
+
+import sys
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def init(worker_id):
+    print(f"USER::worker {worker_id} benchy loaded: {'benchy._runner' in sys.modules}", flush=True)
+
+if __name__ == "__main__":
+    ds = TensorDataset(torch.arange(64.0).view(-1, 1))
+    loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn", worker_init_fn=init)
+    for epoch in range(2):
+        print("USER::epoch", epoch, sum(1 for _ in loader), flush=True)
+    print("USER::main benchy loaded:", "benchy._runner" in sys.modules, type(loader).__mro__[0].__module__)
