@@ -18,6 +18,7 @@ replacement. Only one loader per process is chosen.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -130,9 +131,7 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
     def _runner_counted(self) -> Iterator[Any]:
         """The first plain pass, counting what it delivers (a loop, or a peek?)."""
         self._runner_first_pass = 0
-        for batch in ORIGINAL.__iter__(self):
-            self._runner_first_pass += 1
-            yield batch
+        return _Counted(ORIGINAL.__iter__(self), self)
 
     def __len__(self) -> int:
         session = self.__dict__.get("_runner_wrapper")
@@ -143,6 +142,41 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
     def benchy(self) -> Any:
         """The benchmark session once this loader is chosen, else None."""
         return self.__dict__.get("_runner_wrapper")
+
+
+class _Counted:
+    """The DataLoader's own iterator, counting the batches it hands out (``len()`` and every
+    other attribute are the iterator's)."""
+
+    def __init__(self, inner: Any, loader: RunnerDataLoader) -> None:
+        self._inner, self._loader = inner, loader
+
+    def __iter__(self) -> _Counted:
+        return self
+
+    def __next__(self) -> Any:
+        batch = next(self._inner)
+        self._loader._runner_first_pass = (self._loader._runner_first_pass or 0) + 1
+        return batch
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _none_chosen() -> None:
+    """At exit: DataLoaders were made but none was benchmarked; say why that usually happens."""
+    if STATE.chosen is not None or STATE.created == 0 or global_rank() != 0:
+        return
+    rule = ("no DataLoader's first pass ran a loop and was iterated again (a loader re-created every epoch, or "
+            "an epoch loop that never re-iterates one?)" if STATE.mode is None
+            else f"the script created {STATE.created} DataLoader(s), fewer than --loader {STATE.mode}")
+    message = (f"BENCHY::WARNING::Message: benchy run: nothing was benchmarked: {rule}. Pick one with --loader N "
+               f"(the N-th DataLoader created; {STATE.created} were).")
+    print(message, flush=True)
+    print(message, file=sys.stderr, flush=True)
 
 
 _INSTALLED: List[bool] = []
@@ -164,6 +198,7 @@ def install(loader: Optional[str] = None, sweep: Optional[bool] = None) -> None:
     RunnerDataLoader.__qualname__ = RunnerDataLoader.__name__ = "DataLoader"
     torch.utils.data.DataLoader = RunnerDataLoader  # type: ignore[misc]
     torch.utils.data.dataloader.DataLoader = RunnerDataLoader  # type: ignore[misc]
+    atexit.register(_none_chosen)
     _INSTALLED.append(True)
 
 

@@ -147,3 +147,18 @@ def test_spawned_loader_workers_skip_the_patch(tmp_path: Path) -> None:
     workers = re.findall(r"^USER::worker \d benchy loaded: (\w+)$", proc.stdout, re.M)
     assert workers == ["False"] * 4  # two workers in each of two epochs, none importing benchy
     assert "USER::main benchy loaded: True" in proc.stdout and "BENCHY::FULL_1::Trial Throughput" in proc.stdout
+
+
+def test_nothing_chosen_is_said_at_exit(tmp_path: Path) -> None:
+    # One epoch: the training loader's loop never reaches a second iter(), so nothing is benchmarked.
+    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT),
+                          "--epochs", "1"], config())
+    assert proc.returncode == 0 and "USER::done" in proc.stdout
+    message = ("BENCHY::WARNING::Message: benchy run: nothing was benchmarked: no DataLoader's first pass ran a loop and "
+               "was iterated again (a loader re-created every epoch, or an epoch loop that never re-iterates one?). "
+               "Pick one with --loader N (the N-th DataLoader created; 3 were).")
+    assert message in proc.stdout and message in proc.stderr
+    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--loader", "7", "--config", "benchy.yaml",
+                          str(SCRIPT), "--epochs", "2"], config())
+    assert proc.returncode == 0
+    assert "nothing was benchmarked: the script created 3 DataLoader(s), fewer than --loader 7" in proc.stdout
