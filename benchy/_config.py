@@ -284,8 +284,8 @@ MAX_SWEEP_VALUES = 16  # per key; the product is bounded by MAX_SWEEP_SETTINGS
 
 
 def _values(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """A non-empty list of distinct values, each passing ``check``."""
-    return lambda v: (isinstance(v, (list, tuple)) and 0 < len(v) <= MAX_SWEEP_VALUES and all(check(x) for x in v)
+    """A list of distinct values, each passing ``check`` (empty: the key is not swept)."""
+    return lambda v: (isinstance(v, (list, tuple)) and len(v) <= MAX_SWEEP_VALUES and all(check(x) for x in v)
                       and len(set(v)) == len(v))
 
 

@@ -69,7 +69,7 @@ def test_resolve_accepts_config_mapping_and_path(tmp_path: Path) -> None:
     [
         ("IO:\n  nbatch: 5\n", "IO.nbatch: unknown key (allowed: run_benchmark, nbatches, ntrials, nwarmup)"),
         ("global:\n  report_frq: 5\n", "global.report_frq: unknown key (allowed: report_freq,"),
-        ("fulll:\n  nbatches: 5\n", "'fulll': unknown section (allowed: global, IO, synthetic, full)"),
+        ("fulll:\n  nbatches: 5\n", "'fulll': unknown section (allowed: global, IO, synthetic, full, sweep)"),
         ("IO:\n  nbatches: 0\n", "IO.nbatches: got 0 (int); expected an integer from 1 to 1000000"),
         ("IO:\n  nbatches: '5'\n", "IO.nbatches: got '5' (str); expected an integer from 1 to 1000000"),
         ("IO:\n  nbatches: 5.5\n", "IO.nbatches: got 5.5 (float); expected an integer from 1 to 1000000"),
@@ -82,7 +82,7 @@ def test_resolve_accepts_config_mapping_and_path(tmp_path: Path) -> None:
         ("global:\n  report_freq: -1\n", "global.report_freq: got -1 (int); expected an integer >= 0"),
         ("global:\n  output_filename: a/b.json\n", "global.output_filename: got 'a/b.json' (str); expected a non-empty file name"),
         ("global:\n  console: fancy\n", "global.console: got 'fancy' (str); expected one of 'auto', 'rich', 'plain'"),
-        ("- IO\n- full\n", "expected a mapping of sections (global, IO, synthetic, full) at the top level"),
+        ("- IO\n- full\n", "expected a mapping of sections (global, IO, synthetic, full, sweep) at the top level"),
         ("IO: 5\n", "IO: expected a mapping of keys, got 5 (int)"),
         ("IO:\n  ntrials: 0\n", "IO.ntrials: got 0 with run_benchmark: true, which measures nothing"),
         ("IO: {run_benchmark: false}\nsynthetic: {run_benchmark: false}\nfull: {run_benchmark: false}\n",
