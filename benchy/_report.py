@@ -29,6 +29,7 @@ from ._results import RunResults, TrialResult
 from ._schedule import Mode
 from ._startup import Startup
 from ._stats import Comparison, Estimate, compare_log, estimate
+from ._sweep import feed_advice, feed_clause
 
 __all__ = [
     "data_wait_line",
@@ -213,7 +214,9 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     """What the verdict adds to the IO-vs-SYNTHETIC reading, each claim with its number: how much
     FULL waits for data, why the loader is slow (CPU, workers, storage), periodic stalls,
     host-to-device copies, start-up; then the one change most likely to help. ``full_profile``:
-    FULL's step profile (it reads every step: the final summary passes it, checkpoints do not)."""
+    FULL's step profile (it reads every step: the final summary passes it, checkpoints do not).
+    After a loader sweep: which swept setting feeds the step; when loading limits training and one
+    other than the loader's own does, it is the advice (measured beats the guesses above)."""
     outcome = "" if found is None else found.outcome
     clauses: List[str] = []
     wait = results.data_wait()
@@ -235,6 +238,13 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
         clauses.append(startup_clause)
     advice = _advice(outcome, None if loader is None else loader[1], copies is not None and copies[1],
                      start is not None and start.restarts_workers, starved)
+    synthetic = results.estimate(Mode.SYNTHETIC).mean
+    feed = feed_clause(results.sweep, synthetic) if found is not None else None
+    if feed is not None:
+        clauses.append(feed)
+        swept = feed_advice(results.sweep, synthetic, results.sweep_own)
+        if swept is not None and outcome == "data-loading":
+            advice = swept
     if advice is not None:
         clauses.append(f"most likely to help: {advice}")
     return clauses

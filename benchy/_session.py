@@ -565,6 +565,17 @@ class Session:
         if ran:
             self._sink_().checkpoint()
 
+    def _side_trial(self, spec: TrialSpec, source: Any, counter: Callable[[Any], int]) -> TrialResult:
+        """One IO trial outside the schedule (IO_H2D, a sweep setting): progress, the device sync,
+        the optional barrier, and the system metrics sampled during it."""
+        self._output().trial_started(spec)
+        sync = synchronizer()
+        try:
+            result = io_trial(spec, source, counter, self._trial_clock(sync), sync, begin=self._begin(spec, sync))
+        finally:
+            system = self._sampler.stop()
+        return result if system is None else dataclasses.replace(result, system=system)
+
     def _run_sweep(self) -> None:
         """The loader sweep (config ``sweep``), before the schedule: IO warm-ups and trials for each
         setting on a new loader over the same dataset, its workers shut down after each."""
@@ -623,14 +634,7 @@ class Session:
             specs = [TrialSpec(Mode.IO, k, True, nbatches, variant=f"SWEEP{j}") for k in range(1, nwarmup + 1)]
             specs += [TrialSpec(Mode.IO, k, False, nbatches, variant=f"SWEEP{j}") for k in range(1, ntrials + 1)]
             for spec in specs:
-                self._output().trial_started(spec)
-                sync = synchronizer()
-                try:
-                    result = io_trial(spec, source, counter, self._trial_clock(sync), sync,
-                                      begin=self._begin(spec, sync))
-                finally:
-                    self._sampler.stop()
-                (found.warmups if spec.warmup else found.trials).append(result)
+                (found.warmups if spec.warmup else found.trials).append(self._side_trial(spec, source, counter))
         except Exception as err:  # too many workers for the shared memory, a worker that dies ...
             found.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
             self._output().line(warning_line(f"sweep: setting {setting.text()} failed ({found.error}); skipped."))
@@ -667,21 +671,15 @@ class Session:
         source = CopyingSource(self._source, copy)
         for k in range(1, (plan.ntrials or 3) + 1):
             spec = TrialSpec(Mode.IO, k, False, plan.nbatches, variant="H2D")
-            self._output().trial_started(spec)
-            sync = synchronizer()
             self._hidden = spec
             try:
-                result = io_trial(spec, source, self._make_counter(), self._trial_clock(sync), sync,
-                                  begin=self._begin(spec, sync))
+                result = self._side_trial(spec, source, self._make_counter())
             except Exception as err:  # a copy that fails (device memory, an odd batch) costs only this
                 results.h2d_skipped = f"{spec.label} raised {type(err).__name__}: {err}"
                 self._output().line(warning_line(f"IO_H2D: stopped: {results.h2d_skipped}."))
                 break
             finally:
                 self._hidden = None
-                system = self._sampler.stop()
-            if system is not None:
-                result = dataclasses.replace(result, system=system)
             results.h2d.append(result)
             self._sink_().trial(result, False)
         self._source.drop_pending()

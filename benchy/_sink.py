@@ -36,7 +36,6 @@ from ._results import Interruption, RunResults, TrialResult
 from ._schedule import Mode, Schedule
 from ._schema import result_document
 from ._startup import Startup
-from ._sweep import feed_advice, feed_clause
 from ._sweep import summary_line as sweep_summary_line
 
 __all__ = ["EXIT_MISSING_MODE", "ResultSink"]
@@ -143,20 +142,7 @@ class ResultSink:
         worked out once per summary or JSON write."""
         found = verdict(self.results, self.schedule.modes, self.schedule.decision_confidence)
         start = self._startup()
-        clauses = diagnosis(self.results, found, self.workers, start, self._final_profile)
-        synthetic = self.results.estimate(Mode.SYNTHETIC).mean
-        feed = feed_clause(self.results.sweep, synthetic)
-        if feed is not None and found is not None:
-            advised = bool(clauses) and clauses[-1].startswith("most likely to help")
-            last = len(clauses) - 1 if advised else len(clauses)
-            clauses.insert(last, feed)
-            advice = feed_advice(self.results.sweep, synthetic, self.results.sweep_own)
-            if advice is not None and found.outcome == "data-loading":
-                if advised:
-                    clauses[-1] = advice
-                else:
-                    clauses.append(advice)
-        return found, start, clauses
+        return found, start, diagnosis(self.results, found, self.workers, start, self._final_profile)
 
     def summary(self, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON.

@@ -151,7 +151,7 @@ def feed_clause(results: Sequence[SettingResult], synthetic: Optional[float]) ->
 
 
 def feed_advice(results: Sequence[SettingResult], synthetic: Optional[float], own: Optional[Setting]) -> Optional[str]:
-    """The verdict's "most likely to help" when the sweep measured a setting, other than the
+    """The verdict's "most likely to help" (without those words) when the sweep measured a setting, other than the
     loader's own, that feeds the step: measured evidence beats the heuristics' guesses."""
     if synthetic is None:
         return None
@@ -159,7 +159,7 @@ def feed_advice(results: Sequence[SettingResult], synthetic: Optional[float], ow
     if found is None or found.setting == own:
         return None
     ratio = (found.estimate.mean or 0.0) / synthetic
-    return f"most likely to help: the loader setting {found.setting.text()} (the sweep measured IO at {ratio:.2f}x SYNTHETIC)"
+    return f"the loader setting {found.setting.text()} (the sweep measured IO at {ratio:.2f}x SYNTHETIC)"
 
 
 def table(results: Sequence[SettingResult], own: Setting) -> Table:
