@@ -62,6 +62,7 @@ class Record:
     iterated: bool = False
     benchmarked: bool = False
     finished: bool = False
+    copied: bool = False  # copied or pickled: the copy may be the one iterated (another process)
 
 
 class Registry:
@@ -108,7 +109,7 @@ class Registry:
         """The exit warning, when no wrapper was benchmarked and some were never iterated."""
         if any(r.benchmarked for r in self.records):
             return None
-        idle = [r for r in self.records if not r.iterated]
+        idle = [r for r in self.records if not r.iterated and not r.copied]
         if not idle:
             return None
         names = "; ".join(f"{r.kind} created at {r.where}" for r in idle)

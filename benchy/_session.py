@@ -188,6 +188,17 @@ class Session:
         """True when this wrapper is the one benchmarked in its process (decided at first iter())."""
         return self._record.benchmarked
 
+    def copied(self) -> bool:
+        """A copy or pickle of the wrapper is being made: returns whether this benchmark is over
+        (the copy is then the plain loader; otherwise it is a new wrapper that has measured nothing)."""
+        self._record.copied = True
+        return self.done
+
+    def retire(self) -> None:
+        """This wrapper is the plain loader for good (a copy of a wrapper whose benchmark is over)."""
+        self._state = _PLAIN
+        self._record.iterated = self._record.finished = True
+
     def epoch_length(self) -> Optional[int]:
         """Batches the running or next epoch yields while the schedule runs, else None (plain)."""
         if self._state in (_DONE, _PLAIN):

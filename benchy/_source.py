@@ -102,9 +102,11 @@ class BatchSource:
 
     def close(self) -> None:
         """Drop the iterator and any pending batch; a DataLoader iterator's workers are shut down
-        and joined now (not whenever the iterator is collected)."""
+        and joined now (not whenever the iterator is collected), unless they are persistent: a
+        ``persistent_workers=True`` loader keeps its one iterator and its workers for the user's
+        later epochs (its next ``iter()`` resets them for a fresh pass)."""
         shutdown = getattr(self._iterator, "_shutdown_workers", None)
-        if callable(shutdown):
+        if callable(shutdown) and not getattr(self._iterator, "_persistent_workers", False):
             shutdown()
         self._iterator = None
         self._pending = _NOTHING

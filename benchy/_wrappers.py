@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple
 
 from torch.utils.data import DataLoader
@@ -28,8 +29,20 @@ class BenchmarkDataLoader(DataLoader):
 
     def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._benchy = dataloader_session(self, resolve_config(benchy_config), args, kwargs, type(self).__name__,
-                                          creation_site(), self._plain_iter)
+        self._benchy_made = _Made(resolve_config(benchy_config), creation_site(), args, kwargs)
+        self._benchy = self._new_session(self._benchy_made)
+
+    def _new_session(self, made: _Made) -> Session:
+        return dataloader_session(self, made.config, made.args, made.kwargs, type(self).__name__, made.where,
+                                  self._plain_iter)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """``copy``, ``deepcopy`` and ``pickle``: see :func:`_copy_state` for what a copy measures."""
+        return _copy_state(self.__dict__)
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _rebuild(self, self._new_session)
 
     def _plain_iter(self) -> Iterator[Any]:
         return DataLoader.__iter__(self)
@@ -46,6 +59,44 @@ class BenchmarkDataLoader(DataLoader):
     def benchy(self) -> Session:
         """The benchmark session (results, schedule, state)."""
         return self._benchy
+
+
+@dataclass(frozen=True)
+class _Made:
+    """What a wrapper was built with, kept so that a copy can be built the same way."""
+
+    config: Config
+    where: str
+    args: Tuple[Any, ...] = ()
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    finished: bool = False  # a copy's: the original's benchmark was over when it was copied
+
+
+def _copy_state(state: Dict[str, Any]) -> Dict[str, Any]:
+    """A wrapper's state for a copy (``copy.copy``, ``copy.deepcopy``, ``pickle``).
+
+    The rule for what a copy measures: a copy is a new wrapper over the same loader with the same
+    config and no measurements of its own. Copied before the original's benchmark ran (a loader
+    pickled to the processes ``torch.multiprocessing.spawn`` starts), it runs the benchmark when it
+    is iterated first, under the one-benchmark-per-process rule (see ``_registry``). Copied while the
+    benchmark runs, it is plain unless that benchmark finishes first; copied after it finished, it is
+    the plain loader for good. The session itself (clocks, threads, open iterators) is never copied.
+    """
+    state = dict(state)
+    session = state.pop("_benchy")
+    made = state["_benchy_made"]
+    state["_benchy_made"] = replace(made, finished=made.finished or session.copied())
+    return state
+
+
+def _rebuild(wrapper: Any, new_session: Callable[[_Made], Session]) -> None:
+    made = wrapper._benchy_made
+    if not made.where.endswith(" (a copy)"):
+        made = replace(made, where=made.where + " (a copy)")
+    wrapper._benchy_made = made
+    wrapper._benchy = new_session(made)
+    if made.finished:
+        wrapper._benchy.retire()
 
 
 def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...], kwargs: Dict[str, Any], kind: str,
@@ -170,11 +221,28 @@ class BenchmarkGenericIteratorWrapper:
             raise TypeError(f"iterable: got {type(iterable).__name__}, which has no __iter__; expected a re-iterable loader")
         self._iterable = iterable
         self.batch_size = batch_size if batch_size is not None else _batch_size_of(iterable)
-        self._benchy = Session(resolve_config(benchy_config), lambda: iter(iterable), self.batch_size,
-                               kind=type(self).__name__, where=creation_site(), queue_depth=_queue_depth(iterable),
-                               workers=_workers(iterable),
-                               persistent=bool(getattr(iterable, "persistent_workers", False)),
-                               plain_length=lambda: _length(iterable, len))
+        self._benchy_made = _Made(resolve_config(benchy_config), creation_site())
+        self._benchy = self._new_session(self._benchy_made)
+
+    def _new_session(self, made: _Made) -> Session:
+        iterable = self._iterable
+        return Session(made.config, self._plain_iter, self.batch_size, kind=type(self).__name__, where=made.where,
+                       queue_depth=_queue_depth(iterable), workers=_workers(iterable),
+                       persistent=bool(getattr(iterable, "persistent_workers", False)), plain_length=self._plain_length)
+
+    def _plain_iter(self) -> Iterator[Any]:
+        return iter(self._iterable)
+
+    def _plain_length(self) -> Optional[int]:
+        return _length(self._iterable, len)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """``copy``, ``deepcopy`` and ``pickle``: see :func:`_copy_state` for what a copy measures."""
+        return _copy_state(self.__dict__)
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _rebuild(self, self._new_session)
 
     def __iter__(self) -> Iterator[Any]:
         return self._benchy.iterate()
@@ -184,7 +252,7 @@ class BenchmarkGenericIteratorWrapper:
         return n if n is not None else len(self._iterable)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_iterable", "_benchy"):
+        if name.startswith("__") or name in ("_iterable", "_benchy", "_benchy_made"):
             raise AttributeError(name)
         return getattr(self._iterable, name)
 

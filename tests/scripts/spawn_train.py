@@ -1,6 +1,7 @@
 """An unmodified script whose DataLoader spawns its workers (multiprocessing_context="spawn"): under
 `benchy run -- python ...` the spawned workers skip benchy's patch (they build no training loader)."""
 
+import os
 import sys
 
 import torch
@@ -8,7 +9,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 
 def init(worker_id):
-    print(f"USER::worker {worker_id} benchy loaded: {'benchy._runner' in sys.modules}", flush=True)
+    # One write() per line: the two workers start together and share the pipe; print() writes the text
+    # and its newline separately (PYTHONUNBUFFERED), so their lines could interleave and one be lost to the regex.
+    os.write(1, f"USER::worker {worker_id} benchy loaded: {'benchy._runner' in sys.modules}\n".encode())
 
 if __name__ == "__main__":
     ds = TensorDataset(torch.arange(64.0).view(-1, 1))
