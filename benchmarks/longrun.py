@@ -29,7 +29,7 @@ from typing import Any, Callable, List, Tuple
 
 import torch
 
-from benchy import _sink
+from benchy.session import sink as _sink
 from benchy.torch import BenchmarkGenericIteratorWrapper
 
 

@@ -97,7 +97,7 @@ def components(batch: Any, number: int = 1_000_000) -> Dict[str, float]:
     """What one FULL step of the hot loop is made of, each timed alone (ns)."""
     import timeit
 
-    from benchy._batch import make_counter
+    from benchy.measure.counting import make_counter
 
     def gen(items):
         for x in items:  # noqa: UP028 - the plain generator is the baseline being measured

@@ -63,7 +63,7 @@ def tick_cost(children: int, ticks: int = 200) -> float:
     """Seconds one reading takes, with ``children`` worker processes alive (the GIL is held for it)."""
     import multiprocessing
 
-    from benchy._sampler import SystemSampler
+    from benchy.measure.system import SystemSampler
 
     procs = [multiprocessing.Process(target=time.sleep, args=(30,), daemon=True) for _ in range(children)]
     for p in procs:

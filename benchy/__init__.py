@@ -13,31 +13,31 @@ torch (0.2 s instead of 2 s per command here).
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, List
 
-from ._config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
-from ._errors import BenchyError
-from ._results import Interruption, RunResults, TrialResult
-from ._run import ModeRun, Run
-from ._schedule import Mode, Schedule, TrialSpec
-from ._schema import SCHEMA_VERSION, ResultFileError, load
-from ._stats import Estimate
-from ._version import __version__
+from .core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
+from .core.errors import BenchyError
+from .core.results import Interruption, RunResults, TrialResult
+from .core.schedule import Mode, Schedule, TrialSpec
+from .core.stats import Estimate
+from .core.version import __version__
+from .results.saved import ModeRun, Run
+from .results.schema import SCHEMA_VERSION, ResultFileError, load
 
 if TYPE_CHECKING:
-    from ._dist import DistributedError
-    from ._integration import add_arguments, data_loader, wrap
-    from ._sink import EXIT_MISSING_MODE
-    from ._source import EmptyLoaderError
-    from ._wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
+    from .integrations.arguments import add_arguments, data_loader, wrap
+    from .integrations.wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
+    from .measure.ranks import DistributedError
+    from .measure.source import EmptyLoaderError
+    from .session.sink import EXIT_MISSING_MODE
 
 _LAZY = {
-    "DistributedError": "._dist",
-    "add_arguments": "._integration",
-    "data_loader": "._integration",
-    "wrap": "._integration",
-    "EXIT_MISSING_MODE": "._sink",
-    "EmptyLoaderError": "._source",
-    "BenchmarkDataLoader": "._wrappers",
-    "BenchmarkGenericIteratorWrapper": "._wrappers",
+    "DistributedError": ".measure.ranks",
+    "add_arguments": ".integrations.arguments",
+    "data_loader": ".integrations.arguments",
+    "wrap": ".integrations.arguments",
+    "EXIT_MISSING_MODE": ".session.sink",
+    "EmptyLoaderError": ".measure.source",
+    "BenchmarkDataLoader": ".integrations.wrappers",
+    "BenchmarkGenericIteratorWrapper": ".integrations.wrappers",
 }
 
 

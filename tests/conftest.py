@@ -1,85 +1,21 @@
-"""Shared helpers: run a user-like script in a subprocess and read its BENCHY:: lines."""
+"""Fixtures and hooks (the shared helpers are in ``helpers.py``, imported as a module)."""
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional
 
 import pytest
 import yaml
-
-ROOT = Path(__file__).resolve().parent.parent
-USER_SCRIPT = ROOT / "tests" / "scripts" / "user_script.py"
-
-SUMMARY_RE = re.compile(
-    r"^BENCHY::SUMMARY::(IO|SYNTHETIC|FULL) average trial throughput: ([0-9.]+) \+/- ([0-9.]+|n/a)", re.M
-)
-TRIAL_RE = re.compile(r"^BENCHY::((?:IO|SYNTHETIC|FULL)(?:_WARMUP)?_\d+)::Trial Throughput: ([0-9.]+)$", re.M)
-
-
-class Run:
-    """A finished subprocess run with parsed benchy output."""
-
-    def __init__(self, proc: subprocess.CompletedProcess, workdir: Path, json_path: Path) -> None:
-        self.proc, self.workdir, self.json_path = proc, workdir, json_path
-        self.returncode, self.stdout, self.stderr = proc.returncode, proc.stdout, proc.stderr
-
-    @property
-    def summary(self) -> Dict[str, Tuple[float, Optional[float]]]:
-        return {m: (float(a), None if b == "n/a" else float(b)) for m, a, b in SUMMARY_RE.findall(self.stdout)}
-
-    @property
-    def trials(self) -> Dict[str, float]:
-        return {label: float(v) for label, v in TRIAL_RE.findall(self.stdout)}
-
-    @property
-    def epochs(self) -> Dict[int, Tuple[int, int]]:
-        found = re.findall(r"^USER::epoch (\d+) steps (\d+) len (\d+)$", self.stdout, re.M)
-        return {int(e): (int(s), int(n)) for e, s, n in found}
-
-    def result(self) -> Dict[str, Any]:
-        return json.loads(self.json_path.read_text())
-
-    def __repr__(self) -> str:
-        return f"Run(rc={self.returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
-
-
-_SCRATCH: List[Path] = []
+from helpers import ROOT, SCRATCH, USER_SCRIPT, Run
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _scratch_root(tmp_path_factory: pytest.TempPathFactory) -> None:
-    _SCRATCH.append(tmp_path_factory.mktemp("sessions"))
-
-
-def scratch_dir() -> str:
-    """A fresh directory for a helper that has no ``tmp_path``: under pytest's temporary root,
-    which pytest prunes (it keeps the last three runs), never loose in /tmp."""
-    assert _SCRATCH, "scratch_dir() is for use inside tests"
-    return tempfile.mkdtemp(prefix="benchy-", dir=_SCRATCH[0])
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (for a torchrun rendezvous)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def small_config(nbatches: int = 5, ntrials: int = 2, nwarmup: int = 1, **global_: Any) -> Dict[str, Any]:
-    """A fast schedule for end-to-end tests."""
-    g = {"report_freq": 0}
-    g.update(global_)
-    mode = {"nbatches": nbatches, "ntrials": ntrials, "nwarmup": nwarmup}
-    return {"global": g, "IO": dict(mode), "synthetic": dict(mode), "full": dict(mode)}
+    SCRATCH.append(tmp_path_factory.mktemp("sessions"))
 
 
 TIMING_RERUNS = 2
@@ -127,7 +63,7 @@ def _record_load(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(autouse=True)
 def fresh_registry():
     """In-process tests build many wrappers: each test starts with none benchmarked yet."""
-    from benchy._registry import REGISTRY
+    from benchy.session.registry import REGISTRY
 
     REGISTRY.reset()
     yield

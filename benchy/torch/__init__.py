@@ -1,5 +1,5 @@
 """The original benchy's import path: ``from benchy.torch import BenchmarkDataLoader``."""
 
-from .._wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
+from ..integrations.wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
 
 __all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper"]

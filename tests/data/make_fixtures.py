@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from benchy._stats import estimate  # noqa: E402
+from benchy.core.stats import estimate  # noqa: E402
 
 TEMPLATE = os.path.join(HERE, "results", "v2", "benchy_result.json")
 NBATCHES = 50

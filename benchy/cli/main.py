@@ -1,0 +1,372 @@
+"""``benchy``: command-line tools for result files.
+
+    benchy summary RUN.json [--format text|csv|json|markdown]
+    benchy compare BASE.json NEW.json [--threshold PCT] [--format text|markdown|json]
+    benchy report RUN.json ... [--csv OUT.csv] [--plot OUT.png] [--format text|markdown]
+    benchy plot RUN.json -o OUT.png
+    benchy parse LOG [-o OUT.json] [--name NAME] [--ranks N] [--run K]
+    benchy run [--config PATH] [--loader first|N] [--sweep] [--name NAME] -- python train.py ARGS...
+    benchy sweep [--config PATH] [--loader first|N] -- python train.py ARGS...
+    python -m benchy run train.py ARGS...      (also: torchrun ... -m benchy run train.py ARGS...)
+
+Exit status: 0 done; 1 ``compare`` found a regression; 2 bad input (the file is named) or a
+missing optional package (the install command is given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..core.version import __version__
+from ..results import compare as comparing
+from ..results import lines
+from ..results import scaling as scaling
+from ..results.saved import Run
+from ..results.schema import ResultFileError, json_safe, load
+from ..results.tables import Table, print_table
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"benchy {command}: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _fancy() -> bool:
+    return sys.stdout.isatty()
+
+
+# --- summary ---------------------------------------------------------------------------------
+
+def _summary_text(run: Run) -> List[str]:
+    if run.summary:
+        return list(run.summary)  # the lines as the run printed them
+    # A checkpoint, a version-1 file or a parsed log without them: rebuild the main ones.
+    out = [lines.summary(mode.value, m.estimate.mean, m.estimate.half_width) for mode, m in run.modes.items()]
+    if run.verdict:
+        out.append(lines.summary_text("VERDICT", run.verdict))
+    return out
+
+
+def _summary_table(run: Run) -> Table:
+    table = Table(["mode", "samples/s", "+/-", "trials", "confidence", "data wait"],
+                  right=[False, True, True, True, True, True])
+    for mode, m in run.modes.items():
+        table.rows.append([mode.value, "n/a" if m.mean is None else f"{m.mean:.3f}",
+                           "n/a" if m.interval is None else f"{m.interval:.3f}",
+                           "" if m.n is None else str(m.n), f"{100 * m.confidence:g} %",
+                           "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %"])
+    return table
+
+
+def _summary_json(run: Run) -> Dict[str, Any]:
+    return {
+        "run_name": run.name,
+        "path": run.path,
+        "nranks": run.nranks,
+        "complete": run.complete,
+        "source": run.source,
+        "schema_version": run.schema_version,
+        "modes": {mode.value: {"mean": m.mean, "interval": m.interval, "n": m.n, "confidence": m.confidence,
+                               "trial_throughput": list(m.trial_throughputs), "data_wait": m.data_wait}
+                  for mode, m in run.modes.items()},
+        "verdict": run.verdict,
+    }
+
+
+def _summary(args: argparse.Namespace) -> int:
+    try:
+        run = load(args.path)
+    except ResultFileError as err:
+        return _fail("summary", str(err))
+    if args.format == "text":
+        for line in _summary_text(run):
+            print(line)
+        if not run.complete:
+            doc = run.document
+            print(lines.warning(f"{args.path} holds an incomplete run "
+                                f"({doc.get('epochs_started')} of {doc.get('epochs_needed')} epochs)."))
+    elif args.format == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["run", "mode", "mean", "interval", "n", "confidence", "data_wait"])
+        for mode, m in run.modes.items():
+            writer.writerow([run.name, mode.value, "" if m.mean is None else repr(m.mean),
+                             "" if m.interval is None else repr(m.interval), "" if m.n is None else m.n,
+                             m.confidence, "" if m.data_wait is None else repr(m.data_wait)])
+        sys.stdout.write(buffer.getvalue())
+    elif args.format == "json":
+        print(json.dumps(json_safe(_summary_json(run)), indent=1))
+    else:
+        print(f"### benchy: {run.label} ({run.nranks} rank{'s' if run.nranks != 1 else ''}"
+              f"{'' if run.complete else ', incomplete'})\n")
+        print(_summary_table(run).markdown())
+        if run.verdict:
+            print(f"\n**Verdict:** {run.verdict}")
+    return EXIT_OK
+
+
+# --- compare ---------------------------------------------------------------------------------
+
+def _compare(args: argparse.Namespace) -> int:
+    runs = []
+    for path in (args.base, args.new):
+        try:
+            runs.append(load(path))
+        except ResultFileError as err:
+            return _fail("compare", str(err))
+    result = comparing.compare_runs(runs[0], runs[1], threshold=args.threshold / 100.0, confidence=args.confidence)
+    if not result.changes:
+        return _fail("compare", f"{args.base} and {args.new} have no mode in common")
+    if args.format == "json":
+        print(json.dumps(json_safe(comparing.as_dict(result)), indent=1))
+    elif args.format == "markdown":
+        print(comparing.markdown(result))
+    else:
+        for line in comparing.header(result):
+            print(line)
+        print_table(comparing.table(result), sys.stdout, fancy=_fancy())
+        print(comparing.status_line(result))
+    return result.exit_status
+
+
+# --- report ----------------------------------------------------------------------------------
+
+def _load_all(command: str, paths: Sequence[str]) -> Optional[List[Run]]:
+    runs = []
+    for path in paths:
+        try:
+            runs.append(load(path))
+        except ResultFileError as err:
+            _fail(command, str(err))
+            return None
+    return runs
+
+
+def _report(args: argparse.Namespace) -> int:
+    runs = _load_all("report", args.runs)
+    if runs is None:
+        return EXIT_BAD_INPUT
+    rows = scaling.scaling_rows(runs)
+    table = scaling.table(rows)
+    base = scaling.baseline(runs)
+    kind = scaling.study_kind(rows)
+    if args.format == "markdown":
+        print(table.markdown())
+        print(f"\nBaseline: {base.label} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}.")
+    else:
+        print_table(table, sys.stdout, fancy=_fancy())
+        print(f"baseline: {base.label} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}")
+    if args.csv:
+        try:
+            with open(args.csv, "w", encoding="utf-8", newline="") as handle:
+                handle.write(scaling.csv_table(rows).csv() + "\n")
+        except OSError as err:
+            return _fail("report", f"cannot write {args.csv}: {err.strerror or err}")
+        print(f"wrote {args.csv}")
+    if args.plot:
+        return _draw("report", args.plot, lambda: _plots().plot_scaling(rows, args.plot))
+    return EXIT_OK
+
+
+def _plots() -> Any:
+    from ..results import plots as plots
+
+    return plots
+
+
+def _draw(command: str, path: str, draw: Any) -> int:
+    from ..results.plots import PlotUnavailable
+
+    try:
+        result = draw()
+    except PlotUnavailable as err:
+        return _fail(command, str(err))
+    except ValueError as err:
+        return _fail(command, str(err))
+    except OSError as err:
+        return _fail(command, f"cannot write {path}: {err.strerror or err}")
+    print(f"wrote {path}" + (f" (from {result})" if isinstance(result, str) else ""))
+    return EXIT_OK
+
+
+def _plot(args: argparse.Namespace) -> int:
+    try:
+        run = load(args.path)
+    except ResultFileError as err:
+        return _fail("plot", str(err))
+    return _draw("plot", args.output, lambda: _plots().plot_run(run, args.output))
+
+
+# --- parse -----------------------------------------------------------------------------------
+
+def _parse(args: argparse.Namespace) -> int:
+    from ..results.files import write_json_atomic
+    from ..results.logparse import parse_log
+
+    name = args.name or os.path.splitext(os.path.basename(args.log))[0]
+    try:
+        with open(args.log, encoding="utf-8", errors="replace") as handle:
+            run = parse_log(handle, name=name, nranks=args.ranks, which=args.run - 1 if args.run else -1,
+                            parsed_from=args.log)
+    except OSError as err:
+        return _fail("parse", f"{args.log}: cannot read it: {err.strerror or err}")
+    except (ValueError, ResultFileError) as err:
+        return _fail("parse", f"{args.log}: {err}")
+    document = json_safe(run.document)
+    if args.output:
+        try:
+            write_json_atomic(args.output, document)
+        except OSError as err:
+            return _fail("parse", f"cannot write {args.output}: {err.strerror or err}")
+        found = ", ".join(f"{m.value} {len(r.trial_throughputs)} trials" for m, r in run.modes.items())
+        print(f"wrote {args.output} ({name}: {found})")
+    else:
+        print(json.dumps(document, indent=1))
+    return EXIT_OK
+
+
+# --- run ------------------------------------------------------------------------------------
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the unmodified script with DataLoader replaced (see ``_runner``).
+
+    ``train.py ARGS`` runs here, in this process (what ``python -m benchy run`` and torchrun's
+    ``-m benchy run`` do); any other command (``python train.py``, ``torchrun ...``) replaces this
+    process, with ``PYTHONPATH`` set so that every Python process it starts replaces DataLoader."""
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        return _fail(args.verb, "no command: expected `-- python train.py ARGS...` or `train.py ARGS...`")
+    from ..core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR
+    from ..integrations.runner import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
+
+    try:
+        parse_loader(args.loader)
+    except ValueError as err:
+        return _fail(args.verb, str(err))
+    env = os.environ
+    env[LOADER_ENV_VAR] = args.loader
+    if args.sweep or args.verb == "sweep":
+        env[SWEEP_ENV_VAR] = "1"
+    if args.config:
+        if not os.path.isfile(args.config):
+            return _fail(args.verb, f"--config {args.config}: no such file")
+        env[CONFIG_ENV_VAR] = os.path.abspath(args.config)
+    if args.name:
+        env[RUN_NAME_ENV_VAR] = args.name
+    from ..core.config import ConfigError, load_config
+
+    try:  # a bad config is said now, before the script runs, not at its first loop
+        load_config()
+    except ConfigError as err:
+        return _fail(args.verb, str(err))
+    if command[0].endswith(".py"):
+        from ..integrations.runner import install, run_script
+
+        install()
+        try:
+            run_script(command[0], command[1:])
+        except FileNotFoundError as err:
+            return _fail(args.verb, str(err).removeprefix("benchy run: "))
+        return EXIT_OK
+    from ..integrations import BOOT_DIR as boot
+
+    env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as err:
+        return _fail(args.verb, f"cannot run {command[0]}: {err.strerror or err}")
+    return EXIT_OK  # not reached
+
+
+def _percent(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to below 100, got {text}")
+    return value
+
+
+def _confidence(text: str) -> float:
+    value = float(text)
+    if not 0.5 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a confidence from 0.5 to below 1 (0.95 = 95 %), got {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"benchy {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    show = sub.add_parser("summary", help="print a run's summary (text lines, CSV, JSON or Markdown)")
+    show.add_argument("path", help="a result JSON")
+    show.add_argument("--format", choices=["text", "csv", "json", "markdown"], default="text")
+    show.set_defaults(handler=_summary)
+
+    comp = sub.add_parser("compare", help="compare two runs mode by mode (exit 1 on a significant regression)")
+    comp.add_argument("base", help="the reference result JSON")
+    comp.add_argument("new", help="the result JSON to check")
+    comp.add_argument("--threshold", type=_percent, default=5.0, metavar="PCT",
+                      help="a significant fall of more than PCT %% of the mean is a regression (default 5)")
+    comp.add_argument("--confidence", type=_confidence, default=0.95,
+                      help="a change is significant when p < 1 - confidence (default 0.95)")
+    comp.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    comp.set_defaults(handler=_compare)
+
+    rep = sub.add_parser("report", help="scalability table across runs (CSV and PNG on request)")
+    rep.add_argument("runs", nargs="+", help="result JSONs, e.g. of 1, 2 and 4 ranks")
+    rep.add_argument("--csv", metavar="OUT.csv")
+    rep.add_argument("--plot", metavar="OUT.png", help="throughput and efficiency against ranks (needs matplotlib)")
+    rep.add_argument("--format", choices=["text", "markdown"], default="text")
+    rep.set_defaults(handler=_report)
+
+    plot = sub.add_parser("plot", help="per-step throughput over time and a histogram per mode (PNG)")
+    plot.add_argument("path", help="a result JSON (its .steps directory next to it gives warm-ups and times)")
+    plot.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    plot.set_defaults(handler=_plot)
+
+    parse = sub.add_parser("parse", help="a result JSON from the BENCHY:: lines of a log")
+    parse.add_argument("log", help="a log holding BENCHY:: lines (benchy's or the original tool's)")
+    parse.add_argument("-o", "--output", metavar="OUT.json", help="default: print the JSON")
+    parse.add_argument("--name", help="the run's name (default: the log file's name)")
+    parse.add_argument("--ranks", type=_positive, help="ranks of the run, when the log does not say")
+    parse.add_argument("--run", type=_positive, metavar="K", help="the K-th run of the log (default: the last)")
+    parse.set_defaults(handler=_parse)
+
+    for verb, text in (("run", "run an unmodified training script with its training DataLoader benchmarked"),
+                       ("sweep", "`run` with a loader sweep of num_workers (auto) before the schedule")):
+        runner = sub.add_parser(verb, help=text, description=text)
+        runner.add_argument("--config", metavar="PATH", help="benchy YAML config (default: $BENCHY_CONFIG_FILE)")
+        runner.add_argument("--loader", default="first", metavar="first|N",
+                            help="first: the first DataLoader whose iterator runs a loop (default); N: the N-th created")
+        if verb == "run":
+            runner.add_argument("--sweep", action="store_true", help="sweep num_workers (auto) before the schedule")
+        runner.add_argument("--name", help="the run's name in the JSON (as --benchy_name)")
+        runner.add_argument("command", nargs=argparse.REMAINDER,
+                            help="-- python train.py ARGS...  |  train.py ARGS...  |  -- torchrun ... train.py ARGS...")
+        runner.set_defaults(handler=_run, verb=verb, sweep=False)
+
+    args = parser.parse_args(argv)
+    status: int = args.handler(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure core: configuration, schedule, results, statistics and the verdict. No torch, no printing, no files."""

@@ -1,0 +1,93 @@
+"""The per-step time distribution of a mode: percentiles, stalls, and whether stalls are periodic (pure).
+
+A trial's mean hides how its steps are spread. Percentiles show the tail; a *stall* is a
+period longer than :data:`STALL_FACTOR` times the mode's median (its p50). Stalls that repeat every
+``k`` steps with ``k`` the loader's ``num_workers`` are the classic sign of a starved worker
+pool: each worker needs longer than ``k`` steps to make its batch, so the loop takes the
+batches the workers made in one round and then waits for the next (workers that finish a
+little apart make one or two long waits per round: both count as that round's stalls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..core.results import TrialResult
+
+__all__ = ["STALL_FACTOR", "StepProfile", "step_profile"]
+
+STALL_FACTOR = 3.0  # a period over this many times its trial's median is a stall
+MIN_CYCLES = 3  # a period must repeat at least this many times within a trial
+MAX_PERIOD = 64
+COVER = 0.8  # periodic: at most half of the phases of a cycle hold this share of the stalls ...
+REGULAR = 0.6  # ... and each of those phases stalls in at least this share of the cycles
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """Percentiles of the periods (seconds) pooled over a mode's counted trials, and its stalls."""
+
+    steps: int
+    p50: float
+    p90: float
+    p99: float
+    stalls: int
+    stall_share: float  # the stalled periods' share of the trials' time
+    stall_period: Optional[int]  # stalls every this many steps, when they are periodic
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"steps": self.steps, "p50_s": self.p50, "p90_s": self.p90, "p99_s": self.p99,
+                "stall_factor": STALL_FACTOR, "stalls": self.stalls, "stall_share": self.stall_share,
+                "stall_period": self.stall_period}
+
+
+def step_profile(trials: Sequence[TrialResult]) -> Optional[StepProfile]:
+    """The distribution of the trials' periods; None without any period."""
+    arrays = [np.frombuffer(t.step_seconds, dtype=np.float64) for t in trials if len(t.step_seconds)]
+    if not arrays:
+        return None
+    pooled = np.concatenate(arrays)
+    p50, p90, p99 = (float(x) for x in np.percentile(pooled, [50, 90, 99]))
+    stalls, stall_time, total = 0, 0.0, 0.0
+    periods_found: List[Optional[int]] = []
+    for periods in arrays:
+        total += float(periods.sum())
+        if not p50 > 0:
+            continue
+        stalled = periods > STALL_FACTOR * p50
+        count = int(stalled.sum())
+        stalls += count
+        stall_time += float(periods[stalled].sum())
+        if count >= MIN_CYCLES:
+            periods_found.append(_trial_period(stalled))
+    return StepProfile(len(pooled), p50, p90, p99, stalls, stall_time / total if total > 0 else 0.0,
+                       _agreed(periods_found))
+
+
+def _trial_period(stalled: np.ndarray[Any, Any]) -> Optional[int]:
+    """The shortest cycle of ``k >= 2`` steps in which the stalls keep their place: at most
+    half of the cycle's phases hold most stalls, and each of them stalls in most cycles.
+
+    ``[_, _, S, S]`` and ``[_, _, _, S]`` repeated are periodic with ``k = 4``; a slow stretch
+    of consecutive stalls, or stalls scattered at random, are not periodic at any ``k``.
+    """
+    n = len(stalled)
+    for k in range(2, min(MAX_PERIOD, n // MIN_CYCLES) + 1):
+        cycles = n // k
+        per_phase = np.sort(stalled[: cycles * k].reshape(cycles, k).sum(axis=0))[::-1]
+        held = int(np.searchsorted(np.cumsum(per_phase), COVER * per_phase.sum())) + 1
+        if held <= k // 2 and per_phase[held - 1] >= REGULAR * cycles:
+            return k
+    return None
+
+
+def _agreed(found: List[Optional[int]]) -> Optional[int]:
+    """The period at least half of the trials with stalls show."""
+    values = [k for k in found if k is not None]
+    if not values:
+        return None
+    best = max(set(values), key=values.count)
+    return best if 2 * values.count(best) >= len(found) else None

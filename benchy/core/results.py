@@ -1,0 +1,202 @@
+"""The result model: one frozen record per trial; everything else is derived (pure).
+
+Per-step data is kept compact: 8 bytes per step time (``array('d')``) and 8 per sample count
+(``array('q')``), 16 bytes per timed batch however long the run, where Python lists of float
+and int objects took 32 to 68.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+from .schedule import Mode, TrialSpec
+from .startup import Startup
+from .stats import Estimate, estimate
+
+__all__ = ["Counted", "Interruption", "Outcome", "RunResults", "Snapshot", "TrialResult"]
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One finished trial: samples delivered over wall time, and the per-step split.
+
+    ``step_seconds[i]`` is the time from handing out batch ``i`` to handing out batch
+    ``i + 1`` (the step and the next fetch); ``step_samples[i]`` the samples of that batch.
+    Any sequence may be passed for them; they are stored as ``array('d')`` and ``array('q')``.
+    """
+
+    spec: TrialSpec
+    samples: int
+    seconds: float
+    step_seconds: array[float] = field(default_factory=lambda: array("d"))
+    step_samples: array[int] = field(default_factory=lambda: array("q"))
+    # With several ranks: each rank's (samples, seconds); ``samples`` is then their sum and
+    # ``seconds`` the slowest rank's time. The step arrays stay this rank's.
+    rank_samples: Tuple[int, ...] = ()
+    rank_seconds: Tuple[float, ...] = ()
+    # FULL: the trial's time split at the moment the loop asks for the next batch. Waiting for
+    # data (inside the loader's ``next``) in total, and the median wait and step ("work": the
+    # user's code) per period; None for other modes and loops that fetch one batch ahead.
+    wait_seconds: Optional[float] = None
+    wait_median: Optional[float] = None
+    work_median: Optional[float] = None
+    # System metrics sampled during the trial (this rank's process and its loader workers):
+    # cpu_cores_busy, cpu_cores, cpu_util, rss_max_bytes, read_bytes_per_s, gpu_* ...; None when off.
+    system: Optional[Dict[str, Any]] = None
+
+    def __post_init__(self) -> None:
+        for name, code in (("step_seconds", "d"), ("step_samples", "q")):
+            value: Any = getattr(self, name)
+            if not (isinstance(value, array) and value.typecode == code):
+                object.__setattr__(self, name, array(code, value))
+
+    __hash__ = None  # type: ignore[assignment]  # the step arrays are mutable containers
+
+    @property
+    def mode(self) -> Mode:
+        return self.spec.mode
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def throughput(self) -> float:
+        """Samples per second over the whole trial."""
+        return self.samples / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def data_wait(self) -> Optional[float]:
+        """The share of this rank's trial time spent waiting for the loader (FULL), or None.
+
+        Over this rank's own time (its periods), not ``seconds``, which with several ranks is
+        the slowest rank's."""
+        if self.wait_seconds is None:
+            return None
+        own = self.own_seconds
+        return self.wait_seconds / own if own > 0 else None
+
+    @cached_property
+    def own_seconds(self) -> float:
+        """This rank's time over the trial's periods (computed once)."""
+        return float(np.sum(np.frombuffer(self.step_seconds, dtype=np.float64)))
+
+    @cached_property
+    def median_period(self) -> Optional[float]:
+        """The median of this rank's periods (computed once), None without any."""
+        if not self.step_seconds:
+            return None
+        return float(np.median(np.frombuffer(self.step_seconds, dtype=np.float64)))
+
+    @property
+    def own_throughput(self) -> float:
+        """This rank's own throughput (rank 0's when the trial was combined across ranks)."""
+        if self.rank_seconds:
+            return self.rank_throughputs[0]
+        return self.throughput
+
+    @property
+    def rank_throughputs(self) -> Tuple[float, ...]:
+        """Each rank's own throughput (samples per second); empty for a single process."""
+        return tuple((n / t if t > 0 else float("inf")) for n, t in zip(self.rank_samples, self.rank_seconds))
+
+    def step_rates(self) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """Per-step throughputs (samples per second; inf for a step of no measurable time)."""
+        seconds = np.frombuffer(self.step_seconds, dtype=np.float64)
+        samples = np.frombuffer(self.step_samples, dtype=np.int64).astype(np.float64)
+        rates = np.full(len(seconds), np.inf)
+        np.divide(samples, seconds, out=rates, where=seconds > 0)
+        return rates
+
+    @cached_property
+    def mean_step_rate(self) -> Optional[float]:
+        """The mean of the per-step throughputs (the original's ``avg_iter_throughput``), computed once."""
+        if not self.step_seconds:
+            return None
+        return float(np.mean(self.step_rates()))
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """A trial that did not finish: which one, after how many batches, and why."""
+
+    spec: TrialSpec
+    batches_done: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A trial that counted. ``closed_early``: the loop took all ``n`` batches and never asked for
+    another (a loop sized by ``len()``), so the trial counts over its first ``n - 1`` periods."""
+
+    result: TrialResult
+    closed_early: bool = False
+
+
+# What a trial ends with: counted, or not counted and why (a break, an exception, a dropped iterator).
+Outcome = Union[Counted, Interruption]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a session knows besides its results, handed to the sink for each summary and JSON write."""
+
+    schedule: Dict[str, Any]  # the schedule's plan, the order trials ran in, warm-ups used, why they stopped
+    epochs_started: int
+    finished: bool  # the schedule ran to its end
+    profiler: Dict[str, Any]
+    synthetic_batch_samples: Optional[int]  # the one cached batch of every SYNTHETIC trial (None until fetched)
+    lookahead: Optional[bool]  # the loop fetches one batch ahead (decided from SYNTHETIC)
+    counting: str  # how samples are counted, in words
+    loader: str  # the benchmarked loader and where it was created
+    other_loaders: Tuple[str, ...]
+    workers: int  # the loader's num_workers (the sweep may have changed it)
+    startup: Optional[Startup]  # the loader's start-up per pass
+
+
+@dataclass
+class RunResults:
+    """Everything measured so far, in the order it was measured."""
+
+    trials: List[TrialResult] = field(default_factory=list)
+    interruptions: List[Interruption] = field(default_factory=list)
+    # IO_H2D: IO trials that also copy each batch to the accelerator (this rank's), and why
+    # there are none when they were skipped.
+    h2d: List[TrialResult] = field(default_factory=list)
+    h2d_device: Optional[str] = None
+    h2d_skipped: Optional[str] = None
+    # Loader sweep (see ``core.sweep``): each setting's IO trials, the loader's own setting, and the
+    # setting the schedule continued with when sweep_apply is on.
+    sweep: List[Any] = field(default_factory=list)
+    sweep_own: Any = None
+    sweep_applied: Any = None
+
+    def measured(self, mode: Mode) -> List[TrialResult]:
+        """The counted (non-warm-up) trials of one mode."""
+        return [t for t in self.trials if t.mode is mode and not t.spec.warmup]
+
+    def warmups(self, mode: Mode) -> List[TrialResult]:
+        return [t for t in self.trials if t.mode is mode and t.spec.warmup]
+
+    def estimate(self, mode: Mode) -> Estimate:
+        """Mean trial throughput and its 95 % Student-t half-width."""
+        return estimate([t.throughput for t in self.measured(mode)])
+
+    def data_wait(self) -> Estimate:
+        """The share of FULL time spent waiting for the loader: mean over the counted FULL trials
+        that could split their time, with its 95 % Student-t half-width."""
+        return estimate([t.data_wait for t in self.measured(Mode.FULL) if t.data_wait is not None])
+
+    def rank_mean_times(self, mode: Mode) -> List[float]:
+        """Per rank, the mean trial time over the counted trials (empty for one process)."""
+        trials = [t for t in self.measured(mode) if t.rank_seconds]
+        if not trials:
+            return []
+        nranks = len(trials[0].rank_seconds)
+        return [sum(t.rank_seconds[r] for t in trials) / len(trials) for r in range(nranks)]

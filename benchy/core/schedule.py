@@ -1,0 +1,226 @@
+"""Which trials run, and in which order (pure, no torch).
+
+IO warm-ups and trials run first, hidden inside the first ``iter()``. After that each epoch
+is one trial: the SYNTHETIC warm-ups, then the FULL warm-ups, then the measured SYNTHETIC
+and FULL trials interleaved in the order S F F S S F F S ..., so that a step time that still
+drifts (slowly warming caches, allocator, clocks) is charged to both modes alike: a drift
+that is linear in time cancels exactly over each S F F S block.
+
+``ntrials: auto`` and ``nwarmup: auto`` make the schedule adaptive: the :class:`Schedule`
+states the bounds (and the order the trials take), :class:`benchy._plan.Planner` decides
+the next trial from the results so far.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from ..core.config import AUTO, Config
+
+__all__ = ["MIN_AUTO_TRIALS", "Mode", "ModePlan", "Schedule", "TrialSpec", "abba_first", "interleave"]
+
+# ntrials auto: the fewest trials a mode gets (an interval needs two).
+MIN_AUTO_TRIALS = 2
+
+
+class Mode(str, enum.Enum):
+    """A trial kind; the value is the name printed in output lines and JSON keys."""
+
+    IO = "IO"
+    SYNTHETIC = "SYNTHETIC"
+    FULL = "FULL"
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One planned trial. ``index`` counts from 1 within (mode, warm-up or not)."""
+
+    mode: Mode
+    index: int
+    warmup: bool
+    nbatches: int
+    variant: str = ""  # "H2D": an IO trial that also copies each batch to the accelerator
+
+    @property
+    def label(self) -> str:
+        """``FULL_2``, ``FULL_WARMUP_1`` or ``H2D_1`` (an IO_H2D trial): the tag used in the output
+        lines (never ``IO_...`` for a variant, so that a pattern for IO lines does not catch it)."""
+        middle = "_WARMUP_" if self.warmup else "_"
+        return f"{self.variant or self.mode.value}{middle}{self.index}"
+
+
+@dataclass(frozen=True)
+class ModePlan:
+    """One mode's share of the schedule; ``None`` counts are ``auto``, with their bounds."""
+
+    mode: Mode
+    nbatches: int
+    nwarmup: Optional[int]
+    ntrials: Optional[int]
+    max_warmup: int
+    max_trials: int
+
+    @property
+    def most_warmups(self) -> int:
+        return self.max_warmup if self.nwarmup is None else self.nwarmup
+
+    @property
+    def most_trials(self) -> int:
+        return self.max_trials if self.ntrials is None else self.ntrials
+
+    @property
+    def fewest_warmups(self) -> int:
+        return 1 if self.nwarmup is None else self.nwarmup
+
+    @property
+    def fewest_trials(self) -> int:
+        return min(MIN_AUTO_TRIALS, self.max_trials) if self.ntrials is None else self.ntrials
+
+    def describe(self) -> str:
+        warm = f"{self.nwarmup}" if self.nwarmup is not None else f"auto (1 to {self.max_warmup})"
+        trials = f"{self.ntrials}" if self.ntrials is not None else f"auto ({self.fewest_trials} to {self.max_trials})"
+        hidden = " before epoch 1" if self.mode is Mode.IO else ""
+        return f"{self.mode.value} {warm} warm-up + {trials} x {self.nbatches} batches{hidden}"
+
+
+def abba_first(position: int) -> bool:
+    """True where the pattern a b b a a b b a ... has ``a`` at ``position`` (from 0)."""
+    return (position // 2 + position) % 2 == 0
+
+
+def interleave(first: List[TrialSpec], second: List[TrialSpec]) -> List[TrialSpec]:
+    """``first`` and ``second`` in the order a b b a a b b a ..., the rest of the longer one last."""
+    out: List[TrialSpec] = []
+    a, b = list(first), list(second)
+    position = 0
+    while a or b:
+        source = a if (abba_first(position) and a) or not b else b
+        out.append(source.pop(0))
+        position += 1
+    return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The plan: modes that run, their counts or ``auto`` bounds, and the trial order."""
+
+    plans: Tuple[ModePlan, ...]
+    precision: float = 0.02
+
+    @classmethod
+    def from_config(cls, config: Config) -> Schedule:
+        g = config.general
+        plans = []
+        for mode in Mode:
+            section = config.mode(mode.value)
+            if not section.run_benchmark:
+                continue
+            plans.append(ModePlan(
+                mode, section.nbatches,
+                None if section.nwarmup == AUTO else int(section.nwarmup),
+                None if section.ntrials == AUTO else int(section.ntrials),
+                g.auto_max_warmup, g.auto_max_trials,
+            ))
+        return cls(tuple(plans), float(g.auto_precision))
+
+    def plan(self, mode: Mode) -> Optional[ModePlan]:
+        for p in self.plans:
+            if p.mode is mode:
+                return p
+        return None
+
+    @property
+    def modes(self) -> Tuple[Mode, ...]:
+        """Modes that run, in schedule order (IO, SYNTHETIC, FULL)."""
+        return tuple(p.mode for p in self.plans)
+
+    @property
+    def adaptive(self) -> bool:
+        """True when some count is ``auto``: the order below is then the longest possible one."""
+        return any(p.nwarmup is None or p.ntrials is None for p in self.plans)
+
+    @property
+    def decision_confidence(self) -> float:
+        """Confidence of the IO-vs-SYNTHETIC decision: 99 % when trials stop adaptively.
+
+        ``ntrials: auto`` looks at the decision after every trial and stops at the first
+        decided look; testing each look at 1 % keeps the chance of a wrong decision over up
+        to ten looks near 5 % (Pocock's boundary for 10 looks is 1.06 %).
+        """
+        return 0.99 if any(p.ntrials is None for p in self.plans) else 0.95
+
+    @property
+    def epoch_plans(self) -> Tuple[ModePlan, ...]:
+        return tuple(p for p in self.plans if p.mode is not Mode.IO)
+
+    @property
+    def epochs_needed(self) -> int:
+        """Epochs (``iter()`` calls) the script must ask for so that the schedule surely finishes.
+
+        With ``auto`` counts this is the most the schedule can take. The IO trials run inside
+        the first ``iter()``; with only IO enabled that call finishes the schedule.
+        """
+        return max(1, sum(p.most_warmups + p.most_trials for p in self.epoch_plans))
+
+    @property
+    def epochs_fewest(self) -> int:
+        """The fewest epochs the schedule can take (``epochs_needed`` when nothing is ``auto``)."""
+        return max(1, sum(p.fewest_warmups + p.fewest_trials for p in self.epoch_plans))
+
+    def _specs(self, mode: Mode, longest: bool) -> Tuple[List[TrialSpec], List[TrialSpec]]:
+        p = self.plan(mode)
+        if p is None:
+            return [], []
+        nw = p.most_warmups if longest else p.fewest_warmups
+        nt = p.most_trials if longest else p.fewest_trials
+        return ([TrialSpec(mode, k, True, p.nbatches) for k in range(1, nw + 1)],
+                [TrialSpec(mode, k, False, p.nbatches) for k in range(1, nt + 1)])
+
+    def order(self, longest: bool = True) -> Tuple[Tuple[TrialSpec, ...], Tuple[TrialSpec, ...]]:
+        """(hidden IO trials, one trial per epoch) as they run with fixed counts.
+
+        With ``auto`` counts, ``longest`` gives the order at the bounds, else at the fewest;
+        IO trials beyond the fewest may also run hidden at later epoch boundaries.
+        """
+        io_warm, io = self._specs(Mode.IO, longest)
+        syn_warm, syn = self._specs(Mode.SYNTHETIC, longest)
+        full_warm, full = self._specs(Mode.FULL, longest)
+        return tuple(io_warm + io), tuple(syn_warm + full_warm + interleave(syn, full))
+
+    @property
+    def hidden(self) -> Tuple[TrialSpec, ...]:
+        """The IO trials of the first ``iter()`` (fixed counts)."""
+        return self.order()[0]
+
+    @property
+    def per_epoch(self) -> Tuple[TrialSpec, ...]:
+        """One trial per epoch, in order (fixed counts; with ``auto``, the longest order)."""
+        return self.order()[1]
+
+    def describe(self) -> str:
+        """One line for the start-up message, e.g. ``IO 1 warm-up + 3 x 50 batches before epoch 1; ...``."""
+        return "; ".join(p.describe() for p in self.plans)
+
+    def fingerprint(self) -> Dict[str, object]:
+        """What every rank must agree on: each mode's counts and bounds (``IO.nbatches``, ...)."""
+        out: Dict[str, object] = {"precision": self.precision}
+        if self.plans:  # the bounds are global: every plan holds the same ones
+            out["auto_max_trials"], out["auto_max_warmup"] = self.plans[0].max_trials, self.plans[0].max_warmup
+        for mode in Mode:
+            p = self.plan(mode)
+            out[f"{mode.value}.run_benchmark"] = p is not None
+            if p is not None:
+                out[f"{mode.value}.nbatches"] = p.nbatches
+                out[f"{mode.value}.ntrials"] = AUTO if p.ntrials is None else p.ntrials
+                out[f"{mode.value}.nwarmup"] = AUTO if p.nwarmup is None else p.nwarmup
+        return out
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "adaptive": self.adaptive,
+            "precision": self.precision,
+            "epochs_needed": self.epochs_needed,
+            "epochs_fewest": self.epochs_fewest,
+        }

@@ -1,0 +1,153 @@
+"""Loader sweep: the settings to try, and what their IO trials say (pure, no torch).
+
+The SC21 tutorial tunes ``num_workers`` by rerunning the script and reading off IO. A sweep
+does it in one run: before the schedule, each setting of the ``sweep`` section (the product
+of its keys; keys left out keep the loader's own value) runs IO warm-ups and trials on the
+same dataset, sampler and collate function. Settings are ordered by cost (workers first,
+then pinned memory, then prefetching), so "the smallest setting within 5 % of the best" and
+"the cheapest setting that feeds the step" are well defined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..core.config import AUTO, SweepConfig
+from ..core.results import TrialResult
+from ..core.stats import Estimate, estimate
+
+__all__ = ["Setting", "SettingResult", "auto_workers", "best", "cheapest_enough", "expand", "feed_advice",
+           "feed_clause", "mean_text", "smallest_within"]
+
+NEAR_BEST = 0.05  # "within 5 % of the best"
+FEEDS = 1.1  # IO at least 1.1x SYNTHETIC: enough to feed the step
+
+
+@dataclass(frozen=True, order=True)
+class Setting:
+    """One combination of loader settings; ordered by cost."""
+
+    num_workers: int
+    pin_memory: bool
+    prefetch_factor: Optional[int]  # None with 0 workers (no prefetching without workers)
+
+    def text(self) -> str:
+        parts = [f"num_workers={self.num_workers}", f"pin_memory={self.pin_memory}"]
+        if self.prefetch_factor is not None:
+            parts.append(f"prefetch_factor={self.prefetch_factor}")
+        return ", ".join(parts)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"num_workers": self.num_workers, "pin_memory": self.pin_memory,
+                "prefetch_factor": self.prefetch_factor}
+
+
+def auto_workers(cores: int) -> List[int]:
+    """0, 1, 2, 4 ... up to ``cores`` (and ``cores`` itself)."""
+    out, k = [0], 1
+    while k <= cores:
+        out.append(k)
+        k *= 2
+    if cores >= 1 and cores not in out:
+        out.append(cores)
+    return out
+
+
+def expand(config: SweepConfig, own: Setting, cores: int) -> List[Setting]:
+    """Every setting to try, cheapest first, without duplicates."""
+    given = config.num_workers
+    workers: List[int] = (auto_workers(cores) if isinstance(given, str) and given == AUTO
+                          else [int(w) for w in given] if given else [own.num_workers])
+    pins = list(config.pin_memory or [own.pin_memory])
+    default_prefetch = own.prefetch_factor if own.prefetch_factor is not None else 2
+    prefetches = list(config.prefetch_factor or [default_prefetch])
+    found = {Setting(w, p, f if w > 0 else None) for w in workers for p in pins for f in prefetches}
+    return sorted(found, key=lambda s: (s.num_workers, s.pin_memory, s.prefetch_factor or 0))
+
+
+@dataclass
+class SettingResult:
+    """One setting's IO trials (this rank's own), or why it could not run."""
+
+    setting: Setting
+    trials: List[TrialResult] = field(default_factory=list)
+    warmups: List[TrialResult] = field(default_factory=list)
+    error: Optional[str] = None
+
+    @property
+    def estimate(self) -> Estimate:
+        return estimate([t.throughput for t in self.trials])
+
+    def to_dict(self) -> Dict[str, Any]:
+        est = self.estimate
+        return {
+            "settings": self.setting.to_dict(),
+            "trial_throughput": [t.throughput for t in self.trials],
+            "trial_time": [t.seconds for t in self.trials],
+            "trial_samples": [t.samples for t in self.trials],
+            "warmup": {"trial_throughput": [t.throughput for t in self.warmups]},
+            "mean": est.mean,
+            "interval": est.half_width,
+            "n": est.n,
+            "error": self.error,
+        }
+
+
+def _measured(results: Sequence[SettingResult]) -> List[SettingResult]:
+    return [r for r in results if r.error is None and r.estimate.mean is not None]
+
+
+def best(results: Sequence[SettingResult]) -> Optional[SettingResult]:
+    measured = _measured(results)
+    return max(measured, key=lambda r: r.estimate.mean or 0.0) if measured else None
+
+
+def smallest_within(results: Sequence[SettingResult], share: float = NEAR_BEST) -> Optional[SettingResult]:
+    """The cheapest setting whose mean is within ``share`` of the best mean."""
+    top = best(results)
+    if top is None or top.estimate.mean is None:
+        return None
+    floor = (1.0 - share) * top.estimate.mean
+    return min((r for r in _measured(results) if (r.estimate.mean or 0.0) >= floor), key=lambda r: r.setting)
+
+
+def cheapest_enough(results: Sequence[SettingResult], synthetic: float, factor: float = FEEDS) -> Optional[SettingResult]:
+    """The cheapest setting whose IO is at least ``factor`` x SYNTHETIC, or None."""
+    enough = [r for r in _measured(results) if (r.estimate.mean or 0.0) >= factor * synthetic]
+    return min(enough, key=lambda r: r.setting) if enough else None
+
+
+def mean_text(r: SettingResult) -> str:
+    """A setting's IO throughput as ``<mean> +/- <half-width>`` (``n/a`` with one trial)."""
+    est = r.estimate
+    spread = "n/a" if est.half_width is None else f"{est.half_width:.3f}"
+    return f"{est.mean:.3f} +/- {spread}"
+
+
+def feed_clause(results: Sequence[SettingResult], synthetic: Optional[float]) -> Optional[str]:
+    """For the verdict, once SYNTHETIC has run: which loader setting feeds the step."""
+    if synthetic is None or not _measured(results):
+        return None
+    found = cheapest_enough(results, synthetic)
+    if found is None:
+        top = best(results)
+        assert top is not None and top.estimate.mean is not None
+        return (f"none of the swept loader settings feeds the step (IO at least {FEEDS:g}x SYNTHETIC "
+                f"{synthetic:.3f}): the best, {top.setting.text()}, reaches {top.estimate.mean / synthetic:.2f}x; "
+                f"it takes more workers than were swept (where cores are free) or cheaper samples")
+    ratio = (found.estimate.mean or 0.0) / synthetic
+    return (f"the cheapest swept loader setting that feeds the step (IO at least {FEEDS:g}x SYNTHETIC) is "
+            f"{found.setting.text()} ({mean_text(found)} samples/s, {ratio:.2f}x)")
+
+
+def feed_advice(results: Sequence[SettingResult], synthetic: Optional[float], own: Optional[Setting]) -> Optional[str]:
+    """The verdict's "most likely to help" (without those words) when the sweep measured a setting, other than the
+    loader's own, that feeds the step: measured evidence beats the heuristics' guesses."""
+    if synthetic is None:
+        return None
+    found = cheapest_enough(results, synthetic)
+    if found is None or found.setting == own:
+        return None
+    ratio = (found.estimate.mean or 0.0) / synthetic
+    return f"the loader setting {found.setting.text()} (the sweep measured IO at {ratio:.2f}x SYNTHETIC)"

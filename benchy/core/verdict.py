@@ -1,0 +1,345 @@
+"""The verdict: which side limits training, what the other measurements add, and the one change most
+likely to help (pure: no torch, no printing). Worked out once per summary as a :class:`Reading`.
+
+IO against SYNTHETIC is a ratio test on a log scale; FULL is read against the slower of the two.
+:func:`diagnosis` adds the claims each other measurement supports (data wait, why the loader is slow,
+periodic stalls, host-to-device copies, start-up, the loader sweep) and the advice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .distribution import StepProfile
+from .results import RunResults, TrialResult
+from .schedule import Mode
+from .startup import Startup
+from .stats import Comparison, Estimate, compare_log, estimate, finite
+from .sweep import feed_advice, feed_clause
+
+__all__ = [
+    "BALANCE_TOLERANCE",
+    "Reading",
+    "Verdict",
+    "choose_advice",
+    "decide",
+    "diagnosis",
+    "h2d_estimate",
+    "h2d_reading",
+    "loader_cause",
+    "own_io",
+    "read",
+    "system_means",
+    "verdict",
+    "verdict_text",
+]
+
+# Two estimates closer than this (relative) are called balanced even if their
+# intervals do not overlap: a 5 % difference is not a bottleneck worth acting on.
+BALANCE_TOLERANCE = 0.05
+
+
+# FULL below this share of min(IO, SYNTHETIC) is worth explaining; down to the serial
+# estimate IO*SYN/(IO+SYN) / SERIAL_MARGIN it is explained by loading and compute not overlapping.
+OVERLAP_THRESHOLD = 0.8
+
+
+SERIAL_MARGIN = 1.1
+
+
+def system_means(trials: Sequence[TrialResult]) -> Optional[Dict[str, float]]:
+    """The mean of each system figure over the trials that have them (None: none has)."""
+    found = [t.system for t in trials if t.system]
+    if not found:
+        return None
+    keys = [k for k in found[0] if all(isinstance(f.get(k), (int, float)) for f in found)]
+    return {k: float(np.mean([f[k] for f in found])) for k in keys}
+
+
+def h2d_estimate(results: RunResults) -> Estimate:
+    return estimate([t.throughput for t in results.h2d])
+
+
+def own_io(results: RunResults) -> Estimate:
+    """IO as rank 0 saw it alone: what its IO_H2D trials compare with (they are rank 0's own)."""
+    return estimate([t.own_throughput for t in results.measured(Mode.IO)])
+
+
+H2D_SLOWER = 0.9  # copies that leave less than this share of IO's rate are named in the verdict
+
+
+def h2d_reading(results: RunResults) -> Optional[Tuple[str, bool]]:
+    """What host-to-device copies cost the loader, when they cost more than 10 % of its rate:
+    (the clause, whether the copies rather than the loader limit training)."""
+    est, io = h2d_estimate(results), own_io(results)
+    syn = estimate([t.own_throughput for t in results.measured(Mode.SYNTHETIC)])
+    if est.mean is None or not io.mean or est.mean >= H2D_SLOWER * io.mean:
+        return None
+    limits = syn.mean is not None and est.mean < syn.mean <= io.mean
+    text = (f"copying each batch to {results.h2d_device} lowers the loader's rate to {est.mean:.3f} samples/s, "
+            f"{100.0 * est.mean / io.mean:.0f} % of IO")
+    if limits:
+        text += ", below SYNTHETIC: the copies, not the loader, limit training"
+    return text + " (pin_memory=True and non_blocking copies let them overlap the step)", limits
+
+
+CPU_SATURATED = 0.85  # IO trials keeping this share of the cores busy: the loader is CPU-bound
+
+
+CPU_IDLE = 0.5
+
+
+READS_HIGH = 20e6  # bytes per second from storage that make storage a suspect
+
+
+def loader_cause(results: RunResults, outcome: str, workers: int) -> Optional[Tuple[str, str]]:
+    """Why the loader is slow, from the IO trials' system metrics, when loading limits training:
+    (the clause, the change it points to)."""
+    if "data-loading" not in outcome:
+        return None
+    means = system_means(results.measured(Mode.IO))
+    if means is None:
+        return None
+    util, busy, cores = means["cpu_util"], means["cpu_cores_busy"], means["cpu_cores"]
+    reads = means["read_bytes_per_s"] / 1e6
+    if util >= CPU_SATURATED:
+        return (f"the loader is CPU-bound: IO trials kept {busy:.2f} of {cores:g} cores busy ({100 * util:.0f} %), so "
+                f"decoding and augmentation need more CPU than there is and more workers than cores will not help "
+                f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)",
+                "cheaper decoding and augmentation per sample (the cores are saturated)")
+    if workers and workers < cores and busy >= CPU_SATURATED * workers:
+        return (f"the loader's workers are CPU-bound: IO trials kept {busy:.2f} cores busy with num_workers = "
+                f"{workers} of {cores:g} cores, so more workers (up to {cores:g}) should feed the step faster",
+                "more loader workers (num_workers), up to the cores")
+    if util < CPU_IDLE and means["read_bytes_per_s"] >= READS_HIGH:
+        return (f"the storage looks like the limit: IO trials read {reads:.1f} MB/s with the CPU {100 * util:.0f} % "
+                f"busy (faster or local storage, caching, or larger sequential reads)",
+                "faster or local storage, or caching the dataset")
+    if util < CPU_IDLE:
+        return (f"the loader is neither CPU- nor storage-bound here (CPU {100 * util:.0f} % busy, storage reads "
+                f"{reads:.1f} MB/s): it waits on something else (network storage, a remote service, sleeps or "
+                f"locks) with too few workers to overlap the waits (num_workers = {workers}; with the CPU idle, "
+                f"more workers than cores can help)",
+                f"more loader workers (num_workers = {workers} now)")
+    return None
+
+
+def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
+              start: Optional[Startup], full_profile: Optional[StepProfile] = None) -> List[str]:
+    """What the verdict adds to the IO-vs-SYNTHETIC reading, each claim with its number: how much
+    FULL waits for data, why the loader is slow (CPU, workers, storage), periodic stalls,
+    host-to-device copies, start-up; then the one change most likely to help. ``full_profile``:
+    FULL's step profile (it reads every step: the final summary passes it, checkpoints do not).
+    After a loader sweep: which swept setting feeds the step; when loading limits training and one
+    other than the loader's own does, it is the advice (measured beats the guesses above)."""
+    outcome = "" if found is None else found.outcome
+    clauses: List[str] = []
+    wait = results.data_wait()
+    if wait.mean is not None:
+        clauses.append(f"FULL spends {100.0 * wait.mean:.1f} % of its time waiting for the loader")
+    loader = loader_cause(results, outcome, workers)
+    if loader is not None:
+        clauses.append(loader[0])
+    profile = full_profile  # None: not looked at (checkpoints), no stall claim
+    starved = profile is not None and bool(workers) and profile.stall_period == workers
+    if starved and profile is not None:
+        clauses.append(f"FULL stalls every {workers} steps ({profile.stalls} stalls, "
+                       f"{100.0 * profile.stall_share:.1f} % of its time): a starved worker pool")
+    copies = h2d_reading(results)
+    if copies is not None:
+        clauses.append(copies[0])
+    startup_clause = None if start is None else start.verdict_clause()
+    if startup_clause is not None:
+        clauses.append(startup_clause)
+    advice = choose_advice(outcome, None if loader is None else loader[1], copies is not None and copies[1],
+                     start is not None and start.restarts_workers, starved)
+    synthetic = results.estimate(Mode.SYNTHETIC).mean
+    feed = feed_clause(results.sweep, synthetic) if found is not None else None
+    if feed is not None:
+        clauses.append(feed)
+        swept = feed_advice(results.sweep, synthetic, results.sweep_own)
+        if swept is not None and outcome == "data-loading":
+            advice = swept
+    if advice is not None:
+        clauses.append(f"most likely to help: {advice}")
+    return clauses
+
+
+def choose_advice(outcome: str, loader_fix: Optional[str], copies_limit: bool, restart: bool,
+            starved: bool) -> Optional[str]:
+    """The one change most likely to help, from the strongest signal: copies that limit training,
+    then (loading the limit) the loader's own cause, its stalls, its start-up; (compute the
+    limit) the start-up the loop still pays, else a faster step."""
+    if "inconsistent" in outcome or outcome in ("", "undecided"):
+        return None
+    if copies_limit:
+        return "pinned memory and non_blocking copies (pin_memory=True)"
+    if "data-loading" in outcome:  # the loader's rate is the biggest loss: its cause first
+        if loader_fix is not None:
+            return loader_fix
+        if starved:
+            return "more loader workers, or cheaper batches"
+        return "persistent_workers=True" if restart else None
+    if restart:
+        return "persistent_workers=True"
+    if "compute" in outcome:
+        return "a faster step (the loader has headroom: mixed precision, a larger batch, compiled or fused code)"
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The reading of a run: its text and, for the JSON, how it was decided and from what."""
+
+
+    text: str
+    outcome: str  # data-loading, compute, balanced, undecided; "inconsistent: " before it when FULL is impossible
+    record: Dict[str, Any]
+
+
+def _percent(confidence: float) -> str:
+    return f"{100.0 * confidence:g} %"
+
+
+def _x(ratio: float) -> str:
+    """A ratio as ``1.48x``; below 0.1 with 3 significant digits (``0.00269x``, never ``0.00x``)."""
+    if not math.isfinite(ratio) or ratio >= 0.1:
+        return f"{ratio:.2f}x"
+    if ratio <= 0:
+        return "0x"
+    return f"{ratio:.{2 - math.floor(math.log10(ratio))}f}x"
+
+
+def _interval_text(c: Comparison) -> str:
+    if c.low is None or c.high is None:
+        return "no interval with one trial a side"
+    return f"{_percent(c.confidence)} interval {_x(c.low)} to {_x(c.high)}"
+
+
+def _comparison_record(c: Comparison, a: str, b: str, a_values: Sequence[float], b_values: Sequence[float]) -> Dict[str, Any]:
+    return {
+        "method": c.method,
+        "ratio": f"{b}/{a}",
+        "value": finite(c.ratio),
+        "interval": None if c.low is None or c.high is None else [finite(c.low), finite(c.high)],
+        "confidence": c.confidence,
+        "t": None if c.t is None else finite(c.t),
+        "df": c.df,
+        "p": c.p,
+        "inputs": {a: [finite(v) for v in a_values], b: [finite(v) for v in b_values]},
+    }
+
+
+def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float],
+           confidence: float = 0.95) -> Optional[Verdict]:
+    """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
+
+
+    IO against SYNTHETIC is a ratio test on a log scale (:func:`compare_log`): decided when
+    the interval of SYNTHETIC/IO (``confidence``, 95 % by default; 99 % when trials stop
+    adaptively, see ``session.planner``) excludes 1, balanced when the two means are within 5 %,
+    undecided otherwise. FULL is then read against the slower of the two; FULL above it beyond
+    the interval (and by more than 5 %) cannot be, and is named as an inconsistent measurement.
+    """
+    c = compare_log(io, synthetic, confidence)
+    if c is None:
+        return None
+    io_mean, syn_mean = float(np.mean(io)), float(np.mean(synthetic))
+    record: Dict[str, Any] = {"io_vs_synthetic": _comparison_record(c, "IO", "SYNTHETIC", io, synthetic)}
+    close = abs(io_mean - syn_mean) <= BALANCE_TOLERANCE * max(io_mean, syn_mean)
+    if close:
+        outcome = "balanced"
+        text = (f"balanced: data loading (IO {io_mean:.3f}) and compute (SYNTHETIC {syn_mean:.3f}) "
+                f"are within 5 % of each other; speeding up one alone gains little")
+    elif c.low is not None and c.high is not None and (c.low > 1.0 or c.high < 1.0):
+        if c.low > 1.0:
+            outcome = "data-loading"
+            text = (f"data loading limits training: IO {io_mean:.3f} < SYNTHETIC {syn_mean:.3f} samples/s; "
+                    f"compute could go {_x(c.ratio)} faster with faster loading ({_interval_text(c)})")
+        else:
+            outcome = "compute"
+            text = (f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
+                    f"the loader has {_x(1.0 / c.ratio)} headroom ({_percent(c.confidence)} interval {_x(1.0 / c.high)} to "
+                    f"{_x(1.0 / c.low)})")
+    else:
+        outcome = "undecided"
+        text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
+                f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials: auto runs them until "
+                f"the answer is known) to tell which side limits training")
+    record["outcome"] = outcome
+    if not full:
+        return Verdict(text, outcome, record)
+    slower_name, slower = ("IO", io) if io_mean <= syn_mean else ("SYNTHETIC", synthetic)
+    slower_mean, full_mean = min(io_mean, syn_mean), float(np.mean(full))
+    f = compare_log(slower, full, confidence)
+    if f is not None:
+        record["full_vs_slower"] = _comparison_record(f, slower_name, "FULL", slower, full)
+    share = full_mean / slower_mean if slower_mean > 0 else math.inf
+    impossible = f is not None and f.low is not None and f.low > 1.0 + BALANCE_TOLERANCE
+    record["inconsistent"] = bool(impossible)
+    if impossible:
+        assert f is not None
+        first = "SYNTHETIC" if slower_name == "SYNTHETIC" else "IO"
+        text = (f"inconsistent measurement: FULL {full_mean:.3f} is above {slower_name} {slower_mean:.3f} by more "
+                f"than the intervals allow (FULL/{slower_name} {_interval_text(f)}), which cannot happen when both "
+                f"are measured on the same footing. Likely causes: warm-up drift (the {first} trials ran in "
+                f"slower epochs: set nwarmup: auto, or raise it), or loader workers prefetching across epochs "
+                f"(FULL trials start with batches ready: make nbatches much larger than num_workers x "
+                f"prefetch_factor). Do not read these numbers as a result. IO against SYNTHETIC alone: {text}")
+        return Verdict(text, "inconsistent: " + outcome, record)
+    if share >= 1.0:
+        text += (f"; FULL {full_mean:.3f} matches the slower of the two within the intervals: loading and compute "
+                 f"overlap fully")
+        return Verdict(text, outcome, record)
+    text += f"; FULL reaches {100.0 * share:.1f} % of the slower of the two"
+    if share < OVERLAP_THRESHOLD:
+        # Loading then computing one after the other gives IO*SYN/(IO+SYN).
+        serial = io_mean * syn_mean / (io_mean + syn_mean)
+        if full_mean >= serial / SERIAL_MARGIN:
+            text += (f", about the {serial:.3f} of loading and computing one after the other: they do not "
+                     f"overlap (loader workers or prefetching overlap them where cores or an accelerator are free)")
+        else:
+            text += (f", below even loading and computing one after the other ({serial:.3f}): "
+                     "the real loop pays for something neither trial has "
+                     "(host-to-device copies, contention between loader workers and the step)")
+    return Verdict(text, outcome, record)
+
+
+def verdict(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95) -> Optional[Verdict]:
+    """:func:`decide` over the counted trials of the scheduled modes."""
+    if Mode.IO not in modes or Mode.SYNTHETIC not in modes:
+        return None
+    values = {m: [t.throughput for t in results.measured(m)] for m in Mode}
+    return decide(values[Mode.IO], values[Mode.SYNTHETIC], values[Mode.FULL] if Mode.FULL in modes else [],
+                  confidence)
+
+
+def verdict_text(found: Verdict, clauses: Sequence[str] = ()) -> str:
+    """The verdict, with what other measurements add (loader start-up ...)."""
+    return "; ".join([found.text, *clauses])
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A run's reading, worked out once per summary or JSON write: the verdict (None without IO or
+    SYNTHETIC), the loader's start-up, and the clauses the other measurements add (advice last)."""
+
+    verdict: Optional[Verdict]
+    startup: Optional[Startup]
+    clauses: Tuple[str, ...]
+
+    @property
+    def text(self) -> Optional[str]:
+        """The verdict line's text, with the clauses (None without a verdict)."""
+        return None if self.verdict is None else verdict_text(self.verdict, self.clauses)
+
+
+def read(results: RunResults, modes: Sequence[Mode], confidence: float, workers: int, start: Optional[Startup],
+         full_profile: Optional[StepProfile] = None) -> Reading:
+    """The :class:`Reading` of ``results``: :func:`verdict`, then :func:`diagnosis` of it."""
+    found = verdict(results, modes, confidence)
+    return Reading(found, start, tuple(diagnosis(results, found, workers, start, full_profile)))

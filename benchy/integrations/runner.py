@@ -1,0 +1,227 @@
+"""``benchy run``: benchmark an unmodified script's training loader (zero-edit).
+
+:func:`install` replaces ``torch.utils.data.DataLoader`` (and the same name in
+``torch.utils.data.dataloader``) with :class:`RunnerDataLoader`, a subclass that behaves as the
+plain DataLoader until it is chosen, and then as a ``BenchmarkDataLoader``:
+
+* ``--loader first`` (default): the first DataLoader whose iterator ran a loop, i.e. whose
+  first pass delivered at least :data:`LOOP_BATCHES` batches, is chosen at its next
+  ``iter()``. A peek (``next(iter(loader))``) or Lightning's two-batch sanity check of the
+  validation loader does not choose a loader; the training loader's first epoch runs plain
+  and the schedule starts at its second (the script needs one epoch more than the schedule).
+* ``--loader N``: the N-th DataLoader created (from 1) is chosen at its first ``iter()``.
+
+Every other DataLoader stays plain, untouched by benchy. ``isinstance(x, DataLoader)`` holds
+for loaders made from the original class too, and scripts' own subclasses subclass the
+replacement. Only one loader per process is chosen.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import torch.utils.data
+import torch.utils.data.dataloader
+from torch.utils.data import DataLoader
+
+from ..core.config import AUTO, load_config
+
+# Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
+from ..integrations.wrappers import dataloader_session
+from ..measure.profiling import global_rank
+from ..results import lines
+from ..session.registry import creation_site
+
+__all__ = ["LOADER_ENV_VAR", "LOOP_BATCHES", "SWEEP_ENV_VAR", "RunnerDataLoader", "install", "installed"]
+
+LOADER_ENV_VAR = "BENCHY_RUN_LOADER"  # "first" or N: set by `benchy run`; read by install()
+SWEEP_ENV_VAR = "BENCHY_RUN_SWEEP"  # "1": sweep num_workers (auto) unless the config has a sweep
+LOOP_BATCHES = 3  # a first pass of at least this many batches was a loop, not a peek
+ORIGINAL = DataLoader
+
+
+class _State:
+    """The runner's bookkeeping for this process: which loader is chosen, how many were made."""
+
+    def __init__(self) -> None:
+        self.mode: Optional[int] = None  # None: first loop; N: the N-th loader created
+        self.created = 0
+        self.chosen: Optional[RunnerDataLoader] = None
+        self.sweep = False
+        self.lock = threading.Lock()
+
+
+STATE = _State()
+
+
+class _Meta(type(ORIGINAL)):  # type: ignore[misc]
+    """``isinstance(x, DataLoader)`` stays true for loaders built from the original class."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        if cls is RunnerDataLoader:
+            return isinstance(obj, ORIGINAL)
+        return type.__instancecheck__(cls, obj)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        if cls is RunnerDataLoader:
+            return issubclass(sub, ORIGINAL)
+        return type.__subclasscheck__(cls, sub)
+
+
+class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
+    """``torch.utils.data.DataLoader`` under ``benchy run``: plain until chosen (see the module)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        with STATE.lock:
+            STATE.created += 1
+            self._runner_index = STATE.created
+        self._runner_args: Tuple[Tuple[Any, ...], Dict[str, Any]] = (args, kwargs)
+        self._runner_where = creation_site()
+        self._runner_first_pass: Optional[int] = None  # batches the first plain pass delivered
+        self._runner_wrapper: Any = None  # the BenchmarkDataLoader machinery once chosen
+
+    # --- the choice -------------------------------------------------------------------------
+
+    def _runner_claims(self) -> bool:
+        if STATE.chosen is not None:
+            return STATE.chosen is self
+        if STATE.mode is None:
+            wanted = self._runner_first_pass is not None and self._runner_first_pass >= LOOP_BATCHES
+        else:
+            wanted = self._runner_index == STATE.mode
+        if wanted:
+            with STATE.lock:
+                if STATE.chosen is None:
+                    STATE.chosen = self
+                    self._runner_start()
+        return STATE.chosen is self
+
+    def _runner_start(self) -> None:
+        config = load_config()
+        if STATE.sweep and not config.sweep.enabled:
+            config = load_config(overrides={"sweep": {"num_workers": AUTO}})
+        args, kwargs = self._runner_args
+        why = (f"the first whose iterator ran a loop: {self._runner_first_pass} batches in its first pass, which "
+               f"ran plain, so the schedule starts one epoch later" if STATE.mode is None else f"--loader {STATE.mode}")
+        others = STATE.created - 1
+        if global_rank() == 0:  # every rank chooses the same loader; one says so
+            print(lines.info(f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
+                            f"{others} other DataLoader(s) created so far stay plain."), flush=True)
+        self._runner_wrapper = dataloader_session(self, config, args, kwargs, "DataLoader", self._runner_where,
+                                                  lambda: ORIGINAL.__iter__(self))
+
+    # --- DataLoader -------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        session = self.__dict__.get("_runner_wrapper")
+        if session is not None:
+            return session.iterate()
+        if "_runner_index" in self.__dict__ and self._runner_claims():
+            return self._runner_wrapper.iterate()
+        if "_runner_index" in self.__dict__ and STATE.mode is None and self._runner_first_pass is None \
+                and STATE.chosen is None:
+            return self._runner_counted()
+        return ORIGINAL.__iter__(self)
+
+    def _runner_counted(self) -> Iterator[Any]:
+        """The first plain pass, counting what it delivers (a loop, or a peek?)."""
+        self._runner_first_pass = 0
+        return _Counted(ORIGINAL.__iter__(self), self)
+
+    def __len__(self) -> int:
+        session = self.__dict__.get("_runner_wrapper")
+        n = session.epoch_length() if session is not None else None
+        return n if n is not None else ORIGINAL.__len__(self)
+
+    @property
+    def benchy(self) -> Any:
+        """The benchmark session once this loader is chosen, else None."""
+        return self.__dict__.get("_runner_wrapper")
+
+
+class _Counted:
+    """The DataLoader's own iterator, counting the batches it hands out (``len()`` and every
+    other attribute are the iterator's)."""
+
+    def __init__(self, inner: Any, loader: RunnerDataLoader) -> None:
+        self._inner, self._loader = inner, loader
+
+    def __iter__(self) -> _Counted:
+        return self
+
+    def __next__(self) -> Any:
+        batch = next(self._inner)
+        self._loader._runner_first_pass = (self._loader._runner_first_pass or 0) + 1
+        return batch
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _none_chosen() -> None:
+    """At exit: DataLoaders were made but none was benchmarked; say why that usually happens."""
+    if STATE.chosen is not None or STATE.created == 0 or global_rank() != 0:
+        return
+    rule = ("no DataLoader's first pass ran a loop and was iterated again (a loader re-created every epoch, or "
+            "an epoch loop that never re-iterates one?)" if STATE.mode is None
+            else f"the script created {STATE.created} DataLoader(s), fewer than --loader {STATE.mode}")
+    message = lines.warning(f"benchy run: nothing was benchmarked: {rule}. Pick one with --loader N "
+                            f"(the N-th DataLoader created; {STATE.created} were).")
+    print(message, flush=True)
+    print(message, file=sys.stderr, flush=True)
+
+
+_INSTALLED: List[bool] = []
+
+
+def installed() -> bool:
+    return bool(_INSTALLED)
+
+
+def install(loader: Optional[str] = None, sweep: Optional[bool] = None) -> None:
+    """Replace ``DataLoader`` for this process (idempotent). ``loader``: ``first`` or ``N``
+    (default ``$BENCHY_RUN_LOADER``); ``sweep``: default ``$BENCHY_RUN_SWEEP``."""
+    choice = loader if loader is not None else os.environ.get(LOADER_ENV_VAR, "first")
+    STATE.mode = parse_loader(choice)
+    STATE.sweep = bool(sweep) if sweep is not None else os.environ.get(SWEEP_ENV_VAR) == "1"
+    if _INSTALLED:
+        return
+    RunnerDataLoader.__module__ = "torch.utils.data.dataloader"
+    RunnerDataLoader.__qualname__ = RunnerDataLoader.__name__ = "DataLoader"
+    torch.utils.data.DataLoader = RunnerDataLoader  # type: ignore[misc]
+    torch.utils.data.dataloader.DataLoader = RunnerDataLoader  # type: ignore[misc]
+    atexit.register(_none_chosen)
+    _INSTALLED.append(True)
+
+
+def parse_loader(text: str) -> Optional[int]:
+    """``first`` -> None; ``N`` (>= 1) -> N; anything else is a ValueError naming what is allowed."""
+    if text == "first":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"--loader: got {text!r}; expected 'first' (the first DataLoader whose iterator runs a "
+                         f"loop) or N >= 1 (the N-th DataLoader the script creates)")
+    return value
+
+
+def run_script(path: str, args: List[str]) -> None:
+    """Run ``path`` as ``python path args`` would: ``__main__``, ``sys.argv``, ``sys.path[0]``."""
+    import runpy
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"benchy run: {path}: no such script")
+    sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    runpy.run_path(path, run_name="__main__")

@@ -1,0 +1,262 @@
+"""The two wrappers a script swaps in: glue between a loader and a :class:`Session`."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple
+
+from torch.utils.data import DataLoader
+
+from ..core.config import Config, ConfigLike, resolve_config
+from ..core.sweep import Setting
+from ..session.registry import creation_site
+from ..session.session import Session
+
+__all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper"]
+
+
+class BenchmarkDataLoader(DataLoader):
+    """A ``torch.utils.data.DataLoader`` that runs benchy's trials at its epoch boundaries.
+
+    Takes exactly the DataLoader's arguments (plus an optional ``benchy_config``: a
+    :class:`benchy.Config`, a mapping of overrides, or a YAML path; by default
+    ``$BENCHY_CONFIG_FILE`` or the defaults). The config is validated here, before any
+    trial runs. While the schedule runs, ``len()`` is the running (or next) trial's
+    ``nbatches``, which is what an epoch yields; afterwards it is the DataLoader's own.
+    """
+
+    def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._benchy_made = _Made(resolve_config(benchy_config), creation_site(), args, kwargs)
+        self._benchy = self._new_session(self._benchy_made)
+
+    def _new_session(self, made: _Made) -> Session:
+        return dataloader_session(self, made.config, made.args, made.kwargs, type(self).__name__, made.where,
+                                  self._plain_iter)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """``copy``, ``deepcopy`` and ``pickle``: see :func:`_copy_state` for what a copy measures."""
+        return _copy_state(self.__dict__)
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _rebuild(self, self._new_session)
+
+    def _plain_iter(self) -> Iterator[Any]:
+        return DataLoader.__iter__(self)
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        return self._benchy.iterate()
+
+    def __len__(self) -> int:
+        session = self.__dict__.get("_benchy")
+        n = session.epoch_length() if session is not None else None
+        return n if n is not None else super().__len__()
+
+    @property
+    def benchy(self) -> Session:
+        """The benchmark session (results, schedule, state)."""
+        return self._benchy
+
+
+@dataclass(frozen=True)
+class _Made:
+    """What a wrapper was built with, kept so that a copy can be built the same way."""
+
+    config: Config
+    where: str
+    args: Tuple[Any, ...] = ()
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    finished: bool = False  # a copy's: the original's benchmark was over when it was copied
+
+
+def _copy_state(state: Dict[str, Any]) -> Dict[str, Any]:
+    """A wrapper's state for a copy (``copy.copy``, ``copy.deepcopy``, ``pickle``).
+
+    The rule for what a copy measures: a copy is a new wrapper over the same loader with the same
+    config and no measurements of its own. Copied before the original's benchmark ran (a loader
+    pickled to the processes ``torch.multiprocessing.spawn`` starts), it runs the benchmark when it
+    is iterated first, under the one-benchmark-per-process rule (see ``_registry``). Copied while the
+    benchmark runs, it is plain unless that benchmark finishes first; copied after it finished, it is
+    the plain loader for good. The session itself (clocks, threads, open iterators) is never copied.
+    """
+    state = dict(state)
+    session = state.pop("_benchy")
+    made = state["_benchy_made"]
+    state["_benchy_made"] = replace(made, finished=made.finished or session.copied())
+    return state
+
+
+def _rebuild(wrapper: Any, new_session: Callable[[_Made], Session]) -> None:
+    made = wrapper._benchy_made
+    if not made.where.endswith(" (a copy)"):
+        made = replace(made, where=made.where + " (a copy)")
+    wrapper._benchy_made = made
+    wrapper._benchy = new_session(made)
+    if made.finished:
+        wrapper._benchy.retire()
+
+
+def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...], kwargs: Dict[str, Any], kind: str,
+                       where: str, plain_iter: Callable[[], Iterator[Any]]) -> Session:
+    """The benchmark session of a DataLoader (the drop-in wrapper's, or the one ``benchy run`` chose):
+    what the DataLoader says of its workers and batches, and its constructor arguments for a sweep."""
+    sweeper = _LoaderSweeper(loader, args, kwargs) if config.sweep.enabled else None
+    return Session(config, plain_iter, loader.batch_size, kind=kind, where=where, queue_depth=_queue_depth(loader),
+                   workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
+                   batch_samples=_fixed_batch(loader), plain_length=lambda: _length(loader, DataLoader.__len__),
+                   sweeper=sweeper)
+
+
+class _LoaderSweeper:
+    """The loader's variants for a sweep: the same constructor arguments (dataset, sampler,
+    collate function, ...) with other ``num_workers``, ``pin_memory`` and ``prefetch_factor``."""
+
+    def __init__(self, loader: DataLoader, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+        self._loader = loader
+        bound = inspect.signature(DataLoader.__init__).bind(loader, *args, **kwargs)
+        self._arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
+
+    def own(self) -> Setting:
+        workers = _workers(self._loader)
+        factor = getattr(self._loader, "prefetch_factor", None)
+        return Setting(workers, bool(self._loader.pin_memory), (factor or 2) if workers > 0 else None)
+
+    def cores(self) -> int:
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            return os.cpu_count() or 1
+
+    def make(self, setting: Setting) -> DataLoader:
+        arguments = dict(self._arguments, num_workers=setting.num_workers, pin_memory=setting.pin_memory,
+                         persistent_workers=False, prefetch_factor=setting.prefetch_factor)
+        return DataLoader(**arguments)
+
+    def apply(self, setting: Setting) -> None:
+        """The wrapper itself takes the setting (DataLoader allows these three after construction)."""
+        self._loader.num_workers = setting.num_workers
+        self._loader.pin_memory = setting.pin_memory
+        self._loader.prefetch_factor = setting.prefetch_factor
+
+    def processes(self) -> Set[int]:
+        """This process's children now (loader workers among them)."""
+        import psutil
+
+        return {child.pid for child in psutil.Process().children(recursive=True)}
+
+    def stop(self, pids: Set[int]) -> None:
+        import psutil
+
+        for pid in pids:
+            try:
+                psutil.Process(pid).terminate()
+            except psutil.Error:
+                pass
+
+
+def _length(loader: Any, length: Callable[[Any], int]) -> Optional[int]:
+    """The wrapped loader's own number of batches per epoch, or None where it has none."""
+    try:
+        n = length(loader)
+    except (TypeError, NotImplementedError):
+        return None
+    return n if isinstance(n, int) and n > 0 else None
+
+
+def _fixed_batch(loader: DataLoader) -> Optional[int]:
+    """The samples in every batch but the last of a pass, when the DataLoader guarantees it.
+
+    A map-style dataset batched by torch's own ``BatchSampler`` and the default collate makes
+    batches of exactly ``batch_size`` samples until the last one of a pass; the trials then
+    count only those last batches (a sample count per batch costs ~100 ns, most of a step's
+    overhead). Anything else (an IterableDataset, a custom sampler or collate) is counted.
+    """
+    from torch.utils.data import BatchSampler, IterableDataset, default_collate
+
+    size = getattr(loader, "batch_size", None)
+    if (type(getattr(loader, "batch_sampler", None)) is BatchSampler and loader.collate_fn is default_collate
+            and not isinstance(loader.dataset, IterableDataset) and isinstance(size, int) and size >= 1):
+        return size
+    return None
+
+
+def _workers(loader: Any) -> int:
+    """A loader's ``num_workers`` (0 when it has none or does not say)."""
+    workers = getattr(loader, "num_workers", 0)
+    return workers if isinstance(workers, int) and workers > 0 else 0
+
+
+def _queue_depth(loader: Any) -> int:
+    """Batches a DataLoader's workers hold ready: ``num_workers x prefetch_factor`` (0 without workers)."""
+    factor = getattr(loader, "prefetch_factor", None)
+    return _workers(loader) * (factor if isinstance(factor, int) and factor > 0 else 2)
+
+
+def _batch_size_of(iterable: Any) -> Optional[int]:
+    """The per-step batch size a loader declares: ``batch_size``, else its batch sampler's."""
+    for owner in (iterable, getattr(iterable, "batch_sampler", None)):
+        value = getattr(owner, "batch_size", None)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+    return None
+
+
+class BenchmarkGenericIteratorWrapper:
+    """Wrap any re-iterable loader (DALI iterators, generators' factories, a framework's loader).
+
+    ``batch_size`` is used only when a batch holds nothing with a leading dimension to count;
+    by default it is read from the loader (``loader.batch_size``, else its batch sampler's, as
+    for Accelerate's prepared loaders). ``len()`` is the trial's ``nbatches`` while the schedule
+    runs, else forwarded; other attributes (e.g. DALI's ``reset``) are forwarded.
+    """
+
+    def __init__(self, iterable: Iterable[Any], batch_size: Optional[int] = None, *,
+                 benchy_config: ConfigLike = None) -> None:
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+            raise ValueError(f"batch_size: got {batch_size!r}; expected an integer >= 1 (or None to count from batches)")
+        if not hasattr(iterable, "__iter__"):
+            raise TypeError(f"iterable: got {type(iterable).__name__}, which has no __iter__; expected a re-iterable loader")
+        self._iterable = iterable
+        self.batch_size = batch_size if batch_size is not None else _batch_size_of(iterable)
+        self._benchy_made = _Made(resolve_config(benchy_config), creation_site())
+        self._benchy = self._new_session(self._benchy_made)
+
+    def _new_session(self, made: _Made) -> Session:
+        iterable = self._iterable
+        return Session(made.config, self._plain_iter, self.batch_size, kind=type(self).__name__, where=made.where,
+                       queue_depth=_queue_depth(iterable), workers=_workers(iterable),
+                       persistent=bool(getattr(iterable, "persistent_workers", False)), plain_length=self._plain_length)
+
+    def _plain_iter(self) -> Iterator[Any]:
+        return iter(self._iterable)
+
+    def _plain_length(self) -> Optional[int]:
+        return _length(self._iterable, len)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """``copy``, ``deepcopy`` and ``pickle``: see :func:`_copy_state` for what a copy measures."""
+        return _copy_state(self.__dict__)
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _rebuild(self, self._new_session)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._benchy.iterate()
+
+    def __len__(self) -> int:
+        n = self._benchy.epoch_length()
+        return n if n is not None else len(self._iterable)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_iterable", "_benchy", "_benchy_made"):
+            raise AttributeError(name)
+        return getattr(self._iterable, name)
+
+    @property
+    def benchy(self) -> Session:
+        """The benchmark session (results, schedule, state)."""
+        return self._benchy

@@ -1,0 +1,122 @@
+"""Device synchronization at trial boundaries: CUDA, MPS, XPU where in use; nothing on CPU.
+
+Only a device the program has already started is synchronized, so benchy never creates a
+CUDA context itself and makes no CUDA call on CPU-only builds or CPU-only runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, List, Optional
+
+__all__ = ["accelerator_in_use", "active_devices", "copier", "cuda_active", "describe_device", "synchronizer", "to_device"]
+
+
+def cuda_active() -> bool:
+    """CUDA is built and already initialised by the program (never initialises it)."""
+    import torch
+
+    cuda = getattr(torch, "cuda", None)
+    # is_initialized() is a plain flag read: it makes no CUDA call and is False on CPU builds.
+    return bool(cuda is not None and torch.backends.cuda.is_built() and cuda.is_initialized())
+
+
+def _mps_active() -> bool:
+    import torch
+
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_built() and mps.is_available())
+
+
+def _xpu_active() -> bool:
+    import torch
+
+    xpu = getattr(torch, "xpu", None)
+    return bool(xpu is not None and xpu.is_available() and getattr(xpu, "is_initialized", lambda: True)())
+
+
+def active_devices() -> List[str]:
+    """Accelerators with work to wait for, in the order they are synchronized."""
+    found = []
+    if cuda_active():
+        found.append("cuda")
+    if _mps_active():
+        found.append("mps")
+    if _xpu_active():
+        found.append("xpu")
+    return found
+
+
+def _sync_for(name: str) -> Callable[[], None]:
+    import torch
+
+    return {"cuda": torch.cuda.synchronize, "mps": lambda: torch.mps.synchronize(),
+            "xpu": lambda: torch.xpu.synchronize()}[name]
+
+
+def _noop() -> None:
+    return None
+
+
+def synchronizer() -> Callable[[], None]:
+    """The synchronize call for the devices in use now, resolved once (a no-op on CPU)."""
+    calls = [_sync_for(name) for name in active_devices()]
+    if not calls:
+        return _noop
+    if len(calls) == 1:
+        return calls[0]
+
+    def all_devices() -> None:
+        for call in calls:
+            call()
+
+    return all_devices
+
+
+def describe_device() -> str:
+    """What the run computes on, for the JSON environment block."""
+    import torch
+
+    if cuda_active():
+        index = torch.cuda.current_device()
+        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+    if _mps_active():
+        return "mps"
+    if _xpu_active():
+        return "xpu"
+    return "cpu"
+
+
+def accelerator_in_use() -> Optional[str]:
+    """The device the program computes on, when it is an accelerator it has started (``cuda:0``)."""
+    if cuda_active():
+        import torch
+
+        return f"cuda:{torch.cuda.current_device()}"
+    if _xpu_active():
+        return "xpu"
+    if _mps_active():
+        return "mps"
+    return None
+
+
+def to_device(batch: Any, device: Any) -> Any:
+    """Every tensor of ``batch`` copied to ``device`` (non-blocking from pinned memory), the
+    structure kept: tuples, named tuples, lists, dicts and dataclasses are walked."""
+    if hasattr(batch, "to") and hasattr(batch, "is_pinned"):
+        return batch.to(device, non_blocking=bool(batch.is_pinned()))
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
+        return dataclasses.replace(batch, **{f.name: to_device(getattr(batch, f.name), device)
+                                             for f in dataclasses.fields(batch) if f.init})
+    return batch
+
+
+def copier(device: str) -> Callable[[Any], Any]:
+    """A copy function for the IO_H2D trial: the batch to ``device``."""
+    return lambda batch: to_device(batch, device)

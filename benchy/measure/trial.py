@@ -1,0 +1,548 @@
+"""The hot loops: one timed trial over a batch source (no printing, no torch import).
+
+Each trial records one timestamp per batch into a preallocated list: ``stamps[i]`` is
+when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops. Period ``i``
+(``stamps[i]`` to ``stamps[i+1]``) holds one training step and one fetch, so a trial of
+``n`` batches spans exactly ``n`` periods:
+
+* SYNTHETIC: the clock runs from handing out the cached batch the first time to the loop
+  asking for batch ``n + 1`` (no fetches at all). The batch is the same object in every
+  SYNTHETIC trial (``get_batch`` returns the session's one cached batch).
+* FULL: from handing out batch 1 to the loop asking for batch ``n + 1`` *and* the batch
+  after the last one being ready; that batch is kept for the next FULL trial. Stopping
+  at the request alone would leave ``n`` steps but only ``n - 1`` fetches in the window
+  and overstate an IO-bound throughput by up to ``1/n``.
+* IO: from receiving one batch to receiving ``n`` more; the ``n`` received inside the
+  window are counted.
+
+A loop sized by ``len()`` takes exactly ``n`` batches and never asks for batch ``n + 1``.
+When such a trial's iterator is closed or dropped after handing out all ``n`` batches, the
+trial still counts, over its first ``n - 1`` periods (``stamps[0]`` to ``stamps[n-1]``:
+``n - 1`` steps, ``n - 1`` fetches and the samples of batches ``1 .. n-1``); with ``n = 1``
+there is no such period and the trial is reported as not counted.
+
+Everything else (device sync, the optional barrier ``begin``, statistics, printing,
+collectives) happens at trial boundaries; the periodic report runs every ``report_freq``
+steps and its own duration is measured and taken out of the trial's time.
+
+Each window is written once, annotated with NVTX ranges (one per trial, one per step while
+the loop holds the batch, one per fetch, the index as a payload); the lines marked ``# nvtx``
+are its annotations. The plain variant, used whenever no tool such as Nsight Systems is
+attached, is built from the same source at import with those lines made ``pass`` (which
+compiles to nothing), so the two cannot drift and the plain loop pays nothing for them (a
+shared ``if`` per step would cost more than the 20 ns the plain loop may spend on annotations).
+Every fake-clock test runs over both (``tests/measure/test_trial.py``).
+
+A trial ends with an :data:`~benchy.core.results.Outcome`: :func:`io_trial` returns its
+result; an epoch trial (a generator the training loop consumes) hands its outcome to
+``settle`` once, when it finishes, is closed, or fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import textwrap
+from array import array
+from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
+
+import numpy as np
+
+from ..core.results import Counted, Interruption, Outcome, TrialResult
+from ..core.schedule import TrialSpec
+from ..measure.source import Source
+
+__all__ = [
+    "STOPPED",
+    "TOO_SHORT",
+    "UNSET",
+    "WINDOWS",
+    "Reporter",
+    "build_result",
+    "fetches_ahead",
+    "full_trial",
+    "handed_out",
+    "io_trial",
+    "stamp_buffer",
+    "synthetic_trial",
+    "without_first_period",
+]
+
+Clock = Callable[[], float]
+_NO_BATCH = object()
+Pauses = List[Tuple[int, float]]
+# report(spec, i, stamps, sizes, pauses): called after stamps[i] is taken; appends its own
+# duration to ``pauses`` as (i, seconds).
+Reporter = Callable[[TrialSpec, int, List[float], List[int], Pauses], None]
+Counter = Callable[[Any], int]
+Settle = Callable[[Outcome], None]  # an epoch trial's outcome, handed over once
+
+# A stamp not taken yet. Found by identity (``stamps.index(UNSET)``), so a session can tell
+# how many batches a suspended trial has handed out without any per-step bookkeeping.
+UNSET = float("nan")
+
+STOPPED = ("the training loop stopped asking for batches after {k} of {n} (a break, an exception in the "
+           "step, or the epoch's iterator was dropped)")
+TOO_SHORT = ("the loop took its only batch (nbatches: 1) and never asked for a second one, which the "
+             "trial's window needs; use nbatches >= 2")
+
+
+def stamp_buffer(n: int) -> List[float]:
+    """The ``n + 1`` timestamps of a trial, all :data:`UNSET`."""
+    return [UNSET] * (n + 1)
+
+
+def handed_out(stamps: List[float], n: int) -> int:
+    """How many of its ``n`` batches an epoch trial has handed out so far (O(n), C speed)."""
+    try:
+        return min(stamps.index(UNSET), n)
+    except ValueError:
+        return n
+
+
+def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses,
+                 periods: Optional[int] = None, asks: Optional[List[float]] = None,
+                 fetched: Optional[float] = None) -> TrialResult:
+    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them).
+
+    The lists the hot loop filled (its fastest store) become 16 bytes per step here, once.
+    FULL passes ``asks``: ``asks[i]`` is when the loop asked for the batch after batch ``i``,
+    splitting period ``i`` into the step (``stamps[i]`` to ``asks[i]``, periodic-line time
+    taken out) and the wait for data (``asks[i]`` to ``stamps[i + 1]``); ``fetched`` is when
+    the last fetch returned, before the device sync that closes the trial (the sync is
+    the step's work, not the loader's).
+    """
+    n = len(sizes) if periods is None else periods
+    times = np.array(stamps[: n + 1], dtype=np.float64)
+    steps = np.diff(times)
+    for k, seconds in pauses:
+        if 0 <= k < n:
+            steps[k] -= seconds
+    counts = np.array(sizes[:n], dtype=np.int64)
+    split: Dict[str, Any] = {}
+    if asks is not None and n > 0:
+        waits = times[1:] - np.array(asks[:n], dtype=np.float64)
+        if fetched is not None and n == len(sizes):
+            waits[n - 1] -= times[n] - fetched
+        if np.isfinite(waits).all():
+            work = steps - waits
+            split = {"wait_seconds": float(waits.sum()), "wait_median": float(np.median(waits)),
+                     "work_median": float(np.median(work))}
+    return TrialResult(
+        spec=spec,
+        samples=int(counts.sum()),
+        seconds=float(steps.sum()),
+        step_seconds=_compact(steps, "d"),
+        step_samples=_compact(counts, "q"),
+        **split,
+    )
+
+
+def _compact(values: np.ndarray[Any, Any], code: str) -> array[Any]:
+    """``values`` as an array of exactly their size (``array(code, bytes)`` keeps 1/16 spare)."""
+    out = array(code, [0]) * len(values)
+    if len(values):
+        np.frombuffer(out, dtype=values.dtype)[:] = values
+    return out
+
+
+# A SYNTHETIC first period shorter than this share of the median period holds no step.
+LOOKAHEAD_SHARE = 0.25
+
+
+def fetches_ahead(result: TrialResult) -> bool:
+    """True when a SYNTHETIC trial shows a loop that asks for batch ``k + 1`` before step ``k``.
+
+    Such a loop (a CUDA prefetcher such as timm's ``PrefetchLoader`` or Apex's
+    ``data_prefetcher``, or Lightning with a loader that has no ``len()``) asks for batch 2
+    right after receiving batch 1, so the trial's first period holds no step and each window
+    holds one step fewer than periods. SYNTHETIC shows it plainly: its first period is then only the
+    generator's own hand-over, far below the median period.
+    """
+    steps = result.step_seconds
+    if len(steps) < 3:
+        return False
+    rest = np.frombuffer(steps, dtype=np.float64)[1:]
+    median = float(np.partition(rest, len(rest) // 2)[len(rest) // 2])
+    return median > 0 and steps[0] < LOOKAHEAD_SHARE * median
+
+
+def without_first_period(result: TrialResult) -> TrialResult:
+    """The trial over its periods ``1 .. n-1``: every one of them holds one step and one fetch."""
+    return dataclasses.replace(
+        result,
+        samples=result.samples - result.step_samples[0],
+        seconds=result.seconds - result.step_seconds[0],
+        step_seconds=result.step_seconds[1:],
+        step_samples=result.step_samples[1:],
+        # The loop asks for batch k + 1 before step k: the moment it asks splits nothing.
+        wait_seconds=None,
+        wait_median=None,
+        work_median=None,
+    )
+
+
+def _closed(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses, handed: int,
+            asks: Optional[List[float]] = None) -> Outcome:
+    """The loop closed or dropped the trial's iterator: it counts if all batches were handed out."""
+    n = spec.nbatches
+    if handed >= n and n >= 2:
+        return Counted(build_result(spec, stamps, sizes, pauses, periods=n - 1, asks=asks), True)
+    if handed >= n:
+        return Interruption(spec, handed, TOO_SHORT)
+    return Interruption(spec, handed, STOPPED.format(k=handed, n=n))
+
+
+def _close_ranges(pop: Callable[[], None], depth: int, keep: int) -> int:
+    """Pop NVTX ranges until ``keep`` remain open; the new depth."""
+    while depth > keep:
+        pop()
+        depth -= 1
+    return depth
+
+
+def _first_report(report: Optional[Reporter], freq: int, n: int) -> int:
+    """Index of the first step that reports, or -1 (never)."""
+    return freq if (report is not None and 0 < freq < n) else -1
+
+
+def _following(current: int, freq: int, n: int) -> int:
+    """The next reporting step after ``current``; -1 once it would reach the trial's end."""
+    following = current + freq
+    return following if following < n else -1
+
+
+# --- the windows, each written once (annotated; the plain variants are derived below) ------------
+
+
+def _io_annotated(
+    spec: TrialSpec,
+    source: Source,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    report: Optional[Reporter],
+    freq: int,
+    begin: Optional[Callable[[], None]],
+    constant: Optional[int],
+    ranges: Any,
+) -> TrialResult:
+    n = spec.nbatches
+    stamps = stamp_buffer(n)
+    each = constant is None
+    sizes = [0 if constant is None else constant] * n  # sizes[k]: the batch received at stamps[k + 1]
+    pauses: Pauses = []
+    next_report = _first_report(report, freq, n)
+    push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch  # nvtx
+    depth = 0  # nvtx
+    try:
+        push(ranges.trial(spec))  # nvtx
+        fetch_attr.payload = 0  # nvtx
+        push(fetch_attr)  # nvtx
+        depth = 2  # nvtx
+        batch = source.fetch()
+        nxt = source.next_function()
+        pop()  # nvtx
+        depth = 1  # nvtx
+        (begin or sync)()
+        stamps[0] = clock()
+        for j in range(1, n + 1):
+            fetch_attr.payload = j  # nvtx
+            push(fetch_attr)  # nvtx
+            try:
+                batch = nxt()
+            except StopIteration:
+                if not each and j >= 2:
+                    sizes[j - 2] = counter(batch)  # it ended its pass
+                nxt, batch = source.new_pass()
+            pop()  # nvtx
+            if each:
+                sizes[j - 1] = counter(batch)
+            stamps[j] = clock()
+            if j == next_report:
+                report(spec, j, stamps, sizes, pauses)  # type: ignore[misc]
+                next_report = _following(next_report, freq, n)
+        sync()
+        stamps[n] = clock()
+        if not each:
+            sizes[n - 1] = counter(batch)  # whether it ends its pass shows only in the next trial
+        source.keep(batch)
+    finally:
+        depth = _close_ranges(pop, depth, 0)  # nvtx
+    return build_result(spec, stamps, sizes, pauses)
+
+
+def _synthetic_annotated(
+    spec: TrialSpec,
+    get_batch: Callable[[], Any],
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    settle: Settle,
+    report: Optional[Reporter],
+    freq: int,
+    begin: Optional[Callable[[], None]],
+    stamps: List[float],
+    ranges: Any,
+) -> Generator[Any, None, None]:
+    n = spec.nbatches
+    pauses: Pauses = []
+    sizes: List[int] = []
+    next_report = _first_report(report, freq, n)
+    i = -1
+    push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch  # nvtx
+    depth = 0  # nvtx
+    try:
+        push(ranges.trial(spec))  # nvtx
+        fetch_attr.payload = 0  # nvtx
+        push(fetch_attr)  # nvtx
+        depth = 2  # nvtx
+        batch = get_batch()
+        pop()  # nvtx
+        depth = 1  # nvtx
+        sizes = [counter(batch)] * n
+        (begin or sync)()
+        for i in range(n):
+            stamps[i] = clock()
+            if i == next_report:
+                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
+                next_report = _following(next_report, freq, n)
+            step_attr.payload = i  # nvtx
+            push(step_attr)  # nvtx
+            depth = 2  # nvtx
+            yield batch
+            pop()  # nvtx
+            depth = 1  # nvtx
+        sync()
+        stamps[n] = clock()
+    except GeneratorExit:
+        depth = _close_ranges(pop, depth, 0)  # nvtx
+        settle(_closed(spec, stamps, sizes, pauses, i + 1))
+        raise
+    except BaseException as err:
+        depth = _close_ranges(pop, depth, 0)  # nvtx
+        settle(Interruption(spec, i + 1, f"{type(err).__name__} raised: {err}"))
+        raise
+    finally:
+        depth = _close_ranges(pop, depth, 0)  # nvtx
+    settle(Counted(build_result(spec, stamps, sizes, pauses)))
+
+
+def _full_annotated(
+    spec: TrialSpec,
+    source: Source,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    settle: Settle,
+    report: Optional[Reporter],
+    freq: int,
+    begin: Optional[Callable[[], None]],
+    stamps: List[float],
+    constant: Optional[int],
+    ranges: Any,
+) -> Generator[Any, None, None]:
+    n = spec.nbatches
+    asks = stamp_buffer(n)  # asks[i]: the loop asks for the batch after batch i (the step ended)
+    each = constant is None
+    sizes = [0 if constant is None else constant] * n
+    pauses: Pauses = []
+    next_report = _first_report(report, freq, n)
+    i = -1
+    push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch  # nvtx
+    depth = 0  # nvtx
+    try:
+        push(ranges.trial(spec))  # nvtx
+        fetch_attr.payload = 0  # nvtx
+        push(fetch_attr)  # nvtx
+        depth = 2  # nvtx
+        batch = source.fetch()
+        nxt = source.next_function()
+        pop()  # nvtx
+        depth = 1  # nvtx
+        last = n - 1
+        (begin or sync)()
+        for i in range(n):
+            if each:
+                sizes[i] = counter(batch)
+            stamps[i] = clock()
+            if i == next_report:
+                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
+                next_report = _following(next_report, freq, n)
+            step_attr.payload = i  # nvtx
+            push(step_attr)  # nvtx
+            depth = 2  # nvtx
+            yield batch
+            asks[i] = clock()
+            pop()  # nvtx
+            fetch_attr.payload = i + 1  # nvtx
+            push(fetch_attr)  # nvtx
+            # After the last step this fetches the batch after the trial's last one, so the
+            # window holds n fetches as well as n steps; it is kept for the next FULL trial.
+            try:
+                batch = nxt()
+            except StopIteration:
+                if not each:
+                    sizes[i] = counter(batch)  # it ended its pass
+                if i == last:  # the pass ended with the trial: stop the clock, no new pass
+                    batch = _NO_BATCH
+                    break
+                nxt, batch = source.new_pass()
+            pop()  # nvtx
+            depth = 1  # nvtx
+        depth = _close_ranges(pop, depth, 1)  # nvtx
+        fetched = clock()
+        sync()
+        stamps[n] = clock()
+        if batch is not _NO_BATCH:
+            source.keep(batch)
+    except GeneratorExit:
+        # A yielded batch that was never returned counts as handed out (the loop held it).
+        depth = _close_ranges(pop, depth, 0)  # nvtx
+        settle(_closed(spec, stamps, sizes, pauses, i + 1, asks))
+        raise
+    except BaseException as err:
+        depth = _close_ranges(pop, depth, 0)  # nvtx
+        settle(Interruption(spec, i + 1, f"the data loader raised {type(err).__name__}: {err}"))
+        raise
+    finally:
+        depth = _close_ranges(pop, depth, 0)  # nvtx
+    settle(Counted(build_result(spec, stamps, sizes, pauses, asks=asks, fetched=fetched)))
+
+
+_MARK = "# nvtx"
+
+
+def _plain(annotated: Callable[..., Any]) -> Callable[..., Any]:
+    """The same function with every line marked ``# nvtx`` made ``pass``: no annotation is left in
+    the loop (``pass`` compiles to nothing), and the function has the same signature and globals."""
+    lines, first = inspect.getsourcelines(annotated)
+    source = textwrap.dedent("".join(lines))
+    kept = ["" for _ in range(first - 1)]  # the same line numbers as the file, for tracebacks
+    for line in source.splitlines():
+        if line.rstrip().endswith(_MARK):
+            line = line[: len(line) - len(line.lstrip())] + "pass"
+        kept.append(line)
+    name = annotated.__name__.replace("_annotated", "_plain")
+    code = compile("\n".join(kept).replace(f"def {annotated.__name__}(", f"def {name}(", 1) + "\n",
+                   inspect.getsourcefile(annotated) or "<benchy.measure.trial>", "exec")
+    namespace: Dict[str, Any] = {}
+    exec(code, annotated.__globals__, namespace)
+    plain: Callable[..., Any] = namespace[name]
+    plain.__qualname__ = name
+    return plain
+
+
+class _NoRanges:
+    """Ranges that record nothing: the fallback where the package's source cannot be read."""
+
+    def push(self, attr: Any) -> None:
+        return None
+
+    def pop(self) -> None:
+        return None
+
+    def trial(self, spec: TrialSpec) -> Any:
+        return None
+
+    def __init__(self) -> None:
+        self.step: Any = _Payload()
+        self.fetch: Any = _Payload()
+
+
+class _Payload:
+    payload = 0
+
+
+def _derive(annotated: Callable[..., Any]) -> Callable[..., Any]:
+    try:
+        return _plain(annotated)
+    except (OSError, TypeError):  # no source (a zipped or compiled-only install): no-op ranges, slower
+        none = _NoRanges()
+        return lambda *args: annotated(*args[:-1], none)
+
+
+_io_plain = _derive(_io_annotated)
+_synthetic_plain = _derive(_synthetic_annotated)
+_full_plain = _derive(_full_annotated)
+
+# Each window's (plain, annotated) variant: what the tests compare.
+WINDOWS: Dict[str, Tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "IO": (_io_plain, _io_annotated),
+    "SYNTHETIC": (_synthetic_plain, _synthetic_annotated),
+    "FULL": (_full_plain, _full_annotated),
+}
+
+
+# --- the entry points ---------------------------------------------------------------------------
+
+
+def io_trial(
+    spec: TrialSpec,
+    source: Source,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    report: Optional[Reporter] = None,
+    freq: int = 0,
+    begin: Optional[Callable[[], None]] = None,
+    constant: Optional[int] = None,
+    ranges: Any = None,
+) -> TrialResult:
+    """Drain ``spec.nbatches`` batches from the loader alone (no training step).
+
+    ``constant``: every batch but the last of a pass holds this many samples (a DataLoader's
+    batch sampler with the default collate), so only those last batches are counted; a pass's
+    last batch shows itself by the StopIteration that follows it. ``ranges``: the NVTX ranges
+    (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None.
+    """
+    run = _io_plain if ranges is None else _io_annotated
+    result: TrialResult = run(spec, source, counter, clock, sync, report, freq, begin, constant, ranges)
+    return result
+
+
+def synthetic_trial(
+    spec: TrialSpec,
+    get_batch: Callable[[], Any],
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    settle: Settle,
+    report: Optional[Reporter] = None,
+    freq: int = 0,
+    begin: Optional[Callable[[], None]] = None,
+    stamps: Optional[List[float]] = None,
+    ranges: Any = None,
+) -> Generator[Any, None, None]:
+    """Yield the one cached batch ``spec.nbatches`` times: the training step alone."""
+    run = _synthetic_plain if ranges is None else _synthetic_annotated
+    stamps = stamp_buffer(spec.nbatches) if stamps is None else stamps
+    gen: Generator[Any, None, None] = run(spec, get_batch, counter, clock, sync, settle, report, freq, begin, stamps,
+                                          ranges)
+    return gen
+
+
+def full_trial(
+    spec: TrialSpec,
+    source: Source,
+    counter: Counter,
+    clock: Clock,
+    sync: Callable[[], None],
+    settle: Settle,
+    report: Optional[Reporter] = None,
+    freq: int = 0,
+    begin: Optional[Callable[[], None]] = None,
+    stamps: Optional[List[float]] = None,
+    constant: Optional[int] = None,
+    ranges: Any = None,
+) -> Generator[Any, None, None]:
+    """Yield ``spec.nbatches`` real batches: loading and training together.
+
+    ``constant``: as for :func:`io_trial`; batch ``i``'s last-of-pass StopIteration comes
+    inside the window (at the fetch of batch ``i + 1``), so every count is exact.
+    """
+    run = _full_plain if ranges is None else _full_annotated
+    stamps = stamp_buffer(spec.nbatches) if stamps is None else stamps
+    gen: Generator[Any, None, None] = run(spec, source, counter, clock, sync, settle, report, freq, begin, stamps,
+                                          constant, ranges)
+    return gen

@@ -1,0 +1,112 @@
+"""Files: atomic writes (a temporary file in the same directory, then a rename), the JSON written
+piece by piece, and removal of the temporaries a killed writer left (pure: no torch)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+import uuid
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional
+
+from ..core.config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
+
+__all__ = ["publish", "remove_stale_temporaries", "write_atomic", "write_document", "write_json_atomic"]
+
+
+STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a killed writer's
+
+
+def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> List[str]:
+    """Delete benchy's own temporary files in ``directory`` left by a process killed mid-write.
+
+
+    Only names benchy makes (``.benchy-*.json.tmp``, ``.benchy-*.npy.tmp``, ``.benchy-probe-*``)
+    and only files older than a minute, so a run writing there at this moment keeps its file.
+    """
+    now = time.time() if now is None else now
+    removed: List[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        ours = ((name.startswith(TEMP_PREFIX) and name.endswith((TEMP_SUFFIX, STEPS_TEMP_SUFFIX)))
+                or name.startswith(PROBE_PREFIX))
+        try:
+            if ours and entry.is_file(follow_symlinks=False) and now - entry.stat().st_mtime > STALE_AFTER_S:
+                os.unlink(entry.path)
+                removed.append(entry.path)
+        except OSError:
+            continue
+    return removed
+
+
+def write_document(handle: IO[str], document: Mapping[str, Any]) -> None:
+    """The document as indented JSON, each per-step list on one line, written piece by piece.
+
+
+    Per-step lists are encoded apart by the json module's C encoder (the indenting encoder is
+    pure Python, about 5 times slower) and written in place of a marker no value can hold, one
+    trial at a time, so the whole text is never held in memory.
+    """
+    marker = f"\0benchy-per-step-{uuid.uuid4().hex}-"
+    lists: List[Any] = []
+    shallow: Dict[str, Any] = dict(document)
+    for key, block in document.items():
+        if isinstance(block, Mapping) and isinstance(block.get("rates"), list):
+            block = dict(block)
+            names = []
+            for values in block["rates"]:
+                names.append(f"{marker}{len(lists)}")
+                lists.append(values)
+            block["rates"] = names
+            shallow[key] = block
+    text = json.dumps(shallow, indent=1, allow_nan=False)
+    # re.split with a group: text, index, text, index, ..., text
+    parts = re.split(re.escape(json.dumps(marker)[:-1]) + r'([0-9]+)"', text) if lists else [text]
+    for k, part in enumerate(parts):
+        handle.write(json.dumps(lists[int(part)], allow_nan=False) if k % 2 else part)
+    handle.write("\n")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are private (0600)
+
+
+def publish(tmp: str, path: str) -> None:
+    """Give a finished temporary file the usual permissions and rename it to ``path`` (atomic)."""
+    os.chmod(tmp, _FILE_MODE)
+    os.replace(tmp, path)
+
+
+def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = False,
+                 suffix: str = TEMP_SUFFIX) -> None:
+    """Write ``path`` through ``write(handle)`` into a temporary file in the same directory, then
+    rename it into place; on any failure the temporary file is removed and the old ``path`` stays."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=suffix, dir=directory)
+    try:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as handle:
+            write(handle)
+        publish(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
+    """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
+    write_atomic(path, lambda handle: write_document(handle, document))

@@ -1,0 +1,152 @@
+"""``benchy parse LOG``: a result document from the ``BENCHY::`` lines of a log (pure).
+
+For CI jobs that keep logs, not files. It reads benchy's lines and the original tool's (which
+printed ``BENCHY::SUMMARY:: SYNTHETIC`` with a space), anywhere in a line (a launcher's
+``[rank0]:`` or a timestamp before them is fine):
+
+* ``BENCHY::SUMMARY::<MODE> average trial throughput: <mean> +/- <half-width>`` (or ``n/a``);
+* ``BENCHY::<MODE>_<k>::Trial Throughput: <value>`` (``<MODE>_WARMUP_<k>`` for warm-ups);
+* ``BENCHY::SUMMARY::DATA_WAIT ...``, ``BENCHY::SUMMARY::VERDICT ...``, and the start-up line
+  ``BENCHY::INFO::Message: <N> ranks: ...``.
+
+A log may hold several runs (a run ends with its summary lines); the last is parsed unless
+asked otherwise. The document has the current schema with ``source: "log"``: what a log does
+not hold (trial times, per-step rates, config, environment) is empty or null.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, TextIO
+
+from ..core.schedule import Mode
+from ..core.stats import estimate
+from . import lines
+from .saved import Run
+from .schema import SCHEMA_VERSION, read_run
+
+__all__ = ["LogRun", "parse_log", "split_runs"]
+
+MODE_NAMES = tuple(m.value for m in Mode)
+
+RANKS = re.compile(r"^([0-9]+) ranks:")  # the start-up message of a multi-rank run
+
+
+@dataclass
+class LogRun:
+    """The lines of one run, as read."""
+
+    trials: Dict[Mode, List[float]] = field(default_factory=lambda: {m: [] for m in Mode})
+    warmups: Dict[Mode, List[float]] = field(default_factory=lambda: {m: [] for m in Mode})
+    summary: Dict[Mode, Any] = field(default_factory=dict)  # mode -> (mean or None, half-width or None)
+    data_wait: Optional[Any] = None
+    verdict: Optional[str] = None
+    lines: List[str] = field(default_factory=list)  # the SUMMARY lines, as printed
+    nranks: Optional[int] = None
+    ended: bool = False  # its summary lines were seen
+
+    def empty(self) -> bool:
+        return not self.summary and not any(self.trials.values()) and not any(self.warmups.values())
+
+
+def split_runs(log: TextIO) -> List[LogRun]:
+    """Every run in the log, in order (a run ends with its summary lines); read with the line grammar."""
+    runs = [LogRun()]
+    for text in log:
+        line = lines.parse(text)
+        if line is None:
+            continue
+        current = runs[-1]
+        if line.kind == "TRIAL" and line.trial_kind in MODE_NAMES:
+            if current.ended:  # trial lines after a summary: the next run
+                current = LogRun(nranks=current.nranks)
+                runs.append(current)
+            mode = Mode(line.trial_kind)
+            value = line.values[0]
+            assert value is not None
+            (current.warmups if line.warmup else current.trials)[mode].append(value)
+        elif line.kind == "INFO" and RANKS.match(line.text):
+            if current.ended:
+                current = LogRun()
+                runs.append(current)
+            current.nranks = int(RANKS.match(line.text).group(1))  # type: ignore[union-attr]
+        elif line.kind == "SUMMARY":
+            mode = Mode(line.label)
+            if mode in current.summary and current.ended:  # a second summary block: the next run
+                current = LogRun(nranks=current.nranks)
+                runs.append(current)
+            current.summary[mode] = line.values
+            current.lines.append(line.raw)
+            current.ended = True
+        elif line.kind in lines.SUMMARY_WORDS:
+            if line.kind == "DATA_WAIT" and line.values:
+                current.data_wait = line.values
+            if line.kind == "VERDICT":
+                current.verdict = line.text
+            current.lines.append(line.raw)
+    return [r for r in runs if not r.empty()]
+
+
+def _mode_block(run: LogRun, mode: Mode) -> Optional[Dict[str, Any]]:
+    trials, warm = run.trials[mode], run.warmups[mode]
+    if mode not in run.summary and not trials:
+        return None
+    est = estimate(trials)
+    mean, interval = run.summary.get(mode, (est.mean, est.half_width))
+    block: Dict[str, Any] = {
+        "rates": None,
+        "avg_iter_throughput": [],
+        "trial_throughput": trials,
+        "trial_time": [],
+        "trial_samples": [],
+        "nbatches": [],
+        "mean": mean,
+        "interval": interval,
+        "confidence": 0.95,
+        "n": len(trials) if trials else None,
+        "warmup": {"trial_throughput": warm, "trial_time": [], "trial_samples": [], "system": []},
+        "steps": None,
+        "system": [None] * len(trials),
+    }
+    if mode is Mode.FULL:
+        block["data_wait"] = None if run.data_wait is None else {
+            "mean": run.data_wait[0], "interval": run.data_wait[1], "confidence": 0.95, "trials": [],
+            "labels": [], "wait_median_s": [], "step_median_s": []}
+    return block
+
+
+def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_from: str = "") -> Dict[str, Any]:
+    """The result document (current schema, ``source: "log"``) of one parsed run."""
+    doc: Dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_name": name,
+        "source": "log",
+        "parsed_from": parsed_from,
+        "complete": all(run.summary.get(m, (None,))[0] is not None for m in Mode),
+        "exit_status": None,
+        "nranks": nranks or run.nranks or 1,
+        "verdict": run.verdict,
+        "decision": None,
+        "summary": run.lines,
+        "config": {},
+        "environment": {},
+        "steps_dir": None,
+        "IO_H2D": None,
+        "loader_startup": None,
+    }
+    for mode in Mode:
+        doc[mode.value] = _mode_block(run, mode)
+    return doc
+
+
+def parse_log(log: TextIO, *, name: str, nranks: Optional[int] = None, which: int = -1,
+              parsed_from: str = "") -> Run:
+    """The :class:`Run` of the ``which``-th run in the log (default: the last); ValueError if none."""
+    runs = split_runs(log)
+    if not runs:
+        raise ValueError("no BENCHY:: trial or summary lines in it")
+    if not -len(runs) <= which < len(runs):
+        raise ValueError(f"it holds {len(runs)} run(s); asked for run {which + 1 if which >= 0 else which}")
+    doc = document(runs[which], name=name, nranks=nranks, parsed_from=parsed_from)
+    return read_run(doc, parsed_from or None)

@@ -1,0 +1,185 @@
+"""PNG plots for ``benchy report`` and ``benchy plot`` (matplotlib, the optional ``plot`` extra).
+
+matplotlib is imported only here and only when a plot is asked for; without it the commands
+say how to install it (:class:`PlotUnavailable`). Figures are drawn with the Agg backend (no
+display needed) at a fixed size, so a PNG's dimensions are known in advance.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core.errors import BenchyError
+from ..core.schedule import Mode
+from ..results.saved import Run
+from ..results.scaling import ScalingRow
+
+__all__ = ["DPI", "SCALING_SIZE", "STEPS_SIZE", "PlotUnavailable", "plot_run", "plot_scaling", "trial_steps"]
+
+DPI = 100
+SCALING_SIZE = (10.0, 4.0)  # inches: 1000 x 400 pixels
+STEPS_SIZE = (12.0, 6.0)  # 1200 x 600
+COLORS = {Mode.IO: "#1f77b4", Mode.SYNTHETIC: "#2ca02c", Mode.FULL: "#d62728"}
+INSTALL = "pip install 'benchy[plot]'  (or: pip install matplotlib)"
+
+
+class PlotUnavailable(BenchyError, RuntimeError):
+    """matplotlib is not installed."""
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError as err:
+        raise PlotUnavailable(f"plots need matplotlib, which is not installed: {INSTALL}") from err
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_scaling(rows: Sequence[ScalingRow], path: str) -> None:
+    """Throughput against ranks per mode (ideal scaling dashed) and efficiency against ranks."""
+    plt = _pyplot()
+    fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=SCALING_SIZE, dpi=DPI)
+    ranks_all = sorted({r.ranks for r in rows})
+    for mode in Mode:
+        mine = [r for r in rows if r.mode is mode and r.mean is not None]
+        if not mine:
+            continue
+        x = [r.ranks for r in mine]
+        y = [r.mean for r in mine]
+        err = [r.interval or 0.0 for r in mine]
+        ax_t.errorbar(x, y, yerr=err, marker="o", capsize=3, color=COLORS[mode], label=mode.value)
+        first = min(mine, key=lambda r: r.ranks)
+        if first.mean is not None:
+            ax_t.plot(ranks_all, [first.mean * k / first.ranks for k in ranks_all], linestyle="--",
+                      color=COLORS[mode], alpha=0.5, label=f"{mode.value} ideal")
+        eff = [(r.ranks, r.strong_efficiency) for r in mine if r.strong_efficiency is not None]
+        if eff:
+            ax_e.plot([k for k, _ in eff], [e for _, e in eff], marker="o", color=COLORS[mode], label=mode.value)
+    for ax in (ax_t, ax_e):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ranks_all)
+        ax.set_xticklabels([str(k) for k in ranks_all])
+        ax.set_xlabel("ranks")
+        ax.grid(True, alpha=0.3)
+    ax_t.set_ylabel("samples/s (all ranks)")
+    ax_t.set_title("Throughput (dashed: ideal linear scaling)")
+    ax_e.axhline(1.0, color="grey", linestyle=":")
+    top = max([1.0] + [r.strong_efficiency for r in rows if r.strong_efficiency is not None])
+    ax_e.set_ylim(0, 1.1 * top)
+    ax_e.set_ylabel("strong-scaling efficiency")
+    ax_e.set_title("Efficiency (speedup / rank ratio)")
+    ax_t.legend(fontsize="small")
+    ax_e.legend(fontsize="small", loc="lower left")
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+
+
+@dataclass(frozen=True)
+class TrialSteps:
+    label: str
+    warmup: bool
+    seconds: Optional[np.ndarray[Any, Any]]  # per step; None when only rates are known
+    rates: np.ndarray[Any, Any]
+
+
+_LABEL = re.compile(r"^(IO|SYNTHETIC|FULL)(_WARMUP)?_([0-9]+)$")
+
+
+def trial_steps(run: Run) -> Tuple[Dict[Mode, List[TrialSteps]], str]:
+    """Each mode's trials in order (warm-ups first), from the run's per-step files when they are
+    next to its JSON, else from the JSON's ``rates`` (counted trials only); and which was used."""
+    out: Dict[Mode, List[TrialSteps]] = {m: [] for m in Mode}
+    directory = None
+    if run.steps_dir and run.path:
+        candidate = os.path.join(os.path.dirname(os.path.abspath(run.path)), os.path.basename(run.steps_dir))
+        directory = candidate if os.path.isdir(candidate) else None
+    if directory is not None:
+        from ..results import steps as _steps
+
+        files = _steps.load(directory)
+        for label, steps in files.items():
+            match = _LABEL.match(label)
+            if match is None:
+                continue
+            seconds = np.asarray(steps["seconds"], dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rates = np.where(seconds > 0, steps["samples"] / seconds, np.nan)
+            out[Mode(match.group(1))].append(TrialSteps(label, bool(match.group(2)), seconds, rates))
+        for mode in Mode:
+            out[mode].sort(key=lambda t: (not t.warmup, int(_LABEL.match(t.label).group(3))))  # type: ignore[union-attr]
+        if any(out.values()):
+            return out, f"per-step files in {directory}"
+    for mode, m in run.modes.items():
+        for k, per_step in enumerate(m.rates or ()):
+            finite = np.array([np.nan if r is None else r for r in per_step], dtype=float)
+            out[mode].append(TrialSteps(f"{mode.value}_{k + 1}", False, None, finite))
+    return out, "the JSON's rates (counted trials only; x is the step number)"
+
+
+def plot_run(run: Run, path: str) -> str:
+    """Per-step throughput over each mode's trials (warm-ups shaded) above a histogram per mode.
+
+    Returns where the per-step data came from; ValueError when the run has none."""
+    trials, source = trial_steps(run)
+    modes = [m for m in Mode if trials[m]]
+    if not modes:
+        raise ValueError("it has no per-step data (a checkpoint, a file parsed from a log, or a run with "
+                         "save_steps off whose final JSON was not written)")
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, len(modes), figsize=STEPS_SIZE, dpi=DPI, squeeze=False)
+    for col, mode in enumerate(modes):
+        ax, hist = axes[0][col], axes[1][col]
+        start = 0.0
+        for t in trials[mode]:
+            steps = t.seconds if t.seconds is not None else np.ones(len(t.rates))
+            x = start + np.concatenate(([0.0], np.cumsum(steps)[:-1]))
+            end = start + float(np.sum(steps))
+            if t.warmup:
+                ax.axvspan(start, end, color="grey", alpha=0.2, linewidth=0)
+            ax.plot(x, t.rates, color=COLORS[mode], linewidth=0.8)
+            ax.axvline(end, color="black", alpha=0.15, linewidth=0.5)
+            start = end
+        ax.set_title(f"{mode.value}: per-step throughput" + (" (grey: warm-ups)" if any(t.warmup for t in trials[mode])
+                                                             else ""), fontsize="medium")
+        ax.set_xlabel("seconds into the mode's trials" if trials[mode][0].seconds is not None else "step")
+        ax.set_ylabel("samples/s" + (" (rank 0's own)" if run.nranks > 1 else ""))
+        ax.grid(True, alpha=0.3)
+        counted = [t.rates[np.isfinite(t.rates)] for t in trials[mode] if not t.warmup]
+        values = np.concatenate(counted) if counted else np.array([])
+        if values.size:
+            hist.hist(values, bins=min(50, max(10, values.size // 20)), color=COLORS[mode], alpha=0.8)
+            hist.axvline(float(np.median(values)), color="black", linestyle="--", linewidth=1,
+                         label=f"median {float(np.median(values)):.1f}")
+            hist.legend(fontsize="small")
+        hist.set_title(f"{mode.value}: counted steps ({values.size})", fontsize="medium")
+        hist.set_xlabel("samples/s")
+        hist.set_ylabel("steps")
+    fig.suptitle(f"{run.label} ({run.nranks} rank{'s' if run.nranks != 1 else ''}; rank 0's steps)",
+                 fontsize="medium")
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+    return source
+
+
+def _save(fig: Any, path: str) -> None:
+    """The figure as a PNG with a 256-colour palette (a third of the size; plots have few colours)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=DPI, format="png")
+    from PIL import Image  # matplotlib depends on Pillow
+
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=256).save(path, format="PNG", optimize=True)

@@ -1,0 +1,92 @@
+"""A saved run read back: what ``compare``, ``report`` and ``plot`` work from (pure, no torch).
+
+:func:`benchy.load` builds a :class:`Run` from any result JSON benchy wrote (older schema
+versions are upgraded first, see ``_schema``) or from one ``benchy parse`` made of a log. The
+:class:`Run` keeps the upgraded document, so writing ``run.document`` and loading it again
+gives an equal :class:`Run` (the round trip the tests check for every stored version).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from ..core.schedule import Mode
+from ..core.stats import Estimate
+
+__all__ = ["ModeRun", "Run"]
+
+
+@dataclass(frozen=True)
+class ModeRun:
+    """One mode of a saved run: its counted trials and their summary.
+
+    ``trial_times`` and ``trial_samples`` are empty for a run parsed from a log (a log has the
+    throughputs only); ``n`` is None when the log had summary lines but no trial lines.
+    """
+
+    mode: Mode
+    trial_throughputs: Tuple[float, ...]
+    trial_times: Tuple[float, ...]
+    trial_samples: Tuple[int, ...]
+    nbatches: Tuple[int, ...]
+    mean: Optional[float]
+    interval: Optional[float]
+    n: Optional[int]
+    confidence: float
+    warmup_throughputs: Tuple[float, ...] = ()
+    # Per-step throughputs of each counted trial; None when the file has none (checkpoint, log).
+    rates: Optional[Tuple[Tuple[Optional[float], ...], ...]] = None
+    # FULL only: the share of time spent waiting for the loader (fraction) and its half-width.
+    data_wait: Optional[float] = None
+    data_wait_interval: Optional[float] = None
+
+    @property
+    def estimate(self) -> Estimate:
+        return Estimate(self.mean, self.interval, self.n or 0, self.confidence)
+
+    @property
+    def mean_trial_time(self) -> Optional[float]:
+        return sum(self.trial_times) / len(self.trial_times) if self.trial_times else None
+
+    def samples_per_rank_batch(self, nranks: int) -> Optional[float]:
+        """Samples one rank handles per batch (the per-rank batch size), when the file says."""
+        if not self.trial_samples or not self.nbatches or nranks < 1:
+            return None
+        batches = sum(self.nbatches)
+        return sum(self.trial_samples) / nranks / batches if batches else None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A saved run: its name, size, verdict and per-mode results.
+
+    ``schema_version`` is the version the file was written with (the document itself has been
+    upgraded to the current one); ``source`` is ``"run"`` for a JSON benchy wrote during a run
+    and ``"log"`` for one ``benchy parse`` made from ``BENCHY::`` lines.
+    """
+
+    name: str
+    nranks: int
+    complete: bool
+    source: str
+    schema_version: int
+    verdict: Optional[str]
+    summary: Tuple[str, ...]
+    modes: Mapping[Mode, ModeRun]
+    path: Optional[str] = field(default=None, compare=False)
+    document: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def mode(self, mode: Mode) -> Optional[ModeRun]:
+        return self.modes.get(mode)
+
+    @property
+    def steps_dir(self) -> Optional[str]:
+        """The directory of per-step files, as written (relative to the JSON's directory)."""
+        value = self.document.get("steps_dir")
+        return value if isinstance(value, str) else None
+
+    @property
+    def label(self) -> str:
+        """How tables name the run: its name, else its file."""
+        return self.name or (self.path or "?")

@@ -1,0 +1,430 @@
+"""The result JSON's schema in one place: writing it, reading it back, and upgrading old versions.
+
+Version history (``schema_version``; the README's "Result JSON" section lists every key):
+
+1. benchy 0.1.0 and the changes after it, which only added keys: ``exit_status``,
+   ``decision``, ``summary``, ``steps_dir``, ``IO_H2D``, per mode ``steps``, ``system``,
+   ``data_wait`` and so on may be missing from a version-1 file.
+2. ``run_name`` and ``source`` (``"run"``, or ``"log"`` for a file ``benchy parse`` made);
+   every key of the current layout is present (null where nothing was measured).
+
+:func:`upgrade` maps any readable version to the current one, step by step
+(``_UPGRADES[v]`` turns version ``v`` into ``v + 1``); :func:`read_run` then builds the
+:class:`~benchy.results.saved.Run` that the command-line tools use, checking every value it reads so that
+a damaged file is named with the key that is wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core.distribution import step_profile
+from ..core.errors import BenchyError
+from ..core.results import RunResults, Snapshot, TrialResult
+from ..core.schedule import Mode
+from ..core.stats import finite
+from ..core.sweep import best, cheapest_enough, smallest_within
+from ..core.verdict import Reading, h2d_estimate, own_io
+from .saved import ModeRun, Run
+from .summary import straggler_text
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ResultFileError",
+    "default_run_name",
+    "h2d_block",
+    "json_safe",
+    "load",
+    "read_run",
+    "result_document",
+    "sweep_block",
+    "upgrade",
+]
+
+SCHEMA_VERSION = 2
+MODE_KEYS = tuple(m.value for m in Mode)
+
+
+class ResultFileError(BenchyError, ValueError):
+    """A result file that cannot be read: not JSON, not benchy's, from a newer benchy, or damaged."""
+
+
+def default_run_name(environment: Mapping[str, Any]) -> str:
+    """The script's name and the run's start time (UTC), e.g. ``train_cnn 2026-11-23T01:34:36Z``."""
+    argv = environment.get("argv")
+    script = argv[0] if isinstance(argv, list) and argv and isinstance(argv[0], str) else ""
+    stem = os.path.splitext(os.path.basename(script))[0] or "run"
+    when = environment.get("time_utc")
+    if not isinstance(when, str) or not when:
+        return stem
+    return f"{stem} {when.replace('+00:00', 'Z')}"
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float as null (JSON has no inf or nan), through dicts, lists,
+    tuples and numpy arrays (which become lists)."""
+    if isinstance(value, float):
+        return finite(value)
+    if isinstance(value, np.ndarray):
+        out = value.tolist()
+        return out if np.isfinite(value).all() else json_safe(out)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _mean_step_rate(t: TrialResult) -> Optional[float]:
+    mean = t.mean_step_rate
+    return None if mean is None else finite(mean)
+
+
+def _data_wait_block(results: RunResults) -> Optional[Dict[str, Any]]:
+    """FULL's share of time waiting for the loader (fractions), per counted trial and overall."""
+    trials = [t for t in results.measured(Mode.FULL) if t.data_wait is not None]
+    if not trials:
+        return None
+    est = results.data_wait()
+    return {
+        "mean": est.mean,
+        "interval": est.half_width,
+        "confidence": est.confidence,
+        "trials": [t.data_wait for t in trials],
+        "labels": [t.label for t in trials],
+        "wait_median_s": [t.wait_median for t in trials],
+        "step_median_s": [t.work_median for t in trials],
+    }
+
+
+def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[str, Any]:
+    trials = results.measured(mode)
+    est = results.estimate(mode)
+    warm = results.warmups(mode)
+    block: Dict[str, Any] = {
+        # The original's keys, one entry per counted trial. ``rates`` (per-step throughputs)
+        # only in the final document: a checkpoint costs the new trial, not every trial so far.
+        "rates": [json_safe(t.step_rates()) for t in trials] if per_step else None,
+        "avg_iter_throughput": [_mean_step_rate(t) for t in trials],
+        "trial_throughput": [finite(t.throughput) for t in trials],
+        "trial_time": [t.seconds for t in trials],
+        # Ours.
+        "trial_samples": [t.samples for t in trials],
+        "nbatches": [len(t.step_seconds) for t in trials],
+        "mean": est.mean,
+        "interval": est.half_width,
+        "confidence": est.confidence,
+        "n": est.n,
+        "warmup": {
+            "trial_throughput": [finite(t.throughput) for t in warm],
+            "trial_time": [t.seconds for t in warm],
+            "trial_samples": [t.samples for t in warm],
+        },
+    }
+    # Pooled over every step: in the final document only, as ``rates`` (a checkpoint costs the new trial).
+    profile = step_profile(trials) if per_step else None
+    block["steps"] = None if profile is None else profile.to_dict()
+    block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
+    block["warmup"]["system"] = [t.system for t in warm]
+    if mode is Mode.FULL:
+        block["data_wait"] = _data_wait_block(results)
+    if any(t.rank_seconds for t in trials):
+        block["ranks"] = {
+            # One list per counted trial, one entry per rank.
+            "trial_throughput": [[finite(r) for r in t.rank_throughputs] for t in trials],
+            "trial_time": [list(t.rank_seconds) for t in trials],
+            "trial_samples": [list(t.rank_samples) for t in trials],
+            # (slowest - fastest) / fastest rank's trial time, per trial.
+            "spread": [(max(t.rank_seconds) - min(t.rank_seconds)) / min(t.rank_seconds)
+                       if min(t.rank_seconds) > 0 else None for t in trials],
+            "mean_trial_time": results.rank_mean_times(mode),
+            "straggler": straggler_text(results, mode),
+        }
+    return block
+
+
+def h2d_block(results: RunResults) -> Dict[str, Any]:
+    """The JSON's ``IO_H2D``: this rank's IO trials with copies to the accelerator, or why none ran."""
+    est, io = h2d_estimate(results), own_io(results)
+    return {
+        "device": results.h2d_device,
+        "skipped": results.h2d_skipped,
+        "trial_throughput": [finite(t.throughput) for t in results.h2d],
+        "trial_time": [t.seconds for t in results.h2d],
+        "trial_samples": [t.samples for t in results.h2d],
+        "mean": est.mean,
+        "interval": est.half_width,
+        "n": est.n,
+        "vs_io": est.mean / io.mean if est.mean is not None and io.mean else None,
+        "system": [t.system for t in results.h2d],
+    }
+
+
+def sweep_block(results: RunResults) -> Optional[Dict[str, Any]]:
+    """The JSON's ``sweep``: each setting's IO trials, the best, the recommended, the applied (None: no sweep)."""
+    if not results.sweep:
+        return None
+    own, applied = results.sweep_own, results.sweep_applied
+    synthetic = results.estimate(Mode.SYNTHETIC).mean
+    top, small = best(results.sweep), smallest_within(results.sweep)
+    enough = cheapest_enough(results.sweep, synthetic) if synthetic is not None else None
+    return {
+        "own": own.to_dict(),
+        "settings": [r.to_dict() for r in results.sweep],
+        "best": None if top is None else top.setting.to_dict(),
+        "smallest_within_5pct": None if small is None else small.setting.to_dict(),
+        "feeds_synthetic": None if enough is None else enough.setting.to_dict(),
+        "applied": None if applied is None else applied.to_dict(),
+    }
+
+
+def result_document(
+    results: RunResults,
+    modes: Sequence[Mode],
+    snapshot: Snapshot,
+    reading: Reading,
+    *,
+    config: Mapping[str, Any],
+    environment: Mapping[str, Any],
+    nranks: int,
+    epochs_needed: int,
+    exit_status: Optional[int] = None,
+    per_step: bool = True,
+    steps_dir: Optional[str] = None,
+    summary: Optional[Sequence[str]] = None,
+    run_name: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The JSON document: the original's keys plus schema version, config, environment, status.
+
+    ``per_step``: include each mode's ``rates`` (per-step throughputs of every counted trial);
+    checkpoints leave them out (null); every trial's per-step times were saved once, when it
+    ended, in ``steps_dir`` (next to the JSON; None when not saved).
+
+    ``complete`` is true only when the schedule ran to its end (``snapshot.finished``) and every
+    trial it issued counted; ``exit_status`` is the status benchy exits with under
+    ``exit_after_tests`` (0, or 3 when a mode has no counted trial), or None when benchy does not
+    end the process (checkpoints, partial runs, transparent mode). ``reading``: the verdict,
+    worked out once by the caller. ``summary``: the summary lines as printed (final document only).
+    ``run_name``: the config's ``run_name``, or :func:`default_run_name` of ``environment``.
+    """
+    found = reading.verdict
+    doc: Dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_name": run_name or default_run_name(environment),
+        "source": "run",
+        "complete": snapshot.finished and not results.interruptions,
+        "exit_status": exit_status,
+        "nranks": nranks,
+        "epochs_needed": epochs_needed,
+        "epochs_started": snapshot.epochs_started,
+        "interrupted": [
+            {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
+            for i in results.interruptions
+        ],
+        "verdict": reading.text,
+        "decision": None if found is None else found.record,
+        "config": dict(config),
+        "environment": dict(environment),
+        "profiler": dict(snapshot.profiler),
+        "steps_dir": steps_dir,
+        "schedule": dict(snapshot.schedule),
+        "lookahead": snapshot.lookahead,
+        "counting": snapshot.counting,
+        "loader": snapshot.loader,
+        "other_loaders": list(snapshot.other_loaders),
+        "sweep": sweep_block(results),
+        "loader_startup": None if reading.startup is None else reading.startup.to_dict(),
+        "summary": None if summary is None else list(summary),
+    }
+    for mode in modes:
+        doc[mode.value] = _mode_block(results, mode, per_step)
+    doc["IO_H2D"] = h2d_block(results) if Mode.IO in modes else None
+    if Mode.SYNTHETIC in modes:
+        # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
+        doc[Mode.SYNTHETIC.value]["batch_samples"] = snapshot.synthetic_batch_samples
+    return doc
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+MAX_FILE_BYTES = 2 << 30  # a result JSON of 2 GiB would be a 100-million-step run: refused unread
+
+
+def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 1 (0.1.0 and later additions) to 2: name the run, fill the keys added since 0.1.0."""
+    env = doc.get("environment")
+    doc["run_name"] = default_run_name(env if isinstance(env, dict) else {})
+    doc["source"] = "run"
+    for key in ("exit_status", "decision", "summary", "steps_dir", "IO_H2D", "loader_startup"):
+        doc.setdefault(key, None)
+    for key in MODE_KEYS:
+        block = doc.get(key)
+        if not isinstance(block, dict):
+            continue
+        count = len(block.get("trial_throughput") or [])
+        block.setdefault("steps", None)
+        block.setdefault("system", [None] * count)
+        if key == Mode.FULL.value:
+            block.setdefault("data_wait", None)
+    doc["schema_version"] = 2
+    return doc
+
+
+_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2}
+
+
+def upgrade(document: Mapping[str, Any], where: str = "the document") -> Tuple[Dict[str, Any], int]:
+    """``document`` in the current schema (a copy), and the version it was written with."""
+    if not isinstance(document, Mapping):
+        raise ResultFileError(f"{where}: expected a JSON object (benchy's result), got {type(document).__name__}")
+    version = document.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ResultFileError(f"{where}: no integer 'schema_version' (got {version!r}): not a benchy result file")
+    if version > SCHEMA_VERSION:
+        raise ResultFileError(f"{where}: schema_version {version} was written by a newer benchy; this benchy "
+                              f"reads versions 1 to {SCHEMA_VERSION}: upgrade benchy to read it")
+    if version < 1:
+        raise ResultFileError(f"{where}: schema_version {version}; expected 1 to {SCHEMA_VERSION}")
+    doc = copy.deepcopy(dict(document))
+    for step in range(version, SCHEMA_VERSION):
+        doc = _UPGRADES[step](doc)
+    return doc, version
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class _Reader:
+    """Reads typed values out of a document, naming the file and key of anything malformed."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, key: str, value: Any, expected: str) -> ResultFileError:
+        shown = json.dumps(value)[:60] if _jsonable(value) else repr(value)[:60]
+        return ResultFileError(f"{self.where}: {key}: expected {expected}, got {shown}")
+
+    def optional_number(self, block: Mapping[str, Any], key: str, path: str) -> Optional[float]:
+        value = block.get(key)
+        if value is None:
+            return None
+        if not _number(value):
+            raise self.fail(path, value, "a number or null")
+        return float(value)
+
+    def numbers(self, block: Mapping[str, Any], key: str, path: str, *, integers: bool = False,
+                nulls: bool = False) -> Tuple[Any, ...]:
+        """A list of numbers (``nulls``: nulls kept, as a non-finite throughput is written)."""
+        value = block.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self.fail(path, value, "a list of numbers")
+        out: List[Any] = []
+        for item in value:
+            if item is None and nulls:
+                out.append(None)
+            elif _number(item) and (not integers or float(item).is_integer()):
+                out.append(int(item) if integers else float(item))
+            else:
+                raise self.fail(path, value, "a list of " + ("integers" if integers else "numbers"))
+        return tuple(out)
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _mode_run(mode: Mode, block: Mapping[str, Any], read: _Reader) -> ModeRun:
+    key = mode.value
+    if not isinstance(block, Mapping):
+        raise read.fail(key, block, "an object with the mode's trials")
+    throughputs = read.numbers(block, "trial_throughput", f"{key}.trial_throughput", nulls=True)
+    n = block.get("n")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise read.fail(f"{key}.n", n, "a count of trials (integer >= 0) or null")
+    confidence = read.optional_number(block, "confidence", f"{key}.confidence")
+    warm_value = block.get("warmup")
+    warm: Mapping[str, Any] = warm_value if isinstance(warm_value, Mapping) else {}
+    rates_value = block.get("rates")
+    rates = None
+    if rates_value is not None:
+        if not isinstance(rates_value, list):
+            raise read.fail(f"{key}.rates", rates_value, "a list (one per trial) of per-step throughputs, or null")
+        rates = tuple(read.numbers({"r": r}, "r", f"{key}.rates[{i}]", nulls=True) for i, r in enumerate(rates_value))
+    wait = block.get("data_wait") if mode is Mode.FULL else None
+    if wait is not None and not isinstance(wait, Mapping):
+        raise read.fail(f"{key}.data_wait", wait, "an object or null")
+    return ModeRun(
+        mode=mode,
+        trial_throughputs=tuple(x for x in throughputs if x is not None),
+        trial_times=read.numbers(block, "trial_time", f"{key}.trial_time"),
+        trial_samples=read.numbers(block, "trial_samples", f"{key}.trial_samples", integers=True),
+        nbatches=read.numbers(block, "nbatches", f"{key}.nbatches", integers=True),
+        mean=read.optional_number(block, "mean", f"{key}.mean"),
+        interval=read.optional_number(block, "interval", f"{key}.interval"),
+        n=n,
+        confidence=0.95 if confidence is None else confidence,
+        warmup_throughputs=tuple(x for x in read.numbers(warm, "trial_throughput", f"{key}.warmup.trial_throughput",
+                                                          nulls=True) if x is not None),
+        rates=rates,
+        data_wait=None if wait is None else read.optional_number(wait, "mean", f"{key}.data_wait.mean"),
+        data_wait_interval=None if wait is None else read.optional_number(wait, "interval",
+                                                                          f"{key}.data_wait.interval"),
+    )
+
+
+def read_run(document: Mapping[str, Any], path: Optional[str] = None) -> Run:
+    """The :class:`Run` held by a result document of any readable version."""
+    where = path or "the document"
+    doc, version = upgrade(document, where)
+    read = _Reader(where)
+    nranks = doc.get("nranks", 1)
+    if isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1:
+        raise read.fail("nranks", nranks, "a number of ranks (integer >= 1)")
+    name = doc.get("run_name")
+    if not isinstance(name, str):
+        raise read.fail("run_name", name, "a string")
+    summary = doc.get("summary")
+    if summary is not None and not (isinstance(summary, list) and all(isinstance(x, str) for x in summary)):
+        raise read.fail("summary", summary, "a list of lines or null")
+    verdict_value = doc.get("verdict")
+    if verdict_value is not None and not isinstance(verdict_value, str):
+        raise read.fail("verdict", verdict_value, "a string or null")
+    source = doc.get("source", "run")
+    if source not in ("run", "log"):
+        raise read.fail("source", source, "'run' or 'log'")
+    modes = {m: _mode_run(m, doc[m.value], read) for m in Mode if doc.get(m.value) is not None}
+    return Run(name=name, nranks=nranks, complete=bool(doc.get("complete", False)), source=source,
+               schema_version=version, verdict=verdict_value, summary=tuple(summary or ()), modes=modes,
+               path=path, document=doc)
+
+
+def load(path: str | os.PathLike[str]) -> Run:
+    """Read a result JSON that benchy wrote (any schema version) or that ``benchy parse`` made.
+
+    Raises :class:`ResultFileError` naming the file and what is wrong with it.
+    """
+    name = os.fspath(path)
+    try:
+        size = os.path.getsize(name)
+        if size > MAX_FILE_BYTES:
+            raise ResultFileError(f"{name}: {size} bytes; a result file is at most {MAX_FILE_BYTES} bytes")
+        with open(name, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except OSError as err:
+        raise ResultFileError(f"{name}: cannot read it: {err.strerror or err}") from err
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ResultFileError(f"{name}: not a JSON file ({err})") from err
+    return read_run(document, name)

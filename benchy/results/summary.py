@@ -1,0 +1,152 @@
+"""The summary lines: each measurement's figures in words, assembled in the order they print (pure).
+
+The verdict comes in as a :class:`~benchy.core.verdict.Reading` worked out once by the caller;
+the line grammar itself is :mod:`benchy.results.lines`.
+"""
+
+from __future__ import annotations
+
+from typing import List, Mapping, Optional, Sequence
+
+from ..core.distribution import STALL_FACTOR, StepProfile, step_profile
+from ..core.results import RunResults
+from ..core.schedule import Mode
+from ..core.stats import straggler
+from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, mean_text, smallest_within
+from ..core.verdict import Reading, h2d_estimate, own_io, system_means
+from . import lines
+from .tables import Table
+
+__all__ = ["h2d_line", "steps_text", "straggler_text", "summary_lines", "sweep_line", "sweep_table", "system_text"]
+
+
+def system_text(mode: Mode, means: Mapping[str, float]) -> str:
+    """``IO CPU 1.93 of 2 cores busy (96 %), peak RSS 512 MB, storage reads 0.0 MB/s`` (+ GPU)."""
+    text = (f"{mode.value} CPU {means['cpu_cores_busy']:.2f} of {means['cpu_cores']:g} cores busy "
+            f"({100.0 * means['cpu_util']:.0f} %), peak RSS {means['rss_max_bytes'] / 1e6:.0f} MB, "
+            f"storage reads {means['read_bytes_per_s'] / 1e6:.1f} MB/s")
+    if "gpu_util" in means:
+        text += f", GPU {100.0 * means['gpu_util']:.0f} % busy"
+    if "gpu_memory_bytes" in means:
+        text += f", {means['gpu_memory_bytes'] / 1e9:.1f} GB"
+    if "gpu_power_w" in means:
+        text += f", {means['gpu_power_w']:.0f} W"
+    return text + " (means over its trials)"
+
+
+def h2d_line(results: RunResults) -> Optional[str]:
+    """``BENCHY::SUMMARY::H2D IO with copies to cuda:0: 812.3 +/- 4.1 samples/s, 0.93x IO``, or why not."""
+    if results.h2d_skipped is not None and not results.h2d:
+        return lines.summary_text("H2D", f"skipped: {results.h2d_skipped}")
+    est, io = h2d_estimate(results), own_io(results)
+    if est.mean is None:
+        return None
+    spread = "n/a" if est.half_width is None else f"{est.half_width:.3f}"
+    text = f"IO with copies to {results.h2d_device}: {est.mean:.3f} +/- {spread} samples/s"
+    if io.mean:
+        text += f", {est.mean / io.mean:.2f}x IO"
+    return lines.summary_text("H2D", text + " (this rank's loader)")
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.3f} ms"
+
+
+def steps_text(mode: Mode, profile: StepProfile, workers: int = 0) -> str:
+    """Percentiles of a mode's step time and its stalls, in words (the STEPS summary line)."""
+    text = (f"{mode.value} step time p50 {_ms(profile.p50)}, p90 {_ms(profile.p90)}, p99 {_ms(profile.p99)} "
+            f"over {profile.steps} steps; ")
+    if not profile.stalls:
+        return text + f"no stalls (steps over {STALL_FACTOR:g}x the median)"
+    text += (f"{profile.stalls} stall(s) (steps over {STALL_FACTOR:g}x the median) took "
+             f"{100.0 * profile.stall_share:.1f} % of the time")
+    k = profile.stall_period
+    if k is None:
+        return text
+    if workers and k == workers:
+        return text + (f", every {k} steps with {workers} loader workers: the sign of a starved worker pool (each "
+                       f"worker takes longer than {k} steps to make a batch; more workers or cheaper batches help)")
+    return text + f", periodic: every {k} steps" + (
+        f" (the loader has {workers} workers)" if workers else "")
+
+
+def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
+    """The slowest rank of a mode, when it is more than 10 % slower than the median rank."""
+    found = straggler(results.rank_mean_times(mode))
+    if found is None:
+        return None
+    rank, slow, median = found
+    return (f"{mode.value}: rank {rank} is {100.0 * (slow / median - 1.0):.1f} % slower than the median rank "
+            f"(mean trial time {slow:.4f} s vs {median:.4f} s)")
+
+
+def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, workers: int = 0,
+                  world: int = 1) -> List[str]:
+    """The summary lines for the modes that were scheduled, FULL's data wait, each mode's step
+    distribution and system metrics, the copies, the loader's start-up, stragglers, the loader sweep,
+    then the verdict (``reading``, worked out once by the caller). ``workers``: the loader's
+    ``num_workers``. With several ranks (``world``) the data wait, step, system, start-up and sweep
+    lines are rank 0's own and say so."""
+    own = world > 1
+    out = []
+    for mode in modes:
+        est = results.estimate(mode)
+        out.append(lines.summary(mode.value, est.mean, est.half_width))
+    if Mode.FULL in modes:
+        wait = results.data_wait()
+        line = lines.data_wait(wait.mean, wait.half_width, own)
+        if line is not None:
+            out.append(line)
+    for mode in modes:
+        profile = step_profile(results.measured(mode))
+        if profile is not None:
+            out.append(lines.summary_text("STEPS", steps_text(mode, profile, workers), own))
+    for mode in modes:
+        means = system_means(results.measured(mode))
+        if means is not None:
+            out.append(lines.summary_text("SYSTEM", system_text(mode, means), own))
+    if Mode.IO in modes:
+        h2d = h2d_line(results)
+        if h2d is not None:
+            out.append(h2d)
+    if reading.startup is not None:
+        out.append(lines.summary_text("STARTUP", reading.startup.text(), own))
+    for mode in modes:
+        text = straggler_text(results, mode)
+        if text is not None:
+            out.append(lines.summary_text("STRAGGLER", text))
+    swept = sweep_line(results.sweep)
+    if swept is not None:
+        out.append(lines.summary_text("SWEEP", swept, own))
+    if reading.text is not None:
+        out.append(lines.summary_text("VERDICT", reading.text))
+    return out
+
+
+def sweep_line(results: Sequence[SettingResult]) -> Optional[str]:
+    """The SWEEP line's text: ``best <settings>: <mean> +/- <hw> samples/s; smallest within 5 % of best: ...``."""
+    top, small = best(results), smallest_within(results)
+    if top is None or small is None:
+        return None
+    return (f"best {top.setting.text()}: {mean_text(top)} samples/s; smallest within "
+            f"{100 * NEAR_BEST:g} % of best: {small.setting.text()}")
+
+
+def sweep_table(results: Sequence[SettingResult], own: Setting) -> Table:
+    """The loader sweep's table: one row per setting, the loader's own, the best and the recommended marked."""
+    top, small = best(results), smallest_within(results)
+    out = Table(["setting", "IO samples/s", "+/-", "trials", "note"], right=[False, True, True, True, False])
+    for r in results:
+        est = r.estimate
+        notes = []
+        if r.setting == own:
+            notes.append("the loader's own")
+        if r is top:
+            notes.append("best")
+        if r is small:
+            notes.append(f"smallest within {100 * NEAR_BEST:g} %")
+        if r.error is not None:
+            notes.append(f"failed: {r.error}")
+        out.rows.append([r.setting.text(), "" if est.mean is None else f"{est.mean:.3f}",
+                         "" if est.half_width is None else f"{est.half_width:.3f}", str(est.n), "; ".join(notes)])
+    return out

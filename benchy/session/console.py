@@ -1,0 +1,123 @@
+"""Where the lines go: plain text always; rich progress and a summary table on a terminal.
+
+In a log (not a terminal) only the plain ``BENCHY::`` lines are written, never control
+codes. Rich's live display is refreshed by hand at report points (no refresh thread runs
+during a trial, so it cannot steal time from the measured work).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, List, Optional, Sequence, TextIO
+
+from ..core.results import RunResults
+from ..core.schedule import Mode, TrialSpec
+from ..core.verdict import system_means
+
+__all__ = ["Output"]
+
+
+class Output:
+    """Plain lines to ``stream``; with ``console='rich'`` (or 'auto' on a terminal) rich extras."""
+
+    def __init__(self, console: str = "auto", stream: Optional[TextIO] = None, enabled: bool = True) -> None:
+        self._stream = stream
+        self.enabled = enabled
+        self._rich: Any = None
+        self._progress: Any = None
+        self._task: Any = None
+        if enabled and console != "plain":
+            from rich.console import Console
+
+            rich_console = Console(file=self.stream, force_terminal=True if console == "rich" else None)
+            if console == "rich" or (rich_console.is_terminal and not rich_console.is_dumb_terminal):
+                self._rich = rich_console
+
+    @property
+    def stream(self) -> TextIO:
+        # Looked up at each use so that a stdout replaced after start-up (pytest, tee) is honoured.
+        return self._stream if self._stream is not None else sys.stdout
+
+    def line(self, text: str) -> None:
+        """One plain line, flushed at once so that logs are complete if the job is killed."""
+        if not self.enabled:
+            return
+        if self._progress is not None:
+            self._rich.print(text, markup=False, highlight=False, soft_wrap=True)
+            self._progress.refresh()
+        else:
+            stream = self.stream
+            stream.write(text + "\n")
+            stream.flush()
+
+    # --- live progress (terminal only) ------------------------------------------------------
+
+    def trial_started(self, spec: TrialSpec) -> None:
+        if self._rich is None or not self.enabled:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("[bold]benchy[/] {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            console=self._rich,
+            auto_refresh=False,
+            transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(spec.label, total=spec.nbatches, rate="")
+        self._progress.refresh()
+
+    def trial_progress(self, step: int, rate: float) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=step, rate=f"{rate:,.1f} samples/s")
+            self._progress.refresh()
+
+    def trial_ended(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+            self._task = None
+
+    # --- final table (terminal only) ----------------------------------------------------------
+
+    def summary_table(self, results: RunResults, modes: Sequence[Mode], verdict: Optional[str]) -> None:
+        if self._rich is None or not self.enabled:
+            return
+        from rich.table import Table
+
+        table = Table(title="benchy summary (samples/s, all ranks)", title_justify="left")
+        table.add_column("mode", style="bold")
+        table.add_column("mean", justify="right")
+        table.add_column("95% interval", justify="right")
+        table.add_column("n", justify="right")
+        table.add_column("trial throughputs", justify="left")
+        table.add_column("trial times (s)", justify="left")
+        table.add_column("CPU cores busy", justify="right")
+        table.add_column("peak RSS", justify="right")
+        table.add_column("reads MB/s", justify="right")
+        for mode in modes:
+            est = results.estimate(mode)
+            trials = results.measured(mode)
+            rates: List[str] = [f"{t.throughput:,.1f}" for t in trials]
+            times: List[str] = [f"{t.seconds:.3f}" for t in trials]
+            system = system_means(trials)
+            table.add_row(
+                mode.value,
+                "n/a" if est.mean is None else f"{est.mean:,.3f}",
+                # Throughputs are positive: the interval shown is clipped at zero.
+                "n/a" if est.half_width is None or est.mean is None
+                else f"{max(0.0, est.mean - est.half_width):,.3f} to {est.mean + est.half_width:,.3f}",
+                str(est.n),
+                ", ".join(rates) or "-",
+                ", ".join(times) or "-",
+                "-" if system is None else f"{system['cpu_cores_busy']:.2f} of {system['cpu_cores']:g}",
+                "-" if system is None else f"{system['rss_max_bytes'] / 1e6:,.0f} MB",
+                "-" if system is None else f"{system['read_bytes_per_s'] / 1e6:.1f}",
+            )
+        self._rich.print(table)
+        if verdict:
+            self._rich.print(f"[bold]verdict:[/] {verdict}", highlight=False)

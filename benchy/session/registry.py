@@ -1,0 +1,148 @@
+"""Which wrapped loader a process benchmarks, and a loud word for wrappers never iterated.
+
+The rule: one benchmark at a time per process. The first wrapper whose ``iter()`` is
+called runs it; every wrapper first iterated while it runs (a validation loader, a copy a
+framework re-created) is the plain loader, with a one-time note naming it. Once that
+benchmark has finished, the next wrapper iterated for the first time may start a new one
+(a notebook re-running its cell, a script that benchmarks loaders one after the other).
+
+A wrapper that was built but never iterated by the time the process ends, while no other
+was benchmarked, usually means a framework replaced it (Accelerate's ``prepare()``): that
+is said at exit on stdout and stderr, with the fix.
+
+Records hold no reference to the loader, so a wrapper that is garbage-collected (replaced
+by ``prepare()``) is still reported.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Set
+
+from ..results import lines
+
+__all__ = ["REGISTRY", "Record", "Registry", "creation_site"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchy/
+
+
+def _is_library(filename: str) -> bool:
+    return any(part in filename for part in (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep,
+                                             "<frozen "))
+
+
+def creation_site() -> str:
+    """``file:line`` where the script built the wrapper.
+
+    The first caller outside benchy that is not an installed library either, so a loader
+    that a framework builds through the script's own code (Lightning calls
+    ``train_dataloader()`` through a wrapper of its own) is named by the script's line; the
+    first caller outside benchy when every frame is a library's.
+    """
+    frame = sys._getframe(1)
+    outside: Optional[str] = None
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_PACKAGE_DIR + os.sep):
+            site = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            if not _is_library(filename):
+                return site
+            outside = outside or site
+        frame = frame.f_back  # type: ignore[assignment]
+    return outside or "<unknown>"
+
+
+@dataclass
+class Record:
+    """One wrapper: what it is, where it was built, and what became of it."""
+
+    kind: str
+    where: str
+    iterated: bool = False
+    benchmarked: bool = False
+    finished: bool = False
+    copied: bool = False  # copied or pickled: the copy may be the one iterated (another process)
+
+
+class Registry:
+    """The wrappers of this process (module singleton :data:`REGISTRY`)."""
+
+    def __init__(self, write: Optional[Callable[[str], None]] = None) -> None:
+        self.records: List[Record] = []
+        self.owner: Optional[Record] = None
+        self.noted: Set[str] = set()  # creation sites already named as plain loaders
+        self._pid = os.getpid()
+        self._hooked = False
+        self._write = write
+
+    def reset(self) -> None:
+        """Forget every wrapper (a forked child starts afresh; tests start each case afresh)."""
+        self.records = []
+        self.owner = None
+        self.noted = set()
+        self._pid = os.getpid()
+
+    def register(self, kind: str, where: str) -> Record:
+        if os.getpid() != self._pid:  # a forked child (loader worker) starts afresh
+            self.reset()
+        record = Record(kind, where)
+        self.records.append(record)
+        if not self._hooked:
+            self._hooked = True
+            atexit.register(self.at_exit)
+        return record
+
+    def claim(self, record: Record) -> bool:
+        """First ``iter()`` of a wrapper: True if it is the one benchmarked in this process."""
+        record.iterated = True
+        if self.owner is None or self.owner.finished:
+            self.owner = record
+            record.benchmarked = True
+        return record.benchmarked
+
+    def others(self) -> List[str]:
+        """``kind at where`` of every wrapper that is not the benchmarked one."""
+        return [f"{r.kind} created at {r.where}" for r in self.records if not r.benchmarked]
+
+    def never_iterated_message(self) -> Optional[str]:
+        """The exit warning, when no wrapper was benchmarked and some were never iterated."""
+        if any(r.benchmarked for r in self.records):
+            return None
+        idle = [r for r in self.records if not r.iterated and not r.copied]
+        if not idle:
+            return None
+        names = "; ".join(f"{r.kind} created at {r.where}" for r in idle)
+        return (
+            f"benchy measured nothing: {names} was never iterated, so no trial ran. A framework "
+            f"probably replaced it with a loader of its own (Accelerate's prepare() does): wrap the loader "
+            f"that the training loop iterates instead, e.g. "
+            f"loader = BenchmarkGenericIteratorWrapper(accelerator.prepare(loader)) (the batch size is read "
+            f"from the prepared loader). See the README, 'Frameworks'."
+        )
+
+    def at_exit(self) -> None:
+        if os.getpid() != self._pid:
+            return
+        message = self.never_iterated_message()
+        if message is None:
+            return
+        from ..measure.profiling import global_rank
+
+        if global_rank() != 0:
+            return
+        line = lines.warning(message)
+        if self._write is not None:
+            self._write(line)
+            return
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except Exception:  # a closed stream at shutdown
+                pass
+
+
+REGISTRY = Registry()

@@ -1,0 +1,627 @@
+"""One benchmark run: walks the schedule as the script asks for epochs (the epoch state machine).
+
+``iterate()`` is what a wrapper's ``__iter__`` returns: the hidden IO trials run inside
+the first call, each later call is one SYNTHETIC or FULL trial, and after the last trial
+the :class:`~benchy.session.sink.ResultSink` prints the summary, writes the JSON and ends the
+process (``exit_after_tests``), or every later call returns the plain loader's iterator.
+
+How epochs are told apart from other ``iter()`` calls:
+
+* a new ``iter()`` after the running trial handed out all its batches (a loop sized by
+  ``len()`` never asks for one more) closes that trial, which counts, and starts the next;
+* a new ``iter()`` while the running trial is part-way is decided at its first ``next()``:
+  if the trial's iterator is still alive, it was a peek (``next(iter(loader))`` inside the
+  loop) and gets the plain loader; if the loop dropped it, it is the next epoch;
+* ``len()`` is the running (or next) trial's ``nbatches`` while the schedule runs, so a
+  loop sized by ``len()`` takes exactly what an epoch yields.
+
+The trials themselves run through :class:`~benchy.session.trials.TrialRunner`; the sweep and
+IO_H2D through :mod:`~benchy.session.side_trials`; SIGTERM and exit through
+:class:`~benchy.session.lifecycle.Lifecycle`; every line goes out through the sink.
+One benchmark at a time per process: the first wrapper iterated runs it (see ``registry``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import statistics
+import sys
+import time
+import weakref
+from array import array
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional
+
+from ..core.config import Config
+from ..core.results import Counted, Interruption, Outcome, RunResults, Snapshot, TrialResult
+from ..core.schedule import Mode, Schedule, TrialSpec
+from ..core.startup import Startup, startup
+from ..measure.profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
+from ..measure.ranks import DistributedError, LocalComm, combine, disagreement, make_comm
+from ..measure.trial import STOPPED, Pauses, handed_out
+from ..results import lines
+from .console import Output
+from .lifecycle import Lifecycle
+from .planner import MIN_STEADY_WINDOW, Planner, warmup_change
+from .registry import REGISTRY, Registry
+from .side_trials import Sweeper, run_h2d, run_sweep
+from .sink import ResultSink
+from .trials import TrialRunner
+
+__all__ = ["DROPPED_UNUSED", "PEEK_NOTE", "Session"]
+
+_NEW, _RUNNING, _DONE, _PLAIN = "new", "running", "done", "plain"
+
+DROPPED_UNUSED = ("its iterator was dropped before the first batch (an iter() whose result was never "
+                  "advanced, e.g. a discarded or replaced iterator)")
+PEEK_NOTE = ("an iter() during trial {label} was served by the plain loader (a peek such as next(iter(loader)) "
+             "inside the loop); the trial goes on and the peek's time counts in it")
+
+
+@dataclasses.dataclass
+class _Current:
+    """The epoch trial handed out last and not yet counted or lost."""
+
+    spec: TrialSpec
+    stamps: List[float]
+    gen: weakref.ReferenceType[Any]
+
+
+class Session:
+    """The state of one wrapper's benchmark."""
+
+    def __init__(
+        self,
+        config: Config,
+        make_iterator: Callable[[], Iterator[Any]],
+        fallback_batch_size: Optional[int],
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        output: Optional[Output] = None,
+        profiler_api: Any = CudaProfilerApi,
+        kind: str = "loader",
+        where: str = "<unknown>",
+        registry: Registry = REGISTRY,
+        exit: Callable[[int], Any] = sys.exit,
+        queue_depth: int = 0,
+        workers: int = 0,
+        persistent: bool = False,
+        plain_length: Callable[[], Optional[int]] = lambda: None,
+        h2d_copy: Optional[Callable[[Any], Any]] = None,
+        batch_samples: Optional[int] = None,
+        sweeper: Optional[Sweeper] = None,
+    ) -> None:
+        self.config = config
+        self.schedule = Schedule.from_config(config)
+        self.planner = Planner(self.schedule)
+        self.results = RunResults()
+        self.epochs_started = 0
+        self._workers = workers  # the loader's num_workers (0: loads in the main process, or unknown)
+        self._persistent = persistent  # DataLoader(persistent_workers=True)
+        self._plain_length = plain_length  # len() of the wrapped loader itself (None: it has none)
+        self._h2d_copy = h2d_copy  # the IO_H2D copy (tests inject one; else the accelerator in use)
+        self._sweeper = sweeper  # makes the loader's variants for a sweep (BenchmarkDataLoader only)
+        self._fallback = fallback_batch_size
+        self._make_iterator = make_iterator
+        self._clock = clock
+        self.runner = TrialRunner(config, make_iterator, fallback_batch_size, clock, constant=batch_samples,
+                                  queue_depth=queue_depth, warn=lambda text: self._sink_().warning(text))
+        self._warm_periods: Dict[Mode, array[float]] = {}
+        self._out = output
+        self._state = _NEW
+        self._current: Optional[_Current] = None
+        self._closing = False  # an explicit close (from iter() or exit): the sink may end the process
+        self._exiting = False  # inside the interpreter's exit: never call sys.exit
+        self._exit_pending = False
+        self._peeks_noted = False
+        self._pid = os.getpid()
+        self._comm: Any = LocalComm()
+        self._rank = 0
+        self._world = 1
+        self._profiler_api = profiler_api
+        self._window: Optional[ProfilerWindow] = None
+        self._profiler_reported = False
+        self._registry = registry
+        self._record = registry.register(kind, where)
+        self._exit = exit
+        self._sink: Optional[ResultSink] = None
+        self._hidden: Optional[TrialSpec] = None  # the IO or IO_H2D trial running inside iter(), if any
+        self._signalled = False  # a SIGTERM ended the benchmark: later trial outcomes are ignored
+        self._lifecycle = Lifecycle(self.stop_for_signal, self.at_exit)
+
+    # --- public ---------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """True once the schedule is over, or when another loader is the benchmarked one."""
+        return self._state in (_DONE, _PLAIN)
+
+    @property
+    def benchmarked(self) -> bool:
+        """True when this wrapper is the one benchmarked in its process (decided at first iter())."""
+        return self._record.benchmarked
+
+    def copied(self) -> bool:
+        """A copy or pickle of the wrapper is being made: returns whether this benchmark is over
+        (the copy is then the plain loader; otherwise it is a new wrapper that has measured nothing)."""
+        self._record.copied = True
+        return self.done
+
+    def retire(self) -> None:
+        """This wrapper is the plain loader for good (a copy of a wrapper whose benchmark is over)."""
+        self._state = _PLAIN
+        self._record.iterated = self._record.finished = True
+
+    def epoch_length(self) -> Optional[int]:
+        """Batches the running or next epoch yields while the schedule runs, else None (plain)."""
+        if self._state in (_DONE, _PLAIN):
+            return None
+        owner = self._registry.owner
+        if self._state == _NEW and owner is not None and owner is not self._record and not owner.finished:
+            return None  # another wrapper runs the benchmark: this one will be the plain loader
+        if self._current is not None:
+            return self._current.spec.nbatches
+        spec = self.planner.next_epoch_spec(self.results)
+        return None if spec is None else spec.nbatches
+
+    def iterate(self) -> Iterator[Any]:
+        """The iterator for the next epoch: a trial while the schedule runs, else the plain one."""
+        if self._exit_pending:
+            self._exit_pending = False
+            self._sink_().end(exit_after_tests=True)  # deferred from a dropped iterator
+        if self._state in (_DONE, _PLAIN):
+            return iter(self._make_iterator())
+        if self._state == _NEW:
+            if not self._registry.claim(self._record):
+                return self._become_plain()
+            self._start()
+            return self._next_epoch(first=True)
+        current = self._current
+        if current is not None:
+            handed = handed_out(current.stamps, current.spec.nbatches)
+            if 0 < handed < current.spec.nbatches and current.gen() is not None:
+                return self._undecided(current)
+            self._close_current()
+            if self._state == _DONE:
+                return iter(self._make_iterator())
+        return self._next_epoch(first=False)
+
+    def snapshot(self) -> Snapshot:
+        """What the sink needs besides the results, as one value."""
+        window = self._profiler()
+        return Snapshot(
+            schedule=dict(
+                self.schedule.to_dict(),
+                order=[t.label for t in self.results.trials],
+                warmups=self.planner.warmups_used(),
+                decision_confidence=self.schedule.decision_confidence,
+                stop_reason=self.planner.stop_reason,
+            ),
+            epochs_started=self.epochs_started,
+            finished=self._state == _DONE and self.planner.peek(self.results, fresh=True) is None,
+            profiler={
+                "nvtx_tool_attached": self.runner.ranges is not None,
+                "profiler_mode": self.config.general.profiler_mode,
+                "capture": list(self.config.general.profiler_capture),
+                "events": list(window.events),
+            },
+            synthetic_batch_samples=self.runner.synthetic_samples,
+            lookahead=self.runner.lookahead,
+            counting=self.runner.counting,
+            loader=f"{self._record.kind} created at {self._record.where}",
+            other_loaders=tuple(self._registry.others()),
+            workers=self._workers,
+            startup=self._startup(),
+        )
+
+    # --- epochs -----------------------------------------------------------------------------
+
+    def _become_plain(self) -> Iterator[Any]:
+        self._state = _PLAIN
+        owner = self._registry.owner
+        where = self._record.where
+        if global_rank() == 0 and where not in self._registry.noted:  # once per creation site
+            self._registry.noted.add(where)
+            if owner is not None and owner.where == where:
+                self._sink_().warning(
+                    f"a new {self._record.kind} was built at {where}, where the one running the benchmark was "
+                    f"built: a loader re-created every epoch never finishes the schedule (each epoch gets a "
+                    f"new wrapper, which is the plain loader). Build it once, before the epoch loop.")
+            else:
+                running = f"{owner.kind} created at {owner.where}" if owner is not None else "another loader"
+                self._sink_().info(
+                    f"{self._record.kind} created at {where} is the plain loader: a process runs one benchmark "
+                    f"at a time, and the {running} is running it (the first loader iterated).")
+        return iter(self._make_iterator())
+
+    def _next_epoch(self, first: bool) -> Iterator[Any]:
+        """An epoch boundary: hidden IO trials that are due, then this epoch's trial."""
+        self.planner.new_boundary()
+        if first:
+            applied = run_sweep(self.config, self._sweeper, self.runner, self._sink_(), self.results, self._fallback)
+            if applied is not None:
+                self._workers = applied.num_workers
+                self.runner.queue_depth = applied.num_workers * (applied.prefetch_factor or 0)
+        self._run_hidden_io(first)
+        spec = self.planner.next(self.results)
+        self._notes()
+        if spec is None:
+            # Only IO was scheduled (its trials ran in this first epoch), the last trial was
+            # lost and the script goes on, or the last trials were hidden IO ones.
+            self.epochs_started += int(first)
+            self._finish(may_exit=True)
+            return iter(self._make_iterator())
+        self.epochs_started += 1
+        if spec.mode is Mode.FULL:
+            # Loader workers fill their queue whenever the loop does not take batches (a SYNTHETIC
+            # epoch, the script's own work between epochs): start FULL from a drained queue.
+            self.runner.drain()
+        self._output().trial_started(spec)
+        self._profiler().before_trial(spec)
+        gen, stamps = self.runner.epoch(spec, self._settle, self._report)
+        # A weak reference: a loop that breaks out drops the generator at once, and what
+        # became of its trial is recorded then, not at the next epoch.
+        self._current = _Current(spec, stamps, weakref.ref(gen))
+        return gen
+
+    def _undecided(self, current: _Current) -> Iterator[Any]:
+        """An iter() while ``current`` is part-way: a peek or the next epoch, told at first next()."""
+
+        def decide() -> Generator[Any, None, None]:
+            if self._current is current and current.gen() is not None:
+                if not self._peeks_noted:
+                    self._peeks_noted = True
+                    self._sink_().info(PEEK_NOTE.format(label=current.spec.label))
+                yield from self._make_iterator()
+                return
+            if self._current is current:
+                self._close_current()
+            if self._state in (_DONE, _PLAIN):
+                yield from self._make_iterator()
+                return
+            yield from self._next_epoch(first=False)
+
+        return decide()
+
+    def _close_current(self) -> None:
+        """Resolve the trial handed out last: it counts (all batches taken) or is recorded as lost."""
+        current = self._current
+        if current is None:
+            return
+        gen = current.gen()
+        if gen is not None and inspect.getgeneratorstate(gen) == inspect.GEN_SUSPENDED:
+            self._closing = not self._exiting
+            try:
+                gen.close()  # the trial settles its own outcome: counted, or why not
+            finally:
+                self._closing = False
+        if self._current is current:  # never started: nothing ran to record it
+            if gen is not None:
+                gen.close()
+            self._lost(Interruption(current.spec, 0, DROPPED_UNUSED))
+
+    def _run_hidden_io(self, first: bool) -> None:
+        """The IO trials due at this epoch boundary, hidden from the loop (all of them at the first)."""
+        ran = False
+        while True:
+            spec = self.planner.peek(self.results)
+            if spec is None or spec.mode is not Mode.IO:
+                break
+            self.planner.issue(spec)
+            self._notes()
+            if not first and not ran:
+                self.runner.drain()
+            ran = True
+            self._output().trial_started(spec)
+            self._profiler().before_trial(spec)
+            self._hidden = spec
+            try:
+                result = self.runner.io(spec, self._report)
+            except BaseException as err:
+                self._lost(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}"))
+                raise
+            finally:
+                self._hidden = None
+            # No JSON between IO trials: a pause there lets loader workers fill their queue,
+            # and the next trial would start with free batches.
+            self._counted(result, checkpoint=False)
+        if first and ran:
+            run_h2d(self.config, self._h2d_copy, self.runner, self._sink_(), self.results, self._running)
+        if ran:
+            self._sink_().checkpoint(self.snapshot())
+
+    def _running(self, spec: Optional[TrialSpec]) -> None:
+        self._hidden = spec
+
+    # --- set-up -----------------------------------------------------------------------------
+
+    def _output(self) -> Output:
+        if self._out is None:
+            self._out = Output(self.config.general.console, enabled=self._rank == 0)
+        return self._out
+
+    def _sink_(self) -> ResultSink:
+        if self._sink is None:
+            self._sink = ResultSink(self.config, self.schedule, self.results, self._output(), rank=self._rank,
+                                    world=self._world, shutdown=self._comm.shutdown, exit=self._exit)
+        return self._sink
+
+    def _startup(self) -> Optional[Startup]:
+        """The loader's start-up per pass, against an ordinary batch (IO) and an epoch at the FULL rate."""
+        medians = [t.median_period for t in self.results.trials if t.mode is Mode.IO and t.median_period is not None]
+        full = self.results.measured(Mode.FULL)
+        batch = float(statistics.median(medians)) if medians else None  # per-trial medians: O(trials) per call
+        nfull = sum(len(t.step_seconds) for t in full)
+        per_batch = sum(t.seconds for t in full) / nfull if nfull else None
+        try:
+            length = self._plain_length()
+        except Exception:
+            length = None
+        return startup(self.runner.source.startups, workers=self._workers, persistent=self._persistent,
+                       epoch_batches=length, batch_seconds=batch, full_batch_seconds=per_batch)
+
+    def _profiler(self) -> ProfilerWindow:
+        if self._window is None:
+            g = self.config.general
+            self._window = ProfilerWindow(g.profiler_mode, global_rank(), [Mode(m) for m in g.profiler_capture],
+                                          api=self._profiler_api)
+        return self._window
+
+    def _profiler_after(self, spec: TrialSpec) -> None:
+        window = self._profiler()
+        more = any(self.planner.may_run(m, self.results) for m in window.kinds)
+        window.after_trial(spec, more)
+
+    def _notes(self) -> None:
+        """What the planner decided (warm-ups steady, why the trials stopped), said once each."""
+        while self.planner.notes:
+            self._sink_().info(self.planner.notes.pop(0))
+
+    def _start(self) -> None:
+        self._state = _RUNNING
+        # Ranks are read now, at the first epoch, so a wrapper built before
+        # init_process_group works; every rank reaches this point together.
+        self._comm = make_comm(self.config.general.dist_timeout)
+        self._rank, self._world = self._comm.rank, self._comm.world
+        if self._world > 1:
+            self._agree_on_schedule()
+        if self.config.general.use_distributed_barrier and self._world > 1:
+            self.runner.barrier = self._comm.barrier
+        self.runner.ranges = nvtx_ranges(self.config.general.nvtx)
+        sink = self._sink_()
+        sink.clean_stale()
+        if self._world > 1:
+            sink.info(f"{self._world} ranks: each measures its own trials; throughputs are of all ranks together "
+                      f"(samples of all ranks / the slowest rank's trial time).")
+        if self.config.source == "defaults":
+            sink.info("Using default benchy configuration.")
+        else:
+            sink.info(f"Using benchy configuration from {self.config.source}.")
+        sink.info(f"Schedule: {self.schedule.describe()}; {self._epochs_text()}.")
+        if self.schedule.epoch_plans:
+            sink.info(f"Benchmarking the {self._record.kind} created at {self._record.where}; while the schedule "
+                      f"runs, len() of it is the trial's nbatches.")
+        if self.runner.ranges is not None:
+            sink.info("NVTX: a tool is attached; ranges per trial, step and fetch in domain 'benchy'.")
+        if self.config.general.sync_every_step:
+            sink.warning("sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
+                         "device work; throughputs are lower than in normal training.")
+        self._lifecycle.install()
+
+    def _agree_on_schedule(self) -> None:
+        """Ranks must run the same trials: each trial's results are exchanged and combined."""
+        schedules = self._comm.gather("start (schedule check)", self.schedule.fingerprint())
+        differ = disagreement(schedules)
+        if differ is None:
+            return
+        try:  # every rank found the same difference: leave together, none still inside the gather
+            self._comm.barrier("start (schedule check)")
+        except DistributedError:
+            pass
+        self._state = _DONE
+        self._record.finished = True
+        raise DistributedError(
+            f"benchy: the ranks were given different schedules: {differ}. Every rank must run the same trials "
+            f"(their results are combined trial by trial): give all ranks the same benchy config."
+        )
+
+    def _epochs_text(self) -> str:
+        s = self.schedule
+        if s.epochs_fewest == s.epochs_needed:
+            return f"the script must run at least {s.epochs_needed} epochs"
+        return (f"the script must run up to {s.epochs_needed} epochs (the schedule stops as soon as the answer is "
+                f"known, after {s.epochs_fewest} at the fewest; later epochs are plain)")
+
+    # --- what each trial ends with ------------------------------------------------------------
+
+    def _report(self, spec: TrialSpec, i: int, stamps: List[float], sizes: List[int], pauses: Pauses) -> None:
+        """Periodic line: throughput over the last ``report_freq`` steps; its time is excluded."""
+        low = i - self.config.general.report_freq
+        paused = 0.0
+        for k, d in reversed(pauses):  # only the latest pauses can fall in [low, i)
+            if k < low:
+                break
+            paused += d
+        span = stamps[i] - stamps[low] - paused
+        rate = sum(sizes[low:i]) / span if span > 0 else float("inf")
+        out = self._output()
+        out.line(lines.iteration(spec.label, i, spec.nbatches, rate))
+        out.trial_progress(i, rate)
+        pauses.append((i, self._clock() - stamps[i]))
+
+    def _settle(self, outcome: Outcome) -> None:
+        """An epoch trial's outcome, handed over once by its generator."""
+        if isinstance(outcome, Counted):
+            self._counted(outcome.result, outcome.closed_early)
+        else:
+            self._lost(outcome)
+
+    def _warmup_change(self, result: TrialResult) -> Optional[float]:
+        """For ``nwarmup: auto``: how much this mode's step time still changes (this rank)."""
+        new = result.step_seconds
+        # Only the latest periods are compared: keep no more than the next call can look at.
+        periods = self._warm_periods.get(result.mode, array("d")) + new
+        self._warm_periods[result.mode] = periods[-max(2 * MIN_STEADY_WINDOW, len(new)):]
+        return warmup_change(periods, len(new) // 2)
+
+    def _counted(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
+        if self._signalled:
+            return
+        result = self.runner.with_system(result)
+        self._current = None
+        result, decided = self.runner.lookahead_window(result)
+        if decided:
+            self._sink_().info(
+                "the loop asks for batch k + 1 before it runs step k (it fetches one batch ahead, as "
+                "CUDA prefetchers such as timm's PrefetchLoader do): the first period of each SYNTHETIC and "
+                "FULL trial holds no step and is left out of the trial.")
+        plan = self.schedule.plan(result.mode)
+        auto_warmup = result.spec.warmup and plan is not None and plan.nwarmup is None
+        try:
+            result, change = combine(self._comm, result, self._warmup_change(result) if auto_warmup else None)
+        except DistributedError:
+            self._exchange_failed(result.spec)
+            raise
+        self.results.trials.append(result)
+        if auto_warmup:
+            self.planner.record_warmup(result.mode, change)
+        self._profiler_after(result.spec)
+        sink = self._sink_()
+        sink.trial(result, closed_early)
+        is_last = result.spec.mode is not Mode.IO and self.planner.peek(self.results, fresh=True) is None
+        self._notes()
+        if is_last:
+            # A trial that counts when its iterator is dropped (gc, not an explicit close) must
+            # not end the process from inside a finalizer: the exit waits for the next iter().
+            self._finish(may_exit=not closed_early or self._closing)
+        elif checkpoint:
+            sink.checkpoint(self.snapshot())
+
+    def _exchange_failed(self, spec: TrialSpec) -> None:
+        """Keep what was measured and print it, as a single-rank run prints it; the caller raises."""
+        self._lost(Interruption(spec, spec.nbatches, "the ranks could not exchange its results"))
+        self._close_profiler("after a failed exchange")
+        self._state = _DONE
+        self._record.finished = True
+        self.runner.close()
+        try:
+            self._output().trial_ended()
+            self._sink_().summary(self.snapshot(), exiting=False)
+        except Exception:
+            pass
+
+    def _lost(self, item: Interruption) -> None:
+        """A trial that did not finish: not counted, recorded, reported (never raises)."""
+        if self._signalled:
+            return
+        self.runner.sampler.stop()
+        self._current = None
+        self.results.interruptions.append(item)
+        try:
+            self._profiler_after(item.spec)
+            hint = item.reason == STOPPED.format(k=item.batches_done, n=item.spec.nbatches) and item.batches_done > 0
+            sink = self._sink_()
+            sink.lost(item, hint)
+            sink.checkpoint(self.snapshot())
+        except Exception:  # during interpreter shutdown stdout may be gone
+            pass
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def _finish(self, may_exit: bool) -> None:
+        """Summary, table and final JSON; then exit (``exit_after_tests``) or go transparent."""
+        self._state = _DONE
+        self._record.finished = True
+        self._lifecycle.restore()
+        self.runner.close()
+        self._close_profiler("at the end of the benchmark")
+        sink = self._sink_()
+        exit_after = self.config.general.exit_after_tests
+        sink.summary(self.snapshot(), exiting=exit_after and not self._exiting)
+        if exit_after and not may_exit:
+            if not self._exiting:
+                self._exit_pending = True
+                sink.info("Tests completed when the loop dropped its iterator; benchy ends the process at the next "
+                          "iter() of this loader.")
+            return
+        sink.end(exit_after)
+
+    def stop_for_signal(self, name: str) -> None:
+        """A signal ends the benchmark: the running trial is named as interrupted; the summary is
+        printed and the JSON written (then the signal takes its course, see ``lifecycle``)."""
+        if os.getpid() != self._pid or self._state != _RUNNING:
+            return
+        running: Optional[TrialSpec] = self._hidden
+        done = 0
+        if running is None and self._current is not None:
+            running = self._current.spec
+            done = handed_out(self._current.stamps, running.nbatches)
+        self._signalled = True  # from here on, the trial's own outcome must not be reported again
+        self._state = _DONE
+        self._record.finished = True
+        self._current = None
+        try:
+            self._output().trial_ended()
+            sink = self._sink_()
+            if running is not None:
+                self.results.interruptions.append(Interruption(
+                    running, done, f"interrupted by {name} after {done} of {running.nbatches} batches"))
+                sink.warning(f"{name} received during trial {running.label} ({done} of {running.nbatches} batches): "
+                             f"it is not counted; the results measured so far follow.")
+            else:
+                sink.warning(f"{name} received between trials; the results measured so far follow.")
+            self._close_profiler(f"at {name}")
+            sink.summary(self.snapshot(), exiting=False)
+        except Exception:  # the signal must take its course whatever happens here
+            pass
+
+    def _close_profiler(self, when: str) -> None:
+        window = self._profiler()
+        window.close(when)
+        if window.events and not self._profiler_reported:
+            self._profiler_reported = True
+            self._sink_().info("Profiler: " + "; ".join(window.events) + ".")
+
+    def at_exit(self) -> None:
+        """At interpreter exit, when the script ended before the schedule did: say so, with the
+        epochs the schedule needs, and keep what was measured (summary and JSON)."""
+        if os.getpid() != self._pid or self._state != _RUNNING:
+            return
+        self._exiting = True
+        self._close_current()
+        if self._state != _RUNNING:
+            return
+        self._output().trial_ended()
+        self._close_profiler("at exit")
+        sink = self._sink_()
+        if self.planner.peek(self.results, fresh=True) is None:
+            sink.warning("the script ended before the last trial finished; results below.")
+            self._finish(may_exit=False)
+            return
+        sink.warning(self._stopped_early_text())
+        _, per_epoch = self.schedule.order(longest=not self.schedule.adaptive)
+        for spec in per_epoch:
+            if not self.planner.was_issued(spec):
+                self.results.interruptions.append(Interruption(
+                    spec, 0, f"not run: the script stopped asking for epochs after {self.epochs_started}"))
+        self._state = _DONE
+        self._record.finished = True
+        self.runner.close()
+        sink.summary(self.snapshot(), exiting=False)
+
+    def _stopped_early_text(self) -> str:
+        needed = self.schedule.epochs_needed
+        upto = "" if self.schedule.epochs_fewest == needed else "up to "
+        # New wrappers built where this one was, and iterated as plain loaders: the loader is
+        # re-created every epoch (a validation loader, built elsewhere, is no reason).
+        again = [r for r in self._registry.records
+                 if r is not self._record and r.iterated and not r.benchmarked and r.where == self._record.where]
+        hint = ""
+        if again:
+            hint = (f" {len(again)} more wrapped loader(s) were built at {self._record.where} and iterated as plain "
+                    f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
+                    f"once, before the epoch loop.")
+        return (f"the script stopped after {self.epochs_started} of the {upto}{needed} epochs the benchy schedule "
+                f"needs ({self.schedule.describe()}); the results below are partial. Run {upto or 'at least '}{needed} "
+                f"epochs to finish the schedule." + hint)

@@ -1,0 +1,155 @@
+"""Trials outside the schedule: the loader sweep before it, and IO_H2D after the first IO trials.
+
+Each runs IO trials through the session's :class:`~benchy.session.trials.TrialRunner` and leaves
+its findings in the :class:`~benchy.core.results.RunResults`; what they print goes through the
+sink. Both follow one rule for counts: IO's own ``ntrials`` and ``nwarmup``, and for ``auto``
+3 trials and 1 warm-up (:func:`side_counts`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, List, Optional, Protocol, Set, Tuple
+
+from ..core.config import Config
+from ..core.results import RunResults
+from ..core.schedule import Mode, TrialSpec
+from ..core.sweep import Setting, SettingResult, expand, smallest_within
+from ..measure.counting import make_counter
+from ..measure.device import accelerator_in_use, copier
+from ..measure.source import BatchSource, CopyingSource
+from .sink import ResultSink
+from .trials import TrialRunner
+
+__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "Sweeper", "run_h2d", "run_sweep", "side_counts"]
+
+AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
+
+
+class Sweeper(Protocol):
+    """What a loader sweep needs from the wrapper (``integrations.wrappers.LoaderSweeper`` for a DataLoader)."""
+
+    def own(self) -> Setting: ...
+
+    def cores(self) -> int: ...
+
+    def make(self, setting: Setting) -> Iterable[Any]: ...
+
+    def apply(self, setting: Setting) -> None: ...
+
+    def processes(self) -> Set[int]: ...
+
+    def stop(self, pids: Set[int]) -> None: ...
+
+
+def side_counts(config: Config) -> Tuple[int, int]:
+    """(trials, warm-ups) of each side trial series: IO's own, or 3 and 1 where IO's are ``auto``."""
+    io = config.io
+    ntrials = io.ntrials if isinstance(io.ntrials, int) and io.ntrials > 0 else AUTO_TRIALS
+    nwarmup = io.nwarmup if isinstance(io.nwarmup, int) else AUTO_WARMUPS
+    return ntrials, nwarmup
+
+
+def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, sink: ResultSink,
+              results: RunResults, fallback_batch_size: Optional[int]) -> Optional[Setting]:
+    """The loader sweep (config ``sweep``), before the schedule: IO warm-ups and trials for each
+    setting on a new loader over the same dataset, its workers shut down after each. Returns the
+    setting applied to the loader (``sweep_apply``), else None."""
+    if not config.sweep.enabled:
+        return None
+    if sweeper is None:
+        sink.warning("sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is not swept.")
+        return None
+    own = sweeper.own()
+    settings = expand(config.sweep, own, sweeper.cores())
+    ntrials, nwarmup = side_counts(config)
+    nbatches = config.io.nbatches
+    sink.info(f"Loader sweep: {len(settings)} setting(s), each {nwarmup} warm-up + {ntrials} IO trials of "
+              f"{nbatches} batches, before the schedule (the loader's own: {own.text()}).")
+    before = sweeper.processes()
+    found: List[SettingResult] = []
+    for j, setting in enumerate(settings, 1):
+        specs = [TrialSpec(Mode.IO, k, True, nbatches, variant=f"SWEEP{j}") for k in range(1, nwarmup + 1)]
+        specs += [TrialSpec(Mode.IO, k, False, nbatches, variant=f"SWEEP{j}") for k in range(1, ntrials + 1)]
+        found.append(_sweep_one(setting, specs, sweeper, runner, sink, fallback_batch_size))
+        stray = sweeper.processes() - before
+        if stray:
+            sweeper.stop(stray)
+            sink.warning(f"sweep: {len(stray)} process(es) of setting {setting.text()} outlived it and were stopped.")
+    results.sweep, results.sweep_own = found, own
+    sink.sweep(own)
+    chosen = smallest_within(found)
+    if config.general.sweep_apply and chosen is not None and chosen.setting != own:
+        sweeper.apply(chosen.setting)
+        results.sweep_applied = chosen.setting
+        sink.info(f"sweep_apply: the schedule continues with {chosen.setting.text()} (the smallest setting within "
+                  f"5 % of the best).")
+        return chosen.setting
+    sink.info(f"The schedule continues with the loader's own settings ({own.text()})"
+              + ("." if config.general.sweep_apply else "; sweep_apply: true would use the recommended ones."))
+    return None
+
+
+def _sweep_one(setting: Setting, specs: List[TrialSpec], sweeper: Sweeper, runner: TrialRunner, sink: ResultSink,
+               fallback_batch_size: Optional[int]) -> SettingResult:
+    """One setting's trials (labels ``SWEEP<j>_WARMUP_<k>``, ``SWEEP<j>_<k>``); a failure is recorded."""
+    found = SettingResult(setting)
+    source: Optional[BatchSource] = None
+    try:
+        loader = sweeper.make(setting)
+        source = BatchSource(lambda: iter(loader), runner.clock)
+        batch = source.fetch()
+        source.keep(batch)
+        counter = make_counter(batch, fallback_batch_size)
+        for spec in specs:
+            sink.out.trial_started(spec)
+            (found.warmups if spec.warmup else found.trials).append(runner.side(spec, source, counter))
+    except Exception as err:  # too many workers for the shared memory, a worker that dies ...
+        found.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
+        sink.warning(f"sweep: setting {setting.text()} failed ({found.error}); skipped.")
+    finally:
+        if source is not None:
+            try:
+                source.close()
+            except Exception:  # a worker already gone: nothing left to shut down
+                pass
+    return found
+
+
+def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialRunner, sink: ResultSink,
+            results: RunResults, running: Callable[[Optional[TrialSpec]], None]) -> None:
+    """IO_H2D: after the first IO trials, the same trials copying each batch to the accelerator.
+
+    Run when the program has an accelerator in use at its first epoch (a model moved to the GPU),
+    as many as IO's trials (:func:`side_counts`), this rank's own; said and recorded as skipped
+    otherwise. ``copy``: an injected copy (tests), else the accelerator's. ``running`` is told
+    which trial runs (for a signal that comes during it).
+    """
+    if not config.general.io_h2d:
+        results.h2d_skipped = "io_h2d: false"
+        return
+    device = "the injected copy"
+    if copy is None:
+        found = accelerator_in_use()
+        if found is None:
+            results.h2d_skipped = "no accelerator in use at the first epoch (the run computes on the CPU)"
+            sink.info(f"IO_H2D: skipped: {results.h2d_skipped}.")
+            return
+        copy, device = copier(found), found
+    results.h2d_device = device
+    source = CopyingSource(runner.source, copy)
+    ntrials, _ = side_counts(config)
+    for k in range(1, ntrials + 1):
+        spec = TrialSpec(Mode.IO, k, False, config.io.nbatches, variant="H2D")
+        running(spec)
+        sink.out.trial_started(spec)
+        try:
+            result = runner.side(spec, source, runner.counter())
+        except Exception as err:  # a copy that fails (device memory, an odd batch) costs only this
+            results.h2d_skipped = f"{spec.label} raised {type(err).__name__}: {err}"
+            sink.warning(f"IO_H2D: stopped: {results.h2d_skipped}.")
+            break
+        finally:
+            running(None)
+        results.h2d.append(result)
+        sink.trial(result, False)
+    runner.source.drop_pending()

@@ -1,0 +1,223 @@
+"""Where a run's results go: trial lines, warnings, the summary, the JSON and the exit status.
+
+The :class:`~benchy.session.session.Session` walks the schedule and hands each event here, with
+a typed :class:`~benchy.core.results.Snapshot` of its state for summaries and JSON writes; this
+module decides nothing about trials, and every line a session prints goes out through it.
+``exit_after_tests`` ends the process here, in one
+place, with a status that CI can trust:
+
+* ``0``: every scheduled mode has at least one counted trial;
+* :data:`EXIT_MISSING_MODE` (3): the schedule ended but a scheduled mode has no counted
+  trial (every one of its trials was interrupted); the summary says which and why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Dict, List, Optional
+
+from ..core.config import Config
+from ..core.distribution import StepProfile, step_profile
+from ..core.results import Interruption, RunResults, Snapshot, TrialResult
+from ..core.schedule import Mode, Schedule
+from ..core.verdict import Reading, read
+from ..measure.environment import environment
+from ..results import lines, steps
+from ..results.files import remove_stale_temporaries, write_json_atomic
+from ..results.schema import result_document
+from ..results.summary import summary_lines, sweep_table
+from .console import Output
+
+__all__ = ["EXIT_MISSING_MODE", "ResultSink"]
+
+EXIT_MISSING_MODE = 3
+
+
+class ResultSink:
+    """Prints and writes what a :class:`Session` measured (rank 0 writes the JSON)."""
+
+    def __init__(
+        self,
+        config: Config,
+        schedule: Schedule,
+        results: RunResults,
+        output: Output,
+        *,
+        rank: int,
+        world: int,
+        shutdown: Callable[[], None],
+        exit: Callable[[int], Any] = sys.exit,
+    ) -> None:
+        self.config, self.schedule, self.results, self.out = config, schedule, results, output
+        self.rank, self.world = rank, world
+        self._environment: Optional[Dict[str, Any]] = None
+        self._shutdown = shutdown  # the ranks' channel, closed before the process ends
+        self._exit = exit
+        self._json_error_shown = False
+        self._early_noted = False
+        self._steps_written = 0  # trials already in the steps file
+        self._steps_failed = False
+
+    @property
+    def environment(self) -> Dict[str, Any]:
+        """The run's environment for the JSON (torch, device, host ...), read at the first write."""
+        if self._environment is None:
+            self._environment = environment(self.world)
+        return self._environment
+
+    # --- messages -----------------------------------------------------------------------------
+
+    def info(self, message: str) -> None:
+        self.out.line(lines.info(message))
+
+    def warning(self, message: str) -> None:
+        self.out.line(lines.warning(message))
+
+    def sweep(self, own: Any) -> None:
+        """The loader sweep's table, one ``BENCHY::SWEEP::`` line per row."""
+        for row in sweep_table(self.results.sweep, own).plain().splitlines():
+            self.out.line(lines.sweep_row(row))
+
+    # --- status -------------------------------------------------------------------------------
+
+    def missing_modes(self) -> List[Mode]:
+        """Scheduled modes without a single counted trial."""
+        return [m for m in self.schedule.modes if not self.results.measured(m)]
+
+    def exit_status(self) -> int:
+        return EXIT_MISSING_MODE if self.missing_modes() else 0
+
+    # --- events -------------------------------------------------------------------------------
+
+    def trial(self, result: TrialResult, closed_early: bool) -> None:
+        self.out.trial_ended()
+        self.out.line(lines.trial(result.label, result.throughput))
+        share = result.data_wait
+        if share is not None and result.work_median is not None and result.wait_median is not None:
+            self.out.line(lines.trial_wait(result.label, share, result.work_median, result.wait_median))
+        if closed_early and not self._early_noted:
+            self._early_noted = True
+            self.info(
+                f"{result.label}: the loop took all {result.spec.nbatches} batches and did not ask for "
+                f"another (a loop sized by len()); such a trial counts over its first {result.spec.nbatches - 1} "
+                f"steps (said once).")
+
+    def lost(self, item: Interruption, hint: bool) -> None:
+        """A trial that did not count, named with its reason (the caller writes the checkpoint)."""
+        self.out.trial_ended()
+        text = (f"trial {item.spec.label} stopped after {item.batches_done} of {item.spec.nbatches} batches: "
+                f"{item.reason}. It is not counted.")
+        if hint:
+            text += (f" If your loop takes {item.batches_done} steps per epoch, set nbatches to at most "
+                     f"{item.batches_done}.")
+        self.warning(text)
+
+    def clean_stale(self) -> None:
+        """Remove temporary files a killed benchy left in the output and per-step directories (rank 0)."""
+        if self.rank != 0:
+            return
+        removed = remove_stale_temporaries(os.path.dirname(os.path.abspath(self.config.output_path)))
+        if self.config.steps_dir is not None:
+            removed += remove_stale_temporaries(self.config.steps_dir)
+        if removed:
+            self.info(f"removed {len(removed)} stale temporary file(s) left by an interrupted benchy run: "
+                      + ", ".join(removed))
+
+    def checkpoint(self, snapshot: Snapshot) -> None:
+        """The JSON after a trial: no per-step lists and no stall claim, so it costs the new trial only."""
+        self.write_json(snapshot, self._reading(snapshot, None), final=False)
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def _reading(self, snapshot: Snapshot, full_profile: Optional[StepProfile]) -> Reading:
+        return read(self.results, self.schedule.modes, self.schedule.decision_confidence, snapshot.workers,
+                    snapshot.startup, full_profile)
+
+    def summary(self, snapshot: Snapshot, exiting: bool) -> None:
+        """The summary lines, the terminal table and the final JSON, from one :class:`Reading`.
+
+        ``exiting``: benchy ends the process next (``exit_after_tests`` at the schedule's end),
+        so the JSON records the status it exits with; otherwise ``exit_status`` stays null.
+        """
+        modes = self.schedule.modes
+        if self.results.interruptions:
+            labels = ", ".join(i.spec.label for i in self.results.interruptions)
+            self.warning(f"{len(self.results.interruptions)} scheduled trial(s) did not count "
+                         f"({labels}); the reasons are above and in the JSON's 'interrupted'.")
+        # FULL's step profile for the verdict's stall claim: it reads every step, so only here.
+        reading = self._reading(snapshot, step_profile(self.results.measured(Mode.FULL)))
+        printed = summary_lines(self.results, modes, reading, snapshot.workers, self.world)
+        for line in printed:
+            self.out.line(line)
+        self.out.summary_table(self.results, modes, reading.text)
+        self.write_json(snapshot, reading, final=True, exit_status=self.exit_status() if exiting else None,
+                        summary=printed)
+
+    def end(self, exit_after_tests: bool) -> None:
+        """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""
+        status = self.exit_status()
+        missing = self.missing_modes()
+        if missing:
+            names = ", ".join(m.value for m in missing)
+            self.warning(f"no counted trial for {names}: the comparison is incomplete"
+                         + (f"; exiting with status {status}." if exit_after_tests else "."))
+        if not exit_after_tests:
+            self.info("Tests completed; the loader is now the plain one for the remaining epochs.")
+            return
+        self.info("Tests completed.... exiting.")
+        sys.stdout.flush()
+        self._shutdown()  # every rank got here through the last exchange
+        self._exit(status)  # the one place benchy ends the process: exit_after_tests
+
+    def save_steps(self) -> Optional[str]:
+        """Save the trials that ended since the last call, one file each; the directory's name.
+
+        Each trial's per-step data is written once, so a checkpoint costs the new trials only.
+        The first call of a run clears a previous run's trial files from the directory.
+        """
+        directory = self.config.steps_dir
+        if directory is None or self._steps_failed:
+            return None
+        try:
+            if self._steps_written == 0:
+                steps.clear(directory)
+            for result in self.results.trials[self._steps_written:]:
+                steps.save(directory, result)
+                self._steps_written += 1
+        except (OSError, ValueError) as err:
+            self._steps_failed = True
+            self.warning(f"cannot save the per-step times in {directory}: {err}. The final JSON's 'rates' hold the "
+                         f"counted trials' per-step throughputs; this run saves no further per-step files.")
+            return None
+        return os.path.basename(directory)
+
+    def write_json(self, snapshot: Snapshot, reading: Reading, *, final: bool, exit_status: Optional[int] = None,
+                   summary: Optional[List[str]] = None) -> None:
+        """The JSON (rank 0): a checkpoint (``final`` false: no per-step lists, O(the new trials)) or
+        the final document (with each mode's per-step ``rates``, announced)."""
+        if self.rank != 0:
+            return
+        path = self.config.output_path
+        document = result_document(
+            self.results, self.schedule.modes, snapshot, reading,
+            config=self.config.to_dict(),
+            environment=self.environment,
+            nranks=self.world,
+            epochs_needed=self.schedule.epochs_needed,
+            exit_status=exit_status,
+            per_step=final,
+            steps_dir=self.save_steps(),
+            summary=summary,
+            run_name=self.config.general.run_name,
+        )
+        try:
+            write_json_atomic(path, document)
+        except (OSError, ValueError) as err:
+            if final or not self._json_error_shown:
+                self._json_error_shown = True
+                self.out.line(lines.error(f"cannot write the JSON result to {path}: {err}. "
+                                          f"The BENCHY:: lines printed here are the only copy of the results."))
+            return
+        if final:
+            self.info(f"Writing JSON output to {path}.")

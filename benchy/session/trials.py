@@ -1,0 +1,183 @@
+"""How one session runs its trials: the batch source, sample counting, the cached SYNTHETIC batch,
+the device sync, the barrier and the system sampler around each trial's clock (glue, no hot loop).
+
+:class:`TrialRunner` hands the session finished :class:`~benchy.core.results.TrialResult` values
+(IO and side trials) or epoch-trial generators that settle their outcome once; it decides nothing
+about the schedule and prints nothing itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Generator, Iterator, List, Optional, Tuple
+
+from ..core.config import Config
+from ..core.results import TrialResult
+from ..core.schedule import Mode, TrialSpec
+from ..measure.counting import describe_rule, make_counter
+from ..measure.device import synchronizer
+from ..measure.source import BatchSource, Source
+from ..measure.system import NullSampler, SystemSampler
+from ..measure.trial import (
+    Reporter,
+    Settle,
+    fetches_ahead,
+    full_trial,
+    io_trial,
+    stamp_buffer,
+    synthetic_trial,
+    without_first_period,
+)
+
+__all__ = ["TrialRunner"]
+
+_NOTHING = object()
+
+
+class TrialRunner:
+    """The measuring side of a session: one batch source for the whole benchmark, the counting rule
+    decided from the first batch, and what runs just before and after each trial's clock."""
+
+    def __init__(self, config: Config, make_iterator: Callable[[], Iterator[Any]], fallback_batch_size: Optional[int],
+                 clock: Callable[[], float], *, constant: Optional[int], queue_depth: int,
+                 warn: Callable[[str], None]) -> None:
+        general = config.general
+        self.config = config
+        self.clock = clock
+        self.source = BatchSource(make_iterator, clock)
+        self.sampler: Any = SystemSampler(general.system_metrics_hz, clock) if general.system_metrics else NullSampler()
+        self.queue_depth = queue_depth  # batches a loader holds ready (workers x prefetch_factor)
+        # Samples in every batch but a pass's last, when the loader guarantees it (see integrations.wrappers);
+        # confirmed on the first batch, else None and every batch is counted.
+        self.constant = constant
+        self.counting = ""  # the counting rule, in words (for the JSON)
+        self.ranges: Any = None  # NVTX ranges while a tool is attached (set when the benchmark starts)
+        self.barrier: Optional[Callable[[str], None]] = None  # the ranks' barrier before each trial's clock
+        self.lookahead: Optional[bool] = None  # the loop fetches one batch ahead (decided from SYNTHETIC)
+        self.synthetic_samples: Optional[int] = None
+        self._fallback = fallback_batch_size
+        self._warn = warn
+        self._counter: Optional[Callable[[Any], int]] = None
+        self._synthetic_batch: Any = _NOTHING
+
+    # --- counting and batches -----------------------------------------------------------------
+
+    def counter(self) -> Callable[[Any], int]:
+        """Sample counter specialised from the first batch, which is kept for the first trial."""
+        if self._counter is None:
+            batch = self.source.fetch()
+            self.source.keep(batch)
+            self._counter = make_counter(batch, self._fallback, self._warn)
+            self.counting = describe_rule(batch, self._fallback)
+            if self.constant is not None and self._counter(batch) != self.constant:
+                self.constant = None  # the first batch says otherwise: count every batch
+            if self.constant is not None:
+                self.counting += (f"; the batch sampler makes {self.constant} per batch, so only the last batch "
+                                  f"of each pass is counted in the trials")
+        return self._counter
+
+    def synthetic(self) -> Any:
+        """The one batch every SYNTHETIC warm-up and trial yields, fetched once."""
+        if self._synthetic_batch is _NOTHING:
+            self._synthetic_batch = self.source.fetch()
+            self.synthetic_samples = self.counter()(self._synthetic_batch)
+        return self._synthetic_batch
+
+    def drain(self) -> None:
+        """Before a FULL trial, or an IO trial between epochs: take the batches the loader's workers
+        hold ready, untimed, so that the trial does not start with free batches (all workers are
+        then busy on fresh ones, as in steady training when loading is the limit; when compute is
+        the limit the queue refills within a step or two)."""
+        if self.queue_depth <= 0:
+            return
+        self.source.drop_pending()
+        for _ in range(self.queue_depth):
+            self.source.fetch()
+
+    def close(self) -> None:
+        """The benchmark is over: the source lets go of its iterator and the cached batch is dropped."""
+        self.source.close()
+        self._synthetic_batch = _NOTHING
+
+    # --- around the clock ---------------------------------------------------------------------
+
+    def _begin(self, spec: TrialSpec, sync: Callable[[], None]) -> Callable[[], None]:
+        """What runs just before a trial's clock starts: the device sync; with
+        ``use_distributed_barrier`` and several ranks a barrier, so that all ranks start
+        together; then the system-metrics sampler's baseline reading."""
+        barrier, sampler = self.barrier, self.sampler
+
+        def begin() -> None:
+            sync()
+            if barrier is not None:
+                barrier(f"{spec.label} (start barrier)")
+            sampler.start()
+
+        return begin
+
+    def _clock(self, sync: Callable[[], None]) -> Callable[[], float]:
+        """The trial clock; with ``sync_every_step`` it waits for the device before each reading."""
+        if not self.config.general.sync_every_step:
+            return self.clock
+        clock = self.clock
+
+        def synced() -> float:
+            sync()
+            return clock()
+
+        return synced
+
+    def with_system(self, result: TrialResult) -> TrialResult:
+        """``result`` with the system metrics sampled since its clock started (as it is when off)."""
+        system = self.sampler.stop()
+        return result if system is None else dataclasses.replace(result, system=system)
+
+    # --- trials -------------------------------------------------------------------------------
+
+    def io(self, spec: TrialSpec, report: Optional[Reporter]) -> TrialResult:
+        """One scheduled IO trial, hidden from the loop (its system metrics are read by the caller)."""
+        sync = synchronizer()
+        return io_trial(spec, self.source, self.counter(), self._clock(sync), sync, report,
+                        self.config.general.report_freq, self._begin(spec, sync), self.constant, self.ranges)
+
+    def side(self, spec: TrialSpec, source: Source, counter: Callable[[Any], int]) -> TrialResult:
+        """One IO trial outside the schedule (IO_H2D, a sweep setting), with its system metrics."""
+        sync = synchronizer()
+        try:
+            result = io_trial(spec, source, counter, self._clock(sync), sync, begin=self._begin(spec, sync))
+        except BaseException:
+            self.sampler.stop()
+            raise
+        return self.with_system(result)
+
+    def epoch(self, spec: TrialSpec, settle: Settle, report: Optional[Reporter]
+              ) -> Tuple[Generator[Any, None, None], List[float]]:
+        """The generator the loop gets for an epoch trial, and its timestamps (to tell how far it went)."""
+        sync = synchronizer()
+        stamps = stamp_buffer(spec.nbatches)
+        counter, clock, begin = self.counter(), self._clock(sync), self._begin(spec, sync)
+        freq = self.config.general.report_freq
+        if spec.mode is Mode.SYNTHETIC:
+            gen = synthetic_trial(spec, self.synthetic, counter, clock, sync, settle, report, freq, begin, stamps,
+                                  self.ranges)
+        else:
+            gen = full_trial(spec, self.source, counter, clock, sync, settle, report, freq, begin, stamps,
+                             self.constant, self.ranges)
+        return gen, stamps
+
+    def lookahead_window(self, result: TrialResult) -> Tuple[TrialResult, bool]:
+        """Leave out the first period of epoch trials when the loop fetches one batch ahead; also
+        whether that was decided just now (to be said once).
+
+        Decided once, from the first SYNTHETIC trial with three periods or more; FULL trials
+        follow that decision (the same loop asks for their batches).
+        """
+        if result.spec.mode is Mode.IO:
+            return result, False
+        decided = False
+        if self.lookahead is None and result.spec.mode is Mode.SYNTHETIC and len(result.step_seconds) >= 3:
+            self.lookahead = fetches_ahead(result)
+            decided = self.lookahead
+        if self.lookahead and len(result.step_seconds) >= 2:
+            return without_first_period(result), decided
+        return result, decided

@@ -1,0 +1,243 @@
+"""Configuration: defaults, key-by-key merge, overrides, and one clear error per bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchy import Config, ConfigError, load_config
+from benchy.core.config import resolve_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_match_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(environ={})
+    assert cfg.source == "defaults"
+    assert cfg.general.report_freq == 10
+    assert cfg.general.exit_after_tests is True
+    assert cfg.general.profiler_mode == "single"
+    assert cfg.general.output_filename == "benchy_result.json"
+    assert cfg.general.use_distributed_barrier is False
+    assert cfg.output_path == str(tmp_path / "benchy_result.json")
+    for mode in ("IO", "SYNTHETIC", "FULL"):
+        m = cfg.mode(mode)
+        assert (m.run_benchmark, m.nbatches, m.ntrials, m.nwarmup) == (True, 50, 3, 1)
+
+
+def test_partial_file_merges_key_by_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "IO:\n  ntrials: 7\n")
+    cfg = load_config(path, environ={})
+    assert cfg.io.ntrials == 7
+    assert (cfg.io.nbatches, cfg.io.nwarmup, cfg.io.run_benchmark) == (50, 1, True)
+    assert cfg.full == Config().full and cfg.general.report_freq == 10
+
+
+def test_env_var_selects_the_file_and_overrides_win(tmp_path: Path) -> None:
+    path = write(tmp_path, "full: {nbatches: 9, ntrials: 4}\nglobal: {report_freq: 3}\n")
+    cfg = load_config(overrides={"full": {"ntrials": 2}}, environ={"BENCHY_CONFIG_FILE": str(path)})
+    assert (cfg.full.nbatches, cfg.full.ntrials, cfg.general.report_freq) == (9, 2, 3)
+    assert str(path) in cfg.source and "overrides" in cfg.source
+
+
+def test_section_names_are_case_insensitive(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, "io: {nbatches: 3}\nSYNTHETIC: {nbatches: 4}\nFull: {nbatches: 5}\n"), environ={})
+    assert (cfg.io.nbatches, cfg.synthetic.nbatches, cfg.full.nbatches) == (3, 4, 5)
+
+
+def test_empty_file_means_defaults(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, ""), environ={}).io == Config().io
+
+
+def test_resolve_accepts_config_mapping_and_path(tmp_path: Path) -> None:
+    cfg = Config()
+    assert resolve_config(cfg) is cfg
+    assert resolve_config({"IO": {"nbatches": 2}}).io.nbatches == 2
+    assert resolve_config(str(write(tmp_path, "IO: {nbatches: 3}"))).io.nbatches == 3
+    with pytest.raises(ConfigError, match=r"expected a benchy\.Config, a mapping"):
+        resolve_config(42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("IO:\n  nbatch: 5\n", "IO.nbatch: unknown key (allowed: run_benchmark, nbatches, ntrials, nwarmup)"),
+        ("global:\n  report_frq: 5\n", "global.report_frq: unknown key (allowed: report_freq,"),
+        ("fulll:\n  nbatches: 5\n", "'fulll': unknown section (allowed: global, IO, synthetic, full, sweep)"),
+        ("IO:\n  nbatches: 0\n", "IO.nbatches: got 0 (int); expected an integer from 1 to 1000000"),
+        ("IO:\n  nbatches: '5'\n", "IO.nbatches: got '5' (str); expected an integer from 1 to 1000000"),
+        ("IO:\n  nbatches: 5.5\n", "IO.nbatches: got 5.5 (float); expected an integer from 1 to 1000000"),
+        ("full:\n  ntrials: -1\n", "full.ntrials: got -1 (int); expected an integer from 0 to 10000"),
+        ("synthetic:\n  nwarmup: -2\n", "synthetic.nwarmup: got -2 (int); expected an integer from 0 to 10000"),
+        ("IO:\n  run_benchmark: 'yes'\n", "IO.run_benchmark: got 'yes' (str); expected true or false"),
+        ("IO:\n  nbatches: true\n", "IO.nbatches: got True (bool); expected an integer from 1 to 1000000"),
+        ("global:\n  profiler_mode: everything\n",
+         "global.profiler_mode: got 'everything' (str); expected one of 'single', 'all', 'none'"),
+        ("global:\n  report_freq: -1\n", "global.report_freq: got -1 (int); expected an integer >= 0"),
+        ("global:\n  output_filename: a/b.json\n", "global.output_filename: got 'a/b.json' (str); expected a non-empty file name"),
+        ("global:\n  console: fancy\n", "global.console: got 'fancy' (str); expected one of 'auto', 'rich', 'plain'"),
+        ("- IO\n- full\n", "expected a mapping of sections (global, IO, synthetic, full, sweep) at the top level"),
+        ("IO: 5\n", "IO: expected a mapping of keys, got 5 (int)"),
+        ("IO:\n  ntrials: 0\n", "IO.ntrials: got 0 with run_benchmark: true, which measures nothing"),
+        ("IO: {run_benchmark: false}\nsynthetic: {run_benchmark: false}\nfull: {run_benchmark: false}\n",
+         "every section has run_benchmark: false"),
+        ("IO: {nbatches: 3}\nio: {nbatches: 4}\n", "section given twice"),
+    ],
+)
+def test_bad_values_name_file_key_value_and_what_is_allowed(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    message = str(info.value)
+    assert expected in message
+    assert f"benchy config {path}" in message
+
+
+def test_malformed_yaml_names_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path, "IO:\n  nbatches: [1, 2\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert f"benchy config {path}: malformed YAML at line" in str(info.value)
+
+
+def test_unsafe_yaml_tags_are_rejected(tmp_path: Path) -> None:
+    path = write(tmp_path, "IO: !!python/object/apply:os.system ['echo hacked']\n")
+    with pytest.raises(ConfigError, match="malformed YAML"):
+        load_config(path, environ={})
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.yaml: file not found"):
+        load_config(environ={"BENCHY_CONFIG_FILE": str(tmp_path / "nope.yaml")})
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(tmp_path, environ={})
+
+
+def test_all_problems_are_reported_together(tmp_path: Path) -> None:
+    path = write(tmp_path, "IO: {nbatch: 1, ntrials: -1}\nglobal: {profiler_mode: x}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert len(info.value.problems) == 3
+    assert str(info.value).startswith("3 problems:")
+
+
+def test_overrides_are_validated_the_same_way() -> None:
+    with pytest.raises(ConfigError, match=r"<python overrides>: full\.nbatches: got 0 \(int\)"):
+        load_config(overrides={"full": {"nbatches": 0}}, environ={})
+
+
+def test_to_dict_round_trips_through_the_loader(tmp_path: Path) -> None:
+    cfg = load_config(overrides={"IO": {"ntrials": 2}, "global": {"output_dir": str(tmp_path)}}, environ={})
+    again = load_config(overrides=cfg.to_dict(), environ={})
+    assert (again.io, again.general) == (cfg.io, cfg.general)
+
+
+def test_public_api_is_exported() -> None:
+    import benchy
+    import benchy.torch
+
+    for name in benchy.__all__:
+        assert hasattr(benchy, name), name
+    assert benchy.torch.BenchmarkDataLoader is benchy.BenchmarkDataLoader
+    assert benchy.DistributedError.__module__ == "benchy" and benchy.ConfigError.__module__ == "benchy"
+
+
+def test_benchy_errors_share_one_base_class() -> None:
+    import benchy
+
+    for error in (benchy.ConfigError, benchy.DistributedError, benchy.EmptyLoaderError):
+        assert issubclass(error, benchy.BenchyError) and error.__module__ == "benchy"
+    assert issubclass(benchy.ConfigError, ValueError) and issubclass(benchy.EmptyLoaderError, RuntimeError)
+    with pytest.raises(benchy.BenchyError, match="unknown key"):
+        load_config(overrides={"IO": {"nbatch": 5}}, environ={})
+
+
+# --- bounded validation (a file can hold anything) --------------------------------------------
+
+def alias_bomb(levels: int = 9) -> str:
+    """About 470 bytes of YAML that expand to 9**9 strings if anything walks them in full."""
+    lines = ['  report_freq: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    keys = ["console", "nvtx", "profiler_mode", "sync_every_step", "exit_after_tests", "dist_timeout",
+            "output_filename", "use_distributed_barrier"]
+    for i in range(1, levels):
+        lines.append(f"  {keys[i - 1]}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
+    return "global:\n" + "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_under_known_keys_is_reported_at_once(tmp_path: Path) -> None:
+    import time
+
+    path = write(tmp_path, alias_bomb())
+    assert path.stat().st_size < 600
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    elapsed = time.monotonic() - start
+    assert elapsed < 2.0, f"validation took {elapsed:.1f} s"
+    message = str(info.value)
+    assert "global.report_freq: got ['lol', 'lol', 'lol', 'lol', ...] (list)" in message
+    assert "global.dist_timeout: got [[[...], [...], [...], [...], ...], " in message
+    assert len(message) < 5000
+
+
+@pytest.mark.parametrize("section, key, value, allowed", [
+    ("IO", "nbatches", 1_000_000_000, "an integer from 1 to 1000000"),
+    ("full", "ntrials", 10 ** 30, "an integer from 0 to 10000"),
+    ("global", "auto_max_trials", 5000, "an integer from 2 to 1000"),
+    ("global", "dist_timeout", 1e12, "a number of seconds > 0 and at most 604800"),
+])
+def test_counts_are_capped_before_anything_is_allocated(section: str, key: str, value: object, allowed: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides={section: {key: value}}, environ={})
+    assert f"{section}.{key}: got " in str(info.value) and allowed in str(info.value)
+
+
+def test_an_oversized_config_file_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    path.write_text("global:\n" + "#" * (2 << 20) + "\n")
+    with pytest.raises(ConfigError, match=r"huge\.yaml: the file is larger than 1048576 bytes"):
+        load_config(path, environ={})
+
+
+# --- the JSON's place is checked before any trial runs ------------------------------------------
+
+def test_output_dir_that_is_a_file_or_cannot_be_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ConfigError, match=f"global.output_dir: {blocker} is a file, not a directory"):
+        load_config(overrides={"global": {"output_dir": str(blocker)}}, environ={})
+    with pytest.raises(ConfigError, match=f"global.output_dir: {blocker}/a/b cannot be created: {blocker} is a file"):
+        load_config(overrides={"global": {"output_dir": str(blocker / "a" / "b")}}, environ={})
+    # A directory that does not exist yet is fine: benchy creates it at the first write.
+    assert load_config(overrides={"global": {"output_dir": str(tmp_path / "new" / "dir")}}, environ={})
+    assert not (tmp_path / "new").exists()  # ... and checking it creates nothing
+
+
+def test_output_dir_where_nothing_can_be_written(tmp_path: Path) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        target = "/proc/benchy-results"  # root writes anywhere but in /proc
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        target = str(ro)
+    with pytest.raises(ConfigError, match=r"global.output_dir: .* (is not writable|cannot be created in)"):
+        load_config(overrides={"global": {"output_dir": target}}, environ={})
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("res\0ult.json", "a file name cannot hold a NUL byte"),
+    ("r" * 300 + ".json", "got a name of 305 bytes; the file system at"),
+])
+def test_output_filenames_the_file_system_cannot_hold(tmp_path: Path, name: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides={"global": {"output_filename": name, "output_dir": str(tmp_path)}}, environ={})
+    assert "global.output_filename: " in str(info.value) and reason in str(info.value)

@@ -1,0 +1,62 @@
+"""The per-step distribution: percentiles, stalls and periodic stalls (pure, exact)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import trial_result
+
+from benchy import Mode
+from benchy.core.distribution import step_profile
+from benchy.core.results import TrialResult
+from benchy.results.summary import steps_text
+
+
+def trial(periods, index: int = 1) -> TrialResult:
+    return trial_result(Mode.FULL, index, 8 * len(periods), sum(periods), periods=periods)
+
+
+def test_periodic_stalls_every_num_workers_steps_name_a_starved_worker_pool() -> None:
+    periods = [0.034 if k % 4 == 0 else 0.002 for k in range(40)]  # 4 workers, a round every 40 ms
+    profile = step_profile([trial(periods), trial(periods, 2)])
+    assert profile is not None
+    assert profile.steps == 80 and profile.stalls == 20 and profile.stall_period == 4
+    assert profile.p50 == pytest.approx(0.002) and profile.p99 == pytest.approx(0.034)
+    assert profile.stall_share == pytest.approx(10 * 0.034 / (10 * 0.034 + 30 * 0.002))
+    assert steps_text(Mode.FULL, profile, workers=4) == (
+        "FULL step time p50 2.000 ms, p90 34.000 ms, p99 34.000 ms over 80 steps; 20 stall(s) (steps over 3x the "
+        "median) took 85.0 % of the time, every 4 steps with 4 loader workers: the sign of a "
+        "starved worker pool (each worker takes longer than 4 steps to make a batch; more workers or cheaper "
+        "batches help)")
+    assert steps_text(Mode.FULL, profile, workers=2).endswith(
+        "took 85.0 % of the time, periodic: every 4 steps (the loader has 2 workers)")
+
+
+def test_scattered_stalls_are_counted_but_not_called_periodic() -> None:
+    periods = [0.01] * 60
+    for k in (3, 4, 11, 30, 52):
+        periods[k] = 0.05
+    profile = step_profile([trial(periods)])
+    assert profile is not None and profile.stalls == 5 and profile.stall_period is None
+    assert steps_text(Mode.FULL, profile).endswith("5 stall(s) (steps over 3x the median) took "
+                                                   f"{100 * 0.25 / 0.8:.1f} % of the time")
+
+
+def test_steady_steps_have_no_stalls_and_no_trials_no_profile() -> None:
+    profile = step_profile([trial([0.01, 0.011, 0.012, 0.029] * 5)])
+    assert profile is not None and profile.stalls == 0 and profile.stall_share == 0.0
+    assert steps_text(Mode.FULL, profile).endswith("; no stalls (steps over 3x the median)")
+    assert step_profile([]) is None
+
+
+@pytest.mark.parametrize("cycle", [[2, 2, 12, 22], [3, 3, 3, 31], [2, 15, 22, 2, 2, 2, 2, 2]])
+def test_a_round_of_workers_finishing_apart_is_still_periodic(cycle) -> None:
+    # Measured with 4 sleeping workers on the 2-core VM: the round arrives as one or two long waits.
+    periods = [ms / 1000 for ms in cycle * 6]
+    profile = step_profile([trial(periods), trial(periods[1:] + periods[:1], 2)])
+    assert profile is not None and profile.stall_period == len(cycle) and profile.stalls >= 2 * 6
+
+
+def test_a_slow_stretch_is_not_periodic() -> None:
+    periods = [0.01] * 20 + [0.05] * 10 + [0.01] * 30
+    profile = step_profile([trial(periods)])
+    assert profile is not None and profile.stalls == 10 and profile.stall_period is None

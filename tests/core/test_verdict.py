@@ -1,0 +1,75 @@
+"""The verdict: which side limits training, from the trial throughputs (pure)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchy.core.verdict import decide
+
+
+def text(io, syn, full=()) -> str:
+    found = decide(io, syn, list(full))
+    assert found is not None
+    return found.text
+
+
+def test_verdicts() -> None:
+    io, syn, full = [88.0, 89.0, 90.0], [376.0, 377.0, 378.0], [89.5, 90.0, 90.5]
+    assert text(io, syn, full).startswith("data loading limits training")
+    assert text(syn, io).startswith("compute limits training")
+    assert text([99.0, 100.0, 101.0], [102.0, 103.0, 104.0]).startswith("balanced")
+    # Serial estimate 100*300/400 = 75: FULL 74 is explained by no overlap, FULL 40 is not.
+    assert "they do not overlap" in text([99, 100, 101], [299, 300, 301], [73, 74, 75])
+    assert "below even loading and computing one after the other" in text([99, 100, 101], [299, 300, 301], [39, 40, 41])
+    assert text([50.0, 150.0], [140.0, 260.0]).startswith("undecided")
+    assert decide([], syn, full) is None
+
+
+def test_two_trials_decide_a_clear_gap() -> None:
+    # A 1.5x gap, 2 trials a side, 2 % trial-to-trial spread: decided.
+    assert text([100.0, 102.0], [150.0, 153.0]).startswith("data loading limits training")
+    # The SC21 tutorial's own config (ntrials: 2): IO 204 +/- 275 against SYNTHETIC 0.143 was "undecided".
+    verdict = decide([182.5, 225.5], [0.140, 0.146], [])
+    assert verdict is not None and verdict.outcome == "compute"
+    assert "the loader has" in verdict.text and "x headroom (95 % interval " in verdict.text
+    # One trial a side gives no interval: never decided on a guess.
+    assert text([100.0], [300.0]).startswith("undecided") and "no interval with one trial a side" in text([100.0], [300.0])
+
+
+def test_the_decision_is_recorded_with_its_method_statistic_and_inputs() -> None:
+    verdict = decide([100.0, 102.0], [150.0, 153.0], [95.0, 96.0])
+    assert verdict is not None
+    rec = verdict.record["io_vs_synthetic"]
+    assert rec["method"] == "welch-t on log trial throughputs" and rec["ratio"] == "SYNTHETIC/IO"
+    assert rec["value"] == pytest.approx((150 * 153 / (100 * 102)) ** 0.5)
+    assert rec["interval"][0] > 1.0 and rec["df"] >= 1 and 0.0 <= rec["p"] < 0.05 and rec["t"] > 0
+    assert rec["inputs"] == {"IO": [100.0, 102.0], "SYNTHETIC": [150.0, 153.0]}
+    assert verdict.record["outcome"] == "data-loading" and verdict.record["inconsistent"] is False
+    assert verdict.record["full_vs_slower"]["ratio"] == "FULL/IO"
+
+
+def test_full_above_the_slower_mode_is_named_inconsistent_never_a_share_above_100() -> None:
+    # FULL 2.3x SYNTHETIC (SYNTHETIC measured in earlier, slower epochs): impossible.
+    verdict = decide([1000.0, 1010.0, 990.0], [100.0, 101.0, 99.0], [230.0, 232.0, 228.0])
+    assert verdict is not None and verdict.outcome == "inconsistent: compute"
+    assert verdict.text.startswith("inconsistent measurement: FULL 230.000 is above SYNTHETIC 100.000")
+    assert "warm-up drift" in verdict.text and "nwarmup: auto" in verdict.text and "prefetching across epochs" in verdict.text
+    assert "IO against SYNTHETIC alone: compute limits training" in verdict.text
+    assert verdict.record["inconsistent"] is True
+    # Slightly above within the intervals: no percentage above 100, no alarm.
+    mild = text([1000.0, 1010.0], [100.0, 104.0], [101.0, 104.0])
+    assert "matches the slower of the two within the intervals" in mild and "%" not in mild.split(";")[-1]
+    for io, syn, full in [([100, 101], [300, 310], [102, 104]), ([100, 130], [300, 330], [120, 140])]:
+        found = decide(io, syn, full)
+        assert found is not None
+        assert not any(float(x) > 100.0 for x in re.findall(r"reaches ([0-9.]+) %", found.text))
+
+
+def test_a_tiny_ratio_keeps_its_digits() -> None:
+    # One SYNTHETIC trial (a run stopped early) far below IO: never "0.00x".
+    found = decide([73561.0, 60000.0], [198.0], [])
+    assert found is not None and found.outcome == "undecided"
+    assert "SYNTHETIC/IO is 0.00298x" in found.text  # the ratio of geometric means
+

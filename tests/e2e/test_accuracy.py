@@ -1,0 +1,242 @@
+"""Accuracy: benchy's IO / SYNTHETIC / FULL against plain loops timed in the same test.
+
+Loader and step sleep for known times, so the true rates are known up to the sleeps'
+own overshoot, which the plain loops see too. Bounds are 5 %, generous for sleep-based
+work; the benchmarks in benchmarks/ measure the real error.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable
+
+import pytest
+import torch
+from torch.utils.data import Dataset
+
+from benchy import Mode
+from benchy.torch import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
+
+BATCH = 8
+NBATCHES = 20
+
+
+class SleepyBatches:
+    """A re-iterable loader whose every batch costs ``fetch`` seconds."""
+
+    def __init__(self, fetch: float, nbatches: int = 1000) -> None:
+        self.fetch, self.nbatches = fetch, nbatches
+
+    def __iter__(self):
+        for _ in range(self.nbatches):
+            time.sleep(self.fetch)
+            yield torch.zeros(BATCH, 2)
+
+
+class SleepySamples(Dataset):
+    """A map-style dataset whose batched fetch (``__getitems__``) costs ``per_batch`` seconds."""
+
+    def __init__(self, per_batch: float) -> None:
+        self.per_batch = per_batch
+
+    def __len__(self) -> int:
+        return 100_000
+
+    def __getitem__(self, i: int):
+        return torch.zeros(2)
+
+    def __getitems__(self, indices):
+        time.sleep(self.per_batch)
+        return [torch.zeros(2) for _ in indices]
+
+
+def sleep_step(seconds: float) -> Callable[[Any], None]:
+    return lambda batch: time.sleep(seconds)
+
+
+def plain_rates(loader: Iterable[Any], step: Callable[[Any], None], n: int, repeats: int = 3) -> Dict[Mode, float]:
+    """Steady-state rates of plain loops: one long-lived iterator, 5 batches of warm-up."""
+
+    def median_rate(run: Callable[[], float]) -> float:
+        return statistics.median(n * BATCH / run() for _ in range(repeats))
+
+    it = iter(loader)
+    for _ in range(5):
+        next(it)
+
+    def io() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            next(it)
+        return time.perf_counter() - t0
+
+    batch = next(it)
+
+    def synthetic() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step(batch)
+        return time.perf_counter() - t0
+
+    def full() -> float:
+        b = next(it)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step(b)
+            b = next(it)
+        return time.perf_counter() - t0
+
+    return {Mode.IO: median_rate(io), Mode.SYNTHETIC: median_rate(synthetic), Mode.FULL: median_rate(full)}
+
+
+def benchy_rates(wrapper: Any, step: Callable[[Any], None]) -> Dict[Mode, float]:
+    for _ in range(wrapper.benchy.schedule.epochs_needed):
+        for batch in wrapper:
+            step(batch)
+    assert wrapper.benchy.done
+    return {mode: wrapper.benchy.results.estimate(mode).mean for mode in Mode}
+
+
+def config(tmp_path: Path, nbatches: int = NBATCHES) -> Dict[str, Any]:
+    mode = {"nbatches": nbatches, "ntrials": 3, "nwarmup": 1}
+    return {"global": {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0},
+            "IO": mode, "synthetic": mode, "full": mode}
+
+
+def check(reported: Dict[Mode, float], before: Dict[Mode, float], after: Dict[Mode, float]) -> None:
+    """Within 5 % of the plain loops timed just before or just after benchy's run.
+
+    Two plain measurements bracket benchy's, so a burst of noise from the machine during one
+    of them does not fail the test, while a real bias in benchy (seen against both) does.
+    """
+    def error(m: Mode, plain: Dict[Mode, float]) -> float:
+        return 100 * (reported[m] - plain[m]) / plain[m]
+
+    errors = {m.value: min((round(error(m, p), 2) for p in (before, after)), key=abs) for m in Mode}
+    print("error % vs plain loops:", errors)
+    for mode in Mode:
+        assert abs(errors[mode.value]) <= 5.0, (mode, reported, before, after)
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("fetch, step", [(0.008, 0.012), (0.012, 0.006)], ids=["compute-bound", "io-bound"])
+def test_generic_wrapper_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture, fetch: float, step: float) -> None:
+    before = plain_rates(SleepyBatches(fetch), sleep_step(step), NBATCHES)
+    wrapper = BenchmarkGenericIteratorWrapper(SleepyBatches(fetch), BATCH, benchy_config=config(tmp_path))
+    reported = benchy_rates(wrapper, sleep_step(step))
+    after = plain_rates(SleepyBatches(fetch), sleep_step(step), NBATCHES)
+    with capsys.disabled():
+        check(reported, before, after)
+
+
+@pytest.mark.timing
+def test_dataloader_with_workers_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # 2 workers, 16 ms per batch each: a batch every ~8 ms; the 3 ms step overlaps with loading.
+    kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)
+    # Worker scheduling on a small machine is noisier than a sleep: longer trials, more repeats.
+    def plain() -> Dict[Mode, float]:
+        loader = torch.utils.data.DataLoader(SleepySamples(0.016), **kwargs)
+        return plain_rates(loader, sleep_step(0.003), 2 * NBATCHES, repeats=5)
+
+    before = plain()
+    loader = BenchmarkDataLoader(SleepySamples(0.016), benchy_config=config(tmp_path, 2 * NBATCHES), **kwargs)
+    reported = benchy_rates(loader, sleep_step(0.003))
+    after = plain()
+    with capsys.disabled():
+        check(reported, before, after)
+
+
+class DecayingStep:
+    """A step whose time decays over the first epochs, as after start-up (caches, allocator, autotuning):
+    ``steady * (1 + 9 exp(-k / 15))`` at step ``k``, 10x slower at first."""
+
+    def __init__(self, steady: float) -> None:
+        self.steady, self.k = steady, 0
+
+    def __call__(self, batch: Any) -> None:
+        time.sleep(self.steady * (1.0 + 9.0 * math.exp(-self.k / 15.0)))
+        self.k += 1
+
+
+@pytest.mark.timing
+def test_auto_warmup_on_a_decaying_step_measures_the_steady_state(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    fetch, steady = 0.004, 0.010
+    cfg = config(tmp_path, 25)
+    cfg["synthetic"] = cfg["full"] = {"nbatches": 25, "ntrials": 3, "nwarmup": "auto"}
+    wrapper = BenchmarkGenericIteratorWrapper(SleepyBatches(fetch), BATCH, benchy_config=cfg)
+    reported = benchy_rates(wrapper, DecayingStep(steady))
+    plain = plain_rates(SleepyBatches(fetch), sleep_step(steady), NBATCHES)  # the steady step
+    warmups = wrapper.benchy.planner.warmups_used()
+    syn_error = 100 * (reported[Mode.SYNTHETIC] / plain[Mode.SYNTHETIC] - 1)
+    full_over = reported[Mode.FULL] / min(reported[Mode.IO], reported[Mode.SYNTHETIC])
+    with capsys.disabled():
+        print(f"decaying step: warm-ups {warmups}, SYNTHETIC {syn_error:+.2f} % vs the steady step, "
+              f"FULL / min(IO, SYNTHETIC) = {full_over:.3f}")
+    assert warmups["SYNTHETIC"] >= 3, warmups  # the decay lasts several 25-step epochs
+    assert abs(syn_error) <= 5.0, (reported, plain, warmups)
+    assert full_over <= 1.05, (reported, warmups)
+
+
+def plain_wait_share(loader: Iterable[Any], step: Callable[[Any], None], n: int, repeats: int = 3) -> float:
+    """The truth for FULL's data wait: a plain loop timing each ``next()`` and each step."""
+    it = iter(loader)
+    for _ in range(5):
+        next(it)
+    shares = []
+    for _ in range(repeats):
+        waited = total = 0.0
+        for _ in range(n):
+            t0 = time.perf_counter()
+            batch = next(it)
+            t1 = time.perf_counter()
+            step(batch)
+            waited += t1 - t0
+            total += time.perf_counter() - t0
+        shares.append(waited / total)
+    return statistics.median(shares)
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("workers", [0, 2])
+def test_full_data_wait_share_matches_a_plain_loop(tmp_path: Path, capsys: pytest.CaptureFixture, workers: int) -> None:
+    if workers:
+        # 2 workers, 16 ms per batch each: a batch every ~8 ms; a 3 ms step waits ~5 ms of each 8.
+        kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)
+        make = lambda: torch.utils.data.DataLoader(SleepySamples(0.016), **kwargs)  # noqa: E731
+        step, n = sleep_step(0.003), 2 * NBATCHES
+        wrapper = BenchmarkDataLoader(SleepySamples(0.016), benchy_config=config(tmp_path, n), **kwargs)
+    else:
+        make = lambda: SleepyBatches(0.006)  # noqa: E731
+        step, n = sleep_step(0.002), NBATCHES  # truth about 75 %
+        wrapper = BenchmarkGenericIteratorWrapper(make(), BATCH, benchy_config=config(tmp_path))
+    before = plain_wait_share(make(), step, n)
+    benchy_rates(wrapper, step)
+    after = plain_wait_share(make(), step, n)
+    est = wrapper.benchy.results.data_wait()
+    assert est.mean is not None and est.n == 3
+    off = min((100 * (est.mean - truth) for truth in (before, after)), key=abs)
+    with capsys.disabled():
+        print(f"data wait ({workers} workers): benchy {100 * est.mean:.1f} % +/- {100 * (est.half_width or 0):.1f}, "
+              f"plain loops {100 * before:.1f} / {100 * after:.1f} %: {off:+.2f} points")
+    assert abs(off) <= 3.0, (est, before, after)
+
+
+@pytest.mark.timing
+@pytest.mark.filterwarnings("ignore:This DataLoader will create 4 worker processes")
+def test_a_starved_worker_pool_shows_periodic_stalls(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # 4 workers, 40 ms per batch each: they finish a round of 4 batches together every ~40 ms, and a
+    # 2 ms step takes the round in ~8 ms, then waits: a stall every 4 steps.
+    loader = BenchmarkDataLoader(SleepySamples(0.040), batch_size=BATCH, num_workers=4, persistent_workers=True,
+                                 benchy_config=config(tmp_path, 24))
+    with capsys.disabled():
+        benchy_rates(loader, sleep_step(0.002))
+    from benchy.core.distribution import step_profile
+
+    profile = step_profile(loader.benchy.results.measured(Mode.FULL))
+    with capsys.disabled():
+        print(f"starved pool: {profile}")
+    assert profile is not None and profile.stall_period == 4, profile
+    assert profile.stalls >= 12 and profile.stall_share > 0.4, profile  # a round's wait, in each of 18 rounds

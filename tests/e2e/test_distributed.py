@@ -1,0 +1,207 @@
+"""Distributed runs: 2-rank gloo jobs under torch.distributed.run, and faults under a bare launcher."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+import yaml
+from helpers import ROOT, SUMMARY_RE, free_port, small_config
+
+SCRIPT = ROOT / "tests" / "scripts" / "dist_script.py"
+
+
+def write_config(tmp_path: Path, **global_) -> Dict[str, str]:
+    cfg = tmp_path / "benchy.yaml"
+    cfg.write_text(yaml.safe_dump(small_config(nbatches=10, ntrials=2, nwarmup=1, **global_)))
+    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+               TMPDIR=str(tmp_path))  # torchrun keeps its logs under TMPDIR
+    return env
+
+
+def torchrun(tmp_path: Path, *args: str, timeout: float = 240, **global_) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), str(SCRIPT), *args]
+    return subprocess.run(cmd, cwd=tmp_path, env=write_config(tmp_path, **global_), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def summary(out: str) -> Dict[str, float]:
+    return {m: float(v) for m, v, _ in SUMMARY_RE.findall(out)}
+
+
+def result(tmp_path: Path) -> dict:
+    import json
+
+    return json.loads((tmp_path / "benchy_result.json").read_text())
+
+
+@pytest.mark.timing
+def test_two_ranks_one_summary_global_throughput_and_clean_exit(tmp_path: Path) -> None:
+    proc = torchrun(tmp_path, "--fetch_ms", "2", "--step_ms", "3")
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    assert len(SUMMARY_RE.findall(out)) == 3, out  # rank 0 prints the summary once
+    assert out.count("Tests completed") == 1 and "2 ranks: each measures its own trials" in out
+    assert "USER::rank 0 done" not in out and "USER::rank 1 done" not in out  # both ended by benchy
+    # Per-rank figures (data wait, steps, system, start-up) are rank 0's own, and say so.
+    own = [x for x in out.splitlines() if x.startswith(("BENCHY::SUMMARY::DATA_WAIT", "BENCHY::SUMMARY::STEPS",
+                                                         "BENCHY::SUMMARY::STARTUP"))]
+    assert len(own) == 5 and all(x.endswith(" [rank 0]") for x in own), own
+    doc = result(tmp_path)
+    assert doc["nranks"] == 2 and doc["environment"]["world_size"] == 2 and doc["complete"] is True
+    for mode in ("IO", "SYNTHETIC", "FULL"):
+        ranks = doc[mode]["ranks"]
+        assert len(ranks["trial_throughput"]) == 2 and all(len(r) == 2 for r in ranks["trial_throughput"])
+        assert all(s == [40, 40] for s in ranks["trial_samples"])
+        assert all(x is not None and x >= 0 for x in ranks["spread"])
+        # Global = samples of all ranks / slowest rank's time: about twice one rank's.
+        for k, global_rate in enumerate(doc[mode]["trial_throughput"]):
+            per_rank = ranks["trial_throughput"][k]
+            assert global_rate == pytest.approx(80 / max(ranks["trial_time"][k]))
+            assert 1.8 * min(per_rank) <= global_rate <= 2.0 * max(per_rank) + 1e-9
+    # IO involves no collective: two ranks load at about twice one rank's nominal 4 samples / 2 ms
+    # (a 2 ms sleep overshoots by up to a few tenths of a ms on a busy 2-core machine).
+    io = summary(out)["IO"]
+    assert 0.7 * (2 * 4 / 0.002) <= io <= 1.05 * (2 * 4 / 0.002), f"IO {io:.1f} samples/s, expected about 4000"
+
+
+@pytest.mark.timing
+def test_straggler_is_named(tmp_path: Path) -> None:
+    proc = torchrun(tmp_path, "--slow_rank", "1", "--slow_factor", "1.6", "--no_allreduce")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = re.findall(r"^BENCHY::SUMMARY::STRAGGLER (\w+): rank (\d) is ([0-9.]+) % slower", proc.stdout, re.M)
+    assert {mode for mode, _, _ in lines} == {"IO", "SYNTHETIC", "FULL"}, proc.stdout
+    assert all(rank == "1" and 40.0 < float(pct) < 80.0 for _, rank, pct in lines), lines
+    assert "rank 1 is" in result(tmp_path)["FULL"]["ranks"]["straggler"]
+
+
+def test_barrier_and_transparent_epochs(tmp_path: Path) -> None:
+    proc = torchrun(tmp_path, "--epochs", "8", use_distributed_barrier=True, exit_after_tests=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "USER::rank 0 done" in proc.stdout and "USER::rank 1 done" in proc.stdout
+    assert len(SUMMARY_RE.findall(proc.stdout)) == 3
+
+
+def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -> None:
+    # Rank 1's step settles over its first epochs, rank 0's is steady from the start: the ranks
+    # must still run the same trials (the slowest-settling rank decides), or they would deadlock.
+    auto = {"nbatches": 10, "ntrials": "auto", "nwarmup": "auto"}
+    cfg = tmp_path / "auto.yaml"
+    cfg.write_text(yaml.safe_dump({"global": {"report_freq": 0, "dist_timeout": 30}, "IO": {"ntrials": "auto"},
+                                   "synthetic": auto, "full": auto}))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), str(SCRIPT), "--decay_rank", "1", "--epochs", "30"]
+    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+               TMPDIR=str(tmp_path))  # torchrun keeps its logs under TMPDIR
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = result(tmp_path)
+    assert doc["complete"] is True and doc["nranks"] == 2
+    assert doc["schedule"]["warmups"]["SYNTHETIC"] >= 2, doc["schedule"]  # rank 1's decay decided
+    assert "SYNTHETIC warm-up: steady after" in proc.stdout or "SYNTHETIC warm-up: not steady" in proc.stdout
+    assert doc["schedule"]["stop_reason"] is not None
+
+
+def bare_launch(tmp_path: Path, args: List[str], timeout_s: float, rank_env: Optional[List[Dict[str, str]]] = None,
+                **global_) -> List[subprocess.Popen]:
+    """Two ranks started as Slurm's srun would: no agent that kills the others on a failure."""
+    env = write_config(tmp_path, dist_timeout=timeout_s, **global_)
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
+    procs = []
+    for rank in (0, 1):
+        own = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), **(rank_env[rank] if rank_env else {}))
+        procs.append(subprocess.Popen(
+            [sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=own,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL))
+    return procs
+
+
+def finish(procs: List[subprocess.Popen], timeout: float) -> List[Optional[tuple]]:
+    outs = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            outs.append(None)
+            continue
+        outs.append((p.returncode, out, err))
+    return outs
+
+
+def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp_path: Path) -> None:
+    # Epoch 3 is FULL_1 (after SYNTHETIC_WARMUP_1, FULL_WARMUP_1, SYNTHETIC_1); rank 1 dies at its
+    # step 1. Rank 0 must not hang.
+    start = time.monotonic()
+    procs = bare_launch(tmp_path, ["--die_rank", "1", "--die_at", "3:1", "--no_allreduce"], timeout_s=5)
+    rank0, rank1 = finish(procs, timeout=120)
+    elapsed = time.monotonic() - start
+    assert rank0 is not None, "rank 0 hung"
+    code, out, err = rank0
+    assert code == 1, out + err
+    assert "benchy.DistributedError: benchy: trial FULL_1: the exchange of the ranks' trial results " \
+           "failed after" in err, err
+    assert "(bounded wait: dist_timeout = 5 s); rank(s) 1 did not report" in err
+    assert elapsed < 60
+    assert rank1 is not None and rank1[0] == -9
+    doc = result(tmp_path)  # what was measured before the fault is kept
+    assert doc["complete"] is False and doc["IO"]["n"] == 2 and doc["SYNTHETIC"]["n"] == 1
+    # ... and printed, as a single-rank run prints it.
+    assert set(summary(out)) == {"IO", "SYNTHETIC"}, out
+    assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in out
+    assert "trial FULL_1 stopped after" in out and "the ranks could not exchange its results" in out
+
+
+def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
+    procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--no_allreduce"], timeout_s=5)
+    rank0, rank1 = finish(procs, timeout=120)
+    assert rank0 is not None and rank1 is not None, "a rank hung"
+    assert rank1[0] == 0  # it simply stopped asking for epochs
+    assert rank0[0] == 1 and "trial SYNTHETIC_1" in rank0[2] and "rank(s) 1 did not report" in rank0[2], rank0
+
+
+def test_killed_rank_under_torchrun_fails_the_job(tmp_path: Path) -> None:
+    start = time.monotonic()
+    proc = torchrun(tmp_path, "--die_rank", "1", "--die_at", "3:1", "--no_allreduce", timeout=120, dist_timeout=5)
+    assert proc.returncode != 0
+    assert "USER::rank 1 killing itself" in proc.stdout
+    assert time.monotonic() - start < 90
+
+
+def test_ddp_example_under_torchrun(tmp_path: Path) -> None:
+    env = write_config(tmp_path)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), str(ROOT / "examples" / "ddp_train.py"), "--enable_benchy",
+           "--dataset_size", "512", "--batch_size", "8"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(summary(proc.stdout)) == {"IO", "SYNTHETIC", "FULL"}
+    assert result(tmp_path)["nranks"] == 2
+
+
+def test_ranks_with_different_schedules_stop_before_any_trial(tmp_path: Path) -> None:
+    envs = []
+    for rank, (nbatches, ntrials) in enumerate([(10, 2), (20, 3)]):
+        cfg = tmp_path / f"rank{rank}.yaml"
+        cfg.write_text(yaml.safe_dump(dict(small_config(nbatches=nbatches, ntrials=ntrials, nwarmup=1),
+                                           **{"global": {"report_freq": 0, "dist_timeout": 20}})))
+        envs.append({"BENCHY_CONFIG_FILE": str(cfg)})
+    procs = bare_launch(tmp_path, ["--no_allreduce"], timeout_s=20, rank_env=envs)
+    outs = finish(procs, timeout=120)
+    for rank, out in enumerate(outs):
+        assert out is not None, f"rank {rank} hung"
+        code, stdout, stderr = out
+        assert code == 1, stdout + stderr
+        assert "benchy.DistributedError: benchy: the ranks were given different schedules: " in stderr, stderr
+        assert "IO.nbatches (rank 0: 10, rank 1: 20)" in stderr and "IO.ntrials (rank 0: 2, rank 1: 3)" in stderr
+        assert "Trial Throughput" not in stdout  # nothing was measured, nothing combined

@@ -1,0 +1,322 @@
+"""End to end: user-like scripts in subprocesses, checked by their output, JSON and exit status."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from helpers import ROOT, small_config
+
+EPOCHS = 6  # small_config(): SYNTHETIC 1+2 and FULL 1+2 trials, one per epoch
+
+
+def test_drop_in_loader_with_two_workers(run_script) -> None:
+    run = run_script(small_config(), "--workers", "2", "--samples", "40", "--batch_size", "4")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+    assert all(hw is not None for _, hw in run.summary.values())
+    assert set(run.trials) == {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
+                               "FULL_WARMUP_1", "FULL_1", "FULL_2"}
+    # exit_after_tests: the process ends inside the last trial epoch; the script never finishes.
+    assert sorted(run.epochs) == list(range(EPOCHS - 1)) and "USER::done" not in run.stdout
+    assert all(steps == 5 for steps, _ in run.epochs.values())
+    doc = run.result()
+    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 2
+    assert doc["source"] == "run" and doc["run_name"].startswith("user_script 20")  # the script and its start time
+    for mode in ("IO", "SYNTHETIC", "FULL"):
+        block = doc[mode]
+        assert block["n"] == 2 and len(block["rates"]) == 2 and all(len(r) == 5 for r in block["rates"])
+        assert block["trial_samples"] == [20, 20]
+        assert block["mean"] == pytest.approx(sum(block["trial_throughput"]) / 2)
+        assert set(block) >= {"rates", "avg_iter_throughput", "trial_throughput", "trial_time", "mean", "interval"}
+    assert doc["environment"]["torch_version"] and doc["environment"]["device"] == "cpu"
+    assert doc["config"]["IO"]["nbatches"] == 5
+    assert "Tests completed" in run.stdout and "\x1b" not in run.stdout
+
+
+def test_persistent_workers(run_script) -> None:
+    run = run_script(small_config(), "--workers", "2", "--persistent", "--samples", "12", "--batch_size", "4")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+@pytest.mark.parametrize("kind", ["tuple", "tensor", "dict", "dali"])
+def test_generic_wrapper_batch_structures(run_script, kind: str) -> None:
+    run = run_script(small_config(nbatches=4), "--loader", "generic", "--kind", kind, "--samples", "30",
+                     "--batch_size", "8")
+    assert run.returncode == 0, run
+    doc = run.result()
+    # A pass is 8, 8, 8, 6 samples: every 4-batch trial holds one short batch.
+    assert doc["FULL"]["trial_samples"] == [30, 30]
+    assert doc["IO"]["trial_samples"] == [30, 30]
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+@pytest.mark.parametrize("kind", ["tensor", "dict"])
+def test_drop_in_single_tensor_and_dict_batches(run_script, kind: str) -> None:
+    run = run_script(small_config(), "--kind", kind, "--samples", "100", "--batch_size", "5")
+    assert run.returncode == 0, run
+    assert run.result()["SYNTHETIC"]["trial_samples"] == [25, 25]
+
+
+def test_loader_shorter_than_a_trial(run_script) -> None:
+    # 10 samples in batches of 4: a pass is 4, 4, 2. A 5-batch trial spans two passes.
+    run = run_script(small_config(), "--samples", "10", "--batch_size", "4")
+    assert run.returncode == 0, run
+    assert run.epochs[0] == (5, 5)  # five batches in a trial epoch, and len() says so (the loader alone: 3)
+    doc = run.result()
+    for mode in ("IO", "FULL"):
+        assert all(s in (14, 16, 18) for s in doc[mode]["trial_samples"]), doc[mode]["trial_samples"]
+    assert doc["FULL"]["trial_samples"][0] in (14, 16, 18)
+
+
+def test_transparent_after_the_schedule(run_script) -> None:
+    run = run_script(small_config(exit_after_tests=False), "--samples", "24", "--batch_size", "4",
+                     "--epochs", str(EPOCHS + 3))
+    assert run.returncode == 0, run
+    assert "USER::done" in run.stdout
+    # Trial epochs yield nbatches; later epochs are the plain loader's, full length.
+    assert [run.epochs[e][0] for e in range(EPOCHS)] == [5] * EPOCHS
+    assert [run.epochs[e][0] for e in range(EPOCHS, EPOCHS + 3)] == [6, 6, 6]
+    assert run.stdout.index("BENCHY::SUMMARY::FULL") < run.stdout.index(f"USER::epoch {EPOCHS - 1} ")
+    assert run.result()["complete"] is True and run.result()["exit_status"] is None
+
+
+def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
+    run = run_script(small_config(), "--epochs", "3")
+    assert run.returncode == 0, run
+    assert f"the script stopped after 3 of the {EPOCHS} epochs the benchy schedule needs" in run.stdout
+    assert f"Run at least {EPOCHS} epochs" in run.stdout
+    assert run.summary["SYNTHETIC"][0] > 0 and run.summary["IO"][0] > 0
+    assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in run.stdout
+    doc = run.result()
+    assert doc["complete"] is False and doc["epochs_started"] == 3 and doc["epochs_needed"] == EPOCHS
+    assert doc["exit_status"] is None  # the script ended the process, not benchy
+    # Epochs ran SYNTHETIC_WARMUP_1, FULL_WARMUP_1, SYNTHETIC_1 (warm-ups, then S F F S).
+    assert [i["trial"] for i in doc["interrupted"]] == ["FULL_1", "FULL_2", "SYNTHETIC_2"]
+    assert all(i["reason"] == "not run: the script stopped asking for epochs after 3" for i in doc["interrupted"])
+    assert doc["SYNTHETIC"]["n"] == 1 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
+
+
+def test_exception_in_the_step_propagates_unchanged_and_results_are_kept(run_script) -> None:
+    run = run_script(small_config(), "--raise_at", "3:2")  # epochs: S_WARMUP_1, F_WARMUP_1, S_1, F_1 (epoch 3)
+    assert run.returncode == 1, run
+    assert "RuntimeError: boom in the training step at epoch 3 step 2" in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "RuntimeError: boom in the training step at epoch 3 step 2"
+    assert 'user_script.py", line' in run.stderr
+    doc = run.result()
+    assert doc["complete"] is False
+    assert doc["SYNTHETIC"]["n"] == 1 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
+    # The loop received batches 0, 1 and 2 and raised in the step of batch 2.
+    assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 3
+    assert "trial FULL_1 stopped after 3 of 5 batches" in run.stdout
+
+
+def test_loop_that_breaks_early_gets_a_warning_uncounted_trials_and_status_3(run_script) -> None:
+    run = run_script(small_config(), "--break_at=-1:3")  # receives batches 0..3 of 5, then breaks
+    assert run.returncode == 3, run  # benchy.EXIT_MISSING_MODE: SYNTHETIC and FULL have no counted trial
+    assert "trial SYNTHETIC_WARMUP_1 stopped after 4 of 5 batches: the training loop stopped asking" in run.stdout
+    assert "If your loop takes 4 steps per epoch, set nbatches to at most 4." in run.stdout
+    assert "BENCHY::SUMMARY::SYNTHETIC average trial throughput: n/a (no completed trial)" in run.stdout
+    assert "no counted trial for SYNTHETIC, FULL: the comparison is incomplete; exiting with status 3." in run.stdout
+    assert run.summary["IO"][0] > 0  # IO runs without the training loop
+    doc = run.result()
+    assert len(doc["interrupted"]) == EPOCHS and doc["complete"] is False and doc["exit_status"] == 3
+
+
+def test_loop_that_breaks_after_the_last_batch_counts_every_trial(run_script) -> None:
+    # Breaking right after receiving batch 5 of 5 is what a loop sized by len() does: no batch 6 is asked for.
+    run = run_script(small_config(), "--break_at=-1:4")
+    assert run.returncode == 0, run
+    assert set(run.trials) == {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
+                               "FULL_WARMUP_1", "FULL_1", "FULL_2"}
+    assert run.stdout.count("such a trial counts over its first 4 steps (said once)") == 1
+    doc = run.result()
+    assert doc["complete"] is True and doc["interrupted"] == [] and doc["exit_status"] == 0
+    assert doc["FULL"]["nbatches"] == [4, 4] and doc["IO"]["nbatches"] == [5, 5]
+
+
+@pytest.mark.parametrize(
+    "config, expected",
+    [
+        ("IO:\n  nbatch: 5\n", "IO.nbatch: unknown key (allowed: run_benchmark, nbatches, ntrials, nwarmup)"),
+        ("full:\n  ntrials: -3\n", "full.ntrials: got -3 (int); expected an integer from 0 to 10000"),
+        ("synthetic:\n  nbatches: 0\n", "synthetic.nbatches: got 0 (int); expected an integer from 1 to 1000000"),
+        ("global:\n  profiler_mode: some\n", "global.profiler_mode: got 'some' (str); expected one of"),
+        ("global:\n  exit_after_tests: 2\n", "global.exit_after_tests: got 2 (int); expected true or false"),
+        ("IO: [1, 2\n", "malformed YAML at line"),
+    ],
+)
+def test_bad_config_stops_before_any_trial(run_script, config: str, expected: str) -> None:
+    run = run_script(config)
+    assert run.returncode == 1, run
+    assert expected in run.stderr and "benchy.ConfigError: benchy config " in run.stderr
+    assert "BENCHY::IO" not in run.stdout and not run.json_path.exists()
+
+
+def test_missing_config_file(run_script, tmp_path) -> None:
+    missing = tmp_path / "missing.yaml"
+    run = run_script(None, env={"BENCHY_CONFIG_FILE": str(missing)})
+    assert run.returncode == 1 and f"benchy config {missing}: file not found" in run.stderr
+
+
+def test_an_output_dir_that_cannot_be_created_is_a_config_error_before_any_trial(run_script, tmp_path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    run = run_script(small_config(output_dir=str(blocker / "sub")))
+    assert run.returncode == 1, run
+    assert f"benchy.ConfigError: benchy config {tmp_path / 'benchy.yaml'}: global.output_dir: {blocker / 'sub'} " \
+           f"cannot be created: {blocker} is a file" in run.stderr
+    assert "BENCHY::" not in run.stdout and "USER::epoch" not in run.stdout  # nothing ran
+
+
+def test_a_json_write_that_fails_later_still_prints_the_numbers(run_script, tmp_path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    # The directory is replaced by a file while the trials run (a cleaned scratch space, a full disk).
+    run = run_script(small_config(output_dir=str(out)), "--spoil_output_dir_at", f"2:{out}")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+    assert f"cannot write the JSON result to {out / 'benchy_result.json'}" in run.stdout
+
+
+def test_flag_switches_between_plain_and_benchmark(run_script) -> None:
+    plain = run_script(small_config(), "--loader", "plain", "--epochs", "2")
+    assert plain.returncode == 0 and "BENCHY::" not in plain.stdout and plain.epochs[0] == (16, 16)
+    on = run_script(small_config(), "--loader", "plain", "--enable_benchy")
+    assert on.returncode == 0 and set(on.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+def test_rich_console_draws_a_table_and_keeps_the_plain_lines(run_script) -> None:
+    run = run_script(small_config(console="rich"), env={"COLUMNS": "160"})
+    assert run.returncode == 0, run
+    assert "benchy summary" in run.stdout and "95% interval" in run.stdout
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+def test_examples_run(run_script) -> None:
+    cfg = small_config(nbatches=3, ntrials=2, nwarmup=0)
+    run = run_script(cfg, "--enable_benchy", "--dataset_size", "256", "--batch_size", "16",
+                     script=ROOT / "examples" / "train_cnn.py")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+    run = run_script(cfg, "--enable_benchy", "--nsamples", "300", script=ROOT / "examples" / "generic_iterator.py")
+    assert run.returncode == 0, run
+    assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
+
+
+def test_ci_snippet_extracts_the_three_numbers(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(["bash", str(ROOT / "examples" / "ci_summary.sh"), sys.executable, "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^ci: IO=[0-9.]+ SYNTHETIC=[0-9.]+ FULL=[0-9.]+ samples/s$", proc.stdout, re.M), proc.stdout
+    failing = subprocess.run(["bash", str(ROOT / "examples" / "ci_summary.sh"), sys.executable, "1e12"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+    assert failing.returncode == 1 and "< floor 1e12" in failing.stderr
+
+
+def test_summary_command_reprints_a_result(run_script) -> None:
+    import subprocess
+    import sys
+
+    run = run_script(small_config(), "--epochs", "3")
+    assert run.returncode == 0, run
+    proc = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.json_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    printed = [x for x in run.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::")]
+    assert proc.stdout.splitlines()[:len(printed)] == printed
+    assert "holds an incomplete run (3 of 6 epochs)" in proc.stdout
+    bad = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.workdir / "nope.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "cannot read" in bad.stderr
+
+
+def test_stale_temporary_files_of_a_killed_run_are_removed_at_the_next_start(run_script, tmp_path) -> None:
+    import os
+    import time
+
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / ".benchy-k1ll3d.json.tmp"  # a process killed while writing its JSON left it
+    stale.write_text('{"half": ')
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    fresh = out / ".benchy-wr1t1ng.json.tmp"  # another run writing at this very moment
+    fresh.write_text("{")
+    mine = out / ".benchy-notes.txt"  # not a name benchy makes
+    mine.write_text("keep")
+    steps = out / "benchy_result.steps"  # per-step files: a killed writer's, a previous run's, the user's
+    steps.mkdir()
+    stale_steps = steps / ".benchy-k1ll3d.npy.tmp"
+    stale_steps.write_bytes(b"\x93NUMPY")
+    os.utime(stale_steps, (old, old))
+    previous = steps / "FULL_9.npy"
+    previous.write_bytes(b"\x93NUMPY")
+    (steps / "notes.txt").write_text("keep")
+    run = run_script(small_config(output_dir=str(out)))
+    assert run.returncode == 0, run
+    assert (f"removed 2 stale temporary file(s) left by an interrupted benchy run: {stale}, {stale_steps}"
+            in run.stdout)
+    assert not stale.exists() and fresh.exists() and mine.exists()
+    # A normal run leaves no temporary file of its own (nor its writability probe).
+    assert sorted(p.name for p in out.iterdir()) == [".benchy-notes.txt", ".benchy-wr1t1ng.json.tmp",
+                                                      "benchy_result.json", "benchy_result.steps"]
+    # This run's trials replace a previous run's trial files; other files stay.
+    assert sorted(p.name for p in steps.iterdir()) == sorted(
+        [f"{label}.npy" for label in run.trials] + ["notes.txt"])
+
+
+def sigterm_during_a_trial(tmp_path, *extra: str):
+    """Run the user script, send SIGTERM in the middle of FULL_WARMUP_1, return (status, stdout, stderr)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+    from helpers import USER_SCRIPT
+
+    cfg = tmp_path / "benchy.yaml"
+    cfg.write_text(yaml.safe_dump(small_config(nbatches=40, ntrials=2, nwarmup=1)))
+    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, str(USER_SCRIPT), "--step_ms", "20", *extra], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:  # FULL_WARMUP_1 is the epoch after SYNTHETIC_WARMUP_1: 40 steps of 20 ms
+        seen.append(line)
+        if line.startswith("BENCHY::SYNTHETIC_WARMUP_1::Trial Throughput"):
+            break
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, "".join(seen) + out, err
+
+
+@pytest.mark.parametrize("repetition", [1, 2, 3])
+def test_sigterm_in_a_trial_prints_and_writes_what_was_measured(run_script, tmp_path, repetition: int) -> None:
+    import signal
+
+    status, out, err = sigterm_during_a_trial(tmp_path)
+    assert status == -signal.SIGTERM, (status, out, err)  # the signal's own status, as without benchy
+    assert "BENCHY::WARNING::Message: SIGTERM received during trial FULL_WARMUP_1 (" in out, out
+    assert "BENCHY::SUMMARY::IO average trial throughput" in out
+    assert "BENCHY::SUMMARY::SYNTHETIC average trial throughput: n/a (no completed trial)" in out
+    doc = json.loads((tmp_path / "benchy_result.json").read_text())
+    assert doc["complete"] is False and doc["IO"]["n"] == 2
+    [item] = doc["interrupted"]
+    assert item["trial"] == "FULL_WARMUP_1" and item["reason"].startswith("interrupted by SIGTERM after ")
+    assert 0 < item["batches_done"] < 40
+
+
+def test_sigterm_chains_the_scripts_own_handler(tmp_path) -> None:
+    status, out, err = sigterm_during_a_trial(tmp_path, "--own_sigterm")
+    assert status == 42, (status, out, err)  # the script's handler decides how the process ends
+    assert out.index("BENCHY::SUMMARY::IO average") < out.index("USER::sigterm handler")
+    assert json.loads((tmp_path / "benchy_result.json").read_text())["interrupted"][0]["trial"] == "FULL_WARMUP_1"

@@ -1,0 +1,159 @@
+"""Ordinary script patterns that used to lose or miscount trials (issue 8), end to end.
+
+Each runs ``tests/scripts/user_script.py`` in a subprocess, as a user's script, and checks
+that every scheduled trial counted, or that each one that did not is named with its reason,
+and that the exit status says whether every mode has its numbers.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import small_config
+
+ALL_TRIALS = {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
+              "FULL_WARMUP_1", "FULL_1", "FULL_2"}
+EPOCHS = 6
+
+
+def test_steps_per_epoch_loop_sized_by_len_counts_every_trial(run_script) -> None:
+    # 20 samples / 4 = 5 batches = nbatches: the loop takes exactly len(loader) batches and never one more.
+    run = run_script(small_config(), "--loop", "steps", "--samples", "20", "--epochs", "8")
+    assert run.returncode == 0, run
+    assert "StopIteration" not in run.stderr
+    assert set(run.trials) == ALL_TRIALS
+    assert all(run.epochs[e] == (5, 5) for e in range(EPOCHS)), run.epochs
+    doc = run.result()
+    assert doc["complete"] is True and doc["exit_status"] == 0 and doc["interrupted"] == []
+    assert doc["SYNTHETIC"]["nbatches"] == [4, 4] and doc["FULL"]["trial_samples"] == [16, 16]
+    assert doc["lookahead"] is False  # this loop runs its step before asking for the next batch
+    # The last trial counts when the loop drops its iterator; the process ends at the next iter().
+    assert "benchy ends the process at the next iter()" in run.stdout and "Tests completed.... exiting." in run.stdout
+
+
+def test_len_during_the_schedule_is_what_an_epoch_yields(run_script) -> None:
+    # The loader alone has 16 batches; trial epochs yield 5, and len() says 5 until the schedule ends.
+    run = run_script(small_config(exit_after_tests=False), "--loop", "steps", "--samples", "64", "--epochs", "9")
+    assert run.returncode == 0, run
+    assert [run.epochs[e] for e in range(EPOCHS)] == [(5, 5)] * EPOCHS
+    assert [run.epochs[e] for e in range(EPOCHS, 9)] == [(16, 16)] * 3
+    assert run.result()["complete"] is True
+
+
+def test_a_peek_inside_the_loop_is_served_plain_and_loses_no_trial(run_script) -> None:
+    run = run_script(small_config(), "--peek_at=-1:2")
+    assert run.returncode == 0, run
+    assert set(run.trials) == ALL_TRIALS
+    assert run.stdout.count("was served by the plain loader (a peek such as next(iter(loader))") == 1
+    assert all(steps == 5 for steps, _ in run.epochs.values())
+    assert run.result()["complete"] is True
+
+
+def test_a_discarded_iter_is_named_and_the_run_is_not_complete(run_script) -> None:
+    run = run_script(small_config(), "--discard_iter_at", "2", "--epochs", "8")  # epoch 2 is SYNTHETIC_1 (after the two warm-ups)
+    assert run.returncode == 0, run  # every mode still has counted trials
+    assert "trial SYNTHETIC_1 stopped after 0 of 5 batches: its iterator was dropped before the first batch" in run.stdout
+    assert "1 scheduled trial(s) did not count (SYNTHETIC_1)" in run.stdout
+    doc = run.result()
+    assert doc["complete"] is False and doc["SYNTHETIC"]["n"] == 1
+    assert [i["trial"] for i in doc["interrupted"]] == ["SYNTHETIC_1"]
+    assert "dropped before the first batch" in doc["interrupted"][0]["reason"]
+
+
+def test_a_second_wrapped_loader_is_plain_named_and_overwrites_nothing(run_script) -> None:
+    run = run_script(small_config(), "--val_loader")
+    assert run.returncode == 0, run
+    assert run.stdout.count("BENCHY::SUMMARY::FULL average") == 1
+    assert set(run.trials) == ALL_TRIALS
+    assert "user_script.py" in run.stdout and "is the plain loader: a process runs one benchmark at a time" in run.stdout
+    assert all(line == "USER::val batches 3" for line in run.stdout.splitlines() if line.startswith("USER::val"))
+    doc = run.result()
+    assert doc["complete"] is True and doc["FULL"]["n"] == 2
+    assert len(doc["other_loaders"]) == 1 and "user_script.py" in doc["other_loaders"][0]
+
+
+def test_a_tuple_of_dicts_is_one_batch_not_two_devices(run_script) -> None:
+    run = run_script(small_config(), "--kind", "dictpair")  # batches of 4
+    assert run.returncode == 0, run
+    doc = run.result()
+    for mode in ("IO", "SYNTHETIC", "FULL"):
+        assert doc[mode]["trial_samples"] == [20, 20], (mode, doc[mode]["trial_samples"])
+    assert doc["counting"] == ("leading dimension of batch[0]['pixels']; the batch sampler makes 4 per batch, so "
+                               "only the last batch of each pass is counted in the trials")
+
+
+def test_a_dataloader_batch_sampler_counts_the_short_last_batch_of_each_pass(run_script) -> None:
+    # 22 samples in batches of 4: a pass is 4 4 4 4 4 2, so any 6 consecutive batches hold 22.
+    run = run_script(small_config(nbatches=6), "--samples", "22")
+    assert run.returncode == 0, run
+    doc = run.result()
+    assert "only the last batch of each pass is counted" in doc["counting"]
+    for mode in ("IO", "FULL"):
+        assert doc[mode]["trial_samples"] == [22, 22], (mode, doc[mode]["trial_samples"])
+        assert doc[mode]["warmup"]["trial_samples"] == [22], mode
+
+
+def test_dataclass_batches_of_variable_size_are_counted_as_received(run_script) -> None:
+    run = run_script(small_config(nbatches=4), "--kind", "dataclass", "--variable", "--samples", "200")
+    assert run.returncode == 0, run
+    doc = run.result()
+    # Sizes cycle 4, 8, 16, 2 (30 per 4 batches); every 4-batch window holds one of each.
+    for mode in ("IO", "FULL"):
+        assert doc[mode]["trial_samples"] == [30, 30], (mode, doc[mode]["trial_samples"])
+    assert doc["counting"] == "leading dimension of batch.inputs"
+    # SYNTHETIC yields one cached batch in every warm-up and trial: its size is recorded.
+    size = doc["SYNTHETIC"]["batch_samples"]
+    assert size in (4, 8, 16, 2)
+    assert doc["SYNTHETIC"]["trial_samples"] == [4 * size, 4 * size]
+    assert doc["SYNTHETIC"]["warmup"]["trial_samples"] == [4 * size]
+
+
+def test_objects_holding_tensors_are_counted(run_script) -> None:
+    run = run_script(small_config(), "--kind", "object", "--samples", "22")  # a pass: 4 4 4 4 4 2
+    assert run.returncode == 0, run
+    doc = run.result()
+    assert doc["counting"] == "leading dimension of batch.inputs"
+    assert all(s in (18, 20) for s in doc["FULL"]["trial_samples"]), doc["FULL"]["trial_samples"]
+
+
+def test_falling_back_to_batch_size_is_said_once(run_script) -> None:
+    run = run_script(small_config(), "--loader", "generic", "--kind", "opaque", "--batch_size", "8")
+    assert run.returncode == 0, run
+    assert run.stdout.count("hold no tensor or array to count; each is counted as batch_size = 8 samples") == 1
+    assert run.result()["FULL"]["trial_samples"] == [40, 40]
+
+
+def test_a_loader_rebuilt_every_epoch_is_named_as_the_cause(tmp_path, run_script) -> None:
+    script = tmp_path / "rebuild.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.data import TensorDataset\n"
+        "from benchy.torch import BenchmarkDataLoader\n"
+        "data = TensorDataset(torch.randn(40, 4))\n"
+        "for epoch in range(10):\n"
+        "    loader = BenchmarkDataLoader(data, batch_size=4)  # re-created every epoch\n"
+        "    for (x,) in loader:\n"
+        "        pass\n"
+    )
+    run = run_script(small_config(), script=script)
+    assert run.returncode == 0, run
+    assert run.stdout.count("a loader re-created every epoch never finishes the schedule") == 1, run  # said once
+    assert "a script that builds a new loader every epoch never finishes the schedule" in run.stdout  # and at exit
+    assert "rebuild.py:6" in run.stdout
+    assert run.result()["complete"] is False
+
+
+@pytest.mark.timing
+def test_a_loop_that_fetches_one_batch_ahead_is_detected_and_not_biased(run_script) -> None:
+    # A 20 ms step and 5-batch trials: counting the prefetcher's first period, which holds no step,
+    # would show SYNTHETIC 5/4 of the plain loop's.
+    rates = {}
+    for loop in ("for", "prefetch"):
+        run = run_script(small_config(), "--loop", loop, "--step_ms", "20")
+        assert run.returncode == 0, run
+        doc = run.result()
+        assert doc["complete"] is True and doc["lookahead"] is (loop == "prefetch"), run
+        rates[loop] = doc["SYNTHETIC"]["mean"]
+        if loop == "prefetch":
+            assert run.stdout.count("it fetches one batch ahead") == 1
+            assert doc["SYNTHETIC"]["nbatches"] == [4, 4] and doc["FULL"]["trial_samples"] == [16, 16]
+    assert rates["prefetch"] == pytest.approx(rates["for"], rel=0.10), rates

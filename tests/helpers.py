@@ -1,0 +1,184 @@
+"""The tests' shared helpers, imported as a module (``from helpers import ...``): paths, a user-like
+script's run read back, small configs, a fake clock, the in-process session factory and trial-result
+builders. Fixtures live in ``conftest.py``."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+ROOT = Path(__file__).resolve().parent.parent
+USER_SCRIPT = ROOT / "tests" / "scripts" / "user_script.py"
+
+SUMMARY_RE = re.compile(
+    r"^BENCHY::SUMMARY::(IO|SYNTHETIC|FULL) average trial throughput: ([0-9.]+) \+/- ([0-9.]+|n/a)", re.M
+)
+TRIAL_RE = re.compile(r"^BENCHY::((?:IO|SYNTHETIC|FULL)(?:_WARMUP)?_\d+)::Trial Throughput: ([0-9.]+)$", re.M)
+
+
+class Run:
+    """A finished subprocess run with parsed benchy output."""
+
+    def __init__(self, proc: subprocess.CompletedProcess, workdir: Path, json_path: Path) -> None:
+        self.proc, self.workdir, self.json_path = proc, workdir, json_path
+        self.returncode, self.stdout, self.stderr = proc.returncode, proc.stdout, proc.stderr
+
+    @property
+    def summary(self) -> Dict[str, Tuple[float, Optional[float]]]:
+        return {m: (float(a), None if b == "n/a" else float(b)) for m, a, b in SUMMARY_RE.findall(self.stdout)}
+
+    @property
+    def trials(self) -> Dict[str, float]:
+        return {label: float(v) for label, v in TRIAL_RE.findall(self.stdout)}
+
+    @property
+    def epochs(self) -> Dict[int, Tuple[int, int]]:
+        found = re.findall(r"^USER::epoch (\d+) steps (\d+) len (\d+)$", self.stdout, re.M)
+        return {int(e): (int(s), int(n)) for e, s, n in found}
+
+    def result(self) -> Dict[str, Any]:
+        return json.loads(self.json_path.read_text())
+
+    def __repr__(self) -> str:
+        return f"Run(rc={self.returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+SCRATCH: List[Path] = []  # pytest's temporary root for this session (set by conftest)
+
+
+def scratch_dir() -> str:
+    """A fresh directory for a helper that has no ``tmp_path``: under pytest's temporary root,
+    which pytest prunes (it keeps the last three runs), never loose in /tmp."""
+    assert SCRATCH, "scratch_dir() is for use inside tests"
+    return tempfile.mkdtemp(prefix="benchy-", dir=SCRATCH[0])
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a torchrun rendezvous)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def small_config(nbatches: int = 5, ntrials: int = 2, nwarmup: int = 1, **global_: Any) -> Dict[str, Any]:
+    """A fast schedule for end-to-end tests."""
+    g = {"report_freq": 0}
+    g.update(global_)
+    mode = {"nbatches": nbatches, "ntrials": ntrials, "nwarmup": nwarmup}
+    return {"global": g, "IO": dict(mode), "synthetic": dict(mode), "full": dict(mode)}
+
+
+# --- in-process sessions on virtual time ------------------------------------------------------------
+
+
+class FakeClock:
+    """Virtual time: the fake loader, the fake step and a slow output advance it by known amounts.
+    Call it (or its ``clock``) for the time; ``steps`` and ``fetches`` count what ran so far."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.steps = 0
+        self.fetches = 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def clock(self) -> float:
+        return self.now
+
+
+class SlowStream(io.StringIO):
+    """An output stream whose every write takes ``cost`` seconds of fake time (a very slow terminal)."""
+
+    def __init__(self, clock: FakeClock, cost: float = 1.0) -> None:
+        super().__init__()
+        self.clock, self.cost = clock, cost
+
+    def write(self, text: str) -> int:
+        self.clock.now += self.cost
+        return super().write(text)
+
+
+class Made(NamedTuple):
+    session: Any  # benchy.session.session.Session
+    stream: io.StringIO
+    exits: List[int]
+
+
+def make_session(clock: FakeClock, *, fetch: Union[float, Callable[[int], float]] = 0.01, batches: int = 10_000,
+                 modes: Optional[Dict[str, Any]] = None, global_: Optional[Dict[str, Any]] = None,
+                 stream: Optional[io.StringIO] = None, registry: Any = None, batch: int = 8,
+                 **sections_and_session: Any) -> Made:
+    """A Session over a fake loader of ``batches`` batches of ``batch`` samples, each fetch taking
+    ``fetch`` seconds (or ``fetch(k)`` for the k-th), with plain output to ``stream`` (a
+    :class:`SlowStream` by default) and exits recorded. ``modes``: every mode's section (default
+    4 batches, 2 trials, no warm-up); keyword arguments named ``IO``, ``synthetic``, ``full`` or
+    ``global`` update those sections; any other keyword goes to ``Session``."""
+    from benchy import load_config
+    from benchy.session.console import Output
+    from benchy.session.registry import Registry
+    from benchy.session.session import Session
+
+    # Sessions left unfinished say so at interpreter exit: their JSON goes to a directory of their own.
+    cfg: Dict[str, Any] = {"global": {"report_freq": 0, "console": "plain", "output_dir": scratch_dir(),
+                                      **(global_ or {})}}
+    for name in ("IO", "synthetic", "full"):
+        cfg[name] = dict(modes or {"nbatches": 4, "ntrials": 2, "nwarmup": 0})
+    session_kwargs = {}
+    for name, values in sections_and_session.items():
+        if name in ("IO", "synthetic", "full", "global"):
+            cfg[name].update(values)
+        else:
+            session_kwargs[name] = values
+    out = SlowStream(clock) if stream is None else stream
+    exits: List[int] = []
+    cost = fetch if callable(fetch) else (lambda _: fetch)
+
+    def loader() -> Iterator[List[int]]:
+        for _ in range(batches):
+            clock.now += cost(clock.fetches)
+            clock.fetches += 1
+            yield [0] * batch
+
+    session = Session(load_config(overrides=cfg, environ={}), loader, batch, clock=clock,
+                      output=Output("plain", stream=out), registry=registry or Registry(write=lambda _: None),
+                      exit=exits.append, **session_kwargs)
+    return Made(session, out, exits)
+
+
+def run_epoch(session: Any, clock: FakeClock, step: Union[float, Callable[[int], float]] = 0.02) -> int:
+    """One epoch of a training loop on virtual time: each step takes ``step`` seconds; the batches taken."""
+    n = 0
+    for _ in session.iterate():
+        clock.now += step(clock.steps) if callable(step) else step
+        clock.steps += 1
+        n += 1
+    return n
+
+
+def read_json(session: Any) -> Dict[str, Any]:
+    """The session's result JSON."""
+    with open(session.config.output_path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+# --- results built by hand ---------------------------------------------------------------------------
+
+
+def trial_result(mode: Any, index: int = 1, samples: int = 32, seconds: float = 1.0, *, warmup: bool = False,
+                 periods: Optional[Sequence[float]] = None, variant: Optional[str] = None, **fields: Any) -> Any:
+    """A TrialResult of ``samples`` over ``seconds``; its steps are ``periods`` when given (samples split
+    evenly), else 4 equal steps; other fields (``system``, ``rank_seconds`` ...) as given."""
+    from benchy import TrialResult, TrialSpec
+
+    steps = list(periods) if periods is not None else [seconds / 4] * 4
+    n = len(steps)
+    counts = [samples // n] * n
+    return TrialResult(TrialSpec(mode, index, warmup, n, variant=variant), samples, seconds, steps, counts, **fields)

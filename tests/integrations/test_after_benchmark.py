@@ -1,0 +1,55 @@
+"""User code after the benchmark behaves as without benchy: persistent workers, copies and pickles."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers import ROOT, small_config
+
+SCRIPTS = ROOT / "tests" / "scripts"
+
+
+def _epochs(stdout: str) -> dict:
+    found = re.findall(r"^USER::epoch (\d+) steps (\d+) samples (\d+) distinct (\d+) len (\d+) workers (\S+)$",
+                       stdout, re.M)
+    return {int(e): (int(b), int(s), int(d), int(n), w) for e, b, s, d, n, w in found}
+
+
+@pytest.mark.parametrize("sweep", [False, True], ids=["plain", "sweep"])
+def test_persistent_workers_serve_every_epoch_after_the_benchmark(run_script, sweep: bool) -> None:
+    config = small_config(nbatches=3, exit_after_tests=False)
+    if sweep:
+        config["sweep"] = {"num_workers": [0, 1]}
+    run = run_script(config, "9", script=SCRIPTS / "persistent_train.py")
+    assert run.returncode == 0, run
+    assert "is closed" not in run.stderr, run
+    epochs = _epochs(run.stdout)
+    assert sorted(epochs) == list(range(9)), run
+    # The schedule takes 6 epochs (2 SYNTHETIC and 2 FULL trials, each after 1 warm-up); then 3 plain ones.
+    after = [epochs[e] for e in (6, 7, 8)]
+    assert [a[:4] for a in after] == [(12, 48, 48, 12)] * 3, run.stdout
+    # The same two workers the user asked for make every later epoch: the pool was kept, not rebuilt.
+    pools = {a[4] for a in after}
+    assert len(pools) == 1 and len(pools.pop().split(",")) == 2, after
+    children = re.search(r"^USER::children (.*)$", run.stdout, re.M).group(1).split(",")
+    assert sorted(children) == sorted(after[0][4].split(",")), (children, after)  # sweep loaders' workers are gone
+    assert run.result()["complete"] is True
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "copy", "pickle"])
+@pytest.mark.parametrize("generic", [False, True], ids=["dataloader", "generic"])
+def test_a_copy_made_before_training_runs_the_benchmark_and_trains_as_the_original(run_script, how: str,
+                                                                                    generic: bool) -> None:
+    args = ["--copy", how, "--epochs", "8", "--after"] + (["--generic"] if generic else [])
+    run = run_script(small_config(exit_after_tests=False), *args, script=SCRIPTS / "copied_train.py")
+    assert run.returncode == 0, run
+    assert "Error" not in run.stderr, run
+    assert set(run.trials) >= {"IO_1", "IO_2", "SYNTHETIC_1", "SYNTHETIC_2", "FULL_1", "FULL_2"}, run
+    assert run.result()["complete"] is True
+    assert "(a copy)" in run.result()["loader"]
+    # Epochs after the schedule are full plain passes of the copy, and a copy of the finished copy is plain.
+    for tag, epoch in (("copy", 6), ("copy", 7), ("after", 0), ("after", 1)):
+        assert f"USER::{tag} epoch {epoch} samples 40 distinct 40 len 10" in run.stdout, run
+    assert run.stdout.count("BENCHY::SUMMARY::FULL average trial throughput") == 1
+    assert "measured nothing" not in run.stdout

@@ -1,0 +1,178 @@
+"""System metrics per trial: the sampler tells a CPU-bound loader from one that waits (sleeps)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+import torch
+from helpers import trial_result
+
+from benchy import Mode, load_config
+from benchy.core.verdict import system_means
+from benchy.measure.system import SystemSampler
+from benchy.torch import BenchmarkDataLoader
+
+
+class Work(torch.utils.data.Dataset):
+    """Each batch costs ``seconds`` in the worker: spinning on the CPU, or asleep (like I/O)."""
+
+    def __init__(self, seconds: float, spin: bool) -> None:
+        self.seconds, self.spin = seconds, spin
+
+    def __len__(self) -> int:
+        return 100_000
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return torch.zeros(2)
+
+    def __getitems__(self, indices: List[int]) -> List[torch.Tensor]:
+        if self.spin:
+            end = time.perf_counter() + self.seconds
+            while time.perf_counter() < end:
+                pass
+        else:
+            time.sleep(self.seconds)
+        return [torch.zeros(2) for _ in indices]
+
+
+def run(tmp_path: Path, spin: bool, seconds: float = 0.016, **global_: Any) -> Any:
+    mode = {"nbatches": 20, "ntrials": 3, "nwarmup": 1}
+    g: Dict[str, Any] = {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0}
+    g.update(global_)
+    loader = BenchmarkDataLoader(Work(seconds, spin), batch_size=4, num_workers=2, persistent_workers=True,
+                                 benchy_config={"global": g, "IO": mode, "synthetic": mode, "full": mode})
+    for _ in range(loader.benchy.schedule.epochs_needed):
+        for _ in loader:
+            time.sleep(0.001)
+    assert loader.benchy.done
+    return loader
+
+
+@pytest.mark.timing
+def test_the_sampler_tells_a_cpu_bound_loader_from_a_waiting_one(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    spinning = run(tmp_path / "spin", spin=True)
+    out_spin = capsys.readouterr().out
+    # Asleep longer per batch: fewer batches per second, so less of the loader's own machinery
+    # (pickling, shared memory) on the CPU, far from the 50 % line on a loaded machine.
+    sleeping = run(tmp_path / "sleep", spin=False, seconds=0.032)
+    out_sleep = capsys.readouterr().out
+    busy = system_means(spinning.benchy.results.measured(Mode.IO))
+    idle = system_means(sleeping.benchy.results.measured(Mode.IO))
+    assert busy is not None and idle is not None
+    with capsys.disabled():
+        print(f"IO trials: spinning loader {busy['cpu_cores_busy']:.2f} cores busy, sleeping loader "
+              f"{idle['cpu_cores_busy']:.2f} (of {busy['cpu_cores']:g}); processes {busy['processes']:g}")
+    assert busy["processes"] >= 3  # the process and its 2 workers
+    assert busy["cpu_util"] >= 0.85 and idle["cpu_util"] < 0.5, (busy, idle)
+    verdict_spin = next(x for x in out_spin.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT"))
+    verdict_sleep = next(x for x in out_sleep.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT"))
+    assert "data loading limits training" in verdict_spin and "the loader is CPU-bound" in verdict_spin, verdict_spin
+    assert "the loader is neither CPU- nor storage-bound here" in verdict_sleep, verdict_sleep
+    assert any(x.startswith("BENCHY::SUMMARY::SYSTEM IO CPU ") for x in out_spin.splitlines())
+
+
+def test_system_metrics_false_samples_nothing(tmp_path: Path) -> None:
+    loader = run(tmp_path, spin=False, system_metrics=False)
+    assert all(t.system is None for t in loader.benchy.results.trials)
+
+
+def test_system_metrics_settings_are_checked() -> None:
+    with pytest.raises(Exception, match=r"global.system_metrics_hz: got 0 \(int\); expected a number of readings"):
+        load_config(overrides={"global": {"system_metrics_hz": 0}})
+
+
+def test_a_sampler_counts_the_cpu_time_of_its_process() -> None:
+    sampler = SystemSampler(hz=50)
+    sampler.start()
+    end = time.perf_counter() + 0.3
+    while time.perf_counter() < end:
+        pass
+    figures = sampler.stop()
+    # A Python loop holding the GIL leaves the thread few readings; CPU time is a difference of
+    # cumulative counters, so it does not depend on how many readings there were.
+    assert figures is not None and figures["readings"] >= 1
+    assert 0.7 <= figures["cpu_cores_busy"] <= 1.3, figures  # one thread spinning
+    assert figures["rss_max_bytes"] > 10_000_000 and sampler.stop() is None
+
+
+def test_the_loader_diagnosis_in_words() -> None:
+    from benchy.core.verdict import loader_cause
+
+    def loader_clause(*args: Any) -> Any:
+        cause = loader_cause(*args)
+        return None if cause is None else cause[0]
+    from benchy.core.results import RunResults
+
+    def results(busy: float, cores: int, reads: float) -> RunResults:
+        system = {"cpu_cores_busy": busy, "cpu_cores": cores, "cpu_util": busy / cores, "rss_max_bytes": 1e9,
+                  "read_bytes_per_s": reads}
+        return RunResults([trial_result(Mode.IO, k, 80, 1.0, system=system) for k in (1, 2)])
+
+    assert loader_clause(results(1.9, 2, 0), "compute", 2) is None
+    assert loader_clause(results(1.9, 2, 0), "data-loading", 2).startswith(
+        "the loader is CPU-bound: IO trials kept 1.90 of 2 cores busy (95 %)")
+    assert loader_clause(results(3.8, 16, 0), "data-loading", 4).startswith(
+        "the loader's workers are CPU-bound: IO trials kept 3.80 cores busy with num_workers = 4 of 16 cores")
+    assert loader_clause(results(0.4, 8, 250e6), "data-loading", 8).startswith(
+        "the storage looks like the limit: IO trials read 250.0 MB/s with the CPU 5 % busy")
+    assert loader_clause(results(0.4, 8, 0), "data-loading", 2).endswith(
+        "with too few workers to overlap the waits (num_workers = 2; with the CPU idle, more workers than cores "
+        "can help)")
+    assert loader_clause(RunResults(), "data-loading", 2) is None  # no metrics: nothing said
+
+
+def test_gpu_readings_are_averaged_over_the_trial_and_shown() -> None:
+    from benchy.results.summary import system_text
+
+    class FakeGpu:
+        def __init__(self) -> None:
+            self.k = 0
+
+        def read(self) -> Dict[str, float]:
+            self.k += 1
+            return {"gpu_util": 0.5 if self.k % 2 else 0.7, "gpu_memory_bytes": 2e9, "gpu_power_w": 200.0}
+
+    sampler = SystemSampler(hz=100, gpu=FakeGpu)
+    sampler.start()
+    time.sleep(0.1)
+    figures = sampler.stop()
+    assert figures is not None and 0.5 <= figures["gpu_util"] <= 0.7 and figures["gpu_power_w"] == 200.0
+    text = system_text(Mode.FULL, {**figures, "gpu_util": 0.6})
+    assert text.endswith(", GPU 60 % busy, 2.0 GB, 200 W (means over its trials)")
+
+
+def test_the_one_change_most_likely_to_help_follows_the_biggest_loss() -> None:
+    from benchy.core.verdict import choose_advice
+
+    waiting = "more loader workers (num_workers = 2 now)"  # the fix loader_cause names for a waiting loader
+    # Loading limits: the loader's own cause comes before its start-up.
+    assert choose_advice("data-loading", waiting, False, True, False) == "more loader workers (num_workers = 2 now)"
+    assert choose_advice("data-loading", None, False, True, False) == "persistent_workers=True"
+    # Compute limits: the start-up is the loss left on the loader's side; else a faster step.
+    assert choose_advice("compute", None, False, True, False) == "persistent_workers=True"
+    assert choose_advice("compute", None, False, False, False).startswith("a faster step")
+    # Copies that fall below SYNTHETIC come first; no advice without an answer.
+    assert choose_advice("data-loading", waiting, True, False, False) == (
+        "pinned memory and non_blocking copies (pin_memory=True)")
+    assert choose_advice("undecided", waiting, False, True, False) is None
+    assert choose_advice("inconsistent: compute", waiting, False, True, False) is None
+
+
+def test_with_several_ranks_the_data_wait_and_h2d_are_rank_0s_own() -> None:
+    import dataclasses
+
+    from benchy.core.results import RunResults
+    from benchy.results.schema import h2d_block
+
+    own = trial_result(Mode.FULL, 1, 32, 1.0, wait_seconds=0.5)
+    # Combined over 2 ranks: all samples over the slowest rank's 2 s; the step data stay rank 0's.
+    combined = dataclasses.replace(own, samples=64, seconds=2.0, rank_samples=(32, 32), rank_seconds=(1.0, 2.0))
+    assert combined.data_wait == pytest.approx(0.5) and combined.own_throughput == pytest.approx(32.0)
+    io = [trial_result(Mode.IO, k, 64, 4.0, rank_samples=(32, 32), rank_seconds=(1.0, 4.0)) for k in (1, 2)]  # the job: 64 samples in 4 s, 16/s; rank 0 alone: 32/s
+    h2d = [trial_result(Mode.IO, k, 16, 1.0, variant="H2D") for k in (1, 2)]
+    results = RunResults(io, h2d=h2d, h2d_device="cuda:0")
+    assert h2d_block(results)["vs_io"] == pytest.approx(0.5)  # 16/s against rank 0's 32/s, not the job's 16/s
+    assert h2d[0].label == "H2D_1"

@@ -1,0 +1,171 @@
+"""Long runs: 16 bytes kept per timed batch, and checkpoints that cost the new trial only.
+
+In-process runs of a wrapper over in-memory ``(inputs, labels)`` batches; memory is read
+with ``tracemalloc`` (deterministic: no timing is asserted here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import math
+import os
+import tracemalloc
+from array import array
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+import pytest
+import torch
+
+from benchy import ConfigError, Mode, load_config
+from benchy.core.results import TrialResult
+from benchy.core.schedule import TrialSpec
+from benchy.results.files import write_document
+from benchy.torch import BenchmarkGenericIteratorWrapper
+
+
+def batches(n: int, size: int = 300) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    # 300 samples: above CPython's cached small ints, so a per-step list of counts pays for them.
+    return [(torch.zeros(size, 1), torch.zeros(size, dtype=torch.long)) for _ in range(n)]
+
+
+def wrapper(data: List[Any], out: Path, nbatches: int, ntrials: int = 1, nwarmup: int = 0, **global_: Any) -> Any:
+    mode = {"nbatches": nbatches, "ntrials": ntrials, "nwarmup": nwarmup}
+    g = {"report_freq": 0, "exit_after_tests": False, "output_dir": str(out), "console": "plain"}
+    g.update(global_)
+    return BenchmarkGenericIteratorWrapper(data, 300, benchy_config={"global": g, "IO": mode, "synthetic": mode,
+                                                                      "full": mode})
+
+
+def epochs(w: Any, k: int) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        for _ in range(k):
+            for _ in w:
+                pass
+
+
+def kept_bytes(data: List[Any], out: Path, nbatches: int) -> int:
+    """Memory still held by a finished schedule (1 trial per mode) over the memory before it."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        w = wrapper(data, out, nbatches)
+        epochs(w, 3)
+        assert w.benchy.done
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_finished_schedule_keeps_16_bytes_per_timed_batch(tmp_path: Path) -> None:
+    data = batches(20_001)
+    epochs(wrapper(data[:11], tmp_path, 10), 3)  # imports and one-time caches, not per batch
+    small, large = 1_000, 20_000
+    kept_small = kept_bytes(data[: small + 1], tmp_path / "a", small)
+    kept_large = kept_bytes(data, tmp_path / "b", large)
+    per_batch = (kept_large - kept_small) / (3 * (large - small))  # three timed trials each
+    # Lists of Python floats and ints kept 32 to 68 bytes per batch (issue 10 measured 87).
+    assert per_batch <= 16.5, (f"{per_batch:.1f} bytes kept per timed batch (runs of {small} and {large} "
+                               f"batches kept {kept_small} and {kept_large} bytes)")
+
+
+def test_trial_results_store_their_steps_in_compact_arrays() -> None:
+    result = TrialResult(TrialSpec(Mode.FULL, 1, False, 3), samples=6, seconds=0.3,
+                         step_seconds=(0.1, 0.1, 0.1), step_samples=[2, 2, 2])
+    assert isinstance(result.step_seconds, array) and result.step_seconds.typecode == "d"
+    assert isinstance(result.step_samples, array) and result.step_samples.typecode == "q"
+    assert result.step_seconds.buffer_info()[1] * result.step_seconds.itemsize == 24
+    assert result == TrialResult(TrialSpec(Mode.FULL, 1, False, 3), 6, 0.3, [0.1] * 3, (2, 2, 2))
+    assert result.step_rates().tolist() == pytest.approx([20.0] * 3) and result.mean_step_rate == pytest.approx(20.0)
+
+
+def snapshot(out: Path) -> Dict[str, Tuple[int, int]]:
+    """Each per-step file's (inode, modification time in ns)."""
+    steps = out / "benchy_result.steps"
+    if not steps.exists():
+        return {}
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in steps.iterdir()}
+
+
+def test_checkpoints_cost_the_new_trial_and_the_final_json_keeps_the_rates(tmp_path: Path) -> None:
+    sizes: Dict[int, List[int]] = {}
+    for n in (10, 2_000):
+        out = tmp_path / f"n{n}"
+        data = batches(n + 1)
+        w = wrapper(data, out, n, ntrials=2, nwarmup=1)
+        seen: Dict[str, Tuple[int, int]] = {}
+        sizes[n] = []
+        for _ in range(6):  # SYNTHETIC and FULL: a warm-up and 2 trials each (IO runs at the first boundary)
+            epochs(w, 1)
+            doc = json.loads((out / "benchy_result.json").read_text())
+            now = snapshot(out)
+            # Every trial that ended has its file; files written earlier were not written again.
+            assert sorted(now) == sorted(f"{t.label}.npy" for t in w.benchy.results.trials)
+            assert all(now[name] == seen[name] for name in seen), "an earlier trial's file was rewritten"
+            seen = now
+            if not w.benchy.done:
+                assert doc["complete"] is False and doc["steps_dir"] == "benchy_result.steps"
+                assert all(doc[m]["rates"] is None for m in ("IO", "SYNTHETIC", "FULL")), "per-step data in a checkpoint"
+                sizes[n].append(len(json.dumps(doc)))
+        assert w.benchy.done
+        # The final JSON has the original's per-step rates, equal to the saved steps' samples / seconds.
+        for mode in ("IO", "SYNTHETIC", "FULL"):
+            rates = doc[mode]["rates"]
+            assert len(rates) == 2 and all(len(r) == n for r in rates)
+            for k, r in enumerate(rates, start=1):
+                steps = np.load(out / "benchy_result.steps" / f"{mode}_{k}.npy")
+                assert steps.dtype.names == ("seconds", "samples") and len(steps) == n
+                assert (steps["samples"] == 300).all()
+                assert r == pytest.approx((steps["samples"] / steps["seconds"]).tolist())
+    # A checkpoint's size does not grow with the trials' length: a trial of 2 000 steps would add
+    # some 36 KB of per-step rates; the figures per trial differ by a few hundred bytes at most.
+    assert all(abs(big - small) < 2_000 for small, big in zip(sizes[10], sizes[2_000])), sizes
+
+
+def test_save_steps_false_writes_no_per_step_files(tmp_path: Path) -> None:
+    w = wrapper(batches(6), tmp_path, 5, save_steps=False)
+    epochs(w, 3)
+    doc = json.loads((tmp_path / "benchy_result.json").read_text())
+    assert doc["steps_dir"] is None and len(doc["FULL"]["rates"]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["benchy_result.json"]
+
+
+def test_the_per_step_directory_is_checked_up_front(tmp_path: Path) -> None:
+    (tmp_path / "run.steps").write_text("a file where benchy's directory would go")
+    with pytest.raises(ConfigError, match=r"run\.steps is a file; benchy keeps per-step times in a directory"):
+        load_config(overrides={"global": {"output_dir": str(tmp_path), "output_filename": "run.json"}})
+    load_config(overrides={"global": {"output_dir": str(tmp_path), "output_filename": "run.json", "save_steps": False}})
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    name = "r" * (limit - 5) + ".json"  # fits; "<stem>.steps" is 1 byte longer than the limit
+    with pytest.raises(ConfigError, match=r"per-step directory's name .* allows at most .*: shorten the name by 1"):
+        load_config(overrides={"global": {"output_dir": str(tmp_path), "output_filename": name}})
+
+
+def test_write_document_puts_each_per_step_list_on_one_line() -> None:
+    doc = {"schema_version": 1, "note": "a \u0000benchy-per-step- lookalike", "IO": {"rates": [[1.5, 2.0], [None]], "n": 2},
+           "FULL": {"rates": None}, "SYNTHETIC": {"rates": [[3.25]]}}
+    handle = io.StringIO()
+    write_document(handle, doc)
+    text = handle.getvalue()
+    assert json.loads(text) == doc
+    assert "[1.5, 2.0]" in text and "[3.25]" in text and text.endswith("}\n")
+    with pytest.raises(ValueError):
+        write_document(io.StringIO(), {"IO": {"rates": [[math.inf]]}})
+
+
+def test_written_files_get_the_usual_permissions(tmp_path: Path) -> None:
+    """The JSON and per-step files are written privately, then renamed: they end with open()'s mode."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    w = wrapper(batches(6), tmp_path, 5)
+    epochs(w, 3)
+    files = [tmp_path / "benchy_result.json", *sorted((tmp_path / "benchy_result.steps").iterdir())]
+    assert len(files) == 4
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~mask, (path, oct(path.stat().st_mode))

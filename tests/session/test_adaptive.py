@@ -1,0 +1,238 @@
+"""Adaptive schedules (``nwarmup: auto``, ``ntrials: auto``), in-process with a fake clock.
+
+The fake clock moves only when the fake loader fetches or the fake step runs, so every
+throughput, every warm-up decision and every stopping decision is exact and repeatable.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any, Callable, Dict, List, Tuple
+
+import pytest
+from helpers import FakeClock, make_session, read_json
+
+from benchy import ConfigError, Mode, load_config
+from benchy.session.planner import warmup_change
+from benchy.session.session import Session
+
+AUTO = {"ntrials": "auto", "nwarmup": "auto"}
+
+
+def make(clock: FakeClock, fetch: Callable[[int], float], sections: Dict[str, Any],
+         **session: Any) -> Tuple[Session, io.StringIO]:
+    made = make_session(clock, fetch=fetch, modes={"nbatches": 25, **AUTO}, global_={"exit_after_tests": False},
+                        stream=io.StringIO(), **sections, **session)
+    return made.session, made.stream
+
+
+def train(session: Session, clock: FakeClock, step: Callable[[int], float], max_epochs: int = 60) -> int:
+    """Epochs until the schedule is over; each step takes ``step(steps so far)`` seconds."""
+    for e in range(max_epochs):
+        if session.done:
+            return e
+        for _ in session.iterate():
+            clock.now += step(clock.steps)
+            clock.steps += 1
+    raise AssertionError(f"the schedule did not end within {max_epochs} epochs")
+
+
+def rates(session: Session, mode: Mode) -> List[float]:
+    return [t.throughput for t in session.results.measured(mode)]
+
+
+def order(session: Session) -> List[str]:
+    return [t.label for t in session.results.trials]
+
+
+# --- the steady-state rule ---------------------------------------------------------------------
+
+def test_warmup_change_compares_the_last_window_with_the_one_before() -> None:
+    assert warmup_change([1.0] * 9, 5) is None  # two windows of 5 need 10 periods
+    assert warmup_change([2.0] * 10 + [1.0] * 10, 10) == pytest.approx(-0.5)
+    assert warmup_change([9.0] * 10 + [1.0] * 5 + [1.02] * 5, 5) == pytest.approx(0.02)
+    assert warmup_change([1.0, 1.0, 50.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 5) == 0.0  # a median: one stall is no drift
+
+
+def test_a_step_time_that_grows_is_not_warmup(tmp_path) -> None:
+    # Steps getting slower (a busy neighbour, throttling) are not cured by warming up longer.
+    clock = FakeClock()
+    sections = {"IO": {"ntrials": 2, "nwarmup": 1}, "synthetic": {"ntrials": 2, "nwarmup": "auto"},
+                "full": {"run_benchmark": False}}
+    session, stream = make(clock, lambda k: 0.002, sections)
+    train(session, clock, lambda k: 0.01 * (1.0 + 0.01 * k))  # +1 % per step
+    assert session.planner.warmups_used()["SYNTHETIC"] == 1
+    assert "SYNTHETIC warm-up: steady after 1 warm-up trial(s) (median step time of the last steps +" \
+        in stream.getvalue()
+
+
+# --- warm-up until steady: a step time that decays over its first epochs --------------------
+
+def decaying(base: float, factor: float, tau: float) -> Callable[[int], float]:
+    """``base * (1 + factor * exp(-k / tau))`` at step ``k``: CPU caches, allocator, autotuning."""
+    return lambda k: base * (1.0 + factor * math.exp(-k / tau))
+
+
+DECAY = decaying(0.01, 9.0, 15.0)  # the first steps 10x slower; within 2 % after ~95 steps (4 epochs of 25)
+STEADY_SYN = 8 / 0.01  # samples/s at the steady step
+IO_RATE = 8 / 0.002
+
+
+@pytest.mark.parametrize("ntrials", [3, "auto"])
+def test_auto_warmup_measures_the_steady_step_and_full_stays_below_both(tmp_path, ntrials) -> None:
+    clock = FakeClock()
+    sections = {"IO": {"ntrials": 3, "nwarmup": 1}, "synthetic": {"ntrials": ntrials, "nwarmup": "auto"},
+                "full": {"ntrials": ntrials, "nwarmup": "auto"}}
+    session, stream = make(clock, lambda k: 0.002, sections)
+    train(session, clock, DECAY)
+    text = stream.getvalue()
+    warm = session.planner.warmups_used()
+    assert warm["SYNTHETIC"] >= 3, (warm, text)  # 25-step warm-ups: the decay lasts several
+    assert "SYNTHETIC warm-up: steady after" in text
+    syn = sum(rates(session, Mode.SYNTHETIC)) / len(rates(session, Mode.SYNTHETIC))
+    full = sum(rates(session, Mode.FULL)) / len(rates(session, Mode.FULL))
+    io = sum(rates(session, Mode.IO)) / len(rates(session, Mode.IO))
+    assert abs(syn / STEADY_SYN - 1) <= 0.05, (syn, STEADY_SYN)
+    assert full <= 1.05 * min(io, syn), (full, io, syn)
+    doc = read_json(session)
+    assert doc["schedule"]["warmups"]["SYNTHETIC"] == warm["SYNTHETIC"]
+    assert "inconsistent" not in doc["verdict"]
+
+
+def test_a_fixed_single_warmup_on_the_same_workload_is_what_auto_fixes(tmp_path) -> None:
+    # The control: one warm-up epoch leaves SYNTHETIC_1 on the slow part of the decay (the
+    # interleaving then spreads that error over both modes instead of charging it to one).
+    clock = FakeClock()
+    fixed = {"ntrials": 3, "nwarmup": 1}
+    session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed})
+    train(session, clock, DECAY)
+    assert rates(session, Mode.SYNTHETIC)[0] < 0.95 * STEADY_SYN  # more than 5 % off
+
+
+def test_auto_warmup_stops_at_its_bound_and_says_so(tmp_path) -> None:
+    clock = FakeClock()
+    sections = {"global": {"auto_max_warmup": 2}, "IO": {"ntrials": 2, "nwarmup": 1},
+                "synthetic": {"ntrials": 2, "nwarmup": "auto"}, "full": {"run_benchmark": False}}
+    session, stream = make(clock, lambda k: 0.002, sections)
+    train(session, clock, decaying(0.01, 9.0, 30.0))  # far from steady after 50 steps
+    assert session.planner.warmups_used()["SYNTHETIC"] == 2
+    assert "SYNTHETIC warm-up: not steady after 2 warm-up trials (auto_max_warmup" in stream.getvalue()
+
+
+# --- trials until the answer is known ------------------------------------------------------------
+
+def test_a_clear_gap_stops_at_the_fewest_trials(tmp_path) -> None:
+    clock = FakeClock()
+    session, stream = make(clock, lambda k: 0.002, {})
+    epochs = train(session, clock, lambda k: 0.01)
+    assert order(session) == ["IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "FULL_WARMUP_1",
+                              "SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2"]
+    assert epochs == 6  # of at most 2 x (4 + 8) = 24
+    text = stream.getvalue()
+    assert "the script must run up to 24 epochs (the schedule stops as soon as the answer is known, after 6" in text
+    assert "Schedule: done after IO 1 warm-up + 2, SYNTHETIC 1 warm-up + 2, FULL 1 warm-up + 2: the verdict " \
+           "is decided (99 % confidence)." in text
+    assert "BENCHY::SUMMARY::VERDICT compute limits training" in text and "(99 % interval 5.00x to 5.00x)" in text
+    doc = read_json(session)
+    assert doc["complete"] is True and doc["epochs_needed"] == 24
+    assert doc["schedule"]["stop_reason"] == "the verdict is decided (99 % confidence)"
+    assert doc["decision"]["io_vs_synthetic"]["confidence"] == 0.99
+
+
+def noisy_io(k: int) -> float:
+    """IO trials of 25 batches alternate between a fast and a slow loader (+-25 %)."""
+    return 0.008 if (k // 26) % 2 == 0 else 0.012
+
+
+def test_an_undecided_comparison_gets_more_trials_of_the_wider_side_up_to_the_bound(tmp_path) -> None:
+    # IO alternates 1000 / 667 samples/s; SYNTHETIC is steady at 8 / 0.0105 = 762: IO is the wide side.
+    clock = FakeClock()
+    session, stream = make(clock, noisy_io, {"global": {"auto_max_trials": 5}})
+    train(session, clock, lambda k: 0.0105)
+    labels = order(session)
+    assert len(rates(session, Mode.IO)) == 5 and len(rates(session, Mode.SYNTHETIC)) == 2
+    # The extra IO trials ran hidden at later epoch boundaries, one per boundary.
+    first_epoch_trial = labels.index("SYNTHETIC_WARMUP_1")
+    extra = [labels.index(f"IO_{k}") for k in (3, 4, 5)]
+    assert all(i > first_epoch_trial for i in extra) and len(set(b - a for a, b in zip(extra, extra[1:]))) >= 1
+    assert all(b - a >= 2 for a, b in zip(extra, extra[1:])), labels
+    text = stream.getvalue()
+    assert "auto_max_trials (5) reached for IO, FULL before the answer was known" in text
+    assert "BENCHY::SUMMARY::VERDICT undecided" in text
+    assert read_json(session)["complete"] is True  # the schedule ran to its end: the answer is what it is
+
+
+def test_precision_alone_stops_a_run_without_a_comparison(tmp_path) -> None:
+    clock = FakeClock()
+    session, stream = make(clock, lambda k: 0.002, {"IO": {"run_benchmark": False}})
+    assert train(session, clock, lambda k: 0.01) == 6
+    assert "every interval is within 2 % of its mean" in stream.getvalue()
+
+
+def test_fixed_counts_ignore_the_answer(tmp_path) -> None:
+    clock = FakeClock()
+    fixed = {"ntrials": 4, "nwarmup": 1}
+    session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed})
+    assert train(session, clock, lambda k: 0.01) == 10
+    assert order(session)[5:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "SYNTHETIC_1", "FULL_1", "FULL_2",
+                                  "SYNTHETIC_2", "SYNTHETIC_3", "FULL_3", "FULL_4", "SYNTHETIC_4"]
+
+
+@pytest.mark.parametrize("section, key, value", [
+    ("IO", "ntrials", "Auto"), ("full", "nwarmup", "steady"), ("global", "auto_precision", 0),
+    ("global", "auto_max_trials", 1), ("global", "auto_max_warmup", 0),
+])
+def test_bad_auto_settings_are_named(section: str, key: str, value: Any) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(overrides={section: {key: value}}, environ={})
+    assert f"{section}.{key}: got {value!r}" in str(err.value)
+
+
+class RecordingProfiler:
+    def __init__(self) -> None:
+        self.calls: List[str] = []
+
+    def available(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+def test_profiler_window_of_an_adaptive_schedule_spans_the_captured_kinds(tmp_path) -> None:
+    clock = FakeClock()
+    api = RecordingProfiler()
+    cfg = {"global": {"profiler_capture": ["FULL"]}}
+    session, _ = make(clock, lambda k: 0.002, cfg, profiler_api=api)
+    train(session, clock, lambda k: 0.01)
+    events = read_json(session)["profiler"]["events"]
+    last_full = [label for label in order(session) if label.startswith("FULL")][-1]
+    assert api.calls == ["start", "stop"]
+    assert events == ["cudaProfilerStart before FULL_WARMUP_1", f"cudaProfilerStop after {last_full}"], events
+
+
+def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
+    # Workers fill their queue while the loop takes no batches (a SYNTHETIC epoch): each FULL trial
+    # first takes num_workers x prefetch_factor batches untimed, so it does not start with free ones.
+    clock = FakeClock()
+    fixed = {"ntrials": 2, "nwarmup": 1}
+    session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed}, queue_depth=3)
+    fetched: List[int] = []  # loader fetches per epoch, iter() included
+    for _ in range(6):
+        before = clock.fetches
+        it = session.iterate()
+        for _ in it:
+            clock.now += 0.01
+            clock.steps += 1
+        del it
+        fetched.append(clock.fetches - before)
+    assert session.done
+    assert order(session)[3:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "SYNTHETIC_1", "FULL_1", "FULL_2",
+                                  "SYNTHETIC_2"]
+    # FULL epochs (1, 3, 4): 3 drained + 25 + the one that closes the window (kept, then dropped
+    # by the next drain); SYNTHETIC epochs fetch nothing (the one cached batch came from IO).
+    assert fetched[1:] == [3 + 25 + 1, 0, 3 + 25 + 1, 3 + 25 + 1, 0], fetched  # epoch 0 also ran the IO trials

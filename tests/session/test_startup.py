@@ -1,0 +1,94 @@
+"""Loader start-up: iter() to the first batch of each pass, against an epoch at the FULL rate."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+import torch
+
+from benchy.core.startup import startup
+from benchy.measure.source import BatchSource
+from benchy.torch import BenchmarkDataLoader
+
+
+def test_each_pass_records_the_time_from_iter_to_its_first_batch() -> None:
+    now = [0.0]
+
+    def loader() -> Iterator[List[int]]:
+        now[0] += 0.5  # worker start-up, paid at the first batch of every pass
+        for _ in range(3):
+            now[0] += 0.01
+            yield [0]
+
+    src = BatchSource(loader, clock=lambda: now[0])
+    for _ in range(7):  # passes of 3: the 4th and 7th fetch start new passes
+        src.fetch()
+    assert src.passes == 3 and src.startups == pytest.approx([0.51, 0.51, 0.51])
+
+
+def test_startup_against_an_epoch_at_the_full_rate() -> None:
+    found = startup([0.5, 0.4, 0.6], workers=2, persistent=False, epoch_batches=100, batch_seconds=0.01,
+                    full_batch_seconds=0.02)
+    assert found is not None and found.typical == pytest.approx(0.5) and found.extra == pytest.approx(0.49)
+    assert found.share == pytest.approx(0.49 / 2.49)
+    assert found.text() == ("loader start-up (iter() to the first batch): 0.500 s per epoch (median of 3 passes; "
+                            "passes: 0.500, 0.400, 0.600 s), 0.490 s more than an ordinary batch: 19.7 % of an "
+                            "epoch of 100 batches at the FULL rate (2.00 s)")
+    assert found.verdict_clause() == ("each epoch also starts the loader (0.490 s more than a batch, 19.7 % of an "
+                                      "epoch at the FULL rate, not in the trials' throughputs): "
+                                      "persistent_workers=True keeps the workers between epochs")
+    cheap = startup([0.012], workers=0, persistent=False, epoch_batches=100, batch_seconds=0.01,
+                    full_batch_seconds=0.02)
+    assert cheap is not None and cheap.share == pytest.approx(0.002 / 2.002) and cheap.verdict_clause() is None
+
+
+def test_persistent_workers_start_once() -> None:
+    once = startup([2.0], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
+    assert once is not None and once.share is None and once.verdict_clause() is None
+    assert "the first pass, which also started the persistent workers" in once.text()
+    later = startup([2.0, 0.02, 0.03], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01,
+                    full_batch_seconds=0.02)
+    assert later is not None and later.typical == pytest.approx(0.025) and later.verdict_clause() is None
+    assert startup([], workers=0, persistent=False, epoch_batches=None, batch_seconds=None,
+                   full_batch_seconds=None) is None
+
+
+class Samples(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 48
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return torch.zeros(2)
+
+
+def slow_start(worker_id: int) -> None:
+    time.sleep(0.3)  # e.g. opening files, building an index, importing in each worker
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_loader_that_restarts_its_workers_every_epoch_is_named(tmp_path: Path, persistent: bool,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    mode = {"nbatches": 6, "ntrials": 2, "nwarmup": 0}
+    cfg = {"global": {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0},
+           "IO": mode, "synthetic": mode, "full": mode}
+    loader = BenchmarkDataLoader(Samples(), batch_size=4, num_workers=2, worker_init_fn=slow_start,
+                                 persistent_workers=persistent, benchy_config=cfg)  # 12 batches per pass
+    for _ in range(loader.benchy.schedule.epochs_needed):
+        for _ in loader:
+            time.sleep(0.002)
+    out = capsys.readouterr().out
+    start = loader.benchy.snapshot().startup
+    assert start is not None and len(start.seconds) >= 2, out
+    (line,) = [x for x in out.splitlines() if x.startswith("BENCHY::SUMMARY::STARTUP ")]
+    (verdict,) = [x for x in out.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT ")]
+    with capsys.disabled():
+        print(line)
+    if persistent:
+        assert min(start.seconds[1:]) < 0.2 and "persistent_workers=True" not in verdict, (start, verdict)
+    else:
+        assert min(start.seconds) >= 0.3 and start.share is not None and start.share > 0.5, start
+        assert "persistent_workers=True keeps the workers between epochs" in verdict, verdict
