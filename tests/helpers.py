@@ -120,21 +120,25 @@ def make_session(clock: FakeClock, *, fetch: Union[float, Callable[[int], float]
     ``fetch`` seconds (or ``fetch(k)`` for the k-th), with plain output to ``stream`` (a
     :class:`SlowStream` by default) and exits recorded. ``modes``: every mode's section (default
     4 batches, 2 trials, no warm-up); keyword arguments named ``IO``, ``synthetic``, ``full`` or
-    ``global`` update those sections; any other keyword goes to ``Session``."""
+    ``global`` update those sections; keywords naming a ``LoaderFacts`` field (``queue_depth``,
+    ``workers`` ...) describe the loader; any other keyword goes to ``Session``."""
     from benchy import load_config
     from benchy.session.console import Output
     from benchy.session.registry import Registry
-    from benchy.session.session import Session
+    from benchy.session.session import LoaderFacts, Session
 
     # Sessions left unfinished say so at interpreter exit: their JSON goes to a directory of their own.
     cfg: Dict[str, Any] = {"global": {"report_freq": 0, "console": "plain", "output_dir": scratch_dir(),
                                       **(global_ or {})}}
     for name in ("IO", "synthetic", "full"):
         cfg[name] = dict(modes or {"nbatches": 4, "ntrials": 2, "nwarmup": 0})
-    session_kwargs = {}
+    session_kwargs: Dict[str, Any] = {}
+    facts: Dict[str, Any] = {}
     for name, values in sections_and_session.items():
         if name in ("IO", "synthetic", "full", "global"):
             cfg[name].update(values)
+        elif name in LoaderFacts.__dataclass_fields__:
+            facts[name] = values
         else:
             session_kwargs[name] = values
     out = SlowStream(clock) if stream is None else stream
@@ -147,7 +151,7 @@ def make_session(clock: FakeClock, *, fetch: Union[float, Callable[[int], float]
             clock.fetches += 1
             yield [0] * batch
 
-    session = Session(load_config(overrides=cfg, environ={}), loader, batch, clock=clock,
+    session = Session(load_config(overrides=cfg, environ={}), LoaderFacts(loader, batch, **facts), clock=clock,
                       output=Output("plain", stream=out), registry=registry or Registry(write=lambda _: None),
                       exit=exits.append, **session_kwargs)
     return Made(session, out, exits)

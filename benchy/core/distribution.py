@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..core.results import TrialResult
+from .results import TrialResult
 
 __all__ = ["STALL_FACTOR", "StepProfile", "step_profile"]
 

@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from ..core.config import AUTO, Config
+from .config import AUTO, Config
 
 __all__ = ["MIN_AUTO_TRIALS", "Mode", "ModePlan", "Schedule", "TrialSpec", "abba_first", "interleave"]
 

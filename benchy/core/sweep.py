@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..core.config import AUTO, SweepConfig
-from ..core.results import TrialResult
-from ..core.stats import Estimate, estimate
+from .config import AUTO, SweepConfig
+from .results import TrialResult
+from .stats import Estimate, estimate
 
 __all__ = ["Setting", "SettingResult", "auto_workers", "best", "cheapest_enough", "expand", "feed_advice",
            "feed_clause", "mean_text", "smallest_within"]

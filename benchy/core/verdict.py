@@ -234,22 +234,8 @@ def _comparison_record(c: Comparison, a: str, b: str, a_values: Sequence[float],
     }
 
 
-def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float],
-           confidence: float = 0.95) -> Optional[Verdict]:
-    """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
-
-
-    IO against SYNTHETIC is a ratio test on a log scale (:func:`compare_log`): decided when
-    the interval of SYNTHETIC/IO (``confidence``, 95 % by default; 99 % when trials stop
-    adaptively, see ``session.planner``) excludes 1, balanced when the two means are within 5 %,
-    undecided otherwise. FULL is then read against the slower of the two; FULL above it beyond
-    the interval (and by more than 5 %) cannot be, and is named as an inconsistent measurement.
-    """
-    c = compare_log(io, synthetic, confidence)
-    if c is None:
-        return None
-    io_mean, syn_mean = float(np.mean(io)), float(np.mean(synthetic))
-    record: Dict[str, Any] = {"io_vs_synthetic": _comparison_record(c, "IO", "SYNTHETIC", io, synthetic)}
+def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[str, str]:
+    """(outcome, text) of IO against SYNTHETIC: balanced, decided either way, or undecided."""
     close = abs(io_mean - syn_mean) <= BALANCE_TOLERANCE * max(io_mean, syn_mean)
     if close:
         outcome = "balanced"
@@ -270,6 +256,26 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
         text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
                 f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials: auto runs them until "
                 f"the answer is known) to tell which side limits training")
+    return outcome, text
+
+
+def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float],
+           confidence: float = 0.95) -> Optional[Verdict]:
+    """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
+
+
+    IO against SYNTHETIC is a ratio test on a log scale (:func:`compare_log`): decided when
+    the interval of SYNTHETIC/IO (``confidence``, 95 % by default; 99 % when trials stop
+    adaptively, see ``session.planner``) excludes 1, balanced when the two means are within 5 %,
+    undecided otherwise. FULL is then read against the slower of the two; FULL above it beyond
+    the interval (and by more than 5 %) cannot be, and is named as an inconsistent measurement.
+    """
+    c = compare_log(io, synthetic, confidence)
+    if c is None:
+        return None
+    io_mean, syn_mean = float(np.mean(io)), float(np.mean(synthetic))
+    record: Dict[str, Any] = {"io_vs_synthetic": _comparison_record(c, "IO", "SYNTHETIC", io, synthetic)}
+    outcome, text = _io_vs_synthetic(c, io_mean, syn_mean)
     record["outcome"] = outcome
     if not full:
         return Verdict(text, outcome, record)

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Optional, Tuple, Union
 from torch.utils.data import DataLoader
 
 from ..core.config import ConfigLike, resolve_config
-from ..integrations.wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
+from .wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
 
 __all__ = ["add_arguments", "data_loader", "wrap"]
 

@@ -29,12 +29,12 @@ import torch.utils.data.dataloader
 from torch.utils.data import DataLoader
 
 from ..core.config import AUTO, load_config
-
-# Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
-from ..integrations.wrappers import dataloader_session
 from ..measure.profiling import global_rank
 from ..results import lines
 from ..session.registry import creation_site
+
+# Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
+from .wrappers import dataloader_session
 
 __all__ = ["LOADER_ENV_VAR", "LOOP_BATCHES", "SWEEP_ENV_VAR", "RunnerDataLoader", "install", "installed"]
 

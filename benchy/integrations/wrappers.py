@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader
 from ..core.config import Config, ConfigLike, resolve_config
 from ..core.sweep import Setting
 from ..session.registry import creation_site
-from ..session.session import Session
+from ..session.session import LoaderFacts, Session
 
 __all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper"]
 
@@ -103,14 +103,15 @@ def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...]
                        where: str, plain_iter: Callable[[], Iterator[Any]]) -> Session:
     """The benchmark session of a DataLoader (the drop-in wrapper's, or the one ``benchy run`` chose):
     what the DataLoader says of its workers and batches, and its constructor arguments for a sweep."""
-    sweeper = _LoaderSweeper(loader, args, kwargs) if config.sweep.enabled else None
-    return Session(config, plain_iter, loader.batch_size, kind=kind, where=where, queue_depth=_queue_depth(loader),
-                   workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
-                   batch_samples=_fixed_batch(loader), plain_length=lambda: _length(loader, DataLoader.__len__),
-                   sweeper=sweeper)
+    sweeper = LoaderSweeper(loader, args, kwargs) if config.sweep.enabled else None
+    facts = LoaderFacts(plain_iter, loader.batch_size, kind, where, queue_depth=_queue_depth(loader),
+                        workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
+                        length=lambda: _length(loader, DataLoader.__len__), batch_samples=_fixed_batch(loader),
+                        sweeper=sweeper)
+    return Session(config, facts)
 
 
-class _LoaderSweeper:
+class LoaderSweeper:
     """The loader's variants for a sweep: the same constructor arguments (dataset, sampler,
     collate function, ...) with other ``num_workers``, ``pin_memory`` and ``prefetch_factor``."""
 
@@ -226,9 +227,10 @@ class BenchmarkGenericIteratorWrapper:
 
     def _new_session(self, made: _Made) -> Session:
         iterable = self._iterable
-        return Session(made.config, self._plain_iter, self.batch_size, kind=type(self).__name__, where=made.where,
-                       queue_depth=_queue_depth(iterable), workers=_workers(iterable),
-                       persistent=bool(getattr(iterable, "persistent_workers", False)), plain_length=self._plain_length)
+        facts = LoaderFacts(self._plain_iter, self.batch_size, type(self).__name__, made.where,
+                            queue_depth=_queue_depth(iterable), workers=_workers(iterable),
+                            persistent=bool(getattr(iterable, "persistent_workers", False)), length=self._plain_length)
+        return Session(made.config, facts)
 
     def _plain_iter(self) -> Iterator[Any]:
         return iter(self._iterable)

@@ -10,7 +10,7 @@ import sys
 from typing import Any, Dict
 
 from ..core.version import __version__
-from ..measure.device import describe_device
+from .device import describe_device
 
 __all__ = ["environment"]
 

@@ -59,7 +59,7 @@ class CudaProfilerApi:
 
     @staticmethod
     def available() -> bool:
-        from ..measure.device import cuda_active
+        from .device import cuda_active
 
         return cuda_active()
 

@@ -18,7 +18,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from ..core.errors import BenchyError
 from ..core.results import TrialResult
 
-__all__ = ["DistributedError", "LocalComm", "TorchComm", "combine", "disagreement", "make_comm"]
+__all__ = ["DistributedError", "LocalComm", "TorchComm", "agree", "combine", "disagreement", "make_comm"]
 
 Report = Tuple[int, float, float]  # (samples, seconds, extra) of one rank's trial
 
@@ -161,3 +161,19 @@ def combine(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple[Tr
         rank_seconds=tuple(t for _, t, _ in reports),
     )
     return combined, (None if any(math.isnan(c) for c in changes) else min(changes))
+
+
+def agree(comm: Any, fingerprint: Any) -> None:
+    """Ranks must run the same trials (each trial's results are exchanged and combined): raise a
+    DistributedError on every rank, together, when their schedules differ."""
+    differ = disagreement(comm.gather("start (schedule check)", fingerprint))
+    if differ is None:
+        return
+    try:  # every rank found the same difference: leave together, none still inside the gather
+        comm.barrier("start (schedule check)")
+    except DistributedError:
+        pass
+    raise DistributedError(
+        f"benchy: the ranks were given different schedules: {differ}. Every rank must run the same trials "
+        f"(their results are combined trial by trial): give all ranks the same benchy config."
+    )

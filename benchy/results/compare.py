@@ -16,8 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..core.schedule import Mode
 from ..core.stats import welch
-from ..results.saved import ModeRun, Run
-from ..results.tables import Table
+from .saved import ModeRun, Run
+from .tables import Table
 
 __all__ = ["Comparison", "ModeChange", "as_dict", "compare_runs", "header", "markdown", "status_line", "table"]
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
-from ..results.saved import Run
-from ..results.scaling import ScalingRow
+from .saved import Run
+from .scaling import ScalingRow
 
 __all__ = ["DPI", "SCALING_SIZE", "STEPS_SIZE", "PlotUnavailable", "plot_run", "plot_scaling", "trial_steps"]
 
@@ -104,7 +104,7 @@ def trial_steps(run: Run) -> Tuple[Dict[Mode, List[TrialSteps]], str]:
         candidate = os.path.join(os.path.dirname(os.path.abspath(run.path)), os.path.basename(run.steps_dir))
         directory = candidate if os.path.isdir(candidate) else None
     if directory is not None:
-        from ..results import steps as _steps
+        from . import steps as _steps
 
         files = _steps.load(directory)
         for label, steps in files.items():

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ..core.schedule import Mode
-from ..results.saved import ModeRun, Run
-from ..results.tables import Table
+from .saved import ModeRun, Run
+from .tables import Table
 
 __all__ = ["ScalingRow", "scaling_rows", "study_kind", "table"]
 

@@ -21,11 +21,12 @@ With fixed counts the :class:`Planner` walks :meth:`Schedule.order` exactly. Wit
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..core.results import RunResults
+from ..core.results import RunResults, TrialResult
 from ..core.schedule import MIN_AUTO_TRIALS, Mode, ModePlan, Schedule, TrialSpec, abba_first
 from ..core.verdict import verdict
 
@@ -60,6 +61,7 @@ class Planner:
         self.confidence = schedule.decision_confidence
         self._issued: Dict[Tuple[Mode, bool], int] = {}
         self._change: Dict[Mode, Optional[float]] = {}
+        self._warm_periods: Dict[Mode, array[float]] = {}
         self._position = 0  # measured SYNTHETIC/FULL trials issued: the place in S F F S
         self._boundary = 0
         self._io_boundary = -1  # the boundary of the last extra IO trial
@@ -72,6 +74,14 @@ class Planner:
     def new_boundary(self) -> None:
         """A new ``iter()`` of the wrapper: one more extra IO trial may run hidden here."""
         self._boundary += 1
+
+    def warmup_change(self, result: TrialResult) -> Optional[float]:
+        """For ``nwarmup: auto``: how much this mode's step time still changes (this rank's warm-up
+        steps, the latest periods only: no more are kept than the next call can look at)."""
+        new = result.step_seconds
+        periods = self._warm_periods.get(result.mode, array("d")) + new
+        self._warm_periods[result.mode] = periods[-max(2 * MIN_STEADY_WINDOW, len(new)):]
+        return warmup_change(periods, len(new) // 2)
 
     def record_warmup(self, mode: Mode, change: Optional[float]) -> None:
         """How much ``mode``'s step time changed over its last warm-up steps (None: too few to tell)."""

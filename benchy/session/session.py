@@ -30,26 +30,25 @@ import statistics
 import sys
 import time
 import weakref
-from array import array
-from typing import Any, Callable, Dict, Generator, Iterator, List, Optional
+from typing import Any, Callable, Generator, Iterator, List, Optional
 
 from ..core.config import Config
 from ..core.results import Counted, Interruption, Outcome, RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
 from ..measure.profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
-from ..measure.ranks import DistributedError, LocalComm, combine, disagreement, make_comm
-from ..measure.trial import STOPPED, Pauses, handed_out
-from ..results import lines
+from ..measure.ranks import DistributedError, LocalComm, agree, combine, make_comm
+from ..measure.stamps import handed_out
+from ..measure.trial import STOPPED
 from .console import Output
 from .lifecycle import Lifecycle
-from .planner import MIN_STEADY_WINDOW, Planner, warmup_change
+from .planner import Planner
 from .registry import REGISTRY, Registry
 from .side_trials import Sweeper, run_h2d, run_sweep
 from .sink import ResultSink
 from .trials import TrialRunner
 
-__all__ = ["DROPPED_UNUSED", "PEEK_NOTE", "Session"]
+__all__ = ["DROPPED_UNUSED", "PEEK_NOTE", "LoaderFacts", "Session"]
 
 _NEW, _RUNNING, _DONE, _PLAIN = "new", "running", "done", "plain"
 
@@ -57,6 +56,22 @@ DROPPED_UNUSED = ("its iterator was dropped before the first batch (an iter() wh
                   "advanced, e.g. a discarded or replaced iterator)")
 PEEK_NOTE = ("an iter() during trial {label} was served by the plain loader (a peek such as next(iter(loader)) "
              "inside the loop); the trial goes on and the peek's time counts in it")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoaderFacts:
+    """What a wrapper knows of its loader, handed to its session (built by ``integrations.wrappers``)."""
+
+    make_iterator: Callable[[], Iterator[Any]]  # the plain loader's iterator (a new pass)
+    batch_size: Optional[int]  # counted when a batch holds nothing with a leading dimension
+    kind: str = "loader"  # the wrapper's class name, for the output
+    where: str = "<unknown>"  # file:line where the script built it
+    queue_depth: int = 0  # batches its workers hold ready (workers x prefetch_factor)
+    workers: int = 0  # num_workers (0: loads in the main process, or unknown)
+    persistent: bool = False  # DataLoader(persistent_workers=True)
+    length: Callable[[], Optional[int]] = lambda: None  # len() of the loader itself (None: it has none)
+    batch_samples: Optional[int] = None  # samples in every batch but a pass's last, when guaranteed
+    sweeper: Optional[Sweeper] = None  # makes the loader's variants for a sweep (BenchmarkDataLoader only)
 
 
 @dataclasses.dataclass
@@ -74,40 +89,28 @@ class Session:
     def __init__(
         self,
         config: Config,
-        make_iterator: Callable[[], Iterator[Any]],
-        fallback_batch_size: Optional[int],
+        loader: LoaderFacts,
         *,
         clock: Callable[[], float] = time.perf_counter,
         output: Optional[Output] = None,
         profiler_api: Any = CudaProfilerApi,
-        kind: str = "loader",
-        where: str = "<unknown>",
         registry: Registry = REGISTRY,
         exit: Callable[[int], Any] = sys.exit,
-        queue_depth: int = 0,
-        workers: int = 0,
-        persistent: bool = False,
-        plain_length: Callable[[], Optional[int]] = lambda: None,
         h2d_copy: Optional[Callable[[Any], Any]] = None,
-        batch_samples: Optional[int] = None,
-        sweeper: Optional[Sweeper] = None,
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
         self.planner = Planner(self.schedule)
         self.results = RunResults()
         self.epochs_started = 0
-        self._workers = workers  # the loader's num_workers (0: loads in the main process, or unknown)
-        self._persistent = persistent  # DataLoader(persistent_workers=True)
-        self._plain_length = plain_length  # len() of the wrapped loader itself (None: it has none)
+        self._loader = loader
+        self._workers = loader.workers  # the sweep may change it (sweep_apply)
         self._h2d_copy = h2d_copy  # the IO_H2D copy (tests inject one; else the accelerator in use)
-        self._sweeper = sweeper  # makes the loader's variants for a sweep (BenchmarkDataLoader only)
-        self._fallback = fallback_batch_size
-        self._make_iterator = make_iterator
+        self._make_iterator = loader.make_iterator
         self._clock = clock
-        self.runner = TrialRunner(config, make_iterator, fallback_batch_size, clock, constant=batch_samples,
-                                  queue_depth=queue_depth, warn=lambda text: self._sink_().warning(text))
-        self._warm_periods: Dict[Mode, array[float]] = {}
+        self.runner = TrialRunner(config, loader.make_iterator, loader.batch_size, clock,
+                                  constant=loader.batch_samples, queue_depth=loader.queue_depth,
+                                  warn=lambda text: self._sink_().warning(text))
         self._out = output
         self._state = _NEW
         self._current: Optional[_Current] = None
@@ -123,7 +126,7 @@ class Session:
         self._window: Optional[ProfilerWindow] = None
         self._profiler_reported = False
         self._registry = registry
-        self._record = registry.register(kind, where)
+        self._record = registry.register(loader.kind, loader.where)
         self._exit = exit
         self._sink: Optional[ResultSink] = None
         self._hidden: Optional[TrialSpec] = None  # the IO or IO_H2D trial running inside iter(), if any
@@ -239,7 +242,8 @@ class Session:
         """An epoch boundary: hidden IO trials that are due, then this epoch's trial."""
         self.planner.new_boundary()
         if first:
-            applied = run_sweep(self.config, self._sweeper, self.runner, self._sink_(), self.results, self._fallback)
+            applied = run_sweep(self.config, self._loader.sweeper, self.runner, self._sink_(), self.results,
+                                self._loader.batch_size)
             if applied is not None:
                 self._workers = applied.num_workers
                 self.runner.queue_depth = applied.num_workers * (applied.prefetch_factor or 0)
@@ -259,7 +263,7 @@ class Session:
             self.runner.drain()
         self._output().trial_started(spec)
         self._profiler().before_trial(spec)
-        gen, stamps = self.runner.epoch(spec, self._settle, self._report)
+        gen, stamps = self.runner.epoch(spec, self._settle, self._output())
         # A weak reference: a loop that breaks out drops the generator at once, and what
         # became of its trial is recorded then, not at the next epoch.
         self._current = _Current(spec, stamps, weakref.ref(gen))
@@ -317,7 +321,7 @@ class Session:
             self._profiler().before_trial(spec)
             self._hidden = spec
             try:
-                result = self.runner.io(spec, self._report)
+                result = self.runner.io(spec, self._output())
             except BaseException as err:
                 self._lost(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}"))
                 raise
@@ -355,10 +359,10 @@ class Session:
         nfull = sum(len(t.step_seconds) for t in full)
         per_batch = sum(t.seconds for t in full) / nfull if nfull else None
         try:
-            length = self._plain_length()
+            length = self._loader.length()
         except Exception:
             length = None
-        return startup(self.runner.source.startups, workers=self._workers, persistent=self._persistent,
+        return startup(self.runner.source.startups, workers=self._workers, persistent=self._loader.persistent,
                        epoch_batches=length, batch_seconds=batch, full_batch_seconds=per_batch)
 
     def _profiler(self) -> ProfilerWindow:
@@ -385,70 +389,22 @@ class Session:
         self._comm = make_comm(self.config.general.dist_timeout)
         self._rank, self._world = self._comm.rank, self._comm.world
         if self._world > 1:
-            self._agree_on_schedule()
+            try:
+                agree(self._comm, self.schedule.fingerprint())
+            except DistributedError:
+                self._state = _DONE
+                self._record.finished = True
+                raise
         if self.config.general.use_distributed_barrier and self._world > 1:
             self.runner.barrier = self._comm.barrier
         self.runner.ranges = nvtx_ranges(self.config.general.nvtx)
         sink = self._sink_()
         sink.clean_stale()
-        if self._world > 1:
-            sink.info(f"{self._world} ranks: each measures its own trials; throughputs are of all ranks together "
-                      f"(samples of all ranks / the slowest rank's trial time).")
-        if self.config.source == "defaults":
-            sink.info("Using default benchy configuration.")
-        else:
-            sink.info(f"Using benchy configuration from {self.config.source}.")
-        sink.info(f"Schedule: {self.schedule.describe()}; {self._epochs_text()}.")
-        if self.schedule.epoch_plans:
-            sink.info(f"Benchmarking the {self._record.kind} created at {self._record.where}; while the schedule "
-                      f"runs, len() of it is the trial's nbatches.")
-        if self.runner.ranges is not None:
-            sink.info("NVTX: a tool is attached; ranges per trial, step and fetch in domain 'benchy'.")
-        if self.config.general.sync_every_step:
-            sink.warning("sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
-                         "device work; throughputs are lower than in normal training.")
+        sink.started(self.schedule, self.config, f"{self._record.kind} created at {self._record.where}",
+                     nvtx=self.runner.ranges is not None)
         self._lifecycle.install()
 
-    def _agree_on_schedule(self) -> None:
-        """Ranks must run the same trials: each trial's results are exchanged and combined."""
-        schedules = self._comm.gather("start (schedule check)", self.schedule.fingerprint())
-        differ = disagreement(schedules)
-        if differ is None:
-            return
-        try:  # every rank found the same difference: leave together, none still inside the gather
-            self._comm.barrier("start (schedule check)")
-        except DistributedError:
-            pass
-        self._state = _DONE
-        self._record.finished = True
-        raise DistributedError(
-            f"benchy: the ranks were given different schedules: {differ}. Every rank must run the same trials "
-            f"(their results are combined trial by trial): give all ranks the same benchy config."
-        )
-
-    def _epochs_text(self) -> str:
-        s = self.schedule
-        if s.epochs_fewest == s.epochs_needed:
-            return f"the script must run at least {s.epochs_needed} epochs"
-        return (f"the script must run up to {s.epochs_needed} epochs (the schedule stops as soon as the answer is "
-                f"known, after {s.epochs_fewest} at the fewest; later epochs are plain)")
-
     # --- what each trial ends with ------------------------------------------------------------
-
-    def _report(self, spec: TrialSpec, i: int, stamps: List[float], sizes: List[int], pauses: Pauses) -> None:
-        """Periodic line: throughput over the last ``report_freq`` steps; its time is excluded."""
-        low = i - self.config.general.report_freq
-        paused = 0.0
-        for k, d in reversed(pauses):  # only the latest pauses can fall in [low, i)
-            if k < low:
-                break
-            paused += d
-        span = stamps[i] - stamps[low] - paused
-        rate = sum(sizes[low:i]) / span if span > 0 else float("inf")
-        out = self._output()
-        out.line(lines.iteration(spec.label, i, spec.nbatches, rate))
-        out.trial_progress(i, rate)
-        pauses.append((i, self._clock() - stamps[i]))
 
     def _settle(self, outcome: Outcome) -> None:
         """An epoch trial's outcome, handed over once by its generator."""
@@ -456,14 +412,6 @@ class Session:
             self._counted(outcome.result, outcome.closed_early)
         else:
             self._lost(outcome)
-
-    def _warmup_change(self, result: TrialResult) -> Optional[float]:
-        """For ``nwarmup: auto``: how much this mode's step time still changes (this rank)."""
-        new = result.step_seconds
-        # Only the latest periods are compared: keep no more than the next call can look at.
-        periods = self._warm_periods.get(result.mode, array("d")) + new
-        self._warm_periods[result.mode] = periods[-max(2 * MIN_STEADY_WINDOW, len(new)):]
-        return warmup_change(periods, len(new) // 2)
 
     def _counted(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
         if self._signalled:
@@ -479,7 +427,8 @@ class Session:
         plan = self.schedule.plan(result.mode)
         auto_warmup = result.spec.warmup and plan is not None and plan.nwarmup is None
         try:
-            result, change = combine(self._comm, result, self._warmup_change(result) if auto_warmup else None)
+            change = self.planner.warmup_change(result) if auto_warmup else None
+            result, change = combine(self._comm, result, change)
         except DistributedError:
             self._exchange_failed(result.spec)
             raise
@@ -599,7 +548,11 @@ class Session:
             sink.warning("the script ended before the last trial finished; results below.")
             self._finish(may_exit=False)
             return
-        sink.warning(self._stopped_early_text())
+        # New wrappers built where this one was, and iterated as plain loaders: the loader is
+        # re-created every epoch (a validation loader, built elsewhere, is no reason).
+        again = sum(1 for r in self._registry.records
+                    if r is not self._record and r.iterated and not r.benchmarked and r.where == self._record.where)
+        sink.stopped_early(self.epochs_started, self._record.where, again)
         _, per_epoch = self.schedule.order(longest=not self.schedule.adaptive)
         for spec in per_epoch:
             if not self.planner.was_issued(spec):
@@ -609,19 +562,3 @@ class Session:
         self._record.finished = True
         self.runner.close()
         sink.summary(self.snapshot(), exiting=False)
-
-    def _stopped_early_text(self) -> str:
-        needed = self.schedule.epochs_needed
-        upto = "" if self.schedule.epochs_fewest == needed else "up to "
-        # New wrappers built where this one was, and iterated as plain loaders: the loader is
-        # re-created every epoch (a validation loader, built elsewhere, is no reason).
-        again = [r for r in self._registry.records
-                 if r is not self._record and r.iterated and not r.benchmarked and r.where == self._record.where]
-        hint = ""
-        if again:
-            hint = (f" {len(again)} more wrapped loader(s) were built at {self._record.where} and iterated as plain "
-                    f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
-                    f"once, before the epoch loop.")
-        return (f"the script stopped after {self.epochs_started} of the {upto}{needed} epochs the benchy schedule "
-                f"needs ({self.schedule.describe()}); the results below are partial. Run {upto or 'at least '}{needed} "
-                f"epochs to finish the schedule." + hint)

@@ -74,6 +74,44 @@ class ResultSink:
     def warning(self, message: str) -> None:
         self.out.line(lines.warning(message))
 
+    def started(self, schedule: Schedule, config: Config, loader: str, nvtx: bool) -> None:
+        """What the benchmark does, said when it starts: ranks, the config, the schedule and the epochs
+        it needs, the loader, NVTX, and a warning when every step is synchronized."""
+        if self.world > 1:
+            self.info(f"{self.world} ranks: each measures its own trials; throughputs are of all ranks together "
+                      f"(samples of all ranks / the slowest rank's trial time).")
+        if config.source == "defaults":
+            self.info("Using default benchy configuration.")
+        else:
+            self.info(f"Using benchy configuration from {config.source}.")
+        if schedule.epochs_fewest == schedule.epochs_needed:
+            epochs = f"the script must run at least {schedule.epochs_needed} epochs"
+        else:
+            epochs = (f"the script must run up to {schedule.epochs_needed} epochs (the schedule stops as soon as the "
+                      f"answer is known, after {schedule.epochs_fewest} at the fewest; later epochs are plain)")
+        self.info(f"Schedule: {schedule.describe()}; {epochs}.")
+        if schedule.epoch_plans:
+            self.info(f"Benchmarking the {loader}; while the schedule runs, len() of it is the trial's nbatches.")
+        if nvtx:
+            self.info("NVTX: a tool is attached; ranges per trial, step and fetch in domain 'benchy'.")
+        if config.general.sync_every_step:
+            self.warning("sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
+                         "device work; throughputs are lower than in normal training.")
+
+    def stopped_early(self, epochs_started: int, where: str, rebuilt: int) -> None:
+        """The script ended before the schedule did: how many epochs it ran and needs. ``rebuilt``:
+        wrappers built where the benchmarked one was and iterated as plain loaders (one per epoch)."""
+        needed = self.schedule.epochs_needed
+        upto = "" if self.schedule.epochs_fewest == needed else "up to "
+        hint = ""
+        if rebuilt:
+            hint = (f" {rebuilt} more wrapped loader(s) were built at {where} and iterated as plain loaders: a "
+                    f"script that builds a new loader every epoch never finishes the schedule; build it once, before "
+                    f"the epoch loop.")
+        self.warning(f"the script stopped after {epochs_started} of the {upto}{needed} epochs the benchy schedule "
+                     f"needs ({self.schedule.describe()}); the results below are partial. Run "
+                     f"{upto or 'at least '}{needed} epochs to finish the schedule." + hint)
+
     def sweep(self, own: Any) -> None:
         """The loader sweep's table, one ``BENCHY::SWEEP::`` line per row."""
         for row in sweep_table(self.results.sweep, own).plain().splitlines():

@@ -3,7 +3,7 @@ the device sync, the barrier and the system sampler around each trial's clock (g
 
 :class:`TrialRunner` hands the session finished :class:`~benchy.core.results.TrialResult` values
 (IO and side trials) or epoch-trial generators that settle their outcome once; it decides nothing
-about the schedule and prints nothing itself.
+about the schedule, and prints only the periodic lines inside a trial (to the session's output).
 """
 
 from __future__ import annotations
@@ -17,17 +17,11 @@ from ..core.schedule import Mode, TrialSpec
 from ..measure.counting import describe_rule, make_counter
 from ..measure.device import synchronizer
 from ..measure.source import BatchSource, Source
+from ..measure.stamps import Pauses, fetches_ahead, stamp_buffer, without_first_period
 from ..measure.system import NullSampler, SystemSampler
-from ..measure.trial import (
-    Reporter,
-    Settle,
-    fetches_ahead,
-    full_trial,
-    io_trial,
-    stamp_buffer,
-    synthetic_trial,
-    without_first_period,
-)
+from ..measure.trial import Reporter, Settle, full_trial, io_trial, synthetic_trial
+from ..results import lines
+from .console import Output
 
 __all__ = ["TrialRunner"]
 
@@ -134,10 +128,33 @@ class TrialRunner:
 
     # --- trials -------------------------------------------------------------------------------
 
-    def io(self, spec: TrialSpec, report: Optional[Reporter]) -> TrialResult:
+    def reporter(self, out: Output) -> Optional[Reporter]:
+        """The periodic line every ``report_freq`` steps: throughput over the steps since the last
+        one, written to ``out``; the line's own time is measured and taken out of the trial."""
+        freq = self.config.general.report_freq
+        if freq <= 0:
+            return None
+        clock = self.clock
+
+        def report(spec: TrialSpec, i: int, stamps: List[float], sizes: List[int], pauses: Pauses) -> None:
+            low = i - freq
+            paused = 0.0
+            for k, d in reversed(pauses):  # only the latest pauses can fall in [low, i)
+                if k < low:
+                    break
+                paused += d
+            span = stamps[i] - stamps[low] - paused
+            rate = sum(sizes[low:i]) / span if span > 0 else float("inf")
+            out.line(lines.iteration(spec.label, i, spec.nbatches, rate))
+            out.trial_progress(i, rate)
+            pauses.append((i, clock() - stamps[i]))
+
+        return report
+
+    def io(self, spec: TrialSpec, out: Output) -> TrialResult:
         """One scheduled IO trial, hidden from the loop (its system metrics are read by the caller)."""
         sync = synchronizer()
-        return io_trial(spec, self.source, self.counter(), self._clock(sync), sync, report,
+        return io_trial(spec, self.source, self.counter(), self._clock(sync), sync, self.reporter(out),
                         self.config.general.report_freq, self._begin(spec, sync), self.constant, self.ranges)
 
     def side(self, spec: TrialSpec, source: Source, counter: Callable[[Any], int]) -> TrialResult:
@@ -150,9 +167,9 @@ class TrialRunner:
             raise
         return self.with_system(result)
 
-    def epoch(self, spec: TrialSpec, settle: Settle, report: Optional[Reporter]
-              ) -> Tuple[Generator[Any, None, None], List[float]]:
+    def epoch(self, spec: TrialSpec, settle: Settle, out: Output) -> Tuple[Generator[Any, None, None], List[float]]:
         """The generator the loop gets for an epoch trial, and its timestamps (to tell how far it went)."""
+        report = self.reporter(out)
         sync = synchronizer()
         stamps = stamp_buffer(spec.nbatches)
         counter, clock, begin = self.counter(), self._clock(sync), self._begin(spec, sync)

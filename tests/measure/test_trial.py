@@ -16,15 +16,8 @@ from benchy import EmptyLoaderError, Mode, TrialSpec
 from benchy.core.results import Counted, Interruption
 from benchy.measure.counting import make_counter
 from benchy.measure.source import BatchSource
-from benchy.measure.trial import (
-    STOPPED,
-    TOO_SHORT,
-    full_trial,
-    handed_out,
-    io_trial,
-    stamp_buffer,
-    synthetic_trial,
-)
+from benchy.measure.stamps import handed_out, stamp_buffer
+from benchy.measure.trial import STOPPED, TOO_SHORT, full_trial, io_trial, synthetic_trial
 
 VARIANTS = ["plain", "annotated"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, List
 
 import pytest
-from helpers import FakeClock, Made, make_session, run_epoch
+from helpers import FakeClock, Made, make_session, read_json, run_epoch
 
 from benchy import EXIT_MISSING_MODE, Mode
 from benchy.session.registry import Registry
@@ -197,3 +197,31 @@ def test_io_h2d_is_skipped_and_said_on_a_cpu_run(tmp_path, monkeypatch) -> None:
     assert "BENCHY::SUMMARY::H2D skipped: no accelerator in use at the first epoch" in text
     doc = json.loads((Path(session.config.output_path)).read_text())
     assert doc["IO_H2D"]["skipped"].startswith("no accelerator") and doc["IO_H2D"]["n"] == 0
+
+
+def test_the_summary_works_out_the_verdict_once_for_its_lines_table_and_json(monkeypatch) -> None:
+    from benchy.core import verdict as verdict_module
+    from benchy.session import sink as sink_module
+
+    clock = FakeClock()
+    made = make(clock)
+    calls: List[str] = []
+    real_verdict, real_summary = verdict_module.verdict, sink_module.ResultSink.summary
+
+    def counting_verdict(*args: Any, **kwargs: Any) -> Any:
+        calls.append("verdict")
+        return real_verdict(*args, **kwargs)
+
+    def summary(self: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append("summary")
+        real_summary(self, *args, **kwargs)
+        calls.append("end of summary")
+
+    monkeypatch.setattr(verdict_module, "verdict", counting_verdict)
+    monkeypatch.setattr(sink_module.ResultSink, "summary", summary)
+    while not made.session.done:
+        run_epoch(made.session, clock)
+    during = calls[calls.index("summary") + 1: calls.index("end of summary")]
+    assert during == ["verdict"]  # lines, terminal table and JSON share one Reading
+    doc = read_json(made.session)
+    assert doc["verdict"] and doc["summary"][-1] == "BENCHY::SUMMARY::VERDICT " + doc["verdict"]

@@ -1,0 +1,352 @@
+"""Every config key's rule: what it allows (checked value by value), the sections and how a layer
+(YAML file, environment, Python overrides) merges into the defaults, and the checks across keys and
+of the output directory (pure, no torch). :mod:`benchy.core.config` builds the config with them."""
+
+from __future__ import annotations
+
+import os
+import reprlib
+import tempfile
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import yaml
+
+__all__ = [
+    "ATTR_OF_SECTION",
+    "AUTO",
+    "GLOBAL_RULES",
+    "MODE_NAMES",
+    "PROBE_PREFIX",
+    "RULES",
+    "STEPS_TEMP_SUFFIX",
+    "TEMP_PREFIX",
+    "TEMP_SUFFIX",
+    "canonical_section",
+    "check_consistency",
+    "check_output",
+    "describe",
+    "merge_layer",
+    "read_yaml",
+    "steps_name",
+]
+
+AUTO = "auto"
+MAX_RUN_NAME = 200
+PROFILER_MODES = ("single", "all", "none")
+CONSOLE_MODES = ("auto", "rich", "plain")
+
+# Section name in the file -> attribute of Config. The original spells IO in capitals
+# and the other two in lower case; section names are matched case-insensitively.
+ATTR_OF_SECTION = {"global": "general", "IO": "io", "synthetic": "synthetic", "full": "full", "sweep": "sweep"}
+SECTION_BY_LOWER = {name.lower(): name for name in ATTR_OF_SECTION}
+
+
+def canonical_section(name: str) -> str:
+    try:
+        return SECTION_BY_LOWER[name.lower()]
+    except (KeyError, AttributeError):
+        raise KeyError(f"unknown benchy section {name!r} (allowed: {', '.join(ATTR_OF_SECTION)})") from None
+
+
+# --- validation rules: key -> (check, description of what is allowed) -----------------------
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _int_at_least(low: int, high: Optional[int] = None) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low and (high is None or v <= high)
+
+
+# Bounds that keep a run's memory and the checks themselves bounded whatever a file holds.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_NBATCHES = 1_000_000  # per-step data of a trial is kept in memory
+MAX_COUNT = 10_000  # trials or warm-ups per mode
+MAX_AUTO = 1_000
+MAX_DIST_TIMEOUT = 7 * 24 * 3600.0
+
+# Names of benchy's own temporary files in the output directory (removed when stale, see _report).
+TEMP_PREFIX, TEMP_SUFFIX = ".benchy-", ".json.tmp"
+STEPS_TEMP_SUFFIX = ".npy.tmp"  # a per-step file being written (in the steps directory)
+PROBE_PREFIX = ".benchy-probe-"
+
+
+def _nonempty_str(v: Any) -> bool:
+    return isinstance(v, str) and v.strip() != ""
+
+
+def _optional_dir(v: Any) -> bool:
+    return v is None or _nonempty_str(v)
+
+
+MODE_NAMES = ("IO", "SYNTHETIC", "FULL")
+
+
+def _mode_list(v: Any) -> bool:
+    return (
+        isinstance(v, (list, tuple)) and len(v) > 0
+        and all(isinstance(x, str) and x.upper() in MODE_NAMES for x in v)
+        and len({x.upper() for x in v}) == len(v)
+    )
+
+
+def _filename(v: Any) -> bool:
+    return _nonempty_str(v) and os.path.basename(v) == v and v not in (".", "..")
+
+
+def steps_name(output_filename: str) -> str:
+    """The per-step directory's name: ``result.json`` -> ``result.steps``."""
+    stem = output_filename[:-5] if output_filename.endswith(".json") else output_filename
+    return stem + ".steps"
+
+
+_Rule = Tuple[Callable[[Any], bool], str]
+
+def _or_auto(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: v == AUTO or check(v)
+
+
+MODE_RULES: Dict[str, _Rule] = {
+    "run_benchmark": (_is_bool, "true or false"),
+    "nbatches": (_int_at_least(1, MAX_NBATCHES),
+                 f"an integer from 1 to {MAX_NBATCHES} (each trial keeps its per-step times in memory)"),
+    "ntrials": (_or_auto(_int_at_least(0, MAX_COUNT)),
+                f"an integer from 0 to {MAX_COUNT}, or 'auto' (trials until the answer is known)"),
+    "nwarmup": (_or_auto(_int_at_least(0, MAX_COUNT)),
+                f"an integer from 0 to {MAX_COUNT}, or 'auto' (warm-ups until the step time is steady)"),
+}
+
+GLOBAL_RULES: Dict[str, _Rule] = {
+    "report_freq": (_int_at_least(0), "an integer >= 0 (0 turns the periodic lines off)"),
+    "exit_after_tests": (_is_bool, "true or false"),
+    "profiler_mode": (lambda v: v in PROFILER_MODES, "one of " + ", ".join(repr(m) for m in PROFILER_MODES)),
+    "output_filename": (_filename, "a non-empty file name without a directory part"),
+    "output_dir": (_optional_dir, "a directory path (string), or null for the current directory"),
+    "use_distributed_barrier": (_is_bool, "true or false"),
+    "console": (lambda v: v in CONSOLE_MODES, "one of " + ", ".join(repr(m) for m in CONSOLE_MODES)),
+    "profiler_capture": (_mode_list, "a non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL"),
+    "nvtx": (_is_bool, "true or false"),
+    "sync_every_step": (_is_bool, "true or false"),
+    "dist_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_DIST_TIMEOUT,
+                     f"a number of seconds > 0 and at most {MAX_DIST_TIMEOUT:g} (a week)"),
+    "auto_precision": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
+                       "a share of the mean strictly between 0 and 1 (0.02 = 2 %)"),
+    "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
+    "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
+    "save_steps": (_is_bool, "true or false"),
+    "system_metrics": (_is_bool, "true or false"),
+    "io_h2d": (_is_bool, "true or false"),
+    "system_metrics_hz": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
+                          "a number of readings per second from 0.1 to 100"),
+    "sweep_apply": (_is_bool, "true or false"),
+    "run_name": (lambda v: v is None or (isinstance(v, str) and 0 < len(v.strip()) and len(v) <= MAX_RUN_NAME
+                                         and v.isprintable()),
+                 f"a printable name of 1 to {MAX_RUN_NAME} characters, or null (the script's name and start time)"),
+}
+
+# Normalisation of accepted values into the stored form.
+_NORMALISE: Dict[str, Callable[[Any], Any]] = {
+    "profiler_capture": lambda v: tuple(x.upper() for x in v),
+    "auto_precision": float,
+    "system_metrics_hz": float,
+    "num_workers": lambda v: v if isinstance(v, str) else tuple(v),
+    "pin_memory": tuple,
+    "prefetch_factor": tuple,
+}
+
+MAX_SWEEP_VALUES = 16  # per key; the product is bounded by MAX_SWEEP_SETTINGS
+
+
+def _values(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A list of distinct values, each passing ``check`` (empty: the key is not swept)."""
+    return lambda v: (isinstance(v, (list, tuple)) and len(v) <= MAX_SWEEP_VALUES and all(check(x) for x in v)
+                      and len(set(v)) == len(v))
+
+
+SWEEP_RULES: Dict[str, _Rule] = {
+    "num_workers": (lambda v: v == AUTO or _values(_int_at_least(0, 256))(v),
+                    f"a list of distinct worker counts (0 to 256, at most {MAX_SWEEP_VALUES}), or 'auto' "
+                    f"(0, 1, 2, 4 ... up to the usable cores)"),
+    "pin_memory": (_values(_is_bool), "a list of distinct booleans: [false], [true] or [false, true]"),
+    "prefetch_factor": (_values(_int_at_least(1, 64)),
+                        f"a list of distinct integers from 1 to 64 (at most {MAX_SWEEP_VALUES}), batches each "
+                        f"worker keeps ready"),
+}
+
+RULES = {"global": GLOBAL_RULES, "IO": MODE_RULES, "synthetic": MODE_RULES, "full": MODE_RULES,
+          "sweep": SWEEP_RULES}
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 4, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
+def _name(key: Any) -> str:
+    """A key as written (long or odd keys shortened)."""
+    return key[:80] if isinstance(key, str) else _REPR.repr(key)
+
+
+def describe(value: Any) -> str:
+    """The value as the user wrote it, bounded: nested or aliased YAML is never expanded in full."""
+    return f"{_REPR.repr(value)} ({type(value).__name__})"
+
+
+def merge_layer(
+    merged: Dict[str, Dict[str, Any]],
+    layer: Any,
+    source: str,
+    problems: List[str],
+) -> None:
+    """Merge one layer (file contents or overrides) into ``merged``, key by key."""
+    if layer is None:
+        return
+    if not isinstance(layer, Mapping):
+        problems.append(
+            f"benchy config {source}: expected a mapping of sections "
+            f"({', '.join(ATTR_OF_SECTION)}) at the top level, got {describe(layer)}"
+        )
+        return
+    seen: Dict[str, str] = {}
+    for raw_section, body in layer.items():
+        section = SECTION_BY_LOWER.get(raw_section.lower()) if isinstance(raw_section, str) else None
+        if section is None:
+            problems.append(
+                f"benchy config {source}: {_REPR.repr(raw_section)}: unknown section "
+                f"(allowed: {', '.join(ATTR_OF_SECTION)})"
+            )
+            continue
+        if section in seen:
+            problems.append(
+                f"benchy config {source}: {raw_section!r}: section given twice "
+                f"(also as {seen[section]!r})"
+            )
+            continue
+        seen[section] = raw_section
+        if body is None:
+            continue
+        if not isinstance(body, Mapping):
+            problems.append(
+                f"benchy config {source}: {raw_section}: expected a mapping of keys, got {describe(body)}"
+            )
+            continue
+        rules = RULES[section]
+        for key, value in body.items():
+            if key not in rules:
+                problems.append(
+                    f"benchy config {source}: {raw_section}.{_name(key)}: unknown key "
+                    f"(allowed: {', '.join(rules)})"
+                )
+                continue
+            check, allowed = rules[key]
+            if not check(value):
+                problems.append(
+                    f"benchy config {source}: {raw_section}.{key}: got {describe(value)}; expected {allowed}"
+                )
+                continue
+            merged[section][key] = _NORMALISE.get(key, lambda x: x)(value)
+
+
+def read_yaml(path: str) -> Tuple[Any, Optional[str]]:
+    """Return (contents, problem); YAML is read with the safe loader."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(text) > MAX_CONFIG_BYTES:
+            return None, (f"benchy config {path}: the file is larger than {MAX_CONFIG_BYTES} bytes; a benchy config "
+                          f"is a few lines (sections global, IO, synthetic, full)")
+    except FileNotFoundError:
+        return None, f"benchy config {path}: file not found"
+    except IsADirectoryError:
+        return None, f"benchy config {path}: is a directory, expected a YAML file"
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"benchy config {path}: cannot read the file ({err})"
+    try:
+        return yaml.safe_load(text), None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        what = getattr(err, "problem", None) or str(err).splitlines()[0]
+        return None, f"benchy config {path}: malformed YAML{where}: {what}"
+
+
+def check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems: List[str]) -> None:
+    enabled = [s for s in ("IO", "synthetic", "full") if merged[s]["run_benchmark"]]
+    for section in enabled:
+        if merged[section]["ntrials"] == 0:
+            problems.append(
+                f"benchy config {source}: {section}.ntrials: got 0 with run_benchmark: true, which "
+                f"measures nothing; expected an integer >= 1, or set {section}.run_benchmark: false"
+            )
+    if not enabled:
+        problems.append(
+            f"benchy config {source}: every section has run_benchmark: false, so there is nothing to "
+            f"measure; expected at least one of IO, synthetic, full enabled"
+        )
+
+
+def _name_max(directory: str) -> int:
+    try:
+        return int(os.pathconf(directory, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def _probe(directory: str) -> Optional[str]:
+    """Why a file cannot be created in ``directory`` (None when it can): a real try, then removed."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=directory)
+    except OSError as err:
+        return err.strerror or str(err)
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    return None
+
+
+def check_output(general: Dict[str, Any], source: str, problems: List[str]) -> None:
+    """The JSON's place, checked before any trial runs (not only when the first write fails)."""
+    given = general["output_dir"]
+    directory = os.path.abspath(given) if given else os.getcwd()
+    name = general["output_filename"]
+    key_dir, key_name = f"benchy config {source}: global.output_dir", f"benchy config {source}: global.output_filename"
+    if "\0" in directory:
+        problems.append(f"{key_dir}: got {describe(given)}; a path cannot hold a NUL byte")
+        return
+    if "\0" in name:
+        problems.append(f"{key_name}: got {describe(name)}; a file name cannot hold a NUL byte")
+        return
+    existing = directory
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if existing == directory and not os.path.isdir(directory):
+        problems.append(f"{key_dir}: {directory} is a file, not a directory; expected a directory for the JSON result")
+        return
+    if existing != directory and not os.path.isdir(existing):
+        problems.append(f"{key_dir}: {directory} cannot be created: {existing} is a file")
+        return
+    limit = _name_max(existing)
+    if len(os.fsencode(name)) > limit:
+        problems.append(f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} "
+                        f"allows at most {limit}")
+        return
+    side = steps_name(name) if general["save_steps"] else None
+    if side is not None and len(os.fsencode(side)) > limit:
+        problems.append(f"{key_name}: the per-step directory's name {side[:40]}... would have {len(os.fsencode(side))} "
+                        f"bytes; the file system at {existing} allows at most {limit}: shorten the name by "
+                        f"{len(os.fsencode(side)) - limit} bytes or set global.save_steps: false")
+        return
+    why = _probe(existing)
+    if why is not None:
+        what = "is not writable" if existing == directory else f"cannot be created in {existing}"
+        problems.append(f"{key_dir}: {directory} {what} ({why}); expected a directory where benchy can write "
+                        f"its JSON result")
+        return
+    if os.path.isdir(os.path.join(directory, name)):
+        problems.append(f"{key_name}: {os.path.join(directory, name)} is a directory; expected a file name")
+    elif side is not None and os.path.exists(os.path.join(directory, side)) and not os.path.isdir(
+            os.path.join(directory, side)):
+        problems.append(f"{key_name}: {os.path.join(directory, side)} is a file; benchy keeps per-step times in a "
+                        f"directory of that name: move the file, rename the output or set global.save_steps: false")
