@@ -4,11 +4,12 @@
 ``torch.utils.data.dataloader``) with :class:`RunnerDataLoader`, a subclass that behaves as the
 plain DataLoader until it is chosen, and then as a ``BenchmarkDataLoader``:
 
-* ``--loader first`` (default): the first DataLoader whose iterator ran a loop, i.e. whose
-  first pass delivered at least :data:`LOOP_BATCHES` batches, is chosen at its next
-  ``iter()``. A peek (``next(iter(loader))``) or Lightning's two-batch sanity check of the
-  validation loader does not choose a loader; the training loader's first epoch runs plain
-  and the schedule starts at its second (the script needs one epoch more than the schedule).
+* ``--loader first`` (default): the first DataLoader whose iterator ran a loop, i.e. one of
+  whose plain passes delivered at least :data:`LOOP_BATCHES` batches, is chosen at its next
+  ``iter()``. A peek (``next(iter(loader))``, also one made before every epoch's loop) or
+  Lightning's two-batch sanity check of the validation loader does not choose a loader; the
+  training loader's first epoch runs plain and the schedule starts at its second (the script
+  needs one epoch more than the schedule).
 * ``--loader N``: the N-th DataLoader created (from 1) is chosen at its first ``iter()``.
 
 Every other DataLoader stays plain, untouched by benchy. ``isinstance(x, DataLoader)`` holds
@@ -40,7 +41,7 @@ __all__ = ["LOADER_ENV_VAR", "LOOP_BATCHES", "SWEEP_ENV_VAR", "RunnerDataLoader"
 
 LOADER_ENV_VAR = "BENCHY_RUN_LOADER"  # "first" or N: set by `benchy run`; read by install()
 SWEEP_ENV_VAR = "BENCHY_RUN_SWEEP"  # "1": sweep num_workers (auto) unless the config has a sweep
-LOOP_BATCHES = 3  # a first pass of at least this many batches was a loop, not a peek
+LOOP_BATCHES = 3  # a plain pass of at least this many batches was a loop, not a peek
 ORIGINAL = DataLoader
 
 
@@ -82,7 +83,7 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
             self._runner_index = STATE.created
         self._runner_args: Tuple[Tuple[Any, ...], Dict[str, Any]] = (args, kwargs)
         self._runner_where = creation_site()
-        self._runner_first_pass: Optional[int] = None  # batches the first plain pass delivered
+        self._runner_pass: Optional[int] = None  # batches the latest plain pass delivered (None: none yet)
         self._runner_wrapper: Any = None  # the BenchmarkDataLoader machinery once chosen
 
     # --- the choice -------------------------------------------------------------------------
@@ -91,7 +92,7 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
         if STATE.chosen is not None:
             return STATE.chosen is self
         if STATE.mode is None:
-            wanted = self._runner_first_pass is not None and self._runner_first_pass >= LOOP_BATCHES
+            wanted = self._runner_pass is not None and self._runner_pass >= LOOP_BATCHES
         else:
             wanted = self._runner_index == STATE.mode
         if wanted:
@@ -106,8 +107,8 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
         if STATE.sweep and not config.sweep.enabled:
             config = load_config(overrides={"sweep": {"num_workers": AUTO}})
         args, kwargs = self._runner_args
-        why = (f"the first whose iterator ran a loop: {self._runner_first_pass} batches in its first pass, which "
-               f"ran plain, so the schedule starts one epoch later" if STATE.mode is None else f"--loader {STATE.mode}")
+        why = (f"the first whose iterator ran a loop: {self._runner_pass} batches in a plain pass, so the schedule "
+               f"starts one epoch later" if STATE.mode is None else f"--loader {STATE.mode}")
         others = STATE.created - 1
         if global_rank() == 0:  # every rank chooses the same loader; one says so
             print(lines.info(f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
@@ -123,14 +124,13 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
             return session.iterate()
         if "_runner_index" in self.__dict__ and self._runner_claims():
             return self._runner_wrapper.iterate()
-        if "_runner_index" in self.__dict__ and STATE.mode is None and self._runner_first_pass is None \
-                and STATE.chosen is None:
+        if "_runner_index" in self.__dict__ and STATE.mode is None and STATE.chosen is None:
             return self._runner_counted()
         return ORIGINAL.__iter__(self)
 
     def _runner_counted(self) -> Iterator[Any]:
-        """The first plain pass, counting what it delivers (a loop, or a peek?)."""
-        self._runner_first_pass = 0
+        """A plain pass before any loader is chosen, counting what it delivers (a loop, or a peek?)."""
+        self._runner_pass = 0
         return _Counted(ORIGINAL.__iter__(self), self)
 
     def __len__(self) -> int:
@@ -156,7 +156,7 @@ class _Counted:
 
     def __next__(self) -> Any:
         batch = next(self._inner)
-        self._loader._runner_first_pass = (self._loader._runner_first_pass or 0) + 1
+        self._loader._runner_pass = (self._loader._runner_pass or 0) + 1
         return batch
 
     def __len__(self) -> int:
@@ -170,7 +170,7 @@ def _none_chosen() -> None:
     """At exit: DataLoaders were made but none was benchmarked; say why that usually happens."""
     if STATE.chosen is not None or STATE.created == 0 or global_rank() != 0:
         return
-    rule = ("no DataLoader's first pass ran a loop and was iterated again (a loader re-created every epoch, or "
+    rule = ("no DataLoader's plain pass ran a loop and was iterated again (a loader re-created every epoch, or "
             "an epoch loop that never re-iterates one?)" if STATE.mode is None
             else f"the script created {STATE.created} DataLoader(s), fewer than --loader {STATE.mode}")
     message = lines.warning(f"benchy run: nothing was benchmarked: {rule}. Pick one with --loader N "

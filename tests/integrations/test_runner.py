@@ -51,7 +51,7 @@ def test_run_replaces_the_command_and_benchmarks_the_training_loader(tmp_path: P
     # The peek at the val loader (one batch) chose nothing; the train loader's first pass did.
     (where, line, why, others), = CHOSEN.findall(proc.stdout)
     assert where == str(SCRIPT) and int(line) == TRAIN_LINE and others == "2"
-    assert why.startswith("the first whose iterator ran a loop: 12 batches in its first pass")
+    assert why.startswith("the first whose iterator ran a loop: 12 batches in a plain pass")
     epochs = [(int(e), int(s), int(v)) for e, s, v in EPOCH.findall(proc.stdout)]
     # Epoch 0 plain (12 batches), six trial epochs of 6 batches, then plain again; val untouched.
     assert [s for _, s, _ in epochs] == [12, 6, 6, 6, 6, 6, 6, 12, 12, 12, 12, 12]
@@ -149,12 +149,23 @@ def test_spawned_loader_workers_skip_the_patch(tmp_path: Path) -> None:
     assert "USER::main benchy loaded: True" in proc.stdout and "BENCHY::FULL_1::Trial Throughput" in proc.stdout
 
 
+def test_a_loader_peeked_before_every_epoch_is_still_chosen(tmp_path: Path) -> None:
+    # Each epoch starts with next(iter(train)): the first plain pass is a one-batch peek, the loop is the second.
+    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT),
+                          "--peek_each_epoch", "--epochs", "14"], config())
+    assert proc.returncode == 0, proc.stderr
+    chosen = CHOSEN.search(proc.stdout)
+    assert chosen is not None and int(chosen.group(2)) == TRAIN_LINE, proc.stdout
+    assert chosen.group(3).startswith("the first whose iterator ran a loop: 12 batches in a plain pass")
+    assert "BENCHY::SUMMARY::FULL average trial throughput" in proc.stdout and "nothing was benchmarked" not in proc.stdout
+
+
 def test_nothing_chosen_is_said_at_exit(tmp_path: Path) -> None:
     # One epoch: the training loader's loop never reaches a second iter(), so nothing is benchmarked.
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT),
                           "--epochs", "1"], config())
     assert proc.returncode == 0 and "USER::done" in proc.stdout
-    message = ("BENCHY::WARNING::Message: benchy run: nothing was benchmarked: no DataLoader's first pass ran a loop and "
+    message = ("BENCHY::WARNING::Message: benchy run: nothing was benchmarked: no DataLoader's plain pass ran a loop and "
                "was iterated again (a loader re-created every epoch, or an epoch loop that never re-iterates one?). "
                "Pick one with --loader N (the N-th DataLoader created; 3 were).")
     assert message in proc.stdout and message in proc.stderr
