@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fidelity import WORKLOADS, Sleepy, loader_kwargs, per_batch_seconds
 
 from benchy import Mode
-from benchy.results.report import verdict
+from benchy.core.verdict import verdict
 from benchy.torch import BenchmarkDataLoader
 
 CASES = dict(WORKLOADS, **{"close (1.15x)": (0.0069, 0.006)})

@@ -53,20 +53,20 @@ def timed_writes(trace: bool) -> Tuple[List[Tuple[bool, float, int]], Callable[[
     calls: List[Tuple[bool, float, int]] = []
     original = _sink.ResultSink.write_json
 
-    def timed(self: Any, *, announce: bool, **kwargs: Any) -> None:
+    def timed(self: Any, snapshot: Any, reading: Any, *, final: bool, **kwargs: Any) -> None:
         start = 0
         if trace:
             start, peak = tracemalloc.get_traced_memory()
             BETWEEN.append(peak)
             tracemalloc.reset_peak()
         t0 = time.perf_counter()
-        original(self, announce=announce, **kwargs)
+        original(self, snapshot, reading, final=final, **kwargs)
         seconds = time.perf_counter() - t0
         extra = 0
         if trace:
             extra = tracemalloc.get_traced_memory()[1] - start
             tracemalloc.reset_peak()
-        calls.append((announce, seconds, extra))
+        calls.append((final, seconds, extra))
 
     _sink.ResultSink.write_json = timed  # type: ignore[method-assign]
 

@@ -111,3 +111,18 @@ def test_the_offline_side_starts_without_torch() -> None:
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_benchmarks_and_examples_import_only_what_exists() -> None:
+    """A module moved or renamed is followed everywhere: every ``benchy`` import in benchmarks/ and examples/."""
+    import importlib
+    import importlib.util
+
+    missing = []
+    for path in sorted([*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "examples").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "benchy":
+                module = importlib.import_module(node.module)
+                missing += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                            if not hasattr(module, a.name) and importlib.util.find_spec(f"{node.module}.{a.name}") is None]
+    assert missing == []

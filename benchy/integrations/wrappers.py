@@ -17,50 +17,6 @@ from ..session.session import LoaderFacts, Session
 __all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper"]
 
 
-class BenchmarkDataLoader(DataLoader):
-    """A ``torch.utils.data.DataLoader`` that runs benchy's trials at its epoch boundaries.
-
-    Takes exactly the DataLoader's arguments (plus an optional ``benchy_config``: a
-    :class:`benchy.Config`, a mapping of overrides, or a YAML path; by default
-    ``$BENCHY_CONFIG_FILE`` or the defaults). The config is validated here, before any
-    trial runs. While the schedule runs, ``len()`` is the running (or next) trial's
-    ``nbatches``, which is what an epoch yields; afterwards it is the DataLoader's own.
-    """
-
-    def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._benchy_made = _Made(resolve_config(benchy_config), creation_site(), args, kwargs)
-        self._benchy = self._new_session(self._benchy_made)
-
-    def _new_session(self, made: _Made) -> Session:
-        return dataloader_session(self, made.config, made.args, made.kwargs, type(self).__name__, made.where,
-                                  self._plain_iter)
-
-    def __getstate__(self) -> Dict[str, Any]:
-        """``copy``, ``deepcopy`` and ``pickle``: see :func:`_copy_state` for what a copy measures."""
-        return _copy_state(self.__dict__)
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        _rebuild(self, self._new_session)
-
-    def _plain_iter(self) -> Iterator[Any]:
-        return DataLoader.__iter__(self)
-
-    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
-        return self._benchy.iterate()
-
-    def __len__(self) -> int:
-        session = self.__dict__.get("_benchy")
-        n = session.epoch_length() if session is not None else None
-        return n if n is not None else super().__len__()
-
-    @property
-    def benchy(self) -> Session:
-        """The benchmark session (results, schedule, state)."""
-        return self._benchy
-
-
 @dataclass(frozen=True)
 class _Made:
     """What a wrapper was built with, kept so that a copy can be built the same way."""
@@ -72,31 +28,77 @@ class _Made:
     finished: bool = False  # a copy's: the original's benchmark was over when it was copied
 
 
-def _copy_state(state: Dict[str, Any]) -> Dict[str, Any]:
-    """A wrapper's state for a copy (``copy.copy``, ``copy.deepcopy``, ``pickle``).
+class _Wrapped:
+    """What both wrappers share: their session, built from what they were made with, and copies.
 
-    The rule for what a copy measures: a copy is a new wrapper over the same loader with the same
-    config and no measurements of its own. Copied before the original's benchmark ran (a loader
-    pickled to the processes ``torch.multiprocessing.spawn`` starts), it runs the benchmark when it
-    is iterated first, under the one-benchmark-per-process rule (see ``_registry``). Copied while the
-    benchmark runs, it is plain unless that benchmark finishes first; copied after it finished, it is
-    the plain loader for good. The session itself (clocks, threads, open iterators) is never copied.
+    The rule for what a copy measures (``copy.copy``, ``copy.deepcopy``, ``pickle``): a copy is a
+    new wrapper over the same loader with the same config and no measurements of its own. Copied
+    before the original's benchmark ran (a loader pickled to the processes
+    ``torch.multiprocessing.spawn`` starts), it runs the benchmark when it is iterated first, under
+    the one-benchmark-per-process rule (see ``session.registry``). Copied while the benchmark runs,
+    it is plain unless that benchmark finishes first; copied after it finished, it is the plain
+    loader for good. The session itself (clocks, threads, open iterators) is never copied.
     """
-    state = dict(state)
-    session = state.pop("_benchy")
-    made = state["_benchy_made"]
-    state["_benchy_made"] = replace(made, finished=made.finished or session.copied())
-    return state
+
+    _benchy: Session
+    _benchy_made: _Made
+
+    def _new_session(self, made: _Made) -> Session:
+        raise NotImplementedError
+
+    def _benchy_start(self, made: _Made) -> None:
+        self._benchy_made = made
+        self._benchy = self._new_session(made)
+        if made.finished:
+            self._benchy.retire()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = dict(self.__dict__)
+        session = state.pop("_benchy")
+        made = state["_benchy_made"]
+        state["_benchy_made"] = replace(made, finished=made.finished or session.copied())
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        made = state.pop("_benchy_made")
+        self.__dict__.update(state)
+        where = made.where if made.where.endswith(" (a copy)") else made.where + " (a copy)"
+        self._benchy_start(replace(made, where=where))
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._benchy.iterate()
+
+    @property
+    def benchy(self) -> Session:
+        """The benchmark session (results, schedule, state)."""
+        return self._benchy
 
 
-def _rebuild(wrapper: Any, new_session: Callable[[_Made], Session]) -> None:
-    made = wrapper._benchy_made
-    if not made.where.endswith(" (a copy)"):
-        made = replace(made, where=made.where + " (a copy)")
-    wrapper._benchy_made = made
-    wrapper._benchy = new_session(made)
-    if made.finished:
-        wrapper._benchy.retire()
+class BenchmarkDataLoader(_Wrapped, DataLoader):  # type: ignore[misc]
+    """A ``torch.utils.data.DataLoader`` that runs benchy's trials at its epoch boundaries.
+
+    Takes exactly the DataLoader's arguments (plus an optional ``benchy_config``: a
+    :class:`benchy.Config`, a mapping of overrides, or a YAML path; by default
+    ``$BENCHY_CONFIG_FILE`` or the defaults). The config is validated here, before any
+    trial runs. While the schedule runs, ``len()`` is the running (or next) trial's
+    ``nbatches``, which is what an epoch yields; afterwards it is the DataLoader's own.
+    """
+
+    def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._benchy_start(_Made(resolve_config(benchy_config), creation_site(), args, kwargs))
+
+    def _new_session(self, made: _Made) -> Session:
+        return dataloader_session(self, made.config, made.args, made.kwargs, type(self).__name__, made.where,
+                                  self._plain_iter)
+
+    def _plain_iter(self) -> Iterator[Any]:
+        return DataLoader.__iter__(self)
+
+    def __len__(self) -> int:
+        session = self.__dict__.get("_benchy")
+        n = session.epoch_length() if session is not None else None
+        return n if n is not None else DataLoader.__len__(self)
 
 
 def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...], kwargs: Dict[str, Any], kind: str,
@@ -205,7 +207,7 @@ def _batch_size_of(iterable: Any) -> Optional[int]:
     return None
 
 
-class BenchmarkGenericIteratorWrapper:
+class BenchmarkGenericIteratorWrapper(_Wrapped):
     """Wrap any re-iterable loader (DALI iterators, generators' factories, a framework's loader).
 
     ``batch_size`` is used only when a batch holds nothing with a leading dimension to count;
@@ -222,8 +224,7 @@ class BenchmarkGenericIteratorWrapper:
             raise TypeError(f"iterable: got {type(iterable).__name__}, which has no __iter__; expected a re-iterable loader")
         self._iterable = iterable
         self.batch_size = batch_size if batch_size is not None else _batch_size_of(iterable)
-        self._benchy_made = _Made(resolve_config(benchy_config), creation_site())
-        self._benchy = self._new_session(self._benchy_made)
+        self._benchy_start(_Made(resolve_config(benchy_config), creation_site()))
 
     def _new_session(self, made: _Made) -> Session:
         iterable = self._iterable
@@ -238,17 +239,6 @@ class BenchmarkGenericIteratorWrapper:
     def _plain_length(self) -> Optional[int]:
         return _length(self._iterable, len)
 
-    def __getstate__(self) -> Dict[str, Any]:
-        """``copy``, ``deepcopy`` and ``pickle``: see :func:`_copy_state` for what a copy measures."""
-        return _copy_state(self.__dict__)
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        _rebuild(self, self._new_session)
-
-    def __iter__(self) -> Iterator[Any]:
-        return self._benchy.iterate()
-
     def __len__(self) -> int:
         n = self._benchy.epoch_length()
         return n if n is not None else len(self._iterable)  # type: ignore[arg-type]
@@ -257,8 +247,3 @@ class BenchmarkGenericIteratorWrapper:
         if name.startswith("__") or name in ("_iterable", "_benchy", "_benchy_made"):
             raise AttributeError(name)
         return getattr(self._iterable, name)
-
-    @property
-    def benchy(self) -> Session:
-        """The benchmark session (results, schedule, state)."""
-        return self._benchy

@@ -85,6 +85,14 @@ def _closed(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Paus
     return Interruption(spec, handed, STOPPED.format(k=handed, n=n))
 
 
+def _open_trial(ranges: Any, spec: TrialSpec) -> int:
+    """Open the trial's range and the range of its first fetch (payload 0); the depth, 2."""
+    ranges.push(ranges.trial(spec))
+    ranges.fetch.payload = 0
+    ranges.push(ranges.fetch)
+    return 2
+
+
 def _close_ranges(pop: Callable[[], None], depth: int, keep: int) -> int:
     """Pop NVTX ranges until ``keep`` remain open; the new depth."""
     while depth > keep:
@@ -128,10 +136,7 @@ def _io_annotated(
     push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch  # nvtx
     depth = 0  # nvtx
     try:
-        push(ranges.trial(spec))  # nvtx
-        fetch_attr.payload = 0  # nvtx
-        push(fetch_attr)  # nvtx
-        depth = 2  # nvtx
+        depth = _open_trial(ranges, spec)  # nvtx
         batch = source.fetch()
         nxt = source.next_function()
         pop()  # nvtx
@@ -182,13 +187,10 @@ def _synthetic_annotated(
     sizes: List[int] = []
     next_report = _first_report(report, freq, n)
     i = -1
-    push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch  # nvtx
+    push, pop, step_attr = ranges.push, ranges.pop, ranges.step  # nvtx
     depth = 0  # nvtx
     try:
-        push(ranges.trial(spec))  # nvtx
-        fetch_attr.payload = 0  # nvtx
-        push(fetch_attr)  # nvtx
-        depth = 2  # nvtx
+        depth = _open_trial(ranges, spec)  # nvtx
         batch = get_batch()
         pop()  # nvtx
         depth = 1  # nvtx
@@ -244,10 +246,7 @@ def _full_annotated(
     push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch  # nvtx
     depth = 0  # nvtx
     try:
-        push(ranges.trial(spec))  # nvtx
-        fetch_attr.payload = 0  # nvtx
-        push(fetch_attr)  # nvtx
-        depth = 2  # nvtx
+        depth = _open_trial(ranges, spec)  # nvtx
         batch = source.fetch()
         nxt = source.next_function()
         pop()  # nvtx
