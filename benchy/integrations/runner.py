@@ -114,7 +114,7 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
             print(lines.info(f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
                             f"{others} other DataLoader(s) created so far stay plain."), flush=True)
         self._runner_wrapper = dataloader_session(self, config, args, kwargs, "DataLoader", self._runner_where,
-                                                  lambda: ORIGINAL.__iter__(self))
+                                                  ORIGINAL.__iter__)
 
     # --- DataLoader -------------------------------------------------------------------------
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import weakref
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple, TypeVar
 
 from torch.utils.data import DataLoader
 
@@ -14,7 +15,9 @@ from ..core.sweep import Setting
 from ..session.registry import creation_site
 from ..session.session import LoaderFacts, Session
 
-__all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper"]
+__all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper", "LoaderSweeper", "dataloader_session", "weakly"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -90,10 +93,7 @@ class BenchmarkDataLoader(_Wrapped, DataLoader):  # type: ignore[misc]
 
     def _new_session(self, made: _Made) -> Session:
         return dataloader_session(self, made.config, made.args, made.kwargs, type(self).__name__, made.where,
-                                  self._plain_iter)
-
-    def _plain_iter(self) -> Iterator[Any]:
-        return DataLoader.__iter__(self)
+                                  DataLoader.__iter__)
 
     def __len__(self) -> int:
         session = self.__dict__.get("_benchy")
@@ -101,15 +101,34 @@ class BenchmarkDataLoader(_Wrapped, DataLoader):  # type: ignore[misc]
         return n if n is not None else DataLoader.__len__(self)
 
 
+def weakly(target: Any, call: Callable[[Any], T]) -> Callable[[], T]:
+    """``call(target)``, holding ``target`` by a weak reference only.
+
+    A session must not keep its loader alive: a plain DataLoader that the script drops is freed at
+    once, and with it its persistent workers; a session holding the loader would make a cycle that
+    only the cyclic garbage collector breaks, at an arbitrary later moment (inside someone's timing).
+    """
+    ref = weakref.ref(target)
+
+    def bound() -> T:
+        found = ref()
+        if found is None:
+            raise ReferenceError("benchy: the loader this benchmark reads was garbage-collected")
+        return call(found)
+
+    return bound
+
+
 def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...], kwargs: Dict[str, Any], kind: str,
-                       where: str, plain_iter: Callable[[], Iterator[Any]]) -> Session:
+                       where: str, plain_iter: Callable[[Any], Iterator[Any]]) -> Session:
     """The benchmark session of a DataLoader (the drop-in wrapper's, or the one ``benchy run`` chose):
-    what the DataLoader says of its workers and batches, and its constructor arguments for a sweep."""
+    what the DataLoader says of its workers and batches, and its constructor arguments for a sweep.
+    ``plain_iter(loader)``: the loader's own iterator (the DataLoader's ``__iter__``)."""
     sweeper = LoaderSweeper(loader, args, kwargs) if config.sweep.enabled else None
-    facts = LoaderFacts(plain_iter, loader.batch_size, kind, where, queue_depth=_queue_depth(loader),
+    facts = LoaderFacts(weakly(loader, plain_iter), loader.batch_size, kind, where, queue_depth=_queue_depth(loader),
                         workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
-                        length=lambda: _length(loader, DataLoader.__len__), batch_samples=_fixed_batch(loader),
-                        sweeper=sweeper)
+                        length=weakly(loader, lambda found: _length(found, DataLoader.__len__)),
+                        batch_samples=_fixed_batch(loader), sweeper=sweeper)
     return Session(config, facts)
 
 
@@ -118,7 +137,7 @@ class LoaderSweeper:
     collate function, ...) with other ``num_workers``, ``pin_memory`` and ``prefetch_factor``."""
 
     def __init__(self, loader: DataLoader, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
-        self._loader = loader
+        self._loader = weakref.proxy(loader)  # the session must not keep the loader alive (see weakly)
         bound = inspect.signature(DataLoader.__init__).bind(loader, *args, **kwargs)
         self._arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
 
@@ -228,9 +247,10 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
 
     def _new_session(self, made: _Made) -> Session:
         iterable = self._iterable
-        facts = LoaderFacts(self._plain_iter, self.batch_size, type(self).__name__, made.where,
-                            queue_depth=_queue_depth(iterable), workers=_workers(iterable),
-                            persistent=bool(getattr(iterable, "persistent_workers", False)), length=self._plain_length)
+        facts = LoaderFacts(weakly(self, BenchmarkGenericIteratorWrapper._plain_iter), self.batch_size,
+                            type(self).__name__, made.where, queue_depth=_queue_depth(iterable),
+                            workers=_workers(iterable), persistent=bool(getattr(iterable, "persistent_workers", False)),
+                            length=weakly(self, BenchmarkGenericIteratorWrapper._plain_length))
         return Session(made.config, facts)
 
     def _plain_iter(self) -> Iterator[Any]:

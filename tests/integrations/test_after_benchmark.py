@@ -34,6 +34,8 @@ def test_persistent_workers_serve_every_epoch_after_the_benchmark(run_script, sw
     assert len(pools) == 1 and len(pools.pop().split(",")) == 2, after
     children = re.search(r"^USER::children (.*)$", run.stdout, re.M).group(1).split(",")
     assert sorted(children) == sorted(after[0][4].split(",")), (children, after)  # sweep loaders' workers are gone
+    # Dropped, the loader goes at once with its workers, as a plain DataLoader (no cycle keeps it alive).
+    assert "USER::children after the loader is dropped 0" in run.stdout, run
     assert run.result()["complete"] is True
 
 

@@ -1,11 +1,15 @@
 """A user's training with persistent loader workers that goes on after the benchmark (exit_after_tests: false).
 
 Prints, per epoch: batches, samples seen, distinct samples, len(loader), and the worker processes
-that made the epoch's samples; at the end, this process's child processes.
+that made the epoch's samples; at the end, this process's child processes, then again once the
+script drops the loader (with the cyclic garbage collector off: a plain DataLoader's workers end
+as soon as the loader is dropped, and so must a wrapped one's).
 """
 
+import gc
 import os
 import sys
+import time
 
 import psutil
 import torch
@@ -41,6 +45,12 @@ def main() -> None:
               f"workers {','.join(map(str, sorted(pids)))}", flush=True)
     children = sorted(c.pid for c in psutil.Process().children(recursive=True))
     print(f"USER::children {','.join(map(str, children))}", flush=True)
+    gc.disable()
+    del loader
+    deadline = time.monotonic() + 10.0
+    while psutil.Process().children(recursive=True) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print(f"USER::children after the loader is dropped {len(psutil.Process().children(recursive=True))}", flush=True)
 
 
 if __name__ == "__main__":
