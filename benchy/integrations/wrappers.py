@@ -128,7 +128,7 @@ def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...]
     facts = LoaderFacts(weakly(loader, plain_iter), loader.batch_size, kind, where, queue_depth=_queue_depth(loader),
                         workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
                         length=weakly(loader, lambda found: _length(found, DataLoader.__len__)),
-                        batch_samples=_fixed_batch(loader), sweeper=sweeper)
+                        batch_samples=_fixed_batch(loader), sweeper=sweeper, owner=weakref.ref(loader))
     return Session(config, facts)
 
 
@@ -250,7 +250,8 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
         facts = LoaderFacts(weakly(self, BenchmarkGenericIteratorWrapper._plain_iter), self.batch_size,
                             type(self).__name__, made.where, queue_depth=_queue_depth(iterable),
                             workers=_workers(iterable), persistent=bool(getattr(iterable, "persistent_workers", False)),
-                            length=weakly(self, BenchmarkGenericIteratorWrapper._plain_length))
+                            length=weakly(self, BenchmarkGenericIteratorWrapper._plain_length),
+                            owner=weakref.ref(self))
         return Session(made.config, facts)
 
     def _plain_iter(self) -> Iterator[Any]:

@@ -72,6 +72,10 @@ class LoaderFacts:
     length: Callable[[], Optional[int]] = lambda: None  # len() of the loader itself (None: it has none)
     batch_samples: Optional[int] = None  # samples in every batch but a pass's last, when guaranteed
     sweeper: Optional[Sweeper] = None  # makes the loader's variants for a sweep (BenchmarkDataLoader only)
+    # The wrapper itself, by a weak reference: the session holds it only while an epoch trial is out,
+    # so that a loop over a temporary wrapper (``for x in Wrapper(...)``) keeps it, and a dropped
+    # wrapper is freed with its workers as a plain DataLoader is.
+    owner: Callable[[], Any] = lambda: None
 
 
 @dataclasses.dataclass
@@ -81,6 +85,7 @@ class _Current:
     spec: TrialSpec
     stamps: List[float]
     gen: weakref.ReferenceType[Any]
+    owner: Any  # the wrapper, kept alive while its trial is out (see LoaderFacts.owner)
 
 
 class Session:
@@ -266,7 +271,7 @@ class Session:
         gen, stamps = self.runner.epoch(spec, self._settle, self._output())
         # A weak reference: a loop that breaks out drops the generator at once, and what
         # became of its trial is recorded then, not at the next epoch.
-        self._current = _Current(spec, stamps, weakref.ref(gen))
+        self._current = _Current(spec, stamps, weakref.ref(gen), self._loader.owner())
         return gen
 
     def _undecided(self, current: _Current) -> Iterator[Any]:

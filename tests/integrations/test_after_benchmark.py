@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -55,3 +56,20 @@ def test_a_copy_made_before_training_runs_the_benchmark_and_trains_as_the_origin
         assert f"USER::{tag} epoch {epoch} samples 40 distinct 40 len 10" in run.stdout, run
     assert run.stdout.count("BENCHY::SUMMARY::FULL average trial throughput") == 1
     assert "measured nothing" not in run.stdout
+
+
+def test_a_loop_over_a_temporary_wrapper_keeps_it_while_its_trial_runs(tmp_path) -> None:
+    """``for x in Wrapper(loader)``: nothing else holds the wrapper, yet its trial needs new passes."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from benchy.torch import BenchmarkGenericIteratorWrapper
+
+    plain = DataLoader(TensorDataset(torch.arange(12.0)), batch_size=4)  # 3 batches a pass, trials of 5
+    cfg = {"global": {"exit_after_tests": False, "report_freq": 0, "console": "plain", "output_dir": str(tmp_path)},
+           "IO": {"run_benchmark": False}, "synthetic": {"run_benchmark": False},
+           "full": {"nbatches": 5, "ntrials": 1, "nwarmup": 0}}
+    batches = sum(1 for _ in BenchmarkGenericIteratorWrapper(plain, benchy_config=cfg))
+    assert batches == 5
+    doc = json.loads((tmp_path / "benchy_result.json").read_text())
+    assert doc["FULL"]["n"] == 1 and doc["interrupted"] == []
