@@ -236,7 +236,7 @@ def _parse(args: argparse.Namespace) -> int:
 # --- run ------------------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
-    """Run the unmodified script with DataLoader replaced (see ``_runner``).
+    """Run the unmodified script with DataLoader replaced (see ``integrations.runner``).
 
     ``train.py ARGS`` runs here, in this process (what ``python -m benchy run`` and torchrun's
     ``-m benchy run`` do); any other command (``python train.py``, ``torchrun ...``) replaces this

@@ -65,7 +65,7 @@ MAX_COUNT = 10_000  # trials or warm-ups per mode
 MAX_AUTO = 1_000
 MAX_DIST_TIMEOUT = 7 * 24 * 3600.0
 
-# Names of benchy's own temporary files in the output directory (removed when stale, see _report).
+# Names of benchy's own temporary files in the output directory (removed when stale, see results.files).
 TEMP_PREFIX, TEMP_SUFFIX = ".benchy-", ".json.tmp"
 STEPS_TEMP_SUFFIX = ".npy.tmp"  # a per-step file being written (in the steps directory)
 PROBE_PREFIX = ".benchy-probe-"

@@ -7,7 +7,7 @@ drifts (slowly warming caches, allocator, clocks) is charged to both modes alike
 that is linear in time cancels exactly over each S F F S block.
 
 ``ntrials: auto`` and ``nwarmup: auto`` make the schedule adaptive: the :class:`Schedule`
-states the bounds (and the order the trials take), :class:`benchy._plan.Planner` decides
+states the bounds (and the order the trials take), :class:`benchy.session.planner.Planner` decides
 the next trial from the results so far.
 """
 

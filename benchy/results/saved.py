@@ -1,7 +1,7 @@
 """A saved run read back: what ``compare``, ``report`` and ``plot`` work from (pure, no torch).
 
 :func:`benchy.load` builds a :class:`Run` from any result JSON benchy wrote (older schema
-versions are upgraded first, see ``_schema``) or from one ``benchy parse`` made of a log. The
+versions are upgraded first, see ``results.schema``) or from one ``benchy parse`` made of a log. The
 :class:`Run` keeps the upgraded document, so writing ``run.document`` and loading it again
 gives an equal :class:`Run` (the round trip the tests check for every stored version).
 """
