@@ -111,8 +111,6 @@ class Session:
         self._loader = loader
         self._workers = loader.workers  # the sweep may change it (sweep_apply)
         self._h2d_copy = h2d_copy  # the IO_H2D copy (tests inject one; else the accelerator in use)
-        self._make_iterator = loader.make_iterator
-        self._clock = clock
         self.runner = TrialRunner(config, loader.make_iterator, loader.batch_size, clock,
                                   constant=loader.batch_samples, queue_depth=loader.queue_depth,
                                   warn=lambda text: self._sink_().warning(text))
@@ -179,7 +177,7 @@ class Session:
             self._exit_pending = False
             self._sink_().end(exit_after_tests=True)  # deferred from a dropped iterator
         if self._state in (_DONE, _PLAIN):
-            return iter(self._make_iterator())
+            return iter(self._loader.make_iterator())
         if self._state == _NEW:
             if not self._registry.claim(self._record):
                 return self._become_plain()
@@ -192,7 +190,7 @@ class Session:
                 return self._undecided(current)
             self._close_current()
             if self._state == _DONE:
-                return iter(self._make_iterator())
+                return iter(self._loader.make_iterator())
         return self._next_epoch(first=False)
 
     def snapshot(self) -> Snapshot:
@@ -241,7 +239,7 @@ class Session:
                 self._sink_().info(
                     f"{self._record.kind} created at {where} is the plain loader: a process runs one benchmark "
                     f"at a time, and the {running} is running it (the first loader iterated).")
-        return iter(self._make_iterator())
+        return iter(self._loader.make_iterator())
 
     def _next_epoch(self, first: bool) -> Iterator[Any]:
         """An epoch boundary: hidden IO trials that are due, then this epoch's trial."""
@@ -260,7 +258,7 @@ class Session:
             # lost and the script goes on, or the last trials were hidden IO ones.
             self.epochs_started += int(first)
             self._finish(may_exit=True)
-            return iter(self._make_iterator())
+            return iter(self._loader.make_iterator())
         self.epochs_started += 1
         if spec.mode is Mode.FULL:
             # Loader workers fill their queue whenever the loop does not take batches (a SYNTHETIC
@@ -282,12 +280,12 @@ class Session:
                 if not self._peeks_noted:
                     self._peeks_noted = True
                     self._sink_().info(PEEK_NOTE.format(label=current.spec.label))
-                yield from self._make_iterator()
+                yield from self._loader.make_iterator()
                 return
             if self._current is current:
                 self._close_current()
             if self._state in (_DONE, _PLAIN):
-                yield from self._make_iterator()
+                yield from self._loader.make_iterator()
                 return
             yield from self._next_epoch(first=False)
 
