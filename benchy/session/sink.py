@@ -61,7 +61,8 @@ class ResultSink:
 
     @property
     def environment(self) -> Dict[str, Any]:
-        """The run's environment for the JSON (torch, device, host ...), read at the first write."""
+        """The run's environment for the JSON (torch, device, host, start time ...), read when the
+        benchmark starts (:meth:`started`); a sink that never started reads it at its first use."""
         if self._environment is None:
             self._environment = environment(self.world)
         return self._environment
@@ -76,7 +77,9 @@ class ResultSink:
 
     def started(self, schedule: Schedule, config: Config, loader: str, nvtx: bool) -> None:
         """What the benchmark does, said when it starts: ranks, the config, the schedule and the epochs
-        it needs, the loader, NVTX, and a warning when every step is synchronized."""
+        it needs, the loader, NVTX, and a warning when every step is synchronized. The environment
+        (with the start time that names the run by default) is read now."""
+        self._environment = environment(self.world)
         if self.world > 1:
             self.info(f"{self.world} ranks: each measures its own trials; throughputs are of all ranks together "
                       f"(samples of all ranks / the slowest rank's trial time).")
