@@ -32,6 +32,7 @@ from torch.utils.data import DataLoader
 from ..core.config import AUTO, load_config
 from ..measure.profiling import global_rank
 from ..results import lines
+from ..session.console import write_line
 from ..session.registry import creation_site
 
 # Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
@@ -111,8 +112,8 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
                f"starts one epoch later" if STATE.mode is None else f"--loader {STATE.mode}")
         others = STATE.created - 1
         if global_rank() == 0:  # every rank chooses the same loader; one says so
-            print(lines.info(f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
-                            f"{others} other DataLoader(s) created so far stay plain."), flush=True)
+            write_line(lines.info(f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
+                                  f"{others} other DataLoader(s) created so far stay plain."))
         self._runner_wrapper = dataloader_session(self, config, args, kwargs, "DataLoader", self._runner_where,
                                                   ORIGINAL.__iter__)
 
@@ -175,8 +176,7 @@ def _none_chosen() -> None:
             else f"the script created {STATE.created} DataLoader(s), fewer than --loader {STATE.mode}")
     message = lines.warning(f"benchy run: nothing was benchmarked: {rule}. Pick one with --loader N "
                             f"(the N-th DataLoader created; {STATE.created} were).")
-    print(message, flush=True)
-    print(message, file=sys.stderr, flush=True)
+    write_line(message, sys.stdout, sys.stderr)
 
 
 _INSTALLED: List[bool] = []

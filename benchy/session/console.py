@@ -14,7 +14,22 @@ from ..core.results import RunResults
 from ..core.schedule import Mode, TrialSpec
 from ..core.verdict import system_means
 
-__all__ = ["Output"]
+__all__ = ["Output", "write_line"]
+
+
+def write_line(text: str, *streams: TextIO) -> None:
+    """``text`` and its newline in one write to each stream (stdout by default), flushed at once.
+
+    One write per line: under torchrun every rank shares one pipe, and ``print`` with unbuffered
+    output writes the text and the newline apart, so another process's line could land between
+    them and break both. A closed stream (interpreter shutdown) is skipped.
+    """
+    for stream in streams or (sys.stdout,):
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except Exception:  # a closed stream at shutdown
+            pass
 
 
 class Output:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Set
 
 from ..results import lines
+from .console import write_line
 
 __all__ = ["REGISTRY", "Record", "Registry", "creation_site"]
 
@@ -137,12 +138,7 @@ class Registry:
         if self._write is not None:
             self._write(line)
             return
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.write(line + "\n")
-                stream.flush()
-            except Exception:  # a closed stream at shutdown
-                pass
+        write_line(line, sys.stdout, sys.stderr)
 
 
 REGISTRY = Registry()

@@ -19,6 +19,12 @@ import torch.distributed as dist
 from benchy.torch import BenchmarkGenericIteratorWrapper
 
 
+def say(text: str) -> None:
+    """A USER:: line in one write: ranks share the pipe, and print() writes the text and newline apart."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 class Sleepy:
     def __init__(self, nbatches: int, batch: int, fetch_s: float) -> None:
         self.nbatches, self.batch, self.fetch_s = nbatches, batch, fetch_s
@@ -61,15 +67,15 @@ def main() -> int:
     for epoch in range(epochs):
         for step, batch in enumerate(loader):
             if rank == args.die_rank and (epoch, step) == (die_epoch, die_step):
-                print(f"USER::rank {rank} killing itself", flush=True)
+                say(f"USER::rank {rank} killing itself")
                 os.kill(os.getpid(), signal.SIGKILL)
             decay = 1.0 + 9.0 * math.exp(-total_steps / 12.0) if rank == args.decay_rank else 1.0
             time.sleep(args.step_ms / 1000.0 * slow * decay)
             total_steps += 1
             if not args.no_allreduce:
                 dist.all_reduce(torch.ones(1))  # the gradient all-reduce of data-parallel training
-        print(f"USER::rank {rank} epoch {epoch}", flush=True)
-    print(f"USER::rank {rank} done", flush=True)
+        say(f"USER::rank {rank} epoch {epoch}")
+    say(f"USER::rank {rank} done")
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0

@@ -16,6 +16,12 @@ from torch.utils.data import dataloader as dataloader_module
 from torch.utils.data.distributed import DistributedSampler
 
 
+def say(text: str) -> None:
+    """A USER:: line in one write: ranks share the pipe, and print() writes the text and newline apart."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 class Items(Dataset):
     def __init__(self, n, fetch_ms):
         self.n, self.fetch_ms = n, fetch_ms
@@ -50,7 +56,7 @@ def main():
     p.add_argument("--raise_at_end", action="store_true")
     p.add_argument("--ddp", action="store_true")
     args = p.parse_args()
-    print(f"USER::argv {sys.argv}", flush=True)
+    say(f"USER::argv {sys.argv}")
     sampler = None
     if args.ddp:
         dist.init_process_group("gloo")
@@ -62,10 +68,10 @@ def main():
     assert isinstance(train, dataloader_module.DataLoader) and issubclass(MyLoader, DataLoader)
     assert isinstance(torch.utils.data.DataLoader(Items(4, 0)), DataLoader)
     if args.subclass:
-        print(f"USER::{train.describe()}", flush=True)
+        say(f"USER::{train.describe()}")
     if args.peek:
         x, _ = next(iter(val))
-        print(f"USER::peeked a batch of {len(x)}", flush=True)
+        say(f"USER::peeked a batch of {len(x)}")
     for epoch in range(args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
@@ -76,10 +82,10 @@ def main():
             time.sleep(args.step_ms / 1000.0)
             steps += 1
         seen = sum(len(x) for x, _ in val)
-        print(f"USER::epoch {epoch} steps {steps} val {seen}", flush=True)
+        say(f"USER::epoch {epoch} steps {steps} val {seen}")
     if args.raise_at_end:
         raise RuntimeError("the script's own error")
-    print("USER::done", flush=True)
+    say("USER::done")
     if args.ddp:
         dist.destroy_process_group()
     return args.exit_status
