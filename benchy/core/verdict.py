@@ -25,6 +25,7 @@ __all__ = [
     "BALANCE_TOLERANCE",
     "Reading",
     "Verdict",
+    "balanced_bounds",
     "choose_advice",
     "decide",
     "diagnosis",
@@ -234,23 +235,42 @@ def _comparison_record(c: Comparison, a: str, b: str, a_values: Sequence[float],
     }
 
 
+def balanced_bounds(tolerance: float = BALANCE_TOLERANCE) -> Tuple[float, float]:
+    """The SYNTHETIC/IO ratios that count as balanced: each side within ``tolerance`` of the other."""
+    return 1.0 - tolerance, 1.0 / (1.0 - tolerance)
+
+
 def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[str, str]:
-    """(outcome, text) of IO against SYNTHETIC: balanced, decided either way, or undecided."""
-    close = abs(io_mean - syn_mean) <= BALANCE_TOLERANCE * max(io_mean, syn_mean)
-    if close:
+    """(outcome, text) of IO against SYNTHETIC: balanced, decided either way, or undecided.
+
+    Balanced needs evidence, not two close means: the whole interval of SYNTHETIC/IO (at the
+    verdict's confidence) must lie within 5 % either way, an equivalence test on the log ratio
+    (two one-sided tests, each at the interval's level). Two trials a side of steady sides pass it;
+    two close means with a wide spread do not, and are undecided.
+    """
+    low_ok, high_ok = balanced_bounds()
+    low, high = c.low, c.high
+    if low is not None and high is not None and low_ok <= low <= high <= high_ok:
         outcome = "balanced"
-        text = (f"balanced: data loading (IO {io_mean:.3f}) and compute (SYNTHETIC {syn_mean:.3f}) "
-                f"are within 5 % of each other; speeding up one alone gains little")
-    elif c.low is not None and c.high is not None and (c.low > 1.0 or c.high < 1.0):
-        if c.low > 1.0:
+        text = (f"balanced: data loading (IO {io_mean:.3f}) and compute (SYNTHETIC {syn_mean:.3f} samples/s) are "
+                f"within 5 % of each other (SYNTHETIC/IO {_x(c.ratio)}, {_interval_text(c)}); speeding up one alone "
+                f"gains little")
+    elif low is not None and high is not None and (low > 1.0 or high < 1.0):
+        if low > 1.0:
             outcome = "data-loading"
             text = (f"data loading limits training: IO {io_mean:.3f} < SYNTHETIC {syn_mean:.3f} samples/s; "
                     f"compute could go {_x(c.ratio)} faster with faster loading ({_interval_text(c)})")
         else:
             outcome = "compute"
             text = (f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
-                    f"the loader has {_x(1.0 / c.ratio)} headroom ({_percent(c.confidence)} interval {_x(1.0 / c.high)} to "
-                    f"{_x(1.0 / c.low)})")
+                    f"the loader has {_x(1.0 / c.ratio)} headroom ({_percent(c.confidence)} interval {_x(1.0 / high)} to "
+                    f"{_x(1.0 / low)})")
+    elif low_ok <= c.ratio <= high_ok:
+        outcome = "undecided"
+        text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, within 5 % of balanced, but with {c.n_a} IO and {c.n_b} "
+                f"SYNTHETIC trials ({_interval_text(c)}) the two may still differ by more; balanced needs the "
+                f"interval inside {_x(low_ok)} to {_x(high_ok)}: run more or steadier trials (ntrials: auto runs "
+                f"them until the answer is known)")
     else:
         outcome = "undecided"
         text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "

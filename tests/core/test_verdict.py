@@ -19,7 +19,9 @@ def test_verdicts() -> None:
     io, syn, full = [88.0, 89.0, 90.0], [376.0, 377.0, 378.0], [89.5, 90.0, 90.5]
     assert text(io, syn, full).startswith("data loading limits training")
     assert text(syn, io).startswith("compute limits training")
-    assert text([99.0, 100.0, 101.0], [102.0, 103.0, 104.0]).startswith("balanced")
+    assert text([99.0, 100.0, 101.0], [100.0, 101.0, 99.5]).startswith("balanced")
+    # A real 3 % gap, its interval (1.00x to 1.06x) not inside 5 % either way: the side is named.
+    assert text([99.0, 100.0, 101.0], [102.0, 103.0, 104.0]).startswith("data loading limits training")
     # Serial estimate 100*300/400 = 75: FULL 74 is explained by no overlap, FULL 40 is not.
     assert "they do not overlap" in text([99, 100, 101], [299, 300, 301], [73, 74, 75])
     assert "below even loading and computing one after the other" in text([99, 100, 101], [299, 300, 301], [39, 40, 41])
@@ -73,3 +75,18 @@ def test_a_tiny_ratio_keeps_its_digits() -> None:
     assert found is not None and found.outcome == "undecided"
     assert "SYNTHETIC/IO is 0.00298x" in found.text  # the ratio of geometric means
 
+
+
+def test_balanced_only_when_the_interval_shows_it() -> None:
+    # Equal means, trials at 0.6x and 1.4x of the same rate: two close means prove nothing.
+    found = decide([600.0, 1400.0], [1400.0, 600.0], [])
+    assert found is not None and found.outcome == "undecided"
+    assert "within 5 % of balanced" in found.text and "interval inside 0.95x to 1.05x" in found.text
+    # The demo's busy-machine reading (means within 5 %, +-30 %): undecided, not balanced.
+    assert decide([2000.0, 3700.0], [2300.0, 3400.0], []).outcome == "undecided"  # type: ignore[union-attr]
+    # One trial a side: no interval, never balanced on a point estimate.
+    assert decide([100.0], [101.0], []).outcome == "undecided"  # type: ignore[union-attr]
+    # Equal, steady sides: balanced with two trials a side.
+    steady = decide([100.0, 100.5], [100.2, 100.4], [])
+    assert steady is not None and steady.outcome == "balanced"
+    assert "95 % interval" in steady.text and "samples/s" in steady.text

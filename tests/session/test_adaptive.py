@@ -236,3 +236,19 @@ def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
     # FULL epochs (1, 3, 4): 3 drained + 25 + the one that closes the window (kept, then dropped
     # by the next drain); SYNTHETIC epochs fetch nothing (the one cached batch came from IO).
     assert fetched[1:] == [3 + 25 + 1, 0, 3 + 25 + 1, 3 + 25 + 1, 0], fetched  # epoch 0 also ran the IO trials
+
+
+def swinging_io(k: int) -> float:
+    """IO trials of 25 batches alternate between 1.4x and 0.6x of SYNTHETIC's rate: equal means, +-40 %."""
+    return 0.0105 / 1.4 if (k // 26) % 2 == 0 else 0.0105 / 0.6
+
+
+def test_equal_means_with_a_wide_spread_are_never_called_balanced(tmp_path) -> None:
+    clock = FakeClock()
+    session, stream = make(clock, swinging_io, {"global": {"auto_max_trials": 4}})
+    train(session, clock, lambda k: 0.0105)
+    text = stream.getvalue()
+    assert "BENCHY::SUMMARY::VERDICT balanced" not in text
+    assert "BENCHY::SUMMARY::VERDICT undecided: SYNTHETIC/IO is" in text
+    assert len(rates(session, Mode.IO)) == 4  # the schedule went on to its bound instead of stopping on two means
+    assert read_json(session)["schedule"]["stop_reason"] != "the verdict is decided (99 % confidence)"
