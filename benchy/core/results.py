@@ -128,6 +128,7 @@ class Interruption:
     spec: TrialSpec
     batches_done: int
     reason: str
+    error: bool = False  # the loader or the step raised (not a break, a peek, a dropped iterator)
 
 
 @dataclass(frozen=True)

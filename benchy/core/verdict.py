@@ -310,7 +310,7 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
     if impossible:
         assert f is not None
         first = "SYNTHETIC" if slower_name == "SYNTHETIC" else "IO"
-        text = (f"inconsistent measurement: FULL {full_mean:.3f} is above {slower_name} {slower_mean:.3f} by more "
+        text = (f"inconsistent measurement: FULL {full_mean:.3f} is above {slower_name} {slower_mean:.3f} samples/s by more "
                 f"than the intervals allow (FULL/{slower_name} {_interval_text(f)}), which cannot happen when both "
                 f"are measured on the same footing. Likely causes: warm-up drift (the {first} trials ran in "
                 f"slower epochs: set nwarmup: auto, or raise it), or loader workers prefetching across epochs "
@@ -318,7 +318,7 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
                 f"prefetch_factor). Do not read these numbers as a result. IO against SYNTHETIC alone: {text}")
         return Verdict(text, "inconsistent: " + outcome, record)
     if share >= 1.0:
-        text += (f"; FULL {full_mean:.3f} matches the slower of the two within the intervals: loading and compute "
+        text += (f"; FULL {full_mean:.3f} samples/s matches the slower of the two within the intervals: loading and compute "
                  f"overlap fully")
         return Verdict(text, outcome, record)
     text += f"; FULL reaches {100.0 * share:.1f} % of the slower of the two"
@@ -326,10 +326,10 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
         # Loading then computing one after the other gives IO*SYN/(IO+SYN).
         serial = io_mean * syn_mean / (io_mean + syn_mean)
         if full_mean >= serial / SERIAL_MARGIN:
-            text += (f", about the {serial:.3f} of loading and computing one after the other: they do not "
+            text += (f", about the {serial:.3f} samples/s of loading and computing one after the other: they do not "
                      f"overlap (loader workers or prefetching overlap them where cores or an accelerator are free)")
         else:
-            text += (f", below even loading and computing one after the other ({serial:.3f}): "
+            text += (f", below even loading and computing one after the other ({serial:.3f} samples/s): "
                      "the real loop pays for something neither trial has "
                      "(host-to-device copies, contention between loader workers and the step)")
     return Verdict(text, outcome, record)

@@ -215,7 +215,7 @@ def _synthetic_annotated(
         raise
     except BaseException as err:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(Interruption(spec, i + 1, f"{type(err).__name__} raised: {err}"))
+        settle(Interruption(spec, i + 1, f"{type(err).__name__} raised: {err}", error=True))
         raise
     finally:
         depth = _close_ranges(pop, depth, 0)  # nvtx
@@ -294,7 +294,7 @@ def _full_annotated(
         raise
     except BaseException as err:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(Interruption(spec, i + 1, f"the data loader raised {type(err).__name__}: {err}"))
+        settle(Interruption(spec, i + 1, f"the data loader raised {type(err).__name__}: {err}", error=True))
         raise
     finally:
         depth = _close_ranges(pop, depth, 0)  # nvtx

@@ -326,7 +326,7 @@ class Session:
             try:
                 result = self.runner.io(spec, self._output())
             except BaseException as err:
-                self._lost(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}"))
+                self._lost(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}", error=True))
                 raise
             finally:
                 self._hidden = None
@@ -555,12 +555,14 @@ class Session:
         # re-created every epoch (a validation loader, built elsewhere, is no reason).
         again = sum(1 for r in self._registry.records
                     if r is not self._record and r.iterated and not r.benchmarked and r.where == self._record.where)
-        sink.stopped_early(self.epochs_started, self._record.where, again)
+        failed = next((i for i in reversed(self.results.interruptions) if i.error), None)
+        sink.stopped_early(self.epochs_started, self._record.where, again, failed)
+        why = (f"not run: trial {failed.spec.label} raised" if failed is not None
+               else f"not run: the script stopped asking for epochs after {self.epochs_started}")
         _, per_epoch = self.schedule.order(longest=not self.schedule.adaptive)
         for spec in per_epoch:
             if not self.planner.was_issued(spec):
-                self.results.interruptions.append(Interruption(
-                    spec, 0, f"not run: the script stopped asking for epochs after {self.epochs_started}"))
+                self.results.interruptions.append(Interruption(spec, 0, why))
         self._state = _DONE
         self._record.finished = True
         self.runner.close()

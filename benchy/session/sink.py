@@ -101,9 +101,15 @@ class ResultSink:
             self.warning("sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
                          "device work; throughputs are lower than in normal training.")
 
-    def stopped_early(self, epochs_started: int, where: str, rebuilt: int) -> None:
+    def stopped_early(self, epochs_started: int, where: str, rebuilt: int, failed: Optional[Interruption] = None) -> None:
         """The script ended before the schedule did: how many epochs it ran and needs. ``rebuilt``:
-        wrappers built where the benchmarked one was and iterated as plain loaders (one per epoch)."""
+        wrappers built where the benchmarked one was and iterated as plain loaders (one per epoch).
+        ``failed``: the trial whose loader or step raised, when that is what ended it (then more
+        epochs are not the fix)."""
+        if failed is not None:
+            self.warning(f"the benchmark ended when trial {failed.spec.label} raised ({failed.reason}); the results "
+                         f"below are partial. Fix the error, then run again.")
+            return
         needed = self.schedule.epochs_needed
         upto = "" if self.schedule.epochs_fewest == needed else "up to "
         hint = ""

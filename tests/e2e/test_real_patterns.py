@@ -157,3 +157,20 @@ def test_a_loop_that_fetches_one_batch_ahead_is_detected_and_not_biased(run_scri
             assert run.stdout.count("it fetches one batch ahead") == 1
             assert doc["SYNTHETIC"]["nbatches"] == [4, 4] and doc["FULL"]["trial_samples"] == [16, 16]
     assert rates["prefetch"] == pytest.approx(rates["for"], rel=0.10), rates
+
+
+def test_an_empty_loader_is_named_as_what_ended_the_benchmark(tmp_path, run_script) -> None:
+    script = tmp_path / "empty.py"
+    script.write_text(
+        "from benchy.torch import BenchmarkGenericIteratorWrapper\n"
+        "loader = BenchmarkGenericIteratorWrapper([], batch_size=4)\n"
+        "for epoch in range(6):\n"
+        "    for batch in loader:\n"
+        "        pass\n")
+    run = run_script(small_config(), script=script)
+    assert run.returncode == 1 and "EmptyLoaderError" in run.stderr, run
+    assert "the benchmark ended when trial IO_WARMUP_1 raised (the data loader raised EmptyLoaderError" in run.stdout
+    assert "the script stopped after" not in run.stdout  # it did not stop: its loader was empty
+    doc = run.result()
+    assert doc["interrupted"][0]["trial"] == "IO_WARMUP_1"
+    assert all(i["reason"] == "not run: trial IO_WARMUP_1 raised" for i in doc["interrupted"][1:])
