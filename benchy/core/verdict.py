@@ -245,7 +245,7 @@ def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[st
 
     Balanced needs evidence, not two close means: the whole interval of SYNTHETIC/IO (at the
     verdict's confidence) must lie within 5 % either way, an equivalence test on the log ratio
-    (two one-sided tests, each at the interval's level). Two trials a side of steady sides pass it;
+    (the same as two one-sided t-tests, each at half the interval's error rate). Two trials a side of steady sides pass it;
     two close means with a wide spread do not, and are undecided.
     """
     low_ok, high_ok = balanced_bounds()
