@@ -39,8 +39,8 @@ __all__ = [
     "verdict_text",
 ]
 
-# Two estimates closer than this (relative) are called balanced even if their
-# intervals do not overlap: a 5 % difference is not a bottleneck worth acting on.
+# Balanced: the interval of SYNTHETIC/IO lies within this share either way (see balanced_bounds):
+# a 5 % difference is not a bottleneck worth acting on, once the trials show it is no more.
 BALANCE_TOLERANCE = 0.05
 
 

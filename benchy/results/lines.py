@@ -19,7 +19,6 @@ from typing import Optional, Tuple
 
 __all__ = [
     "MESSAGE_KINDS",
-    "MODES",
     "RANK0",
     "SUMMARY_WORDS",
     "Line",
@@ -38,7 +37,6 @@ __all__ = [
 
 PREFIX = "BENCHY::"
 RANK0 = " [rank 0]"  # ends a summary line that holds rank 0's own figures in a multi-rank run
-MODES = ("IO", "SYNTHETIC", "FULL")
 MESSAGE_KINDS = ("INFO", "WARNING", "ERROR")
 # BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name).
 SUMMARY_WORDS = ("DATA_WAIT", "STEPS", "SYSTEM", "H2D", "STARTUP", "STRAGGLER", "SWEEP", "VERDICT")
