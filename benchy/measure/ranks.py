@@ -13,7 +13,7 @@ import dataclasses
 import datetime
 import math
 import time
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..core.errors import BenchyError
 from ..core.results import TrialResult
@@ -65,6 +65,14 @@ class TorchComm:
         except Exception:  # pragma: no cover - older or unusual builds
             self._store = None
         self._round = 0
+        # The last work of each collective, held until shutdown: were its handle dropped at once,
+        # gloo's worker thread could free the work (and the Python tensors in it) after this
+        # thread, which needs the GIL for them, has gone on into interpreter exit: an abort.
+        self._held: Dict[str, Any] = {}
+
+    def _wait(self, what: str, work: Any) -> None:
+        work.wait()
+        self._held[what] = work
 
     def _missing(self, key: str) -> Optional[List[int]]:
         if self._store is None:
@@ -103,12 +111,13 @@ class TorchComm:
 
         mine = torch.tensor([float(samples), float(seconds), float(extra)], dtype=torch.float64)
         gathered = [torch.empty_like(mine) for _ in range(self.world)]
-        self._collective(label, "trial results",
-                         lambda: self._dist.all_gather(gathered, mine, group=self._group))
+        self._collective(label, "trial results", lambda: self._wait(
+            "exchange", self._dist.all_gather(gathered, mine, group=self._group, async_op=True)))
         return [(round(t[0].item()), float(t[1].item()), float(t[2].item())) for t in gathered]
 
     def barrier(self, label: str) -> None:
-        self._collective(label, "barrier", lambda: self._dist.barrier(group=self._group))
+        self._collective(label, "barrier", lambda: self._wait(
+            "barrier", self._dist.barrier(group=self._group, async_op=True)))
 
     def gather(self, label: str, value: Any) -> List[Any]:
         """Every rank's ``value`` (a small picklable object), in rank order."""
@@ -117,9 +126,15 @@ class TorchComm:
         return out
 
     def shutdown(self) -> None:
-        """Tear the process groups down (before benchy ends the process)."""
+        """Tear the process groups down (before benchy ends the process).
+
+        Then the works held and benchy's group are let go here, on this thread: the group's
+        destructor joins its worker threads, so none is left to free a tensor during exit.
+        """
         if self._dist.is_initialized():
             self._dist.destroy_process_group()
+        self._held.clear()
+        self._group = None
 
 
 def disagreement(values: Sequence[Any]) -> Optional[str]:
