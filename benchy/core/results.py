@@ -129,6 +129,7 @@ class Interruption:
     batches_done: int
     reason: str
     error: bool = False  # the loader or the step raised (not a break, a peek, a dropped iterator)
+    dropped: bool = False  # the loop dropped or closed the trial's iterator part-way (a peek, a break)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,11 @@ class RunResults:
 
     trials: List[TrialResult] = field(default_factory=list)
     interruptions: List[Interruption] = field(default_factory=list)
+    # Trials whose iterator the loop dropped part-way, and which ran again at the next epoch (the
+    # attempt, not the re-run: that one counts, or is in ``interruptions``); and the peeks, the
+    # iter() calls that took at most one batch (not epochs: their trial started again at once).
+    reruns: List[Interruption] = field(default_factory=list)
+    peeks: int = 0
     # IO_H2D: IO trials that also copy each batch to the accelerator (this rank's), and why
     # there are none when they were skipped.
     h2d: List[TrialResult] = field(default_factory=list)

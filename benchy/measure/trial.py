@@ -82,7 +82,7 @@ def _closed(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Paus
         return Counted(build_result(spec, stamps, sizes, pauses, periods=n - 1, asks=asks), True)
     if handed >= n:
         return Interruption(spec, handed, TOO_SHORT)
-    return Interruption(spec, handed, STOPPED.format(k=handed, n=n))
+    return Interruption(spec, handed, STOPPED.format(k=handed, n=n), dropped=True)
 
 
 def _open_trial(ranges: Any, spec: TrialSpec) -> int:

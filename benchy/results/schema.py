@@ -227,6 +227,11 @@ def result_document(
             {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
             for i in results.interruptions
         ],
+        "rerun": [
+            {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
+            for i in results.reruns
+        ],
+        "peeks": results.peeks,
         "verdict": reading.text,
         "decision": None if found is None else found.record,
         "config": dict(config),

@@ -68,6 +68,7 @@ class Planner:
         self.notes: List[str] = []  # what the planner decided, for the log (read and cleared by the session)
         self._noted: Set[str] = set()
         self.stop_reason: Optional[str] = None
+        self._retry: Optional[TrialSpec] = None  # an epoch trial whose iterator was dropped: it runs again
 
     # --- what the session tells ------------------------------------------------------------
 
@@ -87,7 +88,21 @@ class Planner:
         """How much ``mode``'s step time changed over its last warm-up steps (None: too few to tell)."""
         self._change[mode] = change
 
+    def retry(self, spec: Optional[TrialSpec]) -> None:
+        """``spec`` was issued and its iterator dropped before it counted: it is the next epoch
+        trial again, under the same label (issued once in the counts, whatever the attempts);
+        None: it will not run again after all."""
+        self._retry = spec
+
+    @property
+    def pending_retry(self) -> Optional[TrialSpec]:
+        """The trial that runs again at the next epoch, if one does."""
+        return self._retry
+
     def issue(self, spec: TrialSpec) -> None:
+        if spec == self._retry:
+            self._retry = None  # counted when it was first issued
+            return
         key = (spec.mode, spec.warmup)
         self._issued[key] = self._issued.get(key, 0) + 1
         if spec.mode is Mode.IO and not spec.warmup and self._issued[key] > self._fewest_trials(Mode.IO):
@@ -127,7 +142,10 @@ class Planner:
         return epoch
 
     def next_epoch_spec(self, results: RunResults) -> Optional[TrialSpec]:
-        """The next SYNTHETIC or FULL trial (warm-ups first, then S F F S ...), or None."""
+        """The next SYNTHETIC or FULL trial (one that runs again first, then warm-ups, then
+        S F F S ...), or None."""
+        if self._retry is not None:
+            return self._retry
         for mode in (Mode.SYNTHETIC, Mode.FULL):
             spec = self._warmup_or_fewest(mode, results, trials=False)
             if spec is not None:
@@ -146,7 +164,8 @@ class Planner:
         plan = self.schedule.plan(mode)
         if plan is None:
             return False
-        return self._warming(plan, results) or self._needs(mode, results)
+        again = self._retry is not None and self._retry.mode is mode
+        return again or self._warming(plan, results) or self._needs(mode, results)
 
     def warmups_used(self) -> Dict[str, int]:
         return {p.mode.value: self.issued(p.mode, True) for p in self.schedule.plans}

@@ -30,7 +30,7 @@ import statistics
 import sys
 import time
 import weakref
-from typing import Any, Callable, Generator, Iterator, List, Optional
+from typing import Any, Callable, Generator, Iterator, List, Optional, Set, Tuple
 
 from ..core.config import Config
 from ..core.results import Counted, Interruption, Outcome, RunResults, Snapshot, TrialResult
@@ -55,7 +55,7 @@ _NEW, _RUNNING, _DONE, _PLAIN = "new", "running", "done", "plain"
 DROPPED_UNUSED = ("its iterator was dropped before the first batch (an iter() whose result was never "
                   "advanced, e.g. a discarded or replaced iterator)")
 PEEK_NOTE = ("an iter() during trial {label} was served by the plain loader (a peek such as next(iter(loader)) "
-             "inside the loop); the trial goes on and the peek's time counts in it")
+             "inside the loop); the trial goes on and the peek's time counts in it.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +121,10 @@ class Session:
         self._exiting = False  # inside the interpreter's exit: never call sys.exit
         self._exit_pending = False
         self._peeks_noted = False
+        self._again: Set[str] = set()  # labels that were run again after their iterator was dropped
+        self._peek_labels: Set[str] = set()  # ... of which the drop was a peek (not counted as an epoch)
+        self._pending: Optional[Tuple[Interruption, bool]] = None  # dropped; runs again at the next iter()
+        self._reruns_on = True  # off once a trial run again is dropped again (the loop stops early every epoch)
         self._pid = os.getpid()
         self._comm: Any = LocalComm()
         self._rank = 0
@@ -243,6 +247,7 @@ class Session:
 
     def _next_epoch(self, first: bool) -> Iterator[Any]:
         """An epoch boundary: hidden IO trials that are due, then this epoch's trial."""
+        self._rerun()
         self.planner.new_boundary()
         if first:
             applied = run_sweep(self.config, self._loader.sweeper, self.runner, self._sink_(), self.results,
@@ -306,7 +311,7 @@ class Session:
         if self._current is current:  # never started: nothing ran to record it
             if gen is not None:
                 gen.close()
-            self._lost(Interruption(current.spec, 0, DROPPED_UNUSED))
+            self._dropped(Interruption(current.spec, 0, DROPPED_UNUSED, dropped=True))
 
     def _run_hidden_io(self, first: bool) -> None:
         """The IO trials due at this epoch boundary, hidden from the loop (all of them at the first)."""
@@ -413,8 +418,67 @@ class Session:
         """An epoch trial's outcome, handed over once by its generator."""
         if isinstance(outcome, Counted):
             self._counted(outcome.result, outcome.closed_early)
+        elif outcome.dropped:
+            self._dropped(outcome)
         else:
             self._lost(outcome)
+
+    def _dropped(self, item: Interruption) -> None:
+        """The loop dropped a trial's iterator part-way: the trial runs again at the next epoch
+        (once), or, dropped again, is lost and the loop taken to stop early every epoch.
+
+        Decided at the next ``iter()`` (:meth:`_rerun`): a script that dies of an exception in
+        its step drops the iterator the same way, and then the trial is lost as before.
+        """
+        if self._signalled:
+            return
+        label = item.spec.label
+        if label in self._again or not self._reruns_on:
+            twice = label in self._again
+            if twice:
+                self._reruns_on = False
+                if label in self._peek_labels:  # that first drop was an epoch after all
+                    self.epochs_started += 1
+            self._lost(item, twice)
+            return
+        self.runner.sampler.stop()
+        self._current = None
+        first = self.epochs_started == 1 and not any(t.mode is not Mode.IO for t in self.results.trials)
+        self._pending = (item, first)
+        self.planner.retry(item.spec)
+
+    def _rerun(self) -> None:
+        """A new ``iter()`` after a trial's iterator was dropped: that trial runs again now.
+
+        An iterator dropped after at most one batch was a peek (``next(iter(loader))``, for a
+        batch's shape) or an unused ``iter()``: not an epoch, so it costs one batch's loading
+        and no trial. One dropped part-way cost an epoch: the schedule needs one more.
+        """
+        if self._pending is None:
+            return
+        item, first = self._pending
+        self._pending = None
+        self._again.add(item.spec.label)
+        peek = item.batches_done <= 1
+        if peek:
+            self._peek_labels.add(item.spec.label)
+            self.epochs_started -= 1
+            self.results.peeks += 1
+        else:
+            self.results.reruns.append(item)
+        try:
+            self._profiler_after(item.spec)
+            self._sink_().again(item, peek, first)
+        except Exception:
+            pass
+
+    def _unsettled(self) -> None:
+        """The script ended (or a signal came) with a dropped trial not yet run again: it is lost."""
+        if self._pending is not None:
+            item, _ = self._pending
+            self._pending = None
+            self.planner.retry(None)
+            self._lost(item)
 
     def _counted(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
         if self._signalled:
@@ -463,7 +527,7 @@ class Session:
         except Exception:
             pass
 
-    def _lost(self, item: Interruption) -> None:
+    def _lost(self, item: Interruption, twice: bool = False) -> None:
         """A trial that did not finish: not counted, recorded, reported (never raises)."""
         if self._signalled:
             return
@@ -474,7 +538,7 @@ class Session:
             self._profiler_after(item.spec)
             hint = item.reason == STOPPED.format(k=item.batches_done, n=item.spec.nbatches) and item.batches_done > 0
             sink = self._sink_()
-            sink.lost(item, hint)
+            sink.lost(item, hint, twice)
             sink.checkpoint(self.snapshot())
         except Exception:  # during interpreter shutdown stdout may be gone
             pass
@@ -509,6 +573,7 @@ class Session:
         if running is None and self._current is not None:
             running = self._current.spec
             done = handed_out(self._current.stamps, running.nbatches)
+        self._unsettled()
         self._signalled = True  # from here on, the trial's own outcome must not be reported again
         self._state = _DONE
         self._record.finished = True
@@ -542,6 +607,7 @@ class Session:
             return
         self._exiting = True
         self._close_current()
+        self._unsettled()
         if self._state != _RUNNING:
             return
         self._output().trial_ended()
@@ -556,8 +622,11 @@ class Session:
         again = sum(1 for r in self._registry.records
                     if r is not self._record and r.iterated and not r.benchmarked and r.where == self._record.where)
         failed = next((i for i in reversed(self.results.interruptions) if i.error), None)
-        sink.stopped_early(self.epochs_started, self._record.where, again, failed)
+        died = getattr(sys, "last_value", None)  # set when an uncaught exception ends the script
+        raised = None if died is None or isinstance(died, SystemExit) else f"{type(died).__name__}: {died}"
+        sink.stopped_early(self.epochs_started, self._record.where, again, failed, raised)
         why = (f"not run: trial {failed.spec.label} raised" if failed is not None
+               else f"not run: the script ended with {raised}" if raised is not None
                else f"not run: the script stopped asking for epochs after {self.epochs_started}")
         _, per_epoch = self.schedule.order(longest=not self.schedule.adaptive)
         for spec in per_epoch:

@@ -58,6 +58,8 @@ class ResultSink:
         self._early_noted = False
         self._steps_written = 0  # trials already in the steps file
         self._steps_failed = False
+        self._peek_said = False
+        self._rerun_said = False
 
     @property
     def environment(self) -> Dict[str, Any]:
@@ -101,17 +103,23 @@ class ResultSink:
             self.warning("sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
                          "device work; throughputs are lower than in normal training.")
 
-    def stopped_early(self, epochs_started: int, where: str, rebuilt: int, failed: Optional[Interruption] = None) -> None:
+    def stopped_early(self, epochs_started: int, where: str, rebuilt: int, failed: Optional[Interruption] = None,
+                      raised: Optional[str] = None) -> None:
         """The script ended before the schedule did: how many epochs it ran and needs. ``rebuilt``:
         wrappers built where the benchmarked one was and iterated as plain loaders (one per epoch).
-        ``failed``: the trial whose loader or step raised, when that is what ended it (then more
-        epochs are not the fix)."""
+        ``failed``: the trial whose loader raised, when that is what ended it; ``raised``: the
+        uncaught exception that ended the script (then more epochs are not the fix)."""
         if failed is not None:
             self.warning(f"the benchmark ended when trial {failed.spec.label} raised ({failed.reason}); the results "
                          f"below are partial. Fix the error, then run again.")
             return
-        needed = self.schedule.epochs_needed
-        upto = "" if self.schedule.epochs_fewest == needed else "up to "
+        if raised is not None:
+            self.warning(f"the script ended with an uncaught exception ({raised}) after {epochs_started} of the "
+                         f"{self.schedule.epochs_needed} epochs the benchy schedule needs; the results below are "
+                         f"partial. Fix the error, then run again.")
+            return
+        needed = self.schedule.epochs_needed + len(self.results.reruns)
+        upto = "" if self.schedule.epochs_fewest == self.schedule.epochs_needed else "up to "
         hint = ""
         if rebuilt:
             hint = (f" {rebuilt} more wrapped loader(s) were built at {where} and iterated as plain loaders: a "
@@ -150,15 +158,50 @@ class ResultSink:
                 f"another (a loop sized by len()); such a trial counts over its first {result.spec.nbatches - 1} "
                 f"steps (said once).")
 
-    def lost(self, item: Interruption, hint: bool) -> None:
-        """A trial that did not count, named with its reason (the caller writes the checkpoint)."""
+    def lost(self, item: Interruption, hint: bool, twice: bool = False) -> None:
+        """A trial that did not count, named with its reason (the caller writes the checkpoint).
+        ``twice``: it had run again after its iterator was dropped, and was dropped again."""
         self.out.trial_ended()
-        text = (f"trial {item.spec.label} stopped after {item.batches_done} of {item.spec.nbatches} batches: "
-                f"{item.reason}. It is not counted.")
+        again = " again" if twice else ""
+        text = (f"trial {item.spec.label} stopped after {item.batches_done} of {item.spec.nbatches} "
+                f"batches{again}: {item.reason}. It is not counted.")
+        if twice:
+            text += (" Dropped twice: the loop stops early in every epoch, so from here on a trial whose iterator "
+                     "is dropped is not run again.")
         if hint:
-            text += (f" If your loop takes {item.batches_done} steps per epoch, set nbatches to at most "
+            steps = "step" if item.batches_done == 1 else "steps"
+            text += (f" If your loop takes {item.batches_done} {steps} per epoch, set nbatches to at most "
                      f"{item.batches_done}.")
         self.warning(text)
+
+    def again(self, item: Interruption, peek: bool, first: bool) -> None:
+        """A trial whose iterator the loop dropped runs again: a peek (at most one batch, not an
+        epoch) said once as information; a trial dropped part-way as a warning, with the epochs
+        the schedule needs now."""
+        label, k, n = item.spec.label, item.batches_done, item.spec.nbatches
+        if peek:
+            what = ("took 1 batch and dropped its iterator (a peek such as next(iter(loader)), e.g. for a batch's "
+                    "shape)" if k else "was dropped unused (an iter(loader) whose result was discarded or replaced)")
+            if first:
+                self.info(f"an iter() before the first epoch {what}: not an epoch; trial {label} starts at the next "
+                          f"iter(), so it cost no trial.")
+            elif not self._peek_said:
+                self._peek_said = True
+                self.info(f"an iter() {what}: not an epoch; trial {label} starts again at the next iter(), so such an "
+                          f"iter() costs at most one batch's loading and no trial (said once).")
+            return
+        self.out.trial_ended()
+        needed = self.schedule.epochs_needed + len(self.results.reruns)
+        upto = "" if self.schedule.epochs_fewest == self.schedule.epochs_needed else "up to "
+        if self._rerun_said:
+            self.warning(f"trial {label} stopped after {k} of {n} batches: its iterator was dropped; it runs again at "
+                         f"the next epoch (the schedule needs {upto}{needed} epochs now).")
+            return
+        self._rerun_said = True
+        self.warning(f"trial {label} stopped after {k} of {n} batches: the loop dropped its iterator part-way (a "
+                     f"break, an exception the script caught, or an iterator it replaced). It is not counted and runs "
+                     f"again at the next epoch, so the schedule needs {upto}{needed} epochs now (len() is its "
+                     f"nbatches). A trial dropped twice is not run a third time.")
 
     def clean_stale(self) -> None:
         """Remove temporary files a killed benchy left in the output and per-step directories (rank 0)."""
@@ -251,7 +294,7 @@ class ResultSink:
             config=self.config.to_dict(),
             environment=self.environment,
             nranks=self.world,
-            epochs_needed=self.schedule.epochs_needed,
+            epochs_needed=self.schedule.epochs_needed + len(self.results.reruns),
             exit_status=exit_status,
             per_step=final,
             steps_dir=self.save_steps(),

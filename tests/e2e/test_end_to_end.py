@@ -110,14 +110,22 @@ def test_exception_in_the_step_propagates_unchanged_and_results_are_kept(run_scr
     assert doc["SYNTHETIC"]["n"] == 1 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
     # The loop received batches 0, 1 and 2 and raised in the step of batch 2.
     assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 3
-    assert "trial FULL_1 stopped after 3 of 5 batches" in run.stdout
+    assert "trial FULL_1 stopped after 3 of 5 batches" in run.stdout and "runs again" not in run.stdout
+    assert ("the script ended with an uncaught exception (RuntimeError: boom in the training step at epoch 3 "
+            f"step 2) after 4 of the {EPOCHS} epochs the benchy schedule needs") in run.stdout
+    assert doc["interrupted"][1]["reason"].startswith("not run: the script ended with RuntimeError: boom")
 
 
 def test_loop_that_breaks_early_gets_a_warning_uncounted_trials_and_status_3(run_script) -> None:
     run = run_script(small_config(), "--break_at=-1:3")  # receives batches 0..3 of 5, then breaks
     assert run.returncode == 3, run  # benchy.EXIT_MISSING_MODE: SYNTHETIC and FULL have no counted trial
-    assert "trial SYNTHETIC_WARMUP_1 stopped after 4 of 5 batches: the training loop stopped asking" in run.stdout
-    assert "If your loop takes 4 steps per epoch, set nbatches to at most 4." in run.stdout
+    # The first drop runs the trial again (it could have been a one-off); the second shows the pattern.
+    assert "trial SYNTHETIC_WARMUP_1 stopped after 4 of 5 batches: the loop dropped its iterator part-way" in run.stdout
+    assert ("trial SYNTHETIC_WARMUP_1 stopped after 4 of 5 batches again: the training loop stopped asking for "
+            "batches after 4 of 5") in run.stdout
+    assert "Dropped twice: the loop stops early in every epoch" in run.stdout
+    assert run.stdout.count("If your loop takes 4 steps per epoch, set nbatches to at most 4.") == EPOCHS
+    assert run.stdout.count("runs again at the next epoch") == 1
     assert "BENCHY::SUMMARY::SYNTHETIC average trial throughput: n/a (no completed trial)" in run.stdout
     assert "no counted trial for SYNTHETIC, FULL: the comparison is incomplete; exiting with status 3." in run.stdout
     assert run.summary["IO"][0] > 0  # IO runs without the training loop

@@ -48,15 +48,58 @@ def test_a_peek_inside_the_loop_is_served_plain_and_loses_no_trial(run_script) -
     assert run.result()["complete"] is True
 
 
-def test_a_discarded_iter_is_named_and_the_run_is_not_complete(run_script) -> None:
-    run = run_script(small_config(), "--discard_iter_at", "2", "--epochs", "8")  # epoch 2 is SYNTHETIC_1 (after the two warm-ups)
-    assert run.returncode == 0, run  # every mode still has counted trials
-    assert "trial SYNTHETIC_1 stopped after 0 of 5 batches: its iterator was dropped before the first batch" in run.stdout
-    assert "1 scheduled trial(s) did not count (SYNTHETIC_1)" in run.stdout
+def test_a_discarded_iter_costs_no_trial(run_script) -> None:
+    run = run_script(small_config(), "--discard_iter_at", "2", "--epochs", "8")  # before SYNTHETIC_1's epoch
+    assert run.returncode == 0, run
+    assert set(run.trials) == ALL_TRIALS and "did not count" not in run.stdout
+    assert run.stdout.count("an iter() was dropped unused (an iter(loader) whose result was discarded or replaced): "
+                            "not an epoch; trial SYNTHETIC_1 starts again at the next iter()") == 1
     doc = run.result()
-    assert doc["complete"] is False and doc["SYNTHETIC"]["n"] == 1
-    assert [i["trial"] for i in doc["interrupted"]] == ["SYNTHETIC_1"]
-    assert "dropped before the first batch" in doc["interrupted"][0]["reason"]
+    assert doc["complete"] is True and doc["interrupted"] == [] and doc["rerun"] == [] and doc["peeks"] == 1
+    assert doc["epochs_started"] == EPOCHS
+
+
+@pytest.mark.parametrize("before", [0, -1])
+def test_a_peek_before_the_first_or_every_epoch_costs_no_trial(run_script, before: int) -> None:
+    # next(iter(loader)) before training (shape inference), or at every epoch's start as PyTorch's DDP
+    # tutorial does (b_sz = len(next(iter(self.train_data))[0])): each takes one batch and drops its iterator.
+    run = run_script(small_config(), "--peek_before", str(before), "--epochs", str(EPOCHS))
+    assert run.returncode == 0, run
+    assert set(run.trials) == ALL_TRIALS and "did not count" not in run.stdout and "stopped after" not in run.stdout
+    assert run.stdout.count("an iter() before the first epoch took 1 batch and dropped its iterator (a peek such "
+                            "as next(iter(loader)), e.g. for a batch's shape): not an epoch; trial SYNTHETIC_WARMUP_1 "
+                            "starts at the next iter(), so it cost no trial.") == 1
+    assert run.stdout.count("such an iter() costs at most one batch's loading and no trial (said once)") == int(before == -1)
+    assert all(steps == 5 for steps, _ in run.epochs.values())  # every epoch of the script is a whole trial
+    doc = run.result()
+    assert doc["complete"] is True and doc["interrupted"] == [] and doc["rerun"] == []
+    assert doc["peeks"] == (EPOCHS if before == -1 else 1) and doc["epochs_started"] == EPOCHS == doc["epochs_needed"]
+    assert [doc[m]["n"] for m in ("IO", "SYNTHETIC", "FULL")] == [2, 2, 2]
+
+
+def test_a_trial_dropped_part_way_once_runs_again(run_script) -> None:
+    run = run_script(small_config(), "--break_at", "2:2", "--epochs", str(EPOCHS + 1))  # epoch 2 is SYNTHETIC_1
+    assert run.returncode == 0, run
+    assert set(run.trials) == ALL_TRIALS and "did not count" not in run.stdout
+    assert ("trial SYNTHETIC_1 stopped after 3 of 5 batches: the loop dropped its iterator part-way (a break, an "
+            "exception the script caught, or an iterator it replaced). It is not counted and runs again at the next "
+            f"epoch, so the schedule needs {EPOCHS + 1} epochs now (len() is its nbatches).") in run.stdout
+    assert run.epochs[3] == (5, 5)  # the re-run: a whole epoch of SYNTHETIC_1's length
+    doc = run.result()
+    assert doc["complete"] is True and doc["interrupted"] == [] and doc["epochs_needed"] == EPOCHS + 1
+    assert [(r["trial"], r["batches_done"]) for r in doc["rerun"]] == [("SYNTHETIC_1", 3)]
+
+
+def test_a_trial_dropped_in_the_script_s_last_epoch_is_lost(run_script) -> None:
+    run = run_script(small_config(), "--break_at", "2:2", "--epochs", "3")
+    assert run.returncode == 0, run
+    assert "trial SYNTHETIC_1 stopped after 3 of 5 batches: the training loop stopped asking" in run.stdout
+    assert "runs again" not in run.stdout  # there was no next epoch to run it in
+    assert f"the script stopped after 3 of the {EPOCHS} epochs the benchy schedule needs" in run.stdout
+    doc = run.result()
+    assert doc["complete"] is False and doc["rerun"] == []
+    assert [(i["trial"], i["batches_done"]) for i in doc["interrupted"]] == [
+        ("SYNTHETIC_1", 3), ("FULL_1", 0), ("FULL_2", 0), ("SYNTHETIC_2", 0)]
 
 
 def test_a_second_wrapped_loader_is_plain_named_and_overwrites_nothing(run_script) -> None:

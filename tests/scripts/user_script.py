@@ -135,6 +135,8 @@ def main() -> int:
                    help="for: for batch in loader; steps: it = iter(loader); for _ in range(len(loader)): next(it); "
                         "prefetch: a CUDA-prefetcher-style wrapper (timm's PrefetchLoader) that fetches one batch ahead")
     p.add_argument("--peek_at", default=None, help="EPOCH:STEP (or -1:STEP) at which the loop peeks next(iter(loader))")
+    p.add_argument("--peek_before", type=int, default=None,
+                   help="epoch (or -1: every epoch) before which the script peeks len(next(iter(loader))[0])")
     p.add_argument("--discard_iter_at", type=int, default=None, help="epoch before which iter(loader) is discarded")
     p.add_argument("--val_loader", action="store_true", help="a second BenchmarkDataLoader, iterated after each epoch")
     p.add_argument("--samples", type=int, default=64)
@@ -222,6 +224,8 @@ def main() -> int:
             shutil.rmtree(spoiled)
             with open(spoiled, "w") as handle:
                 handle.write("not a directory any more")
+        if args.peek_before in (-1, epoch):  # e.g. the batch size for a log line (PyTorch's DDP tutorial)
+            print(f"USER::peeked {len(next(iter(loader))[0])}", flush=True)
         if args.discard_iter_at == epoch:
             iter(loader)  # e.g. a helper that builds an iterator and never uses it
         steps = 0

@@ -61,7 +61,9 @@ def test_exit_status_3_when_a_mode_has_no_counted_trial(tmp_path, monkeypatch) -
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
     session, stream, exits = make(clock, synthetic={"nbatches": 3})
-    for _ in range(4):  # S F F S: the loop breaks out of the SYNTHETIC trials (3 batches) after 2
+    # S S F F S: the loop breaks out of the SYNTHETIC trials (3 batches) after 2; SYNTHETIC_1 runs
+    # again once (a break may be a one-off), then no trial runs again (the loop breaks every epoch).
+    for _ in range(5):
         it = session.iterate()
         synthetic = session.epoch_length() == 3
         for k, _ in enumerate(it):
@@ -225,3 +227,35 @@ def test_the_summary_works_out_the_verdict_once_for_its_lines_table_and_json(mon
     assert during == ["verdict"]  # lines, terminal table and JSON share one Reading
     doc = read_json(made.session)
     assert doc["verdict"] and doc["summary"][-1] == "BENCHY::SUMMARY::VERDICT " + doc["verdict"]
+
+
+def test_a_peek_and_a_part_way_drop_run_their_trial_again_with_exact_rates(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    session, stream, exits = make(clock, global_={"exit_after_tests": False})
+    first = next(iter(session.iterate()))  # a peek before training: one batch, iterator dropped
+    assert first is not None and session.epoch_length() == 4
+    assert run_epoch(session, clock) == 4  # SYNTHETIC_1, in full
+    it = session.iterate()  # FULL_1: the loop breaks after 2 of its 4 batches
+    for k, _ in enumerate(it):
+        clock.now += 0.02
+        if k == 1:
+            break
+    del it
+    for _ in range(4):  # FULL_1 again, FULL_2, SYNTHETIC_2, then plain
+        run_epoch(session, clock)
+    assert session.done and exits == []
+    results = session.results
+    assert results.interruptions == [] and results.peeks == 1
+    assert [(i.spec.label, i.batches_done) for i in results.reruns] == [("FULL_1", 2)]
+    assert [t.label for t in results.trials if t.mode is not Mode.IO] == ["SYNTHETIC_1", "FULL_1", "FULL_2",
+                                                                          "SYNTHETIC_2"]
+    # The re-run is a whole trial: 4 fetches of 0.01 s and 4 steps of 0.02 s, 8 samples each.
+    full_1 = next(t for t in results.trials if t.label == "FULL_1")
+    assert full_1.samples == 32 and full_1.seconds == pytest.approx(4 * 0.03)
+    assert session.epochs_started == 5 == session.schedule.epochs_needed + 1  # the peek was no epoch
+    doc = read_json(session)
+    assert doc["complete"] is True and doc["peeks"] == 1 and doc["epochs_needed"] == 5
+    out = stream.getvalue()
+    assert "an iter() before the first epoch took 1 batch" in out and "so it cost no trial" in out
+    assert "trial FULL_1 stopped after 2 of 4 batches: the loop dropped its iterator part-way" in out
