@@ -138,6 +138,8 @@ GLOBAL_RULES: Dict[str, _Rule] = {
     "io_h2d": (_is_bool, "true or false"),
     "system_metrics_hz": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
                           "a number of readings per second from 0.1 to 100"),
+    "busy_machine_share": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+                           "a share of the cores above 0 and at most 1 (0.25 = a quarter)"),
     "sweep_apply": (_is_bool, "true or false"),
     "run_name": (lambda v: v is None or (isinstance(v, str) and 0 < len(v.strip()) and len(v) <= MAX_RUN_NAME
                                          and v.isprintable()),
@@ -149,6 +151,7 @@ _NORMALISE: Dict[str, Callable[[Any], Any]] = {
     "profiler_capture": lambda v: tuple(x.upper() for x in v),
     "auto_precision": float,
     "system_metrics_hz": float,
+    "busy_machine_share": float,
     "num_workers": lambda v: v if isinstance(v, str) else tuple(v),
     "pin_memory": tuple,
     "prefetch_factor": tuple,

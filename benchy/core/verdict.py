@@ -26,9 +26,12 @@ __all__ = [
     "Reading",
     "Verdict",
     "balanced_bounds",
+    "busy_clause",
+    "busy_text",
     "choose_advice",
     "decide",
     "diagnosis",
+    "disturbed_trials",
     "h2d_estimate",
     "h2d_reading",
     "loader_cause",
@@ -57,8 +60,32 @@ def system_means(trials: Sequence[TrialResult]) -> Optional[Dict[str, float]]:
     found = [t.system for t in trials if t.system]
     if not found:
         return None
-    keys = [k for k in found[0] if all(isinstance(f.get(k), (int, float)) for f in found)]
+    keys = [k for k in found[0]
+            if all(isinstance(f.get(k), (int, float)) and not isinstance(f.get(k), bool) for f in found)]
     return {k: float(np.mean([f[k] for f in found])) for k in keys}
+
+
+def disturbed_trials(results: RunResults) -> List[TrialResult]:
+    """The counted trials during which other processes took more than the set share of the cores."""
+    return [t for m in Mode for t in results.measured(m) if t.system and t.system.get("disturbed")]
+
+
+def busy_text(found: Sequence[TrialResult]) -> str:
+    """``1.84 of 2 cores busy during SYNTHETIC_1, 0.91 of 2 during FULL_2``: what other processes took."""
+    parts = [f"{t.system['other_cores_busy']:.2f} of {t.system['cpu_cores']:g}{' cores busy' if not k else ''} "
+             f"during {t.label}" for k, t in enumerate(found) if t.system]
+    return ", ".join(parts)
+
+
+def busy_clause(results: RunResults) -> Optional[str]:
+    """The verdict's caveat when trials it rests on ran on a busy machine, with what to do."""
+    found = disturbed_trials(results)
+    if not found:
+        return None
+    total = sum(len(results.measured(m)) for m in Mode)
+    return (f"{len(found)} of the {total} trials it rests on ran on a busy machine (other processes kept "
+            f"{busy_text(found)}): their throughputs are likely low, so rerun on a quiet machine, or with "
+            f"ntrials: auto so that more trials outweigh them")
 
 
 def h2d_estimate(results: RunResults) -> Estimate:
@@ -105,10 +132,16 @@ def loader_cause(results: RunResults, outcome: str, workers: int) -> Optional[Tu
     means = system_means(results.measured(Mode.IO))
     if means is None:
         return None
-    util, busy, cores = means["cpu_util"], means["cpu_cores_busy"], means["cpu_cores"]
+    busy, cores = means["cpu_cores_busy"], means["cpu_cores"]
+    # Judged against the cores other processes left it: on a busy machine those are all it can have.
+    other = means.get("other_cores_busy", 0.0)
+    free = max(cores - other, min(cores, 0.1))
+    util = min(1.0, busy / free)
+    kept = (f"{busy:.2f} of {cores:g} cores busy" if other < 0.1 else
+            f"{busy:.2f} of the {free:.2f} cores other processes left busy")
     reads = means["read_bytes_per_s"] / 1e6
     if util >= CPU_SATURATED:
-        return (f"the loader is CPU-bound: IO trials kept {busy:.2f} of {cores:g} cores busy ({100 * util:.0f} %), so "
+        return (f"the loader is CPU-bound: IO trials kept {kept} ({100 * util:.0f} %), so "
                 f"decoding and augmentation need more CPU than there is and more workers than cores will not help "
                 f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)",
                 "cheaper decoding and augmentation per sample (the cores are saturated)")
@@ -368,4 +401,6 @@ def read(results: RunResults, modes: Sequence[Mode], confidence: float, workers:
          full_profile: Optional[StepProfile] = None) -> Reading:
     """The :class:`Reading` of ``results``: :func:`verdict`, then :func:`diagnosis` of it."""
     found = verdict(results, modes, confidence)
-    return Reading(found, start, tuple(diagnosis(results, found, workers, start, full_profile)))
+    busy = busy_clause(results) if found is not None else None
+    clauses = ([busy] if busy is not None else []) + diagnosis(results, found, workers, start, full_profile)
+    return Reading(found, start, tuple(clauses))

@@ -3,7 +3,10 @@
 What it records for each trial (the process and its children, i.e. the loader's workers):
 CPU cores busy out of the cores available, peak host RSS, bytes read from storage per
 second, and, with ``nvidia-ml-py`` installed and a CUDA device in use, GPU utilization,
-memory used and power. It reads ``/proc`` through psutil a few times a second and holds the
+memory used and power. It also reads the whole machine's CPU time on the cores available to
+the process (``/proc/stat``): what other processes (and a hypervisor's steal) took of them is
+``other_cores_busy``, and a trial where they certainly took more than a set share is
+disturbed (:func:`disturbed`). It reads ``/proc`` through psutil a few times a second and holds the
 GIL for well under a millisecond per tick; the hot loops are untouched.
 """
 
@@ -16,9 +19,13 @@ from typing import Any, Callable, Dict, List, Optional
 
 import psutil
 
-__all__ = ["NullSampler", "SystemSampler", "available_cores"]
+__all__ = ["NullSampler", "SystemSampler", "available_cores", "disturbed"]
 
 CHILDREN_EVERY_S = 1.0  # how often the list of child processes (workers) is refreshed
+try:
+    TICK_S = 1.0 / float(os.sysconf("SC_CLK_TCK"))  # the granularity of the kernel's CPU times
+except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+    TICK_S = 0.01
 
 
 def available_cores() -> int:
@@ -27,6 +34,46 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def _cpu_set() -> Optional[List[int]]:
+    """The CPUs this process may run on (None: all of them, or not known)."""
+    try:
+        mine = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    return None if len(mine) == (psutil.cpu_count() or 0) else mine
+
+
+def _busy_seconds(times: Any) -> float:
+    """CPU seconds a core (or all of them) spent on anything but idle and waiting for I/O."""
+    idle = getattr(times, "idle", 0.0) + getattr(times, "iowait", 0.0)
+    # guest time is already in user (Linux); everything else (user, system, irq, steal ...) is busy.
+    total = sum(getattr(times, f) for f in times._fields if f not in ("guest", "guest_nice"))
+    return max(0.0, total - idle)
+
+
+def _machine_busy(cpus: Optional[List[int]]) -> float:
+    """Busy CPU seconds so far on ``cpus`` (None: every CPU of the machine); 0 where unreadable."""
+    try:
+        if cpus is None:
+            return _busy_seconds(psutil.cpu_times())
+        per = psutil.cpu_times(percpu=True)
+        return sum(_busy_seconds(per[c]) for c in cpus if c < len(per))
+    except Exception:  # pragma: no cover - no /proc/stat
+        return 0.0
+
+
+def disturbed(system: Dict[str, Any], share: float) -> bool:
+    """Whether other processes certainly kept more than ``share`` of the cores busy during the
+    trial: ``other_cores_busy`` above the limit by more than the counters' granularity (one
+    kernel tick per reading of each core and each process read, at the trial's start and end)."""
+    other, wall = system.get("other_cores_busy"), system.get("seconds")
+    if not isinstance(other, (int, float)) or not isinstance(wall, (int, float)) or wall <= 0:
+        return False
+    cores = float(system.get("cpu_cores", 1))
+    slack = 2.0 * TICK_S * (cores + float(system.get("processes", 1))) / wall
+    return float(other) - slack > share * cores
 
 
 class _Gpu:
@@ -121,6 +168,8 @@ class SystemSampler:
         self._procs: Dict[int, psutil.Process] = {}
         self._cpu: Dict[int, float] = {}  # last CPU seconds seen per pid
         self._read: Dict[int, int] = {}  # last bytes read seen per pid
+        self._cpus = _cpu_set()
+        self._machine_at = 0.0  # the machine's busy CPU seconds on those cores at the trial's start
         self._started = 0.0
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -196,6 +245,7 @@ class SystemSampler:
         self._cpu.clear()
         self._read.clear()
         self._tick(baseline=True)  # deltas count from here
+        self._machine_at = _machine_busy(self._cpus)
         self._ticks = 0
         self._rss_max = 0
         self._gpu_sums, self._gpu_ticks = {}, 0
@@ -213,9 +263,13 @@ class SystemSampler:
         thread.join()
         with self._lock:
             self._tick()  # the last stretch, up to the trial's end
+        machine = _machine_busy(self._cpus) - self._machine_at
         wall = self._clock() - self._started
         cores = available_cores()
         busy = self._cpu_seconds / wall if wall > 0 else 0.0
+        # What the rest of the machine took, at most the cores this tree left (the two counters
+        # tick at the kernel's granularity: a very short trial reads them coarsely).
+        other = min(max(0.0, machine - self._cpu_seconds) / wall, max(0.0, cores - busy)) if wall > 0 else 0.0
         out: Dict[str, Any] = {
             "seconds": wall,
             "readings": self._ticks,
@@ -225,6 +279,7 @@ class SystemSampler:
             "processes": 1 + len(self._procs),
             "rss_max_bytes": self._rss_max,
             "read_bytes_per_s": self._read_bytes / wall if wall > 0 else 0.0,
+            "other_cores_busy": other,
         }
         if self._gpu_ticks:
             out.update({key: total / self._gpu_ticks for key, total in self._gpu_sums.items()})

@@ -30,7 +30,7 @@ from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode
 from ..core.stats import finite
 from ..core.sweep import best, cheapest_enough, smallest_within
-from ..core.verdict import Reading, h2d_estimate, own_io
+from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
 from .saved import ModeRun, Run
 from .summary import straggler_text
 
@@ -232,6 +232,7 @@ def result_document(
             for i in results.reruns
         ],
         "peeks": results.peeks,
+        "disturbed": [t.label for t in disturbed_trials(results)],
         "verdict": reading.text,
         "decision": None if found is None else found.record,
         "config": dict(config),

@@ -13,7 +13,7 @@ from ..core.results import RunResults
 from ..core.schedule import Mode
 from ..core.stats import straggler
 from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, mean_text, smallest_within
-from ..core.verdict import Reading, h2d_estimate, own_io, system_means
+from ..core.verdict import Reading, busy_text, disturbed_trials, h2d_estimate, own_io, system_means
 from . import lines
 from .tables import Table
 
@@ -21,9 +21,12 @@ __all__ = ["h2d_line", "steps_text", "straggler_text", "summary_lines", "sweep_l
 
 
 def system_text(mode: Mode, means: Mapping[str, float]) -> str:
-    """``IO CPU 1.93 of 2 cores busy (96 %), peak RSS 512 MB, storage reads 0.0 MB/s`` (+ GPU)."""
+    """``IO CPU 1.93 of 2 cores busy (96 %), other processes 0.02, peak RSS 512 MB, storage reads 0.0 MB/s``
+    (+ GPU)."""
     text = (f"{mode.value} CPU {means['cpu_cores_busy']:.2f} of {means['cpu_cores']:g} cores busy "
-            f"({100.0 * means['cpu_util']:.0f} %), peak RSS {means['rss_max_bytes'] / 1e6:.0f} MB, "
+            f"({100.0 * means['cpu_util']:.0f} %)"
+            + (f", other processes {means['other_cores_busy']:.2f}" if "other_cores_busy" in means else "")
+            + f", peak RSS {means['rss_max_bytes'] / 1e6:.0f} MB, "
             f"storage reads {means['read_bytes_per_s'] / 1e6:.1f} MB/s")
     if "gpu_util" in means:
         text += f", GPU {100.0 * means['gpu_util']:.0f} % busy"
@@ -105,6 +108,11 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
         means = system_means(results.measured(mode))
         if means is not None:
             out.append(lines.summary_text("SYSTEM", system_text(mode, means), own))
+    busy = disturbed_trials(results)
+    if busy:
+        total = sum(len(results.measured(m)) for m in modes)
+        out.append(lines.summary_text("BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes "
+                                              f"kept {busy_text(busy)}", own))
     if Mode.IO in modes:
         h2d = h2d_line(results)
         if h2d is not None:

@@ -18,7 +18,7 @@ from ..measure.counting import describe_rule, make_counter
 from ..measure.device import synchronizer
 from ..measure.source import BatchSource, Source
 from ..measure.stamps import Pauses, fetches_ahead, stamp_buffer, without_first_period
-from ..measure.system import NullSampler, SystemSampler
+from ..measure.system import NullSampler, SystemSampler, disturbed
 from ..measure.trial import Reporter, Settle, full_trial, io_trial, synthetic_trial
 from ..results import lines
 from .console import Output
@@ -124,7 +124,10 @@ class TrialRunner:
     def with_system(self, result: TrialResult) -> TrialResult:
         """``result`` with the system metrics sampled since its clock started (as it is when off)."""
         system = self.sampler.stop()
-        return result if system is None else dataclasses.replace(result, system=system)
+        if system is None:
+            return result
+        system["disturbed"] = disturbed(system, self.config.general.busy_machine_share)
+        return dataclasses.replace(result, system=system)
 
     # --- trials -------------------------------------------------------------------------------
 
