@@ -1,5 +1,6 @@
-"""All of benchy's own measurements, one command: overhead, growth, fidelity, adaptive
-schedules, long runs (memory and checkpoints), the system-metrics sampler's cost.
+"""All of benchy's own measurements, one command: overhead, the hot loops against their floor,
+growth, fidelity, adaptive schedules, long runs (memory and checkpoints), the system-metrics
+sampler's cost.
 
     python benchmarks/run.py            # about 25 minutes on a 2-core machine
     python benchmarks/run.py --quick    # about 6 minutes: fewer batches and repetitions
@@ -29,6 +30,7 @@ def main() -> int:
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}\n", flush=True)
     parts = [
         ("overhead", ["--nbatches", "20000" if args.quick else "100000", "--runs", "3" if args.quick else "5"]),
+        ("floor", ["--loader", "generic", "--reps", "3" if args.quick else "9"]),
         ("growth", []),
         ("fidelity", ["--reps", "2" if args.quick else "10"]),
         ("adaptive", ["--reps", "1" if args.quick else "3"]),

@@ -16,12 +16,15 @@ The rules, in order (the README's "Counting samples" section says the same):
    then over-counted).
 
 A counter is specialised once, from the first batch, so the per-step call is one small
-function; a batch of another shape falls back to the general walk.
+function; a batch of another shape falls back to the general walk. A specialised counter also
+carries its count as an expression (``counter.inline``, e.g. ``batch[0].shape[0]``) that the
+trial loops compile in place of the call.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import keyword
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 __all__ = ["count_samples", "describe_rule", "make_counter"]
@@ -218,9 +221,26 @@ def make_counter(
                 return batch.shape[0]
             except (AttributeError, IndexError, TypeError):
                 return general(batch)
-        return direct
+        return _inline(direct, path)
     if len(path) == 1:
-        return _one_step(path[0], general)
+        return _inline(_one_step(path[0], general), path)
     if len(path) == 2 and path[0][0] == "item" and path[1][0] == "item":
-        return _two_items(path[0][1], path[1][1], general)
+        return _inline(_two_items(path[0][1], path[1][1], general), path)
     return general
+
+
+def _inline(counter: Counter, path: List[_Step]) -> Counter:
+    """``counter`` with ``inline``: the same count as a Python expression over ``batch``
+    (``batch[0].shape[0]``), which the trial loops compile in place of the call (see
+    :mod:`benchy.measure.trial`), falling back to the call where it raises. Keys that are not
+    int or str literals, and attribute names that are not identifiers, get no expression."""
+    expr = "batch"
+    for kind, key in path:
+        if kind == "item" and type(key) in (int, str):
+            expr += f"[{key!r}]"
+        elif kind == "attr" and isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key):
+            expr += f".{key}"
+        else:
+            return counter
+    counter.inline = expr + ".shape[0]"  # type: ignore[attr-defined]
+    return counter

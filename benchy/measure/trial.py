@@ -154,11 +154,14 @@ def _io_annotated(
                 nxt, batch = source.new_pass()
             pop()  # nvtx
             if each:
-                sizes[j - 1] = counter(batch)
+                try:
+                    sizes[j - 1] = counter(batch)  # count
+                except _MISS:
+                    sizes[j - 1] = counter(batch)
             stamps[j] = clock()
-            if j == next_report:
-                report(spec, j, stamps, sizes, pauses)  # type: ignore[misc]
+            if j == next_report:  # report: the line's time, from stamps[j] on, is taken out of the trial
                 next_report = _following(next_report, freq, n)
+                report(spec, j, stamps, sizes, pauses)  # type: ignore[misc]
         sync()
         stamps[n] = clock()
         if not each:
@@ -198,9 +201,9 @@ def _synthetic_annotated(
         (begin or sync)()
         for i in range(n):
             stamps[i] = clock()
-            if i == next_report:
-                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
+            if i == next_report:  # report: the line's time, from stamps[i] on, is taken out of the trial
                 next_report = _following(next_report, freq, n)
+                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
             step_attr.payload = i  # nvtx
             push(step_attr)  # nvtx
             depth = 2  # nvtx
@@ -255,11 +258,14 @@ def _full_annotated(
         (begin or sync)()
         for i in range(n):
             if each:
-                sizes[i] = counter(batch)
+                try:
+                    sizes[i] = counter(batch)  # count
+                except _MISS:
+                    sizes[i] = counter(batch)
             stamps[i] = clock()
-            if i == next_report:
-                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
+            if i == next_report:  # report: the line's time, from stamps[i] on, is taken out of the trial
                 next_report = _following(next_report, freq, n)
+                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
             step_attr.payload = i  # nvtx
             push(step_attr)  # nvtx
             depth = 2  # nvtx
@@ -302,26 +308,41 @@ def _full_annotated(
 
 
 _MARK = "# nvtx"
+_COUNT_MARK = "# count"
+_REPORT_MARK = "# report:"
+# What an inline count may raise on a batch of another structure: then the counter's call.
+_MISS = (AttributeError, IndexError, KeyError, TypeError)
 
 
-def _plain(annotated: Callable[..., Any]) -> Callable[..., Any]:
-    """The same function with every line marked ``# nvtx`` made ``pass``: no annotation is left in
-    the loop (``pass`` compiles to nothing), and the function has the same signature and globals."""
+def _variant(annotated: Callable[..., Any], nvtx: bool, count: Optional[str], report: bool = True
+             ) -> Callable[..., Any]:
+    """A window compiled from ``annotated``'s source: without NVTX, every line marked ``# nvtx``
+    made ``pass`` (which compiles to nothing); with ``count`` (a counter's ``inline``
+    expression, e.g. ``batch[0].shape[0]``), the lines marked ``# count`` compute it in place
+    of calling the counter (the call remains where it raises); without ``report``, the
+    periodic line's test (marked ``# report:``) is ``if False:``, which compiles to nothing.
+    Same signature, globals and line numbers as the annotated function."""
     lines, first = inspect.getsourcelines(annotated)
     source = textwrap.dedent("".join(lines))
     kept = ["" for _ in range(first - 1)]  # the same line numbers as the file, for tracebacks
     for line in source.splitlines():
-        if line.rstrip().endswith(_MARK):
+        stripped = line.rstrip()
+        if not nvtx and stripped.endswith(_MARK):
             line = line[: len(line) - len(line.lstrip())] + "pass"
+        elif count is not None and stripped.endswith(_COUNT_MARK):
+            line = line.replace("counter(batch)", count)
+        elif not report and _REPORT_MARK in line:
+            line = line[: len(line) - len(line.lstrip())] + "if False:"
         kept.append(line)
-    name = annotated.__name__.replace("_annotated", "_plain")
+    name = annotated.__name__.replace("_annotated", "_plain" if not nvtx else "_annotated") + (
+        "_inline" if count is not None else "") + ("" if report else "_quiet")
     code = compile("\n".join(kept).replace(f"def {annotated.__name__}(", f"def {name}(", 1) + "\n",
                    inspect.getsourcefile(annotated) or "<benchy.measure.trial>", "exec")
     namespace: Dict[str, Any] = {}
     exec(code, annotated.__globals__, namespace)
-    plain: Callable[..., Any] = namespace[name]
-    plain.__qualname__ = name
-    return plain
+    made: Callable[..., Any] = namespace[name]
+    made.__qualname__ = name
+    return made
 
 
 class _NoRanges:
@@ -345,17 +366,37 @@ class _Payload:
     payload = 0
 
 
-def _derive(annotated: Callable[..., Any]) -> Callable[..., Any]:
-    try:
-        return _plain(annotated)
-    except (OSError, TypeError):  # no source (a zipped or compiled-only install): no-op ranges, slower
-        none = _NoRanges()
-        return lambda *args: annotated(*args[:-1], none)
+_SOURCE_READABLE = True
+_VARIANTS: Dict[Tuple[str, bool, Optional[str], bool], Callable[..., Any]] = {}
 
 
-_io_plain = _derive(_io_annotated)
-_synthetic_plain = _derive(_synthetic_annotated)
-_full_plain = _derive(_full_annotated)
+def _window(annotated: Callable[..., Any], nvtx: bool, count: Optional[str] = None, report: bool = True
+            ) -> Callable[..., Any]:
+    """The window to run: ``annotated`` itself (NVTX, no inline count, periodic lines), else its
+    compiled variant (made once per combination). Where the package's source cannot be read (a
+    zipped or compiled-only install) the annotated window runs, with no-op ranges when NVTX is off."""
+    global _SOURCE_READABLE
+    if nvtx and count is None and report:
+        return annotated
+    key = (annotated.__name__, nvtx, count, report)
+    found = _VARIANTS.get(key)
+    if found is not None:
+        return found
+    if _SOURCE_READABLE:
+        try:
+            found = _VARIANTS[key] = _variant(annotated, nvtx, count, report)
+            return found
+        except (OSError, TypeError):
+            _SOURCE_READABLE = False
+    if nvtx:
+        return annotated
+    none = _NoRanges()
+    return lambda *args: annotated(*args[:-1], none)
+
+
+_io_plain = _window(_io_annotated, False)
+_synthetic_plain = _window(_synthetic_annotated, False)
+_full_plain = _window(_full_annotated, False)
 
 # Each window's (plain, annotated) variant: what the tests compare.
 WINDOWS: Dict[str, Tuple[Callable[..., Any], Callable[..., Any]]] = {
@@ -363,6 +404,10 @@ WINDOWS: Dict[str, Tuple[Callable[..., Any], Callable[..., Any]]] = {
     "SYNTHETIC": (_synthetic_plain, _synthetic_annotated),
     "FULL": (_full_plain, _full_annotated),
 }
+
+
+def _inline(counter: Counter) -> Optional[str]:
+    return getattr(counter, "inline", None)
 
 
 # --- the entry points ---------------------------------------------------------------------------
@@ -387,7 +432,7 @@ def io_trial(
     last batch shows itself by the StopIteration that follows it. ``ranges``: the NVTX ranges
     (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None.
     """
-    run = _io_plain if ranges is None else _io_annotated
+    run = _window(_io_annotated, ranges is not None, _inline(counter), _first_report(report, freq, spec.nbatches) >= 0)
     result: TrialResult = run(spec, source, counter, clock, sync, report, freq, begin, constant, ranges)
     return result
 
@@ -406,7 +451,7 @@ def synthetic_trial(
     ranges: Any = None,
 ) -> Generator[Any, None, None]:
     """Yield the one cached batch ``spec.nbatches`` times: the training step alone."""
-    run = _synthetic_plain if ranges is None else _synthetic_annotated
+    run = _window(_synthetic_annotated, ranges is not None, None, _first_report(report, freq, spec.nbatches) >= 0)
     stamps = stamp_buffer(spec.nbatches) if stamps is None else stamps
     gen: Generator[Any, None, None] = run(spec, get_batch, counter, clock, sync, settle, report, freq, begin, stamps,
                                           ranges)
@@ -432,7 +477,7 @@ def full_trial(
     ``constant``: as for :func:`io_trial`; batch ``i``'s last-of-pass StopIteration comes
     inside the window (at the fetch of batch ``i + 1``), so every count is exact.
     """
-    run = _full_plain if ranges is None else _full_annotated
+    run = _window(_full_annotated, ranges is not None, _inline(counter), _first_report(report, freq, spec.nbatches) >= 0)
     stamps = stamp_buffer(spec.nbatches) if stamps is None else stamps
     gen: Generator[Any, None, None] = run(spec, source, counter, clock, sync, settle, report, freq, begin, stamps,
                                           constant, ranges)

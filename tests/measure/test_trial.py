@@ -6,6 +6,7 @@ derived from the same source. Each test here runs over both variants through ``T
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
@@ -19,7 +20,7 @@ from benchy.measure.source import BatchSource
 from benchy.measure.stamps import handed_out, stamp_buffer
 from benchy.measure.trial import STOPPED, TOO_SHORT, full_trial, io_trial, synthetic_trial
 
-VARIANTS = ["plain", "annotated"]
+VARIANTS = ["plain", "annotated", "plain-inline", "annotated-inline"]  # -inline: the count compiled in place
 
 
 class Attr:
@@ -70,6 +71,7 @@ class Trials:
         self.done: List[Tuple[Any, bool]] = []
         self.aborted: List[Tuple[str, int, str]] = []
         self.ranges = RecordingRanges()
+        self.calls = 0  # counter calls (the -inline variants compute the per-step count in place)
 
     def settle(self, outcome: Any) -> None:
         if isinstance(outcome, Counted):
@@ -80,10 +82,10 @@ class Trials:
 
     def epoch(self, spec: TrialSpec, src: BatchSource, get_batch: Optional[Callable[[], Any]] = None,
               report: Any = None, freq: int = 0, stamps: Optional[List[float]] = None):
-        count = make_counter([0])
+        count = self.counter()
         if get_batch is None:
             get_batch = src.fetch
-        ranges = self.ranges if self.variant == "annotated" else None
+        ranges = self.ranges if self.variant.startswith("annotated") else None
         if spec.mode is Mode.SYNTHETIC:
             return synthetic_trial(spec, get_batch, count, self.t.clock, noop, self.settle, report, freq,
                                    stamps=stamps, ranges=ranges)
@@ -91,9 +93,20 @@ class Trials:
                           ranges=ranges)
 
     def io(self, spec: TrialSpec, src: BatchSource):
-        count = make_counter([0])
-        ranges = self.ranges if self.variant == "annotated" else None
+        count = self.counter()
+        ranges = self.ranges if self.variant.startswith("annotated") else None
         return io_trial(spec, src, count, self.t.clock, noop, ranges=ranges)
+
+    def counter(self) -> Any:
+        """The fake batches' counter; for the -inline variants one with an inline expression."""
+        if not self.variant.endswith("-inline"):
+            return make_counter([0])
+
+        def count(batch: Any) -> int:
+            self.calls += 1
+            return len(batch)
+        count.inline = "len(batch)"  # type: ignore[attr-defined]
+        return count
 
     def balanced(self) -> bool:
         return self.ranges.depth == 0
@@ -344,3 +357,43 @@ def test_the_plain_variant_is_the_annotated_one_without_its_annotations() -> Non
         assert not used & {"push", "pop", "depth", "step_attr", "fetch_attr", "_close_ranges", "payload"}
         assert {"push", "pop"} <= {i.argval for i in dis.get_instructions(annotated) if isinstance(i.argval, str)}
         assert plain.__code__.co_firstlineno == annotated.__code__.co_firstlineno  # tracebacks name the real lines
+
+
+@pytest.mark.parametrize("variant", ["plain-inline", "annotated-inline"])
+def test_an_inline_count_replaces_the_per_step_call(variant: str) -> None:
+    t = FakeClock()
+    runs = Trials(variant, t)
+    src = BatchSource(lambda: iter(loader(t, 1000, 4, fetch=0.01)))
+    result = runs.io(TrialSpec(Mode.IO, 1, False, 50), src)
+    assert result.samples == 200 and runs.calls == 0
+    gen = runs.epoch(TrialSpec(Mode.FULL, 1, False, 50), src)
+    assert drive(gen, t, 0.02) == 50 and runs.done[-1][0].samples == 200 and runs.calls == 0
+
+
+def test_counters_carry_their_count_as_an_expression_that_falls_back_to_the_call() -> None:
+    import torch
+
+    from benchy.measure.trial import _full_annotated, _window
+
+    @dataclasses.dataclass
+    class Batch:
+        x: Any
+
+    cases = [(torch.zeros(3, 2), "batch.shape[0]"), ((torch.zeros(3, 2), torch.zeros(3)), "batch[0].shape[0]"),
+             ({"image": torch.zeros(3, 2)}, "batch['image'].shape[0]"), (Batch(torch.zeros(3)), "batch.x.shape[0]"),
+             (({"ids": torch.zeros(3, 1)}, {"y": torch.zeros(3)}), "batch[0]['ids'].shape[0]"),
+             ({1.5: torch.zeros(3)}, None), ([{"a": 1}, {"a": 2}, {"a": 3}], None)]
+    for batch, expected in cases:
+        counter = make_counter(batch)
+        assert getattr(counter, "inline", None) == expected, batch
+        assert (eval(expected, {"batch": batch}) if expected else counter(batch)) == 3
+    # A FULL window with the tuple's inline count, fed a dict and a bare tensor later on: the call counts them.
+    t = FakeClock()
+    runs = Trials("plain", t)
+    counter = make_counter((torch.zeros(4, 2), torch.zeros(4)))
+    batches = [(torch.zeros(4, 2), torch.zeros(4)), {"x": torch.zeros(2)}, [1, 2, 3, 4, 5], (torch.zeros(3),)]
+
+    assert _window(_full_annotated, False, counter.inline).__name__ == "_full_plain_inline"
+    gen = full_trial(TrialSpec(Mode.FULL, 1, False, 8), BatchSource(lambda: iter(batches * 3)), counter, t.clock, noop, runs.settle)
+    assert drive(gen, t, 0.02) == 8
+    assert list(runs.done[-1][0].step_samples) == [4, 2, 5, 3] * 2
