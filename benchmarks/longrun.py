@@ -13,6 +13,12 @@ batches by default, the case in issue 10. Two runs of the same schedule:
 
 A batch size above 256 (``--batch-size 512``) makes every sample count a new Python int,
 which is what a list of counts pays for such batches.
+
+Then the peak the operating system sees: two fresh processes run the same loop over the same
+loader (64 batch objects handed out in turn, so the batches themselves take no memory), one
+plain and one through benchy with the schedule above (the final JSON and per-step files
+written), and each reports its peak RSS (``ru_maxrss``); the difference per timed batch is
+what benchy costs at its peak (``--schedule full`` runs FULL trials only).
 """
 
 from __future__ import annotations
@@ -21,11 +27,12 @@ import argparse
 import contextlib
 import gc
 import os
+import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
@@ -91,6 +98,67 @@ def recorded_run(batches: List[Any], out_dir: str, n: int, ntrials: int, size: i
 BETWEEN: List[int] = []  # tracemalloc peaks between JSON writes (while trials run)
 
 
+class Pool:
+    """A loader of ``n`` batches per pass, 64 batch objects handed out in turn."""
+
+    def __init__(self, n: int, size: int) -> None:
+        self.n = n
+        self.pool = [(torch.zeros(size, 1), torch.zeros(size, dtype=torch.long)) for _ in range(64)]
+
+    def __iter__(self) -> Any:
+        pool = self.pool
+        return (pool[k & 63] for k in range(self.n))
+
+
+def child(kind: str, n: int, ntrials: int, size: int, schedule: str) -> None:
+    """One process's loop, plain or through benchy; prints its peak RSS in bytes."""
+    import resource
+
+    loader = Pool(n + 2, size)
+    modes = ("IO", "synthetic", "full") if schedule == "all" else ("full",)
+    epochs = (2 * ntrials if schedule == "all" else ntrials) + 1
+    if kind == "plain":
+        for _ in range(epochs):
+            for _ in loader:
+                pass
+    else:
+        with tempfile.TemporaryDirectory() as out_dir:
+            mode = {"nbatches": n, "ntrials": ntrials, "nwarmup": 0}
+            cfg: Dict[str, Any] = {"global": {"report_freq": 0, "exit_after_tests": False, "output_dir": out_dir,
+                                              "console": "plain"}}
+            for name in ("IO", "synthetic", "full"):
+                cfg[name] = mode if name in modes else {"run_benchmark": False}
+            wrapper = BenchmarkGenericIteratorWrapper(loader, size, benchy_config=cfg)
+            run_epochs(wrapper, epochs)
+            assert wrapper.benchy.done, "the schedule did not finish"
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+def _peaks(n: int, ntrials: int, size: int, schedule: str) -> Dict[str, int]:
+    peaks = {}
+    for kind in ("plain", "benchy"):
+        out = subprocess.run([sys.executable, __file__, "--child", kind, "--nbatches", str(n), "--ntrials",
+                              str(ntrials), "--batch-size", str(size), "--schedule", schedule],
+                             capture_output=True, text=True, check=True)
+        peaks[kind] = int(out.stdout.split()[-1])
+    return peaks
+
+
+def peak_rss(n: int, ntrials: int, size: int, schedule: str) -> None:
+    """Peak RSS through benchy over the plain loop's, at ``n`` and ``n / 10`` batches per trial:
+    per timed batch in all, and at the margin (the slope between the two: what each more batch
+    costs, without the fixed cost of benchy's imports and threads)."""
+    per_mode = (3 if schedule == "all" else 1) * ntrials
+    big, small = _peaks(n, ntrials, size, schedule), _peaks(max(1, n // 10), ntrials, size, schedule)
+    extra = big["benchy"] - big["plain"]
+    extra_small = small["benchy"] - small["plain"]
+    timed, timed_small = per_mode * n, per_mode * max(1, n // 10)
+    print(f"peak RSS, {schedule} schedule ({timed} timed batches): plain loop {big['plain'] / 1e6:.1f} MB, "
+          f"through benchy {big['benchy'] / 1e6:.1f} MB: +{extra / 1e6:.1f} MB, {extra / timed:.1f} bytes per timed "
+          f"batch; at {timed_small} timed batches +{extra_small / 1e6:.1f} MB: "
+          f"{(extra - extra_small) / (timed - timed_small):.1f} bytes per timed batch at the margin")
+
+
 def disk_size(path: str) -> int:
     if os.path.isdir(path):
         return sum(os.path.getsize(os.path.join(path, name)) for name in os.listdir(path))
@@ -102,8 +170,21 @@ def main() -> int:
     parser.add_argument("--nbatches", type=int, default=200_000)
     parser.add_argument("--ntrials", type=int, default=2, help="trials per mode (3 modes)")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--schedule", choices=["all", "full"], default="all",
+                        help="the peak-RSS comparison's schedule: IO, SYNTHETIC and FULL, or FULL only")
+    parser.add_argument("--child", choices=["plain", "benchy"], help=argparse.SUPPRESS)
+    parser.add_argument("--peak-only", action="store_true", help="only the peak-RSS comparison")
     args = parser.parse_args()
     n, size = args.nbatches, args.batch_size
+    if args.child:
+        child(args.child, n, args.ntrials, size, args.schedule)
+        return 0
+    # First, while this process is small: a child's peak RSS starts from its parent's (it
+    # survives exec on Linux), so the children must not be started after the batches below.
+    peak_rss(n, args.ntrials, size, args.schedule)
+    if args.peak_only:
+        return 0
+    peak_rss(n, args.ntrials, size, "full" if args.schedule == "all" else "all")
     batches = [(torch.zeros(size, 1), torch.zeros(size, dtype=torch.long)) for _ in range(n + 1)]
     trials = 3 * args.ntrials
     epochs = 2 * args.ntrials + 1  # SYNTHETIC and FULL trials take an epoch each, then one plain epoch

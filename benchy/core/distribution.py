@@ -49,8 +49,14 @@ def step_profile(trials: Sequence[TrialResult]) -> Optional[StepProfile]:
     arrays = [np.frombuffer(t.step_seconds, dtype=np.float64) for t in trials if len(t.step_seconds)]
     if not arrays:
         return None
-    pooled = np.concatenate(arrays)
-    p50, p90, p99 = (float(x) for x in np.percentile(pooled, [50, 90, 99]))
+    # Pooled in single precision (7 significant digits, far finer than the microseconds printed)
+    # and partitioned in place: 4 bytes a step beside the 8 each trial keeps, not 16.
+    pooled = np.empty(sum(len(a) for a in arrays), dtype=np.float32)
+    at = 0
+    for periods in arrays:
+        pooled[at:at + len(periods)] = periods
+        at += len(periods)
+    p50, p90, p99 = (float(x) for x in np.percentile(pooled, [50, 90, 99], overwrite_input=True))
     stalls, stall_time, total = 0, 0.0, 0.0
     periods_found: List[Optional[int]] = []
     for periods in arrays:

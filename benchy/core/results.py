@@ -18,7 +18,39 @@ from .schedule import Mode, TrialSpec
 from .startup import Startup
 from .stats import Estimate, estimate
 
-__all__ = ["Counted", "Interruption", "Outcome", "RunResults", "Snapshot", "TrialResult"]
+__all__ = [
+    "RATES_SLICE",
+    "SAMPLE_TYPECODES",
+    "Counted",
+    "Interruption",
+    "Outcome",
+    "RunResults",
+    "Snapshot",
+    "StepRates",
+    "TrialResult",
+    "samples_typecode",
+]
+
+RATES_SLICE = 65_536  # steps whose throughputs are computed at a time
+
+# Per-step sample counts are stored in the smallest of these that holds them ('q': negative counts).
+SAMPLE_TYPECODES = ("B", "H", "I", "Q", "q")
+
+
+def samples_typecode(counts: Any) -> str:
+    """The smallest array typecode of :data:`SAMPLE_TYPECODES` that holds every count."""
+    if len(counts) == 0:
+        return "B"
+    if isinstance(counts, np.ndarray):
+        low, high = int(counts.min()), int(counts.max())
+    else:
+        low, high = int(min(counts)), int(max(counts))
+    if low < 0:
+        return "q"
+    for code in SAMPLE_TYPECODES[:4]:
+        if high < 1 << (8 * array(code).itemsize):
+            return code
+    return "q"
 
 
 @dataclass(frozen=True)
@@ -27,7 +59,9 @@ class TrialResult:
 
     ``step_seconds[i]`` is the time from handing out batch ``i`` to handing out batch
     ``i + 1`` (the step and the next fetch); ``step_samples[i]`` the samples of that batch.
-    Any sequence may be passed for them; they are stored as ``array('d')`` and ``array('q')``.
+    Any sequence may be passed for them; they are stored as ``array('d')`` and an integer array
+    of the smallest type that holds the counts (``'B'``: one byte a step for batches of up to 255
+    samples; :func:`samples_typecode`).
     """
 
     spec: TrialSpec
@@ -50,10 +84,13 @@ class TrialResult:
     system: Optional[Dict[str, Any]] = None
 
     def __post_init__(self) -> None:
-        for name, code in (("step_seconds", "d"), ("step_samples", "q")):
-            value: Any = getattr(self, name)
-            if not (isinstance(value, array) and value.typecode == code):
-                object.__setattr__(self, name, array(code, value))
+        seconds: Any = self.step_seconds
+        if not (isinstance(seconds, array) and seconds.typecode == "d"):
+            object.__setattr__(self, "step_seconds", array("d", seconds))
+        counts: Any = self.step_samples
+        if not (isinstance(counts, array) and counts.typecode in SAMPLE_TYPECODES):
+            counts = list(counts)
+            object.__setattr__(self, "step_samples", array(samples_typecode(counts), counts))
 
     __hash__ = None  # type: ignore[assignment]  # the step arrays are mutable containers
 
@@ -105,10 +142,15 @@ class TrialResult:
         """Each rank's own throughput (samples per second); empty for a single process."""
         return tuple((n / t if t > 0 else float("inf")) for n, t in zip(self.rank_samples, self.rank_seconds))
 
-    def step_rates(self) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """Per-step throughputs (samples per second; inf for a step of no measurable time)."""
-        seconds = np.frombuffer(self.step_seconds, dtype=np.float64)
-        samples = np.frombuffer(self.step_samples, dtype=np.int64).astype(np.float64)
+    def samples_array(self) -> np.ndarray[Any, Any]:
+        """``step_samples`` as a numpy view (no copy), of its own integer type."""
+        return np.frombuffer(self.step_samples, dtype=np.dtype(self.step_samples.typecode))
+
+    def step_rates(self, start: int = 0, stop: Optional[int] = None) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """Per-step throughputs (samples per second; inf for a step of no measurable time), of
+        steps ``start`` to ``stop`` (default: all)."""
+        seconds = np.frombuffer(self.step_seconds, dtype=np.float64)[start:stop]
+        samples = self.samples_array()[start:stop]
         rates = np.full(len(seconds), np.inf)
         np.divide(samples, seconds, out=rates, where=seconds > 0)
         return rates
@@ -118,7 +160,28 @@ class TrialResult:
         """The mean of the per-step throughputs (the original's ``avg_iter_throughput``), computed once."""
         if not self.step_seconds:
             return None
-        return float(np.mean(self.step_rates()))
+        n, total = len(self.step_seconds), 0.0
+        for start in range(0, n, RATES_SLICE):  # a slice at a time: no array of the trial's length
+            total += float(np.sum(self.step_rates(start, start + RATES_SLICE)))
+        return total / n
+
+
+class StepRates:
+    """A trial's per-step throughputs as the final JSON's ``rates`` writes them: computed a slice
+    at a time (``slice``), so no array of the trial's length is ever made for them."""
+
+    def __init__(self, trial: TrialResult) -> None:
+        self._trial = trial
+
+    def __len__(self) -> int:
+        return len(self._trial.step_seconds)
+
+    def slice(self, start: int, stop: int) -> np.ndarray[Any, np.dtype[np.float64]]:
+        return self._trial.step_rates(start, stop)
+
+    def tolist(self) -> List[float]:
+        out: List[float] = self._trial.step_rates().tolist()
+        return out
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""A trial's timestamps and what they mean: the buffer the hot loops fill, how far an epoch trial
-got, and the :class:`~benchy.core.results.TrialResult` built from them once the trial ends (glue
-between the loops of :mod:`benchy.measure.trial` and the result model; numpy, no torch).
+"""A trial's timestamps and what they mean: the series the hot loops fill (:class:`Series`, 8
+bytes a stamp), how far an epoch trial got, and the :class:`~benchy.core.results.TrialResult`
+built from them once the trial ends (glue between the loops of :mod:`benchy.measure.trial` and
+the result model; numpy, no torch).
 
 ``stamps[i]`` is when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops;
 period ``i`` (``stamps[i]`` to ``stamps[i+1]``) holds one training step and one fetch.
@@ -14,76 +15,155 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..core.results import TrialResult
+from ..core.results import TrialResult, samples_typecode
 from ..core.schedule import TrialSpec
 
-__all__ = ["LOOKAHEAD_SHARE", "UNSET", "Pauses", "build_result", "fetches_ahead", "handed_out", "stamp_buffer",
-           "without_first_period"]
+__all__ = ["CHUNK", "LOOKAHEAD_SHARE", "UNSET", "Pauses", "Series", "build_result", "fetches_ahead", "handed_out",
+           "size_buffer", "stamp_buffer", "without_first_period"]
 
-Pauses = List[Tuple[int, float]]  # (step, seconds) of each periodic line, taken out of the trial
+Pauses = List[Tuple[int, float]]  # (period, seconds) of benchy's own work inside a trial, taken out of it
 
-# A stamp not taken yet. Found by identity (``stamps.index(UNSET)``), so a session can tell
-# how many batches a suspended trial has handed out without any per-step bookkeeping.
+# A stamp not taken yet. Found by identity (``buf.index(UNSET)``), so a session can tell how
+# many batches a suspended trial has handed out without any per-step bookkeeping.
 UNSET = float("nan")
 
+# Values a hot loop writes into a plain list before they move into a typed array (see Series).
+CHUNK = 4096
+# Per-step sample counts while a trial runs: 4 bytes each ('I'), made smaller when it ends.
+_COUNTS = "I" if array("I").itemsize >= 4 else "Q"
 
-def stamp_buffer(n: int) -> List[float]:
+
+class Series:
+    """``length`` values a hot loop writes one at a time, held in 8 (or 4) bytes each.
+
+    The loop stores into ``buf``, a list of :data:`CHUNK` slots (a list store is the cheapest
+    store a loop can make); at each chunk's end :meth:`flush` moves them into ``data``, a typed
+    array, and blanks ``buf`` again, outside the trial's time (a pause). A list of floats costs
+    32 bytes a value (the slot and the float object), so a trial's stamps took 32 bytes a batch
+    until it ended; now they take 8, and the list stays 4096 slots long. Value ``i`` is
+    ``data[i]`` below ``done`` and ``buf[i - done]`` from there. ``buffered=False`` (a count the
+    same for every batch): ``data`` only, written by :meth:`set`.
+    """
+
+    __slots__ = ("_blank", "buf", "buffered", "data", "done")
+
+    def __init__(self, length: int, code: str = "d", fill: Any = UNSET, buffered: bool = True) -> None:
+        self.data: array[Any] = array(code, [fill]) * length
+        self.buffered = buffered
+        self._blank: List[Any] = [fill] * (CHUNK if buffered else 0)
+        self.buf: List[Any] = list(self._blank)
+        self.done = 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def flush(self, count: int) -> None:
+        """Move ``buf[:count]`` into ``data`` (from ``done`` on) and blank those slots."""
+        if count > 0 and self.buffered:
+            start = self.done
+            self.data[start:start + count] = array(self.data.typecode, self.buf[:count])
+            self.buf[:count] = self._blank[:count]
+            self.done = start + count
+
+    def get(self, i: int) -> Any:
+        return self.data[i] if i < self.done or not self.buffered else self.buf[i - self.done]
+
+    __getitem__ = get  # value ``i`` (a reporter reads ``stamps[i]``)
+
+    def set(self, i: int, value: Any) -> None:
+        if i < self.done or not self.buffered:
+            self.data[i] = value
+        else:
+            self.buf[i - self.done] = value
+
+    def total(self, low: int, high: int) -> float:
+        """The sum of values ``low`` to ``high - 1``."""
+        if not self.buffered or high <= self.done:
+            return float(sum(self.data[low:high]))
+        head = float(sum(self.data[low:self.done])) if low < self.done else 0.0
+        return head + float(sum(self.buf[max(0, low - self.done):high - self.done]))
+
+    def written(self) -> int:
+        """How many stamps were taken (a stamp series: the first blank slot of ``buf``)."""
+        try:
+            return self.done + self.buf.index(UNSET)
+        except ValueError:
+            return self.done + len(self.buf)
+
+    def release(self) -> None:
+        """Let the values go (the result is built): ``written()`` still tells how far the loop got."""
+        self.data = array(self.data.typecode)
+
+    def settle(self, count: int) -> None:
+        """Move what the loop wrote to ``data``, up to ``count`` values in all (a trial that ended early)."""
+        self.flush(min(count, len(self.data)) - self.done)
+
+
+def stamp_buffer(n: int) -> Series:
     """The ``n + 1`` timestamps of a trial, all :data:`UNSET`."""
-    return [UNSET] * (n + 1)
+    return Series(n + 1)
 
 
-def handed_out(stamps: List[float], n: int) -> int:
-    """How many of its ``n`` batches an epoch trial has handed out so far (O(n), C speed)."""
-    try:
-        return min(stamps.index(UNSET), n)
-    except ValueError:
-        return n
+def size_buffer(n: int, constant: Optional[int]) -> Series:
+    """The ``n`` per-batch sample counts: written by the loop, or ``constant`` for every batch."""
+    return Series(n, _COUNTS, 0 if constant is None else constant, buffered=constant is None)
 
 
-def build_result(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses,
-                 periods: Optional[int] = None, asks: Optional[List[float]] = None,
-                 fetched: Optional[float] = None) -> TrialResult:
-    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them).
+def handed_out(stamps: Series, n: int) -> int:
+    """How many of its ``n`` batches an epoch trial has handed out so far (C speed)."""
+    return min(stamps.written(), n)
 
-    The lists the hot loop filled (its fastest store) become 16 bytes per step here, once.
+
+def build_result(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses,
+                 periods: Optional[int] = None, asks: Optional[Series] = None,
+                 fetched: Optional[float] = None, gaps: Optional[Pauses] = None) -> TrialResult:
+    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them), from the
+    series the loop filled (moved into their typed arrays by the caller).
+
     FULL passes ``asks``: ``asks[i]`` is when the loop asked for the batch after batch ``i``,
-    splitting period ``i`` into the step (``stamps[i]`` to ``asks[i]``, periodic-line time
-    taken out) and the wait for data (``asks[i]`` to ``stamps[i + 1]``); ``fetched`` is when
-    the last fetch returned, before the device sync that closes the trial (the sync is
-    the step's work, not the loader's).
+    splitting period ``i`` into the step (``stamps[i]`` to ``asks[i]``) and the wait for data
+    (``asks[i]`` to ``stamps[i + 1]``); ``fetched`` is when the last fetch returned, before the
+    device sync that closes the trial (the sync is the step's work, not the loader's).
+    ``pauses``: benchy's own time inside the step part of a period (periodic lines, and the
+    series' moves in IO and SYNTHETIC), taken out of the period; ``gaps``: its time inside the
+    wait part (FULL's series moves), taken out of the period and its wait.
+
+    Memory: the step times are computed into the result's own array, the waits in place in
+    ``asks``' array and the step parts in ``stamps``', so nothing per step is allocated here
+    beyond what the result keeps (8 bytes for the time, 1 to 8 for the count).
     """
     n = len(sizes) if periods is None else periods
-    times = np.array(stamps[: n + 1], dtype=np.float64)
-    steps = np.diff(times)
+    times = np.frombuffer(stamps.data, dtype=np.float64)[: n + 1]
+    step_seconds = array("d", [0.0]) * n
+    steps = np.frombuffer(step_seconds, dtype=np.float64) if n else np.zeros(0)
+    if n:
+        np.subtract(times[1:], times[:-1], out=steps)
     for k, seconds in pauses:
         if 0 <= k < n:
             steps[k] -= seconds
-    counts = np.array(sizes[:n], dtype=np.int64)
+    counts_all = np.frombuffer(sizes.data, dtype=np.dtype(sizes.data.typecode))[:n]
+    counts = array(samples_typecode(counts_all), [0]) * n
+    if n:
+        np.frombuffer(counts, dtype=np.dtype(counts.typecode))[:] = counts_all
     split: Dict[str, Any] = {}
     if asks is not None and n > 0:
-        waits = times[1:] - np.array(asks[:n], dtype=np.float64)
+        waits = np.frombuffer(asks.data, dtype=np.float64)[:n]
+        np.subtract(times[1:], waits, out=waits)  # in place: asks are not needed after this
         if fetched is not None and n == len(sizes):
             waits[n - 1] -= times[n] - fetched
+        for k, seconds in gaps or ():
+            if 0 <= k < n:
+                steps[k] -= seconds
+                waits[k] -= seconds
         if np.isfinite(waits).all():
-            work = steps - waits
-            split = {"wait_seconds": float(waits.sum()), "wait_median": float(np.median(waits)),
-                     "work_median": float(np.median(work))}
-    return TrialResult(
-        spec=spec,
-        samples=int(counts.sum()),
-        seconds=float(steps.sum()),
-        step_seconds=_compact(steps, "d"),
-        step_samples=_compact(counts, "q"),
-        **split,
-    )
-
-
-def _compact(values: np.ndarray[Any, Any], code: str) -> array[Any]:
-    """``values`` as an array of exactly their size (``array(code, bytes)`` keeps 1/16 spare)."""
-    out = array(code, [0]) * len(values)
-    if len(values):
-        np.frombuffer(out, dtype=values.dtype)[:] = values
-    return out
+            wait_seconds = float(waits.sum())
+            work = times[:n]  # in place: the stamps are not needed after this either
+            np.subtract(steps, waits, out=work)
+            split = {"wait_seconds": wait_seconds, "wait_median": float(np.median(waits, overwrite_input=True)),
+                     "work_median": float(np.median(work, overwrite_input=True))}
+    seconds = float(steps.sum())
+    return TrialResult(spec=spec, samples=int(counts_all.sum(dtype=np.int64)), seconds=seconds,
+                       step_seconds=step_seconds, step_samples=counts, **split)
 
 
 # A SYNTHETIC first period shorter than this share of the median period holds no step.

@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Generator, Optional, Tuple
 
 from ..core.results import Counted, Interruption, Outcome, TrialResult
 from ..core.schedule import TrialSpec
 from .source import Source
-from .stamps import Pauses, build_result, stamp_buffer
+from .stamps import Pauses, Series, build_result, handed_out, size_buffer, stamp_buffer
 
 __all__ = [
     "STOPPED",
@@ -64,7 +64,7 @@ Clock = Callable[[], float]
 _NO_BATCH = object()
 # report(spec, i, stamps, sizes, pauses): called after stamps[i] is taken; appends its own
 # duration to ``pauses`` as (i, seconds).
-Reporter = Callable[[TrialSpec, int, List[float], List[int], Pauses], None]
+Reporter = Callable[[TrialSpec, int, Series, Series, Pauses], None]
 Counter = Callable[[Any], int]
 Settle = Callable[[Outcome], None]  # an epoch trial's outcome, handed over once
 
@@ -74,12 +74,21 @@ TOO_SHORT = ("the loop took its only batch (nbatches: 1) and never asked for a s
              "trial's window needs; use nbatches >= 2")
 
 
-def _closed(spec: TrialSpec, stamps: List[float], sizes: List[int], pauses: Pauses, handed: int,
-            asks: Optional[List[float]] = None) -> Outcome:
+def _closed(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses, asks: Optional[Series] = None,
+            gaps: Optional[Pauses] = None) -> Outcome:
     """The loop closed or dropped the trial's iterator: it counts if all batches were handed out."""
     n = spec.nbatches
+    handed = handed_out(stamps, n)
+    stamps.settle(handed)  # what the loop wrote into the series' lists, into their arrays
+    sizes.settle(handed)
+    if asks is not None:
+        asks.settle(handed - 1)  # the ask after the last batch handed out was never made
     if handed >= n and n >= 2:
-        return Counted(build_result(spec, stamps, sizes, pauses, periods=n - 1, asks=asks), True)
+        result = build_result(spec, stamps, sizes, pauses, periods=n - 1, asks=asks, gaps=gaps)
+        for series in (stamps, sizes, asks):
+            if series is not None:
+                series.release()
+        return Counted(result, True)
     if handed >= n:
         return Interruption(spec, handed, TOO_SHORT)
     return Interruption(spec, handed, STOPPED.format(k=handed, n=n), dropped=True)
@@ -130,7 +139,8 @@ def _io_annotated(
     n = spec.nbatches
     stamps = stamp_buffer(n)
     each = constant is None
-    sizes = [0 if constant is None else constant] * n  # sizes[k]: the batch received at stamps[k + 1]
+    sizes = size_buffer(n, constant)  # sizes[k]: the batch received at stamps[k + 1]
+    sbuf, zbuf, chunk = stamps.buf, sizes.buf, len(stamps.buf)
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
     push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch  # nvtx
@@ -142,34 +152,46 @@ def _io_annotated(
         pop()  # nvtx
         depth = 1  # nvtx
         (begin or sync)()
-        stamps[0] = clock()
-        for j in range(1, n + 1):
-            fetch_attr.payload = j  # nvtx
-            push(fetch_attr)  # nvtx
-            try:
-                batch = nxt()
-            except StopIteration:
-                if not each and j >= 2:
-                    sizes[j - 2] = counter(batch)  # it ended its pass
-                nxt, batch = source.new_pass()
-            pop()  # nvtx
-            if each:
+        stamps.data[0] = clock()
+        stamps.done = 1
+        for c0 in range(1, n + 1, chunk):  # stamp c0 + k is buf[k]; size c0 - 1 + k is zbuf[k]
+            m = min(chunk, n + 1 - c0)
+            rk = next_report - c0
+            for k in range(m):
+                fetch_attr.payload = c0 + k  # nvtx
+                push(fetch_attr)  # nvtx
                 try:
-                    sizes[j - 1] = counter(batch)  # count
-                except _MISS:
-                    sizes[j - 1] = counter(batch)
-            stamps[j] = clock()
-            if j == next_report:  # report: the line's time, from stamps[j] on, is taken out of the trial
-                next_report = _following(next_report, freq, n)
-                report(spec, j, stamps, sizes, pauses)  # type: ignore[misc]
+                    batch = nxt()
+                except StopIteration:
+                    if not each and c0 + k >= 2:
+                        sizes.set(c0 + k - 2, counter(batch))  # it ended its pass
+                    nxt, batch = source.new_pass()
+                pop()  # nvtx
+                if each:
+                    try:
+                        zbuf[k] = counter(batch)  # count
+                    except _MISS:
+                        zbuf[k] = counter(batch)
+                sbuf[k] = clock()
+                if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
+                    next_report = _following(next_report, freq, n)
+                    rk = next_report - c0
+                    report(spec, c0 + k, stamps, sizes, pauses)  # type: ignore[misc]
+            moved = clock()
+            stamps.flush(m)
+            sizes.flush(m)
+            pauses.append((min(c0 + m, n) - 1, clock() - moved))
         sync()
-        stamps[n] = clock()
+        stamps.data[n] = clock()
         if not each:
-            sizes[n - 1] = counter(batch)  # whether it ends its pass shows only in the next trial
+            sizes.set(n - 1, counter(batch))  # whether it ends its pass shows only in the next trial
         source.keep(batch)
     finally:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-    return build_result(spec, stamps, sizes, pauses)
+    result = build_result(spec, stamps, sizes, pauses)
+    stamps.release()
+    sizes.release()
+    return result
 
 
 def _synthetic_annotated(
@@ -182,14 +204,14 @@ def _synthetic_annotated(
     report: Optional[Reporter],
     freq: int,
     begin: Optional[Callable[[], None]],
-    stamps: List[float],
+    stamps: Series,
     ranges: Any,
 ) -> Generator[Any, None, None]:
     n = spec.nbatches
     pauses: Pauses = []
-    sizes: List[int] = []
+    sizes = size_buffer(0, 0)
+    sbuf, chunk = stamps.buf, len(stamps.buf)
     next_report = _first_report(report, freq, n)
-    i = -1
     push, pop, step_attr = ranges.push, ranges.pop, ranges.step  # nvtx
     depth = 0  # nvtx
     try:
@@ -197,32 +219,42 @@ def _synthetic_annotated(
         batch = get_batch()
         pop()  # nvtx
         depth = 1  # nvtx
-        sizes = [counter(batch)] * n
+        sizes = size_buffer(n, counter(batch))
         (begin or sync)()
-        for i in range(n):
-            stamps[i] = clock()
-            if i == next_report:  # report: the line's time, from stamps[i] on, is taken out of the trial
-                next_report = _following(next_report, freq, n)
-                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
-            step_attr.payload = i  # nvtx
-            push(step_attr)  # nvtx
-            depth = 2  # nvtx
-            yield batch
-            pop()  # nvtx
-            depth = 1  # nvtx
+        for c0 in range(0, n, chunk):  # stamp c0 + k is buf[k]
+            m = min(chunk, n - c0)
+            rk = next_report - c0
+            for k in range(m):
+                sbuf[k] = clock()
+                if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
+                    next_report = _following(next_report, freq, n)
+                    rk = next_report - c0
+                    report(spec, c0 + k, stamps, sizes, pauses)  # type: ignore[misc]
+                step_attr.payload = c0 + k  # nvtx
+                push(step_attr)  # nvtx
+                depth = 2  # nvtx
+                yield batch
+                pop()  # nvtx
+                depth = 1  # nvtx
+            moved = clock()
+            stamps.flush(m)
+            pauses.append((c0 + m - 1, clock() - moved))
         sync()
-        stamps[n] = clock()
+        stamps.data[n] = clock()
     except GeneratorExit:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(_closed(spec, stamps, sizes, pauses, i + 1))
+        settle(_closed(spec, stamps, sizes, pauses))
         raise
     except BaseException as err:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(Interruption(spec, i + 1, f"{type(err).__name__} raised: {err}", error=True))
+        settle(Interruption(spec, handed_out(stamps, n), f"{type(err).__name__} raised: {err}", error=True))
         raise
     finally:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-    settle(Counted(build_result(spec, stamps, sizes, pauses)))
+    result = build_result(spec, stamps, sizes, pauses)
+    stamps.release()  # before the outcome is handed over: the last trial's summary runs inside it
+    sizes.release()
+    settle(Counted(result))
 
 
 def _full_annotated(
@@ -235,17 +267,18 @@ def _full_annotated(
     report: Optional[Reporter],
     freq: int,
     begin: Optional[Callable[[], None]],
-    stamps: List[float],
+    stamps: Series,
     constant: Optional[int],
     ranges: Any,
 ) -> Generator[Any, None, None]:
     n = spec.nbatches
-    asks = stamp_buffer(n)  # asks[i]: the loop asks for the batch after batch i (the step ended)
+    asks = stamp_buffer(n - 1)  # asks[i]: the loop asks for the batch after batch i (the step ended)
     each = constant is None
-    sizes = [0 if constant is None else constant] * n
+    sizes = size_buffer(n, constant)
+    sbuf, abuf, zbuf, chunk = stamps.buf, asks.buf, sizes.buf, len(stamps.buf)
     pauses: Pauses = []
+    gaps: Pauses = []  # the series' moves, in the wait part of a period
     next_report = _first_report(report, freq, n)
-    i = -1
     push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch  # nvtx
     depth = 0  # nvtx
     try:
@@ -256,55 +289,68 @@ def _full_annotated(
         depth = 1  # nvtx
         last = n - 1
         (begin or sync)()
-        for i in range(n):
-            if each:
+        for c0 in range(0, n, chunk):  # batch c0 + k: its stamp, ask and size are buf[k]
+            m = min(chunk, n - c0)
+            rk = next_report - c0
+            for k in range(m):
+                if each:
+                    try:
+                        zbuf[k] = counter(batch)  # count
+                    except _MISS:
+                        zbuf[k] = counter(batch)
+                sbuf[k] = clock()
+                if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
+                    next_report = _following(next_report, freq, n)
+                    rk = next_report - c0
+                    report(spec, c0 + k, stamps, sizes, pauses)  # type: ignore[misc]
+                step_attr.payload = c0 + k  # nvtx
+                push(step_attr)  # nvtx
+                depth = 2  # nvtx
+                yield batch
+                abuf[k] = clock()
+                pop()  # nvtx
+                fetch_attr.payload = c0 + k + 1  # nvtx
+                push(fetch_attr)  # nvtx
+                # After the last step this fetches the batch after the trial's last one, so the
+                # window holds n fetches as well as n steps; it is kept for the next FULL trial.
                 try:
-                    sizes[i] = counter(batch)  # count
-                except _MISS:
-                    sizes[i] = counter(batch)
-            stamps[i] = clock()
-            if i == next_report:  # report: the line's time, from stamps[i] on, is taken out of the trial
-                next_report = _following(next_report, freq, n)
-                report(spec, i, stamps, sizes, pauses)  # type: ignore[misc]
-            step_attr.payload = i  # nvtx
-            push(step_attr)  # nvtx
-            depth = 2  # nvtx
-            yield batch
-            asks[i] = clock()
-            pop()  # nvtx
-            fetch_attr.payload = i + 1  # nvtx
-            push(fetch_attr)  # nvtx
-            # After the last step this fetches the batch after the trial's last one, so the
-            # window holds n fetches as well as n steps; it is kept for the next FULL trial.
-            try:
-                batch = nxt()
-            except StopIteration:
-                if not each:
-                    sizes[i] = counter(batch)  # it ended its pass
-                if i == last:  # the pass ended with the trial: stop the clock, no new pass
-                    batch = _NO_BATCH
-                    break
-                nxt, batch = source.new_pass()
-            pop()  # nvtx
-            depth = 1  # nvtx
-        depth = _close_ranges(pop, depth, 1)  # nvtx
+                    batch = nxt()
+                except StopIteration:
+                    if not each:
+                        sizes.set(c0 + k, counter(batch))  # it ended its pass
+                    if c0 + k == last:  # the pass ended with the trial: stop the clock, no new pass
+                        batch = _NO_BATCH
+                        break
+                    nxt, batch = source.new_pass()
+                pop()  # nvtx
+                depth = 1  # nvtx
+            depth = _close_ranges(pop, depth, 1)  # nvtx
+            moved = clock()
+            stamps.flush(m)
+            asks.flush(m)
+            sizes.flush(m)
+            gaps.append((c0 + m - 1, clock() - moved))
         fetched = clock()
         sync()
-        stamps[n] = clock()
+        stamps.data[n] = clock()
         if batch is not _NO_BATCH:
             source.keep(batch)
     except GeneratorExit:
         # A yielded batch that was never returned counts as handed out (the loop held it).
         depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(_closed(spec, stamps, sizes, pauses, i + 1, asks))
+        settle(_closed(spec, stamps, sizes, pauses, asks, gaps))
         raise
     except BaseException as err:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(Interruption(spec, i + 1, f"the data loader raised {type(err).__name__}: {err}", error=True))
+        settle(Interruption(spec, handed_out(stamps, n), f"the data loader raised {type(err).__name__}: {err}",
+                            error=True))
         raise
     finally:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-    settle(Counted(build_result(spec, stamps, sizes, pauses, asks=asks, fetched=fetched)))
+    result = build_result(spec, stamps, sizes, pauses, asks=asks, fetched=fetched, gaps=gaps)
+    for series in (stamps, asks, sizes):  # before the outcome is handed over: the last trial's summary runs inside it
+        series.release()
+    settle(Counted(result))
 
 
 _MARK = "# nvtx"
@@ -447,7 +493,7 @@ def synthetic_trial(
     report: Optional[Reporter] = None,
     freq: int = 0,
     begin: Optional[Callable[[], None]] = None,
-    stamps: Optional[List[float]] = None,
+    stamps: Optional[Series] = None,
     ranges: Any = None,
 ) -> Generator[Any, None, None]:
     """Yield the one cached batch ``spec.nbatches`` times: the training step alone."""
@@ -468,7 +514,7 @@ def full_trial(
     report: Optional[Reporter] = None,
     freq: int = 0,
     begin: Optional[Callable[[], None]] = None,
-    stamps: Optional[List[float]] = None,
+    stamps: Optional[Series] = None,
     constant: Optional[int] = None,
     ranges: Any = None,
 ) -> Generator[Any, None, None]:

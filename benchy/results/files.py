@@ -4,12 +4,15 @@ piece by piece, and removal of the temporaries a killed writer left (pure: no to
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
 import time
 import uuid
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional
+
+import numpy as np
 
 from ..core.config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
 
@@ -48,10 +51,12 @@ def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> Lis
 def write_document(handle: IO[str], document: Mapping[str, Any]) -> None:
     """The document as indented JSON, each per-step list on one line, written piece by piece.
 
-
     Per-step lists are encoded apart by the json module's C encoder (the indenting encoder is
     pure Python, about 5 times slower) and written in place of a marker no value can hold, one
-    trial at a time, so the whole text is never held in memory.
+    trial at a time, so the whole text is never held in memory. A per-step list given as a
+    numpy array, or as an object that makes one a slice at a time (the final document's
+    ``rates``), is written in slices of :data:`SLICE` values, its non-finite values as null: no
+    Python object, and no array of the trial's length, per step at any time.
     """
     marker = f"\0benchy-per-step-{uuid.uuid4().hex}-"
     lists: List[Any] = []
@@ -69,8 +74,31 @@ def write_document(handle: IO[str], document: Mapping[str, Any]) -> None:
     # re.split with a group: text, index, text, index, ..., text
     parts = re.split(re.escape(json.dumps(marker)[:-1]) + r'([0-9]+)"', text) if lists else [text]
     for k, part in enumerate(parts):
-        handle.write(json.dumps(lists[int(part)], allow_nan=False) if k % 2 else part)
+        if k % 2 == 0:
+            handle.write(part)
+        elif isinstance(lists[int(part)], np.ndarray) or hasattr(lists[int(part)], "slice"):
+            _write_array(handle, lists[int(part)])
+        else:
+            handle.write(json.dumps(lists[int(part)], allow_nan=False))
     handle.write("\n")
+
+
+SLICE = 8_192  # values of a per-step array encoded at a time (a few hundred kB of text and floats)
+
+
+def _write_array(handle: IO[str], values: Any) -> None:
+    """A 1-d float array, or an object that makes one a ``slice(start, stop)`` at a time
+    (:class:`~benchy.core.results.StepRates`), as a JSON list (``json.dumps``'s spelling),
+    non-finite values as null."""
+    handle.write("[")
+    for start in range(0, len(values), SLICE):
+        part = values.slice(start, start + SLICE) if hasattr(values, "slice") else values[start:start + SLICE]
+        items: List[Any] = part.tolist()
+        if not np.isfinite(part).all():
+            items = [v if math.isfinite(v) else None for v in items]
+        text = json.dumps(items, allow_nan=False)[1:-1]
+        handle.write(text if start == 0 else ", " + text)
+    handle.write("]")
 
 
 def _umask() -> int:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.distribution import step_profile
 from ..core.errors import BenchyError
-from ..core.results import RunResults, Snapshot, TrialResult
+from ..core.results import RunResults, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode
 from ..core.stats import finite
 from ..core.sweep import best, cheapest_enough, smallest_within
@@ -110,7 +110,8 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
     block: Dict[str, Any] = {
         # The original's keys, one entry per counted trial. ``rates`` (per-step throughputs)
         # only in the final document: a checkpoint costs the new trial, not every trial so far.
-        "rates": [json_safe(t.step_rates()) for t in trials] if per_step else None,
+        # Computed and written by ``files.write_document`` a slice at a time, non-finite as null.
+        "rates": [StepRates(t) for t in trials] if per_step else None,
         "avg_iter_throughput": [_mean_step_rate(t) for t in trials],
         "trial_throughput": [finite(t.throughput) for t in trials],
         "trial_time": [t.seconds for t in trials],

@@ -30,7 +30,7 @@ def step_array(result: TrialResult) -> np.ndarray[Any, Any]:
     """The trial's periods as one structured array (``seconds``, ``samples``)."""
     out = np.empty(len(result.step_seconds), dtype=DTYPE)
     out["seconds"] = np.frombuffer(result.step_seconds, dtype=np.float64)
-    out["samples"] = np.frombuffer(result.step_samples, dtype=np.int64)
+    out["samples"] = result.samples_array()
     return out
 
 
@@ -45,11 +45,28 @@ def clear(directory: str) -> List[str]:
     return removed
 
 
+SLICE = 65_536  # steps written at a time
+
+
+def _write(handle: Any, result: TrialResult) -> None:
+    """The ``.npy`` file of :func:`step_array`, built a slice at a time (1 MB, whatever the trial's length)."""
+    n = len(result.step_seconds)
+    np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(DTYPE),
+                                                  "fortran_order": False, "shape": (n,)})
+    seconds = np.frombuffer(result.step_seconds, dtype=np.float64)
+    samples = result.samples_array()
+    part = np.empty(min(n, SLICE), dtype=DTYPE)
+    for start in range(0, n, SLICE):
+        count = min(SLICE, n - start)
+        part["seconds"][:count] = seconds[start:start + count]
+        part["samples"][:count] = samples[start:start + count]
+        handle.write(part[:count].tobytes())
+
+
 def save(directory: str, result: TrialResult) -> str:
     """Write one trial's file atomically (temporary file, then rename); its path."""
     path = os.path.join(directory, f"{result.label}.npy")
-    write_atomic(path, lambda handle: np.save(handle, step_array(result), allow_pickle=False), binary=True,
-                 suffix=STEPS_TEMP_SUFFIX)
+    write_atomic(path, lambda handle: _write(handle, result), binary=True, suffix=STEPS_TEMP_SUFFIX)
     return path
 
 

@@ -30,7 +30,7 @@ import statistics
 import sys
 import time
 import weakref
-from typing import Any, Callable, Generator, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Generator, Iterator, Optional, Set, Tuple
 
 from ..core.config import Config
 from ..core.results import Counted, Interruption, Outcome, RunResults, Snapshot, TrialResult
@@ -38,7 +38,7 @@ from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
 from ..measure.profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
 from ..measure.ranks import DistributedError, LocalComm, agree, combine, make_comm
-from ..measure.stamps import handed_out
+from ..measure.stamps import Series, handed_out
 from ..measure.trial import STOPPED
 from .console import Output
 from .lifecycle import Lifecycle
@@ -83,7 +83,7 @@ class _Current:
     """The epoch trial handed out last and not yet counted or lost."""
 
     spec: TrialSpec
-    stamps: List[float]
+    stamps: Series
     gen: weakref.ReferenceType[Any]
     owner: Any  # the wrapper, kept alive while its trial is out (see LoaderFacts.owner)
 

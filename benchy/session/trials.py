@@ -9,7 +9,7 @@ about the schedule, and prints only the periodic lines inside a trial (to the se
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Generator, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Generator, Iterator, Optional, Tuple
 
 from ..core.config import Config
 from ..core.results import TrialResult
@@ -17,7 +17,7 @@ from ..core.schedule import Mode, TrialSpec
 from ..measure.counting import describe_rule, make_counter
 from ..measure.device import synchronizer
 from ..measure.source import BatchSource, Source
-from ..measure.stamps import Pauses, fetches_ahead, stamp_buffer, without_first_period
+from ..measure.stamps import Pauses, Series, fetches_ahead, stamp_buffer, without_first_period
 from ..measure.system import NullSampler, SystemSampler, disturbed
 from ..measure.trial import Reporter, Settle, full_trial, io_trial, synthetic_trial
 from ..results import lines
@@ -139,18 +139,19 @@ class TrialRunner:
             return None
         clock = self.clock
 
-        def report(spec: TrialSpec, i: int, stamps: List[float], sizes: List[int], pauses: Pauses) -> None:
+        def report(spec: TrialSpec, i: int, stamps: Series, sizes: Series, pauses: Pauses) -> None:
             low = i - freq
             paused = 0.0
             for k, d in reversed(pauses):  # only the latest pauses can fall in [low, i)
                 if k < low:
                     break
                 paused += d
-            span = stamps[i] - stamps[low] - paused
-            rate = sum(sizes[low:i]) / span if span > 0 else float("inf")
+            taken = stamps.get(i)
+            span = taken - stamps.get(low) - paused
+            rate = sizes.total(low, i) / span if span > 0 else float("inf")
             out.line(lines.iteration(spec.label, i, spec.nbatches, rate))
             out.trial_progress(i, rate)
-            pauses.append((i, clock() - stamps[i]))
+            pauses.append((i, clock() - taken))
 
         return report
 
@@ -170,7 +171,7 @@ class TrialRunner:
             raise
         return self.with_system(result)
 
-    def epoch(self, spec: TrialSpec, settle: Settle, out: Output) -> Tuple[Generator[Any, None, None], List[float]]:
+    def epoch(self, spec: TrialSpec, settle: Settle, out: Output) -> Tuple[Generator[Any, None, None], Series]:
         """The generator the loop gets for an epoch trial, and its timestamps (to tell how far it went)."""
         report = self.reporter(out)
         sync = synchronizer()

@@ -129,6 +129,14 @@ def variant(request) -> str:
     return request.param
 
 
+@pytest.fixture(params=["chunk-4096", "chunk-3"], autouse=True)
+def chunk(request, monkeypatch) -> None:
+    """Every test also with chunks of 3: the loops move their lists into arrays every 3 values,
+    so trials cross chunk boundaries, end on one, and are dropped inside one."""
+    if request.param == "chunk-3":
+        monkeypatch.setattr("benchy.measure.stamps.CHUNK", 3)
+
+
 def test_io_window_counts_n_fetches_exactly(variant: str) -> None:
     t = FakeClock()
     runs = Trials(variant, t)

@@ -63,15 +63,16 @@ def kept_bytes(data: List[Any], out: Path, nbatches: int) -> int:
         tracemalloc.stop()
 
 
-def test_a_finished_schedule_keeps_16_bytes_per_timed_batch(tmp_path: Path) -> None:
+def test_a_finished_schedule_keeps_10_bytes_per_timed_batch(tmp_path: Path) -> None:
     data = batches(20_001)
     epochs(wrapper(data[:11], tmp_path, 10), 3)  # imports and one-time caches, not per batch
     small, large = 1_000, 20_000
     kept_small = kept_bytes(data[: small + 1], tmp_path / "a", small)
     kept_large = kept_bytes(data, tmp_path / "b", large)
     per_batch = (kept_large - kept_small) / (3 * (large - small))  # three timed trials each
-    # Lists of Python floats and ints kept 32 to 68 bytes per batch (issue 10 measured 87).
-    assert per_batch <= 16.5, (f"{per_batch:.1f} bytes kept per timed batch (runs of {small} and {large} "
+    # Lists of Python floats and ints kept 32 to 68 bytes per batch (issue 10 measured 87); then
+    # 16 (8-byte counts); now 8 for the time and 2 for the count of these 300-sample batches.
+    assert per_batch <= 10.5, (f"{per_batch:.1f} bytes kept per timed batch (runs of {small} and {large} "
                                f"batches kept {kept_small} and {kept_large} bytes)")
 
 
@@ -79,10 +80,20 @@ def test_trial_results_store_their_steps_in_compact_arrays() -> None:
     result = TrialResult(TrialSpec(Mode.FULL, 1, False, 3), samples=6, seconds=0.3,
                          step_seconds=(0.1, 0.1, 0.1), step_samples=[2, 2, 2])
     assert isinstance(result.step_seconds, array) and result.step_seconds.typecode == "d"
-    assert isinstance(result.step_samples, array) and result.step_samples.typecode == "q"
+    assert isinstance(result.step_samples, array) and result.step_samples.typecode == "B"
     assert result.step_seconds.buffer_info()[1] * result.step_seconds.itemsize == 24
     assert result == TrialResult(TrialSpec(Mode.FULL, 1, False, 3), 6, 0.3, [0.1] * 3, (2, 2, 2))
     assert result.step_rates().tolist() == pytest.approx([20.0] * 3) and result.mean_step_rate == pytest.approx(20.0)
+
+
+def test_step_counts_take_the_smallest_integer_type_that_holds_them() -> None:
+    from benchy.core.results import samples_typecode
+
+    assert [samples_typecode(c) for c in ([], [0, 255], [256], [65536], [1 << 32], [-1, 3])] == [
+        "B", "B", "H", "I", "Q", "q"]
+    big = TrialResult(TrialSpec(Mode.FULL, 1, False, 2), 70_000, 1.0, [0.5, 0.5], [35_000, 35_000])
+    assert big.step_samples.typecode == "H" and big.samples_array().tolist() == [35_000, 35_000]
+    assert big.step_rates().tolist() == [70_000.0, 70_000.0]
 
 
 def snapshot(out: Path) -> Dict[str, Tuple[int, int]]:
@@ -157,6 +168,23 @@ def test_write_document_puts_each_per_step_list_on_one_line() -> None:
     assert "[1.5, 2.0]" in text and "[3.25]" in text and text.endswith("}\n")
     with pytest.raises(ValueError):
         write_document(io.StringIO(), {"IO": {"rates": [[math.inf]]}})
+    # Per-step arrays (the final document's rates): sliced, json's spelling, non-finite as null.
+    import numpy as np
+
+    from benchy.results import files
+
+    values = np.array([0.1, 1e-7, 2.5e20, math.inf, 3.0, math.nan, 12345.678])
+    default = files.SLICE
+    try:
+        for slice_ in (2, default):
+            files.SLICE = slice_
+            handle = io.StringIO()
+            write_document(handle, {"IO": {"rates": [values, np.zeros(0)]}})
+            expected = [[0.1, 1e-7, 2.5e20, None, 3.0, None, 12345.678], []]
+            assert json.loads(handle.getvalue()) == {"IO": {"rates": expected}}
+            assert json.dumps([0.1, 1e-07, 2.5e+20, None, 3.0])[1:-1] in handle.getvalue()
+    finally:
+        files.SLICE = default
 
 
 def test_written_files_get_the_usual_permissions(tmp_path: Path) -> None:
@@ -169,3 +197,18 @@ def test_written_files_get_the_usual_permissions(tmp_path: Path) -> None:
     assert len(files) == 4
     for path in files:
         assert path.stat().st_mode & 0o777 == 0o666 & ~mask, (path, oct(path.stat().st_mode))
+
+
+def test_step_files_written_a_slice_at_a_time_are_numpy_s_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from benchy.results import steps
+
+    trial = TrialResult(TrialSpec(Mode.FULL, 1, False, 5), 40, 1.0, [0.1, 0.2, 0.3, 0.15, 0.25], [8, 8, 8, 8, 300])
+    expected = io.BytesIO()
+    np.save(expected, steps.step_array(trial), allow_pickle=False)
+    for slice_ in (2, 5, 65_536):
+        monkeypatch.setattr(steps, "SLICE", slice_)
+        got = io.BytesIO()
+        steps._write(got, trial)
+        assert got.getvalue() == expected.getvalue(), slice_

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io as io_module
 import json
 
 from helpers import trial_result
@@ -10,6 +11,7 @@ from benchy import Mode, TrialSpec
 from benchy.core.results import Interruption, RunResults, Snapshot
 from benchy.core.verdict import Reading, read
 from benchy.results import lines
+from benchy.results.files import write_document
 from benchy.results.schema import SCHEMA_VERSION, result_document
 from benchy.results.summary import summary_lines
 
@@ -50,12 +52,14 @@ def test_result_document_has_original_keys_and_ours() -> None:
     assert doc["epochs_started"] == 2 and doc["epochs_needed"] == 5
     io = doc["IO"]
     assert io["trial_throughput"] == [50.0, 40.0] and io["trial_time"] == [2.0, 2.5]
-    assert io["rates"] == [[50.0] * 4, [40.0] * 4] and io["avg_iter_throughput"] == [50.0, 40.0]
+    assert [r.tolist() for r in io["rates"]] == [[50.0] * 4, [40.0] * 4] and io["avg_iter_throughput"] == [50.0, 40.0]
     assert io["n"] == 2 and io["mean"] == 45.0 and io["interval"] > 0
     assert io["warmup"]["trial_throughput"] == [100.0]
     assert doc["FULL"]["n"] == 0 and doc["FULL"]["mean"] is None and doc["FULL"]["interval"] is None
     assert doc["interrupted"] == [{"trial": "FULL_1", "batches_done": 2, "nbatches": 4, "reason": "loop stopped"}]
-    json.dumps(doc, allow_nan=False)
+    handle = io_module.StringIO()
+    write_document(handle, doc)  # how the document is written: its per-step arrays a slice at a time
+    assert json.loads(handle.getvalue())["IO"]["rates"] == [[50.0] * 4, [40.0] * 4]
     # Complete only when the schedule finished and every trial it issued counted.
     finished = result_document(RunResults(results.trials), modes, snapshot(finished=True), Reading(None, None, ()),
                                config={}, environment={}, nranks=1, epochs_needed=5)
