@@ -364,7 +364,8 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
         else:
             text += (f", below even loading and computing one after the other ({serial:.3f} samples/s): "
                      "the real loop pays for something neither trial has "
-                     "(host-to-device copies, contention between loader workers and the step)")
+                     "(host-to-device copies, each new batch cold in the caches where SYNTHETIC reuses one, "
+                     "contention between loader workers and the step)")
     return Verdict(text, outcome, record)
 
 

@@ -598,7 +598,8 @@ class Session:
         window.close(when)
         if window.events and not self._profiler_reported:
             self._profiler_reported = True
-            self._sink_().info("Profiler: " + "; ".join(window.events) + ".")
+            self._sink_().info("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): "
+                               + "; ".join(window.events) + ".")
 
     def at_exit(self) -> None:
         """At interpreter exit, when the script ended before the schedule did: say so, with the

@@ -140,7 +140,8 @@ def test_session_stops_the_profiler_before_the_summary() -> None:
             pass
     assert api.calls == ["start", "stop"] and session.done
     out = stream.getvalue()
-    assert out.index("Profiler: cudaProfilerStart before IO_WARMUP_1; cudaProfilerStop after FULL_1") < \
+    assert out.index("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): cudaProfilerStart "
+                     "before IO_WARMUP_1; cudaProfilerStop after FULL_1") < \
         out.index("BENCHY::SUMMARY::IO")
 
 
