@@ -117,11 +117,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
     parser.add_argument("--nbatches", type=int, default=NBATCHES, help="batches per trial (and per plain timing)")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as out_dir:
         for name, (fetch, step) in WORKLOADS.items():
+            if name not in args.workloads:
+                continue
             for workers in args.workers:
                 errors: Dict[Mode, List[float]] = {m: [] for m in Mode}
                 covered: Dict[Mode, int] = {m: 0 for m in Mode}

@@ -115,9 +115,10 @@ class Made(NamedTuple):
 def make_session(clock: FakeClock, *, fetch: Union[float, Callable[[int], float]] = 0.01, batches: int = 10_000,
                  modes: Optional[Dict[str, Any]] = None, global_: Optional[Dict[str, Any]] = None,
                  stream: Optional[io.StringIO] = None, registry: Any = None, batch: int = 8,
-                 **sections_and_session: Any) -> Made:
+                 make_iterator: Optional[Callable[[], Iterator[Any]]] = None, **sections_and_session: Any) -> Made:
     """A Session over a fake loader of ``batches`` batches of ``batch`` samples, each fetch taking
-    ``fetch`` seconds (or ``fetch(k)`` for the k-th), with plain output to ``stream`` (a
+    ``fetch`` seconds (or ``fetch(k)`` for the k-th; ``make_iterator``: a loader of one's own), with
+    plain output to ``stream`` (a
     :class:`SlowStream` by default) and exits recorded. ``modes``: every mode's section (default
     4 batches, 2 trials, no warm-up); keyword arguments named ``IO``, ``synthetic``, ``full`` or
     ``global`` update those sections; keywords naming a ``LoaderFacts`` field (``queue_depth``,
@@ -151,7 +152,8 @@ def make_session(clock: FakeClock, *, fetch: Union[float, Callable[[int], float]
             clock.fetches += 1
             yield [0] * batch
 
-    session = Session(load_config(overrides=cfg, environ={}), LoaderFacts(loader, batch, **facts), clock=clock,
+    session = Session(load_config(overrides=cfg, environ={}), LoaderFacts(make_iterator or loader, batch, **facts),
+                      clock=clock,
                       output=Output("plain", stream=out), registry=registry or Registry(write=lambda _: None),
                       exit=exits.append, **session_kwargs)
     return Made(session, out, exits)

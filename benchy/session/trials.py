@@ -78,7 +78,7 @@ class TrialRunner:
         return self._synthetic_batch
 
     def drain(self) -> None:
-        """Before a FULL trial, or an IO trial between epochs: take the batches the loader's workers
+        """Before a FULL or an IO trial: take the batches the loader's workers
         hold ready, untimed, so that the trial does not start with free batches (all workers are
         then busy on fresh ones, as in steady training when loading is the limit; when compute is
         the limit the queue refills within a step or two)."""

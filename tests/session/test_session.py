@@ -259,3 +259,47 @@ def test_a_peek_and_a_part_way_drop_run_their_trial_again_with_exact_rates(tmp_p
     out = stream.getvalue()
     assert "an iter() before the first epoch took 1 batch" in out and "so it cost no trial" in out
     assert "trial FULL_1 stopped after 2 of 4 batches: the loop dropped its iterator part-way" in out
+
+
+class Prefetching:
+    """A loader whose workers make one batch every ``period`` seconds of fake time in the
+    background and hold at most ``depth`` ready: a fetch takes a ready batch at once, else waits
+    for the next one (what a DataLoader with workers does, on the fake clock)."""
+
+    def __init__(self, clock: FakeClock, period: float, depth: int) -> None:
+        self.clock, self.period, self.depth = clock, period, depth
+        self.ready, self.next_ready = 0, period
+
+    def _produce(self) -> None:
+        while self.ready < self.depth and self.next_ready <= self.clock.now:
+            self.ready += 1
+            self.next_ready += self.period
+        if self.ready == self.depth:  # the workers stall until a slot frees
+            self.next_ready = max(self.next_ready, self.clock.now + self.period)
+
+    def __call__(self) -> Any:
+        def batches() -> Any:
+            while True:
+                self._produce()
+                if self.ready == 0:
+                    self.clock.now = self.next_ready
+                    self._produce()
+                full = self.ready == self.depth
+                self.ready -= 1
+                if full:
+                    self.next_ready = self.clock.now + self.period
+                yield [0] * 8
+        return batches()
+
+
+def test_every_io_trial_starts_with_the_workers_queue_drained(tmp_path, monkeypatch) -> None:
+    # Between IO trials benchy builds results and prints (1 s a line on this slow stream): the
+    # workers fill their queue. Each IO trial must still read their rate, 8 samples / 0.01 s.
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    session = make_session(clock, IO={"nbatches": 10, "ntrials": 3, "nwarmup": 1}, queue_depth=4, workers=2,
+                           global_={"exit_after_tests": False}, make_iterator=Prefetching(clock, 0.01, 4)).session
+    run_epoch(session, clock)
+    io = [t for t in session.results.trials if t.mode is Mode.IO]
+    assert [t.label for t in io] == ["IO_WARMUP_1", "IO_1", "IO_2", "IO_3"]
+    assert [t.throughput for t in io[1:]] == pytest.approx([800.0] * 3, rel=1e-9)
