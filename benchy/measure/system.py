@@ -64,6 +64,15 @@ def _machine_busy(cpus: Optional[List[int]]) -> float:
         return 0.0
 
 
+KNOWN_SHARE = 0.1  # other processes' CPU is reported when known to within this share of the cores
+
+
+def _slack(cores: float, processes: float, wall: float) -> float:
+    """How far the cores busy of a trial of ``wall`` seconds may be off: a kernel tick per core
+    and per process read, at each end of the trial."""
+    return 2.0 * TICK_S * (cores + processes) / wall
+
+
 def disturbed(system: Dict[str, Any], share: float) -> bool:
     """Whether other processes certainly kept more than ``share`` of the cores busy during the
     trial: ``other_cores_busy`` above the limit by more than the counters' granularity (one
@@ -72,8 +81,7 @@ def disturbed(system: Dict[str, Any], share: float) -> bool:
     if not isinstance(other, (int, float)) or not isinstance(wall, (int, float)) or wall <= 0:
         return False
     cores = float(system.get("cpu_cores", 1))
-    slack = 2.0 * TICK_S * (cores + float(system.get("processes", 1))) / wall
-    return float(other) - slack > share * cores
+    return float(other) - _slack(cores, float(system.get("processes", 1)), wall) > share * cores
 
 
 class _Gpu:
@@ -269,7 +277,10 @@ class SystemSampler:
         busy = self._cpu_seconds / wall if wall > 0 else 0.0
         # What the rest of the machine took, at most the cores this tree left (the two counters
         # tick at the kernel's granularity: a very short trial reads them coarsely).
-        other = min(max(0.0, machine - self._cpu_seconds) / wall, max(0.0, cores - busy)) if wall > 0 else 0.0
+        other: Optional[float] = (min(max(0.0, machine - self._cpu_seconds) / wall, max(0.0, cores - busy))
+                                  if wall > 0 else None)
+        if wall <= 0 or _slack(cores, 1 + len(self._procs), wall) > KNOWN_SHARE * cores:
+            other = None  # too short a trial for the counters' ticks to tell
         out: Dict[str, Any] = {
             "seconds": wall,
             "readings": self._ticks,

@@ -25,7 +25,7 @@ def system_text(mode: Mode, means: Mapping[str, float]) -> str:
     (+ GPU)."""
     text = (f"{mode.value} CPU {means['cpu_cores_busy']:.2f} of {means['cpu_cores']:g} cores busy "
             f"({100.0 * means['cpu_util']:.0f} %)"
-            + (f", other processes {means['other_cores_busy']:.2f}" if "other_cores_busy" in means else "")
+            + (f", other processes {means['other_cores_busy']:.2f}" if means.get("other_cores_busy") is not None else "")
             + f", peak RSS {means['rss_max_bytes'] / 1e6:.0f} MB, "
             f"storage reads {means['read_bytes_per_s'] / 1e6:.1f} MB/s")
     if "gpu_util" in means:
