@@ -364,12 +364,13 @@ class Session:
         return self._sink
 
     def _startup(self) -> Optional[Startup]:
-        """The loader's start-up per pass, against an ordinary batch (IO) and an epoch at the FULL rate."""
+        """The loader's start-up per pass, against an ordinary batch (IO) and an epoch of ordinary
+        FULL steps (the median period: a trial that crossed the end of a pass holds a start-up
+        itself, which must not dilute the share it is compared with)."""
         medians = [t.median_period for t in self.results.trials if t.mode is Mode.IO and t.median_period is not None]
-        full = self.results.measured(Mode.FULL)
         batch = float(statistics.median(medians)) if medians else None  # per-trial medians: O(trials) per call
-        nfull = sum(len(t.step_seconds) for t in full)
-        per_batch = sum(t.seconds for t in full) / nfull if nfull else None
+        full = [t.median_period for t in self.results.measured(Mode.FULL) if t.median_period is not None]
+        per_batch = float(statistics.median(full)) if full else None
         try:
             length = self._loader.length()
         except Exception:
