@@ -189,7 +189,7 @@ class ResultSink:
             what = ("took 1 batch and dropped its iterator (a peek such as next(iter(loader)), e.g. for a batch's "
                     "shape)" if k else "was dropped unused (an iter(loader) whose result was discarded or replaced)")
             if first:
-                self.info(f"an iter() before the first epoch {what}: not an epoch; trial {label} starts at the next "
+                self.info(f"an iter() before the benchmark's first epoch {what}: not an epoch; trial {label} starts at the next "
                           f"iter(), so it cost no trial.")
             elif not self._peek_said:
                 self._peek_said = True

@@ -66,7 +66,7 @@ def test_a_peek_before_the_first_or_every_epoch_costs_no_trial(run_script, befor
     run = run_script(small_config(), "--peek_before", str(before), "--epochs", str(EPOCHS))
     assert run.returncode == 0, run
     assert set(run.trials) == ALL_TRIALS and "did not count" not in run.stdout and "stopped after" not in run.stdout
-    assert run.stdout.count("an iter() before the first epoch took 1 batch and dropped its iterator (a peek such "
+    assert run.stdout.count("an iter() before the benchmark's first epoch took 1 batch and dropped its iterator (a peek such "
                             "as next(iter(loader)), e.g. for a batch's shape): not an epoch; trial SYNTHETIC_WARMUP_1 "
                             "starts at the next iter(), so it cost no trial.") == 1
     assert run.stdout.count("such an iter() costs at most one batch's loading and no trial (said once)") == int(before == -1)

@@ -257,7 +257,7 @@ def test_a_peek_and_a_part_way_drop_run_their_trial_again_with_exact_rates(tmp_p
     doc = read_json(session)
     assert doc["complete"] is True and doc["peeks"] == 1 and doc["epochs_needed"] == 5
     out = stream.getvalue()
-    assert "an iter() before the first epoch took 1 batch" in out and "so it cost no trial" in out
+    assert "an iter() before the benchmark's first epoch took 1 batch" in out and "so it cost no trial" in out
     assert "trial FULL_1 stopped after 2 of 4 batches: the loop dropped its iterator part-way" in out
 
 
