@@ -40,6 +40,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import torch
+from overhead import make_batches  # the same batches as benchmarks/overhead.py (run from this folder)
 
 import benchy.session.session as session_module
 from benchy import Mode
@@ -101,15 +102,6 @@ def floors(kind: str, nvtx: bool) -> Dict[str, Callable[..., Any]]:
     namespace: Dict[str, Any] = {}
     exec(compile(source, f"<floor {kind} nvtx={nvtx}>", "exec"), namespace)
     return namespace
-
-
-def make_batches(kind: str, n: int) -> List[Any]:
-    """Distinct batch objects of one structure, as a loader gives."""
-    if kind == "tensor":
-        return [torch.zeros(2, 2) for _ in range(n)]
-    if kind == "tuple":
-        return [(torch.zeros(2, 2), torch.zeros(2)) for _ in range(n)]
-    return [{"image": torch.zeros(2, 2), "label": torch.zeros(2)} for _ in range(n)]
 
 
 class InMemory(torch.utils.data.Dataset):  # type: ignore[type-arg]
