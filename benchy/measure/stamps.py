@@ -134,17 +134,14 @@ def build_result(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses,
     """
     n = len(sizes) if periods is None else periods
     times = np.frombuffer(stamps.data, dtype=np.float64)[: n + 1]
-    step_seconds = array("d", [0.0]) * n
-    steps = np.frombuffer(step_seconds, dtype=np.float64) if n else np.zeros(0)
-    if n:
-        np.subtract(times[1:], times[:-1], out=steps)
+    step_seconds, steps = _typed("d", n)
+    np.subtract(times[1:], times[:-1], out=steps)
     for k, seconds in pauses:
         if 0 <= k < n:
             steps[k] -= seconds
     counts_all = np.frombuffer(sizes.data, dtype=np.dtype(sizes.data.typecode))[:n]
-    counts = array(samples_typecode(counts_all), [0]) * n
-    if n:
-        np.frombuffer(counts, dtype=np.dtype(counts.typecode))[:] = counts_all
+    counts, view = _typed(samples_typecode(counts_all), n)
+    view[:] = counts_all
     split: Dict[str, Any] = {}
     if asks is not None and n > 0:
         waits = np.frombuffer(asks.data, dtype=np.float64)[:n]
@@ -164,6 +161,12 @@ def build_result(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses,
     seconds = float(steps.sum())
     return TrialResult(spec=spec, samples=int(counts_all.sum(dtype=np.int64)), seconds=seconds,
                        step_seconds=step_seconds, step_samples=counts, **split)
+
+
+def _typed(code: str, n: int) -> Tuple[array[Any], np.ndarray[Any, Any]]:
+    """A typed array of ``n`` zeros, exactly its size, and a numpy view of it to fill."""
+    out = array(code, [0]) * n
+    return out, np.frombuffer(out, dtype=np.dtype(code)) if n else np.zeros(0, dtype=np.dtype(code))
 
 
 # A SYNTHETIC first period shorter than this share of the median period holds no step.

@@ -94,6 +94,15 @@ def _closed(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses, asks
     return Interruption(spec, handed, STOPPED.format(k=handed, n=n), dropped=True)
 
 
+def _move(clock: Clock, pauses: Pauses, period: int, count: int, *series: Series) -> None:
+    """At a chunk's end: move the loop's ``count`` values of each series into its array, the time
+    it takes recorded as benchy's own in ``period`` (taken out of the trial)."""
+    start = clock()
+    for values in series:
+        values.flush(count)
+    pauses.append((period, clock() - start))
+
+
 def _open_trial(ranges: Any, spec: TrialSpec) -> int:
     """Open the trial's range and the range of its first fetch (payload 0); the depth, 2."""
     ranges.push(ranges.trial(spec))
@@ -177,10 +186,7 @@ def _io_annotated(
                     next_report = _following(next_report, freq, n)
                     rk = next_report - c0
                     report(spec, c0 + k, stamps, sizes, pauses)  # type: ignore[misc]
-            moved = clock()
-            stamps.flush(m)
-            sizes.flush(m)
-            pauses.append((min(c0 + m, n) - 1, clock() - moved))
+            _move(clock, pauses, min(c0 + m, n) - 1, m, stamps, sizes)
         sync()
         stamps.data[n] = clock()
         if not each:
@@ -236,9 +242,7 @@ def _synthetic_annotated(
                 yield batch
                 pop()  # nvtx
                 depth = 1  # nvtx
-            moved = clock()
-            stamps.flush(m)
-            pauses.append((c0 + m - 1, clock() - moved))
+            _move(clock, pauses, c0 + m - 1, m, stamps)
         sync()
         stamps.data[n] = clock()
     except GeneratorExit:
@@ -325,11 +329,7 @@ def _full_annotated(
                 pop()  # nvtx
                 depth = 1  # nvtx
             depth = _close_ranges(pop, depth, 1)  # nvtx
-            moved = clock()
-            stamps.flush(m)
-            asks.flush(m)
-            sizes.flush(m)
-            gaps.append((c0 + m - 1, clock() - moved))
+            _move(clock, gaps, c0 + m - 1, m, stamps, asks, sizes)
         fetched = clock()
         sync()
         stamps.data[n] = clock()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.config import Config
 from ..core.distribution import StepProfile, step_profile
@@ -118,8 +118,7 @@ class ResultSink:
                          f"{self.schedule.epochs_needed} epochs the benchy schedule needs; the results below are "
                          f"partial. Fix the error, then run again.")
             return
-        needed = self.schedule.epochs_needed + len(self.results.reruns)
-        upto = "" if self.schedule.epochs_fewest == self.schedule.epochs_needed else "up to "
+        needed, upto = self._epochs_needed()
         hint = ""
         if rebuilt:
             hint = (f" {rebuilt} more wrapped loader(s) were built at {where} and iterated as plain loaders: a "
@@ -128,6 +127,12 @@ class ResultSink:
         self.warning(f"the script stopped after {epochs_started} of the {upto}{needed} epochs the benchy schedule "
                      f"needs ({self.schedule.describe()}); the results below are partial. Run "
                      f"{upto or 'at least '}{needed} epochs to finish the schedule." + hint)
+
+    def _epochs_needed(self) -> Tuple[int, str]:
+        """The epochs the schedule needs, with one more for each trial that ran again after its
+        iterator was dropped part-way; and "up to " when an adaptive schedule may need fewer."""
+        upto = "" if self.schedule.epochs_fewest == self.schedule.epochs_needed else "up to "
+        return self.schedule.epochs_needed + len(self.results.reruns), upto
 
     def sweep(self, own: Any) -> None:
         """The loader sweep's table, one ``BENCHY::SWEEP::`` line per row."""
@@ -197,8 +202,7 @@ class ResultSink:
                           f"iter() costs at most one batch's loading and no trial (said once).")
             return
         self.out.trial_ended()
-        needed = self.schedule.epochs_needed + len(self.results.reruns)
-        upto = "" if self.schedule.epochs_fewest == self.schedule.epochs_needed else "up to "
+        needed, upto = self._epochs_needed()
         if self._rerun_said:
             self.warning(f"trial {label} stopped after {k} of {n} batches: its iterator was dropped; it runs again at "
                          f"the next epoch (the schedule needs {upto}{needed} epochs now).")
@@ -300,7 +304,7 @@ class ResultSink:
             config=self.config.to_dict(),
             environment=self.environment,
             nranks=self.world,
-            epochs_needed=self.schedule.epochs_needed + len(self.results.reruns),
+            epochs_needed=self._epochs_needed()[0],
             exit_status=exit_status,
             per_step=final,
             steps_dir=self.save_steps(),
