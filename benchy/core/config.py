@@ -112,6 +112,7 @@ class GlobalConfig:
     system_metrics_hz: float = 10.0  # readings per second of the system-metrics sampler
     busy_machine_share: float = 0.25  # a trial where other processes took more of the cores is flagged
     io_h2d: bool = True  # with an accelerator in use: IO trials that also copy each batch to it
+    stages: bool = True  # a DataLoader's diagnostic stage trials: each stage and each worker timed
     run_name: Optional[str] = None  # how compare/report name the run; None: the script's name and start time
     sweep_apply: bool = False  # after a loader sweep, continue with the recommended settings
 

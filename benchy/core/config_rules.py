@@ -136,6 +136,7 @@ GLOBAL_RULES: Dict[str, _Rule] = {
     "save_steps": (_is_bool, "true or false"),
     "system_metrics": (_is_bool, "true or false"),
     "io_h2d": (_is_bool, "true or false"),
+    "stages": (_is_bool, "true or false"),
     "system_metrics_hz": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
                           "a number of readings per second from 0.1 to 100"),
     "busy_machine_share": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from .schedule import Mode, TrialSpec
+from .stages import StageReport
 from .startup import Startup
 from .stats import Estimate, estimate
 
@@ -246,6 +247,11 @@ class RunResults:
     sweep: List[Any] = field(default_factory=list)
     sweep_own: Any = None
     sweep_applied: Any = None
+    # The sweep's memory cap (see ``core.sweep.memory_cap``): bytes the workers may take, and its basis.
+    sweep_memory_budget: Optional[int] = None
+    # The diagnostic stage trials (see ``core.stages``): this rank's loader stage by stage, or why not.
+    stages: Optional[StageReport] = None
+    stages_skipped: Optional[str] = None
 
     def measured(self, mode: Mode) -> List[TrialResult]:
         """The counted (non-warm-up) trials of one mode."""

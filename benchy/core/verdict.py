@@ -17,6 +17,7 @@ import numpy as np
 from .distribution import StepProfile
 from .results import RunResults, TrialResult
 from .schedule import Mode
+from .stages import HOL_SHARE, FirstPass, StageReport
 from .startup import Startup
 from .stats import Comparison, Estimate, compare_log, estimate, finite
 from .sweep import feed_advice, feed_clause
@@ -32,11 +33,13 @@ __all__ = [
     "decide",
     "diagnosis",
     "disturbed_trials",
+    "first_pass",
     "h2d_estimate",
     "h2d_reading",
     "loader_cause",
     "own_io",
     "read",
+    "stages_clause",
     "system_means",
     "verdict",
     "verdict_text",
@@ -86,6 +89,21 @@ def busy_clause(results: RunResults) -> Optional[str]:
     return (f"{len(found)} of the {total} trials it rests on ran on a busy machine (other processes kept "
             f"{busy_text(found)}): their throughputs are likely low, so rerun on a quiet machine, or with "
             f"ntrials: auto so that more trials outweigh them")
+
+
+def first_pass(results: RunResults) -> Optional[FirstPass]:
+    """The loader's first IO batches (IO_WARMUP_1) against the measured IO trials, with the files the
+    loader read in those and how much of them came from storage (None without both)."""
+    first = next((t for t in results.warmups(Mode.IO) if t.spec.index == 1), None)
+    steady = results.estimate(Mode.IO).mean
+    if first is None or steady is None:
+        return None
+    systems = [t.system for t in results.measured(Mode.IO) if t.system and "loader_read_chars_per_s" in t.system]
+    files = storage = None
+    if systems:
+        files = float(sum(s["loader_read_chars_per_s"] * s["seconds"] for s in systems))
+        storage = float(sum(s["read_bytes_per_s"] * s["seconds"] for s in systems))
+    return FirstPass(first.throughput, steady, files, storage)
 
 
 def h2d_estimate(results: RunResults) -> Estimate:
@@ -178,6 +196,9 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     loader = loader_cause(results, outcome, workers)
     if loader is not None:
         clauses.append(loader[0])
+    stages = results.stages if "data-loading" in outcome else None
+    if stages is not None:
+        clauses.append(stages_clause(stages))
     profile = full_profile  # None: not looked at (checkpoints), no stall claim
     starved = profile is not None and bool(workers) and profile.stall_period == workers
     if starved and profile is not None:
@@ -189,7 +210,8 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     startup_clause = None if start is None else start.verdict_clause()
     if startup_clause is not None:
         clauses.append(startup_clause)
-    advice = choose_advice(outcome, None if loader is None else loader[1], copies is not None and copies[1],
+    fix = stages.advice if stages is not None and stages.advice is not None else None if loader is None else loader[1]
+    advice = choose_advice(outcome, fix, copies is not None and copies[1],
                      start is not None and start.restarts_workers, starved)
     synthetic = results.estimate(Mode.SYNTHETIC).mean
     feed = feed_clause(results.sweep, synthetic) if found is not None else None
@@ -201,6 +223,22 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     if advice is not None:
         clauses.append(f"most likely to help: {advice}")
     return clauses
+
+
+def stages_clause(report: StageReport) -> str:
+    """What the stage trials add to the verdict: the largest stage, a slow worker, head-of-line waits."""
+    top = report.largest
+    basis = "the workers' time" if report.workers else "the IO period"
+    out = ("the stage trials find no stage" if top is None else
+           f"the stage trials put the largest share of the loader's work in {top.name} "
+           f"({100 * top.share:.0f} % of {basis if top.where == 'workers' else 'the IO period'})")
+    if report.straggler is not None:
+        worker, ratio = report.straggler
+        out += f"; worker {worker} takes {ratio:.1f}x the others' time a batch (a slow worker holds up the rest)"
+    if report.hol_share >= HOL_SHARE:
+        out += (f"; the loop waited {100 * report.hol_share:.1f} % of the time for a batch while a later one was "
+                f"ready (head-of-line blocking)")
+    return out
 
 
 def choose_advice(outcome: str, loader_fix: Optional[str], copies_limit: bool, restart: bool,

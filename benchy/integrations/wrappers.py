@@ -12,6 +12,7 @@ from torch.utils.data import DataLoader
 
 from ..core.config import Config, ConfigLike, resolve_config
 from ..core.sweep import Setting
+from ..measure.stages import Instrumented, instrument
 from ..session.registry import creation_site
 from ..session.session import LoaderFacts, Session
 
@@ -124,17 +125,24 @@ def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...]
     """The benchmark session of a DataLoader (the drop-in wrapper's, or the one ``benchy run`` chose):
     what the DataLoader says of its workers and batches, and its constructor arguments for a sweep.
     ``plain_iter(loader)``: the loader's own iterator (the DataLoader's ``__iter__``)."""
-    sweeper = LoaderSweeper(loader, args, kwargs) if config.sweep.enabled else None
+    try:
+        variants: Optional[LoaderSweeper] = LoaderSweeper(loader, args, kwargs)
+    except TypeError:  # arguments DataLoader's own signature does not take (a subclass's): no variants
+        if config.sweep.enabled:
+            raise
+        variants = None
     facts = LoaderFacts(weakly(loader, plain_iter), loader.batch_size, kind, where, queue_depth=_queue_depth(loader),
                         workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
                         length=weakly(loader, lambda found: _length(found, DataLoader.__len__)),
-                        batch_samples=_fixed_batch(loader), sweeper=sweeper, owner=weakref.ref(loader))
+                        batch_samples=_fixed_batch(loader), sweeper=variants if config.sweep.enabled else None,
+                        instrument=None if variants is None else variants.instrumented, owner=weakref.ref(loader))
     return Session(config, facts)
 
 
 class LoaderSweeper:
-    """The loader's variants for a sweep: the same constructor arguments (dataset, sampler,
-    collate function, ...) with other ``num_workers``, ``pin_memory`` and ``prefetch_factor``."""
+    """The loader's variants: the same constructor arguments (dataset, sampler, collate function, ...)
+    with other ``num_workers``, ``pin_memory`` and ``prefetch_factor`` for a sweep, or with timed
+    pieces for the stage trials."""
 
     def __init__(self, loader: DataLoader, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
         self._loader = weakref.proxy(loader)  # the session must not keep the loader alive (see weakly)
@@ -156,6 +164,12 @@ class LoaderSweeper:
         arguments = dict(self._arguments, num_workers=setting.num_workers, pin_memory=setting.pin_memory,
                          persistent_workers=False, prefetch_factor=setting.prefetch_factor)
         return DataLoader(**arguments)
+
+    def instrumented(self) -> Instrumented:
+        """An instrumented copy with the loader's current settings (``measure.stages.instrument``)."""
+        own = self.own()
+        return instrument(dict(self._arguments, num_workers=own.num_workers, pin_memory=own.pin_memory,
+                               prefetch_factor=own.prefetch_factor))
 
     def apply(self, setting: Setting) -> None:
         """The wrapper itself takes the setting (DataLoader allows these three after construction)."""

@@ -100,6 +100,14 @@ class BatchSource:
         """Forget the batch held for the next :meth:`fetch` (it was ready long ago)."""
         self._pending = _NOTHING
 
+    def worker_pids(self) -> List[int]:
+        """The pids of the current pass's loader workers, in worker-id order (empty without workers,
+        or for a loader that does not say: a DataLoader iterator keeps them in ``_workers``)."""
+        found = getattr(self._iterator, "_workers", None)
+        if not isinstance(found, list):
+            return []
+        return [int(w.pid) for w in found if getattr(w, "pid", None) is not None and w.is_alive()]
+
     def close(self) -> None:
         """Drop the iterator and any pending batch; a DataLoader iterator's workers are shut down
         and joined now (not whenever the iterator is collected), unless they are persistent: a

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import psutil
 
@@ -154,12 +154,14 @@ def _descendants(me: psutil.Process) -> List[int]:
             return []
 
 
-def _read_bytes(proc: psutil.Process) -> int:
-    """Bytes the process made storage read (page-cache hits excluded); 0 where not readable."""
+def _read_bytes(proc: psutil.Process) -> Tuple[int, int]:
+    """Bytes the process made storage read (page-cache hits excluded), and bytes it read through
+    read() calls (page-cache hits included: files, and pipes); (0, 0) where not readable."""
     try:
-        return int(proc.io_counters().read_bytes)
+        counters = proc.io_counters()
     except (AttributeError, psutil.AccessDenied, NotImplementedError):
-        return 0
+        return 0, 0
+    return int(counters.read_bytes), int(getattr(counters, "read_chars", 0))
 
 
 class SystemSampler:
@@ -176,6 +178,7 @@ class SystemSampler:
         self._procs: Dict[int, psutil.Process] = {}
         self._cpu: Dict[int, float] = {}  # last CPU seconds seen per pid
         self._read: Dict[int, int] = {}  # last bytes read seen per pid
+        self._chars: Dict[int, int] = {}  # last bytes read() seen per pid
         self._cpus = _cpu_set()
         self._machine_at = 0.0  # the machine's busy CPU seconds on those cores at the trial's start
         self._started = 0.0
@@ -187,6 +190,8 @@ class SystemSampler:
     def _reset(self) -> None:
         self._cpu_seconds = 0.0
         self._read_bytes = 0
+        self._own_chars = 0  # this process's read() bytes (files; pipes from its workers too)
+        self._child_chars = 0  # its children's (a DataLoader's workers: files)
         self._rss_max = 0
         self._ticks = 0
         self._gpu_sums: Dict[str, float] = {}
@@ -221,14 +226,19 @@ class SystemSampler:
                     times = proc.cpu_times()
                     cpu = times.user + times.system
                     rss += proc.memory_info().rss
-                    read = _read_bytes(proc)
+                    read, chars = _read_bytes(proc)
             except psutil.Error:  # a worker that ended: what its earlier ticks saw stays counted
                 self._procs.pop(pid, None)
                 continue
             if not baseline:
                 self._cpu_seconds += max(0.0, cpu - self._cpu.get(pid, 0.0))
                 self._read_bytes += max(0, read - self._read.get(pid, 0))
-            self._cpu[pid], self._read[pid] = cpu, read
+                more = max(0, chars - self._chars.get(pid, 0))
+                if proc is self._me:
+                    self._own_chars += more
+                else:
+                    self._child_chars += more
+            self._cpu[pid], self._read[pid], self._chars[pid] = cpu, read, chars
         self._rss_max = max(self._rss_max, rss)
         self._ticks += 1
         if self._gpu is not None:
@@ -252,6 +262,7 @@ class SystemSampler:
         self._reset()
         self._cpu.clear()
         self._read.clear()
+        self._chars.clear()
         self._tick(baseline=True)  # deltas count from here
         self._machine_at = _machine_busy(self._cpus)
         self._ticks = 0
@@ -290,6 +301,9 @@ class SystemSampler:
             "processes": 1 + len(self._procs),
             "rss_max_bytes": self._rss_max,
             "read_bytes_per_s": self._read_bytes / wall if wall > 0 else 0.0,
+            # What the loader read: its workers' read() bytes, or this process's without workers (a
+            # process with workers also reads their batches through pipes).
+            "loader_read_chars_per_s": (self._child_chars if self._procs else self._own_chars) / wall if wall > 0 else 0.0,
             "other_cores_busy": other,
         }
         if self._gpu_ticks:

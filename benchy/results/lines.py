@@ -39,7 +39,8 @@ PREFIX = "BENCHY::"
 RANK0 = " [rank 0]"  # ends a summary line that holds rank 0's own figures in a multi-rank run
 MESSAGE_KINDS = ("INFO", "WARNING", "ERROR")
 # BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name).
-SUMMARY_WORDS = ("DATA_WAIT", "STEPS", "SYSTEM", "BUSY", "H2D", "STARTUP", "STRAGGLER", "SWEEP", "VERDICT")
+SUMMARY_WORDS = ("DATA_WAIT", "STEPS", "SYSTEM", "BUSY", "H2D", "FIRST_PASS", "STAGES", "WORKERS", "STARTUP",
+                 "STRAGGLER", "SWEEP", "VERDICT")
 
 Number = Optional[float]
 

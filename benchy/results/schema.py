@@ -30,7 +30,7 @@ from ..core.results import RunResults, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode
 from ..core.stats import finite
 from ..core.sweep import best, cheapest_enough, smallest_within
-from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
+from ..core.verdict import Reading, disturbed_trials, first_pass, h2d_estimate, own_io
 from .saved import ModeRun, Run
 from .summary import straggler_text
 
@@ -215,6 +215,7 @@ def result_document(
     ``run_name``: the config's ``run_name``, or :func:`default_run_name` of ``environment``.
     """
     found = reading.verdict
+    first = first_pass(results) if Mode.IO in modes else None
     doc: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_name": run_name or default_run_name(environment),
@@ -247,6 +248,9 @@ def result_document(
         "other_loaders": list(snapshot.other_loaders),
         "sweep": sweep_block(results),
         "loader_startup": None if reading.startup is None else reading.startup.to_dict(),
+        "first_pass": None if first is None else first.to_dict(),
+        "stages": (results.stages.to_dict() if results.stages is not None
+                   else None if results.stages_skipped is None else {"skipped": results.stages_skipped}),
         "summary": None if summary is None else list(summary),
     }
     for mode in modes:

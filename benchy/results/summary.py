@@ -11,13 +11,15 @@ from typing import List, Mapping, Optional, Sequence
 from ..core.distribution import STALL_FACTOR, StepProfile, step_profile
 from ..core.results import RunResults
 from ..core.schedule import Mode
+from ..core.stages import HOL_SHARE, Stage, StageReport, WorkerStat
 from ..core.stats import straggler
 from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, mean_text, smallest_within
-from ..core.verdict import Reading, busy_text, disturbed_trials, h2d_estimate, own_io, system_means
+from ..core.verdict import Reading, busy_text, disturbed_trials, first_pass, h2d_estimate, own_io, system_means
 from . import lines
 from .tables import Table
 
-__all__ = ["h2d_line", "steps_text", "straggler_text", "summary_lines", "sweep_line", "sweep_table", "system_text"]
+__all__ = ["h2d_line", "stages_text", "steps_text", "straggler_text", "summary_lines", "sweep_line", "sweep_table",
+           "system_text", "workers_text"]
 
 
 def system_text(mode: Mode, means: Mapping[str, float]) -> str:
@@ -35,6 +37,77 @@ def system_text(mode: Mode, means: Mapping[str, float]) -> str:
     if "gpu_power_w" in means:
         text += f", {means['gpu_power_w']:.0f} W"
     return text + " (means over its trials)"
+
+
+def stages_text(report: StageReport) -> str:
+    """The STAGES line's text: the IO period of the stage trials, each stage's time a batch and share."""
+    workers = report.workers
+    head = (f"IO period {_ms(report.period)} a batch over {report.batches} batches of the stage trials "
+            f"({workers} worker{'s' if workers != 1 else ''}"
+            + ("; worker stages as a share of the workers' time, workers x the period)" if workers else ")"))
+
+    def item(stage: Stage) -> str:
+        extra = f", {100 * stage.off_cpu:.0f} % off the CPU" if stage.off_cpu is not None else ""
+        return f"{stage.name} {_ms(stage.seconds)} ({100 * stage.share:.0f} %{extra})"
+
+    groups = []
+    for where, title in (("workers", "in the workers"), ("main", "in the main process"),
+                         ("pin thread", "in the pin_memory thread")):
+        found = [item(st) for st in report.stages if st.where == where]
+        if found:
+            groups.append(f"{title}: " + ", ".join(found))
+    if report.unexplained >= 0:
+        rest = f"unexplained {100 * report.unexplained:.0f} %"
+    else:
+        rest = f"the stages overlap by {100 * -report.unexplained:.0f} % of the period"
+    top = report.largest
+    tail = "" if top is None else f"; largest: {top.name}"
+    cost = ("" if report.instrumentation is None
+            else f"; the timers cost {1e6 * report.instrumentation:.2f} us a sample")
+    return f"{head}: " + "; ".join(groups) + f"; {rest}{tail}{cost}"
+
+
+WORKERS_LISTED = 8  # workers named one by one in the WORKERS line; more are summarised
+
+
+def workers_text(report: StageReport) -> Optional[str]:
+    """The WORKERS line's text: each worker's batches and busy time, a slow worker, the batches'
+    order, and the workers' own memory (None without workers)."""
+    found = report.per_worker
+    if not found:
+        return None
+
+    def one(w: WorkerStat) -> str:
+        return f"worker {w.worker} {w.batches} batches, busy {100 * w.busy_share:.0f} % ({_ms(w.per_batch)} a batch)"
+
+    if len(found) <= WORKERS_LISTED:
+        listed = ", ".join(one(w) for w in found)
+    else:
+        shares = sorted(w.busy_share for w in found)
+        slowest = max(found, key=lambda w: w.per_batch)
+        listed = (f"busy {100 * shares[0]:.0f} % to {100 * shares[-1]:.0f} % (median "
+                  f"{100 * shares[len(shares) // 2]:.0f} %), slowest {one(slowest)}")
+    out = f"{len(found)} workers over {report.batches} batches: {listed}"
+    if report.straggler is not None:
+        worker, ratio = report.straggler
+        out += (f"; slow worker: {worker} takes {ratio:.2f}x the others' time a batch (what its samples come from: "
+                f"a cold disk, a hot shard, a bad node)")
+    else:
+        out += "; no slow worker"
+    out += f"; {report.out_of_order} of {report.batches} batches were ready after a later one"
+    hol = f"; head-of-line: the loop waited {100 * report.hol_share:.1f} % of the time for a batch while a later one was ready"
+    if report.hol_share >= HOL_SHARE:
+        hol += (" (DataLoader(in_order=False) hands out the ready one)" if report.in_order
+                else " (a torch with DataLoader(in_order=...) could hand out the ready one)")
+    out += hol
+    if report.memory:
+        uss = [m.uss for m in report.memory]
+        pss = [m.pss for m in report.memory if m.pss is not None]
+        rss = [m.rss for m in report.memory]
+        out += (f"; memory a worker: unique {max(uss) / 1e6:.0f} MB at most"
+                + (f", proportional {max(pss) / 1e6:.0f} MB" if pss else "")
+                + f" (RSS {max(rss) / 1e6:.0f} MB counts the pages it shares)")
+    return out
 
 
 def h2d_line(results: RunResults) -> Optional[str]:
@@ -117,6 +190,17 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
         h2d = h2d_line(results)
         if h2d is not None:
             out.append(h2d)
+        first = first_pass(results)
+        if first is not None:
+            out.append(lines.summary_text("FIRST_PASS", first.text(), own))
+        report = results.stages
+        if report is not None:
+            out.append(lines.summary_text("STAGES", stages_text(report), own))
+            found = workers_text(report)
+            if found is not None:
+                out.append(lines.summary_text("WORKERS", found, own))
+        elif results.stages_skipped is not None:
+            out.append(lines.summary_text("STAGES", f"skipped: {results.stages_skipped}", own))
     if reading.startup is not None:
         out.append(lines.summary_text("STARTUP", reading.startup.text(), own))
     for mode in modes:

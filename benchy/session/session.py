@@ -38,13 +38,14 @@ from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
 from ..measure.profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
 from ..measure.ranks import DistributedError, LocalComm, agree, combine, make_comm
+from ..measure.stages import Instrumented
 from ..measure.stamps import Series, handed_out
 from ..measure.trial import STOPPED
 from .console import Output
 from .lifecycle import Lifecycle
 from .planner import Planner
 from .registry import REGISTRY, Registry
-from .side_trials import Sweeper, run_h2d, run_sweep
+from .side_trials import Sweeper, run_h2d, run_stages, run_sweep
 from .sink import ResultSink
 from .trials import TrialRunner
 
@@ -72,6 +73,7 @@ class LoaderFacts:
     length: Callable[[], Optional[int]] = lambda: None  # len() of the loader itself (None: it has none)
     batch_samples: Optional[int] = None  # samples in every batch but a pass's last, when guaranteed
     sweeper: Optional[Sweeper] = None  # makes the loader's variants for a sweep (BenchmarkDataLoader only)
+    instrument: Optional[Callable[[], Instrumented]] = None  # an instrumented copy for the stage trials (DataLoaders)
     # The wrapper itself, by a weak reference: the session holds it only while an epoch trial is out,
     # so that a loop over a temporary wrapper (``for x in Wrapper(...)``) keeps it, and a dropped
     # wrapper is freed with its workers as a plain DataLoader is.
@@ -344,6 +346,8 @@ class Session:
             self._counted(result, checkpoint=False)
         if first and ran:
             run_h2d(self.config, self._h2d_copy, self.runner, self._sink_(), self.results, self._running)
+            run_stages(self.config, self._loader.instrument, self.runner, self._sink_(), self.results, self._running,
+                       self._loader.kind)
         if ran:
             self._sink_().checkpoint(self.snapshot())
 

@@ -1,4 +1,4 @@
-"""Trials outside the schedule: the loader sweep before it, and IO_H2D after the first IO trials.
+"""Trials outside the schedule: the loader sweep before it; IO_H2D and the stage trials after the first IO trials.
 
 Each runs IO trials through the session's :class:`~benchy.session.trials.TrialRunner` and leaves
 its findings in the :class:`~benchy.core.results.RunResults`; what they print goes through the
@@ -11,16 +11,19 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, List, Optional, Protocol, Set, Tuple
 
 from ..core.config import Config
-from ..core.results import RunResults
+from ..core.results import RunResults, TrialResult
 from ..core.schedule import Mode, TrialSpec
+from ..core.stages import StageTrial, WorkerMemory, analyse
 from ..core.sweep import Setting, SettingResult, expand, smallest_within
+from ..core.verdict import system_means
 from ..measure.counting import make_counter
 from ..measure.device import accelerator_in_use, copier
 from ..measure.source import BatchSource, CopyingSource
+from ..measure.stages import Instrumented, has_in_order, stage_trial, timer_cost, worker_memory
 from .sink import ResultSink
 from .trials import TrialRunner
 
-__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "Sweeper", "run_h2d", "run_sweep", "side_counts"]
+__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "Sweeper", "run_h2d", "run_stages", "run_sweep", "side_counts"]
 
 AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
 
@@ -153,3 +156,70 @@ def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialR
         results.h2d.append(result)
         sink.trial(result, False)
     runner.source.drop_pending()
+
+
+def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runner: TrialRunner, sink: ResultSink,
+               results: RunResults, running: Callable[[Optional[TrialSpec]], None], kind: str) -> None:
+    """STAGES: after the first IO trials (and IO_H2D), diagnostic IO trials on an instrumented copy of
+    the loader (``measure.stages``): each stage and each worker timed. At least one warm-up (the
+    copy's first pass starts its workers), then IO's trial count (:func:`side_counts`); not counted
+    in IO. ``make``: builds the copy (None: the loader is not a DataLoader)."""
+    if not config.general.stages:
+        results.stages_skipped = "stages: false"
+        return
+    if make is None:
+        results.stages_skipped = (f"only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the "
+                                  f"loader benchy run chose); this is a {kind}")
+        return
+    ntrials, nwarmup = side_counts(config)
+    nwarmup = max(1, nwarmup)
+    nbatches = config.io.nbatches
+    trials: List[StageTrial] = []
+    source: Optional[BatchSource] = None
+    memory: List[WorkerMemory] = []
+    spec: Optional[TrialSpec] = None
+    try:
+        made = make()
+        sink.info(f"Stage trials: {nwarmup} warm-up + {ntrials} IO trials of {nbatches} batches on an instrumented "
+                  f"copy of the loader ({made.workers} workers; transforms: {made.plan.split}); not counted in IO.")
+        source = BatchSource(lambda: iter(made.loader), runner.clock)
+        counter = runner.counter()
+        specs = [TrialSpec(Mode.IO, k, True, nbatches, variant="STAGES") for k in range(1, nwarmup + 1)]
+        specs += [TrialSpec(Mode.IO, k, False, nbatches, variant="STAGES") for k in range(1, ntrials + 1)]
+        for spec in specs:
+            running(spec)
+            sink.out.trial_started(spec)
+            found = stage_trial(spec.label, spec.warmup, nbatches, source.fetch, counter, made)
+            running(None)
+            trials.append(found)
+            sink.trial(TrialResult(spec, found.samples, found.seconds), False)
+            if not spec.warmup:
+                memory = _largest(memory, worker_memory(source.worker_pids()))
+        spec = None
+        means = system_means(results.measured(Mode.IO))
+        free = None if means is None else max(0.0, means["cpu_cores"] - means["cpu_cores_busy"]
+                                              - (means.get("other_cores_busy") or 0.0))
+        report = analyse(trials, in_order=has_in_order(), split=made.plan.split, free_cores=free, memory=memory)
+        if report is not None:
+            report.instrumentation = timer_cost(len(made.plan.names))
+        results.stages = report
+    except Exception as err:  # a loader that cannot be copied or timed costs only this diagnosis
+        running(None)
+        where = f" in {spec.label}" if spec is not None else ""
+        results.stages_skipped = f"the instrumented loader raised {type(err).__name__}{where}: {err}"
+        sink.warning(f"stage trials: stopped: {results.stages_skipped}.")
+    finally:
+        if source is not None:
+            try:
+                source.close()
+            except Exception:  # a worker already gone
+                pass
+
+
+def _largest(before: List[WorkerMemory], now: List[WorkerMemory]) -> List[WorkerMemory]:
+    """Per worker, the reading with the larger unique set size."""
+    found = {m.worker: m for m in before}
+    for m in now:
+        if m.worker not in found or m.uss > found[m.worker].uss:
+            found[m.worker] = m
+    return [found[k] for k in sorted(found)]

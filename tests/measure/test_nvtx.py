@@ -76,10 +76,10 @@ CONFIG = small_config(nbatches=N, ntrials=1, nwarmup=1)
 
 @pytest.fixture
 def run_recorded(run_script, nvtx_recorder: Path, tmp_path: Path):
-    def run(*args: str):
+    def run(*args: str, config=CONFIG):
         record = tmp_path / "ranges.txt"
         env = {"NVTX_INJECTION64_PATH": str(nvtx_recorder), "NVTX_RECORD_FILE": str(record)}
-        result = run_script(CONFIG, "--samples", "40", "--batch_size", "4", *args, env=env)
+        result = run_script(config, "--samples", "40", "--batch_size", "4", *args, env=env)
         return result, read_events(record)
 
     return run
@@ -114,8 +114,10 @@ def test_loader_raising_closes_the_fetch_and_trial(run_recorded) -> None:
     # Batches read before FULL_WARMUP_1's fetch 2: IO_WARMUP_1 N + 1, IO_1 N (it opens with the
     # batch kept from IO_WARMUP_1), none for SYNTHETIC_WARMUP_1 (it yields the one batch cached
     # from IO_1's kept batch), FULL_WARMUP_1 two. The loader fails on the first sample after those.
+    # The stage trials read the same dataset (through a copy of the loader): off, so the count holds.
     failing_sample = 4 * ((N + 1) + N + 2) + 1
-    run, events = run_recorded("--loader_raise_after", str(failing_sample))
+    run, events = run_recorded("--loader_raise_after", str(failing_sample),
+                               config=small_config(nbatches=N, ntrials=1, nwarmup=1, stages=False))
     assert run.returncode == 1 and "OSError: cannot read sample" in run.stderr
     tail = [("PUSH", "FULL_WARMUP_1", "")] + fetch(0) + step(0) + fetch(1) + step(1) + [("PUSH", "fetch", "2"),
                                                                                         ("POP", "", ""), ("POP", "", "")]

@@ -1,0 +1,398 @@
+"""Why the loader is slow: each stage and each worker of the diagnostic stage trials (pure, no torch).
+
+The stage trials (``measure.stages``) drain an instrumented copy of the loader and record, per batch:
+when the main process asked for it and got it, which worker made it, when that worker started and
+finished it, the seconds of each stage in the worker (the dataset's own ``__getitem__``, each
+transform step, ``collate_fn``), and the main process's receiving and pinning. :func:`analyse` turns
+that into a :class:`StageReport`:
+
+* **The IO period, stage by stage.** A stage in the workers costs the period its time per batch
+  divided by the workers running in parallel (``seconds / (workers x period)``: its share of the
+  workers' capacity); a stage in the main process costs its time per batch (``seconds / period``).
+  With workers, the main process's wait is explained by the workers' work when they are busy, so
+  what is left unexplained is ``1 - max(workers' busy share, main process's work share)``; without
+  workers every stage is on the main thread and the remainder is the loader's own code.
+* **Each worker**: batches made, busy and idle time, time per batch; a worker whose time per batch is
+  :data:`STRAGGLER_RATIO` x the median of the others is named.
+* **Order**: a batch is *out of order* when a later one (of the batches in flight) was ready before
+  it; the *head-of-line* time is what the loop spent waiting for a batch while a later one was
+  ready, the most ``in_order=False`` could give back.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = [
+    "BUSY_WORKERS",
+    "COLD_CACHE_HOWTO",
+    "HOL_SHARE",
+    "ORDER_MARGIN",
+    "STRAGGLER_RATIO",
+    "FirstPass",
+    "Stage",
+    "StageReport",
+    "StageTrial",
+    "WorkerMemory",
+    "WorkerStat",
+    "analyse",
+    "stage_fix",
+]
+
+STRAGGLER_RATIO = 1.5  # a worker this many times slower per batch than the median of the others is named
+HOL_SHARE = 0.05  # head-of-line waits over this share of the IO time are named (in_order=False as the fix)
+BUSY_WORKERS = 0.85  # workers busy this share of the time (and cores free): more workers is the fix
+OFF_CPU = 0.5  # the dataset's own work off the CPU more than this share: it waits on storage or the network
+
+
+@dataclass(frozen=True)
+class WorkerMemory:
+    """One worker's memory: unique set size (pages only it holds), proportional set size where the
+    kernel gives it (shared pages split among their holders), and RSS (shared pages counted whole)."""
+
+    worker: int
+    uss: int
+    pss: Optional[int]
+    rss: int
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"worker": self.worker, "uss_bytes": self.uss, "pss_bytes": self.pss, "rss_bytes": self.rss}
+
+
+@dataclass(frozen=True, eq=False)
+class StageTrial:
+    """One diagnostic stage trial: per batch (in the order the loop got them) the record its worker
+    made and the main process's times; all clocks are one machine-wide monotonic clock."""
+
+    label: str
+    warmup: bool
+    seconds: float
+    samples: int
+    names: Tuple[str, ...]  # the timed transform steps (stage slots 1..)
+    asked: np.ndarray[Any, Any]  # the loop asked for the batch (main)
+    got: np.ndarray[Any, Any]  # ... and got it
+    worker: np.ndarray[Any, Any]  # its worker's id (-1: made in the main process)
+    start: np.ndarray[Any, Any]  # its worker started it (first item)
+    end: np.ndarray[Any, Any]  # ... and finished it (collate_fn returned): ready
+    work: np.ndarray[Any, Any]  # (batches, slots): __getitem__ in all, each transform step, collate_fn
+    dataset_cpu: np.ndarray[Any, Any]  # CPU seconds of __getitem__ (its worker's thread)
+    received: np.ndarray[Any, Any]  # (batches, 2): unpickling began and ended (NaN: not unpickled)
+    pinned: np.ndarray[Any, Any]  # (batches, 2): pin_memory began and ended (NaN: not pinned)
+    items: np.ndarray[Any, Any]  # items (samples) the dataset made for it
+    sampler_seconds: float  # the sampler's time during the trial (main process)
+    workers: int
+    pin_memory: bool
+
+    @property
+    def batches(self) -> int:
+        return len(self.got)
+
+    @property
+    def throughput(self) -> float:
+        return self.samples / self.seconds if self.seconds > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: seconds per batch (mean), where it runs, and its share of the IO period."""
+
+    name: str
+    where: str  # "workers", "main" (the loop's thread) or "pin thread"
+    seconds: float
+    share: float
+    note: str = ""  # what it holds, in words
+    off_cpu: Optional[float] = None  # the dataset's: share of its __getitem__ time off the CPU (waiting)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "where": self.where, "seconds_per_batch": self.seconds, "share": self.share,
+                "note": self.note or None, "off_cpu_share": self.off_cpu}
+
+
+@dataclass(frozen=True)
+class WorkerStat:
+    """One worker over the steady stage trials."""
+
+    worker: int
+    batches: int
+    busy: float  # seconds from its batches' first item to their collate_fn's end
+    idle: float  # the trials' time it was not making a batch
+    per_batch: float
+
+    @property
+    def busy_share(self) -> float:
+        total = self.busy + self.idle
+        return self.busy / total if total > 0 else 0.0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"worker": self.worker, "batches": self.batches, "busy_seconds": self.busy, "idle_seconds": self.idle,
+                "busy_share": self.busy_share, "seconds_per_batch": self.per_batch}
+
+
+@dataclass
+class StageReport:
+    """What the steady stage trials say (see the module's docstring); ``to_dict`` is the JSON's ``stages``."""
+
+    period: float  # seconds per batch of the stage trials (the IO period, instrumented)
+    throughput: float
+    batches: int
+    workers: int
+    stages: List[Stage]
+    unexplained: float  # share of the period no stage accounts for (negative: stages overlap)
+    worker_busy: Optional[float]  # share of the workers' time their stages fill (None: no workers)
+    per_worker: List[WorkerStat]
+    straggler: Optional[Tuple[int, float]]  # (worker, its time per batch / the median of the others')
+    out_of_order: int
+    hol_share: float  # the loop's wait for a batch while a later one was ready, share of the trials' time
+    split: str  # how the transforms were found, or why not
+    in_order: Optional[bool]  # the installed torch's DataLoader takes in_order (None: not asked)
+    first_throughput: Optional[float] = None  # the warm-up stage trial: a fresh copy's first batches
+    memory: List[WorkerMemory] = field(default_factory=list)
+    free_cores: Optional[float] = None
+    trials: List[str] = field(default_factory=list)
+    instrumentation: Optional[float] = None  # the timers' own cost per sample (s), where measured
+
+    @property
+    def largest(self) -> Optional[Stage]:
+        """The stage that takes the largest share of the period (the main process's wait excluded)."""
+        named = [s for s in self.stages if s.name != "waiting for workers"]
+        return max(named, key=lambda s: s.share) if named else None
+
+    @property
+    def advice(self) -> Optional[str]:
+        """The change the stages point to: more workers when the workers are busy and cores are free;
+        in_order=False when head-of-line waits are large; else the largest stage's fix."""
+        free = self.free_cores
+        if (self.workers and self.worker_busy is not None and self.worker_busy >= BUSY_WORKERS
+                and free is not None and free >= 1.0):
+            return (f"more loader workers (the {self.workers} workers are busy {100 * self.worker_busy:.0f} % of "
+                    f"the time and {free:.1f} cores are free)")
+        if self.hol_share >= HOL_SHARE and self.in_order:
+            return (f"DataLoader(in_order=False) (the loop waited {100 * self.hol_share:.1f} % of the time for a "
+                    f"batch while a later one was ready)")
+        top = self.largest
+        return None if top is None else stage_fix(top)
+
+    def to_dict(self) -> Dict[str, Any]:
+        top = self.largest
+        return {
+            "period_seconds": self.period,
+            "throughput": self.throughput,
+            "batches": self.batches,
+            "workers": self.workers,
+            "trials": self.trials,
+            "stages": [s.to_dict() for s in self.stages],
+            "unexplained_share": self.unexplained,
+            "workers_busy_share": self.worker_busy,
+            "largest": None if top is None else top.name,
+            "advice": self.advice,
+            "transforms": self.split,
+            "per_worker": [w.to_dict() for w in self.per_worker],
+            "slow_worker": None if self.straggler is None else {"worker": self.straggler[0],
+                                                                 "ratio": self.straggler[1]},
+            "out_of_order_batches": self.out_of_order,
+            "head_of_line_share": self.hol_share,
+            "in_order_available": self.in_order,
+            "first_throughput": self.first_throughput,
+            "worker_memory": [m.to_dict() for m in self.memory],
+            "instrumentation_seconds_per_sample": self.instrumentation,
+        }
+
+
+def stage_fix(stage: Stage) -> str:
+    """The change a stage's size points to."""
+    name = stage.name
+    if name == "dataset":
+        if stage.off_cpu is not None and stage.off_cpu >= OFF_CPU:
+            return ("faster or local storage, or caching the dataset (the dataset's own __getitem__ waits off "
+                    "the CPU: storage or network reads)")
+        return ("cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
+                "or decoding on the accelerator (nvJPEG, DALI)")
+    if name.startswith(("transform", "target_transform")):
+        return (f"a cheaper {name.split(' ', 1)[-1]} or fewer transforms (or the augmentation batched on the "
+                f"accelerator)")
+    if name == "collate_fn":
+        return "a vectorised collate_fn (stack whole arrays once, or a dataset __getitems__ that returns the batch)"
+    if name == "receive":
+        return ("smaller batches to move between processes: uint8 instead of float tensors (convert on the "
+                "accelerator), fewer and larger tensors")
+    if name == "pin_memory":
+        return "pin_memory=False (pinning costs more than the copies it speeds up here)"
+    if name == "sampler":
+        return "a cheaper sampler (precomputed index lists)"
+    return f"less time in {name}"
+
+
+def _mean(values: np.ndarray[Any, Any]) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
+ORDER_MARGIN = 0.1  # a later batch counts as ready first when it was by this share of a batch's work time
+
+
+def _order(trial: StageTrial) -> Tuple[int, float]:
+    """(batches out of order, head-of-line seconds) of one trial, among the batches in flight
+    (``2 x workers`` after each); "ready first" by more than :data:`ORDER_MARGIN` of the median
+    batch's work time, so that two workers finishing together are not called out of order."""
+    end, asked, got = trial.end, trial.asked, trial.got
+    window = max(2, 2 * trial.workers)
+    margin = ORDER_MARGIN * float(np.median(trial.end - trial.start)) if len(end) else 0.0
+    late = 0
+    blocked = 0.0
+    n = len(end)
+    for k in range(n - 1):
+        later = end[k + 1:k + 1 + window]
+        other = float(later.min())
+        if other < end[k] - margin:
+            late += 1
+            blocked += max(0.0, min(float(got[k]), float(end[k])) - max(float(asked[k]), other))
+    return late, blocked
+
+
+def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, split: str = "",
+            free_cores: Optional[float] = None, memory: Sequence[WorkerMemory] = ()) -> Optional[StageReport]:
+    """The :class:`StageReport` of the steady (non-warm-up) trials; None without any batch."""
+    steady = [t for t in trials if not t.warmup and t.batches > 0]
+    if not steady:
+        return None
+    first = next((t for t in trials if t.warmup and t.batches > 0), None)
+    n = sum(t.batches for t in steady)
+    seconds = sum(t.seconds for t in steady)
+    samples = sum(t.samples for t in steady)
+    period = seconds / n
+    workers = steady[0].workers
+    names = steady[0].names
+    work = np.concatenate([t.work for t in steady])
+    received = np.concatenate([t.received for t in steady])
+    pinned = np.concatenate([t.pinned for t in steady])
+    inside = np.concatenate([t.got - t.asked for t in steady])
+    cpu = np.concatenate([t.dataset_cpu for t in steady])
+    lanes = max(1, workers)
+    where = "workers" if workers else "main"
+
+    def share(secs: float, in_workers: bool) -> float:
+        return secs / (lanes * period if in_workers else period) if period > 0 else 0.0
+
+    transforms = work[:, 1:1 + len(names)]
+    getitem = work[:, 0]
+    own = np.maximum(0.0, getitem - transforms.sum(axis=1))
+    stages: List[Stage] = []
+    total_getitem = float(getitem.sum())
+    off = 1.0 - float(cpu.sum()) / total_getitem if total_getitem > 0 else 0.0
+    per = float(own.mean())
+    stages.append(Stage("dataset", where, per, share(per, bool(workers)),
+                        "__getitem__ without the timed transforms", off_cpu=max(0.0, min(1.0, off))))
+    for j, name in enumerate(names):
+        per = float(transforms[:, j].mean())
+        stages.append(Stage(name, where, per, share(per, bool(workers))))
+    per = float(work[:, -1].mean())
+    stages.append(Stage("collate_fn", where, per, share(per, bool(workers))))
+    worker_side = sum(s.share for s in stages)
+    receive = received[:, 1] - received[:, 0]
+    pin = pinned[:, 1] - pinned[:, 0]
+    sampler = sum(t.sampler_seconds for t in steady) / n
+    pin_thread = bool(workers) and steady[0].pin_memory
+    main_work = 0.0
+    rec = _mean(receive)
+    if np.isfinite(rec):
+        stages.append(Stage("receive", "pin thread" if pin_thread else "main", rec, share(rec, False),
+                            "unpickling and shared memory"))
+        main_work += 0.0 if pin_thread else rec
+    pin_mean = _mean(pin)
+    if np.isfinite(pin_mean):
+        stages.append(Stage("pin_memory", "pin thread" if pin_thread else "main", pin_mean, share(pin_mean, False)))
+        main_work += 0.0 if pin_thread else pin_mean
+    stages.append(Stage("sampler", "main", sampler, share(sampler, False)))
+    main_work += sampler
+    if workers:
+        wait = max(0.0, float(inside.mean()) - main_work)
+        stages.append(Stage("waiting for workers", "main", wait, share(wait, False),
+                            "the loop's time in next() waiting for a worker's batch"))
+        busy: Optional[float] = worker_side
+        unexplained = 1.0 - max(worker_side, share(main_work, False))
+    else:
+        busy = None
+        unexplained = 1.0 - sum(s.share for s in stages)
+    per_worker = _workers(steady, seconds)
+    straggler = _straggler(per_worker)
+    late, blocked = 0, 0.0
+    if workers > 1:
+        for t in steady:
+            a, b = _order(t)
+            late, blocked = late + a, blocked + b
+    return StageReport(
+        period=period, throughput=samples / seconds if seconds > 0 else float("inf"), batches=n, workers=workers,
+        stages=stages, unexplained=unexplained, worker_busy=busy, per_worker=per_worker, straggler=straggler,
+        out_of_order=late, hol_share=blocked / seconds if seconds > 0 else 0.0, split=split, in_order=in_order,
+        first_throughput=None if first is None else first.throughput, memory=list(memory), free_cores=free_cores,
+        trials=[t.label for t in trials])
+
+
+def _workers(steady: Sequence[StageTrial], seconds: float) -> List[WorkerStat]:
+    ids = sorted({int(w) for t in steady for w in t.worker if w >= 0})
+    out: List[WorkerStat] = []
+    for w in ids:
+        count, busy = 0, 0.0
+        for t in steady:
+            mine = t.worker == w
+            count += int(mine.sum())
+            busy += float((t.end[mine] - t.start[mine]).sum())
+        out.append(WorkerStat(w, count, busy, max(0.0, seconds - busy), busy / count if count else 0.0))
+    return out
+
+
+def _straggler(per_worker: Sequence[WorkerStat]) -> Optional[Tuple[int, float]]:
+    measured = [w for w in per_worker if w.batches > 0]
+    if len(measured) < 2:
+        return None
+    slow = max(measured, key=lambda w: w.per_batch)
+    others = [w.per_batch for w in measured if w is not slow]
+    typical = statistics.median(others)
+    if typical <= 0:
+        return None
+    ratio = slow.per_batch / typical
+    return (slow.worker, ratio) if ratio >= STRAGGLER_RATIO else None
+
+
+WARM_CACHE_SHARE = 0.01  # storage reads below this share of the files read: a warm page cache
+FILES_READ = 1 << 20  # ... once the loader read at least this many bytes of files in the IO trials
+COLD_CACHE_HOWTO = ("to measure a cold one, drop the page cache before the run (Linux: sync; echo 3 | sudo tee "
+                    "/proc/sys/vm/drop_caches) or read a dataset larger than the memory")
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """The loader's first batches against its steady IO trials, and whether the IO trials' files
+    came from the page cache."""
+
+    first: float  # IO_WARMUP_1's throughput: the loader's first batches
+    steady: float  # the measured IO trials' mean
+    files_read: Optional[float]  # bytes of files the loader read in the measured IO trials (None: unknown)
+    storage_read: Optional[float]  # ... of which bytes came from storage
+
+    @property
+    def ratio(self) -> float:
+        return self.first / self.steady if self.steady > 0 else float("nan")
+
+    @property
+    def warm_cache(self) -> bool:
+        """The loader read files, and next to nothing of them from storage."""
+        return (self.files_read is not None and self.storage_read is not None and self.files_read >= FILES_READ
+                and self.storage_read < WARM_CACHE_SHARE * self.files_read)
+
+    def text(self) -> str:
+        out = (f"the loader's first batches (IO_WARMUP_1: worker start-up, opening files, a cold cache) "
+               f"{self.first:.3f} samples/s against {self.steady:.3f} in the steady IO trials ({self.ratio:.2f}x)")
+        if self.warm_cache and self.files_read is not None and self.storage_read is not None:
+            out += (f"; the IO trials read {self.files_read / 1e6:.1f} MB of files and {self.storage_read / 1e6:.1f} MB "
+                    f"from storage: they show a warm page cache ({COLD_CACHE_HOWTO})")
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"first_throughput": self.first, "steady_throughput": self.steady, "ratio": self.ratio,
+                "files_read_bytes": self.files_read, "storage_read_bytes": self.storage_read,
+                "warm_cache": self.warm_cache}

@@ -1,0 +1,465 @@
+"""Stage timing of a DataLoader: an instrumented copy of it, and the diagnostic trial loop that reads it.
+
+The copy is a new DataLoader over the same dataset, sampler and collate function (the loader's own
+is never touched), whose pieces are wrapped in timers:
+
+* the dataset's ``__getitem__`` (or, for an iterable dataset, each item its iterator makes), with
+  its ``transform`` / ``target_transform`` split out (each step of a torchvision-style ``Compose``,
+  anything with a ``transforms`` list, on its own) on a shallow copy of the dataset;
+* ``collate_fn``, which closes the batch: it hands back ``(Arrival, batch, Done)`` where
+  :class:`Arrival` carries the worker's sums for that batch (one small record per batch, never a
+  message per sample), and both marks stamp the moment the main process unpickles them and the
+  moment ``pin_memory`` reaches them, which times receiving (unpickling, shared memory) and pinning;
+* the sampler, in the main process.
+
+Every clock is ``time.perf_counter`` (CLOCK_MONOTONIC on Linux: one clock for all processes of a
+machine), so a worker's batch-ready time and the main process's wait can be compared.
+:func:`stage_trial` drains the copy like an IO trial and returns a
+:class:`~benchy.core.stages.StageTrial` for the pure analysis in :mod:`benchy.core.stages`.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core.stages import StageTrial, WorkerMemory
+
+__all__ = ["Arrival", "Done", "Instrumented", "StagePlan", "has_in_order", "instrument", "machine_memory",
+           "stage_trial", "step_name", "timer_cost", "worker_memory"]
+
+_clock = time.perf_counter
+_cpu = time.thread_time
+
+
+class _Sums:
+    """One process's running sums for the batch being made (seconds per stage slot)."""
+
+    __slots__ = ("cpu", "items", "seconds", "start")
+
+    def __init__(self, slots: int) -> None:
+        self.seconds = [0.0] * slots
+        self.cpu = 0.0
+        self.start = 0.0  # the first item's start (0: none yet)
+        self.items = 0
+
+    def reset(self) -> None:
+        for k in range(len(self.seconds)):
+            self.seconds[k] = 0.0
+        self.cpu = 0.0
+        self.start = 0.0
+        self.items = 0
+
+
+class Arrival:
+    """First element of an instrumented batch: the worker's sums for it; stamps its unpickling."""
+
+    __slots__ = ("cpu", "end", "items", "pinned", "received", "seconds", "start", "worker")
+
+    def __init__(self, worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float,
+                 items: int) -> None:
+        self.worker, self.start, self.end, self.seconds, self.cpu, self.items = worker, start, end, seconds, cpu, items
+        self.received = float("nan")  # when the main process (or the pin thread) unpickled it
+        self.pinned = float("nan")  # when pin_memory reached it
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (_arrived, (self.worker, self.start, self.end, self.seconds, self.cpu, self.items))
+
+    def pin_memory(self, *_: Any) -> Arrival:
+        self.pinned = _clock()
+        return self
+
+
+def _arrived(worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float, items: int) -> Arrival:
+    mark = Arrival(worker, start, end, seconds, cpu, items)
+    mark.received = _clock()
+    return mark
+
+
+class Done:
+    """Last element of an instrumented batch: stamps the end of its unpickling and of its pinning."""
+
+    __slots__ = ("pinned", "received")
+
+    def __init__(self) -> None:
+        self.received = float("nan")
+        self.pinned = float("nan")
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (_done, ())
+
+    def pin_memory(self, *_: Any) -> Done:
+        self.pinned = _clock()
+        return self
+
+
+def _done() -> Done:
+    mark = Done()
+    mark.received = _clock()
+    return mark
+
+
+class _TimedStep:
+    """One transform (or one step of a Compose) timed into a slot."""
+
+    def __init__(self, fn: Callable[..., Any], sums: _Sums, slot: int) -> None:
+        self.fn, self.sums, self.slot = fn, sums, slot
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        t0 = _clock()
+        out = self.fn(*args, **kwargs)
+        self.sums.seconds[self.slot] += _clock() - t0
+        return out
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
+
+
+def step_name(fn: Any) -> str:
+    """A transform's name: its class's, or a function's own."""
+    name = getattr(fn, "__name__", None)
+    return str(name) if isinstance(name, str) and not isinstance(fn, type) and callable(fn) and \
+        type(fn).__name__ in ("function", "builtin_function_or_method", "method", "partial") else type(fn).__name__
+
+
+class StagePlan:
+    """The stage slots of an instrumented loader: slot 0 the dataset's ``__getitem__`` in all,
+    then each timed transform step; the names as the output shows them."""
+
+    def __init__(self) -> None:
+        self.names: List[str] = []  # transform steps, in slot order from 1
+        self.split = ""  # how the dataset's transforms were found, or why not
+
+    def add(self, name: str) -> int:
+        taken = set(self.names)
+        unique, k = name, 2
+        while unique in taken:
+            unique, k = f"{name}#{k}", k + 1
+        self.names.append(unique)
+        return len(self.names)  # slot (0 is the dataset)
+
+
+_TRANSFORM_ATTRS = ("transform", "target_transform")
+_UNWRAP_DEPTH = 3  # Subset(ConcatDataset-free wrappers) of a dataset with the transforms
+
+
+def _split_transforms(dataset: Any, plan: StagePlan, sums: _Sums, depth: int = 0) -> Any:
+    """A shallow copy of ``dataset`` whose transforms are timed steps (the dataset itself untouched).
+
+    A dataset without transforms that wraps one (``Subset``'s ``dataset``) is looked into, up to
+    :data:`_UNWRAP_DEPTH` levels. Anything that cannot be copied is left as it is (its transforms
+    are then part of the dataset's own time, and :attr:`StagePlan.split` says so)."""
+    found = [a for a in _TRANSFORM_ATTRS if callable(getattr(dataset, a, None))]
+    if not found:
+        inner = getattr(dataset, "dataset", None)
+        if inner is not None and depth < _UNWRAP_DEPTH and hasattr(inner, "__getitem__"):
+            new_inner = _split_transforms(inner, plan, sums, depth + 1)
+            if new_inner is inner:
+                return dataset
+            try:
+                outer = copy.copy(dataset)
+                outer.dataset = new_inner
+                return outer
+            except Exception as err:
+                plan.split = f"its wrapper {type(dataset).__name__} could not be copied ({type(err).__name__})"
+                return dataset
+        if not plan.split:
+            plan.split = f"{type(dataset).__name__} has no transform or target_transform attribute"
+        return dataset
+    try:
+        copied = copy.copy(dataset)
+    except Exception as err:
+        plan.split = f"{type(dataset).__name__} could not be copied ({type(err).__name__}: {err})"
+        return dataset
+    for attr in found:
+        fn = getattr(dataset, attr)
+        steps = getattr(fn, "transforms", None)
+        if isinstance(steps, (list, tuple)) and steps and all(callable(s) for s in steps):
+            try:
+                composed = copy.copy(fn)
+                timed = [_TimedStep(s, sums, plan.add(f"{attr} {step_name(s)}")) for s in steps]
+                composed.transforms = timed if isinstance(steps, list) else tuple(timed)
+                setattr(copied, attr, composed)
+                continue
+            except Exception:
+                pass
+        setattr(copied, attr, _TimedStep(fn, sums, plan.add(attr if attr == "target_transform" or steps is None
+                                                            else f"{attr} {step_name(fn)}")))
+    plan.split = f"{type(dataset).__name__}'s " + " and ".join(found)
+    return copied
+
+
+class _TimedMap:
+    """A map-style dataset whose ``__getitem__`` is timed (wall and this thread's CPU)."""
+
+    def __init__(self, inner: Any, sums: _Sums) -> None:
+        self.inner, self.sums = inner, sums
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, index: Any) -> Any:
+        sums = self.sums
+        c0, t0 = _cpu(), _clock()
+        out = self.inner[index]
+        t1 = _clock()
+        sums.cpu += _cpu() - c0
+        sums.seconds[0] += t1 - t0
+        sums.items += 1
+        if not sums.start:
+            sums.start = t0
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("inner", "sums") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+class _TimedIterable:
+    """An iterable dataset: the time its iterator takes to make each item."""
+
+    def __init__(self, inner: Any, sums: _Sums) -> None:
+        self.inner, self.sums = inner, sums
+
+    def __iter__(self) -> Iterator[Any]:
+        sums = self.sums
+        it = iter(self.inner)
+        while True:
+            c0, t0 = _cpu(), _clock()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            t1 = _clock()
+            sums.cpu += _cpu() - c0
+            sums.seconds[0] += t1 - t0
+            sums.items += 1
+            if not sums.start:
+                sums.start = t0
+            yield item
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("inner", "sums") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+class _TimedCollate:
+    """The loader's collate function; closes the batch's record (see the module's docstring)."""
+
+    def __init__(self, fn: Callable[[Any], Any], sums: _Sums) -> None:
+        self.fn, self.sums = fn, sums
+
+    def __call__(self, samples: Any) -> Tuple[Arrival, Any, Done]:
+        from torch.utils.data import get_worker_info
+
+        t0 = _clock()
+        batch = self.fn(samples)
+        t1 = _clock()
+        sums = self.sums
+        info = get_worker_info()
+        mark = Arrival(-1 if info is None else int(info.id), sums.start or t0, t1,
+                       tuple(sums.seconds) + (t1 - t0,), sums.cpu, sums.items)
+        sums.reset()
+        return (mark, batch, Done())
+
+
+class _TimedSampler:
+    """The (batch) sampler, iterated in the main process: time per index (batch) handed out."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __iter__(self) -> Iterator[Any]:
+        it = iter(self.inner)
+        while True:
+            t0 = _clock()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            self.seconds += _clock() - t0
+            yield item
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("inner", "seconds") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+class Instrumented:
+    """An instrumented copy of a DataLoader: the loader to drain, its plan and its sampler's timer."""
+
+    def __init__(self, loader: Any, plan: StagePlan, sampler: Optional[_TimedSampler], workers: int,
+                 pin_memory: bool, iterable: bool) -> None:
+        self.loader, self.plan, self.sampler = loader, plan, sampler
+        self.workers, self.pin_memory, self.iterable = workers, pin_memory, iterable
+
+
+def instrument(arguments: Dict[str, Any]) -> Instrumented:
+    """A new DataLoader from a DataLoader's constructor ``arguments`` (as bound by its signature),
+    with timed pieces (see the module's docstring); never persistent (its workers end with it)."""
+    from torch.utils.data import DataLoader, IterableDataset, default_collate
+
+    dataset = arguments["dataset"]
+    iterable = isinstance(dataset, IterableDataset)
+    plan = StagePlan()
+    sums = _Sums(1)
+    split = _split_transforms(dataset, plan, sums)
+    sums.seconds = [0.0] * (1 + len(plan.names))
+    timed_ds: Any
+    if iterable:
+        timed_ds = type("TimedIterable", (_TimedIterable, IterableDataset), {})(split, sums)
+    else:
+        timed_ds = _TimedMap(split, sums)
+    collate = arguments.get("collate_fn") or default_collate
+    if arguments.get("batch_size", 1) is None and arguments.get("batch_sampler") is None \
+            and arguments.get("collate_fn") is None:
+        from torch.utils.data import default_convert
+
+        collate = default_convert  # what DataLoader uses without automatic batching
+    made = dict(arguments, dataset=timed_ds, collate_fn=_TimedCollate(collate, sums), persistent_workers=False)
+    loader = DataLoader(**made)
+    timed_sampler: Optional[_TimedSampler] = None
+    if not iterable:
+        attr = "batch_sampler" if loader.batch_sampler is not None else "sampler"
+        timed_sampler = _TimedSampler(getattr(loader, attr))
+        object.__setattr__(loader, attr, timed_sampler)  # DataLoader forbids it after __init__; this copy is ours
+    workers = int(getattr(loader, "num_workers", 0) or 0)
+    return Instrumented(loader, plan, timed_sampler, workers, bool(getattr(loader, "pin_memory", False)), iterable)
+
+
+def stage_trial(label: str, warmup: bool, nbatches: int, fetch: Callable[[], Any], counter: Callable[[Any], int],
+                made: Instrumented) -> StageTrial:
+    """Drain ``nbatches`` instrumented batches (``fetch``: the source's, which starts passes as
+    needed); the record of each batch, and the main process's own figures."""
+    slots = 1 + len(made.plan.names) + 1  # dataset, transform steps, collate
+    asked = np.empty(nbatches)
+    got = np.empty(nbatches)
+    worker = np.empty(nbatches, dtype=np.int64)
+    start = np.empty(nbatches)
+    end = np.empty(nbatches)
+    work = np.zeros((nbatches, slots))
+    cpu = np.empty(nbatches)
+    received = np.full((nbatches, 2), np.nan)
+    pinned = np.full((nbatches, 2), np.nan)
+    items = np.empty(nbatches, dtype=np.int64)
+    samples = 0
+    sampler_before = made.sampler.seconds if made.sampler is not None else 0.0
+    marks: List[Tuple[Arrival, Done]] = []
+    begin = _clock()
+    for k in range(nbatches):
+        a = _clock()
+        item = fetch()
+        g = _clock()
+        asked[k], got[k] = a, g
+        arrival, batch, done = _unpack(item)
+        samples += counter(batch)
+        marks.append((arrival, done))
+    seconds = _clock() - begin
+    for k, (arrival, done) in enumerate(marks):
+        worker[k], start[k], end[k], cpu[k], items[k] = (arrival.worker, arrival.start, arrival.end, arrival.cpu,
+                                                          arrival.items)
+        work[k, :len(arrival.seconds)] = arrival.seconds
+        received[k] = (arrival.received, done.received)
+        pinned[k] = (arrival.pinned, done.pinned)
+    sampler = (made.sampler.seconds - sampler_before) if made.sampler is not None else 0.0
+    return StageTrial(label=label, warmup=warmup, seconds=seconds, samples=samples, names=tuple(made.plan.names),
+                      asked=asked, got=got, worker=worker, start=start, end=end, work=work, dataset_cpu=cpu,
+                      received=received, pinned=pinned, items=items, sampler_seconds=sampler, workers=made.workers,
+                      pin_memory=made.pin_memory)
+
+
+def _unpack(item: Any) -> Tuple[Arrival, Any, Done]:
+    if isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[0], Arrival):
+        return item[0], item[1], item[2]
+    raise TypeError(f"benchy: an instrumented batch should be (Arrival, batch, Done); got {type(item).__name__} "
+                    f"(a loader that rebuilds its batches after collate_fn cannot be timed stage by stage)")
+
+
+def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
+    """Each worker's own memory: unique set size (USS: pages only it holds) and, where the kernel
+    says, proportional set size (PSS: shared pages split among their holders); RSS for reference."""
+    import psutil
+
+    out: List[WorkerMemory] = []
+    for k, pid in enumerate(pids):
+        try:
+            info = psutil.Process(pid).memory_full_info()
+        except (psutil.Error, OSError):
+            continue
+        out.append(WorkerMemory(k, int(getattr(info, "uss", 0)), _opt(getattr(info, "pss", None)), int(info.rss)))
+    return out
+
+
+def _opt(value: Any) -> Optional[int]:
+    return None if value is None else int(value)
+
+
+def has_in_order() -> bool:
+    """Whether the installed torch's DataLoader takes ``in_order`` (torch 2.6 and later)."""
+    import inspect
+
+    from torch.utils.data import DataLoader
+
+    return "in_order" in inspect.signature(DataLoader.__init__).parameters
+
+
+def timer_cost(steps: int, n: int = 2000) -> float:
+    """The timers' own cost per sample (seconds) with ``steps`` timed transform steps: ``n`` items of a
+    trivial dataset read through the timers, less the same read plainly (best of three)."""
+
+    class _Plain:
+        def __init__(self, transform: Callable[[Any], Any]) -> None:
+            self.transform = transform
+
+        def __len__(self) -> int:
+            return n
+
+        def __getitem__(self, i: int) -> Any:
+            return self.transform(i)
+
+    class _Steps:
+        def __init__(self, transforms: List[Callable[[Any], Any]]) -> None:
+            self.transforms = transforms
+
+        def __call__(self, x: Any) -> Any:
+            for t in self.transforms:
+                x = t(x)
+            return x
+
+    def ident(x: Any) -> Any:
+        return x
+
+    plain = _Plain(_Steps([ident] * steps))
+    plan, sums = StagePlan(), _Sums(1)
+    timed = _TimedMap(_split_transforms(plain, plan, sums), sums)
+    sums.seconds = [0.0] * (1 + len(plan.names))
+
+    def read(ds: Any) -> float:
+        best = float("inf")
+        for _ in range(3):
+            t0 = _clock()
+            for i in range(n):
+                ds[i]
+            best = min(best, _clock() - t0)
+        return best
+
+    return max(0.0, (read(timed) - read(plain)) / n)
+
+
+def machine_memory() -> Tuple[int, int]:
+    """(available, total) bytes of the machine's memory."""
+    import psutil
+
+    vm = psutil.virtual_memory()
+    return int(vm.available), int(vm.total)
+
