@@ -25,6 +25,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
+from torch.utils.data import IterableDataset
 
 from ..core.stages import StageTrial, WorkerMemory
 
@@ -248,6 +249,11 @@ class _TimedIterable:
         return getattr(self.inner, name)
 
 
+class _TimedIterableDataset(_TimedIterable, IterableDataset):
+    """:class:`_TimedIterable` as an ``IterableDataset`` (so the DataLoader treats it as one); module-level,
+    so that a ``spawn`` worker can unpickle it."""
+
+
 class _TimedCollate:
     """The loader's collate function; closes the batch's record (see the module's docstring)."""
 
@@ -307,7 +313,7 @@ class Instrumented:
 def instrument(arguments: Dict[str, Any]) -> Instrumented:
     """A new DataLoader from a DataLoader's constructor ``arguments`` (as bound by its signature),
     with timed pieces (see the module's docstring); never persistent (its workers end with it)."""
-    from torch.utils.data import DataLoader, IterableDataset, default_collate
+    from torch.utils.data import DataLoader, default_collate
 
     dataset = arguments["dataset"]
     iterable = isinstance(dataset, IterableDataset)
@@ -317,7 +323,7 @@ def instrument(arguments: Dict[str, Any]) -> Instrumented:
     sums.seconds = [0.0] * (1 + len(plan.names))
     timed_ds: Any
     if iterable:
-        timed_ds = type("TimedIterable", (_TimedIterable, IterableDataset), {})(split, sums)
+        timed_ds = _TimedIterableDataset(split, sums)
     else:
         timed_ds = _TimedMap(split, sums)
     collate = arguments.get("collate_fn") or default_collate

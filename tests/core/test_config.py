@@ -241,3 +241,10 @@ def test_output_filenames_the_file_system_cannot_hold(tmp_path: Path, name: str,
     with pytest.raises(ConfigError) as info:
         load_config(overrides={"global": {"output_filename": name, "output_dir": str(tmp_path)}}, environ={})
     assert "global.output_filename: " in str(info.value) and reason in str(info.value)
+
+
+def test_stages_takes_true_or_false() -> None:
+    assert load_config(environ={}).general.stages is True
+    assert load_config(overrides={"global": {"stages": False}}, environ={}).general.stages is False
+    with pytest.raises(ConfigError, match=r"global.stages: got 'yes'.*true or false"):
+        load_config(overrides={"global": {"stages": "yes"}}, environ={})

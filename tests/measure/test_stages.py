@@ -1,0 +1,167 @@
+"""The stage trials on real DataLoaders over made-up datasets with known stage times (sleeps).
+
+Each stage's share is compared with what the sleeps make it, within a few points; the shares are
+taken among the worker stages (their sum is the workers' busy share, which the machine's load moves).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any, Dict, Optional
+
+import pytest
+from stage_datasets import Compose, Items, Normalize, Resize, Sleep, SlowCollate, Stream
+from torch.utils.data import DataLoader, Subset
+
+from benchy.core.stages import StageReport, analyse, stage_fix
+from benchy.measure.source import BatchSource
+from benchy.measure.stages import Arrival, Done, has_in_order, instrument, stage_trial, timer_cost
+
+BATCH = 4
+
+
+def load() -> str:
+    return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+
+
+def run(arguments: Dict[str, Any], nbatches: int = 24, trials: int = 2) -> StageReport:
+    made = instrument(arguments)
+    source = BatchSource(lambda: iter(made.loader))
+    try:
+        found = [stage_trial("STAGES_WARMUP_1", True, 6, source.fetch, lambda b: len(b[0]), made)]
+        for k in range(1, trials + 1):
+            found.append(stage_trial(f"STAGES_{k}", False, nbatches, source.fetch, lambda b: len(b[0]), made))
+    finally:
+        try:
+            source.close()
+        except RuntimeError:  # a worker that aborts while it exits (seen with torch's own spawn workers under load)
+            pass
+    report = analyse(found, in_order=has_in_order(), split=made.plan.split, free_cores=0.0)
+    assert report is not None
+    return report
+
+
+def among_workers(report: StageReport) -> Dict[str, float]:
+    """Each worker-side stage's share of the worker stages' sum."""
+    stages = [s for s in report.stages if s.where in ("workers", "main") and s.name not in
+              ("receive", "sampler", "waiting for workers", "pin_memory")]
+    total = sum(s.seconds for s in stages)
+    return {s.name: s.seconds / total for s in stages}
+
+
+def expected(parts: Dict[str, float]) -> Dict[str, float]:
+    total = sum(parts.values())
+    return {k: v / total for k, v in parts.items()}
+
+
+def close(found: Dict[str, float], want: Dict[str, float], points: float, report: StageReport) -> None:
+    assert set(found) == set(want), found
+    for name, share in want.items():
+        assert abs(found[name] - share) <= points, (f"{name}: {found[name]:.3f} vs {share:.3f}; {found}; "
+                                                     f"{report.to_dict()['stages']}; {load()}")
+
+
+def items(**kw: Any) -> Items:
+    return Items(2000, own_ms=1.0, transform=Compose([Resize(0.5), Normalize(1.5)]), **kw)
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("workers", [0, 2])
+def test_each_stage_share_matches_its_sleeps(workers: int) -> None:
+    report = run(dict(dataset=items(), batch_size=BATCH, num_workers=workers, collate_fn=SlowCollate(2.0)))
+    # Per batch: 4 x 1 ms in __getitem__ itself, 4 x 0.5 ms Resize, 4 x 1.5 ms Normalize, 2 ms collate.
+    want = expected({"dataset": 4.0, "transform Resize": 2.0, "transform Normalize": 6.0, "collate_fn": 2.0})
+    close(among_workers(report), want, 0.04, report)
+    by_name = {s.name: s for s in report.stages}
+    assert by_name["transform Normalize"].seconds == pytest.approx(6e-3, rel=0.25), load()
+    assert report.largest is not None and report.largest.name == "transform Normalize"
+    assert "Normalize" in stage_fix(report.largest)
+    assert by_name["dataset"].off_cpu is not None and by_name["dataset"].off_cpu > 0.5  # it sleeps
+    if workers:
+        assert {s.where for s in report.stages if s.name == "dataset"} == {"workers"}
+        assert report.worker_busy is not None and report.worker_busy > 0.8, (report.worker_busy, load())
+        assert "waiting for workers" in by_name and "receive" in by_name
+        assert [w.worker for w in report.per_worker] == [0, 1]
+        assert all(w.batches == 24 for w in report.per_worker)
+    else:
+        assert report.worker_busy is None and report.per_worker == []
+        # Every stage is on the main thread: they and the loader's own code make the period.
+        assert 0.0 <= report.unexplained <= 0.1, (report.unexplained, load())
+    assert abs(report.unexplained) <= 0.15, (report.unexplained, load())
+
+
+@pytest.mark.timing
+def test_a_slow_worker_is_named_and_its_batches_hold_up_the_others() -> None:
+    report = run(dict(dataset=items(slow_worker=1, slow_ms=4.0), batch_size=BATCH, num_workers=2,
+                      collate_fn=SlowCollate(2.0)))
+    assert report.straggler is not None and report.straggler[0] == 1, (report.to_dict()["per_worker"], load())
+    # Worker 0 makes a batch in 4 + 2 + 6 + 2 = 14 ms, worker 1 in 16 + 2 + 6 + 2 = 26 ms.
+    assert 1.5 <= report.straggler[1] <= 2.3, (report.straggler, load())
+    # Worker 0's batches wait behind worker 1's: ready out of order, the loop waiting meanwhile.
+    assert report.out_of_order >= 10, report.out_of_order
+    assert report.hol_share >= 0.1, (report.hol_share, load())
+
+
+@pytest.mark.timing
+def test_equal_workers_are_neither_slow_nor_held_up() -> None:
+    report = run(dict(dataset=Items(2000, own_ms=2.0), batch_size=BATCH, num_workers=2))
+    assert report.straggler is None, report.to_dict()["per_worker"]
+    # On an idle machine the two finish in lockstep (0 %); a loaded one delays one worker at random.
+    assert report.hol_share < 0.15, (report.hol_share, load())
+
+
+def test_compose_steps_target_transform_and_a_subset_are_split_by_name() -> None:
+    base = Items(100, own_ms=0.0, transform=Compose([Sleep(0.2), Sleep(0.2), Resize(0.1)]),
+                 target_transform=Normalize(0.1))
+    report = run(dict(dataset=Subset(base, list(range(80))), batch_size=BATCH), nbatches=5, trials=1)
+    names = [s.name for s in report.stages if s.where == "main"]
+    assert names[:5] == ["dataset", "transform Sleep", "transform Sleep#2", "transform Resize",
+                         "target_transform"], names
+    assert "Items's transform and target_transform" in report.split
+
+
+def test_the_users_dataset_and_transforms_are_left_as_they_were() -> None:
+    steps = [Resize(0.0), Normalize(0.0)]
+    compose = Compose(steps)
+    ds = Items(50, own_ms=0.0, transform=compose)
+    made = instrument(dict(dataset=ds, batch_size=BATCH, num_workers=0))
+    next(iter(made.loader))
+    assert ds.transform is compose and compose.transforms is steps and compose.transforms == steps
+    assert [type(s) for s in steps] == [Resize, Normalize]
+    plain = DataLoader(ds, batch_size=BATCH)
+    _x, y = next(iter(plain))
+    assert list(y) == [0, 1, 2, 3]
+
+
+def test_an_iterable_dataset_times_each_item_and_collate() -> None:
+    report = run(dict(dataset=Stream(10_000, 1.0), batch_size=BATCH, collate_fn=SlowCollate(2.0)), nbatches=10,
+                 trials=1)
+    close(among_workers(report), expected({"dataset": 4.0, "collate_fn": 2.0}), 0.05, report)
+    assert "Stream has no transform" in report.split
+
+
+def test_spawned_workers_unpickle_the_timers() -> None:
+    report = run(dict(dataset=Items(200, own_ms=1.0), batch_size=BATCH, num_workers=2,
+                      multiprocessing_context="spawn"), nbatches=8, trials=1)
+    assert [w.worker for w in report.per_worker] == [0, 1]
+    assert {s.name for s in report.stages} >= {"dataset", "collate_fn", "receive"}
+
+
+def test_marks_stamp_their_unpickling_and_pinning() -> None:
+    mark = pickle.loads(pickle.dumps(Arrival(3, 1.0, 2.0, (0.5, 0.25), 0.1, 4)))
+    done = pickle.loads(pickle.dumps(Done()))
+    assert (mark.worker, mark.start, mark.end, mark.seconds, mark.items) == (3, 1.0, 2.0, (0.5, 0.25), 4)
+    assert mark.received > 0 and done.received >= mark.received
+    assert mark.pin_memory() is mark and done.pin_memory() is done and done.pinned >= mark.pinned > 0
+
+
+def test_a_batch_rebuilt_after_collate_is_named() -> None:
+    made = instrument(dict(dataset=Items(20, own_ms=0.0), batch_size=BATCH))
+    with pytest.raises(TypeError, match="cannot be timed stage by stage"):
+        stage_trial("STAGES_1", False, 2, lambda: "not a batch", len, made)
+
+
+def test_the_timers_cost_a_few_microseconds_a_sample() -> None:
+    cost: Optional[float] = timer_cost(3)
+    assert cost is not None and 0.0 <= cost < 50e-6, cost
