@@ -17,8 +17,8 @@ from .config import AUTO, SweepConfig
 from .results import TrialResult
 from .stats import Estimate, estimate
 
-__all__ = ["Setting", "SettingResult", "auto_workers", "best", "cheapest_enough", "expand", "feed_advice",
-           "feed_clause", "mean_text", "smallest_within"]
+__all__ = ["ROOM_SHARE", "Setting", "SettingResult", "apply_cap", "auto_workers", "best", "cheapest_enough", "expand",
+           "feed_advice", "feed_clause", "mean_text", "memory_cap", "smallest_within"]
 
 NEAR_BEST = 0.05  # "within 5 % of the best"
 FEEDS = 1.1  # IO at least 1.1x SYNTHETIC: enough to feed the step
@@ -74,6 +74,8 @@ class SettingResult:
     trials: List[TrialResult] = field(default_factory=list)
     warmups: List[TrialResult] = field(default_factory=list)
     error: Optional[str] = None
+    memory: Optional[int] = None  # its workers' own memory (unique set sizes summed), bytes; None: unknown
+    over_cap: bool = False  # its workers did not fit the memory cap (see memory_cap): never recommended
 
     @property
     def estimate(self) -> Estimate:
@@ -91,11 +93,30 @@ class SettingResult:
             "interval": est.half_width,
             "n": est.n,
             "error": self.error,
+            "workers_memory_bytes": self.memory,
+            "over_memory_cap": self.over_cap,
         }
 
 
+ROOM_SHARE = 0.1  # the training process keeps at least this share of the machine's memory
+
+
+def memory_cap(available: int, total: int, trainer_rss: int) -> int:
+    """Bytes the loader's workers may take: the memory available at the sweep's start less room for the
+    training process to grow (as much again as it holds now, and at least :data:`ROOM_SHARE` of the
+    machine's memory: its first steps allocate activations, gradients and optimizer state)."""
+    return max(0, available - max(trainer_rss, int(ROOM_SHARE * total)))
+
+
+def apply_cap(results: Sequence[SettingResult], cap: int) -> None:
+    """Mark the settings whose workers' measured memory exceeds ``cap``."""
+    for r in results:
+        r.over_cap = r.memory is not None and r.memory > cap
+
+
 def _measured(results: Sequence[SettingResult]) -> List[SettingResult]:
-    return [r for r in results if r.error is None and r.estimate.mean is not None]
+    """The settings that ran, measured something and fit the memory cap (the candidates)."""
+    return [r for r in results if r.error is None and r.estimate.mean is not None and not r.over_cap]
 
 
 def best(results: Sequence[SettingResult]) -> Optional[SettingResult]:

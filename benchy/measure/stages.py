@@ -30,7 +30,7 @@ from torch.utils.data import IterableDataset
 from ..core.stages import StageTrial, WorkerMemory
 
 __all__ = ["Arrival", "Done", "Instrumented", "StagePlan", "has_in_order", "instrument", "machine_memory",
-           "stage_trial", "step_name", "timer_cost", "worker_memory"]
+           "stage_trial", "step_name", "timer_cost", "trainer_memory", "worker_memory"]
 
 _clock = time.perf_counter
 _cpu = time.thread_time
@@ -460,6 +460,13 @@ def timer_cost(steps: int, n: int = 2000) -> float:
         return best
 
     return max(0.0, (read(timed) - read(plain)) / n)
+
+
+def trainer_memory() -> int:
+    """This (the training) process's resident set size, bytes."""
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
 
 
 def machine_memory() -> Tuple[int, int]:

@@ -182,6 +182,7 @@ def sweep_block(results: RunResults) -> Optional[Dict[str, Any]]:
         "smallest_within_5pct": None if small is None else small.setting.to_dict(),
         "feeds_synthetic": None if enough is None else enough.setting.to_dict(),
         "applied": None if applied is None else applied.to_dict(),
+        "memory_cap_bytes": results.sweep_memory_budget,
     }
 
 

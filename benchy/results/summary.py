@@ -207,7 +207,7 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
         text = straggler_text(results, mode)
         if text is not None:
             out.append(lines.summary_text("STRAGGLER", text))
-    swept = sweep_line(results.sweep)
+    swept = sweep_line(results.sweep, results.sweep_memory_budget)
     if swept is not None:
         out.append(lines.summary_text("SWEEP", swept, own))
     if reading.text is not None:
@@ -215,19 +215,26 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
     return out
 
 
-def sweep_line(results: Sequence[SettingResult]) -> Optional[str]:
-    """The SWEEP line's text: ``best <settings>: <mean> +/- <hw> samples/s; smallest within 5 % of best: ...``."""
+def sweep_line(results: Sequence[SettingResult], cap: Optional[int] = None) -> Optional[str]:
+    """The SWEEP line's text: ``best <settings>: <mean> +/- <hw> samples/s; smallest within 5 % of best: ...``,
+    and the settings left out by the workers' memory cap (``cap``, bytes), named with it."""
     top, small = best(results), smallest_within(results)
     if top is None or small is None:
         return None
-    return (f"best {top.setting.text()}: {mean_text(top)} samples/s; smallest within "
+    text = (f"best {top.setting.text()}: {mean_text(top)} samples/s; smallest within "
             f"{100 * NEAR_BEST:g} % of best: {small.setting.text()}")
+    over = [r.setting.text() for r in results if r.over_cap]
+    if over and cap is not None:
+        text += (f"; left out over the workers' memory cap of {cap / 1e9:.2f} GB (available memory less room for "
+                 f"the training process): " + "; ".join(over))
+    return text
 
 
 def sweep_table(results: Sequence[SettingResult], own: Setting) -> Table:
     """The loader sweep's table: one row per setting, the loader's own, the best and the recommended marked."""
     top, small = best(results), smallest_within(results)
-    out = Table(["setting", "IO samples/s", "+/-", "trials", "note"], right=[False, True, True, True, False])
+    out = Table(["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"],
+                right=[False, True, True, True, True, False])
     for r in results:
         est = r.estimate
         notes = []
@@ -239,6 +246,9 @@ def sweep_table(results: Sequence[SettingResult], own: Setting) -> Table:
             notes.append(f"smallest within {100 * NEAR_BEST:g} %")
         if r.error is not None:
             notes.append(f"failed: {r.error}")
+        if r.over_cap:
+            notes.append("over the memory cap")
         out.rows.append([r.setting.text(), "" if est.mean is None else f"{est.mean:.3f}",
-                         "" if est.half_width is None else f"{est.half_width:.3f}", str(est.n), "; ".join(notes)])
+                         "" if est.half_width is None else f"{est.half_width:.3f}", str(est.n),
+                         "" if r.memory is None else f"{r.memory / 1e6:.0f}", "; ".join(notes)])
     return out

@@ -14,12 +14,12 @@ from ..core.config import Config
 from ..core.results import RunResults, TrialResult
 from ..core.schedule import Mode, TrialSpec
 from ..core.stages import StageTrial, WorkerMemory, analyse
-from ..core.sweep import Setting, SettingResult, expand, smallest_within
+from ..core.sweep import Setting, SettingResult, apply_cap, expand, memory_cap, smallest_within
 from ..core.verdict import system_means
 from ..measure.counting import make_counter
 from ..measure.device import accelerator_in_use, copier
 from ..measure.source import BatchSource, CopyingSource
-from ..measure.stages import Instrumented, has_in_order, stage_trial, timer_cost, worker_memory
+from ..measure.stages import Instrumented, has_in_order, machine_memory, stage_trial, timer_cost, trainer_memory, worker_memory
 from .sink import ResultSink
 from .trials import TrialRunner
 
@@ -69,6 +69,9 @@ def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, s
     sink.info(f"Loader sweep: {len(settings)} setting(s), each {nwarmup} warm-up + {ntrials} IO trials of "
               f"{nbatches} batches, before the schedule (the loader's own: {own.text()}).")
     before = sweeper.processes()
+    available, total = machine_memory()
+    cap = memory_cap(available, total, trainer_memory())
+    results.sweep_memory_budget = cap
     found: List[SettingResult] = []
     for j, setting in enumerate(settings, 1):
         specs = [TrialSpec(Mode.IO, k, True, nbatches, variant=f"SWEEP{j}") for k in range(1, nwarmup + 1)]
@@ -78,8 +81,14 @@ def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, s
         if stray:
             sweeper.stop(stray)
             sink.warning(f"sweep: {len(stray)} process(es) of setting {setting.text()} outlived it and were stopped.")
+    apply_cap(found, cap)
     results.sweep, results.sweep_own = found, own
     sink.sweep(own)
+    over = [r.setting.text() for r in found if r.over_cap]
+    if over:
+        sink.warning(f"sweep: the workers of {', '.join(over)} took more memory than the cap of {cap / 1e9:.2f} GB "
+                     f"(the memory available at the sweep's start less room for the training process); not "
+                     f"recommended.")
     chosen = smallest_within(found)
     if config.general.sweep_apply and chosen is not None and chosen.setting != own:
         sweeper.apply(chosen.setting)
@@ -106,6 +115,8 @@ def _sweep_one(setting: Setting, specs: List[TrialSpec], sweeper: Sweeper, runne
         for spec in specs:
             sink.out.trial_started(spec)
             (found.warmups if spec.warmup else found.trials).append(runner.side(spec, source, counter))
+        measured = worker_memory(source.worker_pids())
+        found.memory = sum(m.uss for m in measured) if measured or setting.num_workers == 0 else None
     except Exception as err:  # too many workers for the shared memory, a worker that dies ...
         found.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
         sink.warning(f"sweep: setting {setting.text()} failed ({found.error}); skipped.")

@@ -14,11 +14,13 @@ from benchy import ConfigError, Mode, load_config
 from benchy.core.sweep import (
     Setting,
     SettingResult,
+    apply_cap,
     auto_workers,
     best,
     cheapest_enough,
     expand,
     feed_clause,
+    memory_cap,
     smallest_within,
 )
 from benchy.results.summary import sweep_line
@@ -72,6 +74,25 @@ def test_best_smallest_within_and_cheapest_that_feeds() -> None:
     assert sweep_line([failed]) is None and feed_clause([failed], 100.0) is None
 
 
+def test_settings_whose_workers_do_not_fit_the_memory_cap_are_never_recommended() -> None:
+    results = [result(Setting(1, False, 2), [180, 182]), result(Setting(2, False, 2), [196, 198]),
+               result(Setting(4, False, 2), [200, 202])]
+    for r, mb in zip(results, (300, 600, 1200)):
+        r.memory = mb * 10**6
+    # 8 GB available, 16 GB in all, the trainer at 1 GB: room for it is 10 % of 16 GB, so 6.4 GB for the workers.
+    assert memory_cap(8 * 10**9, 16 * 10**9, 10**9) == 8 * 10**9 - int(1.6e9)
+    assert memory_cap(8 * 10**9, 16 * 10**9, 5 * 10**9) == 3 * 10**9  # as much again as the trainer holds
+    apply_cap(results, 10**9)
+    assert [r.over_cap for r in results] == [False, False, True]
+    assert best(results).setting == Setting(2, False, 2)  # type: ignore[union-attr]
+    assert cheapest_enough(results, synthetic=150.0).setting == Setting(1, False, 2)  # type: ignore[union-attr]
+    line = sweep_line(results, 10**9)
+    assert line is not None and line.endswith("left out over the workers' memory cap of 1.00 GB (available memory "
+                                              "less room for the training process): num_workers=4, "
+                                              "pin_memory=False, prefetch_factor=2")
+    assert results[2].to_dict()["over_memory_cap"] is True and results[2].to_dict()["workers_memory_bytes"] == 12e8
+
+
 @pytest.mark.parametrize("sweep,expected", [
     ({"num_workers": [1, 1]}, "sweep.num_workers: got [1, 1] (list); expected a list of distinct worker counts"),
     ({"num_workers": "all"}, "sweep.num_workers: got 'all' (str)"),
@@ -87,7 +108,7 @@ def test_bad_sweep_settings_are_named(sweep: dict, expected: str) -> None:
 
 
 ROW = re.compile(r"^BENCHY::SWEEP::(num_workers=\d+, pin_memory=\w+(?:, prefetch_factor=\d+)?) +([0-9.]+) +([0-9.]+)"
-                 r" +(\d+) *(.*)$", re.M)
+                 r" +(\d+) +(\d+) *(.*)$", re.M)
 
 
 @pytest.mark.timing
@@ -97,10 +118,14 @@ def test_sweep_of_a_loader_whose_throughput_grows_with_workers(run_script) -> No
     run = run_script(config, "--fetch_ms", "6", "--step_ms", "1", "--samples", "400", "--print_children",
                      "--epochs", "8")
     assert run.returncode == 0, run
-    rows = {m[0]: (float(m[1]), float(m[2]), int(m[3]), m[4]) for m in ROW.findall(run.stdout)}
+    rows = {m[0]: (float(m[1]), float(m[2]), int(m[3]), m[5]) for m in ROW.findall(run.stdout)}
     assert list(rows) == ["num_workers=0, pin_memory=False", "num_workers=1, pin_memory=False, prefetch_factor=2",
                           "num_workers=2, pin_memory=False, prefetch_factor=2"], run.stdout
     doc = run.result()["sweep"]
+    # Each setting's workers' own memory (unique set sizes), and the cap they are held to.
+    memory = {s["settings"]["num_workers"]: s["workers_memory_bytes"] for s in doc["settings"]}
+    assert memory[0] == 0 and 0 < memory[1] < memory[2], memory
+    assert doc["memory_cap_bytes"] > 0 and not any(s["over_memory_cap"] for s in doc["settings"])
     means = {s["settings"]["num_workers"]: s["mean"] for s in doc["settings"]}
     assert all(len(s["trial_throughput"]) == 3 and len(s["warmup"]["trial_throughput"]) == 1 for s in doc["settings"])
     # The table, the summary line and the JSON say the same, and agree with the measured numbers.
