@@ -12,9 +12,10 @@ from typing import Any, List, Optional, Sequence, TextIO
 
 from ..core.results import RunResults
 from ..core.schedule import Mode, TrialSpec
+from ..core.stages import StageReport
 from ..core.verdict import system_means
 
-__all__ = ["Output", "write_line"]
+__all__ = ["Output", "stages_table", "write_line"]
 
 
 def write_line(text: str, *streams: TextIO) -> None:
@@ -134,5 +135,28 @@ class Output:
                 "-" if system is None else f"{system['read_bytes_per_s'] / 1e6:.1f}",
             )
         self._rich.print(table)
+        if results.stages is not None:
+            self._rich.print(stages_table(results.stages))
         if verdict:
             self._rich.print(f"[bold]verdict:[/] {verdict}", highlight=False)
+
+
+def stages_table(report: StageReport) -> Any:
+    """The stage trials as a rich table: each stage's time a batch and share, the largest in bold."""
+    from rich.table import Table
+
+    basis = "workers x period" if report.workers else "period"
+    table = Table(title=f"where a batch's time goes (stage trials, IO period {1e3 * report.period:.3f} ms, "
+                        f"{report.workers} workers)", title_justify="left")
+    table.add_column("stage", style="bold")
+    table.add_column("runs in")
+    table.add_column("ms a batch", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("of")
+    top = report.largest
+    for stage in report.stages:
+        style = "bold yellow" if top is not None and stage is top else None
+        table.add_row(stage.name, stage.where, f"{1e3 * stage.seconds:.3f}", f"{100 * stage.share:.0f} %",
+                      basis if stage.where == "workers" else "period", style=style)
+    table.add_row("unexplained", "", "", f"{100 * report.unexplained:.0f} %", "period")
+    return table
