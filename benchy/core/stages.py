@@ -164,16 +164,18 @@ class StageReport:
     @property
     def advice(self) -> Optional[str]:
         """The change the stages point to: more workers when the workers are busy and cores are free;
-        in_order=False when head-of-line waits are large; else the largest stage's fix."""
+        in_order=False when head-of-line waits are large and larger than the largest stage's share;
+        else the largest stage's fix."""
         free = self.free_cores
         if (self.workers and self.worker_busy is not None and self.worker_busy >= BUSY_WORKERS
                 and free is not None and free >= 1.0):
             return (f"more loader workers (the {self.workers} workers are busy {100 * self.worker_busy:.0f} % of "
                     f"the time and {free:.1f} cores are free)")
-        if self.hol_share >= HOL_SHARE and self.in_order:
+        top = self.largest
+        # in_order=False gives back at most the head-of-line time; a fix of the largest stage, at most its share.
+        if self.hol_share >= HOL_SHARE and self.in_order and (top is None or self.hol_share >= top.share):
             return (f"DataLoader(in_order=False) (the loop waited {100 * self.hol_share:.1f} % of the time for a "
                     f"batch while a later one was ready)")
-        top = self.largest
         return None if top is None else stage_fix(top)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -385,7 +387,7 @@ class FirstPass:
                 and self.storage_read < WARM_CACHE_SHARE * self.files_read)
 
     def text(self) -> str:
-        out = (f"the loader's first batches (IO_WARMUP_1: worker start-up, opening files, a cold cache) "
+        out = (f"the loader's first batches (IO_WARMUP_1: start-up, opening files, a cold cache) "
                f"{self.first:.3f} samples/s against {self.steady:.3f} in the steady IO trials ({self.ratio:.2f}x)")
         if self.warm_cache and self.files_read is not None and self.storage_read is not None:
             out += (f"; the IO trials read {self.files_read / 1e6:.1f} MB of files and {self.storage_read / 1e6:.1f} MB "

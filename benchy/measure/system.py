@@ -21,7 +21,7 @@ import psutil
 
 __all__ = ["NullSampler", "SystemSampler", "available_cores", "disturbed"]
 
-CHILDREN_EVERY_S = 1.0  # how often the list of child processes (workers) is refreshed
+CHILDREN_EVERY_S = 0.2  # how often the list of child processes (workers) is refreshed (a pass's workers can live < 1 s)
 try:
     TICK_S = 1.0 / float(os.sysconf("SC_CLK_TCK"))  # the granularity of the kernel's CPU times
 except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX

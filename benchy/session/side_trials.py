@@ -23,9 +23,10 @@ from ..measure.stages import Instrumented, has_in_order, machine_memory, stage_t
 from .sink import ResultSink
 from .trials import TrialRunner
 
-__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "Sweeper", "run_h2d", "run_stages", "run_sweep", "side_counts"]
+__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "STAGE_TRIALS", "Sweeper", "run_h2d", "run_stages", "run_sweep", "side_counts"]
 
 AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
+STAGE_TRIALS = 2  # stage trials after their one warm-up, at most (shares need few; each costs an IO trial)
 
 
 class Sweeper(Protocol):
@@ -172,9 +173,9 @@ def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialR
 def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runner: TrialRunner, sink: ResultSink,
                results: RunResults, running: Callable[[Optional[TrialSpec]], None], kind: str) -> None:
     """STAGES: after the first IO trials (and IO_H2D), diagnostic IO trials on an instrumented copy of
-    the loader (``measure.stages``): each stage and each worker timed. At least one warm-up (the
-    copy's first pass starts its workers), then IO's trial count (:func:`side_counts`); not counted
-    in IO. ``make``: builds the copy (None: the loader is not a DataLoader)."""
+    the loader (``measure.stages``): each stage and each worker timed. One warm-up (the copy's first
+    pass starts its workers), then IO's trial count (:func:`side_counts`) up to :data:`STAGE_TRIALS`;
+    not counted in IO. ``make``: builds the copy (None: the loader is not a DataLoader)."""
     if not config.general.stages:
         results.stages_skipped = "stages: false"
         return
@@ -182,8 +183,7 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
         results.stages_skipped = (f"only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the "
                                   f"loader benchy run chose); this is a {kind}")
         return
-    ntrials, nwarmup = side_counts(config)
-    nwarmup = max(1, nwarmup)
+    ntrials, nwarmup = min(STAGE_TRIALS, side_counts(config)[0]), 1
     nbatches = config.io.nbatches
     trials: List[StageTrial] = []
     source: Optional[BatchSource] = None
