@@ -139,6 +139,7 @@ class StageReport:
     period: float  # seconds per batch of the stage trials (the IO period, instrumented)
     throughput: float
     batches: int
+    samples: int
     workers: int
     stages: List[Stage]
     unexplained: float  # share of the period no stage accounts for (negative: stages overlap)
@@ -178,6 +179,14 @@ class StageReport:
                     f"batch while a later one was ready)")
         return None if top is None else stage_fix(top)
 
+    @property
+    def timer_share(self) -> Optional[float]:
+        """The timers' own cost as a share of the period (in the unexplained part; None: not measured)."""
+        if self.instrumentation is None or self.period <= 0 or self.batches <= 0:
+            return None
+        per_batch = self.instrumentation * self.samples / self.batches
+        return per_batch / (max(1, self.workers) * self.period)
+
     def to_dict(self) -> Dict[str, Any]:
         top = self.largest
         return {
@@ -201,6 +210,7 @@ class StageReport:
             "first_throughput": self.first_throughput,
             "worker_memory": [m.to_dict() for m in self.memory],
             "instrumentation_seconds_per_sample": self.instrumentation,
+            "instrumentation_share": self.timer_share,
         }
 
 
@@ -327,7 +337,8 @@ def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, sp
             a, b = _order(t)
             late, blocked = late + a, blocked + b
     return StageReport(
-        period=period, throughput=samples / seconds if seconds > 0 else float("inf"), batches=n, workers=workers,
+        period=period, throughput=samples / seconds if seconds > 0 else float("inf"), batches=n, samples=samples,
+        workers=workers,
         stages=stages, unexplained=unexplained, worker_busy=busy, per_worker=per_worker, straggler=straggler,
         out_of_order=late, hol_share=blocked / seconds if seconds > 0 else 0.0, split=split, in_order=in_order,
         first_throughput=None if first is None else first.throughput, memory=list(memory), free_cores=free_cores,

@@ -18,7 +18,7 @@ from ..core.verdict import Reading, busy_text, disturbed_trials, first_pass, h2d
 from . import lines
 from .tables import Table
 
-__all__ = ["h2d_line", "stages_text", "steps_text", "straggler_text", "summary_lines", "sweep_line", "sweep_table",
+__all__ = ["copy_text", "h2d_line", "stages_text", "steps_text", "straggler_text", "summary_lines", "sweep_line", "sweep_table",
            "system_text", "workers_text"]
 
 
@@ -64,7 +64,22 @@ def stages_text(report: StageReport) -> str:
     tail = "" if top is None else f"; largest: {top.name}"
     cost = ("" if report.instrumentation is None
             else f"; the timers cost {1e6 * report.instrumentation:.2f} us a sample")
+    share = report.timer_share
+    if share is not None and share >= 0.05:
+        cost += f", {100 * share:.0f} % of the period (part of the unexplained: these batches are cheap to make)"
     return f"{head}: " + "; ".join(groups) + f"; {rest}{tail}{cost}"
+
+
+def copy_text(results: RunResults, report: StageReport) -> str:
+    """The host-to-device copy's cost a batch, where IO_H2D ran: what its period adds over IO's own
+    (both this rank's), so that the batch's whole path is in one line."""
+    est, io = h2d_estimate(results), own_io(results)
+    if est.mean is None or not io.mean or not est.mean or report.batches <= 0:
+        return ""
+    per_batch = report.samples / report.batches
+    extra = per_batch / est.mean - per_batch / io.mean
+    return (f"; the copy to {results.h2d_device} adds {_ms(max(0.0, extra))} a batch "
+            f"({100 * max(0.0, extra) / report.period:.0f} % of the period; IO_H2D against IO)")
 
 
 WORKERS_LISTED = 8  # workers named one by one in the WORKERS line; more are summarised
@@ -195,7 +210,7 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
             out.append(lines.summary_text("FIRST_PASS", first.text(), own))
         report = results.stages
         if report is not None:
-            out.append(lines.summary_text("STAGES", stages_text(report), own))
+            out.append(lines.summary_text("STAGES", stages_text(report) + copy_text(results, report), own))
             found = workers_text(report)
             if found is not None:
                 out.append(lines.summary_text("WORKERS", found, own))

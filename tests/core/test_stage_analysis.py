@@ -124,3 +124,30 @@ def test_a_warm_page_cache_is_told_when_the_loader_read_files_but_not_storage() 
     assert not FirstPass(100.0, 400.0, files_read=50e6, storage_read=40e6).warm_cache
     assert not FirstPass(100.0, 400.0, files_read=1e3, storage_read=0.0).warm_cache  # it reads no files
     assert not FirstPass(100.0, 400.0, files_read=None, storage_read=None).warm_cache
+
+
+def test_the_timers_share_of_the_period_is_said() -> None:
+    ends = [0.005 * (k + 1) for k in range(10)]
+    report = analyse([trial(ends, [k % 2 for k in range(10)])])  # 4 samples a batch, 5 ms period, 2 workers
+    assert report is not None and report.timer_share is None
+    report.instrumentation = 2e-6
+    assert report.timer_share == pytest.approx(4 * 2e-6 / (2 * 0.005))
+    assert report.to_dict()["instrumentation_share"] == pytest.approx(0.0008)
+
+
+def test_the_copy_to_the_device_joins_the_stages_line_where_io_h2d_ran() -> None:
+    from helpers import trial_result
+
+    from benchy.core.results import RunResults
+    from benchy.core.schedule import Mode
+    from benchy.results.summary import copy_text
+
+    ends = [0.005 * (k + 1) for k in range(10)]
+    report = analyse([trial(ends, [k % 2 for k in range(10)])])  # 4 samples a batch, a 5 ms period
+    assert report is not None
+    results = RunResults()
+    results.trials = [trial_result(Mode.IO, k, 800, 1.0) for k in (1, 2)]  # 800 samples/s: 5 ms a batch of 4
+    assert copy_text(results, report) == ""
+    results.h2d = [trial_result(Mode.IO, k, 400, 1.0, variant="H2D") for k in (1, 2)]  # 10 ms a batch
+    results.h2d_device = "cuda:0"
+    assert copy_text(results, report) == "; the copy to cuda:0 adds 5.000 ms a batch (100 % of the period; IO_H2D against IO)"
