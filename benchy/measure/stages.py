@@ -220,6 +220,23 @@ class _TimedMap:
         return getattr(self.inner, name)
 
 
+class _TimedBatchedMap(_TimedMap):
+    """A map-style dataset with ``__getitems__`` (a batch of indices at once, as the DataLoader's
+    fetcher calls it where the dataset has one): the whole call is the dataset's time."""
+
+    def __getitems__(self, indices: Sequence[Any]) -> Any:
+        sums = self.sums
+        c0, t0 = _cpu(), _clock()
+        out = self.inner.__getitems__(indices)
+        t1 = _clock()
+        sums.cpu += _cpu() - c0
+        sums.seconds[0] += t1 - t0
+        sums.items += len(indices)
+        if not sums.start:
+            sums.start = t0
+        return out
+
+
 class _TimedIterable:
     """An iterable dataset: the time its iterator takes to make each item."""
 
@@ -325,7 +342,7 @@ def instrument(arguments: Dict[str, Any]) -> Instrumented:
     if iterable:
         timed_ds = _TimedIterableDataset(split, sums)
     else:
-        timed_ds = _TimedMap(split, sums)
+        timed_ds = (_TimedBatchedMap if callable(getattr(split, "__getitems__", None)) else _TimedMap)(split, sums)
     collate = arguments.get("collate_fn") or default_collate
     if arguments.get("batch_size", 1) is None and arguments.get("batch_sampler") is None \
             and arguments.get("collate_fn") is None:

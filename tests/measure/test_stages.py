@@ -165,3 +165,19 @@ def test_a_batch_rebuilt_after_collate_is_named() -> None:
 def test_the_timers_cost_a_few_microseconds_a_sample() -> None:
     cost: Optional[float] = timer_cost(3)
     assert cost is not None and 0.0 <= cost < 50e-6, cost
+
+
+class Batched(Items):
+    """A dataset that reads a batch of indices at once (``__getitems__``)."""
+
+    calls = 0
+
+    def __getitems__(self, indices):
+        type(self).calls += 1
+        return [self[i] for i in indices]
+
+
+def test_a_dataset_that_reads_whole_batches_is_called_so_and_timed_whole() -> None:
+    report = run(dict(dataset=Batched(200, own_ms=1.0), batch_size=BATCH), nbatches=5, trials=1)
+    assert Batched.calls == 6 + 5  # once a batch, as the DataLoader calls it
+    assert report.stages[0].name == "dataset" and report.stages[0].seconds == pytest.approx(4e-3, rel=0.5)
