@@ -47,6 +47,14 @@ class _Sums:
         self.start = 0.0  # the first item's start (0: none yet)
         self.items = 0
 
+    def add(self, t0: float, t1: float, cpu: float, items: int) -> None:
+        """The dataset's own call from ``t0`` to ``t1`` (``cpu`` seconds on this thread), ``items`` made."""
+        self.seconds[0] += t1 - t0
+        self.cpu += cpu
+        self.items += items
+        if not self.start:
+            self.start = t0
+
     def reset(self) -> None:
         for k in range(len(self.seconds)):
             self.seconds[k] = 0.0
@@ -193,26 +201,11 @@ def _split_transforms(dataset: Any, plan: StagePlan, sums: _Sums, depth: int = 0
     return copied
 
 
-class _TimedMap:
-    """A map-style dataset whose ``__getitem__`` is timed (wall and this thread's CPU)."""
+class _Forwarding:
+    """A timed wrapper of a dataset: its other attributes are the dataset's."""
 
     def __init__(self, inner: Any, sums: _Sums) -> None:
         self.inner, self.sums = inner, sums
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def __getitem__(self, index: Any) -> Any:
-        sums = self.sums
-        c0, t0 = _cpu(), _clock()
-        out = self.inner[index]
-        t1 = _clock()
-        sums.cpu += _cpu() - c0
-        sums.seconds[0] += t1 - t0
-        sums.items += 1
-        if not sums.start:
-            sums.start = t0
-        return out
 
     def __getattr__(self, name: str) -> Any:
         if name in ("inner", "sums") or name.startswith("__"):
@@ -220,28 +213,34 @@ class _TimedMap:
         return getattr(self.inner, name)
 
 
+class _TimedMap(_Forwarding):
+    """A map-style dataset whose ``__getitem__`` is timed (wall and this thread's CPU)."""
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, index: Any) -> Any:
+        c0, t0 = _cpu(), _clock()
+        out = self.inner[index]
+        t1 = _clock()
+        self.sums.add(t0, t1, _cpu() - c0, 1)
+        return out
+
+
 class _TimedBatchedMap(_TimedMap):
     """A map-style dataset with ``__getitems__`` (a batch of indices at once, as the DataLoader's
     fetcher calls it where the dataset has one): the whole call is the dataset's time."""
 
     def __getitems__(self, indices: Sequence[Any]) -> Any:
-        sums = self.sums
         c0, t0 = _cpu(), _clock()
         out = self.inner.__getitems__(indices)
         t1 = _clock()
-        sums.cpu += _cpu() - c0
-        sums.seconds[0] += t1 - t0
-        sums.items += len(indices)
-        if not sums.start:
-            sums.start = t0
+        self.sums.add(t0, t1, _cpu() - c0, len(indices))
         return out
 
 
-class _TimedIterable:
+class _TimedIterable(_Forwarding):
     """An iterable dataset: the time its iterator takes to make each item."""
-
-    def __init__(self, inner: Any, sums: _Sums) -> None:
-        self.inner, self.sums = inner, sums
 
     def __iter__(self) -> Iterator[Any]:
         sums = self.sums
@@ -253,17 +252,8 @@ class _TimedIterable:
             except StopIteration:
                 return
             t1 = _clock()
-            sums.cpu += _cpu() - c0
-            sums.seconds[0] += t1 - t0
-            sums.items += 1
-            if not sums.start:
-                sums.start = t0
+            sums.add(t0, t1, _cpu() - c0, 1)
             yield item
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("inner", "sums") or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
 
 class _TimedIterableDataset(_TimedIterable, IterableDataset):
