@@ -382,10 +382,11 @@ class FirstPass:
     """The loader's first batches against its steady IO trials, and whether the IO trials' files
     came from the page cache."""
 
-    first: float  # IO_WARMUP_1's throughput: the loader's first batches
-    steady: float  # the measured IO trials' mean
+    first: float  # the loader's first IO trial's throughput (IO_WARMUP_1, or IO_1 without IO warm-ups)
+    steady: float  # the measured IO trials' mean (after the first)
     files_read: Optional[float]  # bytes of files the loader read in the measured IO trials (None: unknown)
     storage_read: Optional[float]  # ... of which bytes came from storage
+    label: str = "IO_WARMUP_1"
 
     @property
     def ratio(self) -> float:
@@ -398,7 +399,7 @@ class FirstPass:
                 and self.storage_read < WARM_CACHE_SHARE * self.files_read)
 
     def text(self) -> str:
-        out = (f"the loader's first batches (IO_WARMUP_1: start-up, opening files, a cold cache) "
+        out = (f"the loader's first batches ({self.label}: start-up, opening files, a cold cache) "
                f"{self.first:.3f} samples/s against {self.steady:.3f} in the steady IO trials ({self.ratio:.2f}x)")
         if self.warm_cache and self.files_read is not None and self.storage_read is not None:
             out += (f"; the IO trials read {self.files_read / 1e6:.1f} MB of files and {self.storage_read / 1e6:.1f} MB "
@@ -406,6 +407,7 @@ class FirstPass:
         return out
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"first_throughput": self.first, "steady_throughput": self.steady, "ratio": self.ratio,
+        return {"first_trial": self.label, "first_throughput": self.first, "steady_throughput": self.steady,
+                "ratio": self.ratio,
                 "files_read_bytes": self.files_read, "storage_read_bytes": self.storage_read,
                 "warm_cache": self.warm_cache}

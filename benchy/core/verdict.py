@@ -92,18 +92,22 @@ def busy_clause(results: RunResults) -> Optional[str]:
 
 
 def first_pass(results: RunResults) -> Optional[FirstPass]:
-    """The loader's first IO batches (IO_WARMUP_1) against the measured IO trials, with the files the
-    loader read in those and how much of them came from storage (None without both)."""
+    """The loader's first IO batches (IO_WARMUP_1; without IO warm-ups IO_1, against the later IO
+    trials) against the measured IO trials, with the files the loader read in those and how much of
+    them came from storage (None without both)."""
     first = next((t for t in results.warmups(Mode.IO) if t.spec.index == 1), None)
-    steady = results.estimate(Mode.IO).mean
-    if first is None or steady is None:
+    measured = results.measured(Mode.IO)
+    if first is None and len(measured) >= 2:  # no IO warm-up: the first IO trial was the first pass
+        first, measured = measured[0], measured[1:]
+    if first is None or not measured:
         return None
-    systems = [t.system for t in results.measured(Mode.IO) if t.system and "loader_read_chars_per_s" in t.system]
+    steady = float(np.mean([t.throughput for t in measured]))
+    systems = [t.system for t in measured if t.system and "loader_read_chars_per_s" in t.system]
     files = storage = None
     if systems:
         files = float(sum(s["loader_read_chars_per_s"] * s["seconds"] for s in systems))
         storage = float(sum(s["read_bytes_per_s"] * s["seconds"] for s in systems))
-    return FirstPass(first.throughput, steady, files, storage)
+    return FirstPass(first.throughput, steady, files, storage, first.label)
 
 
 def h2d_estimate(results: RunResults) -> Estimate:
