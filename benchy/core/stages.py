@@ -164,7 +164,8 @@ class StageReport:
 
     @property
     def advice(self) -> Optional[str]:
-        """The change the stages point to: more workers when the workers are busy and cores are free;
+        """The change the stages point to: more workers when the workers are busy and cores are free
+        (workers at all, when the loading runs on the training thread and cores are free);
         in_order=False when head-of-line waits are large and larger than the largest stage's share;
         else the largest stage's fix."""
         free = self.free_cores
@@ -172,6 +173,9 @@ class StageReport:
                 and free is not None and free >= 1.0):
             return (f"more loader workers (the {self.workers} workers are busy {100 * self.worker_busy:.0f} % of "
                     f"the time and {free:.1f} cores are free)")
+        if not self.workers and free is not None and free >= 1.0:
+            return (f"loader workers (num_workers > 0: the loading runs on the training thread, with "
+                    f"{free:.1f} cores free to do it beside the step)")
         top = self.largest
         # in_order=False gives back at most the head-of-line time; a fix of the largest stage, at most its share.
         if self.hol_share >= HOL_SHARE and self.in_order and (top is None or self.hol_share >= top.share):
@@ -219,8 +223,8 @@ def stage_fix(stage: Stage) -> str:
     name = stage.name
     if name == "dataset":
         if stage.off_cpu is not None and stage.off_cpu >= OFF_CPU:
-            return ("faster or local storage, or caching the dataset (the dataset's own __getitem__ waits off "
-                    "the CPU: storage or network reads)")
+            return ("more loader workers to overlap the waits, or faster or local storage, or caching the dataset "
+                    "(the dataset's own __getitem__ waits off the CPU: storage or network reads)")
         return ("cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
                 "or decoding on the accelerator (nvJPEG, DALI)")
     if name.startswith(("transform", "target_transform")):

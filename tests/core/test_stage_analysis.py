@@ -173,3 +173,11 @@ def test_the_first_pass_is_io_1_against_the_later_trials_without_io_warm_ups() -
     assert first_pass(results).label == "IO_WARMUP_1"  # type: ignore[union-attr]
     results.trials = [trial_result(Mode.IO, 1, 100, 1.0)]
     assert first_pass(results) is None
+
+
+def test_advice_workers_at_all_when_the_loading_runs_on_the_training_thread_beside_free_cores() -> None:
+    ends = [0.01 * (k + 1) for k in range(4)]
+    found = trial(ends, [-1] * 4, n_workers=0, seconds=0.04)
+    assert "loader workers (num_workers > 0" in (analyse([found], free_cores=1.8).advice or "")
+    report = analyse([found], free_cores=0.1)  # no core to spare: the largest stage's fix
+    assert report is not None and report.advice == stage_fix(report.largest)
