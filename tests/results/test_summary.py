@@ -30,7 +30,7 @@ def test_summary_lines_extra_line_cannot_be_mistaken() -> None:
     printed = summary_lines(results, modes, read(results, modes, 0.95, 0, None))
     kinds = [lines.parse(x).kind for x in printed]
     assert kinds[:2] == ["SUMMARY", "SUMMARY"] and "SUMMARY" not in kinds[2:] and len(printed) >= 3
-    assert kinds[-1] == "VERDICT" and set(kinds[2:-1]) == {"STEPS"}
+    assert kinds[-1] == "VERDICT" and set(kinds[2:-1]) == {"STEPS", "FIRST_PASS"}  # IO_1 against IO_2 and IO_3
 
 
 def test_the_verdict_line_is_the_readings_and_is_not_worked_out_again() -> None:
