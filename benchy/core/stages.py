@@ -15,8 +15,8 @@ that into a :class:`StageReport`:
 * **Each worker**: batches made, busy and idle time, time per batch; a worker whose time per batch is
   :data:`STRAGGLER_RATIO` x the median of the others is named.
 * **Order**: a batch is *out of order* when a later one (of the batches in flight) was ready before
-  it; the *head-of-line* time is what the loop spent waiting for a batch while a later one was
-  ready, the most ``in_order=False`` could give back.
+  it; the *head-of-line* time is the part of the loop's wait for such a batch during which another
+  worker sat idle for want of an index: the most ``in_order=False`` could give back.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ class StageReport:
     per_worker: List[WorkerStat]
     straggler: Optional[Tuple[int, float]]  # (worker, its time per batch / the median of the others')
     out_of_order: int
-    hol_share: float  # the loop's wait for a batch while a later one was ready, share of the trials' time
+    hol_share: float  # the loop's wait for a batch while a later one was ready and a worker idle, share of the time
     split: str  # how the transforms were found, or why not
     in_order: Optional[bool]  # the installed torch's DataLoader takes in_order (None: not asked)
     first_throughput: Optional[float] = None  # the warm-up stage trial: a fresh copy's first batches
@@ -179,8 +179,8 @@ class StageReport:
         top = self.largest
         # in_order=False gives back at most the head-of-line time; a fix of the largest stage, at most its share.
         if self.hol_share >= HOL_SHARE and self.in_order and (top is None or self.hol_share >= top.share):
-            return (f"DataLoader(in_order=False) (the loop waited {100 * self.hol_share:.1f} % of the time for a "
-                    f"batch while a later one was ready)")
+            return (f"DataLoader(in_order=False) (for {100 * self.hol_share:.1f} % of the time the loop waited for a "
+                    f"batch while a later one was ready and a worker sat idle)")
         return None if top is None else stage_fix(top)
 
     @property
@@ -250,13 +250,42 @@ def _mean(values: np.ndarray[Any, Any]) -> float:
 ORDER_MARGIN = 0.1  # a later batch counts as ready first when it was by this share of a batch's work time
 
 
+def _idle(trial: StageTrial) -> Dict[int, List[Tuple[float, float]]]:
+    """Per worker, the intervals between the end of one of its batches and the start of its next
+    (waiting for work: the loader had not sent it an index), over the trial's batches."""
+    out: Dict[int, List[Tuple[float, float]]] = {}
+    for w in {int(x) for x in trial.worker}:
+        mine = trial.worker == w
+        starts, ends = trial.start[mine], trial.end[mine]
+        order = np.argsort(starts)
+        starts, ends = starts[order], ends[order]
+        out[w] = [(float(e), float(s)) for e, s in zip(ends[:-1], starts[1:]) if s > e]
+    return out
+
+
+def _covered(lo: float, hi: float, intervals: Sequence[Tuple[float, float]]) -> float:
+    """The length of [lo, hi] that the union of ``intervals`` covers."""
+    clipped = sorted((max(lo, a), min(hi, b)) for a, b in intervals if b > lo and a < hi)
+    total, reach = 0.0, lo
+    for a, b in clipped:
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
+
+
 def _order(trial: StageTrial) -> Tuple[int, float]:
     """(batches out of order, head-of-line seconds) of one trial, among the batches in flight
     (``2 x workers`` after each); "ready first" by more than :data:`ORDER_MARGIN` of the median
-    batch's work time, so that two workers finishing together are not called out of order."""
-    end, asked, got = trial.end, trial.asked, trial.got
+    batch's work time, so that two workers finishing together are not called out of order.
+
+    Head-of-line time is what ``in_order=False`` could give back: while the loop waited for batch
+    ``k`` with a later batch ready, the time another worker sat idle (it gets a new index only when
+    the loop takes a batch). Workers merely out of phase, each busy, lose nothing to the order."""
+    end, asked, got, worker = trial.end, trial.asked, trial.got, trial.worker
     window = max(2, 2 * trial.workers)
     margin = ORDER_MARGIN * float(np.median(trial.end - trial.start)) if len(end) else 0.0
+    idle = _idle(trial)
     late = 0
     blocked = 0.0
     n = len(end)
@@ -265,7 +294,10 @@ def _order(trial: StageTrial) -> Tuple[int, float]:
         other = float(later.min())
         if other < end[k] - margin:
             late += 1
-            blocked += max(0.0, min(float(got[k]), float(end[k])) - max(float(asked[k]), other))
+            lo, hi = max(float(asked[k]), other), min(float(got[k]), float(end[k]))
+            if hi > lo:
+                others = [iv for w, ivs in idle.items() if w != int(worker[k]) for iv in ivs]
+                blocked += _covered(lo, hi, others)
     return late, blocked
 
 

@@ -240,8 +240,8 @@ def stages_clause(report: StageReport) -> str:
         worker, ratio = report.straggler
         out += f"; worker {worker} takes {ratio:.1f}x the others' time a batch (a slow worker holds up the rest)"
     if report.hol_share >= HOL_SHARE:
-        out += (f"; the loop waited {100 * report.hol_share:.1f} % of the time for a batch while a later one was "
-                f"ready (head-of-line blocking)")
+        out += (f"; for {100 * report.hol_share:.1f} % of the time the loop waited for a batch while a later one "
+                f"was ready and a worker sat idle (head-of-line blocking)")
     return out
 
 

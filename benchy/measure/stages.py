@@ -189,15 +189,28 @@ def _split_transforms(dataset: Any, plan: StagePlan, sums: _Sums, depth: int = 0
         if isinstance(steps, (list, tuple)) and steps and all(callable(s) for s in steps):
             try:
                 composed = copy.copy(fn)
-                timed = [_TimedStep(s, sums, plan.add(f"{attr} {step_name(s)}")) for s in steps]
+                base = len(plan.names) + 1
+                timed = [_TimedStep(s, sums, base + k) for k, s in enumerate(steps)]
                 composed.transforms = timed if isinstance(steps, list) else tuple(timed)
                 setattr(copied, attr, composed)
-                continue
-            except Exception:
+            except Exception:  # a Compose that cannot be copied or changed: timed whole, below
                 pass
-        setattr(copied, attr, _TimedStep(fn, sums, plan.add(attr if attr == "target_transform" or steps is None
-                                                            else f"{attr} {step_name(fn)}")))
-    plan.split = f"{type(dataset).__name__}'s " + " and ".join(found)
+            else:
+                for step in steps:
+                    plan.add(f"{attr} {step_name(step)}")
+                continue
+        name = attr if attr == "target_transform" else f"{attr} {step_name(fn)}"
+        try:
+            setattr(copied, attr, _TimedStep(fn, sums, len(plan.names) + 1))
+        except Exception:  # a read-only attribute (a property without a setter): left in the dataset's time
+            continue
+        plan.add(name)
+    replaced = [a for a in found if isinstance(getattr(copied, a, None), _TimedStep)
+                or any(isinstance(t, _TimedStep) for t in getattr(getattr(copied, a, None), "transforms", None) or ())]
+    if not replaced:
+        plan.split = f"{type(dataset).__name__}'s {' and '.join(found)} could not be replaced (read-only)"
+        return dataset
+    plan.split = f"{type(dataset).__name__}'s " + " and ".join(replaced)
     return copied
 
 

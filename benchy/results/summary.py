@@ -110,7 +110,8 @@ def workers_text(report: StageReport) -> Optional[str]:
     else:
         out += "; no slow worker"
     out += f"; {report.out_of_order} of {report.batches} batches were ready after a later one"
-    hol = f"; head-of-line: the loop waited {100 * report.hol_share:.1f} % of the time for a batch while a later one was ready"
+    hol = (f"; head-of-line: {100 * report.hol_share:.1f} % of the time the loop waited for a batch while a later "
+           f"one was ready and a worker sat idle")
     if report.hol_share >= HOL_SHARE:
         hol += (" (DataLoader(in_order=False) hands out the ready one)" if report.in_order
                 else " (a torch with DataLoader(in_order=...) could hand out the ready one)")

@@ -105,7 +105,7 @@ def test_a_slow_worker_is_named_and_its_batches_hold_up_the_others() -> None:
 
 @pytest.mark.timing
 def test_equal_workers_are_neither_slow_nor_held_up() -> None:
-    report = run(dict(dataset=Items(2000, own_ms=2.0), batch_size=BATCH, num_workers=2))
+    report = run(dict(dataset=Items(2000, own_ms=5.0), batch_size=BATCH, num_workers=2))
     assert report.straggler is None, report.to_dict()["per_worker"]
     # On an idle machine the two finish in lockstep (0 %); a loaded one delays one worker at random.
     assert report.hol_share < 0.15, (report.hol_share, load())
@@ -181,3 +181,39 @@ def test_a_dataset_that_reads_whole_batches_is_called_so_and_timed_whole() -> No
     report = run(dict(dataset=Batched(200, own_ms=1.0), batch_size=BATCH), nbatches=5, trials=1)
     assert Batched.calls == 6 + 5  # once a batch, as the DataLoader calls it
     assert report.stages[0].name == "dataset" and report.stages[0].seconds == pytest.approx(4e-3, rel=0.5)
+
+
+class ReadOnly(Items):
+    """A dataset whose transform is a read-only property: it stays in the dataset's own time."""
+
+    def __init__(self) -> None:
+        super().__init__(40, own_ms=0.0)
+
+    @property  # type: ignore[override]
+    def transform(self):
+        return Normalize(0.0)
+
+    @transform.setter
+    def transform(self, value) -> None:
+        if value is not None:
+            raise AttributeError("read-only")
+
+
+def test_a_transform_that_cannot_be_replaced_stays_in_the_dataset_time() -> None:
+    report = run(dict(dataset=ReadOnly(), batch_size=BATCH), nbatches=3, trials=1)
+    assert [s.name for s in report.stages if s.where == "main"][:2] == ["dataset", "collate_fn"]
+    assert "could not be replaced (read-only)" in report.split
+
+
+class Frozen(Compose):
+    """A Compose that cannot be copied: it is timed whole, under its own name."""
+
+    def __copy__(self):
+        raise TypeError("no copies")
+
+
+def test_a_compose_that_cannot_be_copied_is_timed_whole() -> None:
+    ds = Items(40, own_ms=0.0, transform=Frozen([Resize(0.0), Normalize(0.0)]), target_transform=Sleep(0.0))
+    report = run(dict(dataset=ds, batch_size=BATCH), nbatches=3, trials=1)
+    assert [s.name for s in report.stages if s.where == "main"][:4] == ["dataset", "transform Frozen",
+                                                                       "target_transform", "collate_fn"]
