@@ -232,10 +232,10 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
 def stages_clause(report: StageReport) -> str:
     """What the stage trials add to the verdict: the largest stage, a slow worker, head-of-line waits."""
     top = report.largest
-    basis = "the workers' time" if report.workers else "the IO period"
+    basis = "the workers' time" if top is not None and top.where == "workers" and report.workers else "the IO period"
     out = ("the stage trials find no stage" if top is None else
            f"the stage trials put the largest share of the loader's work in {top.name} "
-           f"({100 * top.share:.0f} % of {basis if top.where == 'workers' else 'the IO period'})")
+           f"({100 * top.share:.0f} % of {basis})")
     if report.straggler is not None:
         worker, ratio = report.straggler
         out += f"; worker {worker} takes {ratio:.1f}x the others' time a batch (a slow worker holds up the rest)"
@@ -428,11 +428,13 @@ def verdict_text(found: Verdict, clauses: Sequence[str] = ()) -> str:
 @dataclass(frozen=True)
 class Reading:
     """A run's reading, worked out once per summary or JSON write: the verdict (None without IO or
-    SYNTHETIC), the loader's start-up, and the clauses the other measurements add (advice last)."""
+    SYNTHETIC), the loader's start-up, the clauses the other measurements add (advice last), and
+    the loader's first pass (:func:`first_pass`)."""
 
     verdict: Optional[Verdict]
     startup: Optional[Startup]
     clauses: Tuple[str, ...]
+    first_pass: Optional[FirstPass] = None  # the loader's first IO batches against the steady ones
 
     @property
     def text(self) -> Optional[str]:
@@ -446,4 +448,4 @@ def read(results: RunResults, modes: Sequence[Mode], confidence: float, workers:
     found = verdict(results, modes, confidence)
     busy = busy_clause(results) if found is not None else None
     clauses = ([busy] if busy is not None else []) + diagnosis(results, found, workers, start, full_profile)
-    return Reading(found, start, tuple(clauses))
+    return Reading(found, start, tuple(clauses), first_pass(results) if Mode.IO in modes else None)

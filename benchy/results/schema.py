@@ -30,7 +30,7 @@ from ..core.results import RunResults, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode
 from ..core.stats import finite
 from ..core.sweep import best, cheapest_enough, smallest_within
-from ..core.verdict import Reading, disturbed_trials, first_pass, h2d_estimate, own_io
+from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
 from .saved import ModeRun, Run
 from .summary import straggler_text
 
@@ -216,7 +216,7 @@ def result_document(
     ``run_name``: the config's ``run_name``, or :func:`default_run_name` of ``environment``.
     """
     found = reading.verdict
-    first = first_pass(results) if Mode.IO in modes else None
+    first = reading.first_pass if Mode.IO in modes else None
     doc: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_name": run_name or default_run_name(environment),

@@ -14,7 +14,7 @@ from ..core.schedule import Mode
 from ..core.stages import HOL_SHARE, Stage, StageReport, WorkerStat
 from ..core.stats import straggler
 from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, mean_text, smallest_within
-from ..core.verdict import Reading, busy_text, disturbed_trials, first_pass, h2d_estimate, own_io, system_means
+from ..core.verdict import Reading, busy_text, disturbed_trials, h2d_estimate, own_io, system_means
 from . import lines
 from .tables import Table
 
@@ -206,7 +206,7 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
         h2d = h2d_line(results)
         if h2d is not None:
             out.append(h2d)
-        first = first_pass(results)
+        first = reading.first_pass
         if first is not None:
             out.append(lines.summary_text("FIRST_PASS", first.text(), own))
         report = results.stages
