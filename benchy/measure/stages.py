@@ -27,10 +27,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 from torch.utils.data import IterableDataset
 
-from ..core.stages import StageTrial, WorkerMemory
+from ..core.stages import StageTrial
 
-__all__ = ["Arrival", "Done", "Instrumented", "StagePlan", "has_in_order", "instrument", "machine_memory",
-           "stage_trial", "step_name", "timer_cost", "trainer_memory", "worker_memory"]
+__all__ = ["Arrival", "Done", "Instrumented", "StagePlan", "has_in_order", "instrument", "stage_trial", "step_name",
+           "timer_cost"]
 
 _clock = time.perf_counter
 _cpu = time.thread_time
@@ -411,25 +411,6 @@ def _unpack(item: Any) -> Tuple[Arrival, Any, Done]:
                     f"(a loader that rebuilds its batches after collate_fn cannot be timed stage by stage)")
 
 
-def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
-    """Each worker's own memory: unique set size (USS: pages only it holds) and, where the kernel
-    says, proportional set size (PSS: shared pages split among their holders); RSS for reference."""
-    import psutil
-
-    out: List[WorkerMemory] = []
-    for k, pid in enumerate(pids):
-        try:
-            info = psutil.Process(pid).memory_full_info()
-        except (psutil.Error, OSError):
-            continue
-        out.append(WorkerMemory(k, int(getattr(info, "uss", 0)), _opt(getattr(info, "pss", None)), int(info.rss)))
-    return out
-
-
-def _opt(value: Any) -> Optional[int]:
-    return None if value is None else int(value)
-
-
 def has_in_order() -> bool:
     """Whether the installed torch's DataLoader takes ``in_order`` (torch 2.6 and later)."""
     import inspect
@@ -480,19 +461,3 @@ def timer_cost(steps: int, n: int = 2000) -> float:
         return best
 
     return max(0.0, (read(timed) - read(plain)) / n)
-
-
-def trainer_memory() -> int:
-    """This (the training) process's resident set size, bytes."""
-    import psutil
-
-    return int(psutil.Process().memory_info().rss)
-
-
-def machine_memory() -> Tuple[int, int]:
-    """(available, total) bytes of the machine's memory."""
-    import psutil
-
-    vm = psutil.virtual_memory()
-    return int(vm.available), int(vm.total)
-

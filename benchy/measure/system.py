@@ -7,7 +7,8 @@ memory used and power. It also reads the whole machine's CPU time on the cores a
 the process (``/proc/stat``): what other processes (and a hypervisor's steal) took of them is
 ``other_cores_busy``, and a trial where they certainly took more than a set share is
 disturbed (:func:`disturbed`). It reads ``/proc`` through psutil a few times a second and holds the
-GIL for well under a millisecond per tick; the hot loops are untouched.
+GIL for well under a millisecond per tick; the hot loops are untouched. Also the memory readings
+of the loader's workers (their own pages: USS, PSS), the training process and the machine.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import psutil
 
-__all__ = ["NullSampler", "SystemSampler", "available_cores", "disturbed"]
+from ..core.stages import WorkerMemory
+
+__all__ = ["NullSampler", "SystemSampler", "available_cores", "disturbed", "machine_memory", "trainer_memory",
+           "worker_memory"]
 
 CHILDREN_EVERY_S = 0.2  # how often the list of child processes (workers) is refreshed (a pass's workers can live < 1 s)
 try:
@@ -319,3 +323,34 @@ class NullSampler:
 
     def stop(self) -> Optional[Dict[str, Any]]:
         return None
+
+
+# --- memory: the loader's workers, the training process, the machine --------------------------------
+
+
+def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
+    """Each worker's own memory: unique set size (USS: pages only it holds) and, where the kernel
+    says, proportional set size (PSS: shared pages split among their holders); RSS for reference."""
+    out: List[WorkerMemory] = []
+    for k, pid in enumerate(pids):
+        try:
+            info = psutil.Process(pid).memory_full_info()
+        except (psutil.Error, OSError):
+            continue
+        out.append(WorkerMemory(k, int(getattr(info, "uss", 0)), _opt(getattr(info, "pss", None)), int(info.rss)))
+    return out
+
+
+def _opt(value: Any) -> Optional[int]:
+    return None if value is None else int(value)
+
+
+def trainer_memory() -> int:
+    """This (the training) process's resident set size, bytes."""
+    return int(psutil.Process().memory_info().rss)
+
+
+def machine_memory() -> Tuple[int, int]:
+    """(available, total) bytes of the machine's memory."""
+    vm = psutil.virtual_memory()
+    return int(vm.available), int(vm.total)

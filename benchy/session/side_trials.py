@@ -19,7 +19,8 @@ from ..core.verdict import system_means
 from ..measure.counting import make_counter
 from ..measure.device import accelerator_in_use, copier
 from ..measure.source import BatchSource, CopyingSource
-from ..measure.stages import Instrumented, has_in_order, machine_memory, stage_trial, timer_cost, trainer_memory, worker_memory
+from ..measure.stages import Instrumented, has_in_order, stage_trial, timer_cost
+from ..measure.system import machine_memory, trainer_memory, worker_memory
 from .sink import ResultSink
 from .trials import TrialRunner
 
