@@ -115,6 +115,11 @@ class GlobalConfig:
     stages: bool = True  # a DataLoader's diagnostic stage trials: each stage and each worker timed
     run_name: Optional[str] = None  # how compare/report name the run; None: the script's name and start time
     sweep_apply: bool = False  # after a loader sweep, continue with the recommended settings
+    flops: bool = True  # count one untimed SYNTHETIC step's FLOPs (torch's FlopCounterMode): COMPUTE, MFU
+    peak_flops: Any = None  # FLOP/s a device: one figure, or {dtype: figure}; None: the peak table's
+    count: str = "samples"  # "tokens": also tokens per second and the padding share (sequence batches)
+    token_key: Union[str, int] = AUTO  # count: tokens: where the token ids are (auto: input_ids, else the first tensor)
+    mask_key: Union[str, int] = AUTO  # ... and the attention mask (auto: attention_mask, or a 0/1 tensor; none)
 
 
 @dataclass(frozen=True)
@@ -177,14 +182,14 @@ _SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeCon
                   "sweep": SweepConfig}
 
 
-def _with_name(overrides: Mapping[str, Any], run_name: Optional[str]) -> Mapping[str, Any]:
-    """``overrides`` with ``global.run_name`` set (a copy), whichever case its ``global`` key has."""
-    if run_name is None:
+def _with_global(overrides: Mapping[str, Any], given: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``overrides`` with the ``global`` keys in ``given`` set (a copy), whichever case its ``global`` key has."""
+    if not given:
         return overrides
     out = dict(overrides)
     key = next((k for k in out if isinstance(k, str) and k.lower() == "global"), "global")
     section = out.get(key)
-    out[key] = dict(section, run_name=run_name) if isinstance(section, Mapping) else {"run_name": run_name}
+    out[key] = dict(section, **given) if isinstance(section, Mapping) else dict(given)
     return out
 
 
@@ -241,22 +246,26 @@ def load_config(
     )
 
 
-def resolve_config(config: ConfigLike, run_name: Optional[str] = None) -> Config:
+def resolve_config(config: ConfigLike, run_name: Optional[str] = None, count: Optional[str] = None) -> Config:
     """Accept what the wrappers accept: a Config, a mapping of overrides, a path, or None.
 
-    ``run_name`` (``--benchy_name``) sets ``global.run_name`` over everything else."""
-    named = {"global": {"run_name": run_name}} if run_name is not None else None
+    ``run_name`` (``--benchy_name``) sets ``global.run_name`` and ``count`` (``--benchy_count``)
+    ``global.count`` over everything else."""
+    given: Dict[str, Any] = {k: v for k, v in (("run_name", run_name), ("count", count)) if v is not None}
+    named = {"global": given} if given else None
     if isinstance(config, Config):
         if named is None:
             return config
-        rules = GLOBAL_RULES["run_name"]
-        if not rules[0](run_name):
-            raise ConfigError([f"benchy --benchy_name: got {describe(run_name)}; expected {rules[1]}"])
-        return dataclasses.replace(config, general=dataclasses.replace(config.general, run_name=run_name))
+        for key, value in given.items():
+            rules = GLOBAL_RULES[key]
+            if not rules[0](value):
+                raise ConfigError([f"benchy --benchy_{key.replace('run_', '')}: got {describe(value)}; "
+                                   f"expected {rules[1]}"])
+        return dataclasses.replace(config, general=dataclasses.replace(config.general, **given))
     if config is None:
         return load_config(overrides=named)
     if isinstance(config, Mapping):
-        return load_config(overrides=_with_name(config, run_name))
+        return load_config(overrides=_with_global(config, given))
     if isinstance(config, (str, os.PathLike)):
         return load_config(path=config, overrides=named)
     raise ConfigError(

@@ -11,6 +11,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import yaml
 
+from .peaks import DTYPES, parse_peak
+
 __all__ = [
     "ATTR_OF_SECTION",
     "AUTO",
@@ -34,6 +36,7 @@ AUTO = "auto"
 MAX_RUN_NAME = 200
 PROFILER_MODES = ("single", "all", "none")
 CONSOLE_MODES = ("auto", "rich", "plain")
+COUNT_UNITS = ("samples", "tokens")
 
 # Section name in the file -> attribute of Config. The original spells IO in capitals
 # and the other two in lower case; section names are matched case-insensitively.
@@ -102,6 +105,12 @@ def steps_name(output_filename: str) -> str:
 
 _Rule = Tuple[Callable[[Any], bool], str]
 
+
+def _batch_key(v: Any) -> bool:
+    """A dict key (a non-empty string) or a tuple index (an integer >= 0)."""
+    return _nonempty_str(v) or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1024)
+
+
 def _or_auto(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda v: v == AUTO or check(v)
 
@@ -142,6 +151,16 @@ GLOBAL_RULES: Dict[str, _Rule] = {
     "busy_machine_share": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
                            "a share of the cores above 0 and at most 1 (0.25 = a quarter)"),
     "sweep_apply": (_is_bool, "true or false"),
+    "flops": (_is_bool, "true or false"),
+    "peak_flops": (lambda v: parse_peak(v)[1] is None,
+                   "null, a positive number of FLOP/s a device (989.4e12, or a string such as '989.4 TFLOP/s'), "
+                   f"or a mapping of dtype ({', '.join(DTYPES)}) to such a figure"),
+    "count": (lambda v: v in COUNT_UNITS, "one of " + ", ".join(repr(m) for m in COUNT_UNITS)),
+    "token_key": (lambda v: v == AUTO or _batch_key(v),
+                  "'auto' (input_ids, else the first tensor), a key of a dict batch or an index into a tuple batch"),
+    "mask_key": (lambda v: v in (AUTO, "none") or _batch_key(v),
+                 "'auto' (attention_mask, else a 0/1 tensor of the tokens' shape), 'none' (no mask: every token "
+                 "counts), a key of a dict batch or an index into a tuple batch"),
     "run_name": (lambda v: v is None or (isinstance(v, str) and 0 < len(v.strip()) and len(v) <= MAX_RUN_NAME
                                          and v.isprintable()),
                  f"a printable name of 1 to {MAX_RUN_NAME} characters, or null (the script's name and start time)"),
@@ -153,6 +172,7 @@ _NORMALISE: Dict[str, Callable[[Any], Any]] = {
     "auto_precision": float,
     "system_metrics_hz": float,
     "busy_machine_share": float,
+    "peak_flops": lambda v: parse_peak(v)[0],
     "num_workers": lambda v: v if isinstance(v, str) else tuple(v),
     "pin_memory": tuple,
     "prefetch_factor": tuple,

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from .compute import FlopCount, TokenCount
 from .schedule import Mode, TrialSpec
 from .stages import StageReport
 from .startup import Startup
@@ -83,6 +84,8 @@ class TrialResult:
     # System metrics sampled during the trial (this rank's process and its loader workers):
     # cpu_cores_busy, cpu_cores, cpu_util, rss_max_bytes, read_bytes_per_s, gpu_* ...; None when off.
     system: Optional[Dict[str, Any]] = None
+    # ``count: tokens``: the tokens in this rank's batches of the trial (see ``core.compute``).
+    tokens: Optional[TokenCount] = None
 
     def __post_init__(self) -> None:
         seconds: Any = self.step_seconds
@@ -224,6 +227,7 @@ class Snapshot:
     other_loaders: Tuple[str, ...]
     workers: int  # the loader's num_workers (the sweep may have changed it)
     startup: Optional[Startup]  # the loader's start-up per pass
+    tokens: Optional[str] = None  # count: tokens: what is counted as tokens, in words (None: samples only)
 
 
 @dataclass
@@ -252,6 +256,8 @@ class RunResults:
     # The diagnostic stage trials (see ``core.stages``): this rank's loader stage by stage, or why not.
     stages: Optional[StageReport] = None
     stages_skipped: Optional[str] = None
+    # The FLOPs of one untimed SYNTHETIC step (see ``core.compute``), or why none were counted.
+    flops: Optional[FlopCount] = None
 
     def measured(self, mode: Mode) -> List[TrialResult]:
         """The counted (non-warm-up) trials of one mode."""

@@ -14,7 +14,20 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .compute import (
+    PADDING_ADVICE,
+    ComputeReport,
+    EnergyReport,
+    TokenReport,
+    compute_advice,
+    compute_clause,
+    compute_report,
+    energy_report,
+    padding_clause,
+    token_report,
+)
 from .distribution import StepProfile
+from .peaks import PeakConfig
 from .results import RunResults, TrialResult
 from .schedule import Mode
 from .stages import HOL_SHARE, FirstPass, StageReport
@@ -185,15 +198,26 @@ def loader_cause(results: RunResults, outcome: str, workers: int) -> Optional[Tu
 
 
 def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
-              start: Optional[Startup], full_profile: Optional[StepProfile] = None) -> List[str]:
+              start: Optional[Startup], full_profile: Optional[StepProfile] = None,
+              compute: Optional[ComputeReport] = None, tokens: Optional[TokenReport] = None) -> List[str]:
     """What the verdict adds to the IO-vs-SYNTHETIC reading, each claim with its number: how much
     FULL waits for data, why the loader is slow (CPU, workers, storage), periodic stalls,
     host-to-device copies, start-up; then the one change most likely to help. ``full_profile``:
     FULL's step profile (it reads every step: the final summary passes it, checkpoints do not).
     After a loader sweep: which swept setting feeds the step; when loading limits training and one
-    other than the loader's own does, it is the advice (measured beats the guesses above)."""
+    other than the loader's own does, it is the advice (measured beats the guesses above).
+    ``compute``: the step's MFU, said (with its advice) where compute limits; ``tokens``: padding
+    above 10 % is said, and is the advice where compute limits."""
     outcome = "" if found is None else found.outcome
     clauses: List[str] = []
+    limited = "compute" in outcome and "inconsistent" not in outcome
+    if limited and compute is not None:
+        said = compute_clause(compute)
+        if said is not None:
+            clauses.append(said)
+    padding = None if tokens is None else padding_clause(tokens)
+    if padding is not None:
+        clauses.append(padding)
     wait = results.data_wait()
     if wait.mean is not None:
         clauses.append(f"FULL spends {100.0 * wait.mean:.1f} % of its time waiting for the loader")
@@ -217,6 +241,11 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     fix = stages.advice if stages is not None and stages.advice is not None else None if loader is None else loader[1]
     advice = choose_advice(outcome, fix, copies is not None and copies[1],
                      start is not None and start.restarts_workers, starved)
+    if limited and not (start is not None and start.restarts_workers):
+        if padding is not None:
+            advice = PADDING_ADVICE
+        elif compute is not None:
+            advice = compute_advice(compute) or advice
     synthetic = results.estimate(Mode.SYNTHETIC).mean
     feed = feed_clause(results.sweep, synthetic) if found is not None else None
     if feed is not None:
@@ -435,6 +464,9 @@ class Reading:
     startup: Optional[Startup]
     clauses: Tuple[str, ...]
     first_pass: Optional[FirstPass] = None  # the loader's first IO batches against the steady ones
+    compute: Optional[ComputeReport] = None  # FLOPs, achieved FLOP/s and MFU (None: not counted)
+    tokens: Optional[TokenReport] = None  # count: tokens: tokens per second and padding per mode
+    energy: Optional[EnergyReport] = None  # joules per trial and per sample (None: no trial sampled)
 
     @property
     def text(self) -> Optional[str]:
@@ -443,9 +475,16 @@ class Reading:
 
 
 def read(results: RunResults, modes: Sequence[Mode], confidence: float, workers: int, start: Optional[Startup],
-         full_profile: Optional[StepProfile] = None) -> Reading:
-    """The :class:`Reading` of ``results``: :func:`verdict`, then :func:`diagnosis` of it."""
+         full_profile: Optional[StepProfile] = None, *, world: int = 1, peak_flops: PeakConfig = None,
+         tokens_source: Optional[str] = None) -> Reading:
+    """The :class:`Reading` of ``results``: :func:`verdict`, then :func:`diagnosis` of it, with the
+    step's FLOPs against ``peak_flops`` (``global.peak_flops``) on ``world`` devices, the tokens
+    (``tokens_source``: what was counted, with ``count: tokens``) and the energy."""
     found = verdict(results, modes, confidence)
     busy = busy_clause(results) if found is not None else None
-    clauses = ([busy] if busy is not None else []) + diagnosis(results, found, workers, start, full_profile)
-    return Reading(found, start, tuple(clauses), first_pass(results) if Mode.IO in modes else None)
+    compute = compute_report(results.flops, results, world, peak_flops)
+    tokens = None if tokens_source is None else token_report(results, modes, tokens_source)
+    clauses = ([busy] if busy is not None else []) + diagnosis(results, found, workers, start, full_profile,
+                                                               compute, tokens)
+    return Reading(found, start, tuple(clauses), first_pass(results) if Mode.IO in modes else None, compute, tokens,
+                   energy_report(results, modes))

@@ -16,8 +16,8 @@ Switch = Union[bool, argparse.Namespace]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add ``--enable_benchy``, ``--benchy_config PATH`` and ``--benchy_name NAME`` to ``parser``
-    (returned for chaining).
+    """Add ``--enable_benchy``, ``--benchy_config PATH``, ``--benchy_name NAME`` and
+    ``--benchy_count {samples,tokens}`` to ``parser`` (returned for chaining).
 
     Options the parser already has are left alone, so a script that defines its own
     ``--enable_benchy`` keeps it.
@@ -40,11 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
             help="the run's name in benchy's JSON, for compare and report (default: $BENCHY_RUN_NAME, "
                  "the config's run_name, else the script's name and start time)",
         )
+    if "--benchy_count" not in existing:
+        group.add_argument(
+            "--benchy_count", "--benchy-count", dest="benchy_count", choices=("samples", "tokens"), default=None,
+            help="tokens: also count tokens per second and the padding share of sequence batches "
+                 "(default: the config's count, else samples)",
+        )
     return parser
 
 
-def _switch(enabled: Switch) -> Tuple[bool, ConfigLike, Optional[str]]:
-    """On or off, the config path and the run name the switch carries."""
+def _switch(enabled: Switch) -> Tuple[bool, ConfigLike, Optional[str], Optional[str]]:
+    """On or off, the config path, the run name and the count the switch carries."""
     if isinstance(enabled, argparse.Namespace):
         if not hasattr(enabled, "enable_benchy"):
             raise ValueError(
@@ -52,9 +58,10 @@ def _switch(enabled: Switch) -> Tuple[bool, ConfigLike, Optional[str]]:
                 "before parse_args(), or pass True/False"
             )
         name = getattr(enabled, "benchy_name", None)
-        return bool(enabled.enable_benchy), getattr(enabled, "benchy_config", None), name
+        return (bool(enabled.enable_benchy), getattr(enabled, "benchy_config", None), name,
+                getattr(enabled, "benchy_count", None))
     if isinstance(enabled, bool):
-        return enabled, None, None
+        return enabled, None, None, None
     raise TypeError(f"benchy: expected True/False or an argparse.Namespace, got {type(enabled).__name__}")
 
 
@@ -64,10 +71,10 @@ def data_loader(enabled: Switch, *args: Any, benchy_config: ConfigLike = None, *
     ``enabled`` is a bool or the parsed ``argparse.Namespace`` (its ``enable_benchy`` and
     ``benchy_config``). An explicit ``benchy_config`` wins over the namespace's path.
     """
-    on, config, name = _switch(enabled)
+    on, config, name, count = _switch(enabled)
     if not on:
         return DataLoader(*args, **kwargs)
-    chosen = resolve_config(benchy_config if benchy_config is not None else config, run_name=name)
+    chosen = resolve_config(benchy_config if benchy_config is not None else config, run_name=name, count=count)
     return BenchmarkDataLoader(*args, benchy_config=chosen, **kwargs)
 
 
@@ -75,8 +82,8 @@ def wrap(
     enabled: Switch, iterable: Iterable[Any], batch_size: Optional[int] = None, *, benchy_config: ConfigLike = None
 ) -> Iterable[Any]:
     """``BenchmarkGenericIteratorWrapper(iterable, batch_size)`` when enabled, else ``iterable``."""
-    on, config, name = _switch(enabled)
+    on, config, name, count = _switch(enabled)
     if not on:
         return iterable
-    chosen = resolve_config(benchy_config if benchy_config is not None else config, run_name=name)
+    chosen = resolve_config(benchy_config if benchy_config is not None else config, run_name=name, count=count)
     return BenchmarkGenericIteratorWrapper(iterable, batch_size, benchy_config=chosen)

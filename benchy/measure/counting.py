@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+import math
+import time
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
-__all__ = ["count_samples", "describe_rule", "make_counter"]
+from ..core.compute import TokenCount
+
+__all__ = ["MASK_BUDGET_S", "TokenTally", "count_samples", "describe_rule", "make_counter"]
 
 Counter = Callable[[Any], int]
 # One step of a path to the counted leaf: ("item", key) or ("attr", name).
@@ -244,3 +248,175 @@ def _inline(counter: Counter, path: List[_Step]) -> Counter:
             return counter
     counter.inline = expr + ".shape[0]"  # type: ignore[attr-defined]
     return counter
+
+
+# --- count: tokens -------------------------------------------------------------------------------
+
+# The attention mask's sum is taken on 1 in ``every`` batches, ``every`` chosen from its measured
+# cost so that it adds at most this much a batch on average (a full sum of a 32 x 512 mask costs
+# several microseconds: more than benchy's whole per-batch cost).
+MASK_BUDGET_S = 1e-6
+_MASK_NAMES = ("attention_mask",)
+_TOKEN_NAMES = ("input_ids",)
+
+
+def _top_steps(batch: Any) -> List[_Step]:
+    """The batch's top-level parts: dict keys, tuple indices, dataclass fields, public attributes."""
+    return [s for s in _children(batch) if not (s[0] == "attr" and str(s[1]).startswith("_"))]
+
+
+def _dims(obj: Any) -> int:
+    shape = getattr(obj, "shape", None)
+    try:
+        return len(shape) if shape is not None and not isinstance(obj, type) else -1
+    except TypeError:
+        return -1
+
+
+def _is_mask(obj: Any, like: Any) -> bool:
+    """A 0/1 (or boolean) tensor of ``like``'s shape: an attention mask."""
+    try:
+        if tuple(obj.shape) != tuple(like.shape) or obj is like:
+            return False
+        low, high = obj.min(), obj.max()
+        return bool(low >= 0) and bool(high <= 1)
+    except Exception:
+        return False
+
+
+def _named_step(batch: Any, key: Any) -> Optional[_Step]:
+    if isinstance(batch, Mapping):
+        return ("item", key) if key in batch else None
+    if isinstance(batch, (list, tuple)):
+        return ("item", key) if isinstance(key, int) and key < len(batch) else None
+    return ("attr", key) if isinstance(key, str) and hasattr(batch, key) else None
+
+
+def _where(step: Optional[_Step]) -> str:
+    if step is None:
+        return "batch"
+    kind, key = step
+    return f"batch[{key!r}]" if kind == "item" else f"batch.{key}"
+
+
+class TokenTally:
+    """``count: tokens``: a sample counter that also adds up, per trial, the tokens of each batch
+    (every position of the token tensor: exact) and, on 1 in :attr:`every` batches, the non-padding
+    tokens by the attention mask's sum. :meth:`take` returns a trial's figures and starts afresh."""
+
+    def __init__(self, samples: Counter, first_batch: Any, token_key: Any = "auto", mask_key: Any = "auto",
+                 budget: float = MASK_BUDGET_S, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.token_step, self.mask_step = _token_steps(first_batch, token_key, mask_key)
+        self.source = (f"tokens: the positions of {_where(self.token_step)}"
+                       + (f", non-padding by {_where(self.mask_step)}" if self.mask_step is not None
+                          else ", no attention mask (every position counts)"))
+        self.every = 1
+        if self.mask_step is not None and budget != float("inf"):
+            mask = _get(first_batch, self.mask_step)
+            took = []
+            for _ in range(5):
+                start = clock()
+                int(mask.sum())
+                took.append(clock() - start)
+            self.every = max(1, math.ceil(min(took) / budget)) if budget > 0 else 1
+        self._acc = [0, 0, 0, 0, 0, 0]  # samples, tokens, sampled tokens, real tokens, batches, sampled batches
+        self.count: Counter = self._make(samples)
+
+    def _make(self, samples: Counter) -> Counter:
+        acc, every = self._acc, self.every
+        token_step, mask_step = self.token_step, self.mask_step
+        tokens_of = _getter(token_step)
+        mask_of = None if mask_step is None else _getter(mask_step)
+
+        def count(batch: Any) -> int:
+            n = samples(batch)
+            try:
+                ids = tokens_of(batch)
+                t = ids.numel() if callable(getattr(ids, "numel", None)) else int(ids.size)
+            except _MISSING:
+                t = 0
+            acc[0] += n
+            acc[1] += t
+            acc[4] += 1
+            if (acc[4] - 1) % every == 0:
+                real = t
+                if mask_of is not None:
+                    try:
+                        real = int(mask_of(batch).sum())
+                    except _MISSING:
+                        real = t
+                acc[2] += t
+                acc[3] += real
+                acc[5] += 1
+            return n
+
+        return count
+
+    def reset(self) -> None:
+        """A trial's clock is about to start: its batches count from zero."""
+        self._acc[:] = [0, 0, 0, 0, 0, 0]
+
+    def take(self) -> TokenCount:
+        """The figures since :meth:`reset`, and a fresh start."""
+        a = self._acc
+        out = TokenCount(samples=a[0], tokens=a[1], sampled_tokens=a[2], real=a[3], batches=a[4], sampled=a[5],
+                         every=self.every, masked=self.mask_step is not None)
+        self.reset()
+        return out
+
+    def exact(self, batch: Any, samples: int) -> TokenCount:
+        """One batch counted in full (SYNTHETIC's one cached batch)."""
+        ids = _get(batch, self.token_step) if self.token_step is not None else batch
+        t = ids.numel() if callable(getattr(ids, "numel", None)) else int(ids.size)
+        real = t if self.mask_step is None else int(_get(batch, self.mask_step).sum())
+        return TokenCount(samples=samples, tokens=t, sampled_tokens=t, real=real, batches=1, sampled=1, every=1,
+                          masked=self.mask_step is not None)
+
+
+_MISSING = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+
+
+def _getter(step: Optional[_Step]) -> Callable[[Any], Any]:
+    if step is None:
+        return lambda batch: batch
+    kind, key = step
+    if kind == "item":
+        return lambda batch: batch[key]
+    return lambda batch: getattr(batch, key)
+
+
+def _token_steps(batch: Any, token_key: Any, mask_key: Any) -> Tuple[Optional[_Step], Optional[_Step]]:
+    """Where the token ids and the attention mask are in a batch like ``batch``; a clear error when
+    the tokens cannot be found."""
+    steps = _top_steps(batch) if _dims(batch) < 0 else []
+    if token_key != "auto":
+        token = _named_step(batch, token_key)
+        if token is None:
+            raise TypeError(f"count: tokens: token_key {token_key!r} is not in the batch (a {type(batch).__name__} "
+                            f"with {', '.join(_where(s) for s in steps) or 'no parts'})")
+    elif _dims(batch) >= 2:
+        token = None  # the batch itself is the token tensor
+    else:
+        named = [s for s in steps if s[1] in _TOKEN_NAMES and _dims(_get(batch, s)) >= 2]
+        found = named or [s for s in steps if _dims(_get(batch, s)) >= 2]
+        if not found:
+            raise TypeError(f"count: tokens: no tensor of two or more dimensions (batch, sequence) in a batch of type "
+                            f"{type(batch).__name__}: expected token ids such as batch['input_ids'], or name them "
+                            f"with global.token_key")
+        token = found[0]
+    ids = batch if token is None else _get(batch, token)
+    if _dims(ids) < 2:
+        raise TypeError(f"count: tokens: {_where(token)} has shape {tuple(getattr(ids, 'shape', ()))}; expected "
+                        f"(batch, sequence) token ids")
+    if mask_key == "none":
+        return token, None
+    if mask_key != "auto":
+        mask = _named_step(batch, mask_key)
+        if mask is None:
+            raise TypeError(f"count: tokens: mask_key {mask_key!r} is not in the batch (a {type(batch).__name__})")
+        return token, mask
+    named = [s for s in steps if s[1] in _MASK_NAMES]
+    if named:
+        return token, named[0]
+    shaped = [s for s in steps if s != token and _is_mask(_get(batch, s), ids)]
+    return token, (shaped[0] if shaped else None)

@@ -9,6 +9,11 @@ the process (``/proc/stat``): what other processes (and a hypervisor's steal) to
 disturbed (:func:`disturbed`). It reads ``/proc`` through psutil a few times a second and holds the
 GIL for well under a millisecond per tick; the hot loops are untouched. Also the memory readings
 of the loader's workers (their own pages: USS, PSS), the training process and the machine.
+
+Energy, where the machine exposes it, read at each trial's start and end: the GPU's total-energy
+counter through NVML (millijoules; where the device has none, its power readings integrated over
+the trial) and the CPU packages' RAPL counters (``/sys/class/powercap/intel-rapl:N/energy_uj``, when
+readable: often root only). RAPL counts the whole package, every process on it.
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ import psutil
 
 from ..core.stages import WorkerMemory
 
-__all__ = ["NullSampler", "SystemSampler", "available_cores", "disturbed", "machine_memory", "trainer_memory",
-           "worker_memory"]
+__all__ = ["NO_ENERGY", "NullSampler", "Rapl", "SystemSampler", "available_cores", "disturbed", "machine_memory",
+           "trainer_memory", "worker_memory"]
 
 CHILDREN_EVERY_S = 0.2  # how often the list of child processes (workers) is refreshed (a pass's workers can live < 1 s)
 try:
@@ -109,6 +114,63 @@ class _Gpu:
             pass
         return out
 
+    def energy_mj(self) -> Optional[int]:
+        """The device's total energy since the driver loaded, in millijoules (None: no such counter, pre-Volta)."""
+        try:
+            return int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
+        except Exception:
+            return None
+
+
+NO_ENERGY = ("no GPU energy counter or power readings (an NVIDIA GPU in use and nvidia-ml-py) and no readable "
+             "RAPL counter (/sys/class/powercap/intel-rapl:*/energy_uj; often readable by root only)")
+
+
+class Rapl:
+    """The CPU packages' RAPL energy counters (microjoules, wrapping at ``max_energy_range_uj``)."""
+
+    def __init__(self, zones: Sequence[Tuple[str, int]]) -> None:
+        self.zones = list(zones)  # (energy_uj path, wrap range)
+
+    @classmethod
+    def find(cls, root: str = "/sys/class/powercap") -> Optional[Rapl]:
+        """The readable package zones under ``root`` (``intel-rapl:0``, ...), or None."""
+        zones: List[Tuple[str, int]] = []
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            return None
+        for name in names:
+            if not name.startswith("intel-rapl:") or name.count(":") != 1:
+                continue  # sub-zones (intel-rapl:0:0, cores, dram) are inside their package's count
+            path = os.path.join(root, name)
+            try:
+                with open(os.path.join(path, "energy_uj")) as handle:
+                    int(handle.read())
+                with open(os.path.join(path, "max_energy_range_uj")) as handle:
+                    wrap = int(handle.read())
+            except (OSError, ValueError):
+                continue
+            zones.append((os.path.join(path, "energy_uj"), wrap))
+        return cls(zones) if zones else None
+
+    def read(self) -> Optional[List[int]]:
+        out = []
+        try:
+            for path, _ in self.zones:
+                with open(path) as handle:
+                    out.append(int(handle.read()))
+        except (OSError, ValueError):
+            return None
+        return out
+
+    def joules(self, before: Sequence[int], after: Sequence[int]) -> float:
+        """Joules between two readings, each zone's counter wrapping at its range."""
+        total = 0
+        for (_, wrap), a, b in zip(self.zones, before, after):
+            total += b - a if b >= a else b + wrap - a
+        return total / 1e6
+
 
 def cuda_gpu() -> Optional[_Gpu]:
     """The NVML view of the CUDA device in use, or None (no CUDA in use, or no nvidia-ml-py)."""
@@ -172,11 +234,15 @@ class SystemSampler:
     """Samples the process tree at ``hz`` between :meth:`start` and :meth:`stop` (one trial)."""
 
     def __init__(self, hz: float, clock: Callable[[], float] = time.perf_counter,
-                 gpu: Callable[[], Optional[_Gpu]] = cuda_gpu) -> None:
+                 gpu: Callable[[], Optional[_Gpu]] = cuda_gpu, rapl: Callable[[], Optional[Rapl]] = Rapl.find) -> None:
         self.interval = 1.0 / hz
         self._clock = clock
         self._gpu_factory = gpu
+        self._rapl_factory = rapl
+        self._rapl: Optional[Rapl] = None
         self._gpu: Optional[_Gpu] = None
+        self._gpu_mj: Optional[int] = None  # the GPU's energy counter at the trial's start
+        self._rapl_at: Optional[List[int]] = None
         self._gpu_checked = False
         self._me = psutil.Process()
         self._procs: Dict[int, psutil.Process] = {}
@@ -263,6 +329,7 @@ class SystemSampler:
         if not self._gpu_checked:
             self._gpu_checked = True
             self._gpu = self._gpu_factory()
+            self._rapl = self._rapl_factory()
         self._reset()
         self._cpu.clear()
         self._read.clear()
@@ -272,6 +339,8 @@ class SystemSampler:
         self._ticks = 0
         self._rss_max = 0
         self._gpu_sums, self._gpu_ticks = {}, 0
+        self._gpu_mj = None if self._gpu is None else self._gpu.energy_mj()
+        self._rapl_at = None if self._rapl is None else self._rapl.read()
         self._started = self._clock()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="benchy-system-metrics", daemon=True)
@@ -312,6 +381,26 @@ class SystemSampler:
         }
         if self._gpu_ticks:
             out.update({key: total / self._gpu_ticks for key, total in self._gpu_sums.items()})
+        out.update(self._energy(wall, out.get("gpu_power_w")))
+        return out
+
+    def _energy(self, wall: float, power: Any) -> Dict[str, Any]:
+        """The trial's joules from the energy counters (or the GPU's power readings), or why none."""
+        out: Dict[str, Any] = {}
+        end_mj = None if self._gpu is None or self._gpu_mj is None else self._gpu.energy_mj()
+        if self._gpu_mj is not None and end_mj is not None:
+            out["gpu_energy_j"] = max(0, end_mj - self._gpu_mj) / 1e3
+            out["gpu_energy_source"] = "GPU: NVML total-energy counter"
+        elif isinstance(power, (int, float)) and wall > 0:
+            out["gpu_energy_j"] = float(power) * wall
+            out["gpu_energy_source"] = "GPU: NVML power readings integrated over the trial (no energy counter)"
+        rapl_end = None if self._rapl is None or self._rapl_at is None else self._rapl.read()
+        if self._rapl is not None and self._rapl_at is not None and rapl_end is not None:
+            out["cpu_energy_j"] = self._rapl.joules(self._rapl_at, rapl_end)
+            out["cpu_energy_source"] = (f"CPU: RAPL package counter{'s' if len(self._rapl.zones) > 1 else ''} "
+                                        f"(the whole package, every process on it)")
+        if not out:
+            out["energy_missing"] = NO_ENERGY
         return out
 
 

@@ -40,7 +40,7 @@ RANK0 = " [rank 0]"  # ends a summary line that holds rank 0's own figures in a 
 MESSAGE_KINDS = ("INFO", "WARNING", "ERROR")
 # BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name).
 SUMMARY_WORDS = ("DATA_WAIT", "STEPS", "SYSTEM", "BUSY", "H2D", "FIRST_PASS", "STAGES", "WORKERS", "STARTUP",
-                 "STRAGGLER", "SWEEP", "VERDICT")
+                 "STRAGGLER", "SWEEP", "COMPUTE", "TOKENS", "ENERGY", "VERDICT")
 
 Number = Optional[float]
 

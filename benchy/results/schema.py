@@ -132,6 +132,8 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
     profile = step_profile(trials) if per_step else None
     block["steps"] = None if profile is None else profile.to_dict()
     block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
+    if any(t.tokens is not None for t in trials):  # count: tokens: each counted trial's tokens
+        block["tokens"] = [None if t.tokens is None else t.tokens.to_dict() for t in trials]
     block["warmup"]["system"] = [t.system for t in warm]
     if mode is Mode.FULL:
         block["data_wait"] = _data_wait_block(results)
@@ -252,6 +254,9 @@ def result_document(
         "first_pass": None if first is None else first.to_dict(),
         "stages": (results.stages.to_dict() if results.stages is not None
                    else None if results.stages_skipped is None else {"skipped": results.stages_skipped}),
+        "compute": None if reading.compute is None else reading.compute.to_dict(),
+        "tokens": None if reading.tokens is None else reading.tokens.to_dict(),
+        "energy": None if reading.energy is None else reading.energy.to_dict(),
         "summary": None if summary is None else list(summary),
     }
     for mode in modes:

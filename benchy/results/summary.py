@@ -226,6 +226,12 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
     swept = sweep_line(results.sweep, results.sweep_memory_budget)
     if swept is not None:
         out.append(lines.summary_text("SWEEP", swept, own))
+    if reading.compute is not None:
+        out.append(lines.summary_text("COMPUTE", reading.compute.text()))
+    if reading.tokens is not None:
+        out.append(lines.summary_text("TOKENS", reading.tokens.text()))
+    if reading.energy is not None:
+        out.append(lines.summary_text("ENERGY", reading.energy.text(), own))
     if reading.text is not None:
         out.append(lines.summary_text("VERDICT", reading.text))
     return out

@@ -225,6 +225,7 @@ class Session:
             other_loaders=tuple(self._registry.others()),
             workers=self._workers,
             startup=self._startup(),
+            tokens=None if self.runner.tokens is None else self.runner.tokens.source,
         )
 
     # --- epochs -----------------------------------------------------------------------------
@@ -492,7 +493,9 @@ class Session:
     def _counted(self, result: TrialResult, closed_early: bool = False, checkpoint: bool = True) -> None:
         if self._signalled:
             return
-        result = self.runner.with_system(result)
+        result = self.runner.finish(result)
+        if self.results.flops is None:
+            self.results.flops = self.runner.flops(final=False)
         self._current = None
         result, decided = self.runner.lookahead_window(result)
         if decided:
@@ -559,6 +562,8 @@ class Session:
         self._state = _DONE
         self._record.finished = True
         self._lifecycle.restore()
+        if self.results.flops is None:
+            self.results.flops = self.runner.flops(final=True)
         self.runner.close()
         self._close_profiler("at the end of the benchmark")
         sink = self._sink_()

@@ -231,8 +231,10 @@ class ResultSink:
     # --- the end ------------------------------------------------------------------------------
 
     def _reading(self, snapshot: Snapshot, full_profile: Optional[StepProfile]) -> Reading:
+        g = self.config.general
         return read(self.results, self.schedule.modes, self.schedule.decision_confidence, snapshot.workers,
-                    snapshot.startup, full_profile)
+                    snapshot.startup, full_profile, world=self.world, peak_flops=g.peak_flops,
+                    tokens_source=snapshot.tokens)
 
     def summary(self, snapshot: Snapshot, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON, from one :class:`Reading`.

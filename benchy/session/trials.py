@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Generator, Iterator, Optional, Tuple
 
+from ..core.compute import FlopCount
 from ..core.config import Config
 from ..core.results import TrialResult
 from ..core.schedule import Mode, TrialSpec
-from ..measure.counting import describe_rule, make_counter
+from ..measure.counting import TokenTally, describe_rule, make_counter
 from ..measure.device import synchronizer
+from ..measure.flops import StepCounter, with_counted_step
 from ..measure.source import BatchSource, Source
 from ..measure.stamps import Pauses, Series, fetches_ahead, stamp_buffer, without_first_period
 from ..measure.system import NullSampler, SystemSampler, disturbed
@@ -53,6 +55,15 @@ class TrialRunner:
         self._warn = warn
         self._counter: Optional[Callable[[Any], int]] = None
         self._synthetic_batch: Any = _NOTHING
+        # count: tokens: the tokens of each trial's batches, added up by the counter itself.
+        self.tokens: Optional[TokenTally] = None
+        self._synthetic_tokens: Any = None
+        # FLOPs: the first step of the first measured SYNTHETIC trial, counted and left out of it
+        # (see measure.flops); once the loop is known to fetch one batch ahead or not.
+        synthetic = config.synthetic
+        self._flops_due = general.flops and synthetic.run_benchmark and synthetic.ntrials != 0
+        self._step_counter: Optional[StepCounter] = None
+        self._counted_in: Optional[TrialSpec] = None
 
     # --- counting and batches -----------------------------------------------------------------
 
@@ -65,6 +76,13 @@ class TrialRunner:
             self.counting = describe_rule(batch, self._fallback)
             if self.constant is not None and self._counter(batch) != self.constant:
                 self.constant = None  # the first batch says otherwise: count every batch
+            g = self.config.general
+            if g.count == "tokens":
+                # Every batch goes through the tally (no inline count, no constant): it adds up the tokens.
+                self.tokens = TokenTally(self._counter, batch, g.token_key, g.mask_key)
+                self._counter = self.tokens.count
+                self.constant = None
+                self.counting += f"; {self.tokens.source}"
             if self.constant is not None:
                 self.counting += (f"; the batch sampler makes {self.constant} per batch, so only the last batch "
                                   f"of each pass is counted in the trials")
@@ -76,6 +94,37 @@ class TrialRunner:
             self._synthetic_batch = self.source.fetch()
             self.synthetic_samples = self.counter()(self._synthetic_batch)
         return self._synthetic_batch
+
+    def synthetic_tokens(self) -> Any:
+        """The cached batch's tokens, counted in full once (None unless ``count: tokens``)."""
+        if self.tokens is not None and self._synthetic_tokens is None and self._synthetic_batch is not _NOTHING:
+            self._synthetic_tokens = self.tokens.exact(self._synthetic_batch, self.synthetic_samples or 0)
+        return self._synthetic_tokens
+
+    def _counts_flops(self, spec: TrialSpec) -> bool:
+        """Whether this trial's first step is the one whose FLOPs are counted: the first measured SYNTHETIC
+        trial once the loop is known to fetch ahead or not, with periods to spare (its first one, or
+        two when the loop fetches ahead, are left out)."""
+        return (self._flops_due and spec.mode is Mode.SYNTHETIC and not spec.warmup and self.lookahead is not None
+                and spec.nbatches >= 3 + int(self.lookahead))
+
+    def flops(self, final: bool) -> Optional[FlopCount]:
+        """The counted step's FLOPs; None while it may still come (or ``flops: false``); at the end
+        (``final``), why there are none."""
+        if self._step_counter is not None:
+            return self._step_counter.count
+        g, synthetic = self.config.general, self.config.synthetic
+        if not g.flops:
+            return None
+        if not (synthetic.run_benchmark and synthetic.ntrials != 0):
+            return FlopCount(skipped="SYNTHETIC did not run: the FLOPs are counted on the first step of the first "
+                                     "measured SYNTHETIC trial")
+        if final:
+            return FlopCount(skipped=f"no SYNTHETIC trial could spare a step to count: the count takes the first step "
+                                     f"of the first measured SYNTHETIC trial after one that shows whether the loop "
+                                     f"fetches a batch ahead, and needs synthetic.nbatches >= 3 (got "
+                                     f"{synthetic.nbatches})")
+        return None
 
     def drain(self) -> None:
         """Before a FULL or an IO trial: take the batches the loader's workers
@@ -101,11 +150,15 @@ class TrialRunner:
         together; then the system-metrics sampler's baseline reading."""
         barrier, sampler = self.barrier, self.sampler
 
+        tokens = self.tokens
+
         def begin() -> None:
             sync()
             if barrier is not None:
                 barrier(f"{spec.label} (start barrier)")
             sampler.start()
+            if tokens is not None:
+                tokens.reset()
 
         return begin
 
@@ -128,6 +181,16 @@ class TrialRunner:
             return result
         system["disturbed"] = disturbed(system, self.config.general.busy_machine_share)
         return dataclasses.replace(result, system=system)
+
+    def finish(self, result: TrialResult) -> TrialResult:
+        """A scheduled trial's result with its system metrics and, with ``count: tokens``, its tokens."""
+        result = self.with_system(result)
+        if self._counted_in is result.spec and len(result.step_seconds) >= 2:
+            result = without_first_period(result)  # the counted step's period: the counter's cost is not the step's
+        if self.tokens is None:
+            return result
+        found = self.synthetic_tokens() if result.mode is Mode.SYNTHETIC else self.tokens.take()
+        return dataclasses.replace(result, tokens=found)
 
     # --- trials -------------------------------------------------------------------------------
 
@@ -181,6 +244,11 @@ class TrialRunner:
         if spec.mode is Mode.SYNTHETIC:
             gen = synthetic_trial(spec, self.synthetic, counter, clock, sync, settle, report, freq, begin, stamps,
                                   self.ranges)
+            if self._counts_flops(spec):
+                self._flops_due = False
+                self._counted_in = spec
+                self._step_counter = StepCounter(self.counter()(self.synthetic()), spec.label)
+                gen = with_counted_step(self._step_counter, gen, bool(self.lookahead))
         else:
             gen = full_trial(spec, self.source, counter, clock, sync, settle, report, freq, begin, stamps,
                              self.constant, self.ranges)

@@ -26,8 +26,10 @@ def test_drop_in_loader_with_two_workers(run_script) -> None:
     assert doc["source"] == "run" and doc["run_name"].startswith("user_script 20")  # the script and its start time
     for mode in ("IO", "SYNTHETIC", "FULL"):
         block = doc[mode]
-        assert block["n"] == 2 and len(block["rates"]) == 2 and all(len(r) == 5 for r in block["rates"])
-        assert block["trial_samples"] == [20, 20]
+        # SYNTHETIC_1's first step is the one whose FLOPs are counted: it is left out of the trial.
+        steps = [4, 5] if mode == "SYNTHETIC" else [5, 5]
+        assert block["n"] == 2 and [len(r) for r in block["rates"]] == steps
+        assert block["trial_samples"] == [4 * n for n in steps]
         assert block["mean"] == pytest.approx(sum(block["trial_throughput"]) / 2)
         assert set(block) >= {"rates", "avg_iter_throughput", "trial_throughput", "trial_time", "mean", "interval"}
     assert doc["environment"]["torch_version"] and doc["environment"]["device"] == "cpu"
@@ -57,7 +59,7 @@ def test_generic_wrapper_batch_structures(run_script, kind: str) -> None:
 def test_drop_in_single_tensor_and_dict_batches(run_script, kind: str) -> None:
     run = run_script(small_config(), "--kind", kind, "--samples", "100", "--batch_size", "5")
     assert run.returncode == 0, run
-    assert run.result()["SYNTHETIC"]["trial_samples"] == [25, 25]
+    assert run.result()["SYNTHETIC"]["trial_samples"] == [20, 25]  # SYNTHETIC_1's first step: the FLOPs' count
 
 
 def test_loader_shorter_than_a_trial(run_script) -> None:

@@ -24,7 +24,8 @@ def test_steps_per_epoch_loop_sized_by_len_counts_every_trial(run_script) -> Non
     assert all(run.epochs[e] == (5, 5) for e in range(EPOCHS)), run.epochs
     doc = run.result()
     assert doc["complete"] is True and doc["exit_status"] == 0 and doc["interrupted"] == []
-    assert doc["SYNTHETIC"]["nbatches"] == [4, 4] and doc["FULL"]["trial_samples"] == [16, 16]
+    # Closed early: 4 periods; SYNTHETIC_1 also leaves out its first step (the FLOPs' count).
+    assert doc["SYNTHETIC"]["nbatches"] == [3, 4] and doc["FULL"]["trial_samples"] == [16, 16]
     assert doc["lookahead"] is False  # this loop runs its step before asking for the next batch
     # The last trial counts when the loop drops its iterator; the process ends at the next iter().
     assert "benchy ends the process at the next iter()" in run.stdout and "Tests completed.... exiting." in run.stdout
@@ -119,7 +120,8 @@ def test_a_tuple_of_dicts_is_one_batch_not_two_devices(run_script) -> None:
     assert run.returncode == 0, run
     doc = run.result()
     for mode in ("IO", "SYNTHETIC", "FULL"):
-        assert doc[mode]["trial_samples"] == [20, 20], (mode, doc[mode]["trial_samples"])
+        first = 16 if mode == "SYNTHETIC" else 20  # SYNTHETIC_1's first step: the FLOPs' count, left out
+        assert doc[mode]["trial_samples"] == [first, 20], (mode, doc[mode]["trial_samples"])
     assert doc["counting"] == ("leading dimension of batch[0]['pixels']; the batch sampler makes 4 per batch, so "
                                "only the last batch of each pass is counted in the trials")
 
@@ -146,7 +148,7 @@ def test_dataclass_batches_of_variable_size_are_counted_as_received(run_script) 
     # SYNTHETIC yields one cached batch in every warm-up and trial: its size is recorded.
     size = doc["SYNTHETIC"]["batch_samples"]
     assert size in (4, 8, 16, 2)
-    assert doc["SYNTHETIC"]["trial_samples"] == [4 * size, 4 * size]
+    assert doc["SYNTHETIC"]["trial_samples"] == [3 * size, 4 * size]  # SYNTHETIC_1 without its counted step
     assert doc["SYNTHETIC"]["warmup"]["trial_samples"] == [4 * size]
 
 
@@ -198,7 +200,9 @@ def test_a_loop_that_fetches_one_batch_ahead_is_detected_and_not_biased(run_scri
         rates[loop] = doc["SYNTHETIC"]["mean"]
         if loop == "prefetch":
             assert run.stdout.count("it fetches one batch ahead") == 1
-            assert doc["SYNTHETIC"]["nbatches"] == [4, 4] and doc["FULL"]["trial_samples"] == [16, 16]
+            # SYNTHETIC_1 also leaves out the period of its counted step (the FLOPs'): 5 - 1 - 1.
+            assert doc["SYNTHETIC"]["nbatches"] == [3, 4] and doc["FULL"]["trial_samples"] == [16, 16]
+            assert doc["compute"]["counted_in"] == "SYNTHETIC_1"  # this step sleeps: 0 FLOPs, said as such
     assert rates["prefetch"] == pytest.approx(rates["for"], rel=0.10), rates
 
 

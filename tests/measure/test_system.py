@@ -143,6 +143,9 @@ def test_gpu_readings_are_averaged_over_the_trial_and_shown() -> None:
             self.k += 1
             return {"gpu_util": 0.5 if self.k % 2 else 0.7, "gpu_memory_bytes": 2e9, "gpu_power_w": 200.0}
 
+        def energy_mj(self) -> None:  # a device without an energy counter
+            return None
+
     sampler = SystemSampler(hz=100, gpu=FakeGpu)
     sampler.start()
     time.sleep(0.1)

@@ -1,0 +1,207 @@
+"""The FLOPs of one real training step, counted by torch's own ``FlopCounterMode`` (needs torch).
+
+The count runs on one step that is not timed: the first step of the first measured SYNTHETIC trial
+(the cached batch; the warm-ups ran before it). The counter is entered when the trial hands out its
+first batch and left when the loop asks for the second (for a loop that fetches one batch ahead, the
+third: the step on the first batch runs between the two asks), and the periods it spans are left
+out of that trial (:func:`with_counted_step`), so the trial still yields exactly ``nbatches``
+batches and no timed step pays for the counter.
+
+:class:`StepCounter` adds to torch's counter the dtype each FLOP ran in (the op's first tensor
+input; float32 matmuls and convolutions on CUDA count as ``tf32`` where torch lets them use it) and
+the compute-heavy ops it has no formula for, so that the peak is chosen per dtype and a step the
+counter cannot see is said, not guessed. The result is a :class:`~benchy.core.compute.FlopCount`.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import warnings
+from typing import Any, Dict, Generator, Optional, Set
+
+import torch
+from torch.utils import flop_counter
+from torch.utils.flop_counter import FlopCounterMode
+
+from ..core.compute import FlopCount
+
+__all__ = ["StepCounter", "cpu_name", "with_counted_step"]
+
+# Ops without a FLOP formula that are worth naming: matmuls, convolutions, attention, recurrences, FFTs.
+_HEAVY = re.compile(r"mm|matmul|conv|attention|attn|linear|einsum|rnn|lstm|gru|fft|cudnn|mkldnn|flash|bmm",
+                    re.IGNORECASE)
+_CONV = re.compile(r"conv", re.IGNORECASE)
+# torch.compile warns of the counter's global module hooks; the count does not change what it runs.
+_HOOKS_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
+
+
+def cpu_name() -> str:
+    """``cpu (Intel(R) Xeon(R) ...)``: the CPU's model, as the OS names it."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine()
+    return f"cpu ({model})" if model else "cpu"
+
+
+def _first_tensor(args: Any) -> Optional[torch.Tensor]:
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a
+        if isinstance(a, (list, tuple)):
+            found = _first_tensor(a)
+            if found is not None:
+                return found
+    return None
+
+
+def _extra_formulas() -> Dict[Any, Any]:
+    """torch's own attention formulas for the CPU's fused attention ops, which its registry leaves out
+    (their arguments start like the CUDA kernels': query, key, value; grad_out first for backward)."""
+    aten = torch.ops.aten
+    registry = flop_counter.flop_registry
+    out: Dict[Any, Any] = {}
+    for name, like in (("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention"),
+                       ("_scaled_dot_product_flash_attention_for_cpu_backward",
+                        "_scaled_dot_product_efficient_attention_backward")):
+        op, model = getattr(aten, name, None), registry.get(getattr(aten, like, None))
+        if op is not None and model is not None and op not in registry:
+            out[op] = _as_raw(model)
+    return out
+
+
+def _as_raw(formula: Any) -> Any:
+    """A registered formula (it takes tensors already) as a custom mapping that the counter does not wrap again."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return formula(*args, **kwargs)
+
+    call._get_raw = True  # type: ignore[attr-defined]
+    return call
+
+
+class _Counter(FlopCounterMode):
+    """torch's counter, also keeping each op's FLOPs by dtype and device, and the unknown heavy ops."""
+
+    def __init__(self) -> None:
+        super().__init__(display=False, custom_mapping=_extra_formulas())
+        self.by_dtype: Dict[str, int] = {}
+        self.devices: Dict[str, int] = {}
+        self.unknown: Set[str] = set()
+
+    def _count_flops(self, func_packet: Any, out: Any, args: Any, kwargs: Any) -> Any:
+        if func_packet not in self.flop_registry:
+            name = str(func_packet)
+            if _HEAVY.search(name.split(".")[-1]):
+                self.unknown.add(name)
+            return super()._count_flops(func_packet, out, args, kwargs)
+        counts = self.flop_counts["Global"]
+        before = counts.get(func_packet, 0)
+        try:
+            result = super()._count_flops(func_packet, out, args, kwargs)
+        except Exception:  # a formula that fails on these arguments must never break the user's step
+            self.unknown.add(f"{func_packet} (its formula failed)")
+            return out
+        added = self.flop_counts["Global"].get(func_packet, 0) - before
+        if added:
+            tensor = _first_tensor(args)
+            dtype = "unknown" if tensor is None else str(tensor.dtype).replace("torch.", "")
+            device = "cpu" if tensor is None else tensor.device.type
+            if dtype == "float32" and device == "cuda":
+                conv = bool(_CONV.search(str(func_packet)))
+                if (conv and torch.backends.cudnn.allow_tf32) or (not conv and torch.backends.cuda.matmul.allow_tf32):
+                    dtype = "tf32"
+            self.by_dtype[dtype] = self.by_dtype.get(dtype, 0) + added
+            key = device if tensor is None or tensor.device.index is None else f"{device}:{tensor.device.index}"
+            self.devices[key] = self.devices.get(key, 0) + added
+        return result
+
+
+class StepCounter:
+    """Counts one step: :meth:`enter` when its batch is handed out, :meth:`leave` when the loop asks
+    for the next; then :attr:`count` holds the :class:`FlopCount` (or why none was made)."""
+
+    def __init__(self, samples: int, label: str) -> None:
+        self.samples = samples
+        self.label = label
+        self.entered = False
+        self.count: Optional[FlopCount] = None
+        self._mode: Optional[_Counter] = None
+        self._warnings: Any = None
+
+    def enter(self) -> None:
+        self.entered = True
+        try:
+            self._warnings = warnings.catch_warnings()
+            self._warnings.__enter__()
+            warnings.filterwarnings("ignore", message=_HOOKS_WARNING)
+            mode = _Counter()
+            mode.__enter__()
+            self._mode = mode
+        except Exception as err:  # a torch without the counter's internals
+            self._close_warnings()
+            self.count = FlopCount(samples=self.samples, label=self.label,
+                                   skipped=f"torch's FlopCounterMode could not start ({type(err).__name__}: {err})")
+
+    def _close_warnings(self) -> None:
+        if self._warnings is not None:
+            self._warnings.__exit__(None, None, None)
+            self._warnings = None
+
+    def leave(self) -> None:
+        mode, self._mode = self._mode, None
+        if mode is None:
+            return
+        try:
+            mode.__exit__(None, None, None)
+        finally:
+            self._close_warnings()
+        device_type, device = "cpu", cpu_name()
+        if mode.devices:
+            where = max(mode.devices, key=lambda k: mode.devices[k])
+            device_type = where.split(":")[0]
+            if device_type != "cpu":
+                device = _accelerator_name(where)
+        by_op = {str(k): int(v) for k, v in mode.flop_counts["Global"].items() if v}
+        self.count = FlopCount(
+            total=int(mode.get_total_flops()), samples=self.samples, device=device, device_type=device_type,
+            by_dtype=dict(mode.by_dtype), by_op=by_op, unknown=tuple(sorted(mode.unknown)),
+            tf32=bool(device_type == "cuda" and torch.backends.cuda.matmul.allow_tf32), label=self.label)
+
+
+def _accelerator_name(where: str) -> str:
+    """The device's name (``NVIDIA H100 80GB HBM3``) for ``cuda:0``; the device string where unknown."""
+    try:
+        if where.startswith("cuda"):
+            return str(torch.cuda.get_device_name(torch.device(where)))
+    except Exception:
+        pass
+    return where
+
+
+def with_counted_step(counter: StepCounter, trial: Generator[Any, None, None],
+                      lookahead: bool) -> Generator[Any, None, None]:
+    """``trial`` with its first step counted by ``counter``: on from handing out the first batch to the
+    loop's ask for the second (for a loop that fetches one batch ahead, the ask for the third: the step
+    on the first batch runs between the two). The caller leaves the periods it spans out of the trial.
+    Closing this generator closes ``trial``."""
+    try:
+        counter.enter()
+        try:
+            for _ in range(2 if lookahead else 1):
+                try:
+                    item = next(trial)
+                except StopIteration:
+                    return
+                yield item
+        finally:
+            counter.leave()
+        yield from trial
+    finally:
+        trial.close()

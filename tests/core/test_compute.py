@@ -1,0 +1,258 @@
+"""What a step costs, read from made-up counts and trials: peaks, MFU, tokens and padding, energy (pure)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import trial_result
+
+from benchy import Mode, RunResults
+from benchy.core.compute import (
+    PADDING_ADVICE,
+    FlopCount,
+    TokenCount,
+    compute_advice,
+    compute_clause,
+    compute_report,
+    energy_report,
+    padding_clause,
+    peak_for,
+    token_report,
+)
+from benchy.core.config import ConfigError, load_config
+from benchy.core.peaks import known_accelerator, parse_peak
+from benchy.core.verdict import read
+
+
+@pytest.mark.parametrize("name, row", [
+    ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
+    ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
+    ("NVIDIA GH200 480GB", "NVIDIA H100 SXM"),
+    ("NVIDIA H200", "NVIDIA H200 SXM"),
+    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100"),
+    ("NVIDIA A10G", "NVIDIA A10"),
+    ("NVIDIA L4", "NVIDIA L4"),
+    ("Tesla V100-SXM2-16GB", "NVIDIA V100 SXM2"),
+    ("Tesla V100-PCIE-32GB", "NVIDIA V100 PCIe"),
+    ("Tesla T4", "NVIDIA T4"),
+    ("AMD Instinct MI300X", "AMD Instinct MI300X"),
+])
+def test_the_peak_table_matches_device_names(name: str, row: str) -> None:
+    found = known_accelerator(name)
+    assert found is not None and found.name == row
+
+
+def test_unknown_devices_have_no_row() -> None:
+    # "L40S" is not an L4, "A1000" not an A10 or A100.
+    assert known_accelerator("NVIDIA L40S") is None
+    assert known_accelerator("NVIDIA RTX A1000") is None
+    assert known_accelerator("cpu (Intel(R) Xeon(R))") is None
+
+
+def test_the_table_holds_dense_figures() -> None:
+    # The datasheets' "with sparsity" figures are twice these: a mix-up doubles MFU.
+    h100 = known_accelerator("NVIDIA H100 80GB HBM3")
+    assert h100 is not None and h100.peaks["bfloat16"] == pytest.approx(989.4e12) and "dense" in h100.source
+    a100 = known_accelerator("NVIDIA A100-SXM4-40GB")
+    assert a100 is not None and a100.peaks["bfloat16"] == pytest.approx(312e12) and a100.peaks["tf32"] == 156e12
+
+
+def count(total: int = 1_000_000, samples: int = 10, device: str = "NVIDIA H100 80GB HBM3", device_type: str = "cuda",
+          **by_dtype: int) -> FlopCount:
+    return FlopCount(total=total, samples=samples, device=device, device_type=device_type,
+                     by_dtype=by_dtype or {"bfloat16": total}, label="SYNTHETIC_1")
+
+
+def test_peak_for_one_dtype_names_its_source() -> None:
+    peak, why = peak_for(count(), None)
+    assert why is None and peak is not None
+    assert peak.flops == pytest.approx(989.4e12)
+    assert "bfloat16 989.4 TFLOP/s (NVIDIA H100 SXM, NVIDIA H100 Tensor Core GPU datasheet" in peak.basis
+
+
+def test_a_mix_of_dtypes_is_weighed_by_the_time_each_takes() -> None:
+    # 3/4 of the FLOPs in bfloat16 (989.4 T), 1/4 in float32 (67 T): time = 0.75/989.4 + 0.25/67 (per T).
+    c = count(4_000_000, bfloat16=3_000_000, float32=1_000_000)
+    peak, _ = peak_for(c, None)
+    assert peak is not None
+    assert peak.flops == pytest.approx(4e6 / (3e6 / 989.4e12 + 1e6 / 67e12))
+    # tf32: float32 matmuls that torch lets use TF32 (the count says so) take the TF32 peak.
+    peak, _ = peak_for(count(1000, tf32=1000), None)
+    assert peak is not None and peak.flops == pytest.approx(494.7e12)
+
+
+def test_a_configured_peak_wins_and_a_mapping_falls_back_on_the_table() -> None:
+    peak, _ = peak_for(count(), 100e12)
+    assert peak is not None and peak.flops == 100e12 and "global.peak_flops" in peak.basis
+    c = count(2000, bfloat16=1000, float32=1000)
+    peak, _ = peak_for(c, {"float32": 50e12})  # bfloat16 from the table
+    assert peak is not None and peak.flops == pytest.approx(2000 / (1000 / 989.4e12 + 1000 / 50e12))
+    assert "global.peak_flops.float32" in peak.basis and "NVIDIA H100 SXM" in peak.basis
+
+
+def test_no_peak_says_why() -> None:
+    cpu = count(device="cpu (Intel(R) Xeon(R))", device_type="cpu", float32=1_000_000)
+    peak, why = peak_for(cpu, None)
+    assert peak is None and why is not None and "no peak is known for cpu" in why and "global.peak_flops" in why
+    peak, _ = peak_for(cpu, 294.4e9)
+    assert peak is not None and peak.flops == 294.4e9
+    v100 = count(device="Tesla V100-SXM2-16GB")  # bfloat16: a V100 has none
+    peak, why = peak_for(v100, None)
+    assert peak is None and why is not None and "no bfloat16 figure for NVIDIA V100 SXM2" in why
+
+
+def results_with(syn: list, full: list = (), **extra) -> RunResults:  # type: ignore[assignment]
+    r = RunResults()
+    for k, v in enumerate(syn, 1):
+        r.trials.append(trial_result(Mode.SYNTHETIC, k, samples=100, seconds=100 / v, **extra))
+    for k, v in enumerate(full, 1):
+        r.trials.append(trial_result(Mode.FULL, k, samples=100, seconds=100 / v, **extra))
+    return r
+
+
+def test_achieved_flops_and_mfu_are_exact() -> None:
+    # 1e12 FLOPs a step of 10 samples: 1e11 a sample. SYNTHETIC 3.0 samples/s mean (2, 3, 4).
+    r = results_with([2.0, 3.0, 4.0], [1.0, 1.0])
+    report = compute_report(count(total=10**12, samples=10), r, world=2, configured=None)
+    assert report is not None and report.per_sample == 1e11
+    syn = report.modes[0]
+    assert syn.mode is Mode.SYNTHETIC and syn.flops == pytest.approx(3e11)
+    assert syn.mfu == pytest.approx(3e11 / (2 * 989.4e12))  # two devices
+    est = r.estimate(Mode.SYNTHETIC)
+    assert syn.half_width == pytest.approx(1e11 * est.half_width)
+    assert report.modes[1].flops == pytest.approx(1e11)
+    text = report.text()
+    assert "1 TFLOP a step, 100 GFLOP a sample" in text
+    assert "2 ranks together" in text and "a device" in text and "of a peak of 989.4 TFLOP/s" in text
+    assert report.to_dict()["SYNTHETIC"]["mfu"] == pytest.approx(syn.mfu)
+
+
+def test_no_flops_seen_is_said_not_guessed() -> None:
+    r = results_with([2.0, 3.0])
+    seen_nothing = FlopCount(total=0, samples=10, device="cpu", unknown=("aten.my_fused_attention",))
+    report = compute_report(seen_nothing, r, 1, None)
+    assert report is not None and not report.modes
+    assert "saw no FLOPs" in report.text() and "aten.my_fused_attention" in report.text() and "not guessed" in report.text()
+    skipped = compute_report(FlopCount(skipped="SYNTHETIC did not run"), r, 1, None)
+    assert skipped is not None and skipped.text() == "FLOPs not counted: SYNTHETIC did not run"
+    cpu = compute_report(count(device="cpu (x)", device_type="cpu", float32=10), results_with([2.0, 3.0]), 1, None)
+    assert cpu is not None and "MFU not computed: no peak is known for cpu (x)" in cpu.text()
+    assert cpu.modes[0].mfu is None and cpu.modes[0].flops > 0
+
+
+def test_the_verdict_gives_mfu_where_compute_limits() -> None:
+    r = results_with([100.0, 101.0, 99.0], [98.0, 99.0])
+    for k, v in enumerate([300.0, 301.0, 299.0], 1):
+        r.trials.append(trial_result(Mode.IO, k, samples=100, seconds=100 / v))
+    # 3.094e12 FLOPs a sample x 100 samples/s = 309.4 TFLOP/s: 31 % of 989.4.
+    r.flops = count(total=int(3.094e13), samples=10)
+    reading = read(r, list(Mode), 0.95, 0, None)
+    assert reading.text is not None and reading.text.startswith("compute limits training")
+    assert "the step runs at 31 % of the peak (989.4 TFLOP/s a device" in reading.text
+    assert "the step has headroom" in reading.text
+    assert "most likely to help: a larger batch, or compiled or fused code" in reading.text
+    assert reading.compute is not None
+    # float32 FLOPs on an accelerator: mixed precision first.
+    r.flops = count(total=int(3.094e11), samples=10, float32=int(3.094e11))  # 4.6 % of the float32 peak
+    f32 = compute_advice(compute_report(r.flops, r, 1, None))  # type: ignore[arg-type]
+    assert f32 is not None and f32.startswith("mixed precision")
+    # Near the peak: more throughput needs fewer FLOPs or more devices.
+    r.flops = count(total=int(0.8 * 9.894e13), samples=10)
+    near = compute_report(r.flops, r, 1, None)
+    assert near is not None and "near what the accelerator does" in (compute_clause(near) or "")
+    # Loading limits: MFU is not the story.
+    io_limited = results_with([300.0, 301.0, 299.0])
+    for k, v in enumerate([100.0, 101.0, 99.0], 1):
+        io_limited.trials.append(trial_result(Mode.IO, k, samples=100, seconds=100 / v))
+    io_limited.flops = count(total=int(3.094e13), samples=10)
+    text = read(io_limited, [Mode.IO, Mode.SYNTHETIC], 0.95, 0, None).text
+    assert text is not None and "of the peak" not in text
+
+
+def tokens(samples: int, per_sample: int, real_per_sample: int, every: int = 1) -> TokenCount:
+    total, real = samples * per_sample, samples * real_per_sample
+    return TokenCount(samples=samples, tokens=total, sampled_tokens=total, real=real, batches=samples // 4,
+                      sampled=samples // 4, every=every, masked=True)
+
+
+def test_tokens_per_second_and_padding_are_exact() -> None:
+    r = RunResults()
+    # FULL: 100 samples in 2 s, 64 positions a sample of which 48 are tokens: 2400 tokens/s, 25 % padding.
+    r.trials.append(trial_result(Mode.FULL, 1, samples=100, seconds=2.0, tokens=tokens(100, 64, 48)))
+    r.trials.append(trial_result(Mode.FULL, 2, samples=100, seconds=2.0, tokens=tokens(100, 64, 48)))
+    r.trials.append(trial_result(Mode.SYNTHETIC, 1, samples=100, seconds=1.0, tokens=tokens(100, 64, 64)))
+    report = token_report(r, [Mode.SYNTHETIC, Mode.FULL], "tokens: batch['input_ids']")
+    assert report is not None
+    full = next(m for m in report.modes if m.mode is Mode.FULL)
+    assert full.estimate.mean == pytest.approx(2400.0) and full.padding == pytest.approx(0.25)
+    syn = next(m for m in report.modes if m.mode is Mode.SYNTHETIC)
+    assert syn.estimate.mean == pytest.approx(6400.0) and syn.padding == 0.0
+    assert "FULL 2400.0 +/- 0.0" in report.text() and "padding SYNTHETIC 0.0 % (its one cached batch), FULL 25.0 %" in report.text()
+    said = padding_clause(report)
+    assert said is not None and said.startswith("25 % of the token positions in FULL are padding")
+    assert report.to_dict()["FULL"]["padding"] == pytest.approx(0.25)
+
+
+def test_sampled_masks_are_said_and_little_padding_is_not() -> None:
+    r = RunResults()
+    r.trials.append(trial_result(Mode.FULL, 1, samples=100, seconds=2.0, tokens=tokens(100, 64, 60, every=4)))
+    report = token_report(r, [Mode.FULL], "x")
+    assert report is not None and "summed on 1 in 4 batches" in report.text() and "estimates" in report.text()
+    assert padding_clause(report) is None  # 6 % is no waste worth a verdict
+
+
+def test_padding_is_the_advice_where_compute_limits() -> None:
+    r = results_with([100.0, 101.0, 99.0], [98.0, 99.0], tokens=tokens(100, 64, 32))
+    for k, v in enumerate([300.0, 301.0, 299.0], 1):
+        r.trials.append(trial_result(Mode.IO, k, samples=100, seconds=100 / v, tokens=tokens(100, 64, 32)))
+    text = read(r, list(Mode), 0.95, 0, None, tokens_source="t").text
+    assert text is not None and "50 % of the token positions in IO are padding" in text
+    assert text.endswith(f"most likely to help: {PADDING_ADVICE}")
+
+
+def test_energy_per_trial_and_per_sample() -> None:
+    r = RunResults()
+    system = {"seconds": 1.0, "gpu_energy_j": 300.0, "gpu_energy_source": "GPU: NVML total-energy counter",
+              "cpu_energy_j": 100.0, "cpu_energy_source": "CPU: RAPL package counter"}
+    r.trials.append(trial_result(Mode.FULL, 1, samples=200, seconds=1.0, system=dict(system)))
+    r.trials.append(trial_result(Mode.FULL, 2, samples=200, seconds=1.0, system=dict(system, gpu_energy_j=500.0)))
+    report = energy_report(r, [Mode.FULL])
+    assert report is not None and report.modes[0].joules == {"gpu_energy_j": 400.0, "cpu_energy_j": 100.0}
+    assert report.modes[0].per_sample == pytest.approx((300 + 500 + 200) / 400)
+    assert "FULL 500 J a trial (GPU 400, CPU package 100), 2.5 J a sample" in report.text()
+    none = RunResults()
+    none.trials.append(trial_result(Mode.FULL, 1, system={"seconds": 1.0, "energy_missing": "no counter here"}))
+    missing = energy_report(none, [Mode.FULL])
+    assert missing is not None and missing.text() == "not available here: no counter here"
+    assert energy_report(RunResults(), [Mode.FULL]) is None  # system metrics off: no line at all
+
+
+def test_peak_flops_config() -> None:
+    assert parse_peak("989.4 TFLOP/s") == (pytest.approx(989.4e12), None)
+    assert parse_peak("294.4e9")[0] == pytest.approx(294.4e9)
+    assert parse_peak({"bf16": 1e15, "float32": "67T"})[0] == {"bfloat16": 1e15, "float32": pytest.approx(67e12)}
+    cfg = load_config(overrides={"global": {"peak_flops": "1.5 PFLOPS", "count": "tokens", "mask_key": 1}}, environ={})
+    assert cfg.general.peak_flops == pytest.approx(1.5e15) and cfg.general.count == "tokens"
+    for bad in ("fast", -1, 0, True, {"int8": 1e12}, {"float32": "x"}, {}):
+        with pytest.raises(ConfigError, match=r"global\.peak_flops: got .*; expected null, a positive number"):
+            load_config(overrides={"global": {"peak_flops": bad}}, environ={})
+    with pytest.raises(ConfigError, match=r"global\.count: got 'words' \(str\); expected one of 'samples', 'tokens'"):
+        load_config(overrides={"global": {"count": "words"}}, environ={})
+    with pytest.raises(ConfigError, match=r"global\.mask_key: got -1"):
+        load_config(overrides={"global": {"mask_key": -1}}, environ={})
+
+
+def test_benchy_count_on_the_command_line() -> None:
+    import argparse
+
+    import benchy
+    from benchy.core.config import resolve_config
+
+    parser = benchy.add_arguments(argparse.ArgumentParser())
+    args = parser.parse_args(["--enable_benchy", "--benchy_count", "tokens"])
+    assert args.benchy_count == "tokens"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--benchy_count", "words"])
+    assert resolve_config({"global": {"count": "samples"}}, count="tokens").general.count == "tokens"
+    assert resolve_config(load_config(environ={}), count="tokens").general.count == "tokens"
+    with pytest.raises(ConfigError, match=r"--benchy_count: got 'words'"):
+        resolve_config(load_config(environ={}), count="words")
