@@ -126,10 +126,14 @@ def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], 
             return None, (f"the peak table has no {key} figure for {row.name}: set global.peak_flops.{key} "
                           f"(FLOP/s) to get MFU")
         seconds += flops / figure
-        parts.append(f"{key} {flops_text(figure)} ({where})")
+        parts.append((key, figure, where))
     if seconds <= 0:
         return None, "no FLOPs counted"
-    return Peak(count.total / seconds, "; ".join(parts)), None
+    if len(parts) == 1:
+        basis = f"{parts[0][0]}: {parts[0][2]}"
+    else:
+        basis = "a mix, by the time each takes: " + "; ".join(f"{k} {flops_text(f)}: {w}" for k, f, w in parts)
+    return Peak(count.total / seconds, basis), None
 
 
 def _flop(flops: float) -> str:
@@ -184,8 +188,8 @@ class ComputeReport:
                     "it cannot see into, or ops it has no formula for" + (f": {', '.join(c.unknown)}" if c.unknown
                                                                          else "") + "); MFU is not guessed")
         mix = ", ".join(f"{100 * v / c.total:.0f} % {k}" for k, v in sorted(c.by_dtype.items(), key=lambda kv: -kv[1]))
-        out = (f"{_flop(c.total)} a step, {_flop(self.per_sample or 0.0)} a sample (torch FlopCounterMode, one untimed "
-               f"extra step of {c.label} on the cached batch of {c.samples} samples; {mix})")
+        out = (f"{_flop(c.total)} a step, {_flop(self.per_sample or 0.0)} a sample (torch FlopCounterMode, the first "
+               f"step of {c.label}, left out of it, on the cached batch of {c.samples} samples; {mix})")
         if c.unknown:
             out += f"; not counted, no formula: {', '.join(c.unknown)} (the figures are a lower bound)"
         if self.modes:
@@ -249,7 +253,8 @@ def compute_clause(report: ComputeReport) -> Optional[str]:
     mfu = report.mfu(Mode.SYNTHETIC)
     if mfu is None or report.peak is None:
         return None
-    head = f"the step runs at {100 * mfu:.0f} % of the peak ({flops_text(report.peak.flops)} a device: {report.peak.basis})"
+    per = " a device" if report.world > 1 else ""
+    head = f"the step runs at {100 * mfu:.0f} % of the peak ({flops_text(report.peak.flops)}{per}; {report.peak.basis})"
     if mfu >= NEAR_PEAK:
         return head + ": the step is near what the accelerator does"
     return head + ": the step has headroom"
@@ -267,7 +272,7 @@ def compute_advice(report: ComputeReport) -> Optional[str]:
     if c.device_type != "cpu" and float32 > 0.5 * c.total:
         return ("mixed precision (torch.autocast with bfloat16): most of the step's FLOPs run in float32, far below "
                 "the accelerator's bfloat16 peak")
-    return "a larger batch, or compiled or fused code (torch.compile): the step has headroom"
+    return "a larger batch, or compiled or fused code (torch.compile)"
 
 
 # --- tokens -----------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ def test_peak_for_one_dtype_names_its_source() -> None:
     peak, why = peak_for(count(), None)
     assert why is None and peak is not None
     assert peak.flops == pytest.approx(989.4e12)
-    assert "bfloat16 989.4 TFLOP/s (NVIDIA H100 SXM, NVIDIA H100 Tensor Core GPU datasheet" in peak.basis
+    assert peak.basis.startswith("bfloat16: NVIDIA H100 SXM, NVIDIA H100 Tensor Core GPU datasheet (dense")
 
 
 def test_a_mix_of_dtypes_is_weighed_by_the_time_each_takes() -> None:
@@ -86,7 +86,9 @@ def test_a_configured_peak_wins_and_a_mapping_falls_back_on_the_table() -> None:
     c = count(2000, bfloat16=1000, float32=1000)
     peak, _ = peak_for(c, {"float32": 50e12})  # bfloat16 from the table
     assert peak is not None and peak.flops == pytest.approx(2000 / (1000 / 989.4e12 + 1000 / 50e12))
-    assert "global.peak_flops.float32" in peak.basis and "NVIDIA H100 SXM" in peak.basis
+    assert peak.basis == ("a mix, by the time each takes: bfloat16 989.4 TFLOP/s: NVIDIA H100 SXM, NVIDIA H100 Tensor "
+                          "Core GPU datasheet (dense: the 'with sparsity' figures halved); float32 50 TFLOP/s: "
+                          "global.peak_flops.float32")
 
 
 def test_no_peak_says_why() -> None:
@@ -147,7 +149,7 @@ def test_the_verdict_gives_mfu_where_compute_limits() -> None:
     r.flops = count(total=int(3.094e13), samples=10)
     reading = read(r, list(Mode), 0.95, 0, None)
     assert reading.text is not None and reading.text.startswith("compute limits training")
-    assert "the step runs at 31 % of the peak (989.4 TFLOP/s a device" in reading.text
+    assert "the step runs at 31 % of the peak (989.4 TFLOP/s; bfloat16: NVIDIA H100 SXM" in reading.text
     assert "the step has headroom" in reading.text
     assert "most likely to help: a larger batch, or compiled or fused code" in reading.text
     assert reading.compute is not None

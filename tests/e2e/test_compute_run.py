@@ -31,14 +31,14 @@ def test_the_steps_flops_and_mfu_against_a_configured_peak(run_script) -> None:
     assert compute["flops_per_step"] == MLP_FLOPS and compute["samples"] == B
     assert compute["flops_per_sample"] == MLP_FLOPS / B and compute["by_dtype"] == {"float32": MLP_FLOPS}
     assert compute["counted_in"] == "SYNTHETIC_1" and compute["device_type"] == "cpu"
-    assert compute["peak_flops"] == 2.5e9 and compute["peak_basis"] == "float32 2.5 GFLOP/s (global.peak_flops)"
+    assert compute["peak_flops"] == 2.5e9 and compute["peak_basis"] == "float32: global.peak_flops"
     for mode in ("SYNTHETIC", "FULL"):
         achieved = compute[mode]["flops_per_s"]
         assert achieved == pytest.approx(MLP_FLOPS / B * doc[mode]["mean"], rel=1e-9)
         assert compute[mode]["mfu"] == pytest.approx(achieved / 2.5e9, rel=1e-9)
     text = summary(run, "COMPUTE")
     assert text.startswith(f"{MLP_FLOPS / 1e3:.4g} kFLOP a step") and "MFU SYNTHETIC" in text
-    assert "of a peak of 2.5 GFLOP/s (float32 2.5 GFLOP/s (global.peak_flops))" in text
+    assert "of a peak of 2.5 GFLOP/s (float32: global.peak_flops)" in text
     # The counted step is SYNTHETIC_1's first: left out of it (7 periods), while every epoch still
     # yields exactly nbatches batches.
     assert doc["SYNTHETIC"]["nbatches"] == [7, 8]
