@@ -59,12 +59,14 @@ def test_two_ranks_one_summary_global_throughput_and_clean_exit(tmp_path: Path) 
     for mode in ("IO", "SYNTHETIC", "FULL"):
         ranks = doc[mode]["ranks"]
         assert len(ranks["trial_throughput"]) == 2 and all(len(r) == 2 for r in ranks["trial_throughput"])
-        assert all(s == [40, 40] for s in ranks["trial_samples"])
+        # SYNTHETIC_1 leaves out its first step on every rank (the FLOPs' count): 9 batches of 4.
+        want = [[36, 36], [40, 40]] if mode == "SYNTHETIC" else [[40, 40]] * 2
+        assert ranks["trial_samples"] == want
         assert all(x is not None and x >= 0 for x in ranks["spread"])
         # Global = samples of all ranks / slowest rank's time: about twice one rank's.
         for k, global_rate in enumerate(doc[mode]["trial_throughput"]):
             per_rank = ranks["trial_throughput"][k]
-            assert global_rate == pytest.approx(80 / max(ranks["trial_time"][k]))
+            assert global_rate == pytest.approx(sum(ranks["trial_samples"][k]) / max(ranks["trial_time"][k]))
             assert 1.8 * min(per_rank) <= global_rate <= 2.0 * max(per_rank) + 1e-9
     # IO involves no collective: two ranks load at about twice one rank's nominal 4 samples / 2 ms
     # (a 2 ms sleep overshoots by up to a few tenths of a ms on a busy 2-core machine).
