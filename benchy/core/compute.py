@@ -103,7 +103,7 @@ def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], 
         return None, "no FLOPs counted"
     row = known_accelerator(count.device) if count.device_type != "cpu" else None
     seconds = 0.0
-    parts: List[str] = []
+    parts: List[Tuple[str, float, str]] = []
     for dtype, flops in sorted(count.by_dtype.items(), key=lambda kv: -kv[1]):
         key = dtype_key(dtype)
         if key == "tf32" and isinstance(configured, Mapping) and "tf32" not in configured and "float32" in configured:

@@ -324,17 +324,25 @@ class TokenTally:
 
     def _make(self, samples: Counter) -> Counter:
         acc, every = self._acc, self.every
-        token_step, mask_step = self.token_step, self.mask_step
-        tokens_of = _getter(token_step)
-        mask_of = None if mask_step is None else _getter(mask_step)
+        tokens_of = _getter(self.token_step)
+        mask_of = None if self.mask_step is None else _getter(self.mask_step)
+
+        def positions(batch: Any) -> int:  # the general path: a batch of another structure
+            try:
+                ids = tokens_of(batch)
+                return int(ids.numel()) if callable(getattr(ids, "numel", None)) else int(ids.size)
+            except _MISSING:
+                return 0
+
+        step = self.token_step
+        key = step[1] if step is not None and step[0] == "item" else None
 
         def count(batch: Any) -> int:
             n = samples(batch)
             try:
-                ids = tokens_of(batch)
-                t = ids.numel() if callable(getattr(ids, "numel", None)) else int(ids.size)
+                t = batch[key].numel() if key is not None else positions(batch)
             except _MISSING:
-                t = 0
+                t = positions(batch)
             acc[0] += n
             acc[1] += t
             acc[4] += 1

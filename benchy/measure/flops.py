@@ -127,10 +127,12 @@ class StepCounter:
     """Counts one step: :meth:`enter` when its batch is handed out, :meth:`leave` when the loop asks
     for the next; then :attr:`count` holds the :class:`FlopCount` (or why none was made)."""
 
-    def __init__(self, samples: int, label: str) -> None:
+    def __init__(self, samples: int, label: str, spec: Any = None) -> None:
         self.samples = samples
         self.label = label
+        self.spec = spec  # the trial whose first step it counts
         self.entered = False
+        self.completed = False  # the loop asked for the batch after the counted step: the count stands
         self.count: Optional[FlopCount] = None
         self._mode: Optional[_Counter] = None
         self._warnings: Any = None
@@ -146,6 +148,7 @@ class StepCounter:
             self._mode = mode
         except Exception as err:  # a torch without the counter's internals
             self._close_warnings()
+            self.completed = True  # a final answer: no later trial would fare better
             self.count = FlopCount(samples=self.samples, label=self.label,
                                    skipped=f"torch's FlopCounterMode could not start ({type(err).__name__}: {err})")
 
@@ -154,7 +157,9 @@ class StepCounter:
             self._warnings.__exit__(None, None, None)
             self._warnings = None
 
-    def leave(self) -> None:
+    def leave(self, completed: bool = True) -> None:
+        """Leave the counter; ``completed``: the step ran to the loop's next ask (else, a peek or a
+        loop that broke out during it, the count is dropped and :attr:`count` stays None)."""
         mode, self._mode = self._mode, None
         if mode is None:
             return
@@ -162,6 +167,9 @@ class StepCounter:
             mode.__exit__(None, None, None)
         finally:
             self._close_warnings()
+        if not completed:
+            return
+        self.completed = True
         device_type, device = "cpu", cpu_name()
         if mode.devices:
             where = max(mode.devices, key=lambda k: mode.devices[k])
@@ -190,9 +198,11 @@ def with_counted_step(counter: StepCounter, trial: Generator[Any, None, None],
     """``trial`` with its first step counted by ``counter``: on from handing out the first batch to the
     loop's ask for the second (for a loop that fetches one batch ahead, the ask for the third: the step
     on the first batch runs between the two). The caller leaves the periods it spans out of the trial.
-    Closing this generator closes ``trial``."""
+    A loop that drops the iterator before that ask (a peek such as ``next(iter(loader))``) leaves
+    no count. Closing this generator closes ``trial``."""
     try:
         counter.enter()
+        completed = False
         try:
             for _ in range(2 if lookahead else 1):
                 try:
@@ -200,8 +210,9 @@ def with_counted_step(counter: StepCounter, trial: Generator[Any, None, None],
                 except StopIteration:
                     return
                 yield item
+            completed = True
         finally:
-            counter.leave()
+            counter.leave(completed)
         yield from trial
     finally:
         trial.close()

@@ -63,7 +63,6 @@ class TrialRunner:
         synthetic = config.synthetic
         self._flops_due = general.flops and synthetic.run_benchmark and synthetic.ntrials != 0
         self._step_counter: Optional[StepCounter] = None
-        self._counted_in: Optional[TrialSpec] = None
 
     # --- counting and batches -----------------------------------------------------------------
 
@@ -105,14 +104,21 @@ class TrialRunner:
         """Whether this trial's first step is the one whose FLOPs are counted: the first measured SYNTHETIC
         trial once the loop is known to fetch ahead or not, with periods to spare (its first one, or
         two when the loop fetches ahead, are left out)."""
-        return (self._flops_due and spec.mode is Mode.SYNTHETIC and not spec.warmup and self.lookahead is not None
+        counter = self._step_counter
+        due = self._flops_due or (counter is not None and not counter.completed)  # a peek took the last one
+        return (due and spec.mode is Mode.SYNTHETIC and not spec.warmup and self.lookahead is not None
                 and spec.nbatches >= 3 + int(self.lookahead))
 
     def flops(self, final: bool) -> Optional[FlopCount]:
         """The counted step's FLOPs; None while it may still come (or ``flops: false``); at the end
         (``final``), why there are none."""
-        if self._step_counter is not None:
-            return self._step_counter.count
+        counter = self._step_counter
+        if counter is not None and (counter.completed or not final):
+            return counter.count
+        if counter is not None:
+            return FlopCount(skipped="the loop left every counted step before asking for the next batch (a peek such "
+                                     "as next(iter(loader)), or a break, during the first step of the SYNTHETIC "
+                                     "trials)")
         g, synthetic = self.config.general, self.config.synthetic
         if not g.flops:
             return None
@@ -185,7 +191,9 @@ class TrialRunner:
     def finish(self, result: TrialResult) -> TrialResult:
         """A scheduled trial's result with its system metrics and, with ``count: tokens``, its tokens."""
         result = self.with_system(result)
-        if self._counted_in is result.spec and len(result.step_seconds) >= 2:
+        counter = self._step_counter
+        if counter is not None and counter.completed and counter.spec is result.spec and len(result.step_seconds) >= 2:
+            counter.spec = None  # once
             result = without_first_period(result)  # the counted step's period: the counter's cost is not the step's
         if self.tokens is None:
             return result
@@ -246,8 +254,7 @@ class TrialRunner:
                                   self.ranges)
             if self._counts_flops(spec):
                 self._flops_due = False
-                self._counted_in = spec
-                self._step_counter = StepCounter(self.counter()(self.synthetic()), spec.label)
+                self._step_counter = StepCounter(self.counter()(self.synthetic()), spec.label, spec)
                 gen = with_counted_step(self._step_counter, gen, bool(self.lookahead))
         else:
             gen = full_trial(spec, self.source, counter, clock, sync, settle, report, freq, begin, stamps,

@@ -46,6 +46,16 @@ def test_the_steps_flops_and_mfu_against_a_configured_peak(run_script) -> None:
     assert epochs and all((steps, length) == ("8", "8") for _, steps, length in epochs), epochs
 
 
+def test_a_peek_before_every_epoch_does_not_take_the_count(run_script) -> None:
+    # The peek takes the counted trial's first batch and drops its iterator without a step: the count
+    # waits for the trial's run again, where the loop's real step is counted.
+    run = run_script(small_config(nbatches=6, ntrials=2, nwarmup=1), "--peek", script=SCRIPT)
+    assert run.returncode == 0, run
+    doc = run.result()
+    assert doc["compute"]["flops_per_step"] == MLP_FLOPS and doc["peeks"] >= 1
+    assert doc["SYNTHETIC"]["nbatches"] == [5, 6]
+
+
 def test_without_a_peak_on_the_cpu_mfu_is_absent_and_said(run_script) -> None:
     run = run_script(small_config(nbatches=6, ntrials=2, nwarmup=1), script=SCRIPT)
     assert run.returncode == 0, run

@@ -118,13 +118,16 @@ def test_the_first_step_is_counted_and_closing_closes_the_trial() -> None:
         seen += 1
     assert seen == 3  # the trial's batches, no more
     assert counter.count is not None and counter.count.total == 2 * 2 * 4 * 4
-    # Dropped during the counted step: the counter is left and the trial closed.
+    assert counter.completed
+    # Dropped during the counted step (a peek: next(iter(loader))): the counter is left, no count stands
+    # (the next measured SYNTHETIC trial counts again), and the trial is closed.
     counter = StepCounter(2, "SYNTHETIC_1")
     inner = trial()
     gen = with_counted_step(counter, inner, lookahead=False)
-    next(gen)
+    next(gen) @ w
     gen.close()
-    assert counter.count is not None and inspect.getgeneratorstate(inner) == inspect.GEN_CLOSED
+    assert counter.count is None and not counter.completed
+    assert inspect.getgeneratorstate(inner) == inspect.GEN_CLOSED
 
 
 def test_lookahead_keeps_the_counter_on_until_the_step_on_the_first_batch_ran() -> None:

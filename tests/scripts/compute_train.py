@@ -2,7 +2,8 @@
 
 ``--kind mlp``: batches of (8 features, label), a two-layer MLP (8 -> 16 -> 4) trained with SGD.
 ``--kind tokens``: dict batches of token ids padded per batch (lengths 4, 8, 12, 16 in every batch of 4:
-64 positions, 40 tokens), an embedding and a linear head. Prints ``USER::epoch N steps S len L``.
+64 positions, 40 tokens), an embedding and a linear head. ``--peek``: ``next(iter(loader))`` before
+every epoch. Prints ``USER::epoch N steps S len L``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kind", choices=("mlp", "tokens"), default="mlp")
     parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--peek", action="store_true", help="next(iter(loader)) before every epoch (a batch's size)")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.kind == "mlp":
@@ -50,6 +52,8 @@ def main() -> None:
         model = nn.Sequential(nn.Embedding(17, 8), nn.Linear(8, 17))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for epoch in range(args.epochs):
+        if args.peek:
+            next(iter(loader))  # as the PyTorch DDP tutorial's trainer does for the batch size
         steps = 0
         for batch in loader:
             if args.kind == "mlp":
