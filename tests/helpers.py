@@ -44,6 +44,15 @@ class Run:
     def result(self) -> Dict[str, Any]:
         return json.loads(self.json_path.read_text())
 
+    def summary_line(self, word: str) -> str:
+        """The text of the one ``BENCHY::SUMMARY::<word>`` line the run printed."""
+        from benchy.results import lines
+
+        found = [lines.parse(t) for t in self.stdout.splitlines()]
+        texts = [f.text for f in found if f is not None and f.kind == word]
+        assert len(texts) == 1, (word, self.stdout)
+        return texts[0]
+
     def __repr__(self) -> str:
         return f"Run(rc={self.returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 

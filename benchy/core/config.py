@@ -118,7 +118,7 @@ class GlobalConfig:
     flops: bool = True  # count one untimed SYNTHETIC step's FLOPs (torch's FlopCounterMode): COMPUTE, MFU
     peak_flops: Any = None  # FLOP/s a device: one figure, or {dtype: figure}; None: the peak table's
     count: str = "samples"  # "tokens": also tokens per second and the padding share (sequence batches)
-    token_key: Union[str, int] = AUTO  # count: tokens: where the token ids are (auto: input_ids, else the first tensor)
+    token_key: Union[str, int] = AUTO  # count: tokens: where the token ids are (auto: input_ids, else a 2-D integer tensor)
     mask_key: Union[str, int] = AUTO  # ... and the attention mask (auto: attention_mask, or a 0/1 tensor; none)
 
 

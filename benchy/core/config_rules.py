@@ -157,7 +157,7 @@ GLOBAL_RULES: Dict[str, _Rule] = {
                    f"or a mapping of dtype ({', '.join(DTYPES)}) to such a figure"),
     "count": (lambda v: v in COUNT_UNITS, "one of " + ", ".join(repr(m) for m in COUNT_UNITS)),
     "token_key": (lambda v: v == AUTO or _batch_key(v),
-                  "'auto' (input_ids, else the first tensor), a key of a dict batch or an index into a tuple batch"),
+                  "'auto' (input_ids, else the first 2-D integer tensor), a key of a dict batch or an index into a tuple batch"),
     "mask_key": (lambda v: v in (AUTO, "none") or _batch_key(v),
                  "'auto' (attention_mask, else a 0/1 tensor of the tokens' shape), 'none' (no mask: every token "
                  "counts), a key of a dict batch or an index into a tuple batch"),

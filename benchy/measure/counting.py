@@ -273,6 +273,18 @@ def _dims(obj: Any) -> int:
         return -1
 
 
+def _integers(obj: Any) -> bool:
+    """A tensor or array of integers (token ids are; features and images are not)."""
+    dtype = getattr(obj, "dtype", None)
+    if dtype is None:
+        return False
+    kind = getattr(dtype, "kind", None)  # numpy
+    if isinstance(kind, str):
+        return kind in "iu"
+    return not getattr(dtype, "is_floating_point", True) and not getattr(dtype, "is_complex", False) \
+        and str(dtype) != "torch.bool"
+
+
 def _is_mask(obj: Any, like: Any) -> bool:
     """A 0/1 (or boolean) tensor of ``like``'s shape: an attention mask."""
     try:
@@ -402,15 +414,15 @@ def _token_steps(batch: Any, token_key: Any, mask_key: Any) -> Tuple[Optional[_S
         if token is None:
             raise TypeError(f"count: tokens: token_key {token_key!r} is not in the batch (a {type(batch).__name__} "
                             f"with {', '.join(_where(s) for s in steps) or 'no parts'})")
-    elif _dims(batch) >= 2:
+    elif _dims(batch) >= 2 and _integers(batch):
         token = None  # the batch itself is the token tensor
     else:
         named = [s for s in steps if s[1] in _TOKEN_NAMES and _dims(_get(batch, s)) >= 2]
-        found = named or [s for s in steps if _dims(_get(batch, s)) >= 2]
+        found = named or [s for s in steps if _dims(_get(batch, s)) >= 2 and _integers(_get(batch, s))]
         if not found:
-            raise TypeError(f"count: tokens: no tensor of two or more dimensions (batch, sequence) in a batch of type "
-                            f"{type(batch).__name__}: expected token ids such as batch['input_ids'], or name them "
-                            f"with global.token_key")
+            raise TypeError(f"count: tokens: no tensor of integer token ids of two or more dimensions (batch, sequence) "
+                            f"in a batch of type {type(batch).__name__}: expected token ids such as "
+                            f"batch['input_ids'], or name them with global.token_key")
         token = found[0]
     ids = batch if token is None else _get(batch, token)
     if _dims(ids) < 2:

@@ -78,10 +78,14 @@ class TrialRunner:
             g = self.config.general
             if g.count == "tokens":
                 # Every batch goes through the tally (no inline count, no constant): it adds up the tokens.
-                self.tokens = TokenTally(self._counter, batch, g.token_key, g.mask_key)
-                self._counter = self.tokens.count
-                self.constant = None
-                self.counting += f"; {self.tokens.source}"
+                try:
+                    self.tokens = TokenTally(self._counter, batch, g.token_key, g.mask_key)
+                except TypeError as err:  # batches without token ids: samples are still counted
+                    self._warn(f"{err}; tokens are not counted, samples are")
+                else:
+                    self._counter = self.tokens.count
+                    self.constant = None
+                    self.counting += f"; {self.tokens.source}"
             if self.constant is not None:
                 self.counting += (f"; the batch sampler makes {self.constant} per batch, so only the last batch "
                                   f"of each pass is counted in the trials")

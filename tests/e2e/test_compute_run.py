@@ -1,5 +1,5 @@
 """FLOPs, MFU and tokens as a user meets them: a script's COMPUTE and TOKENS lines, the JSON and the
-extra untimed step (exact figures, known by hand)."""
+counted step, left out of its trial (exact figures, known by hand)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,10 @@ from pathlib import Path
 import pytest
 from helpers import small_config
 
-from benchy.results import lines
-
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "compute_train.py"
 B = 5
 # The MLP's step (tests/measure/test_flops.py counts the same by hand): forward, weight and hidden-input grads.
 MLP_FLOPS = (2 * B * 8 * 16 + 2 * B * 16 * 4) + (2 * B * 16 * 4) + (2 * B * 4 * 16) + (2 * B * 8 * 16)
-
-
-def summary(run, word: str) -> str:
-    found = [lines.parse(t) for t in run.stdout.splitlines()]
-    texts = [f.text for f in found if f is not None and f.kind == word]
-    assert len(texts) == 1, (word, run.stdout)
-    return texts[0]
 
 
 def test_the_steps_flops_and_mfu_against_a_configured_peak(run_script) -> None:
@@ -36,7 +27,7 @@ def test_the_steps_flops_and_mfu_against_a_configured_peak(run_script) -> None:
         achieved = compute[mode]["flops_per_s"]
         assert achieved == pytest.approx(MLP_FLOPS / B * doc[mode]["mean"], rel=1e-9)
         assert compute[mode]["mfu"] == pytest.approx(achieved / 2.5e9, rel=1e-9)
-    text = summary(run, "COMPUTE")
+    text = run.summary_line("COMPUTE")
     assert text.startswith(f"{MLP_FLOPS / 1e3:.4g} kFLOP a step") and "MFU SYNTHETIC" in text
     assert "of a peak of 2.5 GFLOP/s (float32: global.peak_flops)" in text
     # The counted step is SYNTHETIC_1's first: left out of it (7 periods), while every epoch still
@@ -59,7 +50,7 @@ def test_a_peek_before_every_epoch_does_not_take_the_count(run_script) -> None:
 def test_without_a_peak_on_the_cpu_mfu_is_absent_and_said(run_script) -> None:
     run = run_script(small_config(nbatches=6, ntrials=2, nwarmup=1), script=SCRIPT)
     assert run.returncode == 0, run
-    text = summary(run, "COMPUTE")
+    text = run.summary_line("COMPUTE")
     assert "achieved SYNTHETIC" in text and "MFU not computed: no peak is known for cpu" in text
     assert run.result()["compute"]["SYNTHETIC"]["mfu"] is None
     off = run_script(small_config(nbatches=6, ntrials=1, nwarmup=1, flops=False), script=SCRIPT)
@@ -79,8 +70,18 @@ def test_tokens_per_second_and_padding_of_known_batches(run_script) -> None:
         assert tokens[mode]["padding"] == pytest.approx(0.375, abs=1e-12)
         assert tokens[mode]["tokens_per_s"] == pytest.approx(10 * doc[mode]["mean"], rel=1e-9)
         assert all(t["samples"] * 16 == t["tokens"] for t in doc[mode]["tokens"])
-    text = summary(run, "TOKENS")
+    text = run.summary_line("TOKENS")
     assert "padding IO 37.5 %, SYNTHETIC 37.5 % (its one cached batch), FULL 37.5 % of the token positions" in text
-    assert "38 % of the token positions in" in summary(run, "VERDICT")
+    assert "38 % of the token positions in" in run.summary_line("VERDICT")
     # Samples stay the unit of the three summary lines.
     assert f"BENCHY::SUMMARY::FULL average trial throughput: {doc['FULL']['mean']:.3f}" in run.stdout
+
+
+def test_count_tokens_on_batches_without_tokens_warns_and_counts_samples(run_script) -> None:
+    run = run_script(small_config(nbatches=6, ntrials=1, nwarmup=1, count="tokens"), script=SCRIPT)
+    assert run.returncode == 0, run
+    # (float features of (batch, 8) are not token ids)
+    assert ("BENCHY::WARNING::Message: count: tokens: no tensor of integer token ids of two or more dimensions (batch, "
+            "sequence) in a batch of type list") in run.stdout and "tokens are not counted, samples are" in run.stdout
+    doc = run.result()
+    assert doc["tokens"] is None and doc["FULL"]["n"] == 1

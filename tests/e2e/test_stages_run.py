@@ -8,17 +8,8 @@ from pathlib import Path
 import pytest
 from helpers import small_config
 
-from benchy.results import lines
-
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "stages_train.py"
 CONFIG = small_config(nbatches=16, ntrials=2, nwarmup=1)
-
-
-def summary(run, word: str) -> str:
-    found = [lines.parse(t) for t in run.stdout.splitlines()]
-    texts = [f.text for f in found if f is not None and f.kind == word]
-    assert len(texts) == 1, (word, run.stdout)
-    return texts[0]
 
 
 def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(run_script) -> None:
@@ -27,10 +18,10 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
     assert "Stage trials: 1 warm-up + 2 IO trials of 16 batches on an instrumented copy" in run.stdout
     for label in ("STAGES_WARMUP_1", "STAGES_1", "STAGES_2"):
         assert f"BENCHY::{label}::Trial Throughput:" in run.stdout
-    stages = summary(run, "STAGES")
+    stages = run.summary_line("STAGES")
     assert "in the workers: dataset" in stages and "transform Normalize" in stages and "collate_fn" in stages
     assert "in the main process: receive" in stages and "waiting for workers" in stages
-    workers = summary(run, "WORKERS")
+    workers = run.summary_line("WORKERS")
     assert "2 workers over 32 batches" in workers and "slow worker: 1 takes" in workers
     assert "memory a worker: unique" in workers
     assert "FIRST_PASS" in run.stdout
@@ -45,7 +36,7 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
     assert doc["first_pass"]["steady_throughput"] == pytest.approx(doc["IO"]["mean"], rel=1e-6)
     # The counted IO trials are the loader's own, not the instrumented copy's.
     assert doc["IO"]["trial_throughput"] and len(doc["IO"]["trial_throughput"]) == 2
-    verdict = summary(run, "VERDICT")
+    verdict = run.summary_line("VERDICT")
     assert verdict.startswith("data loading limits training")
     assert "the stage trials put the largest share of the loader's work in" in verdict
     assert "worker 1 takes" in verdict and "most likely to help:" in verdict
@@ -54,12 +45,12 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
 def test_stages_off_and_a_generic_wrapper_say_why_there_are_none(run_script, tmp_path) -> None:
     off = run_script(small_config(nbatches=6, ntrials=1, nwarmup=1, stages=False), script=SCRIPT)
     assert off.returncode == 0, off
-    assert summary(off, "STAGES") == "skipped: stages: false"
+    assert off.summary_line("STAGES") == "skipped: stages: false"
     assert off.result()["stages"] == {"skipped": "stages: false"}
     generic = run_script(small_config(nbatches=6, ntrials=1, nwarmup=1), "--generic", script=SCRIPT)
     assert generic.returncode == 0, generic
-    assert "only a DataLoader can be timed stage by stage" in summary(generic, "STAGES")
-    assert "BenchmarkGenericIteratorWrapper" in summary(generic, "STAGES")
+    assert "only a DataLoader can be timed stage by stage" in generic.summary_line("STAGES")
+    assert "BenchmarkGenericIteratorWrapper" in generic.summary_line("STAGES")
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="per-process read counters are Linux's")
@@ -72,4 +63,4 @@ def test_files_read_from_the_page_cache_are_called_a_warm_cache(run_script, tmp_
     assert run.returncode == 0, run
     first = run.result()["first_pass"]
     assert first["files_read_bytes"] > 4e6 and first["warm_cache"] is True, first
-    assert "they show a warm page cache (to measure a cold one" in summary(run, "FIRST_PASS")
+    assert "they show a warm page cache (to measure a cold one" in run.summary_line("FIRST_PASS")

@@ -199,8 +199,10 @@ def test_the_mask_is_summed_on_a_sample_of_batches_when_its_sum_is_dear() -> Non
 
 
 def test_token_batches_that_cannot_be_read_say_why() -> None:
-    with pytest.raises(TypeError, match=r"no tensor of two or more dimensions .* global\.token_key"):
+    with pytest.raises(TypeError, match=r"no tensor of integer token ids of two or more dimensions .* global\.token_key"):
         TokenTally(make_counter((torch.zeros(4), torch.zeros(4))), (torch.zeros(4), torch.zeros(4)))
+    with pytest.raises(TypeError, match=r"no tensor of integer token ids"):  # float features are not token ids
+        TokenTally(make_counter((torch.zeros(4, 8), torch.zeros(4))), (torch.zeros(4, 8), torch.zeros(4)))
     batch = {"input_ids": torch.zeros(2, 3)}
     with pytest.raises(TypeError, match=r"token_key 'ids' is not in the batch"):
         TokenTally(make_counter(batch), batch, token_key="ids")
