@@ -130,7 +130,7 @@ class StepCounter:
     def __init__(self, samples: int, label: str, spec: Any = None) -> None:
         self.samples = samples
         self.label = label
-        self.spec = spec  # the trial whose first step it counts
+        self.spec = spec  # the trial whose first step it counts, until that trial ends (then None)
         self.entered = False
         self.completed = False  # the loop asked for the batch after the counted step: the count stands
         self.count: Optional[FlopCount] = None
@@ -215,4 +215,5 @@ def with_counted_step(counter: StepCounter, trial: Generator[Any, None, None],
             counter.leave(completed)
         yield from trial
     finally:
-        trial.close()
+        trial.close()  # a trial that counted has settled by now; a run again of one that did not is not counted
+        counter.spec = None

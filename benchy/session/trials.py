@@ -197,7 +197,6 @@ class TrialRunner:
         result = self.with_system(result)
         counter = self._step_counter
         if counter is not None and counter.completed and counter.spec is result.spec and len(result.step_seconds) >= 2:
-            counter.spec = None  # once
             result = without_first_period(result)  # the counted step's period: the counter's cost is not the step's
         if self.tokens is None:
             return result

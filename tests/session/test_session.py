@@ -303,3 +303,34 @@ def test_every_io_trial_starts_with_the_workers_queue_drained(tmp_path, monkeypa
     io = [t for t in session.results.trials if t.mode is Mode.IO]
     assert [t.label for t in io] == ["IO_WARMUP_1", "IO_1", "IO_2", "IO_3"]
     assert [t.throughput for t in io[1:]] == pytest.approx([800.0] * 3, rel=1e-9)
+
+
+def test_the_counted_step_leaves_its_trial_and_a_run_again_keeps_every_step(tmp_path, monkeypatch) -> None:
+    # SYNTHETIC_1's first step is the FLOPs' count: left out of it. Dropped part-way after that step,
+    # SYNTHETIC_1 runs again and is not counted again, so the run again keeps all its periods.
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    session, _, _ = make(clock, global_={"exit_after_tests": False}, synthetic={"nwarmup": 1, "ntrials": 2})
+    labels: List[str] = []
+    dropped = False
+    while not session.done:
+        it = session.iterate()
+        label = session._current.spec.label if session._current is not None else ""
+        labels.append(label)
+        for k, _ in enumerate(it):
+            clock.now += 0.02
+            if label == "SYNTHETIC_1" and not dropped and k == 1:
+                dropped = True
+                break
+        del it  # a loop that breaks out drops its iterator
+    assert labels.count("SYNTHETIC_1") == 2
+    synthetic = session.results.measured(Mode.SYNTHETIC)
+    assert [len(t.step_seconds) for t in synthetic] == [4, 4]
+    assert session.results.flops is not None and session.results.flops.label == "SYNTHETIC_1"
+    assert session.results.flops.total == 0  # the fake step computes nothing: said, not guessed
+    # Not dropped: the count's trial leaves out its first period.
+    clock = FakeClock()
+    session, _, _ = make(clock, global_={"exit_after_tests": False}, synthetic={"nwarmup": 1, "ntrials": 2})
+    while not session.done:
+        run_epoch(session, clock)
+    assert [len(t.step_seconds) for t in session.results.measured(Mode.SYNTHETIC)] == [3, 4]
