@@ -468,7 +468,8 @@ def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[Energy
                 text = (t.system or {}).get(key)
                 if isinstance(text, str) and text not in sources:
                     sources.append(text)
-    missing = None if found else str(next((t.system or {}).get("energy_missing") for t in sampled
-                                          if (t.system or {}).get("energy_missing")) or
-                                     "no energy counter or power reading was readable")
+    said = next((str((t.system or {})["energy_missing"]) for t in sampled if (t.system or {}).get("energy_missing")),
+                None)
+    missing = None if found else said or ("no energy reading in every counted trial of a mode (a counter that "
+                                          "failed part-way, or a result from a benchy without energy readings)")
     return EnergyReport(tuple(found), tuple(sources), missing)

@@ -226,6 +226,11 @@ def test_energy_per_trial_and_per_sample() -> None:
     missing = energy_report(none, [Mode.FULL])
     assert missing is not None and missing.text() == "not available here: no counter here"
     assert energy_report(RunResults(), [Mode.FULL]) is None  # system metrics off: no line at all
+    partial = RunResults()  # one trial with a reading, one without: no figure, and why
+    partial.trials.append(trial_result(Mode.FULL, 1, system=dict(system)))
+    partial.trials.append(trial_result(Mode.FULL, 2, system={"seconds": 1.0}))
+    found = energy_report(partial, [Mode.FULL])
+    assert found is not None and not found.modes and "no energy reading in every counted trial" in found.text()
 
 
 def test_peak_flops_config() -> None:
