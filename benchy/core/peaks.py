@@ -35,7 +35,7 @@ ACCELERATORS: Tuple[Accelerator, ...] = (
     Accelerator(r"\bh100\b.*(pcie|pci-e)", "NVIDIA H100 PCIe",
                 {"float64": 25.6 * _T, "float32": 51.2 * _T, "tf32": 378 * _T, "bfloat16": 756 * _T,
                  "float16": 756 * _T, "float8": 1513 * _T}, _NV_H100),
-    Accelerator(r"gh200|\bh100\b|\bh800\b", "NVIDIA H100 SXM",
+    Accelerator(r"gh200|\bh100\b", "NVIDIA H100 SXM",
                 {"float64": 34 * _T, "float32": 67 * _T, "tf32": 494.7 * _T, "bfloat16": 989.4 * _T,
                  "float16": 989.4 * _T, "float8": 1978.9 * _T}, _NV_H100),
     Accelerator(r"\bh200\b", "NVIDIA H200 SXM",

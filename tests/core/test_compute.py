@@ -46,6 +46,7 @@ def test_unknown_devices_have_no_row() -> None:
     assert known_accelerator("NVIDIA L40S") is None
     assert known_accelerator("NVIDIA RTX A1000") is None
     assert known_accelerator("cpu (Intel(R) Xeon(R))") is None
+    assert known_accelerator("NVIDIA H800") is None  # H100's tensor figures but not its float64: no row
 
 
 def test_the_table_holds_dense_figures() -> None:
