@@ -1,7 +1,8 @@
 """What a training step costs: FLOPs and model FLOPs utilization, tokens and padding, energy (pure, no torch).
 
-The measuring side hands over values: a :class:`FlopCount` of one untimed SYNTHETIC step (torch's
-``FlopCounterMode``, see :mod:`benchy.measure.flops`), a :class:`TokenCount` per trial (see
+The measuring side hands over values, kept in the result model (:mod:`benchy.core.results`): a
+:class:`~benchy.core.results.FlopCount` of one SYNTHETIC step (torch's ``FlopCounterMode``, see
+:mod:`benchy.measure.flops`), a :class:`~benchy.core.results.TokenCount` per trial (see
 :mod:`benchy.measure.counting`) and the energy counters' joules in each trial's system metrics
 (see :mod:`benchy.measure.system`). This module turns them, with the trials' throughputs, into
 the COMPUTE, TOKENS and ENERGY readings: achieved FLOP/s per mode, MFU against a peak that is
@@ -13,27 +14,23 @@ high; a mix-up doubles MFU): each entry names its source. ``global.peak_flops`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .peaks import PeakConfig, dtype_key, known_accelerator
+from .results import FlopCount, RunResults, TrialResult
 from .schedule import Mode
 from .stats import Estimate, estimate
-
-if TYPE_CHECKING:  # results.py holds a TokenCount per trial: it imports this module
-    from .results import RunResults, TrialResult
 
 __all__ = [
     "PADDING_ADVICE",
     "PADDING_SHARE",
     "ComputeReport",
     "EnergyReport",
-    "FlopCount",
     "ModeEnergy",
     "ModeFlops",
     "ModeTokens",
     "Peak",
-    "TokenCount",
     "TokenReport",
     "compute_advice",
     "compute_clause",
@@ -54,33 +51,6 @@ NEAR_PEAK = 0.5
 
 
 # --- the count and the peak -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FlopCount:
-    """One training step's FLOPs, as torch's ``FlopCounterMode`` saw them, and what they ran on.
-
-    ``by_dtype``: FLOPs per dtype of the op's first tensor input (``float32``, ``bfloat16`` ...);
-    ``unknown``: ops that looked compute-heavy (matmul, convolution, attention) but that the counter
-    has no formula for; ``tf32``: float32 matmuls may run as TF32 on this device (the torch setting);
-    ``skipped``: why no count was made (then the rest is empty)."""
-
-    total: int = 0
-    samples: int = 0  # samples in the counted batch
-    device: str = ""  # the accelerator's name (``NVIDIA H100 80GB HBM3``), or ``cpu`` and its model
-    device_type: str = "cpu"
-    by_dtype: Mapping[str, int] = field(default_factory=dict)
-    by_op: Mapping[str, int] = field(default_factory=dict)
-    unknown: Tuple[str, ...] = ()
-    tf32: bool = False
-    label: str = ""  # the trial whose untimed extra step was counted
-    skipped: Optional[str] = None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"flops_per_step": self.total, "samples": self.samples, "device": self.device,
-                "device_type": self.device_type, "by_dtype": dict(self.by_dtype), "by_op": dict(self.by_op),
-                "unknown_ops": list(self.unknown), "tf32": self.tf32, "counted_in": self.label,
-                "skipped": self.skipped}
 
 
 @dataclass(frozen=True)
@@ -276,41 +246,6 @@ def compute_advice(report: ComputeReport) -> Optional[str]:
 
 
 # --- tokens -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TokenCount:
-    """Tokens in one trial's batches (``count: tokens``), as the counter saw them.
-
-    ``tokens``: every position of the token tensor (exact); ``sampled_tokens`` and ``real``: the
-    positions and non-padding tokens of the batches whose attention mask was summed (every
-    ``every``-th batch; all of them when ``every`` is 1); without a mask ``real == sampled_tokens``."""
-
-    samples: int
-    tokens: int
-    sampled_tokens: int
-    real: int
-    batches: int
-    sampled: int
-    every: int = 1
-    masked: bool = False
-
-    @property
-    def padding(self) -> Optional[float]:
-        """The share of the sampled positions that are padding (None: nothing sampled)."""
-        return 1.0 - self.real / self.sampled_tokens if self.sampled_tokens > 0 else None
-
-    @property
-    def real_per_sample(self) -> Optional[float]:
-        """Non-padding tokens a sample: exact when every batch was summed, else estimated."""
-        if self.samples <= 0 or self.padding is None:
-            return None
-        return self.tokens * (1.0 - self.padding) / self.samples
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"samples": self.samples, "tokens": self.tokens, "sampled_tokens": self.sampled_tokens,
-                "real_tokens": self.real, "batches": self.batches, "sampled_batches": self.sampled,
-                "every": self.every, "masked": self.masked}
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,10 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from .compute import FlopCount, TokenCount
 from .schedule import Mode, TrialSpec
 from .stages import StageReport
 from .startup import Startup
@@ -24,11 +23,13 @@ __all__ = [
     "RATES_SLICE",
     "SAMPLE_TYPECODES",
     "Counted",
+    "FlopCount",
     "Interruption",
     "Outcome",
     "RunResults",
     "Snapshot",
     "StepRates",
+    "TokenCount",
     "TrialResult",
     "samples_typecode",
 ]
@@ -53,6 +54,68 @@ def samples_typecode(counts: Any) -> str:
         if high < 1 << (8 * array(code).itemsize):
             return code
     return "q"
+
+
+@dataclass(frozen=True)
+class FlopCount:
+    """One training step's FLOPs, as torch's ``FlopCounterMode`` saw them, and what they ran on.
+
+    ``by_dtype``: FLOPs per dtype of the op's first tensor input (``float32``, ``bfloat16`` ...);
+    ``unknown``: ops that looked compute-heavy (matmul, convolution, attention) but that the counter
+    has no formula for; ``tf32``: float32 matmuls may run as TF32 on this device (the torch setting);
+    ``skipped``: why no count was made (then the rest is empty)."""
+
+    total: int = 0
+    samples: int = 0  # samples in the counted batch
+    device: str = ""  # the accelerator's name (``NVIDIA H100 80GB HBM3``), or ``cpu`` and its model
+    device_type: str = "cpu"
+    by_dtype: Mapping[str, int] = field(default_factory=dict)
+    by_op: Mapping[str, int] = field(default_factory=dict)
+    unknown: Tuple[str, ...] = ()
+    tf32: bool = False
+    label: str = ""  # the trial whose untimed extra step was counted
+    skipped: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"flops_per_step": self.total, "samples": self.samples, "device": self.device,
+                "device_type": self.device_type, "by_dtype": dict(self.by_dtype), "by_op": dict(self.by_op),
+                "unknown_ops": list(self.unknown), "tf32": self.tf32, "counted_in": self.label,
+                "skipped": self.skipped}
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """Tokens in one trial's batches (``count: tokens``), as the counter saw them.
+
+    ``tokens``: every position of the token tensor (exact); ``sampled_tokens`` and ``real``: the
+    positions and non-padding tokens of the batches whose attention mask was summed (every
+    ``every``-th batch; all of them when ``every`` is 1); without a mask ``real == sampled_tokens``."""
+
+    samples: int
+    tokens: int
+    sampled_tokens: int
+    real: int
+    batches: int
+    sampled: int
+    every: int = 1
+    masked: bool = False
+
+    @property
+    def padding(self) -> Optional[float]:
+        """The share of the sampled positions that are padding (None: nothing sampled)."""
+        return 1.0 - self.real / self.sampled_tokens if self.sampled_tokens > 0 else None
+
+    @property
+    def real_per_sample(self) -> Optional[float]:
+        """Non-padding tokens a sample: exact when every batch was summed, else estimated."""
+        if self.samples <= 0 or self.padding is None:
+            return None
+        return self.tokens * (1.0 - self.padding) / self.samples
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"samples": self.samples, "tokens": self.tokens, "sampled_tokens": self.sampled_tokens,
+                "real_tokens": self.real, "batches": self.batches, "sampled_batches": self.sampled,
+                "every": self.every, "masked": self.masked}
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import math
 import time
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
-from ..core.compute import TokenCount
+from ..core.results import TokenCount
 
 __all__ = ["MASK_BUDGET_S", "TokenTally", "count_samples", "describe_rule", "make_counter"]
 

@@ -24,7 +24,7 @@ import torch
 from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..core.compute import FlopCount
+from ..core.results import FlopCount
 
 __all__ = ["StepCounter", "cpu_name", "with_counted_step"]
 

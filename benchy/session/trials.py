@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Generator, Iterator, Optional, Tuple
 
-from ..core.compute import FlopCount
 from ..core.config import Config
-from ..core.results import TrialResult
+from ..core.results import FlopCount, TrialResult
 from ..core.schedule import Mode, TrialSpec
 from ..measure.counting import TokenTally, describe_rule, make_counter
 from ..measure.device import synchronizer

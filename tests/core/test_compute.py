@@ -8,8 +8,6 @@ from helpers import trial_result
 from benchy import Mode, RunResults
 from benchy.core.compute import (
     PADDING_ADVICE,
-    FlopCount,
-    TokenCount,
     compute_advice,
     compute_clause,
     compute_report,
@@ -20,6 +18,7 @@ from benchy.core.compute import (
 )
 from benchy.core.config import ConfigError, load_config
 from benchy.core.peaks import known_accelerator, parse_peak
+from benchy.core.results import FlopCount, TokenCount
 from benchy.core.verdict import read
 
 
