@@ -341,8 +341,7 @@ class TokenTally:
 
         def positions(batch: Any) -> int:  # the general path: a batch of another structure
             try:
-                ids = tokens_of(batch)
-                return int(ids.numel()) if callable(getattr(ids, "numel", None)) else int(ids.size)
+                return _size(tokens_of(batch))
             except _MISSING:
                 return 0
 
@@ -386,14 +385,18 @@ class TokenTally:
 
     def exact(self, batch: Any, samples: int) -> TokenCount:
         """One batch counted in full (SYNTHETIC's one cached batch)."""
-        ids = _get(batch, self.token_step) if self.token_step is not None else batch
-        t = ids.numel() if callable(getattr(ids, "numel", None)) else int(ids.size)
-        real = t if self.mask_step is None else int(_get(batch, self.mask_step).sum())
+        t = _size(_getter(self.token_step)(batch))
+        real = t if self.mask_step is None else int(_getter(self.mask_step)(batch).sum())
         return TokenCount(samples=samples, tokens=t, sampled_tokens=t, real=real, batches=1, sampled=1, every=1,
                           masked=self.mask_step is not None)
 
 
 _MISSING = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+
+
+def _size(ids: Any) -> int:
+    """Elements of a tensor (``numel()``) or an array (``size``): the token positions."""
+    return int(ids.numel()) if callable(getattr(ids, "numel", None)) else int(ids.size)
 
 
 def _getter(step: Optional[_Step]) -> Callable[[Any], Any]:

@@ -108,7 +108,7 @@ class _Counter(FlopCounterMode):
         except Exception:  # a formula that fails on these arguments must never break the user's step
             self.unknown.add(f"{func_packet} (its formula failed)")
             return out
-        added = self.flop_counts["Global"].get(func_packet, 0) - before
+        added = counts.get(func_packet, 0) - before
         if added:
             tensor = _first_tensor(args)
             dtype = "unknown" if tensor is None else str(tensor.dtype).replace("torch.", "")
