@@ -18,22 +18,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any, Callable, List
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader
 
-from benchy.measure.stages import instrument, timer_cost
-
-
-class Compose:
-    def __init__(self, transforms: List[Callable[[Any], Any]]) -> None:
-        self.transforms = transforms
-
-    def __call__(self, x: Any) -> Any:
-        for t in self.transforms:
-            x = t(x)
-        return x
+from benchy.measure.stages import Steps, instrument, timer_cost
 
 
 class Scale:
@@ -49,7 +39,7 @@ class Shift:
 class Memory:
     def __init__(self, n: int) -> None:
         self.data = [torch.full((16,), float(i)) for i in range(n)]
-        self.transform = Compose([Scale(), Shift()])
+        self.transform = Steps([Scale(), Shift()])
 
     def __len__(self) -> int:
         return len(self.data)

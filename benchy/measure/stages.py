@@ -29,8 +29,8 @@ from torch.utils.data import IterableDataset
 
 from ..core.stages import StageTrial
 
-__all__ = ["Arrival", "Done", "Instrumented", "StagePlan", "has_in_order", "instrument", "stage_trial", "step_name",
-           "timer_cost"]
+__all__ = ["Arrival", "Done", "Instrumented", "StagePlan", "Steps", "has_in_order", "instrument", "stage_trial",
+           "step_name", "timer_cost"]
 
 _clock = time.perf_counter
 _cpu = time.thread_time
@@ -420,6 +420,19 @@ def has_in_order() -> bool:
     return "in_order" in inspect.signature(DataLoader.__init__).parameters
 
 
+class Steps:
+    """A torchvision-style ``Compose`` (a ``transforms`` list applied in order), as the stage trials find
+    it: what :func:`timer_cost` and ``benchmarks/stages_cost.py`` time."""
+
+    def __init__(self, transforms: List[Callable[[Any], Any]]) -> None:
+        self.transforms = transforms
+
+    def __call__(self, x: Any) -> Any:
+        for t in self.transforms:
+            x = t(x)
+        return x
+
+
 def timer_cost(steps: int, n: int = 2000) -> float:
     """The timers' own cost per sample (seconds) with ``steps`` timed transform steps: ``n`` items of a
     trivial dataset read through the timers, less the same read plainly (best of three)."""
@@ -434,19 +447,10 @@ def timer_cost(steps: int, n: int = 2000) -> float:
         def __getitem__(self, i: int) -> Any:
             return self.transform(i)
 
-    class _Steps:
-        def __init__(self, transforms: List[Callable[[Any], Any]]) -> None:
-            self.transforms = transforms
-
-        def __call__(self, x: Any) -> Any:
-            for t in self.transforms:
-                x = t(x)
-            return x
-
     def ident(x: Any) -> Any:
         return x
 
-    plain = _Plain(_Steps([ident] * steps))
+    plain = _Plain(Steps([ident] * steps))
     plan, sums = StagePlan(), _Sums(1)
     timed = _TimedMap(_split_transforms(plain, plan, sums), sums)
     sums.seconds = [0.0] * (1 + len(plan.names))

@@ -104,16 +104,17 @@ def test_an_unknown_heavy_op_is_named() -> None:
     assert "benchy_test.fused_mm" in found.unknown and found.total == 0
 
 
+def trial(n: int) -> Iterator[torch.Tensor]:
+    """A trial's batches, as the window yields them: ``n`` batches of 2 x 4."""
+    for _ in range(n):
+        yield torch.randn(2, 4)
+
+
 def test_the_first_step_is_counted_and_closing_closes_the_trial() -> None:
     w = torch.randn(4, 4)
-
-    def trial() -> Iterator[torch.Tensor]:
-        for _ in range(3):
-            yield torch.randn(2, 4)
-
     counter = StepCounter(2, "SYNTHETIC_1")
     seen = 0
-    for batch in with_counted_step(counter, trial(), lookahead=False):
+    for batch in with_counted_step(counter, trial(3), lookahead=False):
         batch @ w  # every step: only the first is counted
         seen += 1
     assert seen == 3  # the trial's batches, no more
@@ -122,7 +123,7 @@ def test_the_first_step_is_counted_and_closing_closes_the_trial() -> None:
     # Dropped during the counted step (a peek: next(iter(loader))): the counter is left, no count stands
     # (the next measured SYNTHETIC trial counts again), and the trial is closed.
     counter = StepCounter(2, "SYNTHETIC_1")
-    inner = trial()
+    inner = trial(3)
     gen = with_counted_step(counter, inner, lookahead=False)
     next(gen) @ w
     gen.close()
@@ -132,13 +133,8 @@ def test_the_first_step_is_counted_and_closing_closes_the_trial() -> None:
 
 def test_lookahead_keeps_the_counter_on_until_the_step_on_the_first_batch_ran() -> None:
     w = torch.randn(4, 4)
-
-    def trial() -> Iterator[torch.Tensor]:
-        for _ in range(4):
-            yield torch.randn(2, 4)
-
     counter = StepCounter(2, "SYNTHETIC_1")
-    gen = with_counted_step(counter, trial(), lookahead=True)
+    gen = with_counted_step(counter, trial(4), lookahead=True)
     pending = next(gen)
     for nxt in gen:  # a loop that fetches one batch ahead: step k runs after batch k + 1 is asked for
         pending @ w
