@@ -195,21 +195,27 @@ def _accelerator_name(where: str) -> str:
 
 def with_counted_step(counter: StepCounter, trial: Generator[Any, None, None],
                       lookahead: bool) -> Generator[Any, None, None]:
-    """``trial`` with its first step counted by ``counter``: on from handing out the first batch to the
+    """``trial`` with its first step counted by ``counter``: on from handing out the first batch (after the
+    trial's start: its sync, barrier and clock, which need not run under the counter) to the
     loop's ask for the second (for a loop that fetches one batch ahead, the ask for the third: the step
     on the first batch runs between the two). The caller leaves the periods it spans out of the trial.
     A loop that drops the iterator before that ask (a peek such as ``next(iter(loader))``) leaves
     no count. Closing this generator closes ``trial``."""
     try:
+        try:
+            first = next(trial)  # the trial's start (device sync, a barrier, its clock) runs outside the counter
+        except StopIteration:
+            return
         counter.enter()
         completed = False
         try:
-            for _ in range(2 if lookahead else 1):
+            yield first
+            if lookahead:
                 try:
-                    item = next(trial)
+                    second = next(trial)
                 except StopIteration:
                     return
-                yield item
+                yield second
             completed = True
         finally:
             counter.leave(completed)

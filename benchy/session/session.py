@@ -406,6 +406,7 @@ class Session:
         # init_process_group works; every rank reaches this point together.
         self._comm = make_comm(self.config.general.dist_timeout)
         self._rank, self._world = self._comm.rank, self._comm.world
+        self.runner.world = self._world
         if self._world > 1:
             try:
                 agree(self._comm, self.schedule.fingerprint())

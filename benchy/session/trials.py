@@ -62,6 +62,7 @@ class TrialRunner:
         synthetic = config.synthetic
         self._flops_due = general.flops and synthetic.run_benchmark and synthetic.ntrials != 0
         self._step_counter: Optional[StepCounter] = None
+        self.world = 1  # ranks (set when the benchmark starts)
 
     # --- counting and batches -----------------------------------------------------------------
 
@@ -109,7 +110,7 @@ class TrialRunner:
         two when the loop fetches ahead, are left out)."""
         counter = self._step_counter
         due = self._flops_due or (counter is not None and not counter.completed)  # a peek took the last one
-        return (due and spec.mode is Mode.SYNTHETIC and not spec.warmup and self.lookahead is not None
+        return (due and self.world == 1 and spec.mode is Mode.SYNTHETIC and not spec.warmup and self.lookahead is not None
                 and spec.nbatches >= 3 + int(self.lookahead))
 
     def flops(self, final: bool) -> Optional[FlopCount]:
@@ -125,6 +126,10 @@ class TrialRunner:
         g, synthetic = self.config.general, self.config.synthetic
         if not g.flops:
             return None
+        if self.world > 1:
+            return FlopCount(skipped=f"not counted with {self.world} ranks: a rank whose counted step ran a collective "
+                                     f"(a DDP all-reduce) under torch's FlopCounterMode aborted at exit in about 1 "
+                                     f"run of 15 on the CPU (gloo); run one process to count the step's FLOPs")
         if not (synthetic.run_benchmark and synthetic.ntrials != 0):
             return FlopCount(skipped="SYNTHETIC did not run: the FLOPs are counted on the first step of the first "
                                      "measured SYNTHETIC trial")

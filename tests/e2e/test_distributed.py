@@ -56,12 +56,11 @@ def test_two_ranks_one_summary_global_throughput_and_clean_exit(tmp_path: Path) 
     assert len(own) == 5 and all(x.endswith(" [rank 0]") for x in own), own
     doc = result(tmp_path)
     assert doc["nranks"] == 2 and doc["environment"]["world_size"] == 2 and doc["complete"] is True
+    assert doc["compute"]["skipped"].startswith("not counted with 2 ranks")
     for mode in ("IO", "SYNTHETIC", "FULL"):
         ranks = doc[mode]["ranks"]
         assert len(ranks["trial_throughput"]) == 2 and all(len(r) == 2 for r in ranks["trial_throughput"])
-        # SYNTHETIC_1 leaves out its first step on every rank (the FLOPs' count): 9 batches of 4.
-        want = [[36, 36], [40, 40]] if mode == "SYNTHETIC" else [[40, 40]] * 2
-        assert ranks["trial_samples"] == want
+        assert all(s == [40, 40] for s in ranks["trial_samples"])  # no step counted with several ranks
         assert all(x is not None and x >= 0 for x in ranks["spread"])
         # Global = samples of all ranks / slowest rank's time: about twice one rank's.
         for k, global_rate in enumerate(doc[mode]["trial_throughput"]):
