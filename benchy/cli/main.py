@@ -4,6 +4,7 @@
     benchy compare BASE.json NEW.json [--threshold PCT] [--format text|markdown|json]
     benchy report RUN.json ... [--csv OUT.csv] [--plot OUT.png] [--format text|markdown]
     benchy plot RUN.json -o OUT.png
+    benchy trace RUN.json -o TRACE.json [--max-events N]
     benchy parse LOG [-o OUT.json] [--name NAME] [--ranks N] [--run K]
     benchy run [--config PATH] [--loader first|N] [--sweep] [--name NAME] -- python train.py ARGS...
     benchy sweep [--config PATH] [--loader first|N] -- python train.py ARGS...
@@ -205,6 +206,38 @@ def _plot(args: argparse.Namespace) -> int:
     return _draw("plot", args.output, lambda: _plots().plot_run(run, args.output))
 
 
+# --- trace -----------------------------------------------------------------------------------
+
+def _trace(args: argparse.Namespace) -> int:
+    from ..results.files import write_atomic
+    from ..results.trace import MAX_EVENTS, TraceError, TraceStats, write_trace
+
+    try:
+        run = load(args.path)
+    except ResultFileError as err:
+        return _fail("trace", str(err))
+    found = TraceStats()
+
+    def write(handle: Any) -> None:
+        nonlocal found
+        found = write_trace(run, handle, args.max_events or MAX_EVENTS)
+
+    try:
+        write_atomic(args.output, write)
+    except TraceError as err:
+        return _fail("trace", str(err))
+    except OSError as err:
+        return _fail("trace", f"cannot write {args.output}: {err.strerror or err}")
+    size = os.path.getsize(args.output)
+    every = "every step a slice" if found.block == 1 else f"{found.block} steps a slice (over --max-events)"
+    print(f"wrote {args.output}: {found.events} events ({every}), {found.processes} process"
+          f"{'es' if found.processes != 1 else ''}, {size / 1e6:.1f} MB. Open it in https://ui.perfetto.dev "
+          f"(Open trace file) or chrome://tracing (Load).")
+    for note in found.notes:
+        print(f"note: {note}")
+    return EXIT_OK
+
+
 # --- parse -----------------------------------------------------------------------------------
 
 def _parse(args: argparse.Namespace) -> int:
@@ -341,6 +374,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     plot.add_argument("path", help="a result JSON (its .steps directory next to it gives warm-ups and times)")
     plot.add_argument("-o", "--output", required=True, metavar="OUT.png")
     plot.set_defaults(handler=_plot)
+
+    trace = sub.add_parser("trace", help="a Chrome trace (Perfetto UI, chrome://tracing) of a run's trials and steps")
+    trace.add_argument("path", help="a result JSON (its .steps directory next to it gives the steps)")
+    trace.add_argument("-o", "--output", required=True, metavar="TRACE.json")
+    trace.add_argument("--max-events", type=_positive, default=None, metavar="N",
+                       help="draw at most N step events; past that, blocks of steps (default 200000, ~30 MB)")
+    trace.set_defaults(handler=_trace)
 
     parse = sub.add_parser("parse", help="a result JSON from the BENCHY:: lines of a log")
     parse.add_argument("log", help="a log holding BENCHY:: lines (benchy's or the original tool's)")

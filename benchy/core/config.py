@@ -100,14 +100,19 @@ class GlobalConfig:
     use_distributed_barrier: bool = False
     # Ours (not in the original).
     console: str = "auto"  # how to draw on a terminal: auto, rich, plain
-    profiler_capture: Tuple[str, ...] = ("IO", "SYNTHETIC", "FULL")  # trial kinds inside the capture window
+    # Trial kinds captured: cudaProfilerApi, one window over them; torch, one extra warm-up of each, profiled.
+    profiler_capture: Union[str, Tuple[str, ...]] = AUTO  # auto: every kind (cudaProfilerApi), FULL (torch)
+    profiler: str = "cudaProfilerApi"  # the capture: cudaProfilerStart/Stop (Nsight Systems), or torch.profiler
+    profiler_steps: int = 5  # profiler: torch: the steps recorded in the profiled trial
     nvtx: bool = True  # NVTX ranges when a tool (Nsight Systems) is attached
     sync_every_step: bool = False  # synchronize the device at every step (changes what is measured)
     dist_timeout: float = 600.0  # seconds a rank waits for the others at a trial boundary
     auto_precision: float = 0.02  # ntrials auto: stop when the interval's half-width is this share of the mean
     auto_max_trials: int = 8  # ntrials auto: at most this many trials per mode
     auto_max_warmup: int = 4  # nwarmup auto: at most this many warm-ups per mode
-    save_steps: bool = True  # every trial's per-step times as <output name>.steps/<trial>.npy, written once
+    # Every trial's per-step times as <output name>.steps/<trial>.npy, written once: rank 0's (true),
+    # every rank's ("all": rank r's in rank<r>/ there), or none (false).
+    save_steps: Union[bool, str] = True
     system_metrics: bool = True  # CPU, memory, storage reads (and GPU) sampled during each trial
     system_metrics_hz: float = 10.0  # readings per second of the system-metrics sampler
     busy_machine_share: float = 0.25  # a trial where other processes took more of the cores is flagged
@@ -120,6 +125,14 @@ class GlobalConfig:
     count: str = "samples"  # "tokens": also tokens per second and the padding share (sequence batches)
     token_key: Union[str, int] = AUTO  # count: tokens: where the token ids are (auto: input_ids, else a 2-D integer tensor)
     mask_key: Union[str, int] = AUTO  # ... and the attention mask (auto: attention_mask, or a 0/1 tensor; none)
+
+
+    @property
+    def capture_kinds(self) -> Tuple[str, ...]:
+        """The trial kinds the profiler captures (``profiler_capture`` with ``auto`` resolved)."""
+        if self.profiler_capture == AUTO:
+            return ("FULL",) if self.profiler == "torch" else ("IO", "SYNTHETIC", "FULL")
+        return tuple(self.profiler_capture)
 
 
 @dataclass(frozen=True)
@@ -167,13 +180,29 @@ class Config:
             return None
         return os.path.join(os.path.dirname(self.output_path), steps_name(self.general.output_filename))
 
+    @property
+    def profile_dir(self) -> str:
+        """Where ``profiler: torch`` writes its trace files: ``<output name>.profile`` next to the JSON."""
+        stem = self.general.output_filename
+        stem = stem[:-5] if stem.endswith(".json") else stem
+        return os.path.join(os.path.dirname(self.output_path), stem + ".profile")
+
+    def rank_steps_dir(self, rank: int) -> Optional[str]:
+        """Where ``rank`` saves its per-step files: rank 0 in :attr:`steps_dir`, rank ``r`` in its
+        ``rank<r>/`` with ``save_steps: all``; None where that rank saves none."""
+        top = self.steps_dir
+        if top is None or rank == 0:
+            return top
+        return os.path.join(top, f"rank{rank}") if self.general.save_steps == "all" else None
+
     def to_dict(self) -> Dict[str, Dict[str, Any]]:
         """The config in the file's layout (section names as in the original)."""
         out: Dict[str, Dict[str, Any]] = {}
         for section, attr in ATTR_OF_SECTION.items():
             out[section] = dataclasses.asdict(getattr(self, attr))
         out["global"]["output_dir"] = self.general.output_dir or os.getcwd()
-        out["global"]["profiler_capture"] = list(self.general.profiler_capture)
+        capture = self.general.profiler_capture
+        out["global"]["profiler_capture"] = capture if capture == AUTO else list(capture)
         out["sweep"] = {k: (v if isinstance(v, str) else list(v)) for k, v in out["sweep"].items()}
         return out
 

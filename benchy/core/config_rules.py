@@ -35,6 +35,8 @@ __all__ = [
 AUTO = "auto"
 MAX_RUN_NAME = 200
 PROFILER_MODES = ("single", "all", "none")
+PROFILERS = ("cudaProfilerApi", "torch")  # the capture window: Nsight Systems' capture range, or torch.profiler
+MAX_PROFILER_STEPS = 10_000
 CONSOLE_MODES = ("auto", "rich", "plain")
 COUNT_UNITS = ("samples", "tokens")
 
@@ -133,7 +135,11 @@ GLOBAL_RULES: Dict[str, _Rule] = {
     "output_dir": (_optional_dir, "a directory path (string), or null for the current directory"),
     "use_distributed_barrier": (_is_bool, "true or false"),
     "console": (lambda v: v in CONSOLE_MODES, "one of " + ", ".join(repr(m) for m in CONSOLE_MODES)),
-    "profiler_capture": (_mode_list, "a non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL"),
+    "profiler_capture": (_or_auto(_mode_list), "'auto' (every kind for cudaProfilerApi, FULL for torch), or a "
+                                               "non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL"),
+    "profiler": (lambda v: v in PROFILERS, "one of " + ", ".join(repr(m) for m in PROFILERS)),
+    "profiler_steps": (_int_at_least(1, MAX_PROFILER_STEPS),
+                       f"an integer from 1 to {MAX_PROFILER_STEPS}: the steps profiled (profiler: torch)"),
     "nvtx": (_is_bool, "true or false"),
     "sync_every_step": (_is_bool, "true or false"),
     "dist_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_DIST_TIMEOUT,
@@ -142,7 +148,8 @@ GLOBAL_RULES: Dict[str, _Rule] = {
                        "a share of the mean strictly between 0 and 1 (0.02 = 2 %)"),
     "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
     "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
-    "save_steps": (_is_bool, "true or false"),
+    "save_steps": (lambda v: _is_bool(v) or v == "all",
+                   "true (rank 0's per-step files), 'all' (every rank's) or false"),
     "system_metrics": (_is_bool, "true or false"),
     "io_h2d": (_is_bool, "true or false"),
     "stages": (_is_bool, "true or false"),
@@ -168,7 +175,7 @@ GLOBAL_RULES: Dict[str, _Rule] = {
 
 # Normalisation of accepted values into the stored form.
 _NORMALISE: Dict[str, Callable[[Any], Any]] = {
-    "profiler_capture": lambda v: tuple(x.upper() for x in v),
+    "profiler_capture": lambda v: v if v == AUTO else tuple(x.upper() for x in v),
     "auto_precision": float,
     "system_metrics_hz": float,
     "busy_machine_share": float,

@@ -149,6 +149,18 @@ class TrialResult:
     system: Optional[Dict[str, Any]] = None
     # ``count: tokens``: the tokens in this rank's batches of the trial (see ``core.compute``).
     tokens: Optional[TokenCount] = None
+    # When batch 1 was handed out (the trial's clock started), in Unix seconds (the trial clock's
+    # reading moved onto ``time.time()``'s scale once per run); None where no clock reading exists.
+    started: Optional[float] = None
+    # With several ranks: each rank's ``started`` (their clocks are each moved onto the Unix scale).
+    rank_started: Tuple[float, ...] = ()
+    # FULL: each period's wait for data (``step_seconds[i]`` minus the step), 4 bytes a step; None
+    # where the time cannot be split (other modes, loops that fetch one batch ahead).
+    step_waits: Optional[array[float]] = None
+    # The system sampler's readings during the trial (a numpy structured array: ``time`` in Unix
+    # seconds, ``cpu_cores_busy`` since the reading before, ``rss_bytes``, and GPU fields when
+    # sampled); None when off. For the timeline (``benchy trace``); ``system`` holds the aggregates.
+    readings: Any = None
 
     def __post_init__(self) -> None:
         seconds: Any = self.step_seconds
@@ -158,6 +170,9 @@ class TrialResult:
         if not (isinstance(counts, array) and counts.typecode in SAMPLE_TYPECODES):
             counts = list(counts)
             object.__setattr__(self, "step_samples", array(samples_typecode(counts), counts))
+        waits: Any = self.step_waits
+        if waits is not None and not (isinstance(waits, array) and waits.typecode == "f"):
+            object.__setattr__(self, "step_waits", array("f", waits))
 
     __hash__ = None  # type: ignore[assignment]  # the step arrays are mutable containers
 

@@ -42,6 +42,9 @@ class TrialSpec:
     warmup: bool
     nbatches: int
     variant: str = ""  # "H2D": an IO trial that also copies each batch to the accelerator
+    # profiler: torch: the one extra warm-up of its kind, run under torch.profiler after the others
+    # (a warm-up: never counted; labelled as one, so every reader of the output knows it).
+    profiled: bool = False
 
     @property
     def label(self) -> str:
@@ -61,6 +64,7 @@ class ModePlan:
     ntrials: Optional[int]
     max_warmup: int
     max_trials: int
+    profiled: bool = False  # one extra warm-up, under torch.profiler, after the warm-ups (profiler: torch)
 
     @property
     def most_warmups(self) -> int:
@@ -82,7 +86,8 @@ class ModePlan:
         warm = f"{self.nwarmup}" if self.nwarmup is not None else f"auto (1 to {self.max_warmup})"
         trials = f"{self.ntrials}" if self.ntrials is not None else f"auto ({self.fewest_trials} to {self.max_trials})"
         hidden = " before epoch 1" if self.mode is Mode.IO else ""
-        return f"{self.mode.value} {warm} warm-up + {trials} x {self.nbatches} batches{hidden}"
+        profiled = " + 1 profiled warm-up" if self.profiled else ""
+        return f"{self.mode.value} {warm} warm-up{profiled} + {trials} x {self.nbatches} batches{hidden}"
 
 
 def abba_first(position: int) -> bool:
@@ -113,6 +118,7 @@ class Schedule:
     def from_config(cls, config: Config) -> Schedule:
         g = config.general
         plans = []
+        profiled = g.capture_kinds if g.profiler == "torch" and g.profiler_mode != "none" else ()
         for mode in Mode:
             section = config.mode(mode.value)
             if not section.run_benchmark:
@@ -121,7 +127,7 @@ class Schedule:
                 mode, section.nbatches,
                 None if section.nwarmup == AUTO else int(section.nwarmup),
                 None if section.ntrials == AUTO else int(section.ntrials),
-                g.auto_max_warmup, g.auto_max_trials,
+                g.auto_max_warmup, g.auto_max_trials, mode.value in profiled,
             ))
         return cls(tuple(plans), float(g.auto_precision))
 
@@ -162,12 +168,12 @@ class Schedule:
         With ``auto`` counts this is the most the schedule can take. The IO trials run inside
         the first ``iter()``; with only IO enabled that call finishes the schedule.
         """
-        return max(1, sum(p.most_warmups + p.most_trials for p in self.epoch_plans))
+        return max(1, sum(p.most_warmups + int(p.profiled) + p.most_trials for p in self.epoch_plans))
 
     @property
     def epochs_fewest(self) -> int:
         """The fewest epochs the schedule can take (``epochs_needed`` when nothing is ``auto``)."""
-        return max(1, sum(p.fewest_warmups + p.fewest_trials for p in self.epoch_plans))
+        return max(1, sum(p.fewest_warmups + int(p.profiled) + p.fewest_trials for p in self.epoch_plans))
 
     def _specs(self, mode: Mode, longest: bool) -> Tuple[List[TrialSpec], List[TrialSpec]]:
         p = self.plan(mode)
@@ -175,7 +181,8 @@ class Schedule:
             return [], []
         nw = p.most_warmups if longest else p.fewest_warmups
         nt = p.most_trials if longest else p.fewest_trials
-        return ([TrialSpec(mode, k, True, p.nbatches) for k in range(1, nw + 1)],
+        profiled = [TrialSpec(mode, nw + 1, True, p.nbatches, profiled=True)] if p.profiled else []
+        return ([TrialSpec(mode, k, True, p.nbatches) for k in range(1, nw + 1)] + profiled,
                 [TrialSpec(mode, k, False, p.nbatches) for k in range(1, nt + 1)])
 
     def order(self, longest: bool = True) -> Tuple[Tuple[TrialSpec, ...], Tuple[TrialSpec, ...]]:
@@ -215,6 +222,7 @@ class Schedule:
                 out[f"{mode.value}.nbatches"] = p.nbatches
                 out[f"{mode.value}.ntrials"] = AUTO if p.ntrials is None else p.ntrials
                 out[f"{mode.value}.nwarmup"] = AUTO if p.nwarmup is None else p.nwarmup
+                out[f"{mode.value}.profiled"] = p.profiled
         return out
 
     def to_dict(self) -> Dict[str, object]:

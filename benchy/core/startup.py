@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["STARTUP_SHARE", "Startup", "startup"]
 
@@ -29,6 +29,7 @@ class Startup:
     epoch_seconds: Optional[float]  # an epoch of len(loader) batches at the FULL rate
     workers: int
     persistent: bool
+    started: Tuple[float, ...] = ()  # each pass's iter(), in Unix seconds (for the timeline; may be empty)
 
     @property
     def extra(self) -> float:
@@ -81,11 +82,13 @@ class Startup:
         return {"seconds": list(self.seconds), "typical": self.typical, "basis": self.basis,
                 "batch_seconds": self.batch_seconds, "extra": self.extra, "epoch_batches": self.epoch_batches,
                 "epoch_seconds": self.epoch_seconds, "share": self.share, "workers": self.workers,
-                "persistent_workers": self.persistent}
+                "persistent_workers": self.persistent,
+                "started": list(self.started)}
 
 
 def startup(seconds: Sequence[float], *, workers: int, persistent: bool, epoch_batches: Optional[int],
-            batch_seconds: Optional[float], full_batch_seconds: Optional[float]) -> Optional[Startup]:
+            batch_seconds: Optional[float], full_batch_seconds: Optional[float],
+            started: Sequence[float] = ()) -> Optional[Startup]:
     """What the passes' start-up says about every epoch; None before any pass started.
 
     The first pass stands for every epoch unless the workers persist (then it also held their
@@ -109,4 +112,4 @@ def startup(seconds: Sequence[float], *, workers: int, persistent: bool, epoch_b
                      if epoch_batches and full_batch_seconds and full_batch_seconds > 0 else None)
     persistent_once = persistent and workers and not later
     return Startup(values, typical, basis, batch_seconds, epoch_batches,
-                   None if persistent_once else epoch_seconds, workers, persistent)
+                   None if persistent_once else epoch_seconds, workers, persistent, tuple(float(t) for t in started))

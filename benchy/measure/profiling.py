@@ -1,4 +1,5 @@
-"""Profiler hooks: NVTX ranges in the ``benchy`` domain and the cudaProfilerStart/Stop window.
+"""Profiler hooks: NVTX ranges in the ``benchy`` domain, the cudaProfilerStart/Stop window, and the
+``torch.profiler`` capture of ``profiler: torch``.
 
 NVTX: when no tool is attached (no ``NVTX_INJECTION64_PATH``, as without Nsight Systems) the
 ``nvtx`` package hands out a dummy domain; benchy then runs its plain loops, so annotations
@@ -7,16 +8,21 @@ one per step and one per fetch, with the index as a payload on attributes made o
 
 cudaProfilerStart/Stop: one window over the trials of the chosen kinds, on the ranks chosen
 by ``profiler_mode``, only where CUDA is built and already in use by the program.
+
+torch.profiler (``profiler: torch``): a few steps of one extra warm-up of each captured kind, with
+benchy's trial, step and fetch ranges as ``record_function`` ranges around the model's ops; the
+warm-up is not counted, so the profiler's overhead never reaches a trial's numbers.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..core.schedule import Mode, TrialSpec
 
-__all__ = ["CudaProfilerApi", "ProfilerWindow", "Ranges", "global_rank", "nvtx_ranges"]
+__all__ = ["CudaProfilerApi", "ProfilerWindow", "Ranges", "TorchProfiler", "TorchRanges", "global_rank", "nvtx_ranges",
+           "profiled_steps"]
 
 DOMAIN = "benchy"
 
@@ -134,3 +140,172 @@ class ProfilerWindow:
             self.api.stop()
             self.events.append(f"cudaProfilerStop {when}")
         self.finished = True
+
+
+# --- profiler: torch -------------------------------------------------------------------------------
+
+
+class _Attr:
+    """A range's name and payload, as the hot loops set them (the NVTX attributes' shape)."""
+
+    __slots__ = ("message", "payload")
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.payload = 0
+
+
+def profiled_steps(nbatches: int, steps: int) -> Tuple[int, int]:
+    """(the first profiled step, how many): ``steps`` steps from the third (the first two hold
+    the profiler's own start and the trial's first fetch and step), fewer in a shorter trial."""
+    count = max(1, min(steps, nbatches))
+    first = min(2, nbatches - count)
+    return first, count
+
+
+class TorchRanges:
+    """benchy's trial, step and fetch ranges as ``torch.profiler`` ``record_function`` ranges, in the
+    profiled warm-up: the profiler starts at the first profiled step's range and stops at the range
+    after the last one (or when the trial's range closes), so the trace holds whole steps and fetches
+    inside a range named after the trial. With an NVTX tool attached the NVTX ranges are kept too.
+    The hot loops call :meth:`push` and :meth:`pop` as they call the NVTX ones (the annotated loops)."""
+
+    def __init__(self, spec: TrialSpec, start: Callable[[], None], stop: Callable[[], None],
+                 steps: int, nvtx: Optional[Ranges] = None) -> None:
+        import torch
+
+        self._record = torch.autograd.profiler.record_function
+        self._start, self._stop = start, stop
+        self.step = _Attr("step")
+        self.fetch = _Attr("fetch")
+        self._trial = _Attr(spec.label)
+        # IO has no step ranges: its profiled span is counted in fetches (fetch k brings batch k).
+        self._trigger = self.fetch if spec.mode is Mode.IO else self.step
+        self.first, self.count = profiled_steps(spec.nbatches, steps)
+        if spec.mode is Mode.IO:
+            self.first += 1
+        self._label = spec.label
+        self._spec = spec
+        self._nvtx = nvtx
+        self._stack: List[Any] = []  # per open range: its record_function, or None (opened while not profiling)
+        self._span: Any = None
+        self.state = "waiting"  # waiting, profiling, done
+
+    def trial(self, spec: TrialSpec) -> Any:
+        return self._trial
+
+    def _enter(self, name: str) -> Any:
+        rf = self._record(name)
+        rf.__enter__()
+        return rf
+
+    def _begin(self) -> None:
+        self._start()
+        self.state = "profiling"
+        last = self.first + self.count - 1
+        which = "fetches" if self._trigger is self.fetch else "steps"
+        self._span = self._enter(f"benchy: {self._label} ({which} {self.first} to {last} profiled)")
+
+    def _end(self) -> None:
+        for k in range(len(self._stack) - 1, -1, -1):  # ranges still open inside the span end with it
+            rf = self._stack[k]
+            if rf is not None:
+                rf.__exit__(None, None, None)
+                self._stack[k] = None
+        self._span.__exit__(None, None, None)
+        self.state = "done"
+        self._stop()
+
+    def push(self, attr: Any) -> None:
+        if attr is self._trigger:
+            if self.state == "waiting" and attr.payload == self.first:
+                self._begin()
+            elif self.state == "profiling" and attr.payload == self.first + self.count:
+                self._end()
+        nvtx = self._nvtx
+        if nvtx is not None:
+            target = nvtx.step if attr is self.step else nvtx.fetch if attr is self.fetch else None
+            if target is None:
+                nvtx.push(nvtx.trial(self._spec))
+            else:
+                target.payload = attr.payload
+                nvtx.push(target)
+        if self.state != "profiling":
+            self._stack.append(None)
+        elif attr is self._trial:
+            self._stack.append(self._enter(f"benchy: {self._label}"))
+        else:
+            self._stack.append(self._enter(f"benchy: {attr.message} {attr.payload}"))
+
+    def pop(self) -> None:
+        if self._nvtx is not None:
+            self._nvtx.pop()
+        rf = self._stack.pop() if self._stack else None
+        if rf is not None:
+            rf.__exit__(None, None, None)
+        if not self._stack and self.state == "profiling":  # the trial's range closed: the trial ended
+            self._end()
+
+
+class TorchProfiler:
+    """``profiler: torch``: the profiled warm-ups (one per ``profiler_capture`` kind, see
+    :class:`~benchy.core.schedule.TrialSpec`) run under ``torch.profiler`` on the ranks chosen by
+    ``mode``: the CPU, and CUDA where it is in use, over ``steps`` steps; one Chrome trace file per
+    rank and trial, ``rank<r>.<trial>.pt.trace.json`` in ``directory`` (TensorBoard's profiler plugin
+    and Holistic Trace Analysis read that folder). ``files`` and ``events`` say what happened."""
+
+    def __init__(self, mode: str, rank: int, directory: str, steps: int) -> None:
+        self.wanted = mode == "all" or (mode == "single" and rank == 0)
+        self.rank = rank
+        self.directory = directory
+        self.steps = steps
+        self.files: List[str] = []
+        self.events: List[str] = []
+        self.costs: Dict[str, float] = {}  # trial -> seconds its trace took to write
+        self._profile: Any = None
+        self._spec: Optional[TrialSpec] = None
+
+    def ranges(self, spec: TrialSpec, nvtx: Optional[Ranges]) -> Optional[TorchRanges]:
+        """The ranges that run ``spec`` under the profiler, or None (not profiled here)."""
+        if not (self.wanted and spec.profiled):
+            return None
+        self.close()
+        self._spec = spec
+        return TorchRanges(spec, lambda: self._start(spec), lambda: self._stop(spec), self.steps, nvtx)
+
+    def _start(self, spec: TrialSpec) -> None:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        from .device import cuda_active
+
+        activities = [ProfilerActivity.CPU]
+        if cuda_active() and torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        self._profile = profile(activities=activities, record_shapes=True)
+        self._profile.start()
+        self._kinds = "CPU and CUDA" if len(activities) == 2 else "CPU"
+
+    def _stop(self, spec: TrialSpec) -> None:
+        import time
+
+        profile, self._profile = self._profile, None
+        if profile is None:
+            return
+        profile.stop()
+        started = time.perf_counter()
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"rank{self.rank}.{spec.label}.pt.trace.json")
+        try:
+            profile.export_chrome_trace(path)
+        except Exception as err:  # a full disk must not end the training
+            self.events.append(f"{spec.label}: the trace could not be written to {path}: {err}")
+            return
+        self.costs[spec.label] = time.perf_counter() - started
+        self.files.append(path)
+        self.events.append(f"{spec.label} profiled ({self._kinds}): {path}")
+
+    def close(self) -> None:
+        """Stop a capture still running (its trial ended early or raised); idempotent."""
+        if self._profile is not None and self._spec is not None:
+            self._stop(self._spec)

@@ -20,7 +20,7 @@ from ..core.results import TrialResult
 
 __all__ = ["DistributedError", "LocalComm", "TorchComm", "agree", "combine", "disagreement", "make_comm"]
 
-Report = Tuple[int, float, float]  # (samples, seconds, extra) of one rank's trial
+Report = Tuple[int, float, float, float]  # (samples, seconds, extra, started) of one rank's trial
 
 
 class DistributedError(BenchyError, RuntimeError):
@@ -36,8 +36,9 @@ class LocalComm:
     rank = 0
     world = 1
 
-    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0) -> List[Report]:
-        return [(samples, seconds, extra)]
+    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0,
+                 started: float = math.nan) -> List[Report]:
+        return [(samples, seconds, extra, started)]
 
     def barrier(self, label: str) -> None:
         return None
@@ -105,15 +106,17 @@ class TorchComm:
                 f"are in the JSON written by rank 0. Cause: {err}"
             ) from None
 
-    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0) -> List[Report]:
-        """Every rank's (samples, seconds, extra); ``extra`` carries a warm-up's step-time drift."""
+    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0,
+                 started: float = math.nan) -> List[Report]:
+        """Every rank's (samples, seconds, extra, started); ``extra`` carries a warm-up's step-time drift,
+        ``started`` the trial's start in Unix seconds (the timeline's)."""
         import torch
 
-        mine = torch.tensor([float(samples), float(seconds), float(extra)], dtype=torch.float64)
+        mine = torch.tensor([float(samples), float(seconds), float(extra), float(started)], dtype=torch.float64)
         gathered = [torch.empty_like(mine) for _ in range(self.world)]
         self._collective(label, "trial results", lambda: self._wait(
             "exchange", self._dist.all_gather(gathered, mine, group=self._group, async_op=True)))
-        return [(round(t[0].item()), float(t[1].item()), float(t[2].item())) for t in gathered]
+        return [(round(t[0].item()), float(t[1].item()), float(t[2].item()), float(t[3].item())) for t in gathered]
 
     def barrier(self, label: str) -> None:
         self._collective(label, "barrier", lambda: self._wait(
@@ -166,14 +169,16 @@ def combine(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple[Tr
     warm-up change of the rank still speeding up most (None when a rank could not tell)."""
     if comm.world == 1:
         return result, change
-    reports = comm.exchange(result.label, result.samples, result.seconds, math.nan if change is None else change)
-    changes = [c for _, _, c in reports]
+    reports = comm.exchange(result.label, result.samples, result.seconds, math.nan if change is None else change,
+                            math.nan if result.started is None else result.started)
+    changes = [c for _, _, c, _ in reports]
     combined = dataclasses.replace(
         result,
-        samples=sum(n for n, _, _ in reports),
-        seconds=max(t for _, t, _ in reports),
-        rank_samples=tuple(n for n, _, _ in reports),
-        rank_seconds=tuple(t for _, t, _ in reports),
+        samples=sum(n for n, _, _, _ in reports),
+        seconds=max(t for _, t, _, _ in reports),
+        rank_samples=tuple(n for n, _, _, _ in reports),
+        rank_seconds=tuple(t for _, t, _, _ in reports),
+        rank_started=() if any(math.isnan(s) for _, _, _, s in reports) else tuple(s for _, _, _, s in reports),
     )
     return combined, (None if any(math.isnan(c) for c in changes) else min(changes))
 

@@ -48,6 +48,7 @@ class BatchSource:
         self._started: Optional[float] = None  # iter() of a pass whose first batch has not come yet
         self.passes = 0
         self.startups: List[float] = []  # each pass's time from iter() to its first batch
+        self.pass_starts: List[float] = []  # each pass's iter(), on the clock (as ``startups``, once it delivered)
 
     def next_function(self) -> Callable[[], Any]:
         """The bound ``__next__`` of the current pass (started if needed), for hot loops."""
@@ -67,6 +68,7 @@ class BatchSource:
         try:
             first = step()
             self.startups.append(self._clock() - started)
+            self.pass_starts.append(started)
             self._started = None
             return step, first
         except StopIteration:
@@ -89,6 +91,7 @@ class BatchSource:
             return self.new_pass()[1]
         if self._started is not None:  # the first batch of the pass started by next_function()
             self.startups.append(self._clock() - self._started)
+            self.pass_starts.append(self._started)
             self._started = None
         return batch
 

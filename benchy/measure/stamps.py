@@ -154,13 +154,20 @@ def build_result(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses,
                 waits[k] -= seconds
         if np.isfinite(waits).all():
             wait_seconds = float(waits.sum())
-            work = times[:n]  # in place: the stamps are not needed after this either
+            kept, kept_view = _typed("f", n)  # each period's wait, for the timeline (4 bytes a step)
+            kept_view[:] = waits
+            work = times[1:n + 1]  # in place: the stamps are not needed after this either (stamps[0] is)
             np.subtract(steps, waits, out=work)
             split = {"wait_seconds": wait_seconds, "wait_median": float(np.median(waits, overwrite_input=True)),
-                     "work_median": float(np.median(work, overwrite_input=True))}
+                     "work_median": float(np.median(work, overwrite_input=True)), "step_waits": kept}
     seconds = float(steps.sum())
     return TrialResult(spec=spec, samples=int(counts_all.sum(dtype=np.int64)), seconds=seconds,
-                       step_seconds=step_seconds, step_samples=counts, **split)
+                       step_seconds=step_seconds, step_samples=counts, started=_finite(times[0]), **split)
+
+
+def _finite(value: Any) -> Optional[float]:
+    value = float(value)
+    return value if np.isfinite(value) else None
 
 
 def _typed(code: str, n: int) -> Tuple[array[Any], np.ndarray[Any, Any]]:
@@ -198,7 +205,9 @@ def without_first_period(result: TrialResult) -> TrialResult:
         seconds=result.seconds - result.step_seconds[0],
         step_seconds=result.step_seconds[1:],
         step_samples=result.step_samples[1:],
+        started=None if result.started is None else result.started + result.step_seconds[0],
         # The loop asks for batch k + 1 before step k: the moment it asks splits nothing.
+        step_waits=None,
         wait_seconds=None,
         wait_median=None,
         work_median=None,

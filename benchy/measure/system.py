@@ -18,17 +18,19 @@ readable: often root only). RAPL counts the whole package, every process on it.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import psutil
 
 from ..core.stages import WorkerMemory
 
-__all__ = ["NO_ENERGY", "NullSampler", "Rapl", "SystemSampler", "available_cores", "disturbed", "machine_memory",
-           "trainer_memory", "worker_memory"]
+__all__ = ["GPU_FIELDS", "NO_ENERGY", "NullSampler", "Rapl", "SystemSampler", "available_cores", "disturbed", "machine_memory",
+           "readings_array", "trainer_memory", "worker_memory"]
 
 CHILDREN_EVERY_S = 0.2  # how often the list of child processes (workers) is refreshed (a pass's workers can live < 1 s)
 try:
@@ -267,6 +269,7 @@ class SystemSampler:
         self._gpu_sums: Dict[str, float] = {}
         self._gpu_ticks = 0
         self._children_at = -1e9
+        self._rows: List[Tuple[float, ...]] = []  # each reading: time, CPU seconds so far, RSS, GPU fields
 
     # --- one reading ---------------------------------------------------------------------
 
@@ -311,10 +314,13 @@ class SystemSampler:
             self._cpu[pid], self._read[pid], self._chars[pid] = cpu, read, chars
         self._rss_max = max(self._rss_max, rss)
         self._ticks += 1
+        gpu: Dict[str, float] = {}
         if self._gpu is not None:
-            for key, value in self._gpu.read().items():
+            gpu = self._gpu.read()
+            for key, value in gpu.items():
                 self._gpu_sums[key] = self._gpu_sums.get(key, 0.0) + value
             self._gpu_ticks += 1
+        self._rows.append((now, self._cpu_seconds, float(rss), *(gpu.get(k, math.nan) for k in GPU_FIELDS)))
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -384,6 +390,10 @@ class SystemSampler:
         out.update(self._energy(wall, out.get("gpu_power_w")))
         return out
 
+    def readings(self) -> Any:
+        """The last trial's readings as a numpy structured array (see :func:`readings_array`), or None."""
+        return readings_array(self._rows, self._gpu is not None) if len(self._rows) >= 2 else None
+
     def _energy(self, wall: float, power: Any) -> Dict[str, Any]:
         """The trial's joules from the energy counters (or the GPU's power readings), or why none."""
         out: Dict[str, Any] = {}
@@ -404,8 +414,35 @@ class SystemSampler:
         return out
 
 
+GPU_FIELDS = ("gpu_util", "gpu_memory_bytes")  # the GPU readings kept per reading (the timeline's counters)
+
+
+def readings_array(rows: Sequence[Tuple[float, ...]], gpu: bool) -> np.ndarray[Any, Any]:
+    """A trial's readings, one row each after the baseline: ``time`` (the clock's), ``cpu_cores_busy``
+    over the stretch since the reading before, ``rss_bytes``, and with a GPU ``gpu_util`` (0 to 1) and
+    ``gpu_memory_bytes`` (its readings at that moment)."""
+    fields = [("time", "<f8"), ("cpu_cores_busy", "<f4"), ("rss_bytes", "<f8")]
+    if gpu:
+        fields += [(name, "<f8") for name in GPU_FIELDS]
+    data = np.asarray(rows, dtype=np.float64).reshape(len(rows), -1)
+    out = np.empty(max(0, len(rows) - 1), dtype=np.dtype(fields))
+    if len(out) == 0:
+        return out
+    spans = np.diff(data[:, 0])
+    busy = np.zeros(len(out))
+    np.divide(np.diff(data[:, 1]), spans, out=busy, where=spans > 0)
+    out["time"], out["cpu_cores_busy"], out["rss_bytes"] = data[1:, 0], busy, data[1:, 2]
+    if gpu:
+        for k, name in enumerate(GPU_FIELDS):
+            out[name] = data[1:, 3 + k]
+    return out
+
+
 class NullSampler:
     """``system_metrics: false``: nothing is sampled."""
+
+    def readings(self) -> Any:
+        return None
 
     def start(self) -> None:
         return None

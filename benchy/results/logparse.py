@@ -134,6 +134,7 @@ def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_fro
         "steps_dir": None,
         "IO_H2D": None,
         "loader_startup": None,
+        "timeline": None,
     }
     for mode in Mode:
         doc[mode.value] = _mode_block(run, mode)

@@ -7,6 +7,9 @@ Version history (``schema_version``; the README's "Result JSON" section lists ev
    ``data_wait`` and so on may be missing from a version-1 file.
 2. ``run_name`` and ``source`` (``"run"``, or ``"log"`` for a file ``benchy parse`` made);
    every key of the current layout is present (null where nothing was measured).
+3. ``timeline``: every trial that ran (warm-ups, the loader sweep's and IO_H2D's included) with
+   its start in Unix seconds, for ``benchy trace``; null in a file upgraded from an older version,
+   or made by ``benchy parse``.
 
 :func:`upgrade` maps any readable version to the current one, step by step
 (``_UPGRADES[v]`` turns version ``v`` into ``v + 1``); :func:`read_run` then builds the
@@ -47,7 +50,7 @@ __all__ = [
     "upgrade",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MODE_KEYS = tuple(m.value for m in Mode)
 
 
@@ -150,6 +153,44 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
             "straggler": straggler_text(results, mode),
         }
     return block
+
+
+TIMELINE_CLOCK = ("Unix seconds: the trial clock (time.perf_counter) moved onto time.time()'s scale once per "
+                  "process; each rank's own")
+
+
+def _timeline_entry(t: TrialResult, group: str, saved: bool) -> Dict[str, Any]:
+    return {
+        "trial": t.label,
+        "mode": t.mode.value,
+        "group": group,
+        "warmup": t.spec.warmup,
+        "profiled": t.spec.profiled,
+        "started": finite(t.started) if t.started is not None else None,
+        "own_seconds": t.own_seconds,
+        "seconds": t.seconds,
+        "nbatches": len(t.step_seconds),
+        "samples": t.samples,
+        "steps_file": saved,
+        "rank_started": list(t.rank_started) or None,
+        "rank_seconds": list(t.rank_seconds) or None,
+    }
+
+
+def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
+    """The JSON's ``timeline``: every trial that ran, in the order it started (``benchy trace`` draws it).
+
+    ``group``: ``schedule`` (its per-step file is ``<trial>.npy`` in ``steps_dir`` when ``steps_file``),
+    ``IO_H2D``, or ``sweep`` (with the ``setting``); ``own_seconds``: this rank's time over the trial's
+    periods (rank 0's); ``seconds``: with several ranks the slowest rank's; ``rank_started`` and
+    ``rank_seconds``: each rank's start and own time."""
+    entries = [_timeline_entry(t, "schedule", steps_saved) for t in results.trials]
+    entries += [_timeline_entry(t, "IO_H2D", False) for t in results.h2d]
+    for setting in results.sweep:
+        for t in [*setting.warmups, *setting.trials]:
+            entries.append(dict(_timeline_entry(t, "sweep", False), setting=setting.setting.to_dict()))
+    entries.sort(key=lambda e: math.inf if e["started"] is None else e["started"])
+    return {"clock": TIMELINE_CLOCK, "trials": entries}
 
 
 def h2d_block(results: RunResults) -> Dict[str, Any]:
@@ -258,6 +299,7 @@ def result_document(
         "tokens": None if reading.tokens is None else reading.tokens.to_dict(),
         "energy": None if reading.energy is None else reading.energy.to_dict(),
         "summary": None if summary is None else list(summary),
+        "timeline": timeline_block(results, steps_dir is not None),
     }
     for mode in modes:
         doc[mode.value] = _mode_block(results, mode, per_step)
@@ -293,7 +335,14 @@ def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
     return doc
 
 
-_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2}
+def _v2_to_v3(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 2 to 3: no timeline (trial start times were not recorded before)."""
+    doc.setdefault("timeline", None)
+    doc["schema_version"] = 3
+    return doc
+
+
+_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def upgrade(document: Mapping[str, Any], where: str = "the document") -> Tuple[Dict[str, Any], int]:

@@ -4,8 +4,12 @@ The JSON is rewritten after every trial so that a killed run keeps what it measu
 every earlier trial's per-step data, each rewrite cost the whole run so far (1.2 to 3.1 s for
 6 trials of 200 000 batches). Instead each trial is saved once, as
 ``<output name>.steps/<trial label>.npy``: a structured array with fields ``seconds``
-(float64) and ``samples`` (int64), 16 bytes per step, read with ``numpy.load``. Rank 0 saves
-its own steps; the final JSON still has the original's ``rates`` for the counted trials.
+(float64) and ``samples`` (int64), 16 bytes per step, and for a FULL trial whose time splits
+``wait`` (float32: the period's wait for data, the rest being the step), read with
+``numpy.load``. Beside it, ``<trial label>.system.npy`` holds the system sampler's readings
+during the trial (see :func:`benchy.measure.system.readings_array`; times in Unix seconds).
+Rank 0 saves its own steps (``save_steps: all``: rank ``r`` in ``rank<r>/``); the final JSON
+still has the original's ``rates`` for the counted trials.
 """
 
 from __future__ import annotations
@@ -20,17 +24,25 @@ from ..core.config import STEPS_TEMP_SUFFIX
 from ..core.results import TrialResult
 from .files import write_atomic
 
-__all__ = ["DTYPE", "clear", "load", "save"]
+__all__ = ["DTYPE", "READINGS", "WAIT_DTYPE", "clear", "clear_ranks", "load", "load_readings", "rank_dirs", "save"]
 
 DTYPE = np.dtype([("seconds", "<f8"), ("samples", "<i8")])
-_OURS = re.compile(r"^(IO|SYNTHETIC|FULL)(_WARMUP)?_[0-9]+\.npy$")
+WAIT_DTYPE = np.dtype([("seconds", "<f8"), ("samples", "<i8"), ("wait", "<f4")])
+READINGS = ".system"  # <label>.system.npy: the trial's system readings
+_OURS = re.compile(r"^(IO|SYNTHETIC|FULL)(_WARMUP)?_[0-9]+(\.system)?\.npy$")
+
+
+def _dtype(result: TrialResult) -> np.dtype[Any]:
+    return WAIT_DTYPE if result.step_waits is not None else DTYPE
 
 
 def step_array(result: TrialResult) -> np.ndarray[Any, Any]:
-    """The trial's periods as one structured array (``seconds``, ``samples``)."""
-    out = np.empty(len(result.step_seconds), dtype=DTYPE)
+    """The trial's periods as one structured array (``seconds``, ``samples`` and, FULL, ``wait``)."""
+    out = np.empty(len(result.step_seconds), dtype=_dtype(result))
     out["seconds"] = np.frombuffer(result.step_seconds, dtype=np.float64)
     out["samples"] = result.samples_array()
+    if result.step_waits is not None:
+        out["wait"] = np.frombuffer(result.step_waits, dtype=np.float32)
     return out
 
 
@@ -45,34 +57,84 @@ def clear(directory: str) -> List[str]:
     return removed
 
 
+_RANK_DIR = re.compile(r"^rank[0-9]+$")
+
+
+def clear_ranks(directory: str) -> List[str]:
+    """Remove an earlier run's ``rank<r>/`` trial files (and the emptied folders) under ``directory``."""
+    removed: List[str] = []
+    try:
+        entries = [e for e in os.scandir(directory) if _RANK_DIR.match(e.name) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed
+    for entry in entries:
+        removed += clear(entry.path)
+        try:
+            os.rmdir(entry.path)
+        except OSError:  # something not ours is in it: left alone
+            pass
+    return removed
+
+
+def rank_dirs(directory: str) -> Dict[int, str]:
+    """The ``rank<r>/`` folders under ``directory`` (``save_steps: all``), by rank."""
+    try:
+        return {int(e.name[4:]): e.path for e in os.scandir(directory)
+                if _RANK_DIR.match(e.name) and e.is_dir(follow_symlinks=False)}
+    except OSError:
+        return {}
+
+
 SLICE = 65_536  # steps written at a time
 
 
 def _write(handle: Any, result: TrialResult) -> None:
     """The ``.npy`` file of :func:`step_array`, built a slice at a time (1 MB, whatever the trial's length)."""
     n = len(result.step_seconds)
-    np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(DTYPE),
+    dtype = _dtype(result)
+    np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(dtype),
                                                   "fortran_order": False, "shape": (n,)})
     seconds = np.frombuffer(result.step_seconds, dtype=np.float64)
     samples = result.samples_array()
-    part = np.empty(min(n, SLICE), dtype=DTYPE)
+    waits = None if result.step_waits is None else np.frombuffer(result.step_waits, dtype=np.float32)
+    part = np.empty(min(n, SLICE), dtype=dtype)
     for start in range(0, n, SLICE):
         count = min(SLICE, n - start)
         part["seconds"][:count] = seconds[start:start + count]
         part["samples"][:count] = samples[start:start + count]
+        if waits is not None:
+            part["wait"][:count] = waits[start:start + count]
         handle.write(part[:count].tobytes())
 
 
 def save(directory: str, result: TrialResult) -> str:
-    """Write one trial's file atomically (temporary file, then rename); its path."""
+    """Write one trial's file atomically (temporary file, then rename), and its system readings
+    beside it when it has any; the steps file's path."""
     path = os.path.join(directory, f"{result.label}.npy")
     write_atomic(path, lambda handle: _write(handle, result), binary=True, suffix=STEPS_TEMP_SUFFIX)
+    readings = result.readings
+    if isinstance(readings, np.ndarray) and len(readings):
+        write_atomic(os.path.join(directory, f"{result.label}{READINGS}.npy"),
+                     lambda handle: np.save(handle, readings, allow_pickle=False), binary=True,
+                     suffix=STEPS_TEMP_SUFFIX)
     return path
 
 
+def _files(directory: str, readings: bool) -> Dict[str, np.ndarray[Any, Any]]:
+    out = {}
+    for name in sorted(os.listdir(directory)):
+        found = _OURS.match(name)
+        if found and bool(found.group(3)) == readings:
+            out[name[: -len(".npy")].removesuffix(READINGS)] = np.load(os.path.join(directory, name),
+                                                                        allow_pickle=False)
+    return out
+
+
 def load(directory: str) -> Dict[str, np.ndarray[Any, Any]]:
-    """Every trial file in ``directory``, by trial label."""
-    return {
-        name[: -len(".npy")]: np.load(os.path.join(directory, name), allow_pickle=False)
-        for name in sorted(os.listdir(directory)) if _OURS.match(name)
-    }
+    """Every trial's steps file in ``directory``, by trial label."""
+    return _files(directory, readings=False)
+
+
+def load_readings(directory: str) -> Dict[str, np.ndarray[Any, Any]]:
+    """Every trial's system readings in ``directory`` (``<label>.system.npy``), by trial label."""
+    return _files(directory, readings=True)

@@ -20,6 +20,7 @@ With fixed counts the :class:`Planner` walks :meth:`Schedule.order` exactly. Wit
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from array import array
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -69,6 +70,7 @@ class Planner:
         self._noted: Set[str] = set()
         self.stop_reason: Optional[str] = None
         self._retry: Optional[TrialSpec] = None  # an epoch trial whose iterator was dropped: it runs again
+        self._profiled: Set[Mode] = set()  # kinds whose profiled warm-up was issued (profiler: torch)
 
     # --- what the session tells ------------------------------------------------------------
 
@@ -105,6 +107,8 @@ class Planner:
             return
         key = (spec.mode, spec.warmup)
         self._issued[key] = self._issued.get(key, 0) + 1
+        if spec.profiled:
+            self._profiled.add(spec.mode)
         if spec.mode is Mode.IO and not spec.warmup and self._issued[key] > self._fewest_trials(Mode.IO):
             self._io_boundary = self._boundary
         if spec.mode is not Mode.IO and not spec.warmup:
@@ -165,7 +169,7 @@ class Planner:
         if plan is None:
             return False
         again = self._retry is not None and self._retry.mode is mode
-        return again or self._warming(plan, results) or self._needs(mode, results)
+        return again or self._warming(plan, results) or self._profile_due(plan) or self._needs(mode, results)
 
     def warmups_used(self) -> Dict[str, int]:
         return {p.mode.value: self.issued(p.mode, True) for p in self.schedule.plans}
@@ -180,8 +184,8 @@ class Planner:
     def _warming(self, plan: ModePlan, results: RunResults) -> bool:
         """True while ``plan``'s mode still has a warm-up to run."""
         done = self.issued(plan.mode, True)
-        if self.issued(plan.mode) > 0:
-            return False  # measured trials started: warm-up is over
+        if self.issued(plan.mode) > 0 or plan.mode in self._profiled:
+            return False  # measured trials started, or the profiled warm-up that ends warming up: it is over
         if plan.nwarmup is not None:
             return done < plan.nwarmup
         if done == 0:
@@ -212,9 +216,15 @@ class Planner:
             return None
         if self._warming(plan, results):
             return self._spec(mode, warmup=True)
+        if self._profile_due(plan):
+            return dataclasses.replace(self._spec(mode, warmup=True), profiled=True)
         if trials and self.issued(mode) < plan.fewest_trials:
             return self._spec(mode, warmup=False)
         return None
+
+    def _profile_due(self, plan: ModePlan) -> bool:
+        """The mode's profiled warm-up is next: its warm-ups are over and no measured trial ran yet."""
+        return plan.profiled and plan.mode not in self._profiled and self.issued(plan.mode) == 0
 
     def _fewest_trials(self, mode: Mode) -> int:
         plan = self.schedule.plan(mode)

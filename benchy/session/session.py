@@ -36,7 +36,7 @@ from ..core.config import Config
 from ..core.results import Counted, Interruption, Outcome, RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
-from ..measure.profiling import CudaProfilerApi, ProfilerWindow, global_rank, nvtx_ranges
+from ..measure.profiling import CudaProfilerApi, ProfilerWindow, TorchProfiler, global_rank, nvtx_ranges
 from ..measure.ranks import DistributedError, LocalComm, agree, combine, make_comm
 from ..measure.stages import Instrumented
 from ..measure.stamps import Series, handed_out
@@ -133,6 +133,8 @@ class Session:
         self._world = 1
         self._profiler_api = profiler_api
         self._window: Optional[ProfilerWindow] = None
+        self._torch: Optional[TorchProfiler] = None  # profiler: torch (made when the benchmark starts)
+        self._torch_said = 0  # trace files already named in the output
         self._profiler_reported = False
         self._registry = registry
         self._record = registry.register(loader.kind, loader.where)
@@ -214,9 +216,13 @@ class Session:
             finished=self._state == _DONE and self.planner.peek(self.results, fresh=True) is None,
             profiler={
                 "nvtx_tool_attached": self.runner.ranges is not None,
+                "profiler": self.config.general.profiler,
                 "profiler_mode": self.config.general.profiler_mode,
-                "capture": list(self.config.general.profiler_capture),
-                "events": list(window.events),
+                "capture": list(self.config.general.capture_kinds),
+                "events": list(window.events) + ([] if self._torch is None else list(self._torch.events)),
+                "torch_traces": [] if self._torch is None else [os.path.basename(f) for f in self._torch.files],
+                "torch_trace_dir": None if self._torch is None else os.path.basename(self._torch.directory),
+                "torch_trace_write_s": {} if self._torch is None else dict(self._torch.costs),
             },
             synthetic_batch_samples=self.runner.synthetic_samples,
             lookahead=self.runner.lookahead,
@@ -274,7 +280,7 @@ class Session:
             self.runner.drain()
         self._output().trial_started(spec)
         self._profiler().before_trial(spec)
-        gen, stamps = self.runner.epoch(spec, self._settle, self._output())
+        gen, stamps = self.runner.epoch(spec, self._settle, self._output(), self._torch_ranges(spec))
         # A weak reference: a loop that breaks out drops the generator at once, and what
         # became of its trial is recorded then, not at the next epoch.
         self._current = _Current(spec, stamps, weakref.ref(gen), self._loader.owner())
@@ -336,7 +342,7 @@ class Session:
             self._profiler().before_trial(spec)
             self._hidden = spec
             try:
-                result = self.runner.io(spec, self._output())
+                result = self.runner.io(spec, self._output(), self._torch_ranges(spec))
             except BaseException as err:
                 self._lost(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}", error=True))
                 raise
@@ -380,20 +386,41 @@ class Session:
             length = self._loader.length()
         except Exception:
             length = None
-        return startup(self.runner.source.startups, workers=self._workers, persistent=self._loader.persistent,
-                       epoch_batches=length, batch_seconds=batch, full_batch_seconds=per_batch)
+        source = self.runner.source
+        return startup(source.startups, workers=self._workers, persistent=self._loader.persistent,
+                       epoch_batches=length, batch_seconds=batch, full_batch_seconds=per_batch,
+                       started=[self.runner.unix(t) for t in source.pass_starts])
 
     def _profiler(self) -> ProfilerWindow:
         if self._window is None:
             g = self.config.general
-            self._window = ProfilerWindow(g.profiler_mode, global_rank(), [Mode(m) for m in g.profiler_capture],
+            mode = g.profiler_mode if g.profiler == "cudaProfilerApi" else "none"
+            self._window = ProfilerWindow(mode, global_rank(), [Mode(m) for m in g.capture_kinds],
                                           api=self._profiler_api)
         return self._window
+
+    def _torch_ranges(self, spec: TrialSpec) -> Any:
+        """The torch.profiler ranges for a profiled warm-up on a profiling rank, else None (the usual ones)."""
+        return None if self._torch is None else self._torch.ranges(spec, self.runner.ranges)
 
     def _profiler_after(self, spec: TrialSpec) -> None:
         window = self._profiler()
         more = any(self.planner.may_run(m, self.results) for m in window.kinds)
         window.after_trial(spec, more)
+        if self._torch is not None:
+            self._torch.close()
+            self._say_traces()
+
+    def _say_traces(self) -> None:
+        """Name each torch.profiler trace file once, when written (every rank names its own)."""
+        torch_profiler = self._torch
+        if torch_profiler is None:
+            return
+        while self._torch_said < len(torch_profiler.events):
+            event = torch_profiler.events[self._torch_said]
+            self._torch_said += 1
+            self._sink_().info(f"torch.profiler (rank {self._rank}): {event}; an extra warm-up, not counted. Open it "
+                               f"in https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.")
 
     def _notes(self) -> None:
         """What the planner decided (warm-ups steady, why the trials stopped), said once each."""
@@ -417,6 +444,9 @@ class Session:
         if self.config.general.use_distributed_barrier and self._world > 1:
             self.runner.barrier = self._comm.barrier
         self.runner.ranges = nvtx_ranges(self.config.general.nvtx)
+        g = self.config.general
+        if g.profiler == "torch":
+            self._torch = TorchProfiler(g.profiler_mode, self._rank, self.config.profile_dir, g.profiler_steps)
         sink = self._sink_()
         sink.clean_stale()
         sink.started(self.schedule, self.config, f"{self._record.kind} created at {self._record.where}",
@@ -609,6 +639,9 @@ class Session:
             pass
 
     def _close_profiler(self, when: str) -> None:
+        if self._torch is not None:
+            self._torch.close()
+            self._say_traces()
         window = self._profiler()
         window.close(when)
         if window.events and not self._profiler_reported:

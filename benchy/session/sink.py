@@ -220,6 +220,9 @@ class ResultSink:
         removed = remove_stale_temporaries(os.path.dirname(os.path.abspath(self.config.output_path)))
         if self.config.steps_dir is not None:
             removed += remove_stale_temporaries(self.config.steps_dir)
+            # Ranks' files of an earlier run (save_steps: all) must not pass for this run's: removed now, before
+            # any rank saves (each saves after its first trial's exchange, which waits for this rank).
+            steps.clear_ranks(self.config.steps_dir)
         if removed:
             self.info(f"removed {len(removed)} stale temporary file(s) left by an interrupted benchy run: "
                       + ", ".join(removed))
@@ -276,9 +279,10 @@ class ResultSink:
         """Save the trials that ended since the last call, one file each; the directory's name.
 
         Each trial's per-step data is written once, so a checkpoint costs the new trials only.
-        The first call of a run clears a previous run's trial files from the directory.
+        The first call of a run clears a previous run's trial files from the directory. Rank 0
+        saves into ``steps_dir``; with ``save_steps: all`` every other rank into its ``rank<r>/``.
         """
-        directory = self.config.steps_dir
+        directory = self.config.rank_steps_dir(self.rank)
         if directory is None or self._steps_failed:
             return None
         try:
@@ -298,6 +302,7 @@ class ResultSink:
                    summary: Optional[List[str]] = None) -> None:
         """The JSON (rank 0): a checkpoint (``final`` false: no per-step lists, O(the new trials)) or
         the final document (with each mode's per-step ``rates``, announced)."""
+        steps_dir = self.save_steps()
         if self.rank != 0:
             return
         path = self.config.output_path
@@ -309,7 +314,7 @@ class ResultSink:
             epochs_needed=self._epochs_needed()[0],
             exit_status=exit_status,
             per_step=final,
-            steps_dir=self.save_steps(),
+            steps_dir=steps_dir,
             summary=summary,
             run_name=self.config.general.run_name,
         )

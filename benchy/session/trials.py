@@ -9,6 +9,7 @@ about the schedule, and prints only the periodic lines inside a trial (to the se
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Callable, Generator, Iterator, Optional, Tuple
 
 from ..core.config import Config
@@ -63,6 +64,9 @@ class TrialRunner:
         self._flops_due = general.flops and synthetic.run_benchmark and synthetic.ntrials != 0
         self._step_counter: Optional[StepCounter] = None
         self.world = 1  # ranks (set when the benchmark starts)
+        # The trial clock's readings plus this are Unix seconds: taken once, so the timeline's times
+        # keep the clock's resolution and order (``time.time()`` may be stepped by NTP during a run).
+        self.unix_offset = time.time() - clock()
 
     # --- counting and batches -----------------------------------------------------------------
 
@@ -188,13 +192,22 @@ class TrialRunner:
 
         return synced
 
+    def unix(self, reading: float) -> float:
+        """A reading of the trial clock on the Unix time scale (``time.time()``'s), for the timeline."""
+        return reading + self.unix_offset
+
     def with_system(self, result: TrialResult) -> TrialResult:
-        """``result`` with the system metrics sampled since its clock started (as it is when off)."""
+        """``result`` with its start on the Unix time scale and the system metrics sampled since its
+        clock started (aggregates, and the readings for the timeline; none when off)."""
+        started = None if result.started is None else self.unix(result.started)
         system = self.sampler.stop()
         if system is None:
-            return result
+            return dataclasses.replace(result, started=started)
         system["disturbed"] = disturbed(system, self.config.general.busy_machine_share)
-        return dataclasses.replace(result, system=system)
+        readings = self.sampler.readings()
+        if readings is not None:
+            readings["time"] += self.unix_offset
+        return dataclasses.replace(result, system=system, started=started, readings=readings)
 
     def finish(self, result: TrialResult) -> TrialResult:
         """A scheduled trial's result with its system metrics and, with ``count: tokens``, its tokens."""
@@ -233,11 +246,13 @@ class TrialRunner:
 
         return report
 
-    def io(self, spec: TrialSpec, out: Output) -> TrialResult:
-        """One scheduled IO trial, hidden from the loop (its system metrics are read by the caller)."""
+    def io(self, spec: TrialSpec, out: Output, ranges: Any = None) -> TrialResult:
+        """One scheduled IO trial, hidden from the loop (its system metrics are read by the caller);
+        ``ranges``: the profiler's in place of the NVTX ones (the profiled warm-up)."""
         sync = synchronizer()
         return io_trial(spec, self.source, self.counter(), self._clock(sync), sync, self.reporter(out),
-                        self.config.general.report_freq, self._begin(spec, sync), self.constant, self.ranges)
+                        self.config.general.report_freq, self._begin(spec, sync), self.constant,
+                        self.ranges if ranges is None else ranges)
 
     def side(self, spec: TrialSpec, source: Source, counter: Callable[[Any], int]) -> TrialResult:
         """One IO trial outside the schedule (IO_H2D, a sweep setting), with its system metrics."""
@@ -249,8 +264,11 @@ class TrialRunner:
             raise
         return self.with_system(result)
 
-    def epoch(self, spec: TrialSpec, settle: Settle, out: Output) -> Tuple[Generator[Any, None, None], Series]:
-        """The generator the loop gets for an epoch trial, and its timestamps (to tell how far it went)."""
+    def epoch(self, spec: TrialSpec, settle: Settle, out: Output, ranges: Any = None
+              ) -> Tuple[Generator[Any, None, None], Series]:
+        """The generator the loop gets for an epoch trial, and its timestamps (to tell how far it went);
+        ``ranges``: the profiler's in place of the NVTX ones (the profiled warm-up)."""
+        ranges = self.ranges if ranges is None else ranges
         report = self.reporter(out)
         sync = synchronizer()
         stamps = stamp_buffer(spec.nbatches)
@@ -258,14 +276,14 @@ class TrialRunner:
         freq = self.config.general.report_freq
         if spec.mode is Mode.SYNTHETIC:
             gen = synthetic_trial(spec, self.synthetic, counter, clock, sync, settle, report, freq, begin, stamps,
-                                  self.ranges)
+                                  ranges)
             if self._counts_flops(spec):
                 self._flops_due = False
                 self._step_counter = StepCounter(self.counter()(self.synthetic()), spec.label, spec)
                 gen = with_counted_step(self._step_counter, gen, bool(self.lookahead))
         else:
             gen = full_trial(spec, self.source, counter, clock, sync, settle, report, freq, begin, stamps,
-                             self.constant, self.ranges)
+                             self.constant, ranges)
         return gen, stamps
 
     def lookahead_window(self, result: TrialResult) -> Tuple[TrialResult, bool]:

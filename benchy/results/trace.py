@@ -1,0 +1,349 @@
+"""A saved run as a Chrome trace-event file (``benchy trace``): pure, no torch, nothing run again.
+
+The file follows the Trace Event Format's JSON object form (``{"traceEvents": [...],
+"displayTimeUnit": "ms", "otherData": {...}}``), which the Perfetto UI, ``chrome://tracing``
+and TensorBoard read. Events used: metadata (``"ph": "M"``: process and thread names and sort
+order), complete events (``"ph": "X"``, ``ts`` and ``dur`` in microseconds with nanosecond
+decimals) and counters (``"ph": "C"``). Complete events on one thread nest: every time is worked
+out in integer nanoseconds, so a child never ends after its parent.
+
+Layout: one process per rank. Its threads: one per mode (``IO``, ``SYNTHETIC``, ``FULL``) with the
+trials (warm-ups marked) and, where its steps were saved, every step as a slice (FULL: split into
+the ``step`` and the ``data wait``), ``IO_H2D``, the ``loader sweep`` (each setting around its IO
+trials) and the ``loader start-up`` of each pass (rank 0's); the system readings (CPU cores busy,
+RSS, GPU utilization and memory) as counters. A step is laid after the one before it from the
+trial's start: benchy's own pauses (periodic lines) are out of the steps, so the last step can end
+a little before the trial's clock stopped.
+
+Bound: at most ``max_events`` step events (default :data:`MAX_EVENTS`, a file of about 30 MB that
+both viewers open); past it, consecutive steps are drawn as one slice per block of ``k`` steps
+(``k`` the same for the whole file, said in ``otherData`` and in each block's name), whose
+arguments hold the block's step count, samples, mean, slowest and fastest step (and FULL's wait).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import steps as step_files
+from .saved import Run
+
+__all__ = ["MAX_EVENTS", "TraceError", "TraceStats", "write_trace"]
+
+MAX_EVENTS = 200_000
+
+# Threads of each rank's process, in the order drawn.
+TRACKS = {"IO": 1, "SYNTHETIC": 2, "FULL": 3, "IO_H2D": 4, "loader sweep": 5, "loader start-up": 6}
+# Counters from the system readings: (file field, counter name, series, scale).
+COUNTERS = (
+    ("cpu_cores_busy", "CPU cores busy", "cores", 1.0),
+    ("rss_bytes", "RSS (MB)", "MB", 1e-6),
+    ("gpu_util", "GPU utilization (%)", "%", 100.0),
+    ("gpu_memory_bytes", "GPU memory (MB)", "MB", 1e-6),
+)
+
+
+class TraceError(ValueError):
+    """The run cannot be drawn (no timeline: an older file or a parsed log)."""
+
+
+@dataclass
+class TraceStats:
+    """What was written: events by kind, the step block (1: every step drawn) and notes."""
+
+    events: int = 0
+    step_events: int = 0
+    block: int = 1
+    processes: int = 0
+    notes: List[str] = field(default_factory=list)
+
+
+def _us(ns: int) -> str:
+    """Integer nanoseconds as microseconds with three exact decimals (JSON number text)."""
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    return f"{sign}{ns // 1000}.{ns % 1000:03d}"
+
+
+class _Writer:
+    """Events written one per line, as they are made (never the whole file in memory)."""
+
+    def __init__(self, handle: IO[str], stats: TraceStats) -> None:
+        self.handle = handle
+        self.stats = stats
+        self.first = True
+
+    def raw(self, text: str) -> None:
+        self.handle.write(text if self.first else ",\n" + text)
+        self.first = False
+        self.stats.events += 1
+
+    def meta(self, pid: int, name: str, args: Mapping[str, Any], tid: Optional[int] = None) -> None:
+        where = f'"pid":{pid}' + ("" if tid is None else f',"tid":{tid}')
+        self.raw(f'{{"ph":"M",{where},"name":{json.dumps(name)},"args":{json.dumps(args)}}}')
+
+    def slice(self, pid: int, tid: int, name: str, cat: str, start: int, dur: int,
+              args: Optional[Mapping[str, Any]] = None) -> None:
+        extra = "" if not args else f',"args":{json.dumps(args, allow_nan=False)}'
+        self.raw(f'{{"ph":"X","pid":{pid},"tid":{tid},"name":{json.dumps(name)},"cat":"{cat}",'
+                 f'"ts":{_us(start)},"dur":{_us(max(0, dur))}{extra}}}')
+
+    def counter(self, pid: int, name: str, at: int, series: str, value: float) -> None:
+        if math.isfinite(value):
+            self.raw(f'{{"ph":"C","pid":{pid},"name":{json.dumps(name)},"ts":{_us(at)},'
+                     f'"args":{{{json.dumps(series)}:{round(float(value), 4)}}}}}')
+
+
+@dataclass(frozen=True)
+class _Trial:
+    """One trial of the timeline as one rank ran it."""
+
+    label: str
+    mode: str
+    group: str
+    warmup: bool
+    profiled: bool
+    started: float  # Unix seconds
+    seconds: float  # this rank's own time
+    nbatches: int
+    samples: Optional[int]
+    setting: Optional[Mapping[str, Any]] = None
+
+
+def _trials(doc: Mapping[str, Any], rank: int) -> List[_Trial]:
+    """The timeline's trials as ``rank`` ran them (rank 0's own; others' from the exchanged starts)."""
+    out = []
+    for entry in doc["timeline"]["trials"]:
+        started, seconds = entry.get("started"), entry.get("own_seconds")
+        if rank > 0:
+            starts, times = entry.get("rank_started") or [], entry.get("rank_seconds") or []
+            if rank >= len(starts) or rank >= len(times):
+                continue
+            started, seconds = starts[rank], times[rank]
+        if not isinstance(started, (int, float)) or not isinstance(seconds, (int, float)):
+            continue
+        out.append(_Trial(str(entry["trial"]), str(entry["mode"]), str(entry.get("group", "schedule")),
+                          bool(entry.get("warmup")), bool(entry.get("profiled")), float(started), float(seconds),
+                          int(entry.get("nbatches") or 0), entry.get("samples") if rank == 0 else None,
+                          entry.get("setting")))
+    return out
+
+
+def _rank_dirs(doc: Mapping[str, Any], path: str) -> Dict[int, str]:
+    """Each rank's per-step folder that exists: rank 0's ``steps_dir`` and its ``rank<r>/`` folders."""
+    name = doc.get("steps_dir")
+    if not isinstance(name, str):
+        return {}
+    top = os.path.join(os.path.dirname(os.path.abspath(path)), name)
+    if not os.path.isdir(top):
+        return {}
+    found = {0: top}
+    found.update(step_files.rank_dirs(top))
+    return found
+
+
+def _blocks(n: int, block: int) -> np.ndarray[Any, Any]:
+    return np.arange(0, n, block)
+
+
+def _trial_name(t: _Trial) -> str:
+    if t.profiled:
+        return f"{t.label} (profiled warm-up)"
+    return f"{t.label} (warm-up)" if t.warmup else t.label
+
+
+def _steps(w: _Writer, pid: int, tid: int, t: _Trial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
+    """The trial's steps from ``start`` (ns), every one or in blocks of ``block``; their total (ns)."""
+    seconds = np.clip(np.nan_to_num(data["seconds"].astype(np.float64), nan=0.0), 0.0, None)
+    ns = np.rint(seconds * 1e9).astype(np.int64)
+    ends = np.cumsum(ns)
+    begins = ends - ns
+    samples = data["samples"].astype(np.int64)
+    waits = None
+    if data.dtype.names is not None and "wait" in data.dtype.names:
+        wait_s = np.clip(np.nan_to_num(data["wait"].astype(np.float64), nan=0.0), 0.0, None)
+        waits = np.minimum(np.rint(wait_s * 1e9).astype(np.int64), ns)
+    name = {"IO": "fetch", "SYNTHETIC": "step"}.get(t.mode, "batch" if waits is not None else "step")
+    if block <= 1:
+        for i in range(len(ns)):
+            at, dur = start + int(begins[i]), int(ns[i])
+            w.slice(pid, tid, name, "step", at, dur, {"i": i, "samples": int(samples[i])})
+            w.stats.step_events += 1
+            if waits is not None:
+                wait = int(waits[i])
+                w.slice(pid, tid, "step", "step", at, dur - wait)
+                w.slice(pid, tid, "data wait", "wait", at + dur - wait, wait)
+                w.stats.step_events += 2
+        return int(ends[-1]) if len(ends) else 0
+    firsts = _blocks(len(ns), block)
+    totals = np.add.reduceat(ns, firsts) if len(ns) else ns
+    sample_sums = np.add.reduceat(samples, firsts) if len(ns) else samples
+    slowest = np.maximum.reduceat(ns, firsts) if len(ns) else ns
+    fastest = np.minimum.reduceat(ns, firsts) if len(ns) else ns
+    wait_sums = np.add.reduceat(waits, firsts) if waits is not None and len(ns) else None
+    for k, first in enumerate(firsts):
+        count = int(min(block, len(ns) - first))
+        at, dur = start + int(begins[first]), int(totals[k])
+        args: Dict[str, Any] = {"steps": count, "first": int(first), "samples": int(sample_sums[k]),
+                                "mean_ms": round(dur / count / 1e6, 6), "slowest_ms": round(int(slowest[k]) / 1e6, 6),
+                                "fastest_ms": round(int(fastest[k]) / 1e6, 6)}
+        if wait_sums is not None:
+            args["data_wait_share"] = round(int(wait_sums[k]) / dur, 4) if dur > 0 else None
+        w.slice(pid, tid, f"{name}s {first} to {first + count - 1}", "steps", at, dur, args)
+        w.stats.step_events += 1
+        if wait_sums is not None:
+            wait = int(wait_sums[k])
+            w.slice(pid, tid, "steps (sum)", "step", at, dur - wait)
+            w.slice(pid, tid, "data wait (sum)", "wait", at + dur - wait, wait)
+            w.stats.step_events += 2
+    return int(ends[-1]) if len(ends) else 0
+
+
+def _step_events(data: Mapping[str, np.ndarray[Any, Any]]) -> int:
+    out = 0
+    for array in data.values():
+        names = array.dtype.names or ()
+        out += len(array) * (3 if "wait" in names else 1)
+    return out
+
+
+def _counters(w: _Writer, pid: int, readings: np.ndarray[Any, Any], origin: float) -> None:
+    names = readings.dtype.names or ()
+    times = np.rint((readings["time"].astype(np.float64) - origin) * 1e9).astype(np.int64)
+    for field_name, counter, series, scale in COUNTERS:
+        if field_name not in names:
+            continue
+        values = readings[field_name].astype(np.float64) * scale
+        for at, value in zip(times.tolist(), values.tolist()):
+            w.counter(pid, counter, at, series, value)
+
+
+def _ns(seconds: float, origin: float) -> int:
+    return int(round((seconds - origin) * 1e9))
+
+
+def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> TraceStats:
+    """Write ``run``'s timeline to ``handle`` as a Chrome trace; what was written.
+
+    Raises :class:`TraceError` for a run without a timeline (an older benchy's, or a parsed log)."""
+    doc = run.document
+    timeline = doc.get("timeline")
+    if not isinstance(timeline, Mapping) or not isinstance(timeline.get("trials"), list):
+        why = ("it was made from a log by benchy parse" if run.source == "log" else
+               f"it was written with schema version {run.schema_version}, before benchy recorded when each trial "
+               f"started")
+        raise TraceError(f"{run.path or 'the run'} has no timeline: {why}; run the benchmark again with this benchy")
+    stats = TraceStats()
+    path = run.path or "."
+    dirs = _rank_dirs(doc, path)
+    ranks = list(range(max(1, run.nranks)))
+    per_rank = {r: _trials(doc, r) for r in ranks}
+    starts = [t.started for trials in per_rank.values() for t in trials]
+    startup = doc.get("loader_startup") if isinstance(doc.get("loader_startup"), Mapping) else None
+    passes = list(zip((startup or {}).get("started") or [], (startup or {}).get("seconds") or []))
+    starts += [float(s) for s, _ in passes]
+    if not starts:
+        raise TraceError(f"{path}: its timeline holds no trial with a start time")
+    origin = min(starts)
+    steps: Dict[int, Dict[str, np.ndarray[Any, Any]]] = {r: step_files.load(d) for r, d in dirs.items() if r in per_rank}
+    readings: Dict[int, Dict[str, np.ndarray[Any, Any]]] = {
+        r: step_files.load_readings(d) for r, d in dirs.items() if r in per_rank}
+    total = sum(_step_events(s) for s in steps.values())
+    stats.block = max(1, math.ceil(total / max_events)) if max_events > 0 else 1
+    if stats.block > 1:
+        stats.notes.append(f"{total} step events are over the bound of {max_events}: each slice on a mode's track "
+                           f"is a block of {stats.block} consecutive steps (mean, slowest and fastest step in its "
+                           f"arguments)")
+    saved = sorted(steps)
+    if run.nranks > 1:
+        if saved == [0]:
+            stats.notes.append("per-step slices are rank 0's only (the other ranks saved none: save_steps: all "
+                               "saves every rank's); the other ranks show their trials")
+        elif len(saved) < run.nranks:
+            stats.notes.append(f"per-step slices of ranks {', '.join(map(str, saved))}; the others show their trials")
+    elif not saved:
+        stats.notes.append("no per-step files (save_steps: false, or the steps folder is gone): trials only")
+
+    handle.write('{"traceEvents":[\n')
+    w = _Writer(handle, stats)
+    for rank in ranks:
+        trials = per_rank[rank]
+        if not trials:
+            continue
+        stats.processes += 1
+        pid = rank + 1  # pid 0 is the idle task in some viewers
+        own = "steps" if rank in steps else "trials only"
+        w.meta(pid, "process_name", {"name": f"rank {rank} ({own})" if run.nranks > 1 else f"benchy: {run.name}"})
+        w.meta(pid, "process_sort_index", {"sort_index": rank})
+        used = {t.mode if t.group == "schedule" else ("IO_H2D" if t.group == "IO_H2D" else "loader sweep")
+                for t in trials}
+        if rank == 0 and passes:
+            used.add("loader start-up")
+        for name, tid in TRACKS.items():
+            if name in used:
+                w.meta(pid, "thread_name", {"name": name}, tid)
+                w.meta(pid, "thread_sort_index", {"sort_index": tid}, tid)
+        _draw_rank(w, pid, rank, trials, origin, steps.get(rank, {}), stats.block)
+        if rank == 0:
+            for k, (started, seconds) in enumerate(passes):
+                w.slice(pid, TRACKS["loader start-up"], f"start-up (pass {k + 1})", "startup", _ns(started, origin),
+                        int(round(float(seconds) * 1e9)), {"pass": k + 1, "seconds": seconds})
+        for label in sorted(readings.get(rank, {})):
+            _counters(w, pid, readings[rank][label], origin)
+    handle.write("\n],\n")
+    other = {
+        "benchy_run": run.name,
+        "result_file": os.path.basename(path),
+        "nranks": run.nranks,
+        "start_unix_s": origin,
+        "start_utc": datetime.fromtimestamp(origin, tz=timezone.utc).isoformat(),
+        "max_step_events": max_events,
+        "steps_per_slice": stats.block,
+        "profiler": doc.get("profiler"),
+        "notes": stats.notes,
+        "verdict": run.verdict,
+    }
+    handle.write(f'"displayTimeUnit":"ms",\n"otherData":{json.dumps(other, allow_nan=False, default=str)}}}\n')
+    return stats
+
+
+def _draw_rank(w: _Writer, pid: int, rank: int, trials: Sequence[_Trial], origin: float,
+               steps: Mapping[str, np.ndarray[Any, Any]], block: int) -> None:
+    """One rank's trials (and steps where saved), the sweep's settings around their trials."""
+    sweep = [t for t in trials if t.group == "sweep"]
+    settings: Dict[str, List[_Trial]] = {}
+    for t in sweep:
+        settings.setdefault(json.dumps(t.setting, sort_keys=True), []).append(t)
+    for key, group in settings.items():
+        begin = min(_ns(t.started, origin) for t in group)
+        end = max(_ns(t.started, origin) + int(round(t.seconds * 1e9)) for t in group)
+        setting = json.loads(key) or {}
+        text = ", ".join(f"{k}={v}" for k, v in setting.items() if v is not None)
+        w.slice(pid, TRACKS["loader sweep"], text or "setting", "sweep", begin, end - begin, setting)
+    for t in trials:
+        tid = TRACKS["loader sweep"] if t.group == "sweep" else TRACKS["IO_H2D"] if t.group == "IO_H2D" \
+            else TRACKS.get(t.mode, TRACKS["IO"])
+        start = _ns(t.started, origin)
+        data = steps.get(t.label) if t.group == "schedule" else None
+        duration = int(round(t.seconds * 1e9))
+        if data is not None and len(data):
+            laid = int(np.rint(np.clip(np.nan_to_num(data["seconds"].astype(np.float64)), 0.0, None) * 1e9)
+                       .astype(np.int64).sum())
+            duration = max(duration, laid)
+        args: Dict[str, Any] = {"counted": not t.warmup, "steps": t.nbatches, "seconds": round(t.seconds, 9)}
+        if t.samples is not None:
+            args["samples"] = t.samples
+            args["samples_per_s"] = round(t.samples / t.seconds, 3) if t.seconds > 0 else None
+        if t.profiled:
+            args["profiled"] = "torch.profiler: see the .profile folder next to the result"
+        cat = "warmup" if t.warmup else "trial"
+        w.slice(pid, tid, _trial_name(t), cat, start, duration, args)
+        if data is not None and len(data):
+            _steps(w, pid, tid, t, start, data, block)
