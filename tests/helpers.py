@@ -197,3 +197,84 @@ def trial_result(mode: Any, index: int = 1, samples: int = 32, seconds: float = 
     n = len(steps)
     counts = [samples // n] * n
     return TrialResult(TrialSpec(mode, index, warmup, n, variant=variant), samples, seconds, steps, counts, **fields)
+
+
+# --- Chrome traces -------------------------------------------------------------------------------------
+
+TRACE_METADATA = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}
+
+
+class TraceSlice(NamedTuple):
+    start: int  # ns
+    dur: int  # ns
+    event: Dict[str, Any]
+
+    @property
+    def end(self) -> int:
+        return self.start + self.dur
+
+
+def check_trace(text: str) -> Dict[Tuple[int, int], List[TraceSlice]]:
+    """Check a Chrome trace against the Trace Event Format's rules (the JSON object form; metadata,
+    complete and counter events with their required keys and types; microsecond times with at most
+    nanosecond decimals; every thread and process named; complete events on one thread nested, never
+    overlapping part-way) and return its complete events by (pid, tid), in order."""
+    from decimal import Decimal
+
+    doc = json.loads(text, parse_float=Decimal)
+    assert isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list), "not the JSON object form"
+    assert doc.get("displayTimeUnit") in ("ms", "ns")
+    processes, threads = set(), set()
+    slices: Dict[Tuple[int, int], List[TraceSlice]] = {}
+
+    def ns(value: Any, what: str) -> int:
+        assert isinstance(value, (int, Decimal)) and not isinstance(value, bool), (what, value)
+        exact = Decimal(value) * 1000
+        assert exact == exact.to_integral_value(), f"{what} {value}: finer than a nanosecond"
+        return int(exact)
+
+    for event in doc["traceEvents"]:
+        assert isinstance(event, dict) and isinstance(event.get("pid"), int), event
+        ph = event.get("ph")
+        if ph == "M":
+            name = event.get("name")
+            assert name in TRACE_METADATA, event
+            if name.startswith("thread"):
+                assert isinstance(event.get("tid"), int), event
+                threads.add((event["pid"], event["tid"]))
+            else:
+                processes.add(event["pid"])
+            args = event.get("args")
+            if name.endswith("_name"):
+                assert isinstance(args["name"], str) and args["name"], event
+            else:
+                assert isinstance(args["sort_index"], int), event
+        elif ph == "X":
+            assert isinstance(event.get("tid"), int) and isinstance(event.get("name"), str) and event["name"], event
+            assert isinstance(event.get("cat"), str), event
+            start, dur = ns(event.get("ts"), "ts"), ns(event.get("dur"), "dur")
+            assert dur >= 0, event
+            assert "args" not in event or isinstance(event["args"], dict), event
+            slices.setdefault((event["pid"], event["tid"]), []).append(TraceSlice(start, dur, event))
+        elif ph == "C":
+            ns(event.get("ts"), "ts")
+            args = event.get("args")
+            assert isinstance(event.get("name"), str) and isinstance(args, dict) and args, event
+            assert all(isinstance(v, (int, Decimal)) and not isinstance(v, bool) for v in args.values()), event
+        else:
+            raise AssertionError(f"an event of phase {ph!r}: {event}")
+    for (pid, tid), items in slices.items():
+        assert pid in processes and (pid, tid) in threads, f"thread {pid}/{tid} has no name"
+        items.sort(key=lambda s: (s.start, -s.dur))
+        open_ends: List[int] = []
+        for item in items:
+            while open_ends and item.start >= open_ends[-1]:
+                open_ends.pop()
+            assert not open_ends or item.end <= open_ends[-1], f"{item.event} overlaps its parent part-way"
+            open_ends.append(item.end)
+    return slices
+
+
+def children(slices: Sequence[TraceSlice], parent: TraceSlice) -> List[TraceSlice]:
+    """The slices of one thread inside ``parent`` (itself left out)."""
+    return [s for s in slices if s is not parent and parent.start <= s.start and s.end <= parent.end]

@@ -3,7 +3,7 @@
     benchy summary RUN.json [--format text|csv|json|markdown]
     benchy compare BASE.json NEW.json [--threshold PCT] [--format text|markdown|json]
     benchy report RUN.json ... [--csv OUT.csv] [--plot OUT.png] [--format text|markdown]
-    benchy plot RUN.json -o OUT.png
+    benchy plot RUN.json -o OUT.png [--timeline]
     benchy trace RUN.json -o TRACE.json [--max-events N]
     benchy parse LOG [-o OUT.json] [--name NAME] [--ranks N] [--run K]
     benchy run [--config PATH] [--loader first|N] [--sweep] [--name NAME] -- python train.py ARGS...
@@ -203,6 +203,8 @@ def _plot(args: argparse.Namespace) -> int:
         run = load(args.path)
     except ResultFileError as err:
         return _fail("plot", str(err))
+    if args.timeline:
+        return _draw("plot", args.output, lambda: _plots().plot_timeline(run, args.output))
     return _draw("plot", args.output, lambda: _plots().plot_run(run, args.output))
 
 
@@ -373,6 +375,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     plot = sub.add_parser("plot", help="per-step throughput over time and a histogram per mode (PNG)")
     plot.add_argument("path", help="a result JSON (its .steps directory next to it gives warm-ups and times)")
     plot.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    plot.add_argument("--timeline", action="store_true",
+                      help="rank 0's timeline instead: every step at its time (FULL: step and data wait), the "
+                           "trials, the CPU and RSS readings (the picture of benchy trace)")
     plot.set_defaults(handler=_plot)
 
     trace = sub.add_parser("trace", help="a Chrome trace (Perfetto UI, chrome://tracing) of a run's trials and steps")

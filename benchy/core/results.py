@@ -28,6 +28,7 @@ __all__ = [
     "Outcome",
     "RunResults",
     "Snapshot",
+    "Span",
     "StepRates",
     "TokenCount",
     "TrialResult",
@@ -308,6 +309,18 @@ class Snapshot:
     tokens: Optional[str] = None  # count: tokens: what is counted as tokens, in words (None: samples only)
 
 
+@dataclass(frozen=True)
+class Span:
+    """A stretch of benchy's own work that is not a trial with per-step data (a diagnostic stage trial):
+    what it was and when, for the timeline (``started`` in Unix seconds)."""
+
+    label: str
+    group: str
+    started: float
+    seconds: float
+    warmup: bool = False
+
+
 @dataclass
 class RunResults:
     """Everything measured so far, in the order it was measured."""
@@ -336,6 +349,8 @@ class RunResults:
     stages_skipped: Optional[str] = None
     # The FLOPs of one untimed SYNTHETIC step (see ``core.compute``), or why none were counted.
     flops: Optional[FlopCount] = None
+    # Side work drawn on the timeline beside the trials (the stage trials).
+    spans: List[Span] = field(default_factory=list)
 
     def measured(self, mode: Mode) -> List[TrialResult]:
         """The counted (non-warm-up) trials of one mode."""

@@ -20,7 +20,8 @@ from ..core.schedule import Mode
 from .saved import Run
 from .scaling import ScalingRow
 
-__all__ = ["DPI", "SCALING_SIZE", "STEPS_SIZE", "PlotUnavailable", "plot_run", "plot_scaling", "trial_steps"]
+__all__ = ["DPI", "SCALING_SIZE", "STEPS_SIZE", "TIMELINE_SIZE", "PlotUnavailable", "plot_run", "plot_scaling",
+           "plot_timeline", "trial_steps"]
 
 DPI = 100
 SCALING_SIZE = (10.0, 4.0)  # inches: 1000 x 400 pixels
@@ -183,3 +184,71 @@ def _save(fig: Any, path: str) -> None:
     buffer.seek(0)
     with Image.open(buffer) as image:
         image.convert("RGB").quantize(colors=256).save(path, format="PNG", optimize=True)
+
+
+TIMELINE_SIZE = (14.0, 6.0)  # 1400 x 600
+WAIT_COLOR = "#ff9896"
+
+
+def plot_timeline(run: Run, path: str) -> None:
+    """Rank 0's timeline, the picture of what ``benchy trace`` writes: every step of every trial at
+    its time (bar height: the step's duration; FULL split into the step and the data wait), the
+    trials shaded and named (warm-ups grey), and the system readings (CPU cores busy, RSS) below.
+    :class:`~benchy.results.trace.TraceError` for a run without a timeline."""
+    from .trace import load_timeline
+
+    line = load_timeline(run)
+    trials = line.trials.get(0, [])
+    steps = line.steps.get(0, {})
+    plt = _pyplot()
+    fig, (ax, sys_ax) = plt.subplots(2, 1, figsize=TIMELINE_SIZE, dpi=DPI, sharex=True,
+                                     gridspec_kw={"height_ratios": [3, 1]})
+    top = 0.0
+    for t in trials:
+        start = t.started - line.origin
+        data = steps.get(t.label) if t.group == "schedule" else None
+        mode = Mode(t.mode) if t.mode in Mode.__members__ else Mode.IO
+        ax.axvspan(start, start + t.seconds, color="grey" if t.warmup else COLORS[mode], alpha=0.12, linewidth=0)
+        ax.text(start, 1.0, t.label.replace("_WARMUP_", " W").replace("SYNTHETIC", "SYN"), rotation=90, fontsize=6,
+                va="top", ha="left", transform=ax.get_xaxis_transform())
+        if data is None or not len(data):
+            continue
+        seconds = np.clip(np.asarray(data["seconds"], dtype=float), 0.0, None)
+        x = start + np.concatenate(([0.0], np.cumsum(seconds)[:-1]))
+        ms = seconds * 1e3
+        top = max(top, float(np.percentile(ms, 99.5)) if ms.size else 0.0)
+        names = data.dtype.names or ()
+        if "wait" in names:
+            wait = np.minimum(np.clip(np.asarray(data["wait"], dtype=float), 0.0, None) * 1e3, ms)
+            ax.bar(x, ms - wait, width=seconds, align="edge", color=COLORS[mode], linewidth=0)
+            ax.bar(x, wait, width=seconds, bottom=ms - wait, align="edge", color=WAIT_COLOR, linewidth=0)
+        else:
+            ax.bar(x, ms, width=seconds, align="edge", color=COLORS[mode], linewidth=0)
+    ax.set_ylim(0, 1.15 * top if top > 0 else 1.0)
+    ax.set_ylabel("step time (ms)")
+    ax.grid(True, axis="y", alpha=0.3)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[m]) for m in Mode] + [
+        plt.Rectangle((0, 0), 1, 1, color=WAIT_COLOR), plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.3)]
+    ax.legend(handles, ["IO fetch", "SYNTHETIC step", "FULL step", "FULL data wait", "warm-up"], fontsize="small",
+              loc="upper left", bbox_to_anchor=(1.07, 1.0))
+    readings = line.readings.get(0, {})
+    if readings:
+        parts = sorted(readings.values(), key=lambda r: float(r["time"][0]) if len(r) else 0.0)
+        joined = np.concatenate(parts)
+        when = joined["time"] - line.origin
+        sys_ax.plot(when, joined["cpu_cores_busy"], ".", markersize=2, color="black", label="CPU cores busy")
+        sys_ax.set_ylabel("cores busy")
+        rss = sys_ax.twinx()
+        rss.plot(when, joined["rss_bytes"] / 1e6, ".", markersize=2, color="#9467bd", label="RSS (MB)")
+        rss.set_ylabel("RSS (MB)")
+        sys_ax.legend(fontsize="small", loc="upper left")
+        rss.legend(fontsize="small", loc="upper right")
+    else:
+        sys_ax.text(0.5, 0.5, "no system readings saved", ha="center", va="center", transform=sys_ax.transAxes)
+    sys_ax.set_xlabel("seconds since the run's first trial or loader pass")
+    sys_ax.grid(True, alpha=0.3)
+    ranks = f"{run.nranks} ranks; rank 0's steps" if run.nranks > 1 else "1 process"
+    fig.suptitle(f"{run.label}: timeline ({ranks}; readings only during trials)", fontsize="medium")
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)

@@ -181,14 +181,19 @@ def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
     """The JSON's ``timeline``: every trial that ran, in the order it started (``benchy trace`` draws it).
 
     ``group``: ``schedule`` (its per-step file is ``<trial>.npy`` in ``steps_dir`` when ``steps_file``),
-    ``IO_H2D``, or ``sweep`` (with the ``setting``); ``own_seconds``: this rank's time over the trial's
-    periods (rank 0's); ``seconds``: with several ranks the slowest rank's; ``rank_started`` and
-    ``rank_seconds``: each rank's start and own time."""
+    ``IO_H2D``, ``sweep`` (with the ``setting``) or ``stages`` (the diagnostic stage trials: rank 0's);
+    ``own_seconds``: this rank's time over the trial's periods (rank 0's); ``seconds``: with several
+    ranks the slowest rank's; ``rank_started`` and ``rank_seconds``: each rank's start and own time."""
     entries = [_timeline_entry(t, "schedule", steps_saved) for t in results.trials]
     entries += [_timeline_entry(t, "IO_H2D", False) for t in results.h2d]
     for setting in results.sweep:
         for t in [*setting.warmups, *setting.trials]:
             entries.append(dict(_timeline_entry(t, "sweep", False), setting=setting.setting.to_dict()))
+    for span in results.spans:  # the stage trials: rank 0's own time, no per-step file
+        entries.append({"trial": span.label, "mode": "IO", "group": span.group, "warmup": span.warmup,
+                        "profiled": False, "started": finite(span.started), "own_seconds": span.seconds,
+                        "seconds": span.seconds, "nbatches": None, "samples": None, "steps_file": False,
+                        "rank_started": None, "rank_seconds": None})
     entries.sort(key=lambda e: math.inf if e["started"] is None else e["started"])
     return {"clock": TIMELINE_CLOCK, "trials": entries}
 

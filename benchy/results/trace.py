@@ -10,7 +10,8 @@ out in integer nanoseconds, so a child never ends after its parent.
 Layout: one process per rank. Its threads: one per mode (``IO``, ``SYNTHETIC``, ``FULL``) with the
 trials (warm-ups marked) and, where its steps were saved, every step as a slice (FULL: split into
 the ``step`` and the ``data wait``), ``IO_H2D``, the ``loader sweep`` (each setting around its IO
-trials) and the ``loader start-up`` of each pass (rank 0's); the system readings (CPU cores busy,
+trials), the ``loader stages`` (the diagnostic stage trials) and the ``loader start-up`` of each pass
+(rank 0's); the system readings (CPU cores busy,
 RSS, GPU utilization and memory) as counters. A step is laid after the one before it from the
 trial's start: benchy's own pauses (periodic lines) are out of the steps, so the last step can end
 a little before the trial's clock stopped.
@@ -35,12 +36,13 @@ import numpy as np
 from . import steps as step_files
 from .saved import Run
 
-__all__ = ["MAX_EVENTS", "TraceError", "TraceStats", "write_trace"]
+__all__ = ["MAX_EVENTS", "Timeline", "TimelineTrial", "TraceError", "TraceStats", "load_timeline", "write_trace"]
 
 MAX_EVENTS = 200_000
 
 # Threads of each rank's process, in the order drawn.
-TRACKS = {"IO": 1, "SYNTHETIC": 2, "FULL": 3, "IO_H2D": 4, "loader sweep": 5, "loader start-up": 6}
+TRACKS = {"IO": 1, "SYNTHETIC": 2, "FULL": 3, "IO_H2D": 4, "loader sweep": 5, "loader stages": 6,
+          "loader start-up": 7}
 # Counters from the system readings: (file field, counter name, series, scale).
 COUNTERS = (
     ("cpu_cores_busy", "CPU cores busy", "cores", 1.0),
@@ -102,7 +104,7 @@ class _Writer:
 
 
 @dataclass(frozen=True)
-class _Trial:
+class TimelineTrial:
     """One trial of the timeline as one rank ran it."""
 
     label: str
@@ -117,7 +119,7 @@ class _Trial:
     setting: Optional[Mapping[str, Any]] = None
 
 
-def _trials(doc: Mapping[str, Any], rank: int) -> List[_Trial]:
+def _trials(doc: Mapping[str, Any], rank: int) -> List[TimelineTrial]:
     """The timeline's trials as ``rank`` ran them (rank 0's own; others' from the exchanged starts)."""
     out = []
     for entry in doc["timeline"]["trials"]:
@@ -129,7 +131,7 @@ def _trials(doc: Mapping[str, Any], rank: int) -> List[_Trial]:
             started, seconds = starts[rank], times[rank]
         if not isinstance(started, (int, float)) or not isinstance(seconds, (int, float)):
             continue
-        out.append(_Trial(str(entry["trial"]), str(entry["mode"]), str(entry.get("group", "schedule")),
+        out.append(TimelineTrial(str(entry["trial"]), str(entry["mode"]), str(entry.get("group", "schedule")),
                           bool(entry.get("warmup")), bool(entry.get("profiled")), float(started), float(seconds),
                           int(entry.get("nbatches") or 0), entry.get("samples") if rank == 0 else None,
                           entry.get("setting")))
@@ -153,13 +155,13 @@ def _blocks(n: int, block: int) -> np.ndarray[Any, Any]:
     return np.arange(0, n, block)
 
 
-def _trial_name(t: _Trial) -> str:
+def _trial_name(t: TimelineTrial) -> str:
     if t.profiled:
         return f"{t.label} (profiled warm-up)"
     return f"{t.label} (warm-up)" if t.warmup else t.label
 
 
-def _steps(w: _Writer, pid: int, tid: int, t: _Trial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
+def _steps(w: _Writer, pid: int, tid: int, t: TimelineTrial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
     """The trial's steps from ``start`` (ns), every one or in blocks of ``block``; their total (ns)."""
     seconds = np.clip(np.nan_to_num(data["seconds"].astype(np.float64), nan=0.0), 0.0, None)
     ns = np.rint(seconds * 1e9).astype(np.int64)
@@ -226,13 +228,23 @@ def _counters(w: _Writer, pid: int, readings: np.ndarray[Any, Any], origin: floa
 
 
 def _ns(seconds: float, origin: float) -> int:
-    return int(round((seconds - origin) * 1e9))
+    return round((seconds - origin) * 1e9)
 
 
-def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> TraceStats:
-    """Write ``run``'s timeline to ``handle`` as a Chrome trace; what was written.
+@dataclass
+class Timeline:
+    """A saved run's timeline as drawn: each rank's trials, per-step and reading files, the passes."""
 
-    Raises :class:`TraceError` for a run without a timeline (an older benchy's, or a parsed log)."""
+    origin: float  # Unix seconds of the earliest start: time 0 of the drawing
+    trials: Dict[int, List[TimelineTrial]]
+    steps: Dict[int, Dict[str, np.ndarray[Any, Any]]]  # rank -> trial -> per-step array (ranks that saved)
+    readings: Dict[int, Dict[str, np.ndarray[Any, Any]]]
+    passes: List[Tuple[float, float]]  # rank 0's loader passes: (started, seconds)
+    notes: List[str]
+
+
+def load_timeline(run: Run) -> Timeline:
+    """The timeline of ``run`` and its per-step files; :class:`TraceError` for a run without one."""
     doc = run.document
     timeline = doc.get("timeline")
     if not isinstance(timeline, Mapping) or not isinstance(timeline.get("trials"), list):
@@ -240,41 +252,48 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
                f"it was written with schema version {run.schema_version}, before benchy recorded when each trial "
                f"started")
         raise TraceError(f"{run.path or 'the run'} has no timeline: {why}; run the benchmark again with this benchy")
-    stats = TraceStats()
     path = run.path or "."
     dirs = _rank_dirs(doc, path)
-    ranks = list(range(max(1, run.nranks)))
-    per_rank = {r: _trials(doc, r) for r in ranks}
+    per_rank = {r: _trials(doc, r) for r in range(max(1, run.nranks))}
     starts = [t.started for trials in per_rank.values() for t in trials]
     startup = doc.get("loader_startup") if isinstance(doc.get("loader_startup"), Mapping) else None
-    passes = list(zip((startup or {}).get("started") or [], (startup or {}).get("seconds") or []))
-    starts += [float(s) for s, _ in passes]
+    passes = [(float(a), float(b)) for a, b in zip((startup or {}).get("started") or [],
+                                                   (startup or {}).get("seconds") or [])]
+    starts += [s for s, _ in passes]
     if not starts:
         raise TraceError(f"{path}: its timeline holds no trial with a start time")
-    origin = min(starts)
-    steps: Dict[int, Dict[str, np.ndarray[Any, Any]]] = {r: step_files.load(d) for r, d in dirs.items() if r in per_rank}
-    readings: Dict[int, Dict[str, np.ndarray[Any, Any]]] = {
-        r: step_files.load_readings(d) for r, d in dirs.items() if r in per_rank}
-    total = sum(_step_events(s) for s in steps.values())
-    stats.block = max(1, math.ceil(total / max_events)) if max_events > 0 else 1
-    if stats.block > 1:
-        stats.notes.append(f"{total} step events are over the bound of {max_events}: each slice on a mode's track "
-                           f"is a block of {stats.block} consecutive steps (mean, slowest and fastest step in its "
-                           f"arguments)")
+    steps = {r: step_files.load(d) for r, d in dirs.items() if r in per_rank}
+    readings = {r: step_files.load_readings(d) for r, d in dirs.items() if r in per_rank}
+    notes: List[str] = []
     saved = sorted(steps)
     if run.nranks > 1:
         if saved == [0]:
-            stats.notes.append("per-step slices are rank 0's only (the other ranks saved none: save_steps: all "
-                               "saves every rank's); the other ranks show their trials")
+            notes.append("per-step slices are rank 0's only (the other ranks saved none: save_steps: all "
+                         "saves every rank's); the other ranks show their trials")
         elif len(saved) < run.nranks:
-            stats.notes.append(f"per-step slices of ranks {', '.join(map(str, saved))}; the others show their trials")
+            notes.append(f"per-step slices of ranks {', '.join(map(str, saved))}; the others show their trials")
     elif not saved:
-        stats.notes.append("no per-step files (save_steps: false, or the steps folder is gone): trials only")
+        notes.append("no per-step files (save_steps: false, or the steps folder is gone): trials only")
+    return Timeline(min(starts), per_rank, steps, readings, passes, notes)
 
+
+def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> TraceStats:
+    """Write ``run``'s timeline to ``handle`` as a Chrome trace; what was written.
+
+    Raises :class:`TraceError` for a run without a timeline (an older benchy's, or a parsed log)."""
+    line = load_timeline(run)
+    doc = run.document
+    stats = TraceStats(notes=list(line.notes))
+    origin, steps, readings, passes = line.origin, line.steps, line.readings, line.passes
+    total = sum(_step_events(s) for s in steps.values())
+    stats.block = max(1, math.ceil(total / max_events)) if max_events > 0 else 1
+    if stats.block > 1:
+        stats.notes.insert(0, f"{total} step events are over the bound of {max_events}: each slice on a mode's "
+                              f"track is a block of {stats.block} consecutive steps (mean, slowest and fastest step "
+                              f"in its arguments)")
     handle.write('{"traceEvents":[\n')
     w = _Writer(handle, stats)
-    for rank in ranks:
-        trials = per_rank[rank]
+    for rank, trials in line.trials.items():
         if not trials:
             continue
         stats.processes += 1
@@ -282,8 +301,7 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
         own = "steps" if rank in steps else "trials only"
         w.meta(pid, "process_name", {"name": f"rank {rank} ({own})" if run.nranks > 1 else f"benchy: {run.name}"})
         w.meta(pid, "process_sort_index", {"sort_index": rank})
-        used = {t.mode if t.group == "schedule" else ("IO_H2D" if t.group == "IO_H2D" else "loader sweep")
-                for t in trials}
+        used = {_track(t) for t in trials}
         if rank == 0 and passes:
             used.add("loader start-up")
         for name, tid in TRACKS.items():
@@ -294,13 +312,13 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
         if rank == 0:
             for k, (started, seconds) in enumerate(passes):
                 w.slice(pid, TRACKS["loader start-up"], f"start-up (pass {k + 1})", "startup", _ns(started, origin),
-                        int(round(float(seconds) * 1e9)), {"pass": k + 1, "seconds": seconds})
+                        round(seconds * 1e9), {"pass": k + 1, "seconds": seconds})
         for label in sorted(readings.get(rank, {})):
             _counters(w, pid, readings[rank][label], origin)
     handle.write("\n],\n")
     other = {
         "benchy_run": run.name,
-        "result_file": os.path.basename(path),
+        "result_file": os.path.basename(run.path or "."),
         "nranks": run.nranks,
         "start_unix_s": origin,
         "start_utc": datetime.fromtimestamp(origin, tz=timezone.utc).isoformat(),
@@ -314,30 +332,42 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
     return stats
 
 
-def _draw_rank(w: _Writer, pid: int, rank: int, trials: Sequence[_Trial], origin: float,
+def _track(t: TimelineTrial) -> str:
+    """The thread a trial is drawn on."""
+    if t.group == "sweep":
+        return "loader sweep"
+    if t.group == "IO_H2D":
+        return "IO_H2D"
+    if t.group == "stages":
+        return "loader stages"
+    return t.mode if t.mode in TRACKS else "IO"
+
+
+def _draw_rank(w: _Writer, pid: int, rank: int, trials: Sequence[TimelineTrial], origin: float,
                steps: Mapping[str, np.ndarray[Any, Any]], block: int) -> None:
     """One rank's trials (and steps where saved), the sweep's settings around their trials."""
     sweep = [t for t in trials if t.group == "sweep"]
-    settings: Dict[str, List[_Trial]] = {}
+    settings: Dict[str, List[TimelineTrial]] = {}
     for t in sweep:
         settings.setdefault(json.dumps(t.setting, sort_keys=True), []).append(t)
     for key, group in settings.items():
         begin = min(_ns(t.started, origin) for t in group)
-        end = max(_ns(t.started, origin) + int(round(t.seconds * 1e9)) for t in group)
+        end = max(_ns(t.started, origin) + round(t.seconds * 1e9) for t in group)
         setting = json.loads(key) or {}
         text = ", ".join(f"{k}={v}" for k, v in setting.items() if v is not None)
         w.slice(pid, TRACKS["loader sweep"], text or "setting", "sweep", begin, end - begin, setting)
     for t in trials:
-        tid = TRACKS["loader sweep"] if t.group == "sweep" else TRACKS["IO_H2D"] if t.group == "IO_H2D" \
-            else TRACKS.get(t.mode, TRACKS["IO"])
+        tid = TRACKS[_track(t)]
         start = _ns(t.started, origin)
         data = steps.get(t.label) if t.group == "schedule" else None
-        duration = int(round(t.seconds * 1e9))
+        duration = round(t.seconds * 1e9)
         if data is not None and len(data):
             laid = int(np.rint(np.clip(np.nan_to_num(data["seconds"].astype(np.float64)), 0.0, None) * 1e9)
                        .astype(np.int64).sum())
             duration = max(duration, laid)
-        args: Dict[str, Any] = {"counted": not t.warmup, "steps": t.nbatches, "seconds": round(t.seconds, 9)}
+        args: Dict[str, Any] = {"counted": not t.warmup and t.group == "schedule", "seconds": round(t.seconds, 9)}
+        if t.nbatches:
+            args["steps"] = t.nbatches
         if t.samples is not None:
             args["samples"] = t.samples
             args["samples_per_s"] = round(t.samples / t.seconds, 3) if t.seconds > 0 else None

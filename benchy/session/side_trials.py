@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, List, Optional, Protocol, Set, Tuple
 
 from ..core.config import Config
-from ..core.results import RunResults, TrialResult
+from ..core.results import RunResults, Span, TrialResult
 from ..core.schedule import Mode, TrialSpec
 from ..core.stages import StageTrial, WorkerMemory, analyse
 from ..core.sweep import Setting, SettingResult, apply_cap, expand, memory_cap, smallest_within
@@ -201,7 +201,9 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
         for spec in specs:
             running(spec)
             sink.out.trial_started(spec)
+            began = runner.clock()
             found = stage_trial(spec.label, spec.warmup, nbatches, source.fetch, counter, made)
+            results.spans.append(Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup))
             running(None)
             trials.append(found)
             sink.trial(TrialResult(spec, found.samples, found.seconds), False)

@@ -224,6 +224,16 @@ def test_plot_of_a_parsed_log_says_there_is_nothing_to_draw(tmp_path: Path) -> N
     assert proc.returncode == 2 and "benchy plot: it has no per-step data" in proc.stderr
 
 
+def test_plot_timeline_draws_the_steps_at_their_times(tmp_path: Path) -> None:
+    png = tmp_path / "timeline.png"
+    proc = benchy("plot", "results/v3/benchy_result.json", "-o", str(png), "--timeline")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"wrote {png}\n"
+    assert png_size(png) == (1400, 600) and png.stat().st_size > 10_000
+    proc = benchy("plot", "results/v2/benchy_result.json", "-o", str(png), "--timeline")
+    assert proc.returncode == 2 and "has no timeline: it was written with schema version 2" in proc.stderr
+
+
 # --- parse -----------------------------------------------------------------------------------
 
 def test_parse_the_original_tools_summary(tmp_path: Path) -> None:

@@ -80,6 +80,12 @@ def test_resolve_accepts_config_mapping_and_path(tmp_path: Path) -> None:
         ("global:\n  profiler_mode: everything\n",
          "global.profiler_mode: got 'everything' (str); expected one of 'single', 'all', 'none'"),
         ("global:\n  report_freq: -1\n", "global.report_freq: got -1 (int); expected an integer >= 0"),
+        ("global:\n  profiler: nsys\n", "global.profiler: got 'nsys' (str); expected one of 'cudaProfilerApi', 'torch'"),
+        ("global:\n  profiler_steps: 0\n", "global.profiler_steps: got 0 (int); expected an integer from 1 to 10000"),
+        ("global:\n  profiler_capture: [FULL, FULL]\n", "global.profiler_capture: got ['FULL', 'FULL'] (list); "
+         "expected 'auto' (every kind for cudaProfilerApi, FULL for torch), or a non-empty list of distinct"),
+        ("global:\n  save_steps: some\n", "global.save_steps: got 'some' (str); expected true (rank 0's per-step files), "
+         "'all' (every rank's) or false"),
         ("global:\n  output_filename: a/b.json\n", "global.output_filename: got 'a/b.json' (str); expected a non-empty file name"),
         ("global:\n  console: fancy\n", "global.console: got 'fancy' (str); expected one of 'auto', 'rich', 'plain'"),
         ("- IO\n- full\n", "expected a mapping of sections (global, IO, synthetic, full, sweep) at the top level"),
@@ -248,3 +254,21 @@ def test_stages_takes_true_or_false() -> None:
     assert load_config(overrides={"global": {"stages": False}}, environ={}).general.stages is False
     with pytest.raises(ConfigError, match=r"global.stages: got 'yes'.*true or false"):
         load_config(overrides={"global": {"stages": "yes"}}, environ={})
+
+
+def test_the_capture_kinds_follow_the_profiler_unless_given() -> None:
+    assert load_config(environ={}).general.capture_kinds == ("IO", "SYNTHETIC", "FULL")
+    torch_profiler = load_config(overrides={"global": {"profiler": "torch"}}, environ={})
+    assert torch_profiler.general.capture_kinds == ("FULL",) and torch_profiler.general.profiler_steps == 5
+    given = load_config(overrides={"global": {"profiler": "torch", "profiler_capture": ["io", "FULL"]}}, environ={})
+    assert given.general.capture_kinds == ("IO", "FULL")
+    assert torch_profiler.to_dict()["global"]["profiler_capture"] == "auto"  # as given: round-trips
+
+
+def test_save_steps_all_gives_every_rank_its_folder(tmp_path: Path) -> None:
+    every = load_config(overrides={"global": {"save_steps": "all", "output_dir": str(tmp_path)}}, environ={})
+    assert every.rank_steps_dir(0) == str(tmp_path / "benchy_result.steps")
+    assert every.rank_steps_dir(3) == str(tmp_path / "benchy_result.steps" / "rank3")
+    rank0 = load_config(overrides={"global": {"output_dir": str(tmp_path)}}, environ={})
+    assert rank0.rank_steps_dir(0) == str(tmp_path / "benchy_result.steps") and rank0.rank_steps_dir(1) is None
+    assert rank0.profile_dir == str(tmp_path / "benchy_result.profile")

@@ -63,3 +63,18 @@ def test_auto_counts_state_their_bounds() -> None:
     assert s.adaptive and s.decision_confidence == 0.99
     assert s.epochs_needed == 2 * (3 + 6) and s.epochs_fewest == 2 * (1 + 2)
     assert "SYNTHETIC auto (1 to 3) warm-up + auto (2 to 6) x 50 batches" in s.describe()
+
+
+def test_profiler_torch_adds_one_profiled_warmup_after_the_captured_kinds_warmups() -> None:
+    cfg = load_config(overrides={"global": {"profiler": "torch", "profiler_capture": ["IO", "FULL"]}}, environ={})
+    s = Schedule.from_config(cfg)
+    assert labels(s.hidden) == ["IO_WARMUP_1", "IO_WARMUP_2", "IO_1", "IO_2", "IO_3"]
+    assert [spec.profiled for spec in s.hidden] == [False, True, False, False, False]
+    assert labels(s.per_epoch)[:3] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "FULL_WARMUP_2"]
+    assert [spec.label for spec in s.per_epoch if spec.profiled] == ["FULL_WARMUP_2"]
+    assert s.epochs_needed == 9  # one epoch more than the default schedule's 8
+    assert "FULL 1 warm-up + 1 profiled warm-up + 3 x 50 batches" in s.describe()
+    assert s.fingerprint()["FULL.profiled"] is True and s.fingerprint()["SYNTHETIC.profiled"] is False
+    # No rank profiles (profiler_mode: none): no extra warm-up either.
+    off = load_config(overrides={"global": {"profiler": "torch", "profiler_mode": "none"}}, environ={})
+    assert Schedule.from_config(off).epochs_needed == 8

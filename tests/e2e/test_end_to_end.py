@@ -22,7 +22,7 @@ def test_drop_in_loader_with_two_workers(run_script) -> None:
     assert sorted(run.epochs) == list(range(EPOCHS - 1)) and "USER::done" not in run.stdout
     assert all(steps == 5 for steps, _ in run.epochs.values())
     doc = run.result()
-    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 2
+    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 3
     assert doc["source"] == "run" and doc["run_name"].startswith("user_script 20")  # the script and its start time
     for mode in ("IO", "SYNTHETIC", "FULL"):
         block = doc[mode]

@@ -26,7 +26,9 @@ STORED = [
     ("v1-0.1.0", 1, 1),  # benchy 0.1.0 (commit be44c06): no exit_status, decision, summary ...
     ("v1-0.1.x", 1, 1),  # after issues 8-11, still version 1: every key but run_name/source
     ("v1-2ranks", 1, 2),  # the same, two ranks under torchrun (per-rank figures)
-    ("v2", 2, 1),  # this version: run_name and source
+    ("v2", 2, 1),  # run_name and source
+    ("v3", 3, 1),  # this version: the timeline
+    ("v3-2ranks", 3, 2),  # the same, two ranks, every rank's steps saved
 ]
 
 

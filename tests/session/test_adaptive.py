@@ -215,6 +215,27 @@ def test_profiler_window_of_an_adaptive_schedule_spans_the_captured_kinds(tmp_pa
     assert events == ["cudaProfilerStart before FULL_WARMUP_1", f"cudaProfilerStop after {last_full}"], events
 
 
+def test_the_profiled_warmup_follows_auto_warmups_and_is_never_counted(tmp_path) -> None:
+    # profiler: torch on a machine where nothing is profiled (a fake clock, no steps for the profiler to
+    # see): the schedule still runs the profiled warm-up once the warm-ups are steady, before FULL_1.
+    clock = FakeClock()
+    cfg = {"global": {"profiler": "torch", "profiler_mode": "none"}, "full": {"nwarmup": "auto"}}
+    session, _ = make(clock, lambda k: 0.002, cfg)
+    assert not session.schedule.plan(Mode.FULL).profiled  # profiler_mode none: no rank profiles
+    clock = FakeClock()
+    cfg = {"global": {"profiler": "torch"}, "full": {"nwarmup": "auto"}}
+    session, _ = make(clock, lambda k: 0.002, cfg)
+    train(session, clock, lambda k: 0.01)
+    ran = order(session)
+    full = [label for label in ran if label.startswith("FULL")]
+    warmups = [t for t in session.results.warmups(Mode.FULL)]
+    assert warmups[-1].spec.profiled and sum(t.spec.profiled for t in session.results.trials) == 1
+    assert full.index(warmups[-1].label) == len(warmups) - 1 and full[len(warmups)] == "FULL_1"
+    assert all(not t.spec.profiled for t in session.results.measured(Mode.FULL))
+    doc = read_json(session)
+    assert [e["trial"] for e in doc["timeline"]["trials"] if e["profiled"]] == [warmups[-1].label]
+
+
 def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
     # Workers fill their queue while the loop takes no batches (a SYNTHETIC epoch): each FULL trial
     # first takes num_workers x prefetch_factor batches untimed, so it does not start with free ones.
