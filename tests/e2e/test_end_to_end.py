@@ -279,7 +279,7 @@ def test_stale_temporary_files_of_a_killed_run_are_removed_at_the_next_start(run
                                                       "benchy_result.json", "benchy_result.steps"]
     # This run's trials replace a previous run's trial files; other files stay.
     assert sorted(p.name for p in steps.iterdir()) == sorted(
-        [f"{label}.npy" for label in run.trials] + ["notes.txt"])
+        [f"{label}{kind}.npy" for label in run.trials for kind in ("", ".system")] + ["notes.txt"])
 
 
 def sigterm_during_a_trial(tmp_path, *extra: str):
