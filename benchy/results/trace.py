@@ -39,6 +39,7 @@ from .saved import Run
 __all__ = ["MAX_EVENTS", "Timeline", "TimelineTrial", "TraceError", "TraceStats", "load_timeline", "write_trace"]
 
 MAX_EVENTS = 200_000
+PLURAL = {"fetch": "fetches", "step": "steps", "batch": "batches"}
 
 # Threads of each rank's process, in the order drawn.
 TRACKS = {"IO": 1, "SYNTHETIC": 2, "FULL": 3, "IO_H2D": 4, "loader sweep": 5, "loader stages": 6,
@@ -198,7 +199,7 @@ def _steps(w: _Writer, pid: int, tid: int, t: TimelineTrial, start: int, data: n
                                 "fastest_ms": round(int(fastest[k]) / 1e6, 6)}
         if wait_sums is not None:
             args["data_wait_share"] = round(int(wait_sums[k]) / dur, 4) if dur > 0 else None
-        w.slice(pid, tid, f"{name}s {first} to {first + count - 1}", "steps", at, dur, args)
+        w.slice(pid, tid, f"{PLURAL[name]} {first} to {first + count - 1}", "steps", at, dur, args)
         w.stats.step_events += 1
         if wait_sums is not None:
             wait = int(wait_sums[k])

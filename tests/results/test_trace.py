@@ -137,7 +137,7 @@ def test_a_run_of_hundreds_of_thousands_of_steps_is_drawn_in_blocks_within_the_b
     full = tracks(text)[1]["FULL"]
     (trial,) = [s for s in slices[(1, full)] if s.event["name"] == "FULL_3"]
     blocks = [s for s in children(slices[(1, full)], trial) if s.event["cat"] == "steps"]
-    assert len(blocks) == n // 5 and blocks[0].event["name"] == "batchs 0 to 4"
+    assert len(blocks) == n // 5 and blocks[0].event["name"] == "batches 0 to 4"
     assert sum(b.event["args"]["steps"] for b in blocks) == n
     assert sum(b.event["args"]["samples"] for b in blocks) == 8 * n
     stall = [b for b in blocks if float(b.event["args"]["slowest_ms"]) == 500.0]
