@@ -419,8 +419,10 @@ class Session:
         while self._torch_said < len(torch_profiler.events):
             event = torch_profiler.events[self._torch_said]
             self._torch_said += 1
+            others = (f" Every rank writes its own (rank<r>.<trial>.pt.trace.json in {torch_profiler.directory})."
+                      if self._world > 1 and self.config.general.profiler_mode == "all" else "")
             self._sink_().info(f"torch.profiler (rank {self._rank}): {event}; an extra warm-up, not counted. Open it "
-                               f"in https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.")
+                               f"in https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}")
 
     def _notes(self) -> None:
         """What the planner decided (warm-ups steady, why the trials stopped), said once each."""
