@@ -17,6 +17,7 @@ warm-up is not counted, so the profiler's overhead never reaches a trial's numbe
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..core.schedule import Mode, TrialSpec
@@ -25,6 +26,7 @@ __all__ = ["CudaProfilerApi", "ProfilerWindow", "Ranges", "TorchProfiler", "Torc
            "profiled_steps"]
 
 DOMAIN = "benchy"
+_TRACE_FILE = re.compile(r"^rank[0-9]+\.(IO|SYNTHETIC|FULL)_WARMUP_[0-9]+\.pt\.trace\.json$")
 
 
 class Ranges:
@@ -190,6 +192,7 @@ class TorchRanges:
         self._stack: List[Any] = []  # per open range: its record_function, or None (opened while not profiling)
         self._span: Any = None
         self.state = "waiting"  # waiting, profiling, done
+        self.failed: Optional[str] = None  # why the profiler did not start
 
     def trial(self, spec: TrialSpec) -> Any:
         return self._trial
@@ -200,7 +203,12 @@ class TorchRanges:
         return rf
 
     def _begin(self) -> None:
-        self._start()
+        try:
+            self._start()
+        except Exception as err:  # e.g. the script runs a profiler of its own: its training goes on unprofiled
+            self.state = "done"
+            self.failed = f"torch.profiler could not start ({type(err).__name__}: {err})"
+            return
         self.state = "profiling"
         last = self.first + self.count - 1
         which = "fetches" if self._trigger is self.fetch else "steps"
@@ -264,6 +272,24 @@ class TorchProfiler:
         self.costs: Dict[str, float] = {}  # trial -> seconds its trace took to write
         self._profile: Any = None
         self._spec: Optional[TrialSpec] = None
+        self._ranges: Optional[TorchRanges] = None
+
+    @staticmethod
+    def clear(directory: str) -> List[str]:
+        """Remove an earlier run's trace files (``rank<r>.<trial>.pt.trace.json``) from ``directory``."""
+        removed: List[str] = []
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return removed
+        for entry in entries:
+            if _TRACE_FILE.match(entry.name) and entry.is_file(follow_symlinks=False):
+                try:
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+                except OSError:
+                    continue
+        return removed
 
     def ranges(self, spec: TrialSpec, nvtx: Optional[Ranges]) -> Optional[TorchRanges]:
         """The ranges that run ``spec`` under the profiler, or None (not profiled here)."""
@@ -271,7 +297,8 @@ class TorchProfiler:
             return None
         self.close()
         self._spec = spec
-        return TorchRanges(spec, lambda: self._start(spec), lambda: self._stop(spec), self.steps, nvtx)
+        self._ranges = TorchRanges(spec, lambda: self._start(spec), lambda: self._stop(spec), self.steps, nvtx)
+        return self._ranges
 
     def _start(self, spec: TrialSpec) -> None:
         import torch
@@ -292,7 +319,11 @@ class TorchProfiler:
         profile, self._profile = self._profile, None
         if profile is None:
             return
-        profile.stop()
+        try:
+            profile.stop()
+        except Exception as err:  # never the training's end
+            self.events.append(f"{spec.label}: torch.profiler could not stop ({type(err).__name__}: {err})")
+            return
         started = time.perf_counter()
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, f"rank{self.rank}.{spec.label}.pt.trace.json")
@@ -306,6 +337,12 @@ class TorchProfiler:
         self.events.append(f"{spec.label} profiled ({self._kinds}): {path}")
 
     def close(self) -> None:
-        """Stop a capture still running (its trial ended early or raised); idempotent."""
+        """Stop a capture still running (its trial ended early or raised), say why one did not start;
+        idempotent."""
         if self._profile is not None and self._spec is not None:
             self._stop(self._spec)
+        ranges, self._ranges = self._ranges, None
+        if ranges is not None and ranges.failed and self._spec is not None:
+            self.events.append(f"{self._spec.label}: {ranges.failed}; the trial ran unprofiled")
+        elif ranges is not None and ranges.state == "waiting" and self._spec is not None:
+            self.events.append(f"{self._spec.label}: not profiled: the trial ended before step {ranges.first}")

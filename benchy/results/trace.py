@@ -164,15 +164,13 @@ def _trial_name(t: TimelineTrial) -> str:
 
 def _steps(w: _Writer, pid: int, tid: int, t: TimelineTrial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
     """The trial's steps from ``start`` (ns), every one or in blocks of ``block``; their total (ns)."""
-    seconds = np.clip(np.nan_to_num(data["seconds"].astype(np.float64), nan=0.0), 0.0, None)
-    ns = np.rint(seconds * 1e9).astype(np.int64)
+    ns = _nanos(data["seconds"])
     ends = np.cumsum(ns)
     begins = ends - ns
     samples = data["samples"].astype(np.int64)
     waits = None
     if data.dtype.names is not None and "wait" in data.dtype.names:
-        wait_s = np.clip(np.nan_to_num(data["wait"].astype(np.float64), nan=0.0), 0.0, None)
-        waits = np.minimum(np.rint(wait_s * 1e9).astype(np.int64), ns)
+        waits = np.minimum(_nanos(data["wait"]), ns)
     name = {"IO": "fetch", "SYNTHETIC": "step"}.get(t.mode, "batch" if waits is not None else "step")
     if block <= 1:
         for i in range(len(ns)):
@@ -180,10 +178,7 @@ def _steps(w: _Writer, pid: int, tid: int, t: TimelineTrial, start: int, data: n
             w.slice(pid, tid, name, "step", at, dur, {"i": i, "samples": int(samples[i])})
             w.stats.step_events += 1
             if waits is not None:
-                wait = int(waits[i])
-                w.slice(pid, tid, "step", "step", at, dur - wait)
-                w.slice(pid, tid, "data wait", "wait", at + dur - wait, wait)
-                w.stats.step_events += 2
+                _split(w, pid, tid, at, dur, int(waits[i]), "")
         return int(ends[-1]) if len(ends) else 0
     firsts = _blocks(len(ns), block)
     totals = np.add.reduceat(ns, firsts) if len(ns) else ns
@@ -202,11 +197,21 @@ def _steps(w: _Writer, pid: int, tid: int, t: TimelineTrial, start: int, data: n
         w.slice(pid, tid, f"{PLURAL[name]} {first} to {first + count - 1}", "steps", at, dur, args)
         w.stats.step_events += 1
         if wait_sums is not None:
-            wait = int(wait_sums[k])
-            w.slice(pid, tid, "steps (sum)", "step", at, dur - wait)
-            w.slice(pid, tid, "data wait (sum)", "wait", at + dur - wait, wait)
-            w.stats.step_events += 2
+            _split(w, pid, tid, at, dur, int(wait_sums[k]), " (sum)")
     return int(ends[-1]) if len(ends) else 0
+
+
+def _nanos(seconds: Any) -> np.ndarray[Any, Any]:
+    """Durations in seconds as integer nanoseconds (not-a-number and negative ones as 0)."""
+    values = np.nan_to_num(np.asarray(seconds, dtype=np.float64), nan=0.0)
+    return np.rint(np.clip(values, 0.0, None) * 1e9).astype(np.int64)
+
+
+def _split(w: _Writer, pid: int, tid: int, at: int, dur: int, wait: int, suffix: str) -> None:
+    """A FULL period's two parts inside its slice: the loop's step, then the wait for data."""
+    w.slice(pid, tid, "step" + suffix, "step", at, dur - wait)
+    w.slice(pid, tid, "data wait" + suffix, "wait", at + dur - wait, wait)
+    w.stats.step_events += 2
 
 
 def _step_events(data: Mapping[str, np.ndarray[Any, Any]]) -> int:
@@ -363,8 +368,7 @@ def _draw_rank(w: _Writer, pid: int, rank: int, trials: Sequence[TimelineTrial],
         data = steps.get(t.label) if t.group == "schedule" else None
         duration = round(t.seconds * 1e9)
         if data is not None and len(data):
-            laid = int(np.rint(np.clip(np.nan_to_num(data["seconds"].astype(np.float64)), 0.0, None) * 1e9)
-                       .astype(np.int64).sum())
+            laid = int(_nanos(data["seconds"]).sum())
             duration = max(duration, laid)
         args: Dict[str, Any] = {"counted": not t.warmup and t.group == "schedule", "seconds": round(t.seconds, 9)}
         if t.nbatches:

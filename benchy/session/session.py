@@ -449,6 +449,8 @@ class Session:
         g = self.config.general
         if g.profiler == "torch":
             self._torch = TorchProfiler(g.profiler_mode, self._rank, self.config.profile_dir, g.profiler_steps)
+            if self._rank == 0:  # before any rank profiles: an earlier run's files must not pass for this one's
+                TorchProfiler.clear(self.config.profile_dir)
         sink = self._sink_()
         sink.clean_stale()
         sink.started(self.schedule, self.config, f"{self._record.kind} created at {self._record.where}",
