@@ -16,7 +16,8 @@ How epochs are told apart from other ``iter()`` calls:
   loop sized by ``len()`` takes exactly what an epoch yields.
 
 The trials themselves run through :class:`~benchy.session.trials.TrialRunner`; the sweep and
-IO_H2D through :mod:`~benchy.session.side_trials`; SIGTERM and exit through
+IO_H2D through :mod:`~benchy.session.side_trials`; the profiler's capture through
+:class:`~benchy.session.profilers.Profilers`; SIGTERM and exit through
 :class:`~benchy.session.lifecycle.Lifecycle`; every line goes out through the sink.
 One benchmark at a time per process: the first wrapper iterated runs it (see ``registry``).
 """
@@ -36,7 +37,7 @@ from ..core.config import Config
 from ..core.results import Counted, Interruption, Outcome, RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
-from ..measure.profiling import CudaProfilerApi, ProfilerWindow, TorchProfiler, global_rank, nvtx_ranges
+from ..measure.profiling import CudaProfilerApi, global_rank, nvtx_ranges
 from ..measure.ranks import DistributedError, LocalComm, agree, combine, make_comm
 from ..measure.stages import Instrumented
 from ..measure.stamps import Series, handed_out
@@ -44,6 +45,7 @@ from ..measure.trial import STOPPED
 from .console import Output
 from .lifecycle import Lifecycle
 from .planner import Planner
+from .profilers import Profilers
 from .registry import REGISTRY, Registry
 from .side_trials import Sweeper, run_h2d, run_stages, run_sweep
 from .sink import ResultSink
@@ -131,11 +133,8 @@ class Session:
         self._comm: Any = LocalComm()
         self._rank = 0
         self._world = 1
+        self._profilers_: Optional[Profilers] = None
         self._profiler_api = profiler_api
-        self._window: Optional[ProfilerWindow] = None
-        self._torch: Optional[TorchProfiler] = None  # profiler: torch (made when the benchmark starts)
-        self._torch_said = 0  # trace files already named in the output
-        self._profiler_reported = False
         self._registry = registry
         self._record = registry.register(loader.kind, loader.where)
         self._exit = exit
@@ -203,7 +202,6 @@ class Session:
 
     def snapshot(self) -> Snapshot:
         """What the sink needs besides the results, as one value."""
-        window = self._profiler()
         return Snapshot(
             schedule=dict(
                 self.schedule.to_dict(),
@@ -214,16 +212,7 @@ class Session:
             ),
             epochs_started=self.epochs_started,
             finished=self._state == _DONE and self.planner.peek(self.results, fresh=True) is None,
-            profiler={
-                "nvtx_tool_attached": self.runner.ranges is not None,
-                "profiler": self.config.general.profiler,
-                "profiler_mode": self.config.general.profiler_mode,
-                "capture": list(self.config.general.capture_kinds),
-                "events": list(window.events) + ([] if self._torch is None else list(self._torch.events)),
-                "torch_traces": [] if self._torch is None else [os.path.basename(f) for f in self._torch.files],
-                "torch_trace_dir": None if self._torch is None else os.path.basename(self._torch.directory),
-                "torch_trace_write_s": {} if self._torch is None else dict(self._torch.costs),
-            },
+            profiler=self._profilers().block(self.runner.ranges is not None),
             synthetic_batch_samples=self.runner.synthetic_samples,
             lookahead=self.runner.lookahead,
             counting=self.runner.counting,
@@ -279,8 +268,8 @@ class Session:
             # epoch, the script's own work between epochs): start FULL from a drained queue.
             self.runner.drain()
         self._output().trial_started(spec)
-        self._profiler().before_trial(spec)
-        gen, stamps = self.runner.epoch(spec, self._settle, self._output(), self._torch_ranges(spec))
+        ranges = self._profilers().before_trial(spec, self.runner.ranges)
+        gen, stamps = self.runner.epoch(spec, self._settle, self._output(), ranges)
         # A weak reference: a loop that breaks out drops the generator at once, and what
         # became of its trial is recorded then, not at the next epoch.
         self._current = _Current(spec, stamps, weakref.ref(gen), self._loader.owner())
@@ -339,10 +328,10 @@ class Session:
                 self.runner.drain()
             ran = True
             self._output().trial_started(spec)
-            self._profiler().before_trial(spec)
+            ranges = self._profilers().before_trial(spec, self.runner.ranges)
             self._hidden = spec
             try:
-                result = self.runner.io(spec, self._output(), self._torch_ranges(spec))
+                result = self.runner.io(spec, self._output(), ranges)
             except BaseException as err:
                 self._lost(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}", error=True))
                 raise
@@ -391,38 +380,16 @@ class Session:
                        epoch_batches=length, batch_seconds=batch, full_batch_seconds=per_batch,
                        started=[self.runner.unix(t) for t in source.pass_starts])
 
-    def _profiler(self) -> ProfilerWindow:
-        if self._window is None:
-            g = self.config.general
-            mode = g.profiler_mode if g.profiler == "cudaProfilerApi" else "none"
-            self._window = ProfilerWindow(mode, global_rank(), [Mode(m) for m in g.capture_kinds],
-                                          api=self._profiler_api)
-        return self._window
-
-    def _torch_ranges(self, spec: TrialSpec) -> Any:
-        """The torch.profiler ranges for a profiled warm-up on a profiling rank, else None (the usual ones)."""
-        return None if self._torch is None else self._torch.ranges(spec, self.runner.ranges)
+    def _profilers(self) -> Profilers:
+        if self._profilers_ is None:
+            self._profilers_ = Profilers(self.config, self._profiler_api)
+        return self._profilers_
 
     def _profiler_after(self, spec: TrialSpec) -> None:
-        window = self._profiler()
-        more = any(self.planner.may_run(m, self.results) for m in window.kinds)
-        window.after_trial(spec, more)
-        if self._torch is not None:
-            self._torch.close()
-            self._say_traces()
-
-    def _say_traces(self) -> None:
-        """Name each torch.profiler trace file once, when written (every rank names its own)."""
-        torch_profiler = self._torch
-        if torch_profiler is None:
-            return
-        while self._torch_said < len(torch_profiler.events):
-            event = torch_profiler.events[self._torch_said]
-            self._torch_said += 1
-            others = (f" Every rank writes its own (rank<r>.<trial>.pt.trace.json in {torch_profiler.directory})."
-                      if self._world > 1 and self.config.general.profiler_mode == "all" else "")
-            self._sink_().info(f"torch.profiler (rank {self._rank}): {event}; an extra warm-up, not counted. Open it "
-                               f"in https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}")
+        profilers = self._profilers()
+        more = any(self.planner.may_run(m, self.results) for m in profilers.kinds)
+        for line in profilers.after_trial(spec, more):
+            self._sink_().info(line)
 
     def _notes(self) -> None:
         """What the planner decided (warm-ups steady, why the trials stopped), said once each."""
@@ -446,11 +413,7 @@ class Session:
         if self.config.general.use_distributed_barrier and self._world > 1:
             self.runner.barrier = self._comm.barrier
         self.runner.ranges = nvtx_ranges(self.config.general.nvtx)
-        g = self.config.general
-        if g.profiler == "torch":
-            self._torch = TorchProfiler(g.profiler_mode, self._rank, self.config.profile_dir, g.profiler_steps)
-            if self._rank == 0:  # before any rank profiles: an earlier run's files must not pass for this one's
-                TorchProfiler.clear(self.config.profile_dir)
+        self._profilers().start(self._rank, self._world)
         sink = self._sink_()
         sink.clean_stale()
         sink.started(self.schedule, self.config, f"{self._record.kind} created at {self._record.where}",
@@ -643,15 +606,8 @@ class Session:
             pass
 
     def _close_profiler(self, when: str) -> None:
-        if self._torch is not None:
-            self._torch.close()
-            self._say_traces()
-        window = self._profiler()
-        window.close(when)
-        if window.events and not self._profiler_reported:
-            self._profiler_reported = True
-            self._sink_().info("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): "
-                               + "; ".join(window.events) + ".")
+        for line in self._profilers().close(when):
+            self._sink_().info(line)
 
     def at_exit(self) -> None:
         """At interpreter exit, when the script ended before the schedule did: say so, with the

@@ -5,10 +5,12 @@ no worker left behind)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from typing import List
 
 import pytest
-from helpers import small_config, trial_result
+from helpers import check_trace, children, small_config, trial_result
 
 from benchy import ConfigError, Mode, load_config
 from benchy.core.sweep import (
@@ -152,6 +154,19 @@ def test_sweep_of_a_loader_whose_throughput_grows_with_workers(run_script) -> No
     else:
         assert "none of the swept loader settings feeds the step" in verdict
     assert doc["applied"] is None and doc["own"] == {"num_workers": 0, "pin_memory": False, "prefetch_factor": None}
+    # On the timeline: each setting's 4 trials, and on the trace each setting's slice around them.
+    swept = [e for e in run.result()["timeline"]["trials"] if e["group"] == "sweep"]
+    assert len(swept) == 12 and [e["setting"]["num_workers"] for e in swept] == [0] * 4 + [1] * 4 + [2] * 4
+    trace = subprocess.run([sys.executable, "-m", "benchy", "trace", str(run.json_path), "-o", "trace.json"],
+                           cwd=run.workdir, capture_output=True, text=True, timeout=60)
+    assert trace.returncode == 0, trace.stderr
+    slices = check_trace((run.workdir / "trace.json").read_text())
+    sweep_track = next(items for items in slices.values() if any(s.event["cat"] == "sweep" for s in items))
+    settings = [s for s in sweep_track if s.event["cat"] == "sweep"]
+    assert [s.event["name"] for s in settings] == [
+        "num_workers=0, pin_memory=False", "num_workers=1, pin_memory=False, prefetch_factor=2",
+        "num_workers=2, pin_memory=False, prefetch_factor=2"]
+    assert all(len(children(sweep_track, s)) == 4 for s in settings)
 
 
 def test_sweep_apply_continues_with_the_recommended_setting_and_a_failing_one_is_skipped(run_script) -> None:

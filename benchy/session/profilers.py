@@ -1,0 +1,103 @@
+"""A session's capture: the cudaProfilerStart/Stop window (``profiler: cudaProfilerApi``, for Nsight
+Systems) or torch.profiler over the profiled warm-ups (``profiler: torch``); what each did, as the
+lines to say and the JSON's ``profiler`` block (glue over :mod:`benchy.measure.profiling`).
+
+The session asks before and after each trial and at the end; this module decides nothing about the
+schedule (whether a captured kind may still run is the caller's answer) and prints nothing itself:
+it hands back the lines, which the session's sink prints.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional
+
+from ..core.config import Config
+from ..core.schedule import Mode, TrialSpec
+from ..measure.profiling import CudaProfilerApi, ProfilerWindow, Ranges, TorchProfiler, global_rank
+
+__all__ = ["Profilers"]
+
+
+class Profilers:
+    """The capture of one session: its cudaProfilerApi window, and with ``profiler: torch`` the
+    torch profiler (made by :meth:`start`, once the rank is known)."""
+
+    def __init__(self, config: Config, api: Any = CudaProfilerApi) -> None:
+        g = config.general
+        self.config = config
+        mode = g.profiler_mode if g.profiler == "cudaProfilerApi" else "none"
+        self.window = ProfilerWindow(mode, global_rank(), [Mode(m) for m in g.capture_kinds], api=api)
+        self.torch: Optional[TorchProfiler] = None
+        self._said = 0  # torch.profiler events already said
+        self._reported = False  # the cudaProfilerApi window's events said
+        self._rank, self._world = 0, 1
+
+    @property
+    def kinds(self) -> frozenset[Mode]:
+        return self.window.kinds
+
+    def start(self, rank: int, world: int) -> None:
+        """The benchmark starts on ``rank`` of ``world``: with ``profiler: torch``, its profiler; rank 0
+        clears an earlier run's trace files first (before any rank profiles)."""
+        self._rank, self._world = rank, world
+        g = self.config.general
+        if g.profiler == "torch":
+            self.torch = TorchProfiler(g.profiler_mode, rank, self.config.profile_dir, g.profiler_steps)
+            if rank == 0:
+                TorchProfiler.clear(self.config.profile_dir)
+
+    def before_trial(self, spec: TrialSpec, nvtx: Optional[Ranges]) -> Any:
+        """Before ``spec``: the window may start; the ranges to run it with (the torch profiler's for
+        a profiled warm-up on a profiling rank), or None for the usual ones (``nvtx``)."""
+        self.window.before_trial(spec)
+        return None if self.torch is None else self.torch.ranges(spec, nvtx)
+
+    def after_trial(self, spec: TrialSpec, more: bool) -> List[str]:
+        """After ``spec`` (``more``: a trial of the captured kinds may still run); the lines to say."""
+        self.window.after_trial(spec, more)
+        if self.torch is not None:
+            self.torch.close()
+        return self._torch_lines()
+
+    def close(self, when: str) -> List[str]:
+        """Stop whatever still captures (idempotent); the lines to say, once each."""
+        if self.torch is not None:
+            self.torch.close()
+        out = self._torch_lines()
+        self.window.close(when)
+        if self.window.events and not self._reported:
+            self._reported = True
+            out.append("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): "
+                       + "; ".join(self.window.events) + ".")
+        return out
+
+    def _torch_lines(self) -> List[str]:
+        """Each torch.profiler event once, when it happened (every rank says its own; rank 0's are printed)."""
+        found = self.torch
+        if found is None:
+            return []
+        out = []
+        others = (f" Every rank writes its own (rank<r>.<trial>.pt.trace.json in {found.directory})."
+                  if self._world > 1 and self.config.general.profiler_mode == "all" else "")
+        while self._said < len(found.events):
+            event = found.events[self._said]
+            self._said += 1
+            out.append(f"torch.profiler (rank {self._rank}): {event}; an extra warm-up, not counted. Open it in "
+                       f"https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}")
+        return out
+
+    def block(self, nvtx_attached: bool) -> Dict[str, Any]:
+        """The JSON's ``profiler`` block."""
+        g = self.config.general
+        found = self.torch
+        return {
+            "nvtx_tool_attached": nvtx_attached,
+            "profiler": g.profiler,
+            "profiler_mode": g.profiler_mode,
+            "capture": list(g.capture_kinds),
+            "events": list(self.window.events) + ([] if found is None else list(found.events)),
+            "torch_traces": [] if found is None else [os.path.basename(f) for f in found.files],
+            "torch_trace_dir": None if found is None else os.path.basename(found.directory),
+            "torch_trace_write_s": {} if found is None else dict(found.costs),
+        }
