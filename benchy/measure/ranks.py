@@ -5,6 +5,15 @@ swap (samples, seconds) with an all-gather on a gloo group of benchy's own, whic
 whatever the training's backend (gloo, NCCL) and carries benchy's bounded wait
 (``dist_timeout``). A rank that died or left the schedule makes the others stop with an error
 naming the trial and the ranks that did not report, instead of hanging.
+
+At scale (``benchmarks/ranks.py``, README "Thousands of ranks"): the group connects lazily
+(``TORCH_GLOO_LAZY_INIT`` while it is made), so a rank opens sockets only to the peers its
+collectives talk to (2 to 6 here, about log2 of the ranks for a barrier) instead of one to every
+rank, and making it costs no exchange of every rank's address with every other (the square of the
+ranks in store reads). Before each collective every rank writes one key to the rendezvous store
+(the write does not wait for the store's answer); only when a collective fails are they read, and
+the ranks that never entered it are found by halving the rank range with ``store.check`` (a few
+reads per missing rank instead of one per rank).
 """
 
 from __future__ import annotations
@@ -12,13 +21,15 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
+import os
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..core.errors import BenchyError
 from ..core.results import TrialResult
 
-__all__ = ["DistributedError", "LocalComm", "TorchComm", "agree", "combine", "disagreement", "make_comm"]
+__all__ = ["DistributedError", "LocalComm", "TorchComm", "agree", "combine", "disagreement", "make_comm",
+           "missing_ranks"]
 
 Report = Tuple[int, float, float, float]  # (samples, seconds, extra, started) of one rank's trial
 
@@ -60,7 +71,7 @@ class TorchComm:
         self.rank = int(dist.get_rank())
         self.world = int(dist.get_world_size())
         self.timeout_s = timeout_s
-        self._group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout_s))
+        self._group = _lazy_group(dist, timeout_s)
         try:  # the rendezvous store, to name the ranks that did not report (private API)
             self._store: Any = dist.distributed_c10d._get_default_store()
         except Exception:  # pragma: no cover - older or unusual builds
@@ -76,18 +87,51 @@ class TorchComm:
         self._held[what] = work
 
     def _missing(self, key: str) -> Optional[List[int]]:
+        """After a failed collective: the ranks that never entered it (None when the store cannot tell).
+
+        A rank next to a dead one in the ring fails at once, while others are still in their step on
+        the way to the collective: the answer is read again until it has not changed for
+        :data:`SETTLE_S` (at most a quarter of ``dist_timeout``, and :data:`SETTLE_CAP_S`)."""
         if self._store is None:
             return None
         try:
-            return [r for r in range(self.world) if not self._store.check([f"{key}/{r}"])]
-        except Exception:  # pragma: no cover - the store may be gone with rank 0
+            found = missing_ranks(self._store, key, self.world)
+            now = time.monotonic()
+            deadline, stable = now + min(SETTLE_CAP_S, 0.25 * self.timeout_s), now
+            while found and now < deadline and now - stable < SETTLE_S:
+                time.sleep(0.1)
+                again = missing_ranks(self._store, key, self.world)
+                now = time.monotonic()
+                if again != found:
+                    found, stable = again, now
+            return found
+        except Exception:  # the store may be gone with rank 0
             return None
+
+    def _named(self, key: str, missing: Optional[List[int]]) -> None:
+        """Say this rank has read the missing ranks; rank 0, when the store lives in its process (a
+        launcher without torchrun's agent, such as srun), waits until every other rank that entered the
+        collective has read them too (at most ``dist_timeout``): were it to leave first, they would lose
+        the store and could not name anyone."""
+        store = self._store
+        if store is None:
+            return
+        try:
+            store.set(f"{key}/named/{self.rank}", "1")
+            if self.rank != 0 or "TORCHELASTIC_RUN_ID" in os.environ:
+                return
+            gone = set(missing or ())
+            deadline = time.monotonic() + self.timeout_s
+            while time.monotonic() < deadline and not set(missing_ranks(store, f"{key}/named", self.world)) <= gone:
+                time.sleep(0.1)
+        except Exception:  # the store itself failed: nothing to wait for
+            return
 
     def _collective(self, label: str, what: str, call: Any) -> Any:
         self._round += 1
         key = f"benchy/{self._round}"
         if self._store is not None:
-            try:
+            try:  # which ranks entered it, read only if it fails (the write does not wait for the store)
                 self._store.set(f"{key}/{self.rank}", label)
             except Exception:  # pragma: no cover
                 pass
@@ -96,8 +140,11 @@ class TorchComm:
             return call()
         except Exception as err:
             missing = self._missing(key)
-            who = (f"rank(s) {', '.join(map(str, missing))} did not report" if missing
-                   else "some rank did not report")
+            self._named(key, missing)
+            shown = ", ".join(map(str, missing[:SHOWN_RANKS])) if missing else ""
+            if missing and len(missing) > SHOWN_RANKS:
+                shown += f" and {len(missing) - SHOWN_RANKS} more"
+            who = f"rank(s) {shown} did not report" if missing else "some rank did not report"
             raise DistributedError(
                 f"benchy: trial {label}: the exchange of the ranks' {what} failed after "
                 f"{time.monotonic() - start:.1f} s (bounded wait: dist_timeout = {self.timeout_s:g} s); "
@@ -138,6 +185,48 @@ class TorchComm:
             self._dist.destroy_process_group()
         self._held.clear()
         self._group = None
+
+
+SETTLE_S = 1.0  # a failed collective's missing ranks are read until unchanged this long ...
+SETTLE_CAP_S = 10.0  # ... but no longer than this (or a quarter of dist_timeout)
+SHOWN_RANKS = 32  # missing ranks named in the error; the rest are counted
+
+
+def _lazy_group(dist: Any, timeout_s: float) -> Any:
+    """benchy's gloo group, connecting each pair of ranks only when a collective first needs it
+    (``TORCH_GLOO_LAZY_INIT``, set only while the group is made: the job's own groups are left as the
+    job makes them)."""
+    name = "TORCH_GLOO_LAZY_INIT"
+    before = os.environ.get(name)
+    os.environ[name] = "1"
+    try:
+        return dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout_s))
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def missing_ranks(store: Any, key: str, world: int) -> List[int]:
+    """The ranks ``r`` below ``world`` without a ``<key>/<r>`` entry in ``store``: ranges that are
+    complete are passed over with one ``check`` each, so ``k`` missing ranks cost about ``2 k log2(world)``
+    reads, not ``world``."""
+    names = [f"{key}/{r}" for r in range(world)]
+    out: List[int] = []
+
+    def walk(low: int, high: int) -> None:
+        if store.check(names[low:high]):
+            return
+        if high - low == 1:
+            out.append(low)
+            return
+        middle = (low + high) // 2
+        walk(low, middle)
+        walk(middle, high)
+
+    walk(0, world)
+    return out
 
 
 def disagreement(values: Sequence[Any]) -> Optional[str]:

@@ -112,12 +112,12 @@ def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -
 
 
 def bare_launch(tmp_path: Path, args: List[str], timeout_s: float, rank_env: Optional[List[Dict[str, str]]] = None,
-                **global_) -> List[subprocess.Popen]:
-    """Two ranks started as Slurm's srun would: no agent that kills the others on a failure."""
+                nranks: int = 2, **global_) -> List[subprocess.Popen]:
+    """Ranks started as Slurm's srun would: no agent that kills the others on a failure."""
     env = write_config(tmp_path, dist_timeout=timeout_s, **global_)
-    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nranks))
     procs = []
-    for rank in (0, 1):
+    for rank in range(nranks):
         own = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), **(rank_env[rank] if rank_env else {}))
         procs.append(subprocess.Popen(
             [sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=own,
@@ -160,6 +160,26 @@ def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp
     assert set(summary(out)) == {"IO", "SYNTHETIC"}, out
     assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in out
     assert "trial FULL_1 stopped after" in out and "the ranks could not exchange its results" in out
+
+
+def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded_wait(tmp_path: Path) -> None:
+    # Eight ranks on two cores; rank 5 dies at FULL_1's second step. Every other rank stops within
+    # dist_timeout (the ring's failures cascade: the last rank learns of it when its wait runs out),
+    # each naming rank 5, the one rank that never entered the exchange (found by halving the range).
+    start = time.monotonic()
+    procs = bare_launch(tmp_path, ["--die_rank", "5", "--die_at", "3:1", "--no_allreduce"], timeout_s=10, nranks=8)
+    outs = finish(procs, timeout=240)
+    elapsed = time.monotonic() - start
+    assert all(o is not None for o in outs), "a rank hung"
+    assert outs[5][0] == -9  # type: ignore[index]
+    for rank, (code, out, err) in enumerate(outs):  # type: ignore[misc]
+        if rank == 5:
+            continue
+        assert code == 1, (rank, out[-2000:], err[-2000:])
+        assert "trial FULL_1: the exchange of the ranks' trial results failed" in err, (rank, err[-2000:])
+        assert "(bounded wait: dist_timeout = 10 s); rank(s) 5 did not report" in err, (rank, err[-2000:])
+    assert elapsed < 200, elapsed
+    assert result(tmp_path)["nranks"] == 8
 
 
 def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
