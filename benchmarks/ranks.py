@@ -8,7 +8,8 @@ group, as a training script does, and then measure, each on its own, what benchy
 
 * set-up: :class:`benchy.measure.ranks.TorchComm` (benchy's own gloo group with its bounded wait) and
   the schedule check (:func:`benchy.measure.ranks.agree`, an object all-gather), as at the first epoch;
-* per trial: the exchange of (samples, seconds, drift, start) (an all-gather) and the barrier that
+* per trial: the exchange of (samples, seconds, drift, start) (an all-gather: up to ``dist_rank_lists``
+  ranks), the summary reduced up and down a binomial tree in its place past that bound, the barrier that
   ``use_distributed_barrier`` adds, and the keys benchy wrote to the rendezvous store meanwhile (all
   ranks together);
 * per process: sockets, other file descriptors, threads and RSS that benchy added, read after the
@@ -65,7 +66,7 @@ def worker(trials: int, out: str) -> int:
 
     from benchy.core.config import load_config
     from benchy.core.schedule import Schedule
-    from benchy.measure.ranks import TorchComm, agree
+    from benchy.measure.ranks import TorchComm, _merge, agree
 
     dist.init_process_group("gloo")  # the job's own group, as a training script makes it
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -82,6 +83,7 @@ def worker(trials: int, out: str) -> int:
     checked = time.perf_counter() - start
     after = _process()
     exchange: List[float] = []
+    summary: List[float] = []
     barrier: List[float] = []
     store = dist.distributed_c10d._get_default_store()
     dist.barrier(job)
@@ -93,13 +95,17 @@ def worker(trials: int, out: str) -> int:
         exchange.append(time.perf_counter() - start)
         dist.barrier(job)
         start = time.perf_counter()
+        comm.reduce(f"T{k}", [32.0, 0.5, float(rank), 0.5, float(rank), 0.5, 0.0, 0.0], _merge)
+        summary.append(time.perf_counter() - start)
+        dist.barrier(job)
+        start = time.perf_counter()
         comm.barrier(f"T{k}")
         barrier.append(time.perf_counter() - start)
     dist.barrier(job)
     written = (store.num_keys() - keys) / trials  # every rank's, per trial (job barriers write none)
     end = _process()  # after the trials: a lazily connected group has opened what its collectives need
     found = {"rank": rank, "world": world, "setup_s": made, "agree_s": checked, "exchange_s": exchange,
-             "barrier_s": barrier, "store_keys_per_trial": written,
+             "barrier_s": barrier, "summary_s": summary, "store_keys_per_trial": written,
              "added": {key: end[key] - before[key] for key in before},
              "added_at_setup": {key: after[key] - before[key] for key in before}}
     everyone: List[Any] = [None] * world
@@ -148,7 +154,8 @@ def main() -> int:
         return worker(args.trials, args.out)
     print(f"benchy's own distributed layer, gloo on one machine ({os.cpu_count()} cores), OMP_NUM_THREADS=1, "
           f"{args.trials} trials; times in ms, median / max over ranks (and trials)")
-    header = (f"{'ranks':>5} | {'set-up':>15} | {'schedule check':>15} | {'exchange':>15} | {'barrier':>15} | "
+    header = (f"{'ranks':>5} | {'set-up':>15} | {'schedule check':>15} | {'exchange':>15} | {'summary':>15} | "
+              f"{'barrier':>15} | "
               f"{'store keys':>10} | {'sockets':>7} | {'fds':>4} | {'threads':>7} | {'RSS MB':>6}")
     print(header)
     print("-" * len(header))
@@ -164,6 +171,7 @@ def main() -> int:
 
         print(f"{n:>5} | {_ms([r['setup_s'] for r in ranks]):>15} | {_ms([r['agree_s'] for r in ranks]):>15} | "
               f"{_ms([x for r in ranks for x in r['exchange_s']]):>15} | "
+              f"{_ms([x for r in ranks for x in r['summary_s']]):>15} | "
               f"{_ms([x for r in ranks for x in r['barrier_s']]):>15} | "
               f"{ranks[0]['store_keys_per_trial']:>10.0f} | {med('sockets'):>7.0f} | "
               f"{med('fds'):>4.0f} | {med('threads'):>7.0f} | {med('rss') / 1e6:>6.1f}", flush=True)

@@ -378,7 +378,9 @@ class EnergyReport:
 
 
 def _own_samples(t: TrialResult) -> int:
-    return t.rank_samples[0] if t.rank_samples else t.samples
+    if t.rank_samples:
+        return t.rank_samples[0]
+    return t.rank_summary.own_samples if t.rank_summary is not None else t.samples
 
 
 def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[EnergyReport]:

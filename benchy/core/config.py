@@ -107,6 +107,7 @@ class GlobalConfig:
     nvtx: bool = True  # NVTX ranges when a tool (Nsight Systems) is attached
     sync_every_step: bool = False  # synchronize the device at every step (changes what is measured)
     dist_timeout: float = 600.0  # seconds a rank waits for the others at a trial boundary
+    dist_rank_lists: int = 64  # per-rank figures kept up to this many ranks; past it, reduced summaries
     auto_precision: float = 0.02  # ntrials auto: stop when the interval's half-width is this share of the mean
     auto_max_trials: int = 8  # ntrials auto: at most this many trials per mode
     auto_max_warmup: int = 4  # nwarmup auto: at most this many warm-ups per mode

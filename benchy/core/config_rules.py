@@ -144,6 +144,9 @@ GLOBAL_RULES: Dict[str, _Rule] = {
     "sync_every_step": (_is_bool, "true or false"),
     "dist_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_DIST_TIMEOUT,
                      f"a number of seconds > 0 and at most {MAX_DIST_TIMEOUT:g} (a week)"),
+    "dist_rank_lists": (_int_at_least(0, 1 << 20),
+                        "an integer from 0 to 1048576: ranks up to which each rank's figures are kept (past it, "
+                        "the slowest, fastest and mean rank)"),
     "auto_precision": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
                        "a share of the mean strictly between 0 and 1 (0.02 = 2 %)"),
     "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),

@@ -26,6 +26,7 @@ __all__ = [
     "FlopCount",
     "Interruption",
     "Outcome",
+    "RankSummary",
     "RunResults",
     "Snapshot",
     "Span",
@@ -120,6 +121,31 @@ class TokenCount:
 
 
 @dataclass(frozen=True)
+class RankSummary:
+    """A trial on more ranks than ``dist_rank_lists``: fixed-size figures the ranks reduced together
+    instead of every rank's list (``own_*``: this rank's; times are the ranks' own trial times)."""
+
+    ranks: int
+    own_samples: int
+    own_seconds: float
+    slowest: int
+    slowest_seconds: float
+    fastest: int
+    fastest_seconds: float
+    mean_seconds: float
+
+    @property
+    def spread(self) -> Optional[float]:
+        """(slowest - fastest) / fastest rank's time."""
+        return (self.slowest_seconds - self.fastest_seconds) / self.fastest_seconds if self.fastest_seconds > 0 else None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"ranks": self.ranks, "slowest_rank": self.slowest, "slowest_time": self.slowest_seconds,
+                "fastest_rank": self.fastest, "fastest_time": self.fastest_seconds, "mean_time": self.mean_seconds,
+                "spread": self.spread}
+
+
+@dataclass(frozen=True)
 class TrialResult:
     """One finished trial: samples delivered over wall time, and the per-step split.
 
@@ -155,6 +181,8 @@ class TrialResult:
     started: Optional[float] = None
     # With several ranks: each rank's ``started`` (their clocks are each moved onto the Unix scale).
     rank_started: Tuple[float, ...] = ()
+    # With more ranks than ``dist_rank_lists``: the reduced figures in place of the per-rank lists.
+    rank_summary: Optional[RankSummary] = None
     # FULL: each period's wait for data (``step_seconds[i]`` minus the step), 4 bytes a step; None
     # where the time cannot be split (other modes, loops that fetch one batch ahead).
     step_waits: Optional[array[float]] = None
@@ -218,6 +246,9 @@ class TrialResult:
         """This rank's own throughput (rank 0's when the trial was combined across ranks)."""
         if self.rank_seconds:
             return self.rank_throughputs[0]
+        found = self.rank_summary
+        if found is not None:
+            return found.own_samples / found.own_seconds if found.own_seconds > 0 else float("inf")
         return self.throughput
 
     @property

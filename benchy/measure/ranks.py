@@ -23,13 +23,15 @@ import datetime
 import math
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from ..core.errors import BenchyError
-from ..core.results import TrialResult
+from ..core.results import RankSummary, TrialResult
 
 __all__ = ["DistributedError", "LocalComm", "TorchComm", "agree", "combine", "disagreement", "make_comm",
-           "missing_ranks"]
+           "missing_ranks", "summarised"]
 
 Report = Tuple[int, float, float, float]  # (samples, seconds, extra, started) of one rank's trial
 
@@ -165,6 +167,37 @@ class TorchComm:
             "exchange", self._dist.all_gather(gathered, mine, group=self._group, async_op=True)))
         return [(round(t[0].item()), float(t[1].item()), float(t[2].item()), float(t[3].item())) for t in gathered]
 
+    def reduce(self, label: str, values: Sequence[float], merge: Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+                                                                         np.ndarray[Any, Any]]) -> np.ndarray[Any, Any]:
+        """``values`` of every rank merged (``merge(a, b)``, associative and commutative), the result on
+        every rank: up a binomial tree to rank 0 and back down, by point-to-point messages of the
+        vector's fixed size. log2 of the ranks rounds each way, and each rank talks to at most that
+        many others (gloo's all-reduce is a ring: 2 (N - 1) rounds)."""
+        return np.asarray(self._collective(label, "trial summaries", lambda: self._tree(values, merge)))
+
+    def _tree(self, values: Sequence[float], merge: Any) -> Any:
+        import torch
+
+        dist, group, rank, world = self._dist, self._group, self.rank, self.world
+        mine = np.asarray(values, dtype=np.float64)
+        buffer = torch.empty(len(mine), dtype=torch.float64)
+        low = rank & -rank if rank else 1 << max(0, (world - 1).bit_length())  # lowest set bit (rank 0: all)
+        step = 1
+        while step < low and rank + step < world:  # children, nearest first: their subtrees' merges
+            dist.recv(buffer, src=rank + step, group=group)
+            mine = merge(mine, buffer.numpy().copy())
+            step <<= 1
+        if rank:
+            dist.send(torch.from_numpy(mine), dst=rank - low, group=group)
+            dist.recv(buffer, src=rank - low, group=group)
+            mine = buffer.numpy().copy()
+        step = low >> 1 if rank else 1 << max(0, (world - 1).bit_length() - 1)
+        while step >= 1:  # the result down to the children, farthest first
+            if rank + step < world:
+                dist.send(torch.from_numpy(mine), dst=rank + step, group=group)
+            step >>= 1
+        return mine
+
     def barrier(self, label: str) -> None:
         self._collective(label, "barrier", lambda: self._wait(
             "barrier", self._dist.barrier(group=self._group, async_op=True)))
@@ -253,11 +286,44 @@ def make_comm(timeout_s: float) -> Any:
     return LocalComm()
 
 
-def combine(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple[TrialResult, Optional[float]]:
+def _merge(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Two partial summaries (see :func:`summarised`) as one."""
+    out = a.copy()
+    out[0] += b[0]  # samples
+    if b[1] > a[1] or (b[1] == a[1] and b[2] < a[2]):
+        out[1], out[2] = b[1], b[2]  # the slowest time and rank (the lowest rank of a tie)
+    if b[3] < a[3] or (b[3] == a[3] and b[4] < a[4]):
+        out[3], out[4] = b[3], b[4]  # the fastest
+    out[5] += b[5]  # the ranks' times, summed
+    out[6] = min(a[6], b[6])  # the warm-up change of the rank still speeding up most
+    out[7] += b[7]  # ranks that could not tell it
+    return out
+
+
+def summarised(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple[TrialResult, Optional[float]]:
+    """:func:`combine` past ``dist_rank_lists`` ranks: fixed-size figures reduced up and down a tree
+    (:meth:`TorchComm.reduce`) in place of every rank's list."""
+    rank = float(comm.rank)
+    unknown = change is None or math.isnan(change)
+    mine = [float(result.samples), result.seconds, rank, result.seconds, rank, result.seconds,
+            math.inf if unknown else float(change), 1.0 if unknown else 0.0]  # type: ignore[arg-type]
+    total = comm.reduce(result.label, mine, _merge)
+    summary = RankSummary(comm.world, result.samples, result.seconds, int(total[2]), float(total[1]), int(total[4]),
+                          float(total[3]), float(total[5]) / comm.world)
+    combined = dataclasses.replace(result, samples=int(np.rint(total[0])), seconds=float(total[1]),
+                                   rank_summary=summary)
+    return combined, (None if total[7] > 0 else float(total[6]))
+
+
+def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int = 1 << 30
+            ) -> Tuple[TrialResult, Optional[float]]:
     """All ranks' view of a trial: samples of all ranks over the slowest rank's time, and the
-    warm-up change of the rank still speeding up most (None when a rank could not tell)."""
+    warm-up change of the rank still speeding up most (None when a rank could not tell). Up to
+    ``lists`` ranks every rank's figures are kept (an all-gather); past it, a summary (:func:`summarised`)."""
     if comm.world == 1:
         return result, change
+    if comm.world > lists:
+        return summarised(comm, result, change)
     reports = comm.exchange(result.label, result.samples, result.seconds, math.nan if change is None else change,
                             math.nan if result.started is None else result.started)
     changes = [c for _, _, c, _ in reports]

@@ -152,6 +152,13 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
             "mean_trial_time": results.rank_mean_times(mode),
             "straggler": straggler_text(results, mode),
         }
+    elif any(t.rank_summary is not None for t in trials):
+        # Past dist_rank_lists ranks: per counted trial the reduced figures, not every rank's.
+        block["ranks"] = {
+            "summarised": True,
+            "trials": [None if t.rank_summary is None else t.rank_summary.to_dict() for t in trials],
+            "straggler": straggler_text(results, mode),
+        }
     return block
 
 

@@ -6,7 +6,7 @@ the line grammar itself is :mod:`benchy.results.lines`.
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from ..core.distribution import STALL_FACTOR, StepProfile, step_profile
 from ..core.results import RunResults
@@ -163,13 +163,34 @@ def steps_text(mode: Mode, profile: StepProfile, workers: int = 0) -> str:
 
 
 def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
-    """The slowest rank of a mode, when it is more than 10 % slower than the median rank."""
+    """The slowest rank of a mode, when it is more than 10 % slower than the median rank (past
+    ``dist_rank_lists`` ranks: than the ranks' mean, from the reduced figures)."""
     found = straggler(results.rank_mean_times(mode))
     if found is None:
-        return None
+        return _summarised_straggler(results, mode)
     rank, slow, median = found
     return (f"{mode.value}: rank {rank} is {100.0 * (slow / median - 1.0):.1f} % slower than the median rank "
             f"(mean trial time {slow:.4f} s vs {median:.4f} s)")
+
+
+def _summarised_straggler(results: RunResults, mode: Mode, threshold: float = 0.10) -> Optional[str]:
+    """Past ``dist_rank_lists`` ranks: the rank slowest in most counted trials, when its time there is
+    more than ``threshold`` over the ranks' mean."""
+    summaries = [t.rank_summary for t in results.measured(mode) if t.rank_summary is not None]
+    if not summaries:
+        return None
+    counts: Dict[int, int] = {}
+    for s in summaries:
+        counts[s.slowest] = counts.get(s.slowest, 0) + 1
+    rank = max(counts, key=lambda r: (counts[r], -r))
+    slow = [s.slowest_seconds for s in summaries if s.slowest == rank]
+    mean = [s.mean_seconds for s in summaries if s.slowest == rank]
+    ratio = sum(slow) / sum(mean) if sum(mean) > 0 else 1.0
+    if ratio <= 1.0 + threshold:
+        return None
+    return (f"{mode.value}: rank {rank} is {100.0 * (ratio - 1.0):.1f} % slower than the ranks' mean (slowest in "
+            f"{counts[rank]} of {len(summaries)} trials, {summaries[0].ranks} ranks: figures reduced, not listed "
+            f"per rank)")
 
 
 def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, workers: int = 0,

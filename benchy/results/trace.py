@@ -272,7 +272,10 @@ def load_timeline(run: Run) -> Timeline:
     readings = {r: step_files.load_readings(d) for r, d in dirs.items() if r in per_rank}
     notes: List[str] = []
     saved = sorted(steps)
-    if run.nranks > 1:
+    if run.nranks > 1 and not any(per_rank[r] for r in range(1, run.nranks)):
+        notes.append(f"rank 0's trials only: the run's {run.nranks} ranks are past dist_rank_lists, whose trials "
+                     f"are reduced to summaries, not listed per rank")
+    elif run.nranks > 1:
         if saved == [0]:
             notes.append("per-step slices are rank 0's only (the other ranks saved none: save_steps: all "
                          "saves every rank's); the other ranks show their trials")

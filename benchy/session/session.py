@@ -505,7 +505,7 @@ class Session:
         auto_warmup = result.spec.warmup and plan is not None and plan.nwarmup is None
         try:
             change = self.planner.warmup_change(result) if auto_warmup else None
-            result, change = combine(self._comm, result, change)
+            result, change = combine(self._comm, result, change, self.config.general.dist_rank_lists)
         except DistributedError:
             self._exchange_failed(result.spec)
             raise

@@ -182,6 +182,36 @@ def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded
     assert result(tmp_path)["nranks"] == 8
 
 
+def test_past_the_rank_lists_bound_the_ranks_reduce_a_summary_and_the_slowest_is_named(tmp_path: Path) -> None:
+    # Four ranks with dist_rank_lists: 2: each trial is reduced up and down a binomial tree instead of
+    # gathered; rank 2 loads three times slower (IO shows it: no collective in its loop).
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "4", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), str(SCRIPT), "--fetch_ms", "2", "--step_ms", "3", "--slow_rank", "2",
+           "--slow_factor", "3"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=write_config(tmp_path, dist_rank_lists=2), capture_output=True,
+                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = result(tmp_path)
+    assert doc["nranks"] == 4 and doc["complete"] is True
+    for mode in ("IO", "SYNTHETIC", "FULL"):
+        ranks = doc[mode]["ranks"]
+        assert ranks["summarised"] is True and len(ranks["trials"]) == 2
+        for k, trial in enumerate(ranks["trials"]):
+            assert trial["ranks"] == 4 and trial["fastest_time"] <= trial["mean_time"] <= trial["slowest_time"]
+            # Global throughput: the samples of all ranks over the slowest rank's time.
+            assert doc[mode]["trial_samples"][k] == 4 * 4 * 10
+            assert doc[mode]["trial_time"][k] == pytest.approx(trial["slowest_time"])
+    assert all(t["slowest_rank"] == 2 for t in doc["IO"]["ranks"]["trials"])
+    assert doc["IO"]["ranks"]["straggler"].startswith("IO: rank 2 is ")
+    assert "BENCHY::SUMMARY::STRAGGLER IO: rank 2 is " in proc.stdout
+    # Each rank's start is not listed past the bound: the timeline holds rank 0's, and the trace says so.
+    assert all(e["rank_started"] is None for e in doc["timeline"]["trials"])
+    trace = subprocess.run([sys.executable, "-m", "benchy", "trace", "benchy_result.json", "-o", "t.json"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert trace.returncode == 0 and "note: rank 0's trials only: the run's 4 ranks are past dist_rank_lists" \
+        in trace.stdout, trace.stdout + trace.stderr
+
+
 def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
     procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--no_allreduce"], timeout_s=5)
     rank0, rank1 = finish(procs, timeout=120)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import List, Sequence, Set
+import math
+from typing import Any, List, Sequence, Set
 
+import numpy as np
 import pytest
+from helpers import trial_result
 
-from benchy.measure.ranks import missing_ranks
+from benchy import Mode
+from benchy.measure.ranks import missing_ranks, summarised
 
 
 class Store:
@@ -31,3 +35,43 @@ def test_the_missing_ranks_are_found_with_few_reads(world: int, missing: List[in
         assert store.reads <= 2 * len(missing) * world.bit_length(), store.reads
     if not missing:
         assert store.reads == 1
+
+
+class Ranks:
+    """Every rank's reduce at once: the merge folded over the ranks in a shuffled order (any order must
+    give the same answer), handed to each rank in turn."""
+
+    def __init__(self, world: int) -> None:
+        self.world = world
+        self.rank = 0
+        self.vectors: List[Any] = []
+
+    def reduce(self, label: str, values: Any, merge: Any) -> Any:
+        import random
+
+        order = list(self.vectors)
+        random.Random(len(order)).shuffle(order)
+        total = np.asarray(order[0], dtype=float)
+        for v in order[1:]:
+            total = merge(total, np.asarray(v, dtype=float))
+        return total
+
+
+def test_a_summary_gives_every_rank_the_same_totals_and_names_the_slowest() -> None:
+    times = [1.0, 1.5, 3.0, 1.2, 3.0]  # ranks 2 and 4 tie for slowest: the lower rank is named
+    changes: List[Any] = [-0.01, None, -0.2, 0.0, -0.05]
+    comm = Ranks(5)
+    comm.vectors = [[32.0, t, float(r), t, float(r), t, math.inf if c is None else c, 1.0 if c is None else 0.0]
+                    for r, (t, c) in enumerate(zip(times, changes))]
+    result = trial_result(Mode.FULL, samples=32, seconds=1.0)
+    combined, change = summarised(comm, result, -0.01)
+    assert combined.samples == 5 * 32 and combined.seconds == 3.0
+    summary = combined.rank_summary
+    assert summary is not None and (summary.slowest, summary.fastest) == (2, 0)
+    assert summary.mean_seconds == pytest.approx(sum(times) / 5) and summary.spread == pytest.approx(2.0)
+    assert change is None  # rank 1 could not tell its warm-up change
+    comm.vectors[1][6], comm.vectors[1][7] = -0.3, 0.0
+    assert summarised(comm, result, -0.01)[1] == pytest.approx(-0.3)
+    # This rank's own throughput stays its own, not the ranks' total.
+    assert combined.own_throughput == pytest.approx(32 / 1.0)
+    assert combined.rank_seconds == () and combined.rank_samples == ()
