@@ -7,7 +7,8 @@ Each size is one ``torchrun`` job (``OMP_NUM_THREADS=1``) whose ranks first make
 group, as a training script does, and then measure, each on its own, what benchy adds on top:
 
 * set-up: :class:`benchy.measure.ranks.TorchComm` (benchy's own gloo group with its bounded wait) and
-  the schedule check (:func:`benchy.measure.ranks.agree`, an object all-gather), as at the first epoch;
+  the schedule check (:func:`benchy.measure.ranks.agree`: an object all-gather up to ``dist_rank_lists``
+  ranks, a hash reduced up and down a tree past it; both timed), as at the first epoch;
 * per trial: the exchange of (samples, seconds, drift, start) (an all-gather: up to ``dist_rank_lists``
   ranks), the summary reduced up and down a binomial tree in its place past that bound, the barrier that
   ``use_distributed_barrier`` adds, and the keys benchy wrote to the rendezvous store meanwhile (all
@@ -79,8 +80,13 @@ def worker(trials: int, out: str) -> int:
     made = time.perf_counter() - start
     dist.barrier(job)
     start = time.perf_counter()
-    agree(comm, Schedule.from_config(load_config(environ={})).fingerprint())
+    fingerprint = Schedule.from_config(load_config(environ={})).fingerprint()
+    agree(comm, fingerprint)  # up to dist_rank_lists ranks: every rank's schedule gathered
     checked = time.perf_counter() - start
+    dist.barrier(job)
+    start = time.perf_counter()
+    agree(comm, fingerprint, lists=0)  # past it: a hash reduced up and down the tree
+    hashed = time.perf_counter() - start
     after = _process()
     exchange: List[float] = []
     summary: List[float] = []
@@ -104,7 +110,8 @@ def worker(trials: int, out: str) -> int:
     dist.barrier(job)
     written = (store.num_keys() - keys) / trials  # every rank's, per trial (job barriers write none)
     end = _process()  # after the trials: a lazily connected group has opened what its collectives need
-    found = {"rank": rank, "world": world, "setup_s": made, "agree_s": checked, "exchange_s": exchange,
+    found = {"rank": rank, "world": world, "setup_s": made, "agree_s": checked, "agree_hash_s": hashed,
+             "exchange_s": exchange,
              "barrier_s": barrier, "summary_s": summary, "store_keys_per_trial": written,
              "added": {key: end[key] - before[key] for key in before},
              "added_at_setup": {key: after[key] - before[key] for key in before}}
@@ -154,7 +161,8 @@ def main() -> int:
         return worker(args.trials, args.out)
     print(f"benchy's own distributed layer, gloo on one machine ({os.cpu_count()} cores), OMP_NUM_THREADS=1, "
           f"{args.trials} trials; times in ms, median / max over ranks (and trials)")
-    header = (f"{'ranks':>5} | {'set-up':>15} | {'schedule check':>15} | {'exchange':>15} | {'summary':>15} | "
+    header = (f"{'ranks':>5} | {'set-up':>15} | {'schedule check':>17} | {'hash check':>15} | {'exchange':>15} | "
+              f"{'summary':>15} | "
               f"{'barrier':>15} | "
               f"{'store keys':>10} | {'sockets':>7} | {'fds':>4} | {'threads':>7} | {'RSS MB':>6}")
     print(header)
@@ -169,7 +177,8 @@ def main() -> int:
         def med(key: str, added: List[Dict[str, float]] = added) -> float:
             return float(statistics.median(a[key] for a in added))
 
-        print(f"{n:>5} | {_ms([r['setup_s'] for r in ranks]):>15} | {_ms([r['agree_s'] for r in ranks]):>15} | "
+        print(f"{n:>5} | {_ms([r['setup_s'] for r in ranks]):>15} | {_ms([r['agree_s'] for r in ranks]):>17} | "
+              f"{_ms([r['agree_hash_s'] for r in ranks]):>15} | "
               f"{_ms([x for r in ranks for x in r['exchange_s']]):>15} | "
               f"{_ms([x for r in ranks for x in r['summary_s']]):>15} | "
               f"{_ms([x for r in ranks for x in r['barrier_s']]):>15} | "

@@ -220,6 +220,7 @@ class TorchComm:
         self._group = None
 
 
+RANK_LISTS_DEFAULT = 64  # global.dist_rank_lists' default: past it, the schedule check reduces a hash
 SETTLE_S = 1.0  # a failed collective's missing ranks are read until unchanged this long ...
 SETTLE_CAP_S = 10.0  # ... but no longer than this (or a quarter of dist_timeout)
 SHOWN_RANKS = 32  # missing ranks named in the error; the rest are counted
@@ -338,9 +339,25 @@ def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int 
     return combined, (None if any(math.isnan(c) for c in changes) else min(changes))
 
 
-def agree(comm: Any, fingerprint: Any) -> None:
+def _digest(fingerprint: Any) -> List[float]:
+    """A schedule's fingerprint as two 26-bit halves of a hash (exact in float64), with their negatives:
+    reduced by ``max``, equal halves and negatives say every rank holds the same fingerprint."""
+    import hashlib
+
+    value = int.from_bytes(hashlib.sha256(repr(sorted(fingerprint.items())).encode()).digest()[:7], "big") >> 4
+    high, low = float(value >> 26), float(value & ((1 << 26) - 1))
+    return [high, low, -high, -low]
+
+
+def agree(comm: Any, fingerprint: Any, lists: int = RANK_LISTS_DEFAULT) -> None:
     """Ranks must run the same trials (each trial's results are exchanged and combined): raise a
-    DistributedError on every rank, together, when their schedules differ."""
+    DistributedError on every rank, together, when their schedules differ. Past ``lists`` ranks
+    (``dist_rank_lists``: where gathering every rank's schedule at every rank costs a ring of N steps)
+    a hash is reduced up and down the tree first; the schedules are gathered only when it differs."""
+    if comm.world > lists and hasattr(comm, "reduce"):
+        found = comm.reduce("start (schedule check)", _digest(fingerprint), np.maximum)
+        if found[0] == -found[2] and found[1] == -found[3]:
+            return
     differ = disagreement(comm.gather("start (schedule check)", fingerprint))
     if differ is None:
         return

@@ -405,7 +405,7 @@ class Session:
         self.runner.world = self._world
         if self._world > 1:
             try:
-                agree(self._comm, self.schedule.fingerprint())
+                agree(self._comm, self.schedule.fingerprint(), self.config.general.dist_rank_lists)
             except DistributedError:
                 self._state = _DONE
                 self._record.finished = True

@@ -75,3 +75,43 @@ def test_a_summary_gives_every_rank_the_same_totals_and_names_the_slowest() -> N
     # This rank's own throughput stays its own, not the ranks' total.
     assert combined.own_throughput == pytest.approx(32 / 1.0)
     assert combined.rank_seconds == () and combined.rank_samples == ()
+
+
+class Schedules:
+    """Ranks holding the given schedules: ``reduce`` merges their digests, ``gather`` hands them all out."""
+
+    def __init__(self, fingerprints: List[Any]) -> None:
+        self.fingerprints = fingerprints
+        self.world = len(fingerprints)
+        self.rank = 0
+        self.gathered = 0
+
+    def reduce(self, label: str, values: Any, merge: Any) -> Any:
+        from benchy.measure.ranks import _digest
+
+        total = np.asarray(_digest(self.fingerprints[0]))
+        for f in self.fingerprints[1:]:
+            total = merge(total, np.asarray(_digest(f)))
+        return total
+
+    def gather(self, label: str, value: Any) -> List[Any]:
+        self.gathered += 1
+        return list(self.fingerprints)
+
+    def barrier(self, label: str) -> None:
+        return None
+
+
+def test_past_the_bound_the_schedule_check_reduces_a_hash_and_gathers_only_on_a_difference() -> None:
+    from benchy import DistributedError
+    from benchy.measure.ranks import agree
+
+    same = Schedules([{"FULL.nbatches": 50, "IO.ntrials": 3}] * 100)
+    agree(same, same.fingerprints[0], lists=64)
+    assert same.gathered == 0  # the hashes agreed: nothing gathered
+    agree(same, same.fingerprints[0], lists=100)
+    assert same.gathered == 1  # up to the bound: gathered as before
+    differ = Schedules([{"FULL.nbatches": 50}] * 99 + [{"FULL.nbatches": 60}])
+    with pytest.raises(DistributedError) as err:
+        agree(differ, differ.fingerprints[0], lists=64)
+    assert differ.gathered == 1 and "FULL.nbatches (rank 0: 50" in str(err.value) and "rank 99: 60" in str(err.value)
