@@ -162,12 +162,17 @@ def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp
     assert "trial FULL_1 stopped after" in out and "the ranks could not exchange its results" in out
 
 
-def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded_wait(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lists", [64, 2], ids=["all-gather", "tree summary"])
+def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded_wait(tmp_path: Path,
+                                                                                      lists: int) -> None:
     # Eight ranks on two cores; rank 5 dies at FULL_1's second step. Every other rank stops within
-    # dist_timeout (the ring's failures cascade: the last rank learns of it when its wait runs out),
-    # each naming rank 5, the one rank that never entered the exchange (found by halving the range).
+    # dist_timeout (failures cascade: the last ranks learn of it when their wait runs out) plus the
+    # second it may take to read the missing ranks, each naming rank 5, the one rank that never entered
+    # the exchange (found by halving the range). With per-rank lists (an all-gather ring) and past
+    # dist_rank_lists (the tree of point-to-point messages).
     start = time.monotonic()
-    procs = bare_launch(tmp_path, ["--die_rank", "5", "--die_at", "3:1", "--no_allreduce"], timeout_s=10, nranks=8)
+    procs = bare_launch(tmp_path, ["--die_rank", "5", "--die_at", "3:1", "--no_allreduce"], timeout_s=10, nranks=8,
+                        dist_rank_lists=lists)
     outs = finish(procs, timeout=240)
     elapsed = time.monotonic() - start
     assert all(o is not None for o in outs), "a rank hung"
@@ -176,7 +181,10 @@ def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded
         if rank == 5:
             continue
         assert code == 1, (rank, out[-2000:], err[-2000:])
-        assert "trial FULL_1: the exchange of the ranks' trial results failed" in err, (rank, err[-2000:])
+        what = "trial results" if lists == 64 else "trial summaries"
+        assert f"trial FULL_1: the exchange of the ranks' {what} failed after" in err, (rank, err[-2000:])
+        took = float(err.split(f"the exchange of the ranks' {what} failed after ")[1].split(" s ")[0])
+        assert took <= 14, (rank, took)  # dist_timeout, plus reading who is missing (at most 2.5 s), plus slack
         assert "(bounded wait: dist_timeout = 10 s); rank(s) 5 did not report" in err, (rank, err[-2000:])
     assert elapsed < 200, elapsed
     assert result(tmp_path)["nranks"] == 8
