@@ -67,7 +67,7 @@ def worker(trials: int, out: str) -> int:
 
     from benchy.core.config import load_config
     from benchy.core.schedule import Schedule
-    from benchy.measure.ranks import TorchComm, _merge, agree
+    from benchy.measure.ranks import TorchComm, agree, merge_summaries
 
     dist.init_process_group("gloo")  # the job's own group, as a training script makes it
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -101,7 +101,7 @@ def worker(trials: int, out: str) -> int:
         exchange.append(time.perf_counter() - start)
         dist.barrier(job)
         start = time.perf_counter()
-        comm.reduce(f"T{k}", [32.0, 0.5, float(rank), 0.5, float(rank), 0.5, 0.0, 0.0], _merge)
+        comm.reduce(f"T{k}", [32.0, 0.5, float(rank), 0.5, float(rank), 0.5, 0.0, 0.0], merge_summaries)
         summary.append(time.perf_counter() - start)
         dist.barrier(job)
         start = time.perf_counter()

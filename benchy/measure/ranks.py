@@ -31,7 +31,7 @@ from ..core.errors import BenchyError
 from ..core.results import RankSummary, TrialResult
 
 __all__ = ["DistributedError", "LocalComm", "TorchComm", "agree", "combine", "disagreement", "make_comm",
-           "missing_ranks", "summarised"]
+           "merge_summaries", "missing_ranks", "schedule_digest", "summarised"]
 
 Report = Tuple[int, float, float, float]  # (samples, seconds, extra, started) of one rank's trial
 
@@ -167,13 +167,14 @@ class TorchComm:
             "exchange", self._dist.all_gather(gathered, mine, group=self._group, async_op=True)))
         return [(round(t[0].item()), float(t[1].item()), float(t[2].item()), float(t[3].item())) for t in gathered]
 
-    def reduce(self, label: str, values: Sequence[float], merge: Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]],
-                                                                         np.ndarray[Any, Any]]) -> np.ndarray[Any, Any]:
+    def reduce(self, label: str, values: Sequence[float],
+               merge: Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]], np.ndarray[Any, Any]],
+               what: str = "trial summaries") -> np.ndarray[Any, Any]:
         """``values`` of every rank merged (``merge(a, b)``, associative and commutative), the result on
         every rank: up a binomial tree to rank 0 and back down, by point-to-point messages of the
         vector's fixed size. log2 of the ranks rounds each way, and each rank talks to at most that
         many others (gloo's all-reduce is a ring: 2 (N - 1) rounds)."""
-        return np.asarray(self._collective(label, "trial summaries", lambda: self._tree(values, merge)))
+        return np.asarray(self._collective(label, what, lambda: self._tree(values, merge)))
 
     def _tree(self, values: Sequence[float], merge: Any) -> Any:
         import torch
@@ -287,7 +288,7 @@ def make_comm(timeout_s: float) -> Any:
     return LocalComm()
 
 
-def _merge(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def merge_summaries(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Two partial summaries (see :func:`summarised`) as one."""
     out = a.copy()
     out[0] += b[0]  # samples
@@ -308,7 +309,7 @@ def summarised(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple
     unknown = change is None or math.isnan(change)
     mine = [float(result.samples), result.seconds, rank, result.seconds, rank, result.seconds,
             math.inf if unknown else float(change), 1.0 if unknown else 0.0]  # type: ignore[arg-type]
-    total = comm.reduce(result.label, mine, _merge)
+    total = comm.reduce(result.label, mine, merge_summaries)
     summary = RankSummary(comm.world, result.samples, result.seconds, int(total[2]), float(total[1]), int(total[4]),
                           float(total[3]), float(total[5]) / comm.world)
     combined = dataclasses.replace(result, samples=int(np.rint(total[0])), seconds=float(total[1]),
@@ -339,7 +340,7 @@ def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int 
     return combined, (None if any(math.isnan(c) for c in changes) else min(changes))
 
 
-def _digest(fingerprint: Any) -> List[float]:
+def schedule_digest(fingerprint: Any) -> List[float]:
     """A schedule's fingerprint as two 26-bit halves of a hash (exact in float64), with their negatives:
     reduced by ``max``, equal halves and negatives say every rank holds the same fingerprint."""
     import hashlib
@@ -355,7 +356,7 @@ def agree(comm: Any, fingerprint: Any, lists: int = RANK_LISTS_DEFAULT) -> None:
     (``dist_rank_lists``: where gathering every rank's schedule at every rank costs a ring of N steps)
     a hash is reduced up and down the tree first; the schedules are gathered only when it differs."""
     if comm.world > lists and hasattr(comm, "reduce"):
-        found = comm.reduce("start (schedule check)", _digest(fingerprint), np.maximum)
+        found = comm.reduce("start (schedule check)", schedule_digest(fingerprint), np.maximum, "schedule hashes")
         if found[0] == -found[2] and found[1] == -found[3]:
             return
     differ = disagreement(comm.gather("start (schedule check)", fingerprint))

@@ -46,7 +46,7 @@ class Ranks:
         self.rank = 0
         self.vectors: List[Any] = []
 
-    def reduce(self, label: str, values: Any, merge: Any) -> Any:
+    def reduce(self, label: str, values: Any, merge: Any, what: str = "") -> Any:
         import random
 
         order = list(self.vectors)
@@ -86,12 +86,12 @@ class Schedules:
         self.rank = 0
         self.gathered = 0
 
-    def reduce(self, label: str, values: Any, merge: Any) -> Any:
-        from benchy.measure.ranks import _digest
+    def reduce(self, label: str, values: Any, merge: Any, what: str = "") -> Any:
+        from benchy.measure.ranks import schedule_digest
 
-        total = np.asarray(_digest(self.fingerprints[0]))
+        total = np.asarray(schedule_digest(self.fingerprints[0]))
         for f in self.fingerprints[1:]:
-            total = merge(total, np.asarray(_digest(f)))
+            total = merge(total, np.asarray(schedule_digest(f)))
         return total
 
     def gather(self, label: str, value: Any) -> List[Any]:
