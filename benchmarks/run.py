@@ -1,8 +1,8 @@
 """All of benchy's own measurements, one command: overhead, the hot loops against their floor,
 growth, fidelity, adaptive schedules, long runs (memory and checkpoints), the system-metrics
-sampler's cost.
+sampler's cost, benchy's own distributed exchange with 2 to 32 ranks.
 
-    python benchmarks/run.py            # about 25 minutes on a 2-core machine
+    python benchmarks/run.py            # about 27 minutes on a 2-core machine
     python benchmarks/run.py --quick    # about 6 minutes: fewer batches and repetitions
 
 Each part is also a script of its own in this folder (see its docstring).
@@ -36,6 +36,8 @@ def main() -> int:
         ("adaptive", ["--reps", "1" if args.quick else "3"]),
         ("longrun", ["--nbatches", "50000" if args.quick else "200000"]),
         ("sampler", ["--reps", "1" if args.quick else "3"]),
+        ("ranks", ["--ranks", "2", "4", "8"] + ([] if args.quick else ["16", "32"])
+         + ["--trials", "5" if args.quick else "20"]),
     ]
     status = 0
     for name, extra in parts:
