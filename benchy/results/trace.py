@@ -369,10 +369,9 @@ def _draw_rank(w: _Writer, pid: int, rank: int, trials: Sequence[TimelineTrial],
         tid = TRACKS[_track(t)]
         start = _ns(t.started, origin)
         data = steps.get(t.label) if t.group == "schedule" else None
-        duration = round(t.seconds * 1e9)
-        if data is not None and len(data):
-            laid = int(_nanos(data["seconds"]).sum())
-            duration = max(duration, laid)
+        # The steps first (events may come in any order): the trial's slice spans what they laid out.
+        laid = _steps(w, pid, tid, t, start, data, block) if data is not None and len(data) else 0
+        duration = max(round(t.seconds * 1e9), laid)
         args: Dict[str, Any] = {"counted": not t.warmup and t.group == "schedule", "seconds": round(t.seconds, 9)}
         if t.nbatches:
             args["steps"] = t.nbatches
@@ -383,5 +382,3 @@ def _draw_rank(w: _Writer, pid: int, rank: int, trials: Sequence[TimelineTrial],
             args["profiled"] = "torch.profiler: see the .profile folder next to the result"
         cat = "warmup" if t.warmup else "trial"
         w.slice(pid, tid, _trial_name(t), cat, start, duration, args)
-        if data is not None and len(data):
-            _steps(w, pid, tid, t, start, data, block)
