@@ -22,11 +22,12 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..core.schedule import Mode, TrialSpec
 
-__all__ = ["CudaProfilerApi", "ProfilerWindow", "Ranges", "TorchProfiler", "TorchRanges", "global_rank", "nvtx_ranges",
-           "profiled_steps"]
+__all__ = ["TRACE_FILE", "CudaProfilerApi", "ProfilerWindow", "Ranges", "TorchProfiler", "TorchRanges", "global_rank",
+           "nvtx_ranges", "profiled_steps"]
 
 DOMAIN = "benchy"
-_TRACE_FILE = re.compile(r"^rank[0-9]+\.(IO|SYNTHETIC|FULL)_WARMUP_[0-9]+\.pt\.trace\.json$")
+TRACE_FILE = re.compile(  # the trace files TorchProfiler writes
+    r"^rank[0-9]+\.(IO|SYNTHETIC|FULL)_WARMUP_[0-9]+\.pt\.trace\.json$")
 
 
 class Ranges:
@@ -273,23 +274,6 @@ class TorchProfiler:
         self._profile: Any = None
         self._spec: Optional[TrialSpec] = None
         self._ranges: Optional[TorchRanges] = None
-
-    @staticmethod
-    def clear(directory: str) -> List[str]:
-        """Remove an earlier run's trace files (``rank<r>.<trial>.pt.trace.json``) from ``directory``."""
-        removed: List[str] = []
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            return removed
-        for entry in entries:
-            if _TRACE_FILE.match(entry.name) and entry.is_file(follow_symlinks=False):
-                try:
-                    os.unlink(entry.path)
-                    removed.append(entry.name)
-                except OSError:
-                    continue
-        return removed
 
     def ranges(self, spec: TrialSpec, nvtx: Optional[Ranges]) -> Optional[TorchRanges]:
         """The ranges that run ``spec`` under the profiler, or None (not profiled here)."""

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..core.config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
 
-__all__ = ["publish", "remove_stale_temporaries", "write_atomic", "write_document", "write_json_atomic"]
+__all__ = ["publish", "remove_matching", "remove_stale_temporaries", "write_atomic", "write_document",
+           "write_json_atomic"]
 
 
 STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a killed writer's
@@ -45,6 +46,22 @@ def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> Lis
                 removed.append(entry.path)
         except OSError:
             continue
+    return removed
+
+
+def remove_matching(directory: str, pattern: re.Pattern[str]) -> List[str]:
+    """Remove the files in ``directory`` whose whole names match ``pattern`` (an earlier run's files of
+    benchy's own naming; links and folders are left alone); the names removed. A directory that cannot
+    be read removes nothing; a file that cannot be removed raises (``OSError``)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        if pattern.match(entry.name) and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+            removed.append(entry.name)
     return removed
 
 

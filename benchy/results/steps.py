@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.config import STEPS_TEMP_SUFFIX
 from ..core.results import TrialResult
-from .files import write_atomic
+from .files import remove_matching, write_atomic
 
 __all__ = ["DTYPE", "READINGS", "WAIT_DTYPE", "clear", "clear_ranks", "load", "load_readings", "rank_dirs", "save"]
 
@@ -49,12 +49,7 @@ def step_array(result: TrialResult) -> np.ndarray[Any, Any]:
 def clear(directory: str) -> List[str]:
     """Create ``directory`` or remove a previous run's trial files from it; the names removed."""
     os.makedirs(directory, exist_ok=True)
-    removed = []
-    for entry in os.scandir(directory):
-        if _OURS.match(entry.name) and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.path)
-            removed.append(entry.name)
-    return removed
+    return remove_matching(directory, _OURS)
 
 
 _RANK_DIR = re.compile(r"^rank[0-9]+$")

@@ -14,7 +14,8 @@ from typing import Any, Dict, List, Optional
 
 from ..core.config import Config
 from ..core.schedule import Mode, TrialSpec
-from ..measure.profiling import CudaProfilerApi, ProfilerWindow, Ranges, TorchProfiler, global_rank
+from ..measure.profiling import TRACE_FILE, CudaProfilerApi, ProfilerWindow, Ranges, TorchProfiler, global_rank
+from ..results.files import remove_matching
 
 __all__ = ["Profilers"]
 
@@ -45,7 +46,10 @@ class Profilers:
         if g.profiler == "torch":
             self.torch = TorchProfiler(g.profiler_mode, rank, self.config.profile_dir, g.profiler_steps)
             if rank == 0:
-                TorchProfiler.clear(self.config.profile_dir)
+                try:
+                    remove_matching(self.config.profile_dir, TRACE_FILE)
+                except OSError:  # a file it cannot remove is overwritten when this run writes its own
+                    pass
 
     def before_trial(self, spec: TrialSpec, nvtx: Optional[Ranges]) -> Any:
         """Before ``spec``: the window may start; the ranges to run it with (the torch profiler's for

@@ -11,7 +11,8 @@ from typing import Any, List
 import torch
 
 from benchy.core.schedule import Mode, TrialSpec
-from benchy.measure.profiling import TorchProfiler, TorchRanges, profiled_steps
+from benchy.measure.profiling import TRACE_FILE, TorchProfiler, TorchRanges, profiled_steps
+from benchy.results.files import remove_matching
 
 
 def full_loop(ranges: Any, spec: TrialSpec, work: Any = None) -> None:
@@ -93,7 +94,7 @@ def test_an_earlier_runs_trace_files_are_cleared_and_nothing_else(tmp_path: Path
     for name in ("rank0.FULL_WARMUP_2.pt.trace.json", "rank7.IO_WARMUP_3.pt.trace.json", "notes.json",
                  "rank0.FULL_1.pt.trace.json"):
         (tmp_path / name).write_text("{}")
-    removed = TorchProfiler.clear(str(tmp_path))
+    removed = remove_matching(str(tmp_path), TRACE_FILE)
     assert sorted(removed) == ["rank0.FULL_WARMUP_2.pt.trace.json", "rank7.IO_WARMUP_3.pt.trace.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.json", "rank0.FULL_1.pt.trace.json"]
-    assert TorchProfiler.clear(str(tmp_path / "missing")) == []
+    assert remove_matching(str(tmp_path / "missing"), TRACE_FILE) == []
