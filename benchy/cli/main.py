@@ -2,7 +2,7 @@
 
     benchy summary RUN.json [--format text|csv|json|markdown]
     benchy compare BASE.json NEW.json [--threshold PCT] [--format text|markdown|json]
-    benchy report RUN.json ... [--csv OUT.csv] [--plot OUT.png] [--format text|markdown]
+    benchy report RUN.json ... [--csv OUT.csv] [--plot OUT.png] [--html OUT.html] [--format text|markdown]
     benchy plot RUN.json -o OUT.png [--timeline]
     benchy trace RUN.json -o TRACE.json [--max-events N]
     benchy parse LOG [-o OUT.json] [--name NAME] [--ranks N] [--run K]
@@ -30,7 +30,7 @@ from ..results import lines
 from ..results import scaling as scaling
 from ..results.saved import Run
 from ..results.schema import ResultFileError, json_safe, load
-from ..results.tables import Table, print_table
+from ..results.tables import print_table, summary_table
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -54,17 +54,6 @@ def _summary_text(run: Run) -> List[str]:
     if run.verdict:
         out.append(lines.summary_text("VERDICT", run.verdict))
     return out
-
-
-def _summary_table(run: Run) -> Table:
-    table = Table(["mode", "samples/s", "+/-", "trials", "confidence", "data wait"],
-                  right=[False, True, True, True, True, True])
-    for mode, m in run.modes.items():
-        table.rows.append([mode.value, "n/a" if m.mean is None else f"{m.mean:.3f}",
-                           "n/a" if m.interval is None else f"{m.interval:.3f}",
-                           "" if m.n is None else str(m.n), f"{100 * m.confidence:g} %",
-                           "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %"])
-    return table
 
 
 def _summary_json(run: Run) -> Dict[str, Any]:
@@ -108,7 +97,7 @@ def _summary(args: argparse.Namespace) -> int:
     else:
         print(f"### benchy: {run.label} ({run.nranks} rank{'s' if run.nranks != 1 else ''}"
               f"{'' if run.complete else ', incomplete'})\n")
-        print(_summary_table(run).markdown())
+        print(summary_table(run).markdown())
         if run.verdict:
             print(f"\n**Verdict:** {run.verdict}")
     return EXIT_OK
@@ -172,8 +161,30 @@ def _report(args: argparse.Namespace) -> int:
         except OSError as err:
             return _fail("report", f"cannot write {args.csv}: {err.strerror or err}")
         print(f"wrote {args.csv}")
+    if args.html:
+        status = _write_html(runs, args.html)
+        if status != EXIT_OK:
+            return status
     if args.plot:
         return _draw("report", args.plot, lambda: _plots().plot_scaling(rows, args.plot))
+    return EXIT_OK
+
+
+def _write_html(runs: Sequence[Run], path: str) -> int:
+    from ..results.html import report_page
+
+    page = report_page(runs)
+    temporary = f"{path}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(page.text)
+        os.replace(temporary, path)
+    except OSError as err:
+        return _fail("report", f"cannot write {path}: {err.strerror or err}")
+    for note in page.notes:
+        print(f"benchy report: {note}", file=sys.stderr)
+    print(f"wrote {path} ({len(page.text.encode()) / 1e6:.1f} MB, {page.plots} plot{'s' if page.plots != 1 else ''}, "
+          "self-contained: open it in any browser)")
     return EXIT_OK
 
 
@@ -365,10 +376,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     comp.add_argument("--format", choices=["text", "markdown", "json"], default="text")
     comp.set_defaults(handler=_compare)
 
-    rep = sub.add_parser("report", help="scalability table across runs (CSV and PNG on request)")
+    rep = sub.add_parser("report", help="scalability table across runs (CSV, PNG and an HTML page on request)")
     rep.add_argument("runs", nargs="+", help="result JSONs, e.g. of 1, 2 and 4 ranks")
     rep.add_argument("--csv", metavar="OUT.csv")
     rep.add_argument("--plot", metavar="OUT.png", help="throughput and efficiency against ranks (needs matplotlib)")
+    rep.add_argument("--html", metavar="OUT.html",
+                     help="one self-contained page: verdict, tables, per-step plots, timeline, system metrics, "
+                          "sweep and, for several runs, scaling (plots need matplotlib)")
     rep.add_argument("--format", choices=["text", "markdown"], default="text")
     rep.set_defaults(handler=_report)
 

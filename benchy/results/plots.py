@@ -11,7 +11,7 @@ import io
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -27,7 +27,8 @@ DPI = 100
 SCALING_SIZE = (10.0, 4.0)  # inches: 1000 x 400 pixels
 STEPS_SIZE = (12.0, 6.0)  # 1200 x 600
 COLORS = {Mode.IO: "#1f77b4", Mode.SYNTHETIC: "#2ca02c", Mode.FULL: "#d62728"}
-INSTALL = "pip install 'benchy[plot]'  (or: pip install matplotlib)"
+INSTALL = "pip install 'torch-benchy[plot]'  (or: pip install matplotlib)"
+Target = Union[str, BinaryIO]  # a PNG file's path, or a binary stream it is written into (the HTML report's)
 
 
 class PlotUnavailable(BenchyError, RuntimeError):
@@ -45,7 +46,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def plot_scaling(rows: Sequence[ScalingRow], path: str) -> None:
+def plot_scaling(rows: Sequence[ScalingRow], path: Target) -> None:
     """Throughput against ranks per mode (ideal scaling dashed) and efficiency against ranks."""
     plt = _pyplot()
     fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=SCALING_SIZE, dpi=DPI)
@@ -127,7 +128,7 @@ def trial_steps(run: Run) -> Tuple[Dict[Mode, List[TrialSteps]], str]:
     return out, "the JSON's rates (counted trials only; x is the step number)"
 
 
-def plot_run(run: Run, path: str) -> str:
+def plot_run(run: Run, path: Target) -> str:
     """Per-step throughput over each mode's trials (warm-ups shaded) above a histogram per mode.
 
     Returns where the per-step data came from; ValueError when the run has none."""
@@ -173,10 +174,10 @@ def plot_run(run: Run, path: str) -> str:
     return source
 
 
-def _save(fig: Any, path: str) -> None:
+def _save(fig: Any, path: Target) -> None:
     """The figure as a PNG with a 256-colour palette (a third of the size; plots have few colours)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    if isinstance(path, str):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     buffer = io.BytesIO()
     fig.savefig(buffer, dpi=DPI, format="png")
     from PIL import Image  # matplotlib depends on Pillow
@@ -190,7 +191,7 @@ TIMELINE_SIZE = (14.0, 6.0)  # 1400 x 600
 WAIT_COLOR = "#ff9896"
 
 
-def plot_timeline(run: Run, path: str) -> None:
+def plot_timeline(run: Run, path: Target) -> None:
     """Rank 0's timeline, the picture of what ``benchy trace`` writes: every step of every trial at
     its time (bar height: the step's duration; FULL split into the step and the data wait), the
     trials shaded and named (warm-ups grey), and the system readings (CPU cores busy, RSS) below.

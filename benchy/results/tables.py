@@ -1,18 +1,22 @@
-"""One table, four renderings: plain text, rich (a terminal), Markdown and CSV (pure).
+"""One table, five renderings: plain text, rich (a terminal), Markdown, CSV and HTML (pure).
 
 The command-line tools build a :class:`Table` of already formatted cells and print it the way
 asked: plain text when the output is a file or a pipe (exact, for CI logs and tests), rich on a
-terminal, Markdown for a pull-request comment, CSV for a spreadsheet.
+terminal, Markdown for a pull-request comment, CSV for a spreadsheet, HTML for the report page.
+:func:`summary_table` is a saved run's table of means (``benchy summary``, the report page).
 """
 
 from __future__ import annotations
 
 import csv
+import html
 import io
 from dataclasses import dataclass, field
 from typing import IO, List, Optional, Sequence
 
-__all__ = ["Table", "print_table"]
+from .saved import Run
+
+__all__ = ["Table", "print_table", "summary_table"]
 
 
 @dataclass
@@ -57,6 +61,16 @@ class Table:
         writer.writerows(self.rows)
         return buffer.getvalue().rstrip("\n")
 
+    def html(self) -> str:
+        """A ``<table>`` (cells escaped; numeric columns get ``class="num"``)."""
+        def row(cells: Sequence[str], tag: str) -> str:
+            return "<tr>" + "".join("<{0}{1}>{2}</{0}>".format(tag, ' class="num"' if self._right(k) else "", html.escape(c))
+                                    for k, c in enumerate(cells)) + "</tr>"
+
+        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        body = "".join(row(r, "td") for r in self.rows)
+        return f"<table>{caption}<thead>{row(self.headers, 'th')}</thead><tbody>{body}</tbody></table>"
+
 
 def print_table(table: Table, stream: IO[str], *, fancy: bool) -> None:
     """Draw ``table`` with rich when ``fancy`` (a terminal), else as plain text."""
@@ -72,3 +86,15 @@ def print_table(table: Table, stream: IO[str], *, fancy: bool) -> None:
     for row in table.rows:
         grid.add_row(*row)
     Console(file=stream).print(grid)
+
+
+def summary_table(run: Run) -> Table:
+    """Per mode: mean samples/s, its half-width, trials, confidence and FULL's data-wait share."""
+    table = Table(["mode", "samples/s", "+/-", "trials", "confidence", "data wait"],
+                  right=[False, True, True, True, True, True])
+    for mode, m in run.modes.items():
+        table.rows.append([mode.value, "n/a" if m.mean is None else f"{m.mean:.3f}",
+                           "n/a" if m.interval is None else f"{m.interval:.3f}",
+                           "" if m.n is None else str(m.n), f"{100 * m.confidence:g} %",
+                           "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %"])
+    return table

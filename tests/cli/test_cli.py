@@ -194,7 +194,7 @@ def test_report_without_matplotlib_says_how_to_install_it(tmp_path: Path) -> Non
     proc = benchy("report", "scaling/1rank.json", "scaling/2rank.json", "--plot", str(tmp_path / "x.png"),
                   block_matplotlib=True)
     assert proc.returncode == 2
-    assert "benchy report: plots need matplotlib, which is not installed: pip install 'benchy[plot]'" in proc.stderr
+    assert "benchy report: plots need matplotlib, which is not installed: pip install 'torch-benchy[plot]'" in proc.stderr
     assert proc.stdout.startswith("run ")  # the table still printed
     assert not (tmp_path / "x.png").exists()
 

@@ -29,6 +29,7 @@ STORED = [
     ("v2", 2, 1),  # run_name and source
     ("v3", 3, 1),  # this version: the timeline
     ("v3-2ranks", 3, 2),  # the same, two ranks, every rank's steps saved
+    ("v3-sweep", 3, 1),  # the same, one rank, with a loader sweep
 ]
 
 

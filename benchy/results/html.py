@@ -1,0 +1,237 @@
+"""One self-contained HTML page of one or several saved runs (``benchy report RUN... --html OUT.html``).
+
+The page needs no network and no script: styles inline, plots embedded as PNG data (``data:`` URIs),
+so it can be mailed, attached to a CI job or opened from a laptop. Per run: the verdict, the summary
+table and the ``BENCHY::SUMMARY`` lines, the system metrics of each mode's counted trials, the loader
+sweep's table, the per-step throughput with its histograms and the timeline (from the per-step files
+beside the JSON). Several runs add the scaling table and its plot at the top. Plots need matplotlib
+(the ``plot`` extra); without it the page is written with its tables and says why the plots are missing.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Mapping, Optional, Sequence
+
+from ..core.errors import BenchyError
+from ..core.schedule import Mode
+from ..core.sweep import NEAR_BEST
+from . import scaling
+from .saved import Run
+from .tables import Table, summary_table
+
+__all__ = ["Page", "report_page"]
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto;
+       max-width: 1400px; padding: 1.5rem 2rem; color: #1b1f24; background: #ffffff; line-height: 1.45; }
+h1 { font-size: 1.6rem; margin: 0 0 .3rem 0; }
+h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 2px solid #d0d7de; padding-bottom: .2rem; }
+h3 { font-size: 1.05rem; margin: 1.4rem 0 .4rem 0; }
+.meta { color: #57606a; font-size: .9rem; }
+.verdict { border-left: 6px solid #cf222e; background: #fff5f5; padding: .8rem 1rem; margin: 1rem 0; }
+.verdict.none { border-left-color: #8c959f; background: #f6f8fa; }
+.verdict b { display: block; font-size: .8rem; letter-spacing: .06em; text-transform: uppercase; color: #57606a; }
+table { border-collapse: collapse; margin: .4rem 0 1rem 0; font-size: .9rem; }
+th, td { border: 1px solid #d0d7de; padding: .25rem .6rem; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+caption { text-align: left; font-weight: 600; padding-bottom: .2rem; }
+pre { background: #f6f8fa; padding: .6rem .8rem; overflow-x: auto; font-size: .78rem; white-space: pre-wrap; }
+figure { margin: .6rem 0 1.2rem 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
+figcaption { color: #57606a; font-size: .85rem; }
+.note { color: #9a6700; font-size: .9rem; }
+"""
+
+
+@dataclass
+class Page:
+    """The page's text, the plots drawn into it and what was left out (and why), to tell the user."""
+
+    text: str
+    plots: int = 0
+    notes: List[str] = field(default_factory=list)
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text))
+
+
+def _png(draw: Callable[[io.BytesIO], Any]) -> str:
+    buffer = io.BytesIO()
+    draw(buffer)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+class _Plots:
+    """Draws into the page while matplotlib is there; remembers why a plot is missing."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.drawn = 0
+        self.notes: List[str] = []
+        self._unavailable: Optional[str] = None if enabled else "plots were not asked for"
+
+    def figure(self, what: str, draw: Callable[[io.BytesIO], Any], caption: str) -> str:
+        if self._unavailable is not None:
+            return ""
+        from .plots import PlotUnavailable
+
+        try:
+            uri = _png(draw)
+        except PlotUnavailable as err:
+            self._unavailable = str(err)
+            self.notes.append(f"no plots: {err}")
+            return ""
+        except (ValueError, BenchyError) as err:
+            self.notes.append(f"{what}: not drawn: {err}")
+            return f'<p class="note">{_e(what)}: not drawn: {_e(err)}</p>'
+        self.drawn += 1
+        return (f'<figure><img alt="{_e(what)}" src="{uri}"><figcaption>{_e(caption)}</figcaption></figure>')
+
+
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None
+
+
+def _fmt(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
+    return "" if value is None else format(value / scale, spec)
+
+
+def system_table(run: Run) -> Optional[Table]:
+    """Per mode, the means over its counted trials of the system sampler's figures (rank 0's own)."""
+    table = Table(["mode", "trials", "CPU cores busy", "of cores", "other processes (cores)", "peak RSS MB",
+                   "storage reads MB/s", "loader reads MB/s", "GPU util %", "GPU memory MB", "GPU power W"],
+                  right=[False] + [True] * 10, title="System metrics (means over the counted trials; rank 0's own)")
+    for mode in Mode:
+        block = run.document.get(mode.value)
+        entries = [s for s in (block.get("system") or []) if isinstance(s, Mapping)] if isinstance(block, Mapping) else []
+        if not entries:
+            continue
+
+        def col(key: str, entries: List[Mapping[str, Any]] = entries) -> Optional[float]:
+            return _mean([s.get(key) for s in entries])
+
+        rss = [float(s["rss_max_bytes"]) for s in entries if isinstance(s.get("rss_max_bytes"), (int, float))]
+        table.rows.append([mode.value, str(len(entries)), _fmt(col("cpu_cores_busy")), _fmt(col("cpu_cores"), spec="g"),
+                           _fmt(col("other_cores_busy")), _fmt(max(rss) if rss else None, 1e6, ".0f"),
+                           _fmt(col("read_bytes_per_s"), 1e6), _fmt(col("loader_read_chars_per_s"), 1e6),
+                           _fmt(col("gpu_util"), spec=".1f"), _fmt(col("gpu_memory_bytes"), 1e6, ".0f"),
+                           _fmt(col("gpu_power_w"), spec=".1f")])
+    if not table.rows:
+        return None
+    # Columns nobody measured (no GPU, no loader reads) are left out rather than shown empty.
+    keep = [k for k in range(len(table.headers)) if k < 2 or any(row[k] for row in table.rows)]
+    return Table([table.headers[k] for k in keep], [[row[k] for k in keep] for row in table.rows],
+                 right=[table.right[k] for k in keep], title=table.title)
+
+
+def _setting_text(settings: Mapping[str, Any]) -> str:
+    parts = [f"num_workers={settings.get('num_workers')}", f"pin_memory={settings.get('pin_memory')}"]
+    if settings.get("prefetch_factor") is not None:
+        parts.append(f"prefetch_factor={settings.get('prefetch_factor')}")
+    return ", ".join(parts)
+
+
+def sweep_table(run: Run) -> Optional[Table]:
+    """The loader sweep's table as ``benchy`` printed it (the JSON's ``sweep``), or None without a sweep."""
+    sweep = run.document.get("sweep")
+    if not isinstance(sweep, Mapping) or not sweep.get("settings"):
+        return None
+    table = Table(["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"],
+                  right=[False, True, True, True, True, False], title="Loader sweep (IO trials per setting)")
+    marks = {"own": "the loader's own", "best": "best", "smallest_within_5pct": f"smallest within {100 * NEAR_BEST:g} %",
+             "feeds_synthetic": "cheapest that feeds SYNTHETIC", "applied": "applied"}
+    for entry in sweep["settings"]:
+        settings = entry.get("settings") or {}
+        notes = [text for key, text in marks.items() if sweep.get(key) == settings]
+        if entry.get("error"):
+            notes.append(f"failed: {entry['error']}")
+        if entry.get("over_memory_cap"):
+            notes.append("over the memory cap")
+        memory = entry.get("workers_memory_bytes")
+        table.rows.append([_setting_text(settings), _fmt(entry.get("mean"), spec=".3f"),
+                           _fmt(entry.get("interval"), spec=".3f"), str(entry.get("n") or 0),
+                           _fmt(memory, 1e6, ".0f") if isinstance(memory, (int, float)) else "", "; ".join(notes)])
+    return table
+
+
+def _meta(run: Run) -> str:
+    env = run.document.get("environment") or {}
+    parts = [f"{run.nranks} rank{'s' if run.nranks != 1 else ''}",
+             "complete" if run.complete else "incomplete (some trial did not count, or the schedule did not finish)"]
+    for key, label in (("time_utc", ""), ("host", "host "), ("device", "device "), ("benchy_version", "benchy "),
+                       ("torch_version", "torch "), ("python_version", "Python ")):
+        if env.get(key):
+            parts.append(f"{label}{env[key]}")
+    if run.source == "log":
+        parts.append(f"parsed from the log {run.document.get('parsed_from')}")
+    if run.path:
+        parts.append(run.path)
+    return " · ".join(_e(p) for p in parts)
+
+
+def _run_section(run: Run, index: int, plots: _Plots) -> str:
+    from . import plots as drawing
+
+    out = [f'<section id="run-{index}"><h2>{_e(run.label)}</h2><p class="meta">{_meta(run)}</p>']
+    if run.verdict:
+        out.append(f'<div class="verdict"><b>Verdict</b>{_e(run.verdict)}</div>')
+    else:
+        out.append('<div class="verdict none"><b>Verdict</b>none: a verdict needs both IO and SYNTHETIC '
+                   'trials that counted</div>')
+    out.append(summary_table(run).html())
+    if run.summary:
+        out.append("<h3>Summary lines</h3><pre>" + _e("\n".join(run.summary)) + "</pre>")
+    system = system_table(run)
+    if system is not None:
+        out.append(system.html())
+    sweep = sweep_table(run)
+    if sweep is not None:
+        out.append(sweep.html())
+    out.append(plots.figure(f"{run.label}: per-step throughput", lambda b: drawing.plot_run(run, b),
+                            "Per-step throughput over each mode's trials (warm-ups shaded grey) above a histogram "
+                            "of its counted steps"))
+    out.append(plots.figure(f"{run.label}: timeline", lambda b: drawing.plot_timeline(run, b),
+                            "Every step at its time (bar height: the step's duration; FULL split into the step and "
+                            "the data wait), with the CPU and memory readings below"))
+    out.append("</section>")
+    return "\n".join(part for part in out if part)
+
+
+def report_page(runs: Sequence[Run], plots: bool = True) -> Page:
+    """The page for ``runs`` (one or more). ``plots``: draw them (needs matplotlib)."""
+    if not runs:
+        raise ValueError("a report needs at least one run")
+    drawer = _Plots(plots)
+    title = runs[0].label if len(runs) == 1 else f"{len(runs)} runs: " + ", ".join(r.label for r in runs)
+    body: List[str] = [f"<h1>benchy report: {_e(title)}</h1>"]
+    if len(runs) > 1:
+        rows = scaling.scaling_rows(runs)
+        base = scaling.baseline(runs)
+        body.append('<section id="scaling"><h2>Scaling</h2>')
+        body.append(scaling.table(rows).html())
+        body.append(f'<p class="meta">baseline: {_e(base.label)} ({base.nranks} rank'
+                    f'{"s" if base.nranks != 1 else ""}); {_e(scaling.study_kind(rows))}</p>')
+        from . import plots as drawing
+
+        body.append(drawer.figure("scaling", lambda b: drawing.plot_scaling(rows, b),
+                                  "Throughput of all ranks against ranks (ideal scaling dashed) and efficiency"))
+        body.append("</section>")
+        body.append("<nav><ul>" + "".join(f'<li><a href="#run-{k}">{_e(r.label)}</a></li>' for k, r in enumerate(runs))
+                    + "</ul></nav>")
+    for k, run in enumerate(runs):
+        body.append(_run_section(run, k, drawer))
+    if drawer.notes:
+        body.append('<section id="notes"><h2>Left out</h2><ul>' + "".join(f"<li>{_e(n)}</li>" for n in drawer.notes)
+                    + "</ul></section>")
+    text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>benchy report: {_e(title)}"
+            f"</title><style>{STYLE}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return Page(text, drawer.drawn, drawer.notes)
