@@ -1,5 +1,5 @@
 """The package's shape: wings whose imports point one way, private names kept at home, no torch
-where it does not belong (the layout is README's "Layout"; DESIGN.md has the reasoning)."""
+where it does not belong (the layout is described in docs/development.md; DESIGN.md has the reasoning)."""
 
 from __future__ import annotations
 

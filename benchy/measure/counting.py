@@ -1,6 +1,6 @@
 """How many samples a batch holds (no torch import: tensors are recognised by ``shape``).
 
-The rules, in order (the README's "Counting samples" section says the same):
+The rules, in order (the manual's "Counting samples" section says the same):
 
 1. A tensor or array counts its leading dimension.
 2. A list or tuple of two or more dicts **with the same keys**, holding tensors, is one dict

@@ -6,7 +6,7 @@ whatever the training's backend (gloo, NCCL) and carries benchy's bounded wait
 (``dist_timeout``). A rank that died or left the schedule makes the others stop with an error
 naming the trial and the ranks that did not report, instead of hanging.
 
-At scale (``benchmarks/ranks.py``, README "Thousands of ranks"): the group connects lazily
+At scale (``benchmarks/ranks.py``, the manual's "Thousands of ranks"): the group connects lazily
 (``TORCH_GLOO_LAZY_INIT`` while it is made), so a rank opens sockets only to the peers its
 collectives talk to (2 to 6 here, about log2 of the ranks for a barrier) instead of one to every
 rank, and making it costs no exchange of every rank's address with every other (the square of the

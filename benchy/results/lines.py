@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 __all__ = [
+    "LINE_KINDS",
     "MESSAGE_KINDS",
     "RANK0",
     "SUMMARY_WORDS",
@@ -72,6 +73,67 @@ class Line:
 
 _TRIAL_KINDS = ("TRIAL", "TRIAL_WAIT", "ITERATION")
 
+
+# Every kind :func:`parse` returns: (kind, its form, when it is printed). The documentation's output
+# reference is generated from this table; tests/results/test_lines.py checks it names every kind and
+# that every line of the stored runs' logs is of a kind named here.
+LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
+    ("INFO", "BENCHY::INFO::Message: <text>", "start-up (configuration, schedule, the benchmarked loader), the JSON's "
+     "path, the end"),
+    ("ITERATION", "BENCHY::<MODE>_<k>::Iteration <i>/<n> Throughput: <x>",
+     "every `report_freq` steps of a trial: throughput over the last `report_freq` steps"),
+    ("TRIAL", "BENCHY::<MODE>_<k>::Trial Throughput: <x>",
+     "each trial; warm-ups are `<MODE>_WARMUP_<k>`, `k` counts from 1; also `H2D_<k>` (IO with copies to the "
+     "accelerator), `STAGES_<k>` (stage trials) and `SWEEP<s>_<k>` (a sweep setting's trials)"),
+    ("SUMMARY", "BENCHY::SUMMARY::<MODE> average trial throughput: <mean> +/- <half-width>",
+     "the end, per mode: samples/s of all ranks together and the 95 % half-width; with one trial "
+     "`+/- n/a (1 trial: no interval)`, with none `n/a (no completed trial)`"),
+    ("TRIAL_WAIT", "BENCHY::<MODE>_<k>::Data Wait: <pct> % of the trial (median step <ms> ms, median wait <ms> ms)",
+     "after each FULL trial: its time split where the loop asks for the next batch (the step: your code; the "
+     "wait: inside the loader's `next`)"),
+    ("DATA_WAIT", "BENCHY::SUMMARY::DATA_WAIT <pct> % of FULL time was spent waiting for the loader (+/- <pct>)",
+     "the end, when FULL ran: the mean over its counted trials and the 95 % half-width in percentage points "
+     "(`n/a` with one trial); left out for a loop that fetches one batch ahead, where the split means nothing"),
+    ("STEPS", "BENCHY::SUMMARY::STEPS <MODE> step time p50 ..., p90 ..., p99 ... over <n> steps; ...",
+     "the end, per mode: percentiles of the per-step times of its counted trials, and stalls (steps over 3x the "
+     "median: how many, their share of the time, and whether they repeat every k steps)"),
+    ("STARTUP", "BENCHY::SUMMARY::STARTUP loader start-up (iter() to the first batch): ...",
+     "the end: the loader's start-up per pass (worker start and first fetch), what it adds over an ordinary "
+     "batch and its share of an epoch at the FULL rate"),
+    ("SYSTEM", "BENCHY::SUMMARY::SYSTEM <MODE> CPU <x> of <n> cores busy (<pct> %), other processes <y>, peak RSS "
+     "<mb> MB, storage reads <x> MB/s[, GPU ...]", "the end, per mode: the system metrics of its counted trials "
+     "(means)"),
+    ("BUSY", "BENCHY::SUMMARY::BUSY <k> of <n> trials ran on a busy machine: ...",
+     "the end, when counted trials ran while other processes took more than `busy_machine_share` of the cores"),
+    ("H2D", "BENCHY::SUMMARY::H2D IO with copies to <device>: <mean> +/- <hw> samples/s, <r>x IO "
+     "(or `H2D skipped: <why>`)", "the end: the IO_H2D trials, run when the program has an accelerator in use"),
+    ("STAGES", "BENCHY::SUMMARY::STAGES IO period <ms> a batch ...: in the workers: <stage> <ms> (<share>) ...; "
+     "unexplained <pct>; largest: <stage> (or `STAGES skipped: <why>`)",
+     "the end: the stage trials, each stage of the loader timed"),
+    ("WORKERS", "BENCHY::SUMMARY::WORKERS <n> workers over <b> batches: ...",
+     "the end, with loader workers: each worker's busy share and pace in the stage trials"),
+    ("FIRST_PASS", "BENCHY::SUMMARY::FIRST_PASS the loader's first batches ... (<r>x)[; ... warm page cache ...]",
+     "the end, when IO ran: IO_WARMUP_1 against the steady IO trials, and a warm page cache named"),
+    ("SWEEP_ROW", "BENCHY::SWEEP::<setting> <mean> <half-width> <trials> <workers MB> <note>",
+     "a loader sweep (the `sweep` section): its table, before the schedule"),
+    ("SWEEP", "BENCHY::SUMMARY::SWEEP best <settings>: <mean> +/- <hw> samples/s; smallest within 5 % of best: "
+     "<settings>", "the end of a run with a loader sweep"),
+    ("COMPUTE", "BENCHY::SUMMARY::COMPUTE <flops> a step, <flops> a sample (...); achieved SYNTHETIC <x> FLOP/s "
+     "+/- <hw>, FULL ...; MFU SYNTHETIC <pct> % ... of a peak of <x> (<basis>)",
+     "the end, with `flops: true` and SYNTHETIC run (or `MFU not computed: <why>`, `FLOPs not counted: <why>`)"),
+    ("TOKENS", "BENCHY::SUMMARY::TOKENS IO <x> +/- <hw>, SYNTHETIC ..., FULL ... tokens/s; padding IO <pct> %, ...",
+     "the end, with `count: tokens`"),
+    ("ENERGY", "BENCHY::SUMMARY::ENERGY <MODE> <J> J a trial (GPU <J>, CPU package <J>), <J> J a sample; ... "
+     "(or `ENERGY not available here: <why>`)", "the end, with `system_metrics: true` (rank 0's own devices)"),
+    ("STRAGGLER", "BENCHY::SUMMARY::STRAGGLER ...",
+     "the end, per mode with a rank more than 10 % slower than the others (with several ranks the DATA_WAIT, "
+     "STEPS, SYSTEM and STARTUP lines end with ` [rank 0]`: they are rank 0's own)"),
+    ("VERDICT", "BENCHY::SUMMARY::VERDICT ...", "the end, when IO and SYNTHETIC both ran: which side limits "
+     "training, by how much, why, and the change most likely to help"),
+    ("WARNING", "BENCHY::WARNING::Message: <text>", "a trial that did not count (and why), a schedule left "
+     "unfinished, a mode with no counted trial, a wrapper never iterated (also on stderr), a busy machine"),
+    ("ERROR", "BENCHY::ERROR::Message: <text>", "the JSON could not be written (the path is named; the lines stay)"),
+)
 
 # --- writers ------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The result JSON's schema in one place: writing it, reading it back, and upgrading old versions.
 
-Version history (``schema_version``; the README's "Result JSON" section lists every key):
+Version history (``schema_version``; :mod:`benchy.results.keys` describes every key):
 
 1. benchy 0.1.0 and the changes after it, which only added keys: ``exit_status``,
    ``decision``, ``summary``, ``steps_dir``, ``IO_H2D``, per mode ``steps``, ``system``,

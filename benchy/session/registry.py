@@ -121,7 +121,7 @@ class Registry:
             f"probably replaced it with a loader of its own (Accelerate's prepare() does): wrap the loader "
             f"that the training loop iterates instead, e.g. "
             f"loader = BenchmarkGenericIteratorWrapper(accelerator.prepare(loader)) (the batch size is read "
-            f"from the prepared loader). See the README, 'Frameworks'."
+            f"from the prepared loader). See the manual's 'Frameworks' page (docs/guide/frameworks.md)."
         )
 
     def at_exit(self) -> None:

@@ -1,4 +1,4 @@
-"""Real frameworks, as the README's recipes use them: PyTorch Lightning and HF Accelerate.
+"""Real frameworks, as the manual's recipes use them (docs/guide/frameworks.md): PyTorch Lightning and HF Accelerate.
 
 Both are test extras (``.[test]``), installed with torch pinned to the CPU build; these
 tests run them for real in subprocesses, as a user's script would.

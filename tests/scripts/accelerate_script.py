@@ -1,4 +1,4 @@
-"""A Hugging Face Accelerate training loop, with benchy as the README's recipe says.
+"""A Hugging Face Accelerate training loop, with benchy as the manual's recipe says (docs/guide/frameworks.md).
 
 ``--recipe wrap`` (the recipe): prepare the plain DataLoader, then wrap what ``prepare()``
 returned with ``benchy.wrap`` (the batch size is read from the prepared loader).

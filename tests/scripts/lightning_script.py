@@ -1,4 +1,4 @@
-"""A PyTorch Lightning training script using benchy the documented way (README, 'Frameworks').
+"""A PyTorch Lightning training script using benchy the documented way (docs/guide/frameworks.md).
 
 ``train_dataloader()`` returns a ``BenchmarkDataLoader``; the Trainer runs at least the
 schedule's epochs; benchy ends the process after the last trial (``exit_after_tests``).

@@ -1,0 +1,103 @@
+"""Writes the reference tables of the documentation from the code that defines them, at each build.
+
+* ``reference/_generated/config.md`` and ``defaults.yaml``: every config key with its default (from
+  :class:`benchy.core.config.Config`), what it allows, with its bounds (the validation rules,
+  :data:`benchy.core.config_rules.RULES`) and what it does (:data:`~benchy.core.config_rules.MEANINGS`);
+* ``reference/_generated/lines.md``: every ``BENCHY::`` line kind (:data:`benchy.results.lines.LINE_KINDS`);
+* ``reference/_generated/json.md``: every key of the result JSON (:data:`benchy.results.keys.JSON_KEYS`).
+
+The pages include them; ``tests/results/test_keys.py`` checks the tables against what the code writes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List
+
+import yaml
+
+GENERATED = os.path.join("reference", "_generated")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """Inline code that may hold backticks: a longer fence around it (CommonMark)."""
+    fence = "``" if "`" in text else "`"
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        value = list(value)
+    return yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("...").strip()
+
+
+def defaults() -> Dict[str, Dict[str, Any]]:
+    from benchy.core.config import Config
+
+    out = Config().to_dict()
+    out["global"]["output_dir"] = None  # the current directory, wherever the run is
+    return out
+
+
+def config_table() -> str:
+    from benchy.core.config_rules import MEANINGS, RULES
+
+    values = defaults()
+    rows: List[str] = []
+    for section, rules in RULES.items():
+        group = "mode" if section in ("IO", "synthetic", "full") else section
+        if section in ("synthetic", "full"):
+            continue  # the same keys as IO
+        title = "IO, synthetic, full" if group == "mode" else section
+        rows.append(f"\n### `{title}`\n")
+        rows.append("| key | default | allowed | what it does |")
+        rows.append("| --- | --- | --- | --- |")
+        for key, (_, allowed) in rules.items():
+            rows.append(f"| `{key}` | {_code(_value(values[section][key]))} | {_cell(allowed)} | "
+                        f"{_cell(MEANINGS[group][key])} |")
+    return "\n".join(rows) + "\n"
+
+
+def lines_table() -> str:
+    from benchy.results.lines import LINE_KINDS
+
+    rows = ["| kind | line | when |", "| --- | --- | --- |"]
+    for kind, form, when in LINE_KINDS:
+        rows.append(f"| {kind} | {_code(_cell(form))} | {_cell(when)} |")
+    return "\n".join(rows) + "\n"
+
+
+def json_table() -> str:
+    from benchy.results.keys import JSON_KEYS
+
+    rows = ["| key | content |", "| --- | --- |"]
+    for keys, content in JSON_KEYS:
+        rows.append(f"| {', '.join(f'`{k}`' for k in keys)} | {_cell(content)} |")
+    return "\n".join(rows) + "\n"
+
+
+def write(app: Any) -> None:
+    out = os.path.join(app.srcdir, GENERATED)
+    os.makedirs(out, exist_ok=True)
+    files = {
+        "config.md": config_table(),
+        "defaults.yaml": yaml.safe_dump(defaults(), sort_keys=False, default_flow_style=False, width=100),
+        "lines.md": lines_table(),
+        "json.md": json_table(),
+    }
+    for name, text in files.items():
+        path = os.path.join(out, name)
+        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+        if old != text:  # unchanged files keep their time: Sphinx rebuilds only what changed
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+
+
+def setup(app: Any) -> Dict[str, Any]:
+    app.connect("builder-inited", write)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
