@@ -20,6 +20,7 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
 from ..core.sweep import NEAR_BEST
+from . import plots as drawing
 from . import scaling
 from .saved import Run
 from .tables import Table, summary_table
@@ -72,7 +73,6 @@ class _Plots:
     """Draws into the page while matplotlib is there; remembers why a plot is missing."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
         self.drawn = 0
         self.notes: List[str] = []
         self._unavailable: Optional[str] = None if enabled else "plots were not asked for"
@@ -80,11 +80,9 @@ class _Plots:
     def figure(self, what: str, draw: Callable[[io.BytesIO], Any], caption: str) -> str:
         if self._unavailable is not None:
             return ""
-        from .plots import PlotUnavailable
-
         try:
             uri = _png(draw)
-        except PlotUnavailable as err:
+        except drawing.PlotUnavailable as err:
             self._unavailable = str(err)
             self.notes.append(f"no plots: {err}")
             return ""
@@ -178,8 +176,6 @@ def _meta(run: Run) -> str:
 
 
 def _run_section(run: Run, index: int, plots: _Plots) -> str:
-    from . import plots as drawing
-
     out = [f'<section id="run-{index}"><h2>{_e(run.label)}</h2><p class="meta">{_meta(run)}</p>']
     if run.verdict:
         out.append(f'<div class="verdict"><b>Verdict</b>{_e(run.verdict)}</div>')
@@ -219,8 +215,6 @@ def report_page(runs: Sequence[Run], plots: bool = True) -> Page:
         body.append(scaling.table(rows).html())
         body.append(f'<p class="meta">baseline: {_e(base.label)} ({base.nranks} rank'
                     f'{"s" if base.nranks != 1 else ""}); {_e(scaling.study_kind(rows))}</p>')
-        from . import plots as drawing
-
         body.append(drawer.figure("scaling", lambda b: drawing.plot_scaling(rows, b),
                                   "Throughput of all ranks against ranks (ideal scaling dashed) and efficiency"))
         body.append("</section>")
