@@ -37,7 +37,7 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (('nranks',),
      'number of ranks'),
     (('summary',),
-     'the run'"'"'s summary lines as printed (final JSON; null in checkpoints); `benchy summary FILE` '
+     "the run's summary lines as printed (final JSON; null in checkpoints); `benchy summary FILE` "
      'reprints them'),
     (('IO_H2D',),
      '`device`, `skipped` (why none ran, or null), `trial_throughput`, `trial_time`, `trial_samples`, `mean`, '
