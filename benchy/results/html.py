@@ -35,7 +35,10 @@ h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 2px solid #d0d7de; pa
 h3 { font-size: 1.05rem; margin: 1.4rem 0 .4rem 0; }
 .meta { color: #57606a; font-size: .9rem; }
 .verdict { border-left: 6px solid #cf222e; background: #fff5f5; padding: .8rem 1rem; margin: 1rem 0; }
-.verdict.none { border-left-color: #8c959f; background: #f6f8fa; }
+.verdict.compute { border-left-color: #0969da; background: #f0f6ff; }
+.verdict.balanced { border-left-color: #1a7f37; background: #f0fff4; }
+.verdict.undecided, .verdict.none { border-left-color: #8c959f; background: #f6f8fa; }
+.verdict.inconsistent { border-left-color: #9a6700; background: #fff8e5; }
 .verdict b { display: block; font-size: .8rem; letter-spacing: .06em; text-transform: uppercase; color: #57606a; }
 table { border-collapse: collapse; margin: .4rem 0 1rem 0; font-size: .9rem; }
 th, td { border: 1px solid #d0d7de; padding: .25rem .6rem; text-align: left; vertical-align: top; }
@@ -175,10 +178,20 @@ def _meta(run: Run) -> str:
     return " · ".join(_e(p) for p in parts)
 
 
+def _outcome(run: Run) -> str:
+    """The verdict's kind, for its colour: data-loading (red), compute, balanced, undecided, inconsistent."""
+    decision = run.document.get("decision")
+    outcome = str(decision.get("outcome") or "") if isinstance(decision, Mapping) else ""
+    for kind in ("inconsistent", "compute", "balanced", "undecided"):
+        if outcome.startswith(kind):
+            return kind
+    return "data-loading" if outcome.startswith("data") else "undecided"
+
+
 def _run_section(run: Run, index: int, plots: _Plots) -> str:
     out = [f'<section id="run-{index}"><h2>{_e(run.label)}</h2><p class="meta">{_meta(run)}</p>']
     if run.verdict:
-        out.append(f'<div class="verdict"><b>Verdict</b>{_e(run.verdict)}</div>')
+        out.append(f'<div class="verdict {_outcome(run)}"><b>Verdict</b>{_e(run.verdict)}</div>')
     else:
         out.append('<div class="verdict none"><b>Verdict</b>none: a verdict needs both IO and SYNTHETIC '
                    'trials that counted</div>')

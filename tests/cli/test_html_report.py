@@ -42,6 +42,8 @@ def test_one_page_holds_every_runs_verdict_tables_and_plots(tmp_path: Path) -> N
         assert html.escape(doc["verdict"]) in page  # the verdict as written, escaped once
         assert f"<h2>{html.escape(doc['run_name'])}</h2>" in page
     assert "<h2>Scaling</h2>" in page and "strong eff" in page
+    # The verdict's box is coloured by its outcome: loading-limited (v3, v3-sweep), compute-limited (2 ranks).
+    assert page.count('<div class="verdict data-loading">') == 2 and page.count('<div class="verdict compute">') == 1
     assert "<caption>System metrics (means over the counted trials; rank 0&#x27;s own)</caption>" in page
     # The sweep run's table, its best setting marked, as the run printed it.
     assert "<caption>Loader sweep (IO trials per setting)</caption>" in page
