@@ -180,6 +180,8 @@ def _write_html(runs: Sequence[Run], path: str) -> int:
             handle.write(page.text)
         os.replace(temporary, path)
     except OSError as err:
+        if os.path.exists(temporary):
+            os.unlink(temporary)  # a page half written is not left behind
         return _fail("report", f"cannot write {path}: {err.strerror or err}")
     for note in page.notes:
         print(f"benchy report: {note}", file=sys.stderr)
