@@ -19,7 +19,7 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence
 
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
-from ..core.sweep import NEAR_BEST
+from ..core.sweep import NEAR_BEST, Setting
 from . import plots as drawing
 from . import scaling
 from .saved import Run
@@ -134,10 +134,9 @@ def system_table(run: Run) -> Optional[Table]:
 
 
 def _setting_text(settings: Mapping[str, Any]) -> str:
-    parts = [f"num_workers={settings.get('num_workers')}", f"pin_memory={settings.get('pin_memory')}"]
-    if settings.get("prefetch_factor") is not None:
-        parts.append(f"prefetch_factor={settings.get('prefetch_factor')}")
-    return ", ".join(parts)
+    """A saved setting as the sweep's table printed it (:meth:`benchy.core.sweep.Setting.text`)."""
+    return Setting(int(settings.get("num_workers") or 0), bool(settings.get("pin_memory")),
+                   settings.get("prefetch_factor")).text()
 
 
 def sweep_table(run: Run) -> Optional[Table]:
