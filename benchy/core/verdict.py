@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -46,6 +46,7 @@ __all__ = [
     "decide",
     "diagnosis",
     "disturbed_trials",
+    "figure_means",
     "first_pass",
     "h2d_estimate",
     "h2d_reading",
@@ -73,7 +74,12 @@ SERIAL_MARGIN = 1.1
 
 def system_means(trials: Sequence[TrialResult]) -> Optional[Dict[str, float]]:
     """The mean of each system figure over the trials that have them (None: none has)."""
-    found = [t.system for t in trials if t.system]
+    return figure_means([t.system for t in trials if t.system])
+
+
+def figure_means(found: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
+    """The mean of each figure that is a number in every one of ``found`` (None: ``found`` is empty):
+    the SYSTEM line's means, also those of a saved run's ``system`` entries."""
     if not found:
         return None
     keys = [k for k in found[0]

@@ -13,13 +13,13 @@ from __future__ import annotations
 import base64
 import html
 import io
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional, Sequence
 
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
 from ..core.sweep import NEAR_BEST, Setting
+from ..core.verdict import figure_means
 from . import plots as drawing
 from . import scaling
 from .saved import Run
@@ -96,41 +96,37 @@ class _Plots:
         return (f'<figure><img alt="{_e(what)}" src="{uri}"><figcaption>{_e(caption)}</figcaption></figure>')
 
 
-def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
-    finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-    return sum(finite) / len(finite) if finite else None
-
-
 def _fmt(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
     return "" if value is None else format(value / scale, spec)
 
 
+# The system table's columns: (heading, figure, divisor, format); the SYSTEM line's figures and units.
+SYSTEM_COLUMNS = (("CPU cores busy", "cpu_cores_busy", 1.0, ".2f"), ("of cores", "cpu_cores", 1.0, "g"),
+                  ("other processes (cores)", "other_cores_busy", 1.0, ".2f"),
+                  ("peak RSS MB", "rss_max_bytes", 1e6, ".0f"), ("storage reads MB/s", "read_bytes_per_s", 1e6, ".2f"),
+                  ("loader reads MB/s", "loader_read_chars_per_s", 1e6, ".2f"), ("GPU busy %", "gpu_util", 0.01, ".0f"),
+                  ("GPU memory MB", "gpu_memory_bytes", 1e6, ".0f"), ("GPU power W", "gpu_power_w", 1.0, ".1f"))
+
+
 def system_table(run: Run) -> Optional[Table]:
-    """Per mode, the means over its counted trials of the system sampler's figures (rank 0's own)."""
-    table = Table(["mode", "trials", "CPU cores busy", "of cores", "other processes (cores)", "peak RSS MB",
-                   "storage reads MB/s", "loader reads MB/s", "GPU util %", "GPU memory MB", "GPU power W"],
-                  right=[False] + [True] * 10, title="System metrics (means over the counted trials; rank 0's own)")
+    """Per mode, the means over its counted trials of the system sampler's figures (rank 0's own), as
+    the SYSTEM line takes them (:func:`benchy.core.verdict.figure_means`); columns nobody measured
+    (no GPU, no loader reads) are left out."""
+    rows = []
     for mode in Mode:
         block = run.document.get(mode.value)
         entries = [s for s in (block.get("system") or []) if isinstance(s, Mapping)] if isinstance(block, Mapping) else []
-        if not entries:
-            continue
-
-        def col(key: str, entries: List[Mapping[str, Any]] = entries) -> Optional[float]:
-            return _mean([s.get(key) for s in entries])
-
-        rss = [float(s["rss_max_bytes"]) for s in entries if isinstance(s.get("rss_max_bytes"), (int, float))]
-        table.rows.append([mode.value, str(len(entries)), _fmt(col("cpu_cores_busy")), _fmt(col("cpu_cores"), spec="g"),
-                           _fmt(col("other_cores_busy")), _fmt(max(rss) if rss else None, 1e6, ".0f"),
-                           _fmt(col("read_bytes_per_s"), 1e6), _fmt(col("loader_read_chars_per_s"), 1e6),
-                           _fmt(col("gpu_util"), spec=".1f"), _fmt(col("gpu_memory_bytes"), 1e6, ".0f"),
-                           _fmt(col("gpu_power_w"), spec=".1f")])
-    if not table.rows:
+        means = figure_means(entries)
+        if means is not None:
+            rows.append((mode.value, len(entries), means))
+    if not rows:
         return None
-    # Columns nobody measured (no GPU, no loader reads) are left out rather than shown empty.
-    keep = [k for k in range(len(table.headers)) if k < 2 or any(row[k] for row in table.rows)]
-    return Table([table.headers[k] for k in keep], [[row[k] for k in keep] for row in table.rows],
-                 right=[table.right[k] for k in keep], title=table.title)
+    columns = [c for c in SYSTEM_COLUMNS if any(c[1] in means for _, _, means in rows)]
+    table = Table(["mode", "trials"] + [c[0] for c in columns], right=[False] + [True] * (len(columns) + 1),
+                  title="System metrics (means over the counted trials; rank 0's own)")
+    for name, count, means in rows:
+        table.rows.append([name, str(count)] + [_fmt(means.get(key), scale, spec) for _, key, scale, spec in columns])
+    return table
 
 
 def _setting_text(settings: Mapping[str, Any]) -> str:

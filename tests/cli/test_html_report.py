@@ -79,3 +79,19 @@ def test_an_unwritable_page_is_named(tmp_path: Path) -> None:
     proc = benchy("report", RUNS[0], "--html", str(tmp_path / "missing" / "report.html"))
     assert proc.returncode == 2
     assert f"benchy report: cannot write {tmp_path / 'missing' / 'report.html'}" in proc.stderr
+
+
+def test_the_system_table_holds_the_system_lines_figures(tmp_path: Path) -> None:
+    page = report(tmp_path, RUNS[0])
+    # BENCHY::SUMMARY::SYSTEM IO CPU 0.00 of 2 cores busy (0 %), peak RSS 243 MB, storage reads 0.0 MB/s
+    assert '<tr><td>IO</td><td class="num">3</td><td class="num">0.00</td><td class="num">2</td><td class="num">243</td>' \
+        in page
+    assert "GPU" not in page.split("System metrics", 1)[1].split("</table>", 1)[0]  # nobody measured it
+    # With GPU readings (a share of the time busy, bytes, watts): the columns appear, in the line's units.
+    doc = json.loads((DATA / RUNS[0]).read_text())
+    for entry in doc["FULL"]["system"]:
+        entry.update(gpu_util=0.85, gpu_memory_bytes=2.5e9, gpu_power_w=300.0)
+    (tmp_path / "gpu.json").write_text(json.dumps(doc))
+    page = report(tmp_path, str(tmp_path / "gpu.json"))
+    assert '<th class="num">GPU busy %</th><th class="num">GPU memory MB</th><th class="num">GPU power W</th>' in page
+    assert '<td class="num">85</td><td class="num">2500</td><td class="num">300.0</td></tr>' in page
