@@ -22,7 +22,7 @@ import io
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import IO, Any, Dict, List, Optional, Sequence
 
 from ..core.version import __version__
 from ..results import compare as comparing
@@ -171,17 +171,17 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _write_html(runs: Sequence[Run], path: str) -> int:
+    from ..results.files import write_atomic
     from ..results.html import report_page
 
     page = report_page(runs)
-    temporary = f"{path}.tmp"
+
+    def write(handle: IO[str]) -> None:
+        handle.write(page.text)
+
     try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(page.text)
-        os.replace(temporary, path)
+        write_atomic(path, write, suffix=".html.tmp")
     except OSError as err:
-        if os.path.exists(temporary):
-            os.unlink(temporary)  # a page half written is not left behind
         return _fail("report", f"cannot write {path}: {err.strerror or err}")
     for note in page.notes:
         print(f"benchy report: {note}", file=sys.stderr)

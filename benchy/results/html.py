@@ -75,10 +75,10 @@ def _png(draw: Callable[[io.BytesIO], Any]) -> str:
 class _Plots:
     """Draws into the page while matplotlib is there; remembers why a plot is missing."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self) -> None:
         self.drawn = 0
         self.notes: List[str] = []
-        self._unavailable: Optional[str] = None if enabled else "plots were not asked for"
+        self._unavailable: Optional[str] = None
 
     def figure(self, what: str, draw: Callable[[io.BytesIO], Any], caption: str) -> str:
         if self._unavailable is not None:
@@ -209,11 +209,11 @@ def _run_section(run: Run, index: int, plots: _Plots) -> str:
     return "\n".join(part for part in out if part)
 
 
-def report_page(runs: Sequence[Run], plots: bool = True) -> Page:
-    """The page for ``runs`` (one or more). ``plots``: draw them (needs matplotlib)."""
+def report_page(runs: Sequence[Run]) -> Page:
+    """The page for ``runs`` (one or more); plots where matplotlib is installed."""
     if not runs:
         raise ValueError("a report needs at least one run")
-    drawer = _Plots(plots)
+    drawer = _Plots()
     title = runs[0].label if len(runs) == 1 else f"{len(runs)} runs: " + ", ".join(r.label for r in runs)
     body: List[str] = [f"<h1>benchy report: {_e(title)}</h1>"]
     if len(runs) > 1:

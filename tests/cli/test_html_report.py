@@ -76,9 +76,11 @@ def test_without_matplotlib_the_page_has_its_tables_and_says_why_no_plots(tmp_pa
 
 
 def test_an_unwritable_page_is_named(tmp_path: Path) -> None:
-    proc = benchy("report", RUNS[0], "--html", str(tmp_path / "missing" / "report.html"))
+    (tmp_path / "a-file").write_text("")  # a directory that cannot be made: its parent is a file
+    proc = benchy("report", RUNS[0], "--html", str(tmp_path / "a-file" / "report.html"))
     assert proc.returncode == 2
-    assert f"benchy report: cannot write {tmp_path / 'missing' / 'report.html'}" in proc.stderr
+    assert f"benchy report: cannot write {tmp_path / 'a-file' / 'report.html'}" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing half written left behind
 
 
 def test_the_system_table_holds_the_system_lines_figures(tmp_path: Path) -> None:
