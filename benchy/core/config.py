@@ -90,7 +90,9 @@ class ModeConfig:
 
 @dataclass(frozen=True)
 class GlobalConfig:
-    """The ``global`` section. ``output_dir=None`` means the current directory."""
+    """The ``global`` section. What each key does, what it allows and its default are in
+    :data:`~benchy.core.config_rules.MEANINGS` and :data:`~benchy.core.config_rules.GLOBAL_RULES` (the
+    manual's configuration reference is made from them and these defaults)."""
 
     report_freq: int = 10
     exit_after_tests: bool = True
@@ -99,33 +101,30 @@ class GlobalConfig:
     output_dir: Optional[str] = None
     use_distributed_barrier: bool = False
     # Ours (not in the original).
-    console: str = "auto"  # how to draw on a terminal: auto, rich, plain
-    # Trial kinds captured: cudaProfilerApi, one window over them; torch, one extra warm-up of each, profiled.
-    profiler_capture: Union[str, Tuple[str, ...]] = AUTO  # auto: every kind (cudaProfilerApi), FULL (torch)
-    profiler: str = "cudaProfilerApi"  # the capture: cudaProfilerStart/Stop (Nsight Systems), or torch.profiler
-    profiler_steps: int = 5  # profiler: torch: the steps recorded in the profiled trial
-    nvtx: bool = True  # NVTX ranges when a tool (Nsight Systems) is attached
-    sync_every_step: bool = False  # synchronize the device at every step (changes what is measured)
-    dist_timeout: float = 600.0  # seconds a rank waits for the others at a trial boundary
-    dist_rank_lists: int = 64  # per-rank figures kept up to this many ranks; past it, reduced summaries
-    auto_precision: float = 0.02  # ntrials auto: stop when the interval's half-width is this share of the mean
-    auto_max_trials: int = 8  # ntrials auto: at most this many trials per mode
-    auto_max_warmup: int = 4  # nwarmup auto: at most this many warm-ups per mode
-    # Every trial's per-step times as <output name>.steps/<trial>.npy, written once: rank 0's (true),
-    # every rank's ("all": rank r's in rank<r>/ there), or none (false).
+    console: str = "auto"
+    profiler_capture: Union[str, Tuple[str, ...]] = AUTO
+    profiler: str = "cudaProfilerApi"
+    profiler_steps: int = 5
+    nvtx: bool = True
+    sync_every_step: bool = False
+    dist_timeout: float = 600.0
+    dist_rank_lists: int = 64
+    auto_precision: float = 0.02
+    auto_max_trials: int = 8
+    auto_max_warmup: int = 4
     save_steps: Union[bool, str] = True
-    system_metrics: bool = True  # CPU, memory, storage reads (and GPU) sampled during each trial
-    system_metrics_hz: float = 10.0  # readings per second of the system-metrics sampler
-    busy_machine_share: float = 0.25  # a trial where other processes took more of the cores is flagged
-    io_h2d: bool = True  # with an accelerator in use: IO trials that also copy each batch to it
-    stages: bool = True  # a DataLoader's diagnostic stage trials: each stage and each worker timed
-    run_name: Optional[str] = None  # how compare/report name the run; None: the script's name and start time
-    sweep_apply: bool = False  # after a loader sweep, continue with the recommended settings
-    flops: bool = True  # count one untimed SYNTHETIC step's FLOPs (torch's FlopCounterMode): COMPUTE, MFU
-    peak_flops: Any = None  # FLOP/s a device: one figure, or {dtype: figure}; None: the peak table's
-    count: str = "samples"  # "tokens": also tokens per second and the padding share (sequence batches)
-    token_key: Union[str, int] = AUTO  # count: tokens: where the token ids are (auto: input_ids, else a 2-D integer tensor)
-    mask_key: Union[str, int] = AUTO  # ... and the attention mask (auto: attention_mask, or a 0/1 tensor; none)
+    system_metrics: bool = True
+    system_metrics_hz: float = 10.0
+    busy_machine_share: float = 0.25
+    io_h2d: bool = True
+    stages: bool = True
+    run_name: Optional[str] = None
+    sweep_apply: bool = False
+    flops: bool = True
+    peak_flops: Any = None
+    count: str = "samples"
+    token_key: Union[str, int] = AUTO
+    mask_key: Union[str, int] = AUTO
 
 
     @property
