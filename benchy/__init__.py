@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, List
 
 from .core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
 from .core.errors import BenchyError
-from .core.results import Interruption, RunResults, TrialResult
+from .core.outcomes import Interruption
+from .core.results import RunResults, TrialResult
 from .core.schedule import Mode, Schedule, TrialSpec
 from .core.stats import Estimate
 from .core.version import __version__

@@ -158,8 +158,8 @@ class ComputeReport:
                     "it cannot see into, or ops it has no formula for" + (f": {', '.join(c.unknown)}" if c.unknown
                                                                          else "") + "); MFU is not guessed")
         mix = ", ".join(f"{100 * v / c.total:.0f} % {k}" for k, v in sorted(c.by_dtype.items(), key=lambda kv: -kv[1]))
-        out = (f"{_flop(c.total)} a step, {_flop(self.per_sample or 0.0)} a sample (torch FlopCounterMode, the first "
-               f"step of {c.label}, left out of it, on the cached batch of {c.samples} samples; {mix})")
+        out = (f"{_flop(c.total)} a step, {_flop(self.per_sample or 0.0)} a sample (torch FlopCounterMode, one "
+               f"untimed step before {c.label}, on the cached batch of {c.samples} samples; {mix})")
         if c.unknown:
             out += f"; not counted, no formula: {', '.join(c.unknown)} (the figures are a lower bound)"
         if self.modes:

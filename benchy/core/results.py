@@ -10,10 +10,11 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from .outcomes import Outcomes
 from .schedule import Mode, TrialSpec
 from .stages import StageReport
 from .startup import Startup
@@ -22,10 +23,7 @@ from .stats import Estimate, estimate
 __all__ = [
     "RATES_SLICE",
     "SAMPLE_TYPECODES",
-    "Counted",
     "FlopCount",
-    "Interruption",
-    "Outcome",
     "RankSummary",
     "RunResults",
     "Snapshot",
@@ -33,6 +31,7 @@ __all__ = [
     "StepRates",
     "TokenCount",
     "TrialResult",
+    "WindowSpan",
     "samples_typecode",
 ]
 
@@ -146,6 +145,25 @@ class RankSummary:
 
 
 @dataclass(frozen=True)
+class WindowSpan:
+    """Where a SYNTHETIC or FULL trial ran in the training loop: the epoch (1 = the first the benchmark
+    saw) and the step of that epoch (from 0) of its first and its last hand-out, the epochs' stretches
+    it ran in (``segments``), and the periods left out (the last of each stretch that did not end the
+    trial: its end fell in the next epoch; with a loop that fetches one batch ahead, each stretch's first)."""
+
+    start_epoch: int
+    start_step: int
+    end_epoch: int
+    end_step: int
+    segments: int = 1
+    left_out: int = 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"start_epoch": self.start_epoch, "start_step": self.start_step, "end_epoch": self.end_epoch,
+                "end_step": self.end_step, "segments": self.segments, "left_out": self.left_out}
+
+
+@dataclass(frozen=True)
 class TrialResult:
     """One finished trial: samples delivered over wall time, and the per-step split.
 
@@ -190,6 +208,8 @@ class TrialResult:
     # seconds, ``cpu_cores_busy`` since the reading before, ``rss_bytes``, and GPU fields when
     # sampled); None when off. For the timeline (``benchy trace``); ``system`` holds the aggregates.
     readings: Any = None
+    # SYNTHETIC and FULL: where the trial's window ran in the loop (None for IO and side trials).
+    window: Optional[WindowSpan] = None
 
     def __post_init__(self) -> None:
         seconds: Any = self.step_seconds
@@ -299,30 +319,6 @@ class StepRates:
 
 
 @dataclass(frozen=True)
-class Interruption:
-    """A trial that did not finish: which one, after how many batches, and why."""
-
-    spec: TrialSpec
-    batches_done: int
-    reason: str
-    error: bool = False  # the loader or the step raised (not a break, a peek, a dropped iterator)
-    dropped: bool = False  # the loop dropped or closed the trial's iterator part-way (a peek, a break)
-
-
-@dataclass(frozen=True)
-class Counted:
-    """A trial that counted. ``closed_early``: the loop took all ``n`` batches and never asked for
-    another (a loop sized by ``len()``), so the trial counts over its first ``n - 1`` periods."""
-
-    result: TrialResult
-    closed_early: bool = False
-
-
-# What a trial ends with: counted, or not counted and why (a break, an exception, a dropped iterator).
-Outcome = Union[Counted, Interruption]
-
-
-@dataclass(frozen=True)
 class Snapshot:
     """What a session knows besides its results, handed to the sink for each summary and JSON write."""
 
@@ -338,6 +334,9 @@ class Snapshot:
     workers: int  # the loader's num_workers (the sweep may have changed it)
     startup: Optional[Startup]  # the loader's start-up per pass
     tokens: Optional[str] = None  # count: tokens: what is counted as tokens, in words (None: samples only)
+    outcomes: Outcomes = Outcomes()  # what became of the trials (lost ones, peeks, a signal)
+    steps_needed: Optional[int] = None  # the loop's steps the schedule takes at the most (its estimate)
+    epoch_length: Optional[int] = None  # the loader's own batches per epoch (None: it has no length)
 
 
 @dataclass(frozen=True)
@@ -357,12 +356,6 @@ class RunResults:
     """Everything measured so far, in the order it was measured."""
 
     trials: List[TrialResult] = field(default_factory=list)
-    interruptions: List[Interruption] = field(default_factory=list)
-    # Trials whose iterator the loop dropped part-way, and which ran again at the next epoch (the
-    # attempt, not the re-run: that one counts, or is in ``interruptions``); and the peeks, the
-    # iter() calls that took at most one batch (not epochs: their trial started again at once).
-    reruns: List[Interruption] = field(default_factory=list)
-    peeks: int = 0
     # IO_H2D: IO trials that also copy each batch to the accelerator (this rank's), and why
     # there are none when they were skipped.
     h2d: List[TrialResult] = field(default_factory=list)

@@ -1,10 +1,12 @@
 """Which trials run, and in which order (pure, no torch).
 
-IO warm-ups and trials run first, hidden inside the first ``iter()``. After that each epoch
-is one trial: the SYNTHETIC warm-ups, then the FULL warm-ups, then the measured SYNTHETIC
-and FULL trials interleaved in the order S F F S S F F S ..., so that a step time that still
-drifts (slowly warming caches, allocator, clocks) is charged to both modes alike: a drift
-that is linear in time cancels exactly over each S F F S block.
+IO warm-ups and trials run first, on a pass of benchy's own, hidden inside the first ``iter()``.
+After that the training loop's steps are cut into *windows*, one trial each, back to back: the
+SYNTHETIC warm-ups, then the FULL warm-ups, then the measured SYNTHETIC and FULL trials
+interleaved in the order S F F S S F F S ..., so that a step time that still drifts (slowly
+warming caches, allocator, clocks) is charged to both modes alike: a drift that is linear in time
+cancels exactly over each S F F S block. A window may begin anywhere in an epoch and may span
+epochs; the loop's epochs and ``len()`` stay the loader's own (``benchy.measure.window``).
 
 ``ntrials: auto`` and ``nwarmup: auto`` make the schedule adaptive: the :class:`Schedule`
 states the bounds (and the order the trials take), :class:`benchy.session.planner.Planner` decides
@@ -85,7 +87,7 @@ class ModePlan:
     def describe(self) -> str:
         warm = f"{self.nwarmup}" if self.nwarmup is not None else f"auto (1 to {self.max_warmup})"
         trials = f"{self.ntrials}" if self.ntrials is not None else f"auto ({self.fewest_trials} to {self.max_trials})"
-        hidden = " before epoch 1" if self.mode is Mode.IO else ""
+        hidden = " on a pass of its own" if self.mode is Mode.IO else ""
         profiled = " + 1 profiled warm-up" if self.profiled else ""
         return f"{self.mode.value} {warm} warm-up{profiled} + {trials} x {self.nbatches} batches{hidden}"
 
@@ -158,22 +160,47 @@ class Schedule:
         return 0.99 if any(p.ntrials is None for p in self.plans) else 0.95
 
     @property
-    def epoch_plans(self) -> Tuple[ModePlan, ...]:
+    def window_plans(self) -> Tuple[ModePlan, ...]:
         return tuple(p for p in self.plans if p.mode is not Mode.IO)
 
     @property
-    def epochs_needed(self) -> int:
-        """Epochs (``iter()`` calls) the script must ask for so that the schedule surely finishes.
-
-        With ``auto`` counts this is the most the schedule can take. The IO trials run inside
-        the first ``iter()``; with only IO enabled that call finishes the schedule.
-        """
-        return max(1, sum(p.most_warmups + int(p.profiled) + p.most_trials for p in self.epoch_plans))
+    def windows_needed(self) -> int:
+        """SYNTHETIC and FULL windows the schedule runs at the most (with ``auto`` counts, the bounds)."""
+        return sum(p.most_warmups + int(p.profiled) + p.most_trials for p in self.window_plans)
 
     @property
-    def epochs_fewest(self) -> int:
-        """The fewest epochs the schedule can take (``epochs_needed`` when nothing is ``auto``)."""
-        return max(1, sum(p.fewest_warmups + int(p.profiled) + p.fewest_trials for p in self.epoch_plans))
+    def windows_fewest(self) -> int:
+        """The fewest windows it can take (``windows_needed`` when nothing is ``auto``)."""
+        return sum(p.fewest_warmups + int(p.profiled) + p.fewest_trials for p in self.window_plans)
+
+    def steps_needed(self, queue_depth: int = 0, epoch_length: Optional[int] = None, longest: bool = True) -> int:
+        """The training loop's steps the windows take (``longest``: at the most), an estimate made before
+        they run: each window's ``nbatches``; before each FULL window, up to ``queue_depth`` steps that
+        take the batches the loader's workers hold ready (untimed); the one untimed step whose FLOPs are
+        counted (two for a loop that fetches ahead); and, with a loader of ``epoch_length`` batches, one
+        more step (and a lead-in before FULL) for each epoch a window spans."""
+        steps, fulls, windows = 0, 0, 0
+        for p in self.window_plans:
+            count = (p.most_warmups + p.most_trials if longest else p.fewest_warmups + p.fewest_trials) + int(p.profiled)
+            steps += count * p.nbatches
+            windows += count
+            if p.mode is Mode.FULL:
+                fulls = count
+        if not steps:
+            return 0
+        steps += fulls * queue_depth + 2
+        if epoch_length is not None and epoch_length > 0:
+            crossings = steps // epoch_length
+            steps += crossings * (1 + queue_depth * fulls // max(1, windows))
+        return steps
+
+    @staticmethod
+    def epochs_for(steps: int, epoch_length: Optional[int], start: int = 0) -> Optional[int]:
+        """Epochs of ``epoch_length`` batches the loop runs to take ``steps`` steps from step ``start``
+        of its first epoch (None: the loader has no length)."""
+        if epoch_length is None or epoch_length <= 0:
+            return None
+        return max(1, -(-(steps + start) // epoch_length))
 
     def _specs(self, mode: Mode, longest: bool) -> Tuple[List[TrialSpec], List[TrialSpec]]:
         p = self.plan(mode)
@@ -186,10 +213,10 @@ class Schedule:
                 [TrialSpec(mode, k, False, p.nbatches) for k in range(1, nt + 1)])
 
     def order(self, longest: bool = True) -> Tuple[Tuple[TrialSpec, ...], Tuple[TrialSpec, ...]]:
-        """(hidden IO trials, one trial per epoch) as they run with fixed counts.
+        """(hidden IO trials, the windows in order) as they run with fixed counts.
 
         With ``auto`` counts, ``longest`` gives the order at the bounds, else at the fewest;
-        IO trials beyond the fewest may also run hidden at later epoch boundaries.
+        IO trials beyond the fewest may also run hidden between later windows.
         """
         io_warm, io = self._specs(Mode.IO, longest)
         syn_warm, syn = self._specs(Mode.SYNTHETIC, longest)
@@ -202,12 +229,12 @@ class Schedule:
         return self.order()[0]
 
     @property
-    def per_epoch(self) -> Tuple[TrialSpec, ...]:
-        """One trial per epoch, in order (fixed counts; with ``auto``, the longest order)."""
+    def windows(self) -> Tuple[TrialSpec, ...]:
+        """The SYNTHETIC and FULL windows, in order (fixed counts; with ``auto``, the longest order)."""
         return self.order()[1]
 
     def describe(self) -> str:
-        """One line for the start-up message, e.g. ``IO 1 warm-up + 3 x 50 batches before epoch 1; ...``."""
+        """One line for the start-up message, e.g. ``IO 1 warm-up + 3 x 50 batches on a pass of its own; ...``."""
         return "; ".join(p.describe() for p in self.plans)
 
     def fingerprint(self) -> Dict[str, object]:
@@ -229,6 +256,6 @@ class Schedule:
         return {
             "adaptive": self.adaptive,
             "precision": self.precision,
-            "epochs_needed": self.epochs_needed,
-            "epochs_fewest": self.epochs_fewest,
+            "windows_needed": self.windows_needed,
+            "windows_fewest": self.windows_fewest,
         }

@@ -4,12 +4,11 @@
 ``torch.utils.data.dataloader``) with :class:`RunnerDataLoader`, a subclass that behaves as the
 plain DataLoader until it is chosen, and then as a ``BenchmarkDataLoader``:
 
-* ``--loader first`` (default): the first DataLoader whose iterator ran a loop, i.e. one of
-  whose plain passes delivered at least :data:`LOOP_BATCHES` batches, is chosen at its next
-  ``iter()``. A peek (``next(iter(loader))``, also one made before every epoch's loop) or
-  Lightning's two-batch sanity check of the validation loader does not choose a loader; the
-  training loader's first epoch runs plain and the schedule starts at its second (the script
-  needs one epoch more than the schedule).
+* ``--loader first`` (default): the first DataLoader whose iterator runs a loop is chosen: when
+  the loop asks one of its plain passes for a batch after :data:`LOOP_BATCHES`, inside that pass.
+  A peek (``next(iter(loader))``, also one made before every epoch's loop) or Lightning's
+  two-batch sanity check of the validation loader does not choose a loader. The benchmark starts
+  there: the IO trials run on passes of benchy's own, then the windows begin within that epoch.
 * ``--loader N``: the N-th DataLoader created (from 1) is chosen at its first ``iter()``.
 
 Every other DataLoader stays plain, untouched by benchy. ``isinstance(x, DataLoader)`` holds
@@ -34,6 +33,7 @@ from ..measure.profiling import global_rank
 from ..results import lines
 from ..session.console import write_line
 from ..session.registry import creation_site
+from ..session.session import LOOP_BATCHES
 
 # Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
 from .wrappers import dataloader_session
@@ -42,7 +42,6 @@ __all__ = ["LOADER_ENV_VAR", "LOOP_BATCHES", "SWEEP_ENV_VAR", "RunnerDataLoader"
 
 LOADER_ENV_VAR = "BENCHY_RUN_LOADER"  # "first" or N: set by `benchy run`; read by install()
 SWEEP_ENV_VAR = "BENCHY_RUN_SWEEP"  # "1": sweep num_workers (auto) unless the config has a sweep
-LOOP_BATCHES = 3  # a plain pass of at least this many batches was a loop, not a peek
 ORIGINAL = DataLoader
 
 
@@ -84,18 +83,16 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
             self._runner_index = STATE.created
         self._runner_args: Tuple[Tuple[Any, ...], Dict[str, Any]] = (args, kwargs)
         self._runner_where = creation_site()
-        self._runner_pass: Optional[int] = None  # batches the latest plain pass delivered (None: none yet)
-        self._runner_wrapper: Any = None  # the BenchmarkDataLoader machinery once chosen
+        self._runner_wrapper: Any = None  # the benchmark's session once chosen
 
     # --- the choice -------------------------------------------------------------------------
 
-    def _runner_claims(self) -> bool:
+    def _runner_claims(self, looped: bool = False) -> bool:
+        """Whether this loader is the benchmarked one (choosing it now if it is the one wanted);
+        ``looped``: a plain pass of it is running a loop (``--loader first``)."""
         if STATE.chosen is not None:
             return STATE.chosen is self
-        if STATE.mode is None:
-            wanted = self._runner_pass is not None and self._runner_pass >= LOOP_BATCHES
-        else:
-            wanted = self._runner_index == STATE.mode
+        wanted = looped if STATE.mode is None else self._runner_index == STATE.mode
         if wanted:
             with STATE.lock:
                 if STATE.chosen is None:
@@ -108,8 +105,9 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
         if STATE.sweep and not config.sweep.enabled:
             config = load_config(overrides={"sweep": {"num_workers": AUTO}})
         args, kwargs = self._runner_args
-        why = (f"the first whose iterator ran a loop: {self._runner_pass} batches in a plain pass, so the schedule "
-               f"starts one epoch later" if STATE.mode is None else f"--loader {STATE.mode}")
+        why = (f"the first whose iterator ran a loop: the loop asked its plain pass for more than {LOOP_BATCHES} "
+               f"batches; the benchmark starts there, within that epoch" if STATE.mode is None
+               else f"--loader {STATE.mode}")
         others = STATE.created - 1
         if global_rank() == 0:  # every rank chooses the same loader; one says so
             write_line(lines.info(f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
@@ -126,18 +124,8 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
         if "_runner_index" in self.__dict__ and self._runner_claims():
             return self._runner_wrapper.iterate()
         if "_runner_index" in self.__dict__ and STATE.mode is None and STATE.chosen is None:
-            return self._runner_counted()
+            return _first_pass(self, ORIGINAL.__iter__(self))
         return ORIGINAL.__iter__(self)
-
-    def _runner_counted(self) -> Iterator[Any]:
-        """A plain pass before any loader is chosen, counting what it delivers (a loop, or a peek?)."""
-        self._runner_pass = 0
-        return _Counted(ORIGINAL.__iter__(self), self)
-
-    def __len__(self) -> int:
-        session = self.__dict__.get("_runner_wrapper")
-        n = session.epoch_length() if session is not None else None
-        return n if n is not None else ORIGINAL.__len__(self)
 
     @property
     def benchy(self) -> Any:
@@ -145,26 +133,20 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
         return self.__dict__.get("_runner_wrapper")
 
 
-class _Counted:
-    """The DataLoader's own iterator, counting the batches it hands out (``len()`` and every
-    other attribute are the iterator's)."""
-
-    def __init__(self, inner: Any, loader: RunnerDataLoader) -> None:
-        self._inner, self._loader = inner, loader
-
-    def __iter__(self) -> _Counted:
-        return self
-
-    def __next__(self) -> Any:
-        batch = next(self._inner)
-        self._loader._runner_pass = (self._loader._runner_pass or 0) + 1
-        return batch
-
-    def __len__(self) -> int:
-        return len(self._inner)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+def _first_pass(loader: RunnerDataLoader, inner: Iterator[Any]) -> Iterator[Any]:
+    """A plain pass before any loader is chosen: when the loop asks it for a batch after
+    :data:`LOOP_BATCHES`, the loader is chosen (if none was meanwhile) and the benchmark starts in it."""
+    nxt = inner.__next__
+    for _ in range(LOOP_BATCHES):
+        try:
+            batch = nxt()
+        except StopIteration:
+            return
+        yield batch
+    if loader._runner_claims(looped=True):
+        yield from loader._runner_wrapper.adopt(inner, LOOP_BATCHES)
+        return
+    yield from inner
 
 
 def _none_chosen() -> None:

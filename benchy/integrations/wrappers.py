@@ -12,9 +12,11 @@ from torch.utils.data import DataLoader
 
 from ..core.config import Config, ConfigLike, resolve_config
 from ..core.sweep import Setting
+from ..measure.rng import loader_generators
 from ..measure.stages import Instrumented, instrument
 from ..session.registry import creation_site
 from ..session.session import LoaderFacts, Session
+from ..session.trials import OwnPasses
 
 __all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper", "LoaderSweeper", "dataloader_session", "weakly"]
 
@@ -79,13 +81,14 @@ class _Wrapped:
 
 
 class BenchmarkDataLoader(_Wrapped, DataLoader):  # type: ignore[misc]
-    """A ``torch.utils.data.DataLoader`` that runs benchy's trials at its epoch boundaries.
+    """A ``torch.utils.data.DataLoader`` that runs benchy's trials in the loop that iterates it.
 
     Takes exactly the DataLoader's arguments (plus an optional ``benchy_config``: a
     :class:`benchy.Config`, a mapping of overrides, or a YAML path; by default
     ``$BENCHY_CONFIG_FILE`` or the defaults). The config is validated here, before any
-    trial runs. While the schedule runs, ``len()`` is the running (or next) trial's
-    ``nbatches``, which is what an epoch yields; afterwards it is the DataLoader's own.
+    trial runs. The IO trials run on passes of benchy's own before the first batch; the
+    SYNTHETIC and FULL trials are windows of steps in the loop's epochs, which keep their
+    length; ``len()`` is the DataLoader's own throughout.
     """
 
     def __init__(self, *args: Any, benchy_config: ConfigLike = None, **kwargs: Any) -> None:
@@ -95,11 +98,6 @@ class BenchmarkDataLoader(_Wrapped, DataLoader):  # type: ignore[misc]
     def _new_session(self, made: _Made) -> Session:
         return dataloader_session(self, made.config, made.args, made.kwargs, type(self).__name__, made.where,
                                   DataLoader.__iter__)
-
-    def __len__(self) -> int:
-        session = self.__dict__.get("_benchy")
-        n = session.epoch_length() if session is not None else None
-        return n if n is not None else DataLoader.__len__(self)
 
 
 def weakly(target: Any, call: Callable[[Any], T]) -> Callable[[], T]:
@@ -135,8 +133,36 @@ def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...]
                         workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
                         length=weakly(loader, lambda found: _length(found, DataLoader.__len__)),
                         batch_samples=_fixed_batch(loader), sweeper=variants if config.sweep.enabled else None,
-                        instrument=None if variants is None else variants.instrumented, owner=weakref.ref(loader))
+                        instrument=None if variants is None else variants.instrumented,
+                        own=lambda: own_passes(loader, plain_iter),
+                        generators=weakly(loader, loader_generators), owner=weakref.ref(loader))
     return Session(config, facts)
+
+
+def own_passes(loader: DataLoader, plain_iter: Callable[[Any], Iterator[Any]]) -> OwnPasses:
+    """benchy's own passes over a DataLoader, apart from the loop's. A loader with persistent workers
+    keeps one iterator for all of the loop's epochs (its ``iter()`` resets it): benchy's passes get an
+    iterator of their own (``DataLoader._get_iterator``), reset for each further pass and shut down when
+    benchy is done with it, so the loop's is never reset under it and its workers' seeds are drawn as
+    without benchy."""
+    ref = weakref.ref(loader)
+
+    def found() -> DataLoader:
+        got = ref()
+        if got is None:
+            raise ReferenceError("benchy: the loader this benchmark reads was garbage-collected")
+        return got
+
+    def shutdown(iterator: Iterator[Any]) -> None:
+        stop = getattr(iterator, "_shutdown_workers", None)
+        if callable(stop):
+            stop()
+
+    persistent = bool(getattr(loader, "persistent_workers", False)) and _workers(loader) > 0
+    if persistent and callable(getattr(loader, "_get_iterator", None)):
+        return OwnPasses(lambda: found()._get_iterator(), lambda it: it._reset(found()),  # type: ignore[attr-defined]
+                         shutdown)
+    return OwnPasses(lambda: plain_iter(found()), None, shutdown)
 
 
 class LoaderSweeper:
@@ -245,8 +271,8 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
 
     ``batch_size`` is used only when a batch holds nothing with a leading dimension to count;
     by default it is read from the loader (``loader.batch_size``, else its batch sampler's, as
-    for Accelerate's prepared loaders). ``len()`` is the trial's ``nbatches`` while the schedule
-    runs, else forwarded; other attributes (e.g. DALI's ``reset``) are forwarded.
+    for Accelerate's prepared loaders). ``len()`` and other attributes (e.g. DALI's ``reset``)
+    are forwarded: the loop's epochs are the loader's own.
     """
 
     def __init__(self, iterable: Iterable[Any], batch_size: Optional[int] = None, *,
@@ -265,7 +291,7 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
                             type(self).__name__, made.where, queue_depth=_queue_depth(iterable),
                             workers=_workers(iterable), persistent=bool(getattr(iterable, "persistent_workers", False)),
                             length=weakly(self, BenchmarkGenericIteratorWrapper._plain_length),
-                            owner=weakref.ref(self))
+                            generators=lambda: loader_generators(iterable), owner=weakref.ref(self))
         return Session(made.config, facts)
 
     def _plain_iter(self) -> Iterator[Any]:
@@ -275,8 +301,7 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
         return _length(self._iterable, len)
 
     def __len__(self) -> int:
-        n = self._benchy.epoch_length()
-        return n if n is not None else len(self._iterable)  # type: ignore[arg-type]
+        return len(self._iterable)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_iterable", "_benchy", "_benchy_made"):

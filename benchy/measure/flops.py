@@ -1,11 +1,11 @@
 """The FLOPs of one real training step, counted by torch's own ``FlopCounterMode`` (needs torch).
 
-The count runs on one step that is not timed: the first step of the first measured SYNTHETIC trial
-(the cached batch; the warm-ups ran before it). The counter is entered when the trial hands out its
-first batch and left when the loop asks for the second (for a loop that fetches one batch ahead, the
-third: the step on the first batch runs between the two asks), and the periods it spans are left
-out of that trial (:func:`with_counted_step`), so the trial still yields exactly ``nbatches``
-batches and no timed step pays for the counter.
+The count runs on one step that is not timed, on the cached batch, just before the first measured
+SYNTHETIC window (the warm-ups ran before it): the counter is entered when the cached batch is handed
+out and left when the loop asks for the next. The batch handed out before it is the cached one too,
+so that a loop that fetches one batch ahead (and runs, between a hand-out and the next ask, the step
+on the batch before) counts the same step; at an epoch's first batch such a loop runs none. No timed
+step pays for the counter.
 
 :class:`StepCounter` adds to torch's counter the dtype each FLOP ran in (the op's first tensor
 input; float32 matmuls and convolutions on CUDA count as ``tf32`` where torch lets them use it) and
@@ -26,7 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ..core.results import FlopCount
 
-__all__ = ["StepCounter", "cpu_name", "with_counted_step"]
+__all__ = ["StepCounter", "cpu_name"]
 
 # Ops without a FLOP formula that are worth naming: matmuls, convolutions, attention, recurrences, FFTs.
 _HEAVY = re.compile(r"mm|matmul|conv|attention|attn|linear|einsum|rnn|lstm|gru|fft|cudnn|mkldnn|flash|bmm",
@@ -130,7 +130,7 @@ class StepCounter:
     def __init__(self, samples: int, label: str, spec: Any = None) -> None:
         self.samples = samples
         self.label = label
-        self.spec = spec  # the trial whose first step it counts, until that trial ends (then None)
+        self.spec = spec  # the trial it counts before
         self.entered = False
         self.completed = False  # the loop asked for the batch after the counted step: the count stands
         self.count: Optional[FlopCount] = None
@@ -191,35 +191,3 @@ def _accelerator_name(where: str) -> str:
     except Exception:
         pass
     return where
-
-
-def with_counted_step(counter: StepCounter, trial: Generator[Any, None, None],
-                      lookahead: bool) -> Generator[Any, None, None]:
-    """``trial`` with its first step counted by ``counter``: on from handing out the first batch (after the
-    trial's start: its sync, barrier and clock, which need not run under the counter) to the
-    loop's ask for the second (for a loop that fetches one batch ahead, the ask for the third: the step
-    on the first batch runs between the two). The caller leaves the periods it spans out of the trial.
-    A loop that drops the iterator before that ask (a peek such as ``next(iter(loader))``) leaves
-    no count. Closing this generator closes ``trial``."""
-    try:
-        try:
-            first = next(trial)  # the trial's start (device sync, a barrier, its clock) runs outside the counter
-        except StopIteration:
-            return
-        counter.enter()
-        completed = False
-        try:
-            yield first
-            if lookahead:
-                try:
-                    second = next(trial)
-                except StopIteration:
-                    return
-                yield second
-            completed = True
-        finally:
-            counter.leave(completed)
-        yield from trial
-    finally:
-        trial.close()  # a trial that counted has settled by now; a run again of one that did not is not counted
-        counter.spec = None

@@ -59,6 +59,12 @@ class LocalComm:
     def gather(self, label: str, value: Any) -> List[Any]:
         return [value]
 
+    def report_failure(self, reason: str) -> None:
+        return None
+
+    def failures(self) -> List[Tuple[int, str]]:
+        return []
+
     def shutdown(self) -> None:
         return None
 
@@ -209,6 +215,40 @@ class TorchComm:
         self._collective(label, "schedules", lambda: self._dist.all_gather_object(out, value, group=self._group))
         return out
 
+    def report_failure(self, reason: str) -> None:
+        """This rank's training failed (an uncaught exception ends it): say so in the job's rendezvous
+        store, so that the ranks the launcher stops next can name it. One counter and one key per
+        failure: reading them costs the failures, not the ranks."""
+        store = self._store
+        if store is None:
+            return
+        try:
+            index = int(store.add(f"{FAILED_KEY}/count", 1))
+            store.set(f"{FAILED_KEY}/{index}", f"{self.rank}\n{reason}")
+        except Exception:  # the store is gone (its host ended): nothing to tell
+            pass
+
+    def failures(self) -> List[Tuple[int, str]]:
+        """The ranks that said their training failed, as (rank, reason), in the order they said it."""
+        store = self._store
+        if store is None:
+            return []
+        out: List[Tuple[int, str]] = []
+        try:
+            count = int(store.add(f"{FAILED_KEY}/count", 0))
+            for index in range(1, min(count, SHOWN_RANKS) + 1):
+                key = f"{FAILED_KEY}/{index}"
+                deadline = time.monotonic() + FAILED_READ_S  # the key follows its count at once
+                while not store.check([key]) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                if not store.check([key]):
+                    continue
+                rank, _, reason = bytes(store.get(key)).decode("utf-8", "replace").partition("\n")
+                out.append((int(rank), reason))
+        except Exception:  # the store is gone, or its reads time out
+            return out
+        return out
+
     def shutdown(self) -> None:
         """Tear the process groups down (before benchy ends the process).
 
@@ -225,6 +265,8 @@ RANK_LISTS_DEFAULT = 64  # global.dist_rank_lists' default: past it, the schedul
 SETTLE_S = 1.0  # a failed collective's missing ranks are read until unchanged this long ...
 SETTLE_CAP_S = 10.0  # ... but no longer than this (or a quarter of dist_timeout)
 SHOWN_RANKS = 32  # missing ranks named in the error; the rest are counted
+FAILED_KEY = "benchy/failed"  # the store's keys where a failing rank says so (report_failure)
+FAILED_READ_S = 1.0  # the longest wait for a failure's key once its count is there
 
 
 def _lazy_group(dist: Any, timeout_s: float) -> Any:

@@ -99,6 +99,16 @@ class BatchSource:
         """Hold ``batch`` for the next :meth:`fetch`."""
         self._pending = batch
 
+    @property
+    def has_pending(self) -> bool:
+        """A batch is held for the next :meth:`fetch`."""
+        return self._pending is not _NOTHING
+
+    @property
+    def pending(self) -> Any:
+        """The batch held for the next :meth:`fetch` (see :attr:`has_pending`)."""
+        return self._pending
+
     def drop_pending(self) -> None:
         """Forget the batch held for the next :meth:`fetch` (it was ready long ago)."""
         self._pending = _NOTHING

@@ -45,10 +45,11 @@ class Series:
     same for every batch): ``data`` only, written by :meth:`set`.
     """
 
-    __slots__ = ("_blank", "buf", "buffered", "data", "done")
+    __slots__ = ("_blank", "_fill", "buf", "buffered", "data", "done")
 
     def __init__(self, length: int, code: str = "d", fill: Any = UNSET, buffered: bool = True) -> None:
         self.data: array[Any] = array(code, [fill]) * length
+        self._fill = fill
         self.buffered = buffered
         self._blank: List[Any] = [fill] * (CHUNK if buffered else 0)
         self.buf: List[Any] = list(self._blank)
@@ -93,6 +94,11 @@ class Series:
     def release(self) -> None:
         """Let the values go (the result is built): ``written()`` still tells how far the loop got."""
         self.data = array(self.data.typecode)
+
+    def grow(self, length: int) -> None:
+        """At least ``length`` values (the new ones blank): a window that spans epochs needs more."""
+        if len(self.data) < length:
+            self.data.extend(array(self.data.typecode, [self._fill]) * (length - len(self.data)))
 
     def settle(self, count: int) -> None:
         """Move what the loop wrote to ``data``, up to ``count`` values in all (a trial that ended early)."""

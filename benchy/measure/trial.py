@@ -1,114 +1,172 @@
-"""The hot loops: one timed trial over a batch source (no printing, no torch import).
+"""The hot loops: the IO trial over benchy's own batches, and the loop's epoch with its windows
+(no printing, no torch import).
 
-Each trial records one timestamp per batch into a preallocated list: ``stamps[i]`` is
-when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops. Period ``i``
-(``stamps[i]`` to ``stamps[i+1]``) holds one training step and one fetch, so a trial of
-``n`` batches spans exactly ``n`` periods:
+**IO** (:func:`io_trial`) drains ``n`` batches from a batch source by itself: from receiving one
+batch to receiving ``n`` more; the ``n`` received inside the window are counted.
 
-* SYNTHETIC: the clock runs from handing out the cached batch the first time to the loop
-  asking for batch ``n + 1`` (no fetches at all). The batch is the same object in every
-  SYNTHETIC trial (``get_batch`` returns the session's one cached batch).
-* FULL: from handing out batch 1 to the loop asking for batch ``n + 1`` *and* the batch
-  after the last one being ready; that batch is kept for the next FULL trial. Stopping
-  at the request alone would leave ``n`` steps but only ``n - 1`` fetches in the window
-  and overstate an IO-bound throughput by up to ``1/n``.
-* IO: from receiving one batch to receiving ``n`` more; the ``n`` received inside the
-  window are counted.
+**An epoch** (:func:`epoch_loop`) is what the training loop iterates: one per ``iter()`` of a
+wrapper, over a pass of the loader made at that ``iter()``, as the plain loader makes it. It hands
+out *segments*, each chosen by the session (the :class:`Machine`) at a boundary: plain batches, the
+cached batch untimed (the FLOPs' counted step), or a stretch of a SYNTHETIC or FULL *window*
+(:mod:`benchy.measure.window`). Within a window, ``stamps[i]`` is when hand-out ``i`` was made, so
+a period (``stamps[i]`` to ``stamps[i+1]``) holds one step and, in FULL, one fetch:
 
-A loop sized by ``len()`` takes exactly ``n`` batches and never asks for batch ``n + 1``.
-When such a trial's iterator is closed or dropped after handing out all ``n`` batches, the
-trial still counts, over its first ``n - 1`` periods (``stamps[0]`` to ``stamps[n-1]``:
-``n - 1`` steps, ``n - 1`` fetches and the samples of batches ``1 .. n-1``); with ``n = 1``
-there is no such period and the trial is reported as not counted.
+* SYNTHETIC hands out the one cached batch; the loader is not asked for anything (its workers
+  finish what they had queued and wait). The clock stops when the loop asks for the batch after
+  the window's last.
+* FULL hands out the epoch's own batches; after each step it fetches the next, so the window's last
+  period holds a fetch too, and that batch is handed out next (it is the epoch's next batch).
 
-Everything else (device sync, the optional barrier ``begin``, statistics, printing,
-collectives) happens at trial boundaries; the periodic report runs every ``report_freq``
-steps and its own duration is measured and taken out of the trial's time.
+The epoch ends where the loader's pass ends; where the loader has a length and a cached batch took
+some of its steps, at that length, so every epoch has the loader's own number of steps.
 
-Each window is written once, annotated with NVTX ranges (one per trial, one per step while
-the loop holds the batch, one per fetch, the index as a payload); the lines marked ``# nvtx``
-are its annotations. The plain variant, used whenever no tool such as Nsight Systems is
-attached, is built from the same source at import with those lines made ``pass`` (which
-compiles to nothing), so the two cannot drift and the plain loop pays nothing for them (a
-shared ``if`` per step would cost more than the 20 ns the plain loop may spend on annotations).
-Every fake-clock test runs over both (``tests/measure/test_trial.py``).
+Everything else (device sync, the optional barrier, statistics, printing, collectives, the choice
+of the next segment) happens at segment boundaries; a periodic line runs every ``report_freq``
+steps and its own duration is measured and taken out of the window.
 
-A trial ends with an :data:`~benchy.core.results.Outcome`: :func:`io_trial` returns its
-result; an epoch trial (a generator the training loop consumes) hands its outcome to
-``settle`` once, when it finishes, is closed, or fails.
+Each loop is written once, annotated with NVTX ranges (one per trial segment, one per step while
+the loop holds the batch, one per fetch, the index as a payload); the lines marked ``# nvtx`` are
+its annotations. The plain variant, used whenever no tool such as Nsight Systems is attached, is
+built from the same source at import with those lines made ``pass`` (which compiles to nothing),
+so the two cannot drift and the plain loop pays nothing for them. Every fake-clock test runs over
+both (``tests/measure/test_trial.py``). Each loop takes one frozen value of its arguments, bound to
+locals on its first lines.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import sys
 import textwrap
-from typing import Any, Callable, Dict, Generator, Optional, Tuple
+from typing import Any, Callable, Dict, Generator, Iterator, Optional, Protocol, Tuple
 
-from ..core.results import Counted, Interruption, Outcome, TrialResult
+from ..core.results import TrialResult
 from ..core.schedule import TrialSpec
 from .source import Source
-from .stamps import Pauses, Series, build_result, handed_out, size_buffer, stamp_buffer
+from .stamps import Pauses, Series, build_result, size_buffer, stamp_buffer
+from .window import WindowRun
 
 __all__ = [
-    "STOPPED",
-    "TOO_SHORT",
-    "WINDOWS",
-    "Reporter",
-    "Settle",
-    "full_trial",
+    "CACHED",
+    "END",
+    "FULL",
+    "NO_BATCH",
+    "PLAIN",
+    "SYNTHETIC",
+    "EpochArgs",
+    "EpochState",
+    "IOArgs",
+    "Machine",
+    "Segment",
+    "epoch_loop",
     "io_trial",
-    "synthetic_trial",
+    "loop_variant",
 ]
 
 Clock = Callable[[], float]
-_NO_BATCH = object()
-# report(spec, i, stamps, sizes, pauses): called after stamps[i] is taken; appends its own
-# duration to ``pauses`` as (i, seconds).
-Reporter = Callable[[TrialSpec, int, Series, Series, Pauses], None]
 Counter = Callable[[Any], int]
-Settle = Callable[[Outcome], None]  # an epoch trial's outcome, handed over once
+NO_BATCH: Any = object()  # no batch pending
 
-STOPPED = ("the training loop stopped asking for batches after {k} of {n} (a break, an exception in the "
-           "step, or the epoch's iterator was dropped)")
-TOO_SHORT = ("the loop took its only batch (nbatches: 1) and never asked for a second one, which the "
-             "trial's window needs; use nbatches >= 2")
+# Segment kinds: what the next stretch of an epoch hands out.
+END, PLAIN, CACHED, SYNTHETIC, FULL = 0, 1, 2, 3, 4
 
 
-def _closed(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses, asks: Optional[Series] = None,
-            gaps: Optional[Pauses] = None) -> Outcome:
-    """The loop closed or dropped the trial's iterator: it counts if all batches were handed out."""
-    n = spec.nbatches
-    handed = handed_out(stamps, n)
-    stamps.settle(handed)  # what the loop wrote into the series' lists, into their arrays
-    sizes.settle(handed)
-    if asks is not None:
-        asks.settle(handed - 1)  # the ask after the last batch handed out was never made
-    if handed >= n and n >= 2:
-        result = build_result(spec, stamps, sizes, pauses, periods=n - 1, asks=asks, gaps=gaps)
-        for series in (stamps, sizes, asks):
-            if series is not None:
-                series.release()
-        return Counted(result, True)
-    if handed >= n:
-        return Interruption(spec, handed, TOO_SHORT)
-    return Interruption(spec, handed, STOPPED.format(k=handed, n=n), dropped=True)
+@dataclasses.dataclass(frozen=True)
+class IOArgs:
+    """One IO trial's arguments. ``constant``: every batch but the last of a pass holds this many
+    samples (a DataLoader's batch sampler with the default collate), so only those last batches are
+    counted; a pass's last batch shows itself by the StopIteration that follows it. ``ranges``: the
+    NVTX ranges (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None."""
+
+    spec: TrialSpec
+    source: Source
+    counter: Counter
+    clock: Clock
+    sync: Callable[[], None]
+    report: Optional[Callable[[TrialSpec, int, Series, Series, Pauses], None]] = None
+    freq: int = 0
+    begin: Optional[Callable[[], None]] = None
+    constant: Optional[int] = None
+    ranges: Any = None
 
 
-def _move(clock: Clock, pauses: Pauses, period: int, count: int, *series: Series) -> None:
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """The next stretch of an epoch, as the machine decided it at a boundary.
+
+    ``steps``: hand-outs (-1: until the epoch ends; PLAIN only); ``window``: the SYNTHETIC or FULL
+    window it continues; ``batch``: the cached batch (CACHED, SYNTHETIC); ``finishes``: running all
+    ``steps`` finishes the window (its clock stops after the last); ``resume``: the window ran in an
+    earlier segment (only a device sync before the first stamp, not the window's ``begin``);
+    ``delegate``: an epoch loop of another variant that runs this segment (a window whose ranges the
+    running variant does not push)."""
+
+    kind: int
+    steps: int = -1
+    window: Optional[WindowRun] = None
+    batch: Any = None
+    finishes: bool = False
+    resume: bool = False
+    delegate: Optional[Iterator[Any]] = None
+
+
+class EpochState:
+    """One epoch of the training loop (one ``iter()`` of a wrapper), shared by its loop and the
+    machine; the loop writes it at segment boundaries only."""
+
+    __slots__ = ("__weakref__", "annotated", "capped", "closed", "exhausted", "handed", "holder", "index", "inner",
+                 "inner_next", "limit", "made", "pending", "queue_ready", "role", "settled", "side_from", "window")
+
+    def __init__(self, inner: Iterator[Any], limit: int, made: float, annotated: bool) -> None:
+        self.inner = inner  # the loader's own iterator for this pass, made at the wrapper's iter()
+        self.inner_next: Callable[[], Any] = inner.__next__
+        self.limit = limit  # the loader's own number of batches per epoch (-1: no length)
+        self.made = made  # the clock when the pass was made (its start-up runs from here)
+        self.annotated = annotated  # the loop pushes NVTX ranges (else a window with ranges is delegated)
+        self.handed = 0  # batches handed out in this epoch
+        self.pending: Any = NO_BATCH  # a batch of this pass fetched and not handed out yet
+        self.capped = False  # a cached batch took a step: the epoch ends at ``limit`` steps
+        self.exhausted = False  # the pass ended (StopIteration), or the epoch reached its length
+        self.closed = False  # the loop let go of the iterator
+        self.role = 0  # the machine's: 0 undecided, 1 the loop's epoch, 2 a side iterator (a peek)
+        self.index = 0  # the machine's: which epoch of the benchmark this is (1 = the first)
+        self.queue_ready = False  # the loader's ready batches were taken since the queue last filled
+        self.settled = False  # the machine's: the pass's first steps (its workers' start) went by untimed
+        self.side_from = 0  # the machine's: a side iterator's note of the loop's progress
+        self.window: Optional[WindowRun] = None  # the window whose segment runs now, if any
+        # The wrapper, kept alive while the epoch is out: a loop over a temporary wrapper
+        # (``for x in Wrapper(...)``) must not free it, and with it its workers, part-way.
+        self.holder: Any = None
+
+
+class Machine(Protocol):
+    """The session side of an epoch: chooses each segment, and hears how the epoch ended."""
+
+    def segment(self, epoch: EpochState) -> Segment: ...
+
+    def closed(self, epoch: EpochState, segment: Optional[Segment], count: int) -> None: ...
+
+    def failed(self, epoch: EpochState, segment: Segment, error: BaseException) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class EpochArgs:
+    """One epoch loop's arguments."""
+
+    state: EpochState
+    machine: Machine
+    clock: Clock
+
+
+def _move(clock: Clock, pauses: Pauses, period: int, count: int, *series: Optional[Series]) -> None:
     """At a chunk's end: move the loop's ``count`` values of each series into its array, the time
     it takes recorded as benchy's own in ``period`` (taken out of the trial)."""
     start = clock()
     for values in series:
-        values.flush(count)
+        if values is not None:
+            values.flush(count)
     pauses.append((period, clock() - start))
-
-
-def _open_trial(ranges: Any, spec: TrialSpec) -> int:
-    """Open the trial's range and the range of its first fetch (payload 0); the depth, 2."""
-    ranges.push(ranges.trial(spec))
-    ranges.fetch.payload = 0
-    ranges.push(ranges.fetch)
-    return 2
 
 
 def _close_ranges(pop: Callable[[], None], depth: int, keep: int) -> int:
@@ -119,7 +177,7 @@ def _close_ranges(pop: Callable[[], None], depth: int, keep: int) -> int:
     return depth
 
 
-def _first_report(report: Optional[Reporter], freq: int, n: int) -> int:
+def _first_report(report: Any, freq: int, n: int) -> int:
     """Index of the first step that reports, or -1 (never)."""
     return freq if (report is not None and 0 < freq < n) else -1
 
@@ -130,21 +188,37 @@ def _following(current: int, freq: int, n: int) -> int:
     return following if following < n else -1
 
 
-# --- the windows, each written once (annotated; the plain variants are derived below) ------------
+class _NoRanges:
+    """Ranges that record nothing (the annotated loop running a window without a tool attached)."""
+
+    def __init__(self) -> None:
+        self.step: Any = _Payload()
+        self.fetch: Any = _Payload()
+
+    def push(self, attr: Any) -> None:
+        return None
+
+    def pop(self) -> None:
+        return None
+
+    def trial(self, spec: TrialSpec) -> Any:
+        return None
 
 
-def _io_annotated(
-    spec: TrialSpec,
-    source: Source,
-    counter: Counter,
-    clock: Clock,
-    sync: Callable[[], None],
-    report: Optional[Reporter],
-    freq: int,
-    begin: Optional[Callable[[], None]],
-    constant: Optional[int],
-    ranges: Any,
-) -> TrialResult:
+class _Payload:
+    payload = 0
+
+
+NO_RANGES = _NoRanges()
+
+
+# --- the loops, each written once (annotated; the plain variants are derived below) --------------
+
+
+def _io_annotated(args: IOArgs) -> TrialResult:
+    spec, source, counter, clock, sync = args.spec, args.source, args.counter, args.clock, args.sync
+    report, freq, begin, constant = args.report, args.freq, args.begin, args.constant
+    ranges = args.ranges or NO_RANGES  # nvtx
     n = spec.nbatches
     stamps = stamp_buffer(n)
     each = constant is None
@@ -155,7 +229,10 @@ def _io_annotated(
     push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch  # nvtx
     depth = 0  # nvtx
     try:
-        depth = _open_trial(ranges, spec)  # nvtx
+        push(ranges.trial(spec))  # nvtx
+        fetch_attr.payload = 0  # nvtx
+        push(fetch_attr)  # nvtx
+        depth = 2  # nvtx
         batch = source.fetch()
         nxt = source.next_function()
         pop()  # nvtx
@@ -200,157 +277,192 @@ def _io_annotated(
     return result
 
 
-def _synthetic_annotated(
-    spec: TrialSpec,
-    get_batch: Callable[[], Any],
-    counter: Counter,
-    clock: Clock,
-    sync: Callable[[], None],
-    settle: Settle,
-    report: Optional[Reporter],
-    freq: int,
-    begin: Optional[Callable[[], None]],
-    stamps: Series,
-    ranges: Any,
-) -> Generator[Any, None, None]:
-    n = spec.nbatches
-    pauses: Pauses = []
-    sizes = size_buffer(0, 0)
-    sbuf, chunk = stamps.buf, len(stamps.buf)
-    next_report = _first_report(report, freq, n)
-    push, pop, step_attr = ranges.push, ranges.pop, ranges.step  # nvtx
+def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
+    ep, machine, clock = args.state, args.machine, args.clock
+    decide = machine.segment
+    inner_next = ep.inner_next
+    handed = ep.handed
+    seg: Optional[Segment] = None
+    k = 0  # hand-outs of the running PLAIN or CACHED segment (a window's are in its series)
+    pop = NO_RANGES.pop  # nvtx
     depth = 0  # nvtx
     try:
-        depth = _open_trial(ranges, spec)  # nvtx
-        batch = get_batch()
-        pop()  # nvtx
-        depth = 1  # nvtx
-        sizes = size_buffer(n, counter(batch))
-        (begin or sync)()
-        for c0 in range(0, n, chunk):  # stamp c0 + k is buf[k]
-            m = min(chunk, n - c0)
-            rk = next_report - c0
-            for k in range(m):
-                sbuf[k] = clock()
-                if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
-                    next_report = _following(next_report, freq, n)
-                    rk = next_report - c0
-                    report(spec, c0 + k, stamps, sizes, pauses)  # type: ignore[misc]
-                step_attr.payload = c0 + k  # nvtx
-                push(step_attr)  # nvtx
-                depth = 2  # nvtx
-                yield batch
-                pop()  # nvtx
-                depth = 1  # nvtx
-            _move(clock, pauses, c0 + m - 1, m, stamps)
-        sync()
-        stamps.data[n] = clock()
-    except GeneratorExit:
-        depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(_closed(spec, stamps, sizes, pauses))
-        raise
-    except BaseException as err:
-        depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(Interruption(spec, handed_out(stamps, n), f"{type(err).__name__} raised: {err}", error=True))
-        raise
-    finally:
-        depth = _close_ranges(pop, depth, 0)  # nvtx
-    result = build_result(spec, stamps, sizes, pauses)
-    stamps.release()  # before the outcome is handed over: the last trial's summary runs inside it
-    sizes.release()
-    settle(Counted(result))
-
-
-def _full_annotated(
-    spec: TrialSpec,
-    source: Source,
-    counter: Counter,
-    clock: Clock,
-    sync: Callable[[], None],
-    settle: Settle,
-    report: Optional[Reporter],
-    freq: int,
-    begin: Optional[Callable[[], None]],
-    stamps: Series,
-    constant: Optional[int],
-    ranges: Any,
-) -> Generator[Any, None, None]:
-    n = spec.nbatches
-    asks = stamp_buffer(n - 1)  # asks[i]: the loop asks for the batch after batch i (the step ended)
-    each = constant is None
-    sizes = size_buffer(n, constant)
-    sbuf, abuf, zbuf, chunk = stamps.buf, asks.buf, sizes.buf, len(stamps.buf)
-    pauses: Pauses = []
-    gaps: Pauses = []  # the series' moves, in the wait part of a period
-    next_report = _first_report(report, freq, n)
-    push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch  # nvtx
-    depth = 0  # nvtx
-    try:
-        depth = _open_trial(ranges, spec)  # nvtx
-        batch = source.fetch()
-        nxt = source.next_function()
-        pop()  # nvtx
-        depth = 1  # nvtx
-        last = n - 1
-        (begin or sync)()
-        for c0 in range(0, n, chunk):  # batch c0 + k: its stamp, ask and size are buf[k]
-            m = min(chunk, n - c0)
-            rk = next_report - c0
-            for k in range(m):
-                if each:
+        while True:
+            ep.handed = handed
+            seg = None
+            seg = decide(ep)  # benchy's own choice: what it raises is its own, not the loader's
+            kind = seg.kind
+            k = 0
+            if kind == END:
+                return
+            if seg.delegate is not None:  # a segment the other variant runs
+                yield from seg.delegate
+                handed = ep.handed
+                continue
+            if kind == PLAIN:
+                count = seg.steps
+                if count < 0 and not ep.capped and ep.pending is NO_BATCH:
+                    yield from ep.inner  # the rest of the pass, as the loader gives it
+                    ep.exhausted = True
+                    continue
+                if count < 0:
+                    count = sys.maxsize if ep.limit < 0 or not ep.capped else ep.limit - handed
+                batch = ep.pending
+                ep.pending = NO_BATCH
+                if count <= 0:
+                    ep.pending = batch
+                    continue
+                if batch is NO_BATCH:
                     try:
-                        zbuf[k] = counter(batch)  # count
-                    except _MISS:
-                        zbuf[k] = counter(batch)
-                sbuf[k] = clock()
-                if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
-                    next_report = _following(next_report, freq, n)
-                    rk = next_report - c0
-                    report(spec, c0 + k, stamps, sizes, pauses)  # type: ignore[misc]
-                step_attr.payload = c0 + k  # nvtx
-                push(step_attr)  # nvtx
-                depth = 2  # nvtx
-                yield batch
-                abuf[k] = clock()
-                pop()  # nvtx
-                fetch_attr.payload = c0 + k + 1  # nvtx
-                push(fetch_attr)  # nvtx
-                # After the last step this fetches the batch after the trial's last one, so the
-                # window holds n fetches as well as n steps; it is kept for the next FULL trial.
-                try:
-                    batch = nxt()
-                except StopIteration:
-                    if not each:
-                        sizes.set(c0 + k, counter(batch))  # it ended its pass
-                    if c0 + k == last:  # the pass ended with the trial: stop the clock, no new pass
-                        batch = _NO_BATCH
+                        batch = inner_next()
+                    except StopIteration:
+                        ep.exhausted = True
+                        continue
+                while True:
+                    k += 1
+                    handed += 1
+                    yield batch
+                    if k >= count:
                         break
-                    nxt, batch = source.new_pass()
+                    try:
+                        batch = inner_next()
+                    except StopIteration:
+                        ep.exhausted = True
+                        break
+                continue
+            if kind == CACHED:
+                batch = seg.batch
+                for _ in range(seg.steps):
+                    k += 1
+                    handed += 1
+                    yield batch
+                continue
+            w = seg.window
+            assert w is not None
+            a = w.args
+            stamps, sizes, pauses = w.stamps, w.sizes, w.pauses
+            sbuf, chunk = stamps.buf, len(stamps.buf)
+            report, freq, n = a.report, a.freq, w.n
+            ranges = a.ranges or NO_RANGES  # nvtx
+            push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch  # nvtx
+            count = seg.steps
+            base = stamps.done
+            end = base + count
+            next_report = w.next_report
+            if kind == SYNTHETIC:
+                batch = seg.batch
+                push(ranges.trial(a.spec))  # nvtx
+                depth = 1  # nvtx
+                (a.sync if seg.resume else a.begin)()
+                for c0 in range(base, end, chunk):  # stamp c0 + k is buf[k]
+                    m = min(chunk, end - c0)
+                    rk = next_report - c0
+                    for k in range(m):
+                        sbuf[k] = clock()
+                        if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
+                            next_report = _following(next_report, freq, n)
+                            rk = next_report - c0
+                            report(w, c0 + k)  # type: ignore[misc]
+                        step_attr.payload = c0 + k  # nvtx
+                        push(step_attr)  # nvtx
+                        depth = 2  # nvtx
+                        yield batch
+                        pop()  # nvtx
+                        depth = 1  # nvtx
+                    _move(clock, pauses, c0 + m - 1, m, stamps)
+                handed += count
+                w.next_report = next_report
+                if seg.finishes:
+                    a.sync()
+                    w.finish_at = clock()
+                depth = _close_ranges(pop, depth, 0)  # nvtx
+                continue
+            # FULL
+            asks = w.asks
+            assert asks is not None
+            abuf, zbuf = asks.buf, sizes.buf
+            counter, each, gaps = a.counter, a.constant is None, w.gaps
+            push(ranges.trial(a.spec))  # nvtx
+            depth = 1  # nvtx
+            batch = ep.pending
+            ep.pending = NO_BATCH
+            if batch is NO_BATCH:
+                fetch_attr.payload = base  # nvtx
+                push(fetch_attr)  # nvtx
+                depth = 2  # nvtx
+                try:
+                    batch = inner_next()
+                except StopIteration:
+                    ep.exhausted = True
+                    depth = _close_ranges(pop, depth, 0)  # nvtx
+                    continue
                 pop()  # nvtx
                 depth = 1  # nvtx
-            depth = _close_ranges(pop, depth, 1)  # nvtx
-            _move(clock, gaps, c0 + m - 1, m, stamps, asks, sizes)
-        fetched = clock()
-        sync()
-        stamps.data[n] = clock()
-        if batch is not _NO_BATCH:
-            source.keep(batch)
+            (a.sync if seg.resume else a.begin)()
+            for c0 in range(base, end, chunk):  # batch c0 + k: its stamp, ask and size are buf[k]
+                m = min(chunk, end - c0)
+                rk = next_report - c0
+                for k in range(m):
+                    if each:
+                        try:
+                            zbuf[k] = counter(batch)  # count
+                        except _MISS:
+                            zbuf[k] = counter(batch)
+                    sbuf[k] = clock()
+                    if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
+                        next_report = _following(next_report, freq, n)
+                        rk = next_report - c0
+                        report(w, c0 + k)  # type: ignore[misc]
+                    step_attr.payload = c0 + k  # nvtx
+                    push(step_attr)  # nvtx
+                    depth = 2  # nvtx
+                    yield batch
+                    abuf[k] = clock()
+                    pop()  # nvtx
+                    fetch_attr.payload = c0 + k + 1  # nvtx
+                    push(fetch_attr)  # nvtx
+                    # After the step this fetches the next batch, so each period holds a fetch as well
+                    # as a step; after the window's last step, the batch is the epoch's next one.
+                    try:
+                        batch = inner_next()
+                    except StopIteration:
+                        if not each:
+                            sizes.set(c0 + k, counter(batch))  # it ended its pass
+                        batch = NO_BATCH
+                        ep.exhausted = True
+                        m = k + 1
+                        pop()  # nvtx
+                        depth = 1  # nvtx
+                        break
+                    pop()  # nvtx
+                    depth = 1  # nvtx
+                _move(clock, gaps, c0 + m - 1, m, stamps, asks, sizes)
+                if batch is NO_BATCH:
+                    break
+            done = stamps.done - base
+            handed += done
+            w.next_report = next_report
+            if seg.finishes and done == count:
+                w.fetched = clock()
+                a.sync()
+                w.finish_at = clock()
+            ep.pending = batch
+            depth = _close_ranges(pop, depth, 0)  # nvtx
     except GeneratorExit:
-        # A yielded batch that was never returned counts as handed out (the loop held it).
+        # The loop let go of the iterator (a break, a temporary one for a peek, one it replaced): a
+        # batch yielded and never returned counts as handed out (the loop held it).
         depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(_closed(spec, stamps, sizes, pauses, asks, gaps))
+        ep.handed = handed  # a window's running segment: its series tell how far it went
+        machine.closed(ep, seg, k)
         raise
     except BaseException as err:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-        settle(Interruption(spec, handed_out(stamps, n), f"the data loader raised {type(err).__name__}: {err}",
-                            error=True))
+        if seg is not None:  # the loader raised in a segment (an error in a choice is benchy's own)
+            ep.handed = handed
+            machine.failed(ep, seg, err)
         raise
     finally:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-    result = build_result(spec, stamps, sizes, pauses, asks=asks, fetched=fetched, gaps=gaps)
-    for series in (stamps, asks, sizes):  # before the outcome is handed over: the last trial's summary runs inside it
-        series.release()
-    settle(Counted(result))
 
 
 _MARK = "# nvtx"
@@ -362,7 +474,7 @@ _MISS = (AttributeError, IndexError, KeyError, TypeError)
 
 def _variant(annotated: Callable[..., Any], nvtx: bool, count: Optional[str], report: bool = True
              ) -> Callable[..., Any]:
-    """A window compiled from ``annotated``'s source: without NVTX, every line marked ``# nvtx``
+    """A loop compiled from ``annotated``'s source: without NVTX, every line marked ``# nvtx``
     made ``pass`` (which compiles to nothing); with ``count`` (a counter's ``inline``
     expression, e.g. ``batch[0].shape[0]``), the lines marked ``# count`` compute it in place
     of calling the counter (the call remains where it raises); without ``report``, the
@@ -391,36 +503,15 @@ def _variant(annotated: Callable[..., Any], nvtx: bool, count: Optional[str], re
     return made
 
 
-class _NoRanges:
-    """Ranges that record nothing: the fallback where the package's source cannot be read."""
-
-    def push(self, attr: Any) -> None:
-        return None
-
-    def pop(self) -> None:
-        return None
-
-    def trial(self, spec: TrialSpec) -> Any:
-        return None
-
-    def __init__(self) -> None:
-        self.step: Any = _Payload()
-        self.fetch: Any = _Payload()
-
-
-class _Payload:
-    payload = 0
-
-
 _SOURCE_READABLE = True
 _VARIANTS: Dict[Tuple[str, bool, Optional[str], bool], Callable[..., Any]] = {}
 
 
-def _window(annotated: Callable[..., Any], nvtx: bool, count: Optional[str] = None, report: bool = True
-            ) -> Callable[..., Any]:
-    """The window to run: ``annotated`` itself (NVTX, no inline count, periodic lines), else its
+def _loop(annotated: Callable[..., Any], nvtx: bool, count: Optional[str] = None, report: bool = True
+          ) -> Callable[..., Any]:
+    """The loop to run: ``annotated`` itself (NVTX, no inline count, periodic lines), else its
     compiled variant (made once per combination). Where the package's source cannot be read (a
-    zipped or compiled-only install) the annotated window runs, with no-op ranges when NVTX is off."""
+    zipped or compiled-only install) the annotated loop runs (with no-op ranges when NVTX is off)."""
     global _SOURCE_READABLE
     if nvtx and count is None and report:
         return annotated
@@ -434,22 +525,16 @@ def _window(annotated: Callable[..., Any], nvtx: bool, count: Optional[str] = No
             return found
         except (OSError, TypeError):
             _SOURCE_READABLE = False
-    if nvtx:
-        return annotated
-    none = _NoRanges()
-    return lambda *args: annotated(*args[:-1], none)
+    return annotated
 
 
-_io_plain = _window(_io_annotated, False)
-_synthetic_plain = _window(_synthetic_annotated, False)
-_full_plain = _window(_full_annotated, False)
+def loop_variant(kind: str, nvtx: bool, count: Optional[str] = None, report: bool = True) -> Callable[..., Any]:
+    """The compiled loop ``kind`` (``"IO"`` or ``"epoch"``) for these settings (what tests compare)."""
+    return _loop(_io_annotated if kind == "IO" else _epoch_annotated, nvtx, count, report)
 
-# Each window's (plain, annotated) variant: what the tests compare.
-WINDOWS: Dict[str, Tuple[Callable[..., Any], Callable[..., Any]]] = {
-    "IO": (_io_plain, _io_annotated),
-    "SYNTHETIC": (_synthetic_plain, _synthetic_annotated),
-    "FULL": (_full_plain, _full_annotated),
-}
+
+_io_plain = _loop(_io_annotated, False)
+_epoch_plain = _loop(_epoch_annotated, False)
 
 
 def _inline(counter: Counter) -> Optional[str]:
@@ -459,72 +544,21 @@ def _inline(counter: Counter) -> Optional[str]:
 # --- the entry points ---------------------------------------------------------------------------
 
 
-def io_trial(
-    spec: TrialSpec,
-    source: Source,
-    counter: Counter,
-    clock: Clock,
-    sync: Callable[[], None],
-    report: Optional[Reporter] = None,
-    freq: int = 0,
-    begin: Optional[Callable[[], None]] = None,
-    constant: Optional[int] = None,
-    ranges: Any = None,
-) -> TrialResult:
-    """Drain ``spec.nbatches`` batches from the loader alone (no training step).
-
-    ``constant``: every batch but the last of a pass holds this many samples (a DataLoader's
-    batch sampler with the default collate), so only those last batches are counted; a pass's
-    last batch shows itself by the StopIteration that follows it. ``ranges``: the NVTX ranges
-    (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None.
-    """
-    run = _window(_io_annotated, ranges is not None, _inline(counter), _first_report(report, freq, spec.nbatches) >= 0)
-    result: TrialResult = run(spec, source, counter, clock, sync, report, freq, begin, constant, ranges)
+def io_trial(args: IOArgs) -> TrialResult:
+    """Drain ``spec.nbatches`` batches from the source alone (no training step)."""
+    run = _loop(_io_annotated, args.ranges is not None, _inline(args.counter),
+                _first_report(args.report, args.freq, args.spec.nbatches) >= 0)
+    result: TrialResult = run(args)
     return result
 
 
-def synthetic_trial(
-    spec: TrialSpec,
-    get_batch: Callable[[], Any],
-    counter: Counter,
-    clock: Clock,
-    sync: Callable[[], None],
-    settle: Settle,
-    report: Optional[Reporter] = None,
-    freq: int = 0,
-    begin: Optional[Callable[[], None]] = None,
-    stamps: Optional[Series] = None,
-    ranges: Any = None,
-) -> Generator[Any, None, None]:
-    """Yield the one cached batch ``spec.nbatches`` times: the training step alone."""
-    run = _window(_synthetic_annotated, ranges is not None, None, _first_report(report, freq, spec.nbatches) >= 0)
-    stamps = stamp_buffer(spec.nbatches) if stamps is None else stamps
-    gen: Generator[Any, None, None] = run(spec, get_batch, counter, clock, sync, settle, report, freq, begin, stamps,
-                                          ranges)
-    return gen
-
-
-def full_trial(
-    spec: TrialSpec,
-    source: Source,
-    counter: Counter,
-    clock: Clock,
-    sync: Callable[[], None],
-    settle: Settle,
-    report: Optional[Reporter] = None,
-    freq: int = 0,
-    begin: Optional[Callable[[], None]] = None,
-    stamps: Optional[Series] = None,
-    constant: Optional[int] = None,
-    ranges: Any = None,
-) -> Generator[Any, None, None]:
-    """Yield ``spec.nbatches`` real batches: loading and training together.
-
-    ``constant``: as for :func:`io_trial`; batch ``i``'s last-of-pass StopIteration comes
-    inside the window (at the fetch of batch ``i + 1``), so every count is exact.
-    """
-    run = _window(_full_annotated, ranges is not None, _inline(counter), _first_report(report, freq, spec.nbatches) >= 0)
-    stamps = stamp_buffer(spec.nbatches) if stamps is None else stamps
-    gen: Generator[Any, None, None] = run(spec, source, counter, clock, sync, settle, report, freq, begin, stamps,
-                                          constant, ranges)
+def epoch_loop(args: EpochArgs, counter: Optional[Counter], report: bool, nvtx: Optional[bool] = None
+               ) -> Generator[Any, None, None]:
+    """The generator the training loop gets for one epoch. ``counter``: the run's sample counter
+    (compiled in place where it has an inline form); ``report``: periodic lines may be due (else
+    their test compiles to nothing); ``nvtx``: the variant that pushes ranges (default: as
+    ``args.state.annotated`` says)."""
+    annotated = args.state.annotated if nvtx is None else nvtx
+    run = _loop(_epoch_annotated, annotated, None if counter is None else _inline(counter), report)
+    gen: Generator[Any, None, None] = run(args)
     return gen

@@ -10,6 +10,11 @@ Version history (``schema_version``; :mod:`benchy.results.keys` describes every 
 3. ``timeline``: every trial that ran (warm-ups, the loader sweep's and IO_H2D's included) with
    its start in Unix seconds, for ``benchy trace``; null in a file upgraded from an older version,
    or made by ``benchy parse``.
+4. Trials are windows of steps: each timeline entry's ``window`` (where a SYNTHETIC or FULL trial
+   began and ended in the loop: epoch and step, the stretches it ran in, the periods left out),
+   ``steps_needed`` and ``epoch_length``; ``epochs_needed`` derived from them (null without a
+   length); ``side_iterators`` and ``failed_ranks``; ``rerun`` is always empty (no trial runs again).
+   A file upgraded from an older version has null for each (``epochs_needed`` is kept).
 
 :func:`upgrade` maps any readable version to the current one, step by step
 (``_UPGRADES[v]`` turns version ``v`` into ``v + 1``); :func:`read_run` then builds the
@@ -30,7 +35,7 @@ import numpy as np
 from ..core.distribution import step_profile
 from ..core.errors import BenchyError
 from ..core.results import RunResults, Snapshot, StepRates, TrialResult
-from ..core.schedule import Mode
+from ..core.schedule import Mode, Schedule
 from ..core.stats import finite
 from ..core.sweep import best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
@@ -50,7 +55,7 @@ __all__ = [
     "upgrade",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MODE_KEYS = tuple(m.value for m in Mode)
 
 
@@ -181,6 +186,7 @@ def _timeline_entry(t: TrialResult, group: str, saved: bool) -> Dict[str, Any]:
         "steps_file": saved,
         "rank_started": list(t.rank_started) or None,
         "rank_seconds": list(t.rank_seconds) or None,
+        "window": None if t.window is None else t.window.to_dict(),
     }
 
 
@@ -200,7 +206,7 @@ def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
         entries.append({"trial": span.label, "mode": "IO", "group": span.group, "warmup": span.warmup,
                         "profiled": False, "started": finite(span.started), "own_seconds": span.seconds,
                         "seconds": span.seconds, "nbatches": None, "samples": None, "steps_file": False,
-                        "rank_started": None, "rank_seconds": None})
+                        "rank_started": None, "rank_seconds": None, "window": None})
     entries.sort(key=lambda e: math.inf if e["started"] is None else e["started"])
     return {"clock": TIMELINE_CLOCK, "trials": entries}
 
@@ -250,7 +256,6 @@ def result_document(
     config: Mapping[str, Any],
     environment: Mapping[str, Any],
     nranks: int,
-    epochs_needed: int,
     exit_status: Optional[int] = None,
     per_step: bool = True,
     steps_dir: Optional[str] = None,
@@ -272,24 +277,27 @@ def result_document(
     """
     found = reading.verdict
     first = reading.first_pass if Mode.IO in modes else None
+    outcomes = snapshot.outcomes
     doc: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_name": run_name or default_run_name(environment),
         "source": "run",
-        "complete": snapshot.finished and not results.interruptions,
+        "complete": snapshot.finished and not outcomes.lost,
         "exit_status": exit_status,
         "nranks": nranks,
-        "epochs_needed": epochs_needed,
+        "steps_needed": snapshot.steps_needed,
+        "epoch_length": snapshot.epoch_length,
+        "epochs_needed": (None if snapshot.steps_needed is None
+                          else Schedule.epochs_for(snapshot.steps_needed, snapshot.epoch_length)),
         "epochs_started": snapshot.epochs_started,
         "interrupted": [
             {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
-            for i in results.interruptions
+            for i in outcomes.lost
         ],
-        "rerun": [
-            {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
-            for i in results.reruns
-        ],
-        "peeks": results.peeks,
+        "rerun": [],
+        "peeks": outcomes.peeks,
+        "side_iterators": outcomes.sides,
+        "failed_ranks": [f.to_dict() for f in outcomes.failed_ranks],
         "disturbed": [t.label for t in disturbed_trials(results)],
         "verdict": reading.text,
         "decision": None if found is None else found.record,
@@ -354,7 +362,21 @@ def _v2_to_v3(doc: Dict[str, Any]) -> Dict[str, Any]:
     return doc
 
 
-_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 3 to 4: trials were whole epochs; nothing recorded where in the loop they ran."""
+    for key in ("steps_needed", "epoch_length", "side_iterators"):
+        doc.setdefault(key, None)
+    doc.setdefault("failed_ranks", [])
+    timeline = doc.get("timeline")
+    if isinstance(timeline, dict) and isinstance(timeline.get("trials"), list):
+        for entry in timeline["trials"]:
+            if isinstance(entry, dict):
+                entry.setdefault("window", None)
+    doc["schema_version"] = 4
+    return doc
+
+
+_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def upgrade(document: Mapping[str, Any], where: str = "the document") -> Tuple[Dict[str, Any], int]:

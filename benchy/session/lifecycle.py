@@ -1,10 +1,21 @@
-"""A benchmark's life in its process: SIGTERM (Slurm's preemption and time-out) and interpreter exit.
+"""A benchmark's endings: the schedule's end, the script's exit before it, a signal, a failed exchange.
 
-:class:`Lifecycle` installs the handlers when the benchmark starts and removes the signal handler
-when it ends. What a session does then (name the running trial, print and write what was measured)
-is its own ``stop_for_signal`` and ``at_exit``; after that the signal takes its course: the
-handler that was there before (the script's or the launcher's) runs, or the default action ends
-the process with the signal's status.
+:class:`Lifecycle` installs the hooks when the benchmark starts (the at-exit hook; the SIGTERM handler
+where signals can be set) and removes the signal handler when it ends. Each ending keeps what was
+measured (the summary, the table, the JSON) and names what was not:
+
+* :meth:`Lifecycle.finish`: the schedule is over. With ``exit_after_tests`` the process ends here,
+  the one place benchy ends it, with the status of :class:`~benchy.session.sink.ResultSink` (0, or
+  3 when a mode has no counted trial); not inside a Ray Train worker, whose end Ray would report as
+  a failed training: there the training goes on with the plain loader, and that is said.
+* :meth:`Lifecycle.at_exit`: the script ended first: the running window is lost, the trials not run
+  are listed, and how far the loop got is said against what the schedule needs. A rank that ends
+  with an uncaught exception says so in the job's rendezvous store, so that the ranks the launcher
+  stops next can name it.
+* a signal (SIGTERM: Slurm's preemption and time-out, torchrun stopping the ranks after one
+  failed): the running trial is named as interrupted, with the rank that failed first when one said
+  so; then the signal takes its course: the handler that was there before (the script's or the
+  launcher's) runs, or the default action ends the process with the signal's status.
 """
 
 from __future__ import annotations
@@ -12,23 +23,51 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import sys
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
-__all__ = ["Lifecycle"]
+from ..core.outcomes import FailedRank, Interruption
+from ..core.schedule import Schedule, TrialSpec
+from . import events as ev
+from .sink import Progress
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["Lifecycle", "host"]
+
+
+def host() -> Optional[str]:
+    """What hosts this process when it is not the script's own to end: ``"Ray Train worker"`` (or
+    ``"Ray worker"``) inside Ray's actors and tasks; None for an ordinary process."""
+    ray = sys.modules.get("ray")
+    if ray is None:
+        return None
+    try:
+        if not ray.is_initialized():
+            return None
+        context = ray.get_runtime_context()
+        if context.get_actor_id() is None and context.get_task_id() is None:
+            return None  # the driver: the user's own script
+    except Exception:
+        return None
+    return "Ray Train worker" if "ray.train" in sys.modules else "Ray worker"
 
 
 class Lifecycle:
-    """SIGTERM and at-exit hooks for one benchmark (handlers only from the main thread)."""
+    """The endings of one session's benchmark (see the module)."""
 
-    def __init__(self, on_signal: Callable[[str], None], on_exit: Callable[[], None]) -> None:
-        self._on_signal = on_signal
-        self._on_exit = on_exit
+    def __init__(self, session: Session) -> None:
+        self._session = session
         self._previous: Any = None
+        self._exiting = False  # inside the interpreter's exit: never end the process from here
+
+    # --- hooks --------------------------------------------------------------------------------
 
     def install(self) -> None:
         """At the benchmark's start: the at-exit hook, and the SIGTERM handler where signals can be set."""
-        atexit.register(self._on_exit)
+        atexit.register(self.at_exit)
         if threading.current_thread() is not threading.main_thread():
             return  # signal handlers can only be set from the main thread
         try:
@@ -49,10 +88,131 @@ class Lifecycle:
     def _handle(self, signum: int, frame: Any) -> None:
         previous = self._previous
         try:
-            self._on_signal("SIGTERM")
+            self.on_signal("SIGTERM")
         finally:
             self.restore()
             if callable(previous):
                 previous(signum, frame)  # the script's or launcher's own handler
             elif previous != signal.SIG_IGN:
                 os.kill(os.getpid(), signum)  # the default action: end with the signal's status
+
+    # --- the endings --------------------------------------------------------------------------
+
+    def _stop(self) -> None:
+        """The benchmark is over, whichever way: no more windows; benchy's own pass and cached batch let go."""
+        s = self._session
+        s._state = "done"
+        s._record.finished = True
+        s._window = None
+        self.restore()
+        if s.results.flops is None:
+            s.results.flops = s.runner.flops(final=True)
+        try:
+            s.runner.close()
+        except Exception:  # a worker already gone
+            pass
+        self._close_profiler("at the end of the benchmark" if not self._exiting else "at exit")
+
+    def finish(self) -> None:
+        """The schedule is over: summary, table and final JSON; then the process ends
+        (``exit_after_tests``) or the loader is the plain one from here on."""
+        s = self._session
+        self._stop()
+        sink = s.sink
+        exit_after = s.config.general.exit_after_tests
+        where = host() if exit_after else None
+        ends = exit_after and where is None and not self._exiting
+        sink.summary(s.snapshot(), exiting=ends)
+        if where is not None:
+            sink.say(ev.NoExitHere(where))
+        sink.end(ends)
+
+    def exchange_failed(self, spec: TrialSpec) -> None:
+        """The ranks could not exchange ``spec``'s results: keep what was measured and print it, as a
+        single-rank run prints it, naming a rank that said it failed; the caller raises."""
+        s = self._session
+        failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
+        s.outcomes = s.outcomes.with_failed(failed)
+        s._lose(Interruption(spec, spec.nbatches, "the ranks could not exchange its results"))
+        self._stop()
+        try:
+            s.ctx.out.trial_ended()
+            if failed:
+                s.sink.say(ev.RankFailed(failed))
+            s.sink.summary(s.snapshot(), exiting=False)
+        except Exception:
+            pass
+
+    def on_signal(self, name: str) -> None:
+        """A signal ends the benchmark: the running trial is named as interrupted (with the rank that
+        failed first, when one said so); the summary is printed and the JSON written."""
+        s = self._session
+        if os.getpid() != s._pid or not s.running:
+            return
+        running, measured = self._running()
+        failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
+        s.outcomes = s.outcomes.signalled(name).with_failed(failed)
+        if running is not None:
+            who = f"; rank {failed[0].rank} failed first ({failed[0].reason})" if failed else ""
+            s.outcomes = s.outcomes.lose(Interruption(
+                running, measured, f"interrupted by {name} after {measured} of {running.nbatches} steps{who}"))
+        try:
+            s.ctx.out.trial_ended()
+            s.sink.say(ev.Signalled(name, running, measured, failed))
+            self._stop()
+            s.sink.summary(s.snapshot(), exiting=False)
+        except Exception:  # the signal must take its course whatever happens here
+            pass
+
+    def at_exit(self) -> None:
+        """At interpreter exit, when the script ended before the schedule did: say so, with what the
+        schedule needs, and keep what was measured (summary and JSON)."""
+        s = self._session
+        if os.getpid() != s._pid or not s.running:
+            return
+        self._exiting = True
+        died = getattr(sys, "last_value", None)  # set when an uncaught exception ends the script
+        raised = None if died is None or isinstance(died, SystemExit) else f"{type(died).__name__}: {died}"
+        if raised is not None and s.ctx.world > 1:
+            s.ctx.comm.report_failure(raised)
+        running, measured = self._running()
+        failed = next((i for i in reversed(s.outcomes.lost) if i.error), None)
+        if running is not None:
+            why = (f"the script ended with {raised}" if raised is not None
+                   else "the script ended before the trial's window was complete")
+            s.outcomes = s.outcomes.lose(Interruption(running, measured, why, error=raised is not None))
+        s.ctx.out.trial_ended()
+        sink = s.sink
+        again = sum(1 for r in s._registry.records
+                    if r is not s._record and r.iterated and not r.benchmarked and r.where == s._record.where)
+        length = s._length
+        needed = s.steps_needed()
+        owner = s._current()
+        steps = s.steps + (0 if owner is None else s._epoch_handed(owner))
+        sink.stopped_early(Progress(s.epochs_started, steps, needed, length, Schedule.epochs_for(needed, length),
+                                    s._record.where, again, failed, raised,
+                                    None if running is None else running.label))
+        why = (f"not run: trial {failed.spec.label} raised" if failed is not None
+               else f"not run: the script ended with {raised}" if raised is not None
+               else f"not run: the script stopped after {s.epochs_started} epoch(s), {steps} step(s)")
+        _, windows = s.schedule.order(longest=not s.schedule.adaptive)
+        for spec in windows:
+            if not s.planner.was_issued(spec):
+                s.outcomes = s.outcomes.lose(Interruption(spec, 0, why))
+        self._stop()
+        sink.summary(s.snapshot(), exiting=False)
+
+    def _running(self) -> Tuple[Optional[TrialSpec], int]:
+        """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""
+        s = self._session
+        if s.hidden is not None:
+            return s.hidden, 0
+        w = s.window
+        if w is None:
+            return None, 0
+        return w.spec, max(0, w.measured + max(0, w.open_count() - 1))
+
+    def _close_profiler(self, when: str) -> None:
+        s = self._session
+        for line in s.ctx.profilers.close(when):
+            s.sink.info(line)

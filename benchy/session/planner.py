@@ -14,8 +14,8 @@ With fixed counts the :class:`Planner` walks :meth:`Schedule.order` exactly. Wit
   is known: the IO-vs-SYNTHETIC verdict is decided (data loading, compute or balanced, at the
   schedule's decision confidence) or the mode's interval is within ``auto_precision`` of its
   mean; at most ``auto_max_trials``. SYNTHETIC and FULL trials keep the S F F S order. An IO
-  trial beyond the fewest runs hidden at an epoch boundary, one per boundary, when IO is the
-  less precise side of the comparison (or as many as needed when no epoch mode needs more).
+  trial beyond the fewest runs hidden between two windows, one per boundary, when IO is the
+  less precise side of the comparison (or as many as needed when no window mode needs more).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import numpy as np
 from ..core.results import RunResults, TrialResult
 from ..core.schedule import MIN_AUTO_TRIALS, Mode, ModePlan, Schedule, TrialSpec, abba_first
 from ..core.verdict import verdict
+from .events import Event, ScheduleStopped, WarmupDone
 
 __all__ = ["MIN_STEADY_WINDOW", "STEADY_TOLERANCE", "Planner", "warmup_change"]
 
@@ -66,16 +67,15 @@ class Planner:
         self._position = 0  # measured SYNTHETIC/FULL trials issued: the place in S F F S
         self._boundary = 0
         self._io_boundary = -1  # the boundary of the last extra IO trial
-        self.notes: List[str] = []  # what the planner decided, for the log (read and cleared by the session)
+        self.events: List[Event] = []  # what the planner decided, for the log (read and cleared by the session)
         self._noted: Set[str] = set()
         self.stop_reason: Optional[str] = None
-        self._retry: Optional[TrialSpec] = None  # an epoch trial whose iterator was dropped: it runs again
         self._profiled: Set[Mode] = set()  # kinds whose profiled warm-up was issued (profiler: torch)
 
     # --- what the session tells ------------------------------------------------------------
 
     def new_boundary(self) -> None:
-        """A new ``iter()`` of the wrapper: one more extra IO trial may run hidden here."""
+        """A window ended: one more extra IO trial may run hidden before the next."""
         self._boundary += 1
 
     def warmup_change(self, result: TrialResult) -> Optional[float]:
@@ -90,21 +90,7 @@ class Planner:
         """How much ``mode``'s step time changed over its last warm-up steps (None: too few to tell)."""
         self._change[mode] = change
 
-    def retry(self, spec: Optional[TrialSpec]) -> None:
-        """``spec`` was issued and its iterator dropped before it counted: it is the next epoch
-        trial again, under the same label (issued once in the counts, whatever the attempts);
-        None: it will not run again after all."""
-        self._retry = spec
-
-    @property
-    def pending_retry(self) -> Optional[TrialSpec]:
-        """The trial that runs again at the next epoch, if one does."""
-        return self._retry
-
     def issue(self, spec: TrialSpec) -> None:
-        if spec == self._retry:
-            self._retry = None  # counted when it was first issued
-            return
         key = (spec.mode, spec.warmup)
         self._issued[key] = self._issued.get(key, 0) + 1
         if spec.profiled:
@@ -131,25 +117,22 @@ class Planner:
     def peek(self, results: RunResults, fresh: bool = False) -> Optional[TrialSpec]:
         """The next trial (IO ones run hidden), or None when the schedule is over.
 
-        ``fresh``: as seen from the next boundary (after the running epoch's trial).
+        ``fresh``: as seen from the next boundary (after the running window).
         """
         spec = self._warmup_or_fewest(Mode.IO, results)
         if spec is not None:
             return spec
-        epoch = self.next_epoch_spec(results)
-        if self._io_needed(results) and (epoch is None or self._io_due(results, fresh)):
+        window = self.next_window_spec(results)
+        if self._io_needed(results) and (window is None or self._io_due(results, fresh)):
             return self._spec(Mode.IO, warmup=False)
-        if epoch is None and self.stop_reason is None:
+        if window is None and self.stop_reason is None:
             self.stop_reason = self._why_stopped(results)
             if self.schedule.adaptive:
-                self._note("stop", f"Schedule: done after {self._counts()}: {self.stop_reason}.")
-        return epoch
+                self._note("stop", ScheduleStopped(self._counts(), self.stop_reason))
+        return window
 
-    def next_epoch_spec(self, results: RunResults) -> Optional[TrialSpec]:
-        """The next SYNTHETIC or FULL trial (one that runs again first, then warm-ups, then
-        S F F S ...), or None."""
-        if self._retry is not None:
-            return self._retry
+    def next_window_spec(self, results: RunResults) -> Optional[TrialSpec]:
+        """The next SYNTHETIC or FULL trial (warm-ups, then S F F S ...), or None."""
         for mode in (Mode.SYNTHETIC, Mode.FULL):
             spec = self._warmup_or_fewest(mode, results, trials=False)
             if spec is not None:
@@ -168,8 +151,7 @@ class Planner:
         plan = self.schedule.plan(mode)
         if plan is None:
             return False
-        again = self._retry is not None and self._retry.mode is mode
-        return again or self._warming(plan, results) or self._profile_due(plan) or self._needs(mode, results)
+        return self._warming(plan, results) or self._profile_due(plan) or self._needs(mode, results)
 
     def warmups_used(self) -> Dict[str, int]:
         return {p.mode.value: self.issued(p.mode, True) for p in self.schedule.plans}
@@ -198,16 +180,7 @@ class Planner:
         return True
 
     def _note_warmup(self, plan: ModePlan, done: int, change: Optional[float], steady: bool) -> None:
-        what = "n/a" if change is None else f"{100.0 * change:+.1f} %"
-        if steady:
-            text = (f"{plan.mode.value} warm-up: steady after {done} warm-up trial(s) (median step time of the last "
-                    f"steps {what} against the steps before; warm-up goes on while it falls by more than "
-                    f"{100 * STEADY_TOLERANCE:g} %).")
-        else:
-            text = (f"{plan.mode.value} warm-up: not steady after {done} warm-up trials (auto_max_warmup; the median "
-                    f"step time still changed {what}); measuring anyway: its first trials may be slower than later "
-                    f"ones. Raise global.auto_max_warmup or nbatches.")
-        self._note("warm-" + plan.mode.value, text)
+        self._note("warm-" + plan.mode.value, WarmupDone(plan.mode, done, change, steady, STEADY_TOLERANCE))
 
     def _warmup_or_fewest(self, mode: Mode, results: RunResults, trials: bool = True) -> Optional[TrialSpec]:
         """A warm-up of ``mode`` if one is due, else (``trials``) a trial up to the fewest count."""
@@ -243,10 +216,10 @@ class Planner:
         return not (self._answered(results) or self._precise(mode, results))
 
     def _io_needed(self, results: RunResults) -> bool:
-        return self._needs(Mode.IO, results) and not self._warming_any_epoch_mode(results)
+        return self._needs(Mode.IO, results) and not self._warming_any_window_mode(results)
 
-    def _warming_any_epoch_mode(self, results: RunResults) -> bool:
-        return any(self._warming(p, results) for p in self.schedule.epoch_plans)
+    def _warming_any_window_mode(self, results: RunResults) -> bool:
+        return any(self._warming(p, results) for p in self.schedule.window_plans)
 
     def _io_due(self, results: RunResults, fresh: bool) -> bool:
         """One extra IO trial per boundary, when IO is the less precise side."""
@@ -286,7 +259,7 @@ class Planner:
         return ", ".join(f"{p.mode.value} {self.issued(p.mode, True)} warm-up + {self.issued(p.mode)}"
                          for p in self.schedule.plans)
 
-    def _note(self, key: str, text: str) -> None:
+    def _note(self, key: str, event: Event) -> None:
         if key not in self._noted:
             self._noted.add(key)
-            self.notes.append(text)
+            self.events.append(event)

@@ -1,9 +1,10 @@
 """Trials outside the schedule: the loader sweep before it; IO_H2D and the stage trials after the first IO trials.
 
-Each runs IO trials through the session's :class:`~benchy.session.trials.TrialRunner` and leaves
-its findings in the :class:`~benchy.core.results.RunResults`; what they print goes through the
-sink. Both follow one rule for counts: IO's own ``ntrials`` and ``nwarmup``, and for ``auto``
-3 trials and 1 warm-up (:func:`side_counts`).
+Each runs IO trials through the session's :class:`~benchy.session.trials.TrialRunner`, on passes of
+benchy's own (the session keeps the user's random streams through them), and leaves its findings in
+the :class:`~benchy.core.results.RunResults`; what they have to say goes to the sink as events, and
+their trial lines through it. All follow one rule for counts: IO's own ``ntrials`` and ``nwarmup``,
+and for ``auto`` 3 trials and 1 warm-up (:func:`side_counts`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,17 @@ from ..measure.device import accelerator_in_use, copier
 from ..measure.source import BatchSource, CopyingSource
 from ..measure.stages import Instrumented, has_in_order, stage_trial, timer_cost
 from ..measure.system import machine_memory, trainer_memory, worker_memory
+from .events import (
+    H2DSkipped,
+    StagesStarted,
+    StagesStopped,
+    SweepApplied,
+    SweepFailed,
+    SweepOverCap,
+    SweepStarted,
+    SweepStray,
+    SweepUnavailable,
+)
 from .sink import ResultSink
 from .trials import TrialRunner
 
@@ -62,14 +74,13 @@ def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, s
     if not config.sweep.enabled:
         return None
     if sweeper is None:
-        sink.warning("sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is not swept.")
+        sink.say(SweepUnavailable())
         return None
     own = sweeper.own()
     settings = expand(config.sweep, own, sweeper.cores())
     ntrials, nwarmup = side_counts(config)
     nbatches = config.io.nbatches
-    sink.info(f"Loader sweep: {len(settings)} setting(s), each {nwarmup} warm-up + {ntrials} IO trials of "
-              f"{nbatches} batches, before the schedule (the loader's own: {own.text()}).")
+    sink.say(SweepStarted(len(settings), nwarmup, ntrials, nbatches, own.text()))
     before = sweeper.processes()
     available, total = machine_memory()
     cap = memory_cap(available, total, trainer_memory())
@@ -82,24 +93,20 @@ def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, s
         stray = sweeper.processes() - before
         if stray:
             sweeper.stop(stray)
-            sink.warning(f"sweep: {len(stray)} process(es) of setting {setting.text()} outlived it and were stopped.")
+            sink.say(SweepStray(setting.text(), len(stray)))
     apply_cap(found, cap)
     results.sweep, results.sweep_own = found, own
     sink.sweep(own)
     over = [r.setting.text() for r in found if r.over_cap]
     if over:
-        sink.warning(f"sweep: the workers of {', '.join(over)} took more memory than the cap of {cap / 1e9:.2f} GB "
-                     f"(the memory available at the sweep's start less room for the training process); not "
-                     f"recommended.")
+        sink.say(SweepOverCap(tuple(over), cap))
     chosen = smallest_within(found)
     if config.general.sweep_apply and chosen is not None and chosen.setting != own:
         sweeper.apply(chosen.setting)
         results.sweep_applied = chosen.setting
-        sink.info(f"sweep_apply: the schedule continues with {chosen.setting.text()} (the smallest setting within "
-                  f"5 % of the best).")
+        sink.say(SweepApplied(chosen.setting.text(), True, True))
         return chosen.setting
-    sink.info(f"The schedule continues with the loader's own settings ({own.text()})"
-              + ("." if config.general.sweep_apply else "; sweep_apply: true would use the recommended ones."))
+    sink.say(SweepApplied(own.text(), False, config.general.sweep_apply))
     return None
 
 
@@ -121,7 +128,7 @@ def _sweep_one(setting: Setting, specs: List[TrialSpec], sweeper: Sweeper, runne
         found.memory = sum(m.uss for m in measured) if measured or setting.num_workers == 0 else None
     except Exception as err:  # too many workers for the shared memory, a worker that dies ...
         found.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
-        sink.warning(f"sweep: setting {setting.text()} failed ({found.error}); skipped.")
+        sink.say(SweepFailed(setting.text(), found.error))
     finally:
         if source is not None:
             try:
@@ -136,9 +143,9 @@ def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialR
     """IO_H2D: after the first IO trials, the same trials copying each batch to the accelerator.
 
     Run when the program has an accelerator in use at its first epoch (a model moved to the GPU),
-    as many as IO's trials (:func:`side_counts`), this rank's own; said and recorded as skipped
-    otherwise. ``copy``: an injected copy (tests), else the accelerator's. ``running`` is told
-    which trial runs (for a signal that comes during it).
+    as many as IO's trials (:func:`side_counts`), this rank's own, on benchy's own pass; said and
+    recorded as skipped otherwise. ``copy``: an injected copy (tests), else the accelerator's.
+    ``running`` is told which trial runs (for a signal that comes during it).
     """
     if not config.general.io_h2d:
         results.h2d_skipped = "io_h2d: false"
@@ -148,11 +155,12 @@ def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialR
         found = accelerator_in_use()
         if found is None:
             results.h2d_skipped = "no accelerator in use at the first epoch (the run computes on the CPU)"
-            sink.info(f"IO_H2D: skipped: {results.h2d_skipped}.")
+            sink.say(H2DSkipped(results.h2d_skipped))
             return
         copy, device = copier(found), found
     results.h2d_device = device
-    source = CopyingSource(runner.source, copy)
+    own = runner.open_own()
+    source = CopyingSource(own, copy)
     ntrials, _ = side_counts(config)
     for k in range(1, ntrials + 1):
         spec = TrialSpec(Mode.IO, k, False, config.io.nbatches, variant="H2D")
@@ -162,13 +170,13 @@ def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialR
             result = runner.side(spec, source, runner.counter())
         except Exception as err:  # a copy that fails (device memory, an odd batch) costs only this
             results.h2d_skipped = f"{spec.label} raised {type(err).__name__}: {err}"
-            sink.warning(f"IO_H2D: stopped: {results.h2d_skipped}.")
+            sink.say(H2DSkipped(results.h2d_skipped, stopped=True))
             break
         finally:
             running(None)
         results.h2d.append(result)
-        sink.trial(result, False)
-    runner.source.drop_pending()
+        sink.trial(result)
+    own.drop_pending()
 
 
 def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runner: TrialRunner, sink: ResultSink,
@@ -192,8 +200,7 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
     spec: Optional[TrialSpec] = None
     try:
         made = make()
-        sink.info(f"Stage trials: {nwarmup} warm-up + {ntrials} IO trials of {nbatches} batches on an instrumented "
-                  f"copy of the loader ({made.workers} workers; transforms: {made.plan.split}); not counted in IO.")
+        sink.say(StagesStarted(nwarmup, ntrials, nbatches, made.workers, made.plan.split))
         source = BatchSource(lambda: iter(made.loader), runner.clock)
         counter = runner.counter()
         specs = [TrialSpec(Mode.IO, k, True, nbatches, variant="STAGES") for k in range(1, nwarmup + 1)]
@@ -206,7 +213,7 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
             results.spans.append(Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup))
             running(None)
             trials.append(found)
-            sink.trial(TrialResult(spec, found.samples, found.seconds), False)
+            sink.trial(TrialResult(spec, found.samples, found.seconds))
             if not spec.warmup:
                 memory = _largest(memory, worker_memory(source.worker_pids()))
         spec = None
@@ -221,7 +228,7 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
         running(None)
         where = f" in {spec.label}" if spec is not None else ""
         results.stages_skipped = f"the instrumented loader raised {type(err).__name__}{where}: {err}"
-        sink.warning(f"stage trials: stopped: {results.stages_skipped}.")
+        sink.say(StagesStopped(results.stages_skipped))
     finally:
         if source is not None:
             try:

@@ -1,10 +1,11 @@
-"""Where a run's results go: trial lines, warnings, the summary, the JSON and the exit status.
+"""Where a run's results go: the English of every event, trial lines, the summary, the JSON and the
+exit status.
 
-The :class:`~benchy.session.session.Session` walks the schedule and hands each event here, with
-a typed :class:`~benchy.core.results.Snapshot` of its state for summaries and JSON writes; this
-module decides nothing about trials, and every line a session prints goes out through it.
-``exit_after_tests`` ends the process here, in one
-place, with a status that CI can trust:
+The :class:`~benchy.session.session.Session` walks the schedule and hands each event here (values of
+:mod:`benchy.session.events`, or a trial's result), with a typed :class:`~benchy.core.results.Snapshot`
+of its state for summaries and JSON writes; this module decides nothing about trials, and every line a
+session prints goes out through it. ``exit_after_tests`` ends the process here, in one place, with a
+status that CI can trust:
 
 * ``0``: every scheduled mode has at least one counted trial;
 * :data:`EXIT_MISSING_MODE` (3): the schedule ended but a scheduled mode has no counted
@@ -15,11 +16,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from ..core.config import Config
 from ..core.distribution import StepProfile, step_profile
-from ..core.results import Interruption, RunResults, Snapshot, TrialResult
+from ..core.outcomes import FailedRank, Interruption
+from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule
 from ..core.verdict import Reading, read
 from ..measure.environment import environment
@@ -27,11 +29,35 @@ from ..results import lines, steps
 from ..results.files import remove_stale_temporaries, write_json_atomic
 from ..results.schema import result_document
 from ..results.summary import summary_lines, sweep_table
+from . import events as ev
 from .console import Output
 
-__all__ = ["EXIT_MISSING_MODE", "ResultSink"]
+__all__ = ["EXIT_MISSING_MODE", "Progress", "ResultSink"]
 
 EXIT_MISSING_MODE = 3
+
+
+class Progress:
+    """How far the loop got when the script ended before the schedule did (for :meth:`ResultSink.stopped_early`)."""
+
+    def __init__(self, epochs: int, steps: int, steps_needed: int, epoch_length: Optional[int],
+                 epochs_needed: Optional[int], where: str, rebuilt: int, failed: Optional[Interruption],
+                 raised: Optional[str], running: Optional[str]) -> None:
+        self.epochs, self.steps, self.steps_needed = epochs, steps, steps_needed
+        self.epoch_length, self.epochs_needed = epoch_length, epochs_needed
+        self.where, self.rebuilt, self.failed, self.raised, self.running = where, rebuilt, failed, raised, running
+
+
+def _ranks_text(failed: Any) -> str:
+    """``rank 1 failed first (ValueError: boom)``, for one or more failed ranks."""
+    found: List[FailedRank] = list(failed)
+    if not found:
+        return ""
+    first = found[0]
+    text = f"rank {first.rank} failed first ({first.reason})"
+    if len(found) > 1:
+        text += "; then " + ", ".join(f"rank {f.rank} ({f.reason})" for f in found[1:4])
+    return text
 
 
 class ResultSink:
@@ -55,11 +81,8 @@ class ResultSink:
         self._shutdown = shutdown  # the ranks' channel, closed before the process ends
         self._exit = exit
         self._json_error_shown = False
-        self._early_noted = False
         self._steps_written = 0  # trials already in the steps file
         self._steps_failed = False
-        self._peek_said = False
-        self._rerun_said = False
 
     @property
     def environment(self) -> Dict[str, Any]:
@@ -77,9 +100,99 @@ class ResultSink:
     def warning(self, message: str) -> None:
         self.out.line(lines.warning(message))
 
-    def started(self, schedule: Schedule, config: Config, loader: str, nvtx: bool) -> None:
-        """What the benchmark does, said when it starts: ranks, the config, the schedule and the epochs
-        it needs, the loader, NVTX, and a warning when every step is synchronized. The environment
+    def say(self, event: ev.Event) -> None:
+        """An event's English, as an information or a warning line."""
+        if isinstance(event, ev.LoaderPlain):
+            if event.same_site:
+                self.warning(f"a new {event.kind} was built at {event.where}, where the one running the benchmark "
+                             f"was built: a loader re-created every epoch never finishes the schedule (each epoch "
+                             f"gets a new wrapper, which is the plain loader). Build it once, before the epoch loop.")
+            else:
+                self.info(f"{event.kind} created at {event.where} is the plain loader: a process runs one benchmark "
+                          f"at a time, and the {event.running or 'another loader'} is running it (the first loader "
+                          f"iterated).")
+        elif isinstance(event, ev.SideServed):
+            during = f"during trial {event.label}" if event.label else "while the loop's epoch ran"
+            self.info(f"an iter() {during} was served by the plain loader (a peek such as next(iter(loader)) inside "
+                      f"the loop); the loop's epoch and its trial go on, and the peek's time counts in the step it "
+                      f"ran in (said once).")
+        elif isinstance(event, ev.LookaheadFound):
+            self.info("the loop asks for batch k + 1 before it runs step k (it fetches one batch ahead, as CUDA "
+                      "prefetchers such as timm's PrefetchLoader and Accelerate's prepared loaders do): the first "
+                      "period of each stretch of a SYNTHETIC or FULL window holds no step and is left out.")
+        elif isinstance(event, ev.TrialLost):
+            item = event.item
+            self.out.trial_ended()
+            self.warning(f"trial {item.spec.label} did not count ({item.batches_done} of {item.spec.nbatches} steps "
+                         f"measured): {item.reason}.")
+        elif isinstance(event, ev.Signalled):
+            who = _ranks_text(event.failed)
+            who = f" {who[0].upper()}{who[1:]}; the launcher stopped the others." if who else ""
+            if event.running is not None:
+                self.warning(f"{event.name} received during trial {event.running.label} ({event.measured} of "
+                             f"{event.running.nbatches} steps measured): it is not counted.{who} The results measured "
+                             f"so far follow.")
+            else:
+                self.warning(f"{event.name} received between trials.{who} The results measured so far follow.")
+        elif isinstance(event, ev.RankFailed):
+            self.warning(f"{_ranks_text(event.failed)}: that is why the ranks could not exchange the trial's results.")
+        elif isinstance(event, ev.NoExitHere):
+            self.info(f"exit_after_tests: benchy does not end this process, a {event.host} ({event.host.split()[0]} "
+                      f"would report the training as failed); the training goes on with the plain loader.")
+        elif isinstance(event, ev.WarmupDone):
+            what = "n/a" if event.change is None else f"{100.0 * event.change:+.1f} %"
+            mode = event.mode.value
+            if event.steady:
+                self.info(f"{mode} warm-up: steady after {event.done} warm-up trial(s) (median step time of the last "
+                          f"steps {what} against the steps before; warm-up goes on while it falls by more than "
+                          f"{100 * event.tolerance:g} %).")
+            else:
+                self.info(f"{mode} warm-up: not steady after {event.done} warm-up trials (auto_max_warmup; the median "
+                          f"step time still changed {what}); measuring anyway: its first trials may be slower than "
+                          f"later ones. Raise global.auto_max_warmup or nbatches.")
+        elif isinstance(event, ev.ScheduleStopped):
+            self.info(f"Schedule: done after {event.counts}: {event.reason}.")
+        elif isinstance(event, ev.CounterNote):
+            self.warning(event.text)
+        elif isinstance(event, ev.SweepUnavailable):
+            self.warning("sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is not swept.")
+        elif isinstance(event, ev.SweepStarted):
+            self.info(f"Loader sweep: {event.settings} setting(s), each {event.warmups} warm-up + {event.trials} IO "
+                      f"trials of {event.nbatches} batches, before the schedule (the loader's own: {event.own}).")
+        elif isinstance(event, ev.SweepFailed):
+            self.warning(f"sweep: setting {event.setting} failed ({event.error}); skipped.")
+        elif isinstance(event, ev.SweepStray):
+            self.warning(f"sweep: {event.processes} process(es) of setting {event.setting} outlived it and were "
+                         f"stopped.")
+        elif isinstance(event, ev.SweepOverCap):
+            self.warning(f"sweep: the workers of {', '.join(event.settings)} took more memory than the cap of "
+                         f"{event.cap_bytes / 1e9:.2f} GB (the memory available at the sweep's start less room for the "
+                         f"training process); not recommended.")
+        elif isinstance(event, ev.SweepApplied):
+            if event.applied:
+                self.info(f"sweep_apply: the schedule continues with {event.setting} (the smallest setting within "
+                          f"5 % of the best).")
+            else:
+                self.info(f"The schedule continues with the loader's own settings ({event.setting})"
+                          + ("." if event.apply_on else "; sweep_apply: true would use the recommended ones."))
+        elif isinstance(event, ev.H2DSkipped):
+            self.out.trial_ended()
+            if event.stopped:
+                self.warning(f"IO_H2D: stopped: {event.reason}.")
+            else:
+                self.info(f"IO_H2D: skipped: {event.reason}.")
+        elif isinstance(event, ev.StagesStarted):
+            self.info(f"Stage trials: {event.warmups} warm-up + {event.trials} IO trials of {event.nbatches} batches "
+                      f"on an instrumented copy of the loader ({event.workers} workers; transforms: {event.split}); "
+                      f"not counted in IO.")
+        elif isinstance(event, ev.StagesStopped):
+            self.out.trial_ended()
+            self.warning(f"stage trials: stopped: {event.reason}.")
+
+    def started(self, schedule: Schedule, config: Config, loader: str, nvtx: bool, steps_needed: int,
+                epoch_length: Optional[int]) -> None:
+        """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it
+        takes, the loader, NVTX, and a warning when every step is synchronized. The environment
         (with the start time that names the run by default) is read now."""
         self._environment = environment(self.world)
         if self.world > 1:
@@ -89,50 +202,46 @@ class ResultSink:
             self.info("Using default benchy configuration.")
         else:
             self.info(f"Using benchy configuration from {config.source}.")
-        if schedule.epochs_fewest == schedule.epochs_needed:
-            epochs = f"the script must run at least {schedule.epochs_needed} epochs"
-        else:
-            epochs = (f"the script must run up to {schedule.epochs_needed} epochs (the schedule stops as soon as the "
-                      f"answer is known, after {schedule.epochs_fewest} at the fewest; later epochs are plain)")
-        self.info(f"Schedule: {schedule.describe()}; {epochs}.")
-        if schedule.epoch_plans:
-            self.info(f"Benchmarking the {loader}; while the schedule runs, len() of it is the trial's nbatches.")
+        text = f"Schedule: {schedule.describe()}."
+        if schedule.window_plans:
+            upto = "" if schedule.windows_fewest == schedule.windows_needed else "up to "
+            epochs = Schedule.epochs_for(steps_needed, epoch_length)
+            span = (f" ({epochs} epoch(s) of {epoch_length} batches)" if epochs is not None else "")
+            text += (f" SYNTHETIC and FULL trials are windows of steps in the training loop, back to back: "
+                     f"{upto}about {steps_needed} steps{span}; the loop's epochs, len() and random streams stay "
+                     f"its own.")
+        self.info(text)
+        if schedule.window_plans:
+            self.info(f"Benchmarking the {loader}.")
         if nvtx:
             self.info("NVTX: a tool is attached; ranges per trial, step and fetch in domain 'benchy'.")
         if config.general.sync_every_step:
             self.warning("sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
                          "device work; throughputs are lower than in normal training.")
 
-    def stopped_early(self, epochs_started: int, where: str, rebuilt: int, failed: Optional[Interruption] = None,
-                      raised: Optional[str] = None) -> None:
-        """The script ended before the schedule did: how many epochs it ran and needs. ``rebuilt``:
-        wrappers built where the benchmarked one was and iterated as plain loaders (one per epoch).
-        ``failed``: the trial whose loader raised, when that is what ended it; ``raised``: the
-        uncaught exception that ended the script (then more epochs are not the fix)."""
-        if failed is not None:
-            self.warning(f"the benchmark ended when trial {failed.spec.label} raised ({failed.reason}); the results "
+    def stopped_early(self, progress: Progress) -> None:
+        """The script ended before the schedule did: how far it got, and what the schedule needs."""
+        if progress.failed is not None:
+            self.warning(f"the benchmark ended when trial {progress.failed.spec.label} raised "
+                         f"({progress.failed.reason}); the results below are partial. Fix the error, then run again.")
+            return
+        ran = f"{progress.epochs} epoch(s), {progress.steps} step(s) since the benchmark started"
+        if progress.raised is not None:
+            self.warning(f"the script ended with an uncaught exception ({progress.raised}) after {ran}; the results "
                          f"below are partial. Fix the error, then run again.")
             return
-        if raised is not None:
-            self.warning(f"the script ended with an uncaught exception ({raised}) after {epochs_started} of the "
-                         f"{self.schedule.epochs_needed} epochs the benchy schedule needs; the results below are "
-                         f"partial. Fix the error, then run again.")
-            return
-        needed, upto = self._epochs_needed()
+        need = f"about {progress.steps_needed} steps"
+        if progress.epochs_needed is not None:
+            need += f", {progress.epochs_needed} epoch(s) of {progress.epoch_length} batches"
         hint = ""
-        if rebuilt:
-            hint = (f" {rebuilt} more wrapped loader(s) were built at {where} and iterated as plain loaders: a "
-                    f"script that builds a new loader every epoch never finishes the schedule; build it once, before "
-                    f"the epoch loop.")
-        self.warning(f"the script stopped after {epochs_started} of the {upto}{needed} epochs the benchy schedule "
-                     f"needs ({self.schedule.describe()}); the results below are partial. Run "
-                     f"{upto or 'at least '}{needed} epochs to finish the schedule." + hint)
-
-    def _epochs_needed(self) -> Tuple[int, str]:
-        """The epochs the schedule needs, with one more for each trial that ran again after its
-        iterator was dropped part-way; and "up to " when an adaptive schedule may need fewer."""
-        upto = "" if self.schedule.epochs_fewest == self.schedule.epochs_needed else "up to "
-        return self.schedule.epochs_needed + len(self.results.reruns), upto
+        if progress.rebuilt:
+            hint = (f" {progress.rebuilt} more wrapped loader(s) were built at {progress.where} and iterated as plain "
+                    f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
+                    f"once, before the epoch loop.")
+        during = f" during trial {progress.running}" if progress.running else ""
+        self.warning(f"the script stopped after {ran}{during}, before the benchy schedule's end ({need} in all: "
+                     f"{self.schedule.describe()}); the results below are partial. Run it longer (more epochs or "
+                     f"steps) to finish the schedule." + hint)
 
     def sweep(self, own: Any) -> None:
         """The loader sweep's table, one ``BENCHY::SWEEP::`` line per row."""
@@ -150,7 +259,7 @@ class ResultSink:
 
     # --- events -------------------------------------------------------------------------------
 
-    def trial(self, result: TrialResult, closed_early: bool) -> None:
+    def trial(self, result: TrialResult) -> None:
         self.out.trial_ended()
         self.out.line(lines.trial(result.label, result.throughput))
         share = result.data_wait
@@ -162,56 +271,6 @@ class ResultSink:
                          f"{system['other_cores_busy']:.2f} of its {system['cpu_cores']:g} cores busy (more than "
                          f"busy_machine_share = {self.config.general.busy_machine_share:g}); its throughput is likely "
                          f"low.")
-        if closed_early and not self._early_noted:
-            self._early_noted = True
-            self.info(
-                f"{result.label}: the loop took all {result.spec.nbatches} batches and did not ask for "
-                f"another (a loop sized by len()); such a trial counts over its first {result.spec.nbatches - 1} "
-                f"steps (said once).")
-
-    def lost(self, item: Interruption, hint: bool, twice: bool = False) -> None:
-        """A trial that did not count, named with its reason (the caller writes the checkpoint).
-        ``twice``: it had run again after its iterator was dropped, and was dropped again."""
-        self.out.trial_ended()
-        again = " again" if twice else ""
-        text = (f"trial {item.spec.label} stopped after {item.batches_done} of {item.spec.nbatches} "
-                f"batches{again}: {item.reason}. It is not counted.")
-        if twice:
-            text += (" Dropped twice: the loop stops early in every epoch, so from here on a trial whose iterator "
-                     "is dropped is not run again.")
-        if hint:
-            steps = "step" if item.batches_done == 1 else "steps"
-            text += (f" If your loop takes {item.batches_done} {steps} per epoch, set nbatches to at most "
-                     f"{item.batches_done}.")
-        self.warning(text)
-
-    def again(self, item: Interruption, peek: bool, first: bool) -> None:
-        """A trial whose iterator the loop dropped runs again: a peek (at most one batch, not an
-        epoch) said once as information; a trial dropped part-way as a warning, with the epochs
-        the schedule needs now."""
-        label, k, n = item.spec.label, item.batches_done, item.spec.nbatches
-        if peek:
-            what = ("took 1 batch and dropped its iterator (a peek such as next(iter(loader)), e.g. for a batch's "
-                    "shape)" if k else "was dropped unused (an iter(loader) whose result was discarded or replaced)")
-            if first:
-                self.info(f"an iter() before the benchmark's first epoch {what}: not an epoch; trial {label} starts at the next "
-                          f"iter(), so it cost no trial.")
-            elif not self._peek_said:
-                self._peek_said = True
-                self.info(f"an iter() {what}: not an epoch; trial {label} starts again at the next iter(), so such an "
-                          f"iter() costs at most one batch's loading and no trial (said once).")
-            return
-        self.out.trial_ended()
-        needed, upto = self._epochs_needed()
-        if self._rerun_said:
-            self.warning(f"trial {label} stopped after {k} of {n} batches: its iterator was dropped; it runs again at "
-                         f"the next epoch (the schedule needs {upto}{needed} epochs now).")
-            return
-        self._rerun_said = True
-        self.warning(f"trial {label} stopped after {k} of {n} batches: the loop dropped its iterator part-way (a "
-                     f"break, an exception the script caught, or an iterator it replaced). It is not counted and runs "
-                     f"again at the next epoch, so the schedule needs {upto}{needed} epochs now (len() is its "
-                     f"nbatches). A trial dropped twice is not run a third time.")
 
     def clean_stale(self) -> None:
         """Remove temporary files a killed benchy left in the output and per-step directories (rank 0)."""
@@ -246,10 +305,11 @@ class ResultSink:
         so the JSON records the status it exits with; otherwise ``exit_status`` stays null.
         """
         modes = self.schedule.modes
-        if self.results.interruptions:
-            labels = ", ".join(i.spec.label for i in self.results.interruptions)
-            self.warning(f"{len(self.results.interruptions)} scheduled trial(s) did not count "
-                         f"({labels}); the reasons are above and in the JSON's 'interrupted'.")
+        lost = snapshot.outcomes.lost
+        if lost:
+            labels = ", ".join(i.spec.label for i in lost)
+            self.warning(f"{len(lost)} scheduled trial(s) did not count ({labels}); the reasons are above and in the "
+                         f"JSON's 'interrupted'.")
         # FULL's step profile for the verdict's stall claim: it reads every step, so only here.
         reading = self._reading(snapshot, step_profile(self.results.measured(Mode.FULL)))
         printed = summary_lines(self.results, modes, reading, snapshot.workers, self.world)
@@ -311,7 +371,6 @@ class ResultSink:
             config=self.config.to_dict(),
             environment=self.environment,
             nranks=self.world,
-            epochs_needed=self._epochs_needed()[0],
             exit_status=exit_status,
             per_step=final,
             steps_dir=steps_dir,

@@ -1,46 +1,75 @@
-"""How one session runs its trials: the batch source, sample counting, the cached SYNTHETIC batch,
-the device sync, the barrier and the system sampler around each trial's clock (glue, no hot loop).
+"""How one session measures: sample counting, the cached SYNTHETIC batch, benchy's own passes for the
+IO trials (the user's random streams kept through them), the windows' arguments, and the device
+sync, the barrier and the system sampler around each clock (glue, no hot loop).
 
-:class:`TrialRunner` hands the session finished :class:`~benchy.core.results.TrialResult` values
-(IO and side trials) or epoch-trial generators that settle their outcome once; it decides nothing
-about the schedule, and prints only the periodic lines inside a trial (to the session's output).
+:class:`TrialRunner` hands the session finished IO :class:`~benchy.core.results.TrialResult`
+values and :class:`~benchy.measure.window.WindowRun` values for the SYNTHETIC and FULL windows that
+the epoch loop fills; it decides nothing about the schedule, and prints only the periodic lines
+inside a trial (to the session's output).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, Generator, Iterator, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional
 
 from ..core.config import Config
 from ..core.results import FlopCount, TrialResult
 from ..core.schedule import Mode, TrialSpec
 from ..measure.counting import TokenTally, describe_rule, make_counter
 from ..measure.device import synchronizer
-from ..measure.flops import StepCounter, with_counted_step
-from ..measure.source import BatchSource, Source
-from ..measure.stamps import Pauses, Series, fetches_ahead, stamp_buffer, without_first_period
+from ..measure.flops import StepCounter
+from ..measure.source import BatchSource
+from ..measure.stamps import Pauses, Series
 from ..measure.system import NullSampler, SystemSampler, disturbed
-from ..measure.trial import Reporter, Settle, full_trial, io_trial, synthetic_trial
+from ..measure.trial import IOArgs, io_trial
+from ..measure.window import WindowArgs, WindowRun
 from ..results import lines
 from .console import Output
+from .events import CounterNote, Event
 
-__all__ = ["TrialRunner"]
+__all__ = ["NOTHING", "OwnPasses", "TrialRunner"]
 
-_NOTHING = object()
+NOTHING: Any = object()  # no batch yet
+
+
+class OwnPasses:
+    """benchy's own passes over the loader (for the IO trials), apart from the loop's: ``new()`` makes
+    one, ``close()`` lets go of the last one (its workers shut down). A DataLoader with persistent
+    workers keeps one iterator for the loop's every epoch; benchy's own passes must not reset it, so
+    they get an iterator of their own (``make``), reset for each further pass and shut down at
+    ``close()``."""
+
+    def __init__(self, make: Callable[[], Iterator[Any]], again: Optional[Callable[[Iterator[Any]], None]] = None,
+                 shutdown: Optional[Callable[[Iterator[Any]], None]] = None) -> None:
+        self._make, self._again, self._shutdown = make, again, shutdown
+        self._iterator: Optional[Iterator[Any]] = None
+
+    def new(self) -> Iterator[Any]:
+        if self._iterator is not None and self._again is not None:
+            self._again(self._iterator)
+            return self._iterator
+        self._iterator = iter(self._make())
+        return self._iterator
+
+    def close(self) -> None:
+        found, self._iterator = self._iterator, None
+        if found is not None and self._shutdown is not None:
+            self._shutdown(found)
 
 
 class TrialRunner:
-    """The measuring side of a session: one batch source for the whole benchmark, the counting rule
-    decided from the first batch, and what runs just before and after each trial's clock."""
+    """The measuring side of a session: the counting rule decided from the first batch, benchy's own
+    passes for IO, and what runs just before and after each clock."""
 
-    def __init__(self, config: Config, make_iterator: Callable[[], Iterator[Any]], fallback_batch_size: Optional[int],
-                 clock: Callable[[], float], *, constant: Optional[int], queue_depth: int,
-                 warn: Callable[[str], None]) -> None:
+    def __init__(self, config: Config, own: OwnPasses, fallback_batch_size: Optional[int], clock: Callable[[], float],
+                 *, constant: Optional[int], queue_depth: int, say: Callable[[Event], None]) -> None:
         general = config.general
         self.config = config
         self.clock = clock
-        self.source = BatchSource(make_iterator, clock)
+        self.own = own
+        self.source: Optional[BatchSource] = None  # benchy's own batches, while an IO block runs
         self.sampler: Any = SystemSampler(general.system_metrics_hz, clock) if general.system_metrics else NullSampler()
         self.queue_depth = queue_depth  # batches a loader holds ready (workers x prefetch_factor)
         # Samples in every batch but a pass's last, when the loader guarantees it (see integrations.wrappers);
@@ -51,82 +80,130 @@ class TrialRunner:
         self.barrier: Optional[Callable[[str], None]] = None  # the ranks' barrier before each trial's clock
         self.lookahead: Optional[bool] = None  # the loop fetches one batch ahead (decided from SYNTHETIC)
         self.synthetic_samples: Optional[int] = None
+        self.cached: Any = NOTHING  # the one batch every SYNTHETIC window hands out
         self._fallback = fallback_batch_size
-        self._warn = warn
+        self._say = say
         self._counter: Optional[Callable[[Any], int]] = None
-        self._synthetic_batch: Any = _NOTHING
         # count: tokens: the tokens of each trial's batches, added up by the counter itself.
         self.tokens: Optional[TokenTally] = None
         self._synthetic_tokens: Any = None
-        # FLOPs: the first step of the first measured SYNTHETIC trial, counted and left out of it
-        # (see measure.flops); once the loop is known to fetch one batch ahead or not.
+        # FLOPs: one untimed step on the cached batch before the first measured SYNTHETIC window (see
+        # measure.flops), once the loop is known to fetch one batch ahead or not.
         synthetic = config.synthetic
         self._flops_due = general.flops and synthetic.run_benchmark and synthetic.ntrials != 0
-        self._step_counter: Optional[StepCounter] = None
+        self.step_counter: Optional[StepCounter] = None
         self.world = 1  # ranks (set when the benchmark starts)
+        self.own_blocks = 0  # blocks of IO trials run on benchy's own passes
+        # Each pass's start-up (from its iter() to its first batch) and its iter(), on the clock: the
+        # loop's own epochs and benchy's own passes.
+        self.startups: List[float] = []
+        self.pass_starts: List[float] = []
         # The trial clock's readings plus this are Unix seconds: taken once, so the timeline's times
         # keep the clock's resolution and order (``time.time()`` may be stepped by NTP during a run).
         self.unix_offset = time.time() - clock()
 
     # --- counting and batches -----------------------------------------------------------------
 
+    @property
+    def counter_known(self) -> bool:
+        return self._counter is not None
+
     def counter(self) -> Callable[[Any], int]:
-        """Sample counter specialised from the first batch, which is kept for the first trial."""
-        if self._counter is None:
-            batch = self.source.fetch()
-            self.source.keep(batch)
-            self._counter = make_counter(batch, self._fallback, self._warn)
-            self.counting = describe_rule(batch, self._fallback)
-            if self.constant is not None and self._counter(batch) != self.constant:
-                self.constant = None  # the first batch says otherwise: count every batch
-            g = self.config.general
-            if g.count == "tokens":
-                # Every batch goes through the tally (no inline count, no constant): it adds up the tokens.
-                try:
-                    self.tokens = TokenTally(self._counter, batch, g.token_key, g.mask_key)
-                except TypeError as err:  # batches without token ids: samples are still counted
-                    self._warn(f"{err}; tokens are not counted, samples are")
-                else:
-                    self._counter = self.tokens.count
-                    self.constant = None
-                    self.counting += f"; {self.tokens.source}"
-            if self.constant is not None:
-                self.counting += (f"; the batch sampler makes {self.constant} per batch, so only the last batch "
-                                  f"of each pass is counted in the trials")
+        """The sample counter (decided from the first batch benchy saw: :meth:`decide`)."""
+        assert self._counter is not None, "the counter is decided from the first batch"
         return self._counter
 
-    def synthetic(self) -> Any:
-        """The one batch every SYNTHETIC warm-up and trial yields, fetched once."""
-        if self._synthetic_batch is _NOTHING:
-            self._synthetic_batch = self.source.fetch()
-            self.synthetic_samples = self.counter()(self._synthetic_batch)
-        return self._synthetic_batch
+    def decide(self, batch: Any) -> None:
+        """Specialise the sample counter from ``batch`` (the first batch benchy sees), once."""
+        if self._counter is not None:
+            return
+        self._counter = make_counter(batch, self._fallback, lambda text: self._say(CounterNote(text)))
+        self.counting = describe_rule(batch, self._fallback)
+        if self.constant is not None and self._counter(batch) != self.constant:
+            self.constant = None  # the first batch says otherwise: count every batch
+        g = self.config.general
+        if g.count == "tokens":
+            # Every batch goes through the tally (no inline count, no constant): it adds up the tokens.
+            try:
+                self.tokens = TokenTally(self._counter, batch, g.token_key, g.mask_key)
+            except TypeError as err:  # batches without token ids: samples are still counted
+                self._say(CounterNote(f"{err}; tokens are not counted, samples are"))
+            else:
+                self._counter = self.tokens.count
+                self.constant = None
+                self.counting += f"; {self.tokens.source}"
+        if self.constant is not None:
+            self.counting += (f"; the batch sampler makes {self.constant} per batch, so only the last batch "
+                              f"of each pass is counted in the trials")
+
+    def keep_cached(self, batch: Any) -> None:
+        """The batch every SYNTHETIC window hands out, from now on (the first real batch benchy holds)."""
+        if self.cached is NOTHING:
+            self.decide(batch)
+            self.cached = batch
+            self.synthetic_samples = self.counter()(batch)
 
     def synthetic_tokens(self) -> Any:
         """The cached batch's tokens, counted in full once (None unless ``count: tokens``)."""
-        if self.tokens is not None and self._synthetic_tokens is None and self._synthetic_batch is not _NOTHING:
-            self._synthetic_tokens = self.tokens.exact(self._synthetic_batch, self.synthetic_samples or 0)
+        if self.tokens is not None and self._synthetic_tokens is None and self.cached is not NOTHING:
+            self._synthetic_tokens = self.tokens.exact(self.cached, self.synthetic_samples or 0)
         return self._synthetic_tokens
 
-    def _counts_flops(self, spec: TrialSpec) -> bool:
-        """Whether this trial's first step is the one whose FLOPs are counted: the first measured SYNTHETIC
-        trial once the loop is known to fetch ahead or not, with periods to spare (its first one, or
-        two when the loop fetches ahead, are left out)."""
-        counter = self._step_counter
-        due = self._flops_due or (counter is not None and not counter.completed)  # a peek took the last one
-        return (due and self.world == 1 and spec.mode is Mode.SYNTHETIC and not spec.warmup and self.lookahead is not None
-                and spec.nbatches >= 3 + int(self.lookahead))
+    def note_pass(self, made: float, first: float) -> None:
+        """One of the loop's passes: made at ``made``, its first batch at ``first`` (clock readings)."""
+        self.startups.append(first - made)
+        self.pass_starts.append(made)
+
+    # --- benchy's own passes ------------------------------------------------------------------
+
+    def open_own(self) -> BatchSource:
+        """benchy's own batches for a block of IO trials (a new pass of its own when none is open)."""
+        if self.source is None:
+            self.source = BatchSource(self.own.new, self.clock)
+            self.own_blocks += 1
+        return self.source
+
+    def close_own(self) -> None:
+        """The block is over: benchy's own pass lets go of its iterator (workers shut down); the batch it
+        kept becomes the cached SYNTHETIC batch if there is none yet."""
+        source, self.source = self.source, None
+        if source is None:
+            return
+        if source.has_pending and self.cached is NOTHING:
+            self.keep_cached(source.pending)
+        self.startups += source.startups
+        self.pass_starts += source.pass_starts
+        try:
+            source.close()
+        finally:
+            self.own.close()
+
+    def drain(self) -> None:
+        """Before an IO trial: the batches benchy's own pass holds ready are taken, untimed, so that the trial
+        does not start with free batches (all workers are then busy on fresh ones)."""
+        source = self.open_own()
+        if self.queue_depth <= 0:
+            return
+        source.drop_pending()
+        for _ in range(self.queue_depth):
+            source.fetch()
+
+    def first_own_batch(self) -> None:
+        """Decide the counter from benchy's own first batch (kept for the first IO trial)."""
+        source = self.open_own()
+        batch = source.fetch()
+        source.keep(batch)
+        self.decide(batch)
 
     def flops(self, final: bool) -> Optional[FlopCount]:
         """The counted step's FLOPs; None while it may still come (or ``flops: false``); at the end
         (``final``), why there are none."""
-        counter = self._step_counter
+        counter = self.step_counter
         if counter is not None and (counter.completed or not final):
             return counter.count
         if counter is not None:
-            return FlopCount(skipped="the loop left every counted step before asking for the next batch (a peek such "
-                                     "as next(iter(loader)), or a break, during the first step of the SYNTHETIC "
-                                     "trials)")
+            return FlopCount(skipped="the loop left the counted step before asking for the next batch (a peek such "
+                                     "as next(iter(loader)), or a break, during the step whose FLOPs were counted)")
         g, synthetic = self.config.general, self.config.synthetic
         if not g.flops:
             return None
@@ -135,30 +212,32 @@ class TrialRunner:
                                      f"(a DDP all-reduce) under torch's FlopCounterMode aborted at exit in about 1 "
                                      f"run of 15 on the CPU (gloo); run one process to count the step's FLOPs")
         if not (synthetic.run_benchmark and synthetic.ntrials != 0):
-            return FlopCount(skipped="SYNTHETIC did not run: the FLOPs are counted on the first step of the first "
-                                     "measured SYNTHETIC trial")
+            return FlopCount(skipped="SYNTHETIC did not run: the FLOPs are counted on one untimed step on the cached "
+                                     "batch before the first measured SYNTHETIC trial")
         if final:
-            return FlopCount(skipped=f"no SYNTHETIC trial could spare a step to count: the count takes the first step "
-                                     f"of the first measured SYNTHETIC trial after one that shows whether the loop "
-                                     f"fetches a batch ahead, and needs synthetic.nbatches >= 3 (got "
-                                     f"{synthetic.nbatches})")
+            return FlopCount(skipped="no untimed step could be counted: the count takes one step on the cached batch "
+                                     "just before the first measured SYNTHETIC trial, which did not start")
         return None
 
-    def drain(self) -> None:
-        """Before a FULL or an IO trial: take the batches the loader's workers
-        hold ready, untimed, so that the trial does not start with free batches (all workers are
-        then busy on fresh ones, as in steady training when loading is the limit; when compute is
-        the limit the queue refills within a step or two)."""
-        if self.queue_depth <= 0:
-            return
-        self.source.drop_pending()
-        for _ in range(self.queue_depth):
-            self.source.fetch()
+    def count_due(self, spec: TrialSpec) -> bool:
+        """Whether the FLOPs' counted step runs now, before ``spec``: the first measured SYNTHETIC window,
+        on one rank."""
+        counter = self.step_counter
+        due = self._flops_due or (counter is not None and not counter.completed)  # a peek took the last one
+        return due and self.world == 1 and spec.mode is Mode.SYNTHETIC and not spec.warmup and self.cached is not NOTHING
+
+    def start_count(self, spec: TrialSpec) -> StepCounter:
+        """The FLOP counter for the untimed step before ``spec``, entered now."""
+        self._flops_due = False
+        counter = StepCounter(self.synthetic_samples or 0, spec.label, spec)
+        self.step_counter = counter
+        counter.enter()
+        return counter
 
     def close(self) -> None:
-        """The benchmark is over: the source lets go of its iterator and the cached batch is dropped."""
-        self.source.close()
-        self._synthetic_batch = _NOTHING
+        """The benchmark is over: benchy's own pass (if one is open) is let go and the cached batch dropped."""
+        self.close_own()
+        self.cached = NOTHING
 
     # --- around the clock ---------------------------------------------------------------------
 
@@ -212,9 +291,6 @@ class TrialRunner:
     def finish(self, result: TrialResult) -> TrialResult:
         """A scheduled trial's result with its system metrics and, with ``count: tokens``, its tokens."""
         result = self.with_system(result)
-        counter = self._step_counter
-        if counter is not None and counter.completed and counter.spec is result.spec and len(result.step_seconds) >= 2:
-            result = without_first_period(result)  # the counted step's period: the counter's cost is not the step's
         if self.tokens is None:
             return result
         found = self.synthetic_tokens() if result.mode is Mode.SYNTHETIC else self.tokens.take()
@@ -222,9 +298,9 @@ class TrialRunner:
 
     # --- trials -------------------------------------------------------------------------------
 
-    def reporter(self, out: Output) -> Optional[Reporter]:
-        """The periodic line every ``report_freq`` steps: throughput over the steps since the last
-        one, written to ``out``; the line's own time is measured and taken out of the trial."""
+    def _io_reporter(self, out: Output) -> Optional[Callable[[TrialSpec, int, Series, Series, Pauses], None]]:
+        """The IO trials' periodic line every ``report_freq`` steps: throughput over the steps since the
+        last one, written to ``out``; the line's own time is measured and taken out of the trial."""
         freq = self.config.general.report_freq
         if freq <= 0:
             return None
@@ -232,11 +308,7 @@ class TrialRunner:
 
         def report(spec: TrialSpec, i: int, stamps: Series, sizes: Series, pauses: Pauses) -> None:
             low = i - freq
-            paused = 0.0
-            for k, d in reversed(pauses):  # only the latest pauses can fall in [low, i)
-                if k < low:
-                    break
-                paused += d
+            paused = sum(d for k, d in pauses if low <= k < i)
             taken = stamps.get(i)
             span = taken - stamps.get(low) - paused
             rate = sizes.total(low, i) / span if span > 0 else float("inf")
@@ -246,59 +318,55 @@ class TrialRunner:
 
         return report
 
-    def io(self, spec: TrialSpec, out: Output, ranges: Any = None) -> TrialResult:
-        """One scheduled IO trial, hidden from the loop (its system metrics are read by the caller);
-        ``ranges``: the profiler's in place of the NVTX ones (the profiled warm-up)."""
-        sync = synchronizer()
-        return io_trial(spec, self.source, self.counter(), self._clock(sync), sync, self.reporter(out),
-                        self.config.general.report_freq, self._begin(spec, sync), self.constant,
-                        self.ranges if ranges is None else ranges)
+    def _window_reporter(self, out: Output) -> Optional[Callable[[WindowRun, int], None]]:
+        """A window's periodic line: as the IO trials', over the steps since the last line, leaving out
+        benchy's own time and the periods the window leaves out (an epoch's end in between)."""
+        freq = self.config.general.report_freq
+        if freq <= 0:
+            return None
+        clock = self.clock
 
-    def side(self, spec: TrialSpec, source: Source, counter: Callable[[Any], int]) -> TrialResult:
+        def report(w: WindowRun, i: int) -> None:
+            if w.discarded:
+                return
+            stamps, low = w.stamps, i - freq
+            paused = sum(d for k, d in w.pauses if low <= k < i) + sum(d for k, d in w.gaps if low <= k < i)
+            paused += sum(stamps.get(k + 1) - stamps.get(k) for k in w.left_out if low <= k < i - 1)
+            taken = stamps.get(i)
+            span = taken - stamps.get(low) - paused
+            rate = w.sizes.total(low, i) / span if span > 0 else float("inf")
+            out.line(lines.iteration(w.spec.label, i, w.n, rate))
+            out.trial_progress(i, rate)
+            w.pauses.append((i, clock() - taken))
+
+        return report
+
+    def io(self, spec: TrialSpec, out: Output, ranges: Any = None) -> TrialResult:
+        """One scheduled IO trial on benchy's own pass (an IO block must be open); ``ranges``: the
+        profiler's in place of the NVTX ones (the profiled warm-up). Its system metrics are read by
+        the caller (:meth:`finish`)."""
+        sync = synchronizer()
+        source = self.open_own()
+        return io_trial(IOArgs(spec, source, self.counter(), self._clock(sync), sync, self._io_reporter(out),
+                               self.config.general.report_freq, self._begin(spec, sync), self.constant,
+                               self.ranges if ranges is None else ranges))
+
+    def side(self, spec: TrialSpec, source: Any, counter: Callable[[Any], int]) -> TrialResult:
         """One IO trial outside the schedule (IO_H2D, a sweep setting), with its system metrics."""
         sync = synchronizer()
         try:
-            result = io_trial(spec, source, counter, self._clock(sync), sync, begin=self._begin(spec, sync))
+            result = io_trial(IOArgs(spec, source, counter, self._clock(sync), sync, begin=self._begin(spec, sync)))
         except BaseException:
             self.sampler.stop()
             raise
         return self.with_system(result)
 
-    def epoch(self, spec: TrialSpec, settle: Settle, out: Output, ranges: Any = None
-              ) -> Tuple[Generator[Any, None, None], Series]:
-        """The generator the loop gets for an epoch trial, and its timestamps (to tell how far it went);
-        ``ranges``: the profiler's in place of the NVTX ones (the profiled warm-up)."""
-        ranges = self.ranges if ranges is None else ranges
-        report = self.reporter(out)
+    def window(self, spec: TrialSpec, out: Output, ranges: Any = None) -> WindowRun:
+        """A SYNTHETIC or FULL window, ready for its first segment; ``ranges``: the profiler's in place of
+        the NVTX ones (the profiled warm-up)."""
         sync = synchronizer()
-        stamps = stamp_buffer(spec.nbatches)
-        counter, clock, begin = self.counter(), self._clock(sync), self._begin(spec, sync)
-        freq = self.config.general.report_freq
-        if spec.mode is Mode.SYNTHETIC:
-            gen = synthetic_trial(spec, self.synthetic, counter, clock, sync, settle, report, freq, begin, stamps,
-                                  ranges)
-            if self._counts_flops(spec):
-                self._flops_due = False
-                self._step_counter = StepCounter(self.counter()(self.synthetic()), spec.label, spec)
-                gen = with_counted_step(self._step_counter, gen, bool(self.lookahead))
-        else:
-            gen = full_trial(spec, self.source, counter, clock, sync, settle, report, freq, begin, stamps,
-                             self.constant, ranges)
-        return gen, stamps
-
-    def lookahead_window(self, result: TrialResult) -> Tuple[TrialResult, bool]:
-        """Leave out the first period of epoch trials when the loop fetches one batch ahead; also
-        whether that was decided just now (to be said once).
-
-        Decided once, from the first SYNTHETIC trial with three periods or more; FULL trials
-        follow that decision (the same loop asks for their batches).
-        """
-        if result.spec.mode is Mode.IO:
-            return result, False
-        decided = False
-        if self.lookahead is None and result.spec.mode is Mode.SYNTHETIC and len(result.step_seconds) >= 3:
-            self.lookahead = fetches_ahead(result)
-            decided = self.lookahead
-        if self.lookahead and len(result.step_seconds) >= 2:
-            return without_first_period(result), decided
-        return result, decided
+        constant = self.constant if spec.mode is Mode.FULL else self.synthetic_samples  # SYNTHETIC: the cached batch's
+        args = WindowArgs(spec, self.counter(), constant,
+                          self._clock(sync), sync, self._begin(spec, sync), self._window_reporter(out),
+                          self.config.general.report_freq, self.ranges if ranges is None else ranges)
+        return WindowRun(args, bool(self.lookahead))

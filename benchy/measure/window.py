@@ -1,0 +1,238 @@
+"""A SYNTHETIC or FULL trial as a window of steps in the training loop: what its segments recorded
+(glue between the epoch loop of :mod:`benchy.measure.trial` and the result model; numpy, no torch).
+
+A window measures ``n`` periods (a period: one step and, in FULL, the fetch of the next batch). It
+may begin at any step of an epoch, and it may span epochs: each epoch it runs in is one *segment*,
+a run of consecutive hand-outs. The series are the window's: ``stamps[i]`` is when hand-out ``i``
+of the window was made (whatever its segment), ``stamps[h]`` when the clock stopped. A period whose
+end falls in another epoch than its start (the last of a segment that did not finish the window:
+the loop's epoch ended, it stopped early, or another iterator took over) holds the loop's own work
+between epochs and the next pass's start-up; it is *left out* and the window takes one more step.
+With a loop that fetches one batch ahead, the first period of every segment holds no step and is
+left out too. So the window's result is ``n`` measured periods, whatever the epochs did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from array import array
+from typing import Any, Callable, List, NamedTuple, Optional
+
+import numpy as np
+
+from ..core.results import TrialResult, WindowSpan, samples_typecode
+from ..core.schedule import Mode, TrialSpec
+from .stamps import LOOKAHEAD_SHARE, Pauses, Series, build_result, size_buffer, stamp_buffer
+
+__all__ = ["Placed", "WindowArgs", "WindowRun"]
+
+# Hand-outs the window's series hold beyond ``n`` when it starts; more are added when it spans epochs.
+_SLACK = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowArgs:
+    """What a window's segments need, fixed for the whole window (bound to locals once per segment)."""
+
+    spec: TrialSpec
+    counter: Callable[[Any], int]  # samples of a batch (FULL counts every batch unless ``constant``)
+    constant: Optional[int]  # every batch but a pass's last holds this many samples (None: count each)
+    clock: Callable[[], float]
+    sync: Callable[[], None]  # the device sync at the window's start, end and each resume
+    begin: Callable[[], None]  # just before the first stamp: sync, the ranks' barrier, the sampler's baseline
+    report: Optional[Callable[[WindowRun, int], None]]  # the periodic line, after stamp ``i``
+    freq: int  # report_freq
+    ranges: Any  # NVTX ranges (or the profiler's), None when nothing is attached
+
+
+class Placed(NamedTuple):
+    """Where one segment of a window ran: the loop's epoch (1 = the first the benchmark saw), the
+    step of that epoch at the segment's first hand-out (from 0), and how many it made."""
+
+    epoch: int
+    step: int
+    handed: int
+
+
+class WindowRun:
+    """One window while it runs: its series, its segments and the periods left out."""
+
+    def __init__(self, args: WindowArgs, lookahead: bool) -> None:
+        spec = args.spec
+        self.args = args
+        self.spec = spec
+        self.n = spec.nbatches
+        capacity = self.n + _SLACK
+        self.stamps: Series = stamp_buffer(capacity)
+        self.asks: Optional[Series] = stamp_buffer(capacity) if spec.mode is Mode.FULL else None
+        self.sizes: Series = size_buffer(capacity, args.constant)
+        self.pauses: Pauses = []  # benchy's own time inside a period (periodic lines, series moves)
+        self.gaps: Pauses = []  # ... inside the wait part of a FULL period
+        self.left_out: List[int] = []  # periods not measured (segment ends; lookahead's first periods)
+        self.placed: List[Placed] = []
+        self.lookahead = lookahead  # the loop fetches one batch ahead (known when the window started)
+        self.started = False  # the first segment ran its begin()
+        self.done = False  # the clock stopped: the window has its ``n`` periods
+        self.discarded = False  # restarted elsewhere (another iterator took the loop over): ignore
+        self.fetched: Optional[float] = None  # FULL: when the last fetch returned, before the closing sync
+        self.finish_at: Optional[float] = None  # the clock's stop, taken by the segment that finished it
+        self.next_report = args.freq if (args.report is not None and 0 < args.freq < self.n) else -1
+        self._open: Optional[int] = None  # the running segment's first hand-out index
+
+    # --- what the machine asks -------------------------------------------------------------------
+
+    @property
+    def handed(self) -> int:
+        """Hand-outs made so far (from the series: exact even when the loop left mid-segment)."""
+        return self.stamps.written() if self._open is not None else self.stamps.done
+
+    def open_count(self) -> int:
+        """Hand-outs of the running segment so far (0 when none runs)."""
+        return 0 if self._open is None else self.stamps.written() - self._open
+
+    def restarted(self) -> WindowRun:
+        """A new run of this window, from its first step (another iterator took the loop over part-way)."""
+        return WindowRun(self.args, self.lookahead)
+
+    @property
+    def measured(self) -> int:
+        """Periods measured so far (those of finished segments)."""
+        return self.stamps.done - len(self.left_out)
+
+    def quota(self) -> int:
+        """Hand-outs the next segment needs to finish the window, if nothing interrupts it."""
+        return self.n - self.measured + int(self.lookahead)
+
+    def open_segment(self, epoch: int, step: int, count: int) -> None:
+        """A segment of up to ``count`` hand-outs starts at ``step`` of ``epoch``: room in the series."""
+        need = self.stamps.done + count + 1
+        for series in (self.stamps, self.asks, self.sizes):
+            if series is not None:
+                series.grow(need)
+        self._open = self.stamps.done
+        self.placed.append(Placed(epoch, step, 0))
+
+    def close_segment(self) -> bool:
+        """The running segment ended: its values into the arrays. It finished the window when its loop
+        stopped the clock (``finish_at``); else its last period is left out (its end is in another
+        epoch, or unknown). With lookahead, its first period is left out too. True: finished."""
+        first = self._open
+        if first is None:
+            return False
+        self._open = None
+        handed = self.stamps.written()
+        for series in (self.stamps, self.sizes, self.asks):
+            if series is not None:
+                series.settle(handed)
+        finished = self.finish_at is not None
+        if finished:
+            self.stamps.data[handed] = self.finish_at  # the stop, after the last hand-out
+            self.done = True
+        count = handed - first
+        epoch, step, _ = self.placed[-1]
+        self.placed[-1] = Placed(epoch, step, count)
+        if count == 0:
+            self.placed.pop()
+            return finished
+        if self.lookahead:
+            self._leave_out(first)
+        if not finished:
+            self._leave_out(handed - 1)
+        return finished
+
+    def _leave_out(self, period: int) -> None:
+        if period not in self.left_out:
+            self.left_out.append(period)
+
+    def note_lookahead(self) -> None:
+        """The loop turned out to fetch one batch ahead: every finished segment's first period holds
+        no step (left out from here on, and for the segments already run)."""
+        if self.lookahead:
+            return
+        self.lookahead = True
+        for k in range(len(self.placed)):
+            self._leave_out(self._first_index(k))
+
+    def fetches_ahead(self) -> Optional[bool]:
+        """Whether the loop asks for batch k + 1 before it runs step k, as this (SYNTHETIC) window shows
+        it: a stretch that began an epoch (its step 0) then has a first period with no step in it, far
+        below the median period. None: no stretch began an epoch (mid-epoch, every period holds a step
+        either way) or too few periods to tell."""
+        h = self.stamps.done
+        if h < 3:
+            return None
+        times = np.frombuffer(self.stamps.data, dtype=np.float64)[: h + 1]
+        periods = np.diff(times)
+        for k, seconds in self.pauses:
+            if 0 <= k < h:
+                periods[k] -= seconds
+        firsts = [self._first_index(k) for k, p in enumerate(self.placed) if p.step == 0]
+        others = [i for i in range(h) if i not in self.left_out and i not in firsts]
+        if not firsts or len(others) < 2:
+            return None
+        median = float(np.median(periods[others]))
+        return median > 0 and all(periods[i] < LOOKAHEAD_SHARE * median for i in firsts)
+
+    def _first_index(self, k: int) -> int:
+        return sum(p.handed for p in self.placed[:k])
+
+    # --- the result ------------------------------------------------------------------------------
+
+    def span(self) -> WindowSpan:
+        """Where the window ran, for the JSON and the timeline."""
+        first, last = self.placed[0], self.placed[-1]
+        return WindowSpan(start_epoch=first.epoch, start_step=first.step, end_epoch=last.epoch,
+                          end_step=last.step + max(0, last.handed - 1), segments=len(self.placed),
+                          left_out=len(self.left_out))
+
+    def result(self) -> TrialResult:
+        """The trial over its measured periods (the window is ``done``)."""
+        h = self.stamps.done
+        full = build_result(self.spec, _view(self.stamps, h + 1), _view(self.sizes, h), self.pauses,
+                            asks=None if self.asks is None else _view(self.asks, h), fetched=self.fetched,
+                            gaps=self.gaps)
+        drop = sorted(set(i for i in self.left_out if 0 <= i < h))
+        result = _without(full, drop)
+        return dataclasses.replace(result, window=self.span())
+
+
+def _view(series: Series, length: int) -> Series:
+    """``series`` whose arrays are exactly ``length`` long (build_result reads them whole)."""
+    out = Series(0, series.data.typecode, 0, buffered=False)
+    out.data = series.data[:length]
+    out.done = length
+    return out
+
+
+def _without(result: TrialResult, drop: List[int]) -> TrialResult:
+    """``result`` without the periods ``drop``: their times, samples and waits."""
+    if not drop:
+        return result
+    steps = np.frombuffer(result.step_seconds, dtype=np.float64)
+    counts = result.samples_array()
+    keep = np.ones(len(steps), dtype=bool)
+    keep[drop] = False
+    kept_steps = steps[keep]
+    kept_counts = counts[keep]
+    started = result.started
+    if started is not None and len(steps) and not keep[0]:
+        first = int(np.argmax(keep)) if keep.any() else 0
+        started = started + float(steps[:first].sum())
+    changes: dict[str, Any] = {}
+    if result.step_waits is not None:
+        waits = np.frombuffer(result.step_waits, dtype=np.float32)[keep].astype(np.float64)
+        work = kept_steps - waits
+        changes = {"step_waits": array("f", waits.astype(np.float32).tobytes()) if len(waits) else array("f"),
+                   "wait_seconds": float(waits.sum()) if len(waits) else None,
+                   "wait_median": float(np.median(waits)) if len(waits) else None,
+                   "work_median": float(np.median(work)) if len(work) else None}
+    return dataclasses.replace(
+        result,
+        samples=int(kept_counts.sum(dtype=np.int64)),
+        seconds=float(kept_steps.sum()),
+        step_seconds=array("d", kept_steps.tobytes()),
+        step_samples=array(samples_typecode(kept_counts), kept_counts.astype(np.dtype(samples_typecode(kept_counts)))
+                           .tobytes()) if len(kept_counts) else array("B"),
+        started=started,
+        **changes,
+    )

@@ -1,0 +1,63 @@
+"""Everything of a benchmark that depends on this process's rank, made once when the run starts.
+
+The rank and world come from torch.distributed at the benchmark's first ``iter()`` (so a wrapper
+built before ``init_process_group`` works); from them follow the ranks' channel, the output (only
+rank 0 prints), the sink that writes the JSON, the profiler's capture (which ranks capture), the
+NVTX ranges and the barrier. :class:`RunContext` holds them; before the run starts a session uses
+:meth:`RunContext.local` (this process alone, its rank read from the environment) for what it says.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any, Callable, Optional
+
+from ..core.config import Config
+from ..core.results import RunResults
+from ..core.schedule import Schedule
+from ..measure.profiling import CudaProfilerApi, Ranges, global_rank, nvtx_ranges
+from ..measure.ranks import LocalComm, make_comm
+from .console import Output
+from .profilers import Profilers
+from .sink import ResultSink
+
+__all__ = ["RunContext"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """This process's part in a benchmark: who it is among the ranks and what that gives it."""
+
+    comm: Any  # LocalComm or TorchComm: the ranks' exchange, barrier and failure notes
+    rank: int
+    world: int
+    out: Output
+    sink: ResultSink
+    profilers: Profilers
+    ranges: Optional[Ranges]  # NVTX ranges while a tool is attached, else None (the plain loops)
+    barrier: Optional[Callable[[str], None]]  # before each window's clock (use_distributed_barrier)
+
+    @classmethod
+    def local(cls, config: Config, schedule: Schedule, results: RunResults, *, output: Optional[Output] = None,
+              profiler_api: Any = CudaProfilerApi, exit: Callable[[int], Any] = sys.exit) -> RunContext:
+        """Before the run starts: this process alone (what it says goes out only on rank 0)."""
+        rank = global_rank()
+        out = output if output is not None else Output(config.general.console, enabled=rank == 0)
+        comm = LocalComm()
+        sink = ResultSink(config, schedule, results, out, rank=rank, world=1, shutdown=comm.shutdown, exit=exit)
+        return cls(comm, rank, 1, out, sink, Profilers(config, profiler_api), None, None)
+
+    @classmethod
+    def start(cls, config: Config, schedule: Schedule, results: RunResults, *, output: Optional[Output] = None,
+              profiler_api: Any = CudaProfilerApi, exit: Callable[[int], Any] = sys.exit) -> RunContext:
+        """At the benchmark's start, on every rank together: the ranks' channel (a DistributedError when
+        it cannot be made), then everything that follows from the rank."""
+        comm = make_comm(config.general.dist_timeout)
+        rank, world = comm.rank, comm.world
+        out = output if output is not None else Output(config.general.console, enabled=rank == 0)
+        sink = ResultSink(config, schedule, results, out, rank=rank, world=world, shutdown=comm.shutdown, exit=exit)
+        profilers = Profilers(config, profiler_api)
+        profilers.start(rank, world)
+        barrier = comm.barrier if config.general.use_distributed_barrier and world > 1 else None
+        return cls(comm, rank, world, out, sink, profilers, nvtx_ranges(config.general.nvtx), barrier)

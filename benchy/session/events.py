@@ -1,0 +1,188 @@
+"""What a session says happened, as values (no text): the sink turns each into its English.
+
+The session, its trial runner, its side trials and its planner emit these; only
+:class:`~benchy.session.sink.ResultSink` knows the words (:meth:`ResultSink.say`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Tuple, Union
+
+from ..core.outcomes import FailedRank, Interruption
+from ..core.schedule import Mode, TrialSpec
+
+__all__ = [
+    "CounterNote",
+    "Event",
+    "H2DSkipped",
+    "LoaderPlain",
+    "LookaheadFound",
+    "NoExitHere",
+    "RankFailed",
+    "ScheduleStopped",
+    "Signalled",
+    "SideServed",
+    "StagesStarted",
+    "StagesStopped",
+    "SweepApplied",
+    "SweepFailed",
+    "SweepOverCap",
+    "SweepStarted",
+    "SweepStray",
+    "SweepUnavailable",
+    "TrialLost",
+    "WarmupDone",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class LoaderPlain:
+    """A wrapper first iterated while another runs the benchmark: it is the plain loader.
+    ``same_site``: it was built where the running one was (a loader re-created every epoch)."""
+
+    kind: str
+    where: str
+    running: Optional[str]  # "<kind> created at <where>" of the one running it (None: unknown)
+    same_site: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class SideServed:
+    """An ``iter()`` while the loop's epoch ran (a peek inside the loop): served by the plain loader;
+    ``label``: the trial whose window was running (None: between windows)."""
+
+    label: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class LookaheadFound:
+    """The loop asks for batch k + 1 before it runs step k: each window stretch's first period is left out."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialLost:
+    """A scheduled trial that did not count (the loader raised, a signal, the script ended)."""
+
+    item: Interruption
+
+
+@dataclasses.dataclass(frozen=True)
+class Signalled:
+    """A signal ended the benchmark; ``running``: the trial it came in (with the periods it had
+    measured), None between trials; ``failed``: ranks that said their training failed."""
+
+    name: str
+    running: Optional[TrialSpec]
+    measured: int
+    failed: Tuple[FailedRank, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RankFailed:
+    """A rank whose training failed, named by the others (a collective they could not finish)."""
+
+    failed: Tuple[FailedRank, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class NoExitHere:
+    """``exit_after_tests`` is on, but this process is not the script's own to end (``host``: e.g. a
+    Ray Train worker): the training goes on with the plain loader."""
+
+    host: str
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmupDone:
+    """``nwarmup: auto`` decided: ``steady`` after ``done`` warm-ups (``change``: the last steps' median
+    step time against the steps before), or not steady at the bound."""
+
+    mode: Mode
+    done: int
+    change: Optional[float]
+    steady: bool
+    tolerance: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleStopped:
+    """An adaptive schedule is done: the trials run (``counts``, in words) and why it stopped."""
+
+    counts: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CounterNote:
+    """How samples (or tokens) are counted could not be done as configured (the counter's words)."""
+
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepUnavailable:
+    """A sweep was asked for a loader that is not a DataLoader."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepStarted:
+    settings: int
+    warmups: int
+    trials: int
+    nbatches: int
+    own: str  # the loader's own setting, in words
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepFailed:
+    setting: str
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepStray:
+    setting: str
+    processes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepOverCap:
+    settings: Tuple[str, ...]
+    cap_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepApplied:
+    """The schedule goes on with ``setting`` (``applied``: sweep_apply chose it) or the loader's own."""
+
+    setting: str
+    applied: bool
+    apply_on: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class H2DSkipped:
+    """IO_H2D did not run (``stopped``: it stopped part-way) and why."""
+
+    reason: str
+    stopped: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class StagesStarted:
+    warmups: int
+    trials: int
+    nbatches: int
+    workers: int
+    split: str
+
+
+@dataclasses.dataclass(frozen=True)
+class StagesStopped:
+    reason: str
+
+
+Event = Union[LoaderPlain, SideServed, LookaheadFound, TrialLost, Signalled, RankFailed, NoExitHere, WarmupDone,
+              ScheduleStopped, CounterNote, SweepUnavailable, SweepStarted, SweepFailed, SweepStray, SweepOverCap,
+              SweepApplied, H2DSkipped, StagesStarted, StagesStopped]
