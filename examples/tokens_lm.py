@@ -126,7 +126,7 @@ def main() -> None:
     )
     num_epochs = args.num_epochs or 3
     if args.num_epochs is None and isinstance(loader, benchy.BenchmarkDataLoader):
-        num_epochs = max(num_epochs, loader.benchy.schedule.epochs_needed)
+        num_epochs = max(num_epochs, loader.benchy.epochs_needed() or 1)
 
     for epoch in range(num_epochs):
         start, tokens, loss_sum, steps = time.perf_counter(), 0, 0.0, 0

@@ -105,7 +105,7 @@ def main() -> None:
     )
     num_epochs = args.num_epochs or 10
     if args.num_epochs is None and isinstance(loader, benchy.BenchmarkDataLoader):
-        num_epochs = max(num_epochs, loader.benchy.schedule.epochs_needed)  # it ends the run once it knows
+        num_epochs = max(num_epochs, loader.benchy.epochs_needed() or 1)  # it ends the run once it knows
 
     for epoch in range(num_epochs):
         model.train()

@@ -178,6 +178,19 @@ def run_epoch(session: Any, clock: FakeClock, step: Union[float, Callable[[int],
     return n
 
 
+def until_done(loader: Any, step: Callable[[], None] = lambda: None, most: int = 500) -> int:
+    """Epochs of a plain ``for`` loop over ``loader`` (a wrapper, or a session's ``iterate``) until its
+    benchmark's schedule is over; ``step()`` runs for each batch. The epochs it took."""
+    session = loader if hasattr(loader, "iterate") else loader.benchy
+    epochs = 0
+    while not session.done:
+        assert epochs < most, "the schedule did not end"
+        for _ in (session.iterate() if loader is session else loader):
+            step()
+        epochs += 1
+    return epochs
+
+
 def read_json(session: Any) -> Dict[str, Any]:
     """The session's result JSON."""
     with open(session.config.output_path, encoding="utf-8") as handle:

@@ -46,6 +46,16 @@ def _fancy() -> bool:
 
 # --- summary ---------------------------------------------------------------------------------
 
+def _progress(doc: Any) -> str:
+    """How far an incomplete run got, in the words its file allows: trials lost, epochs against those needed."""
+    lost = doc.get("interrupted")
+    lost_text = f"{len(lost)} scheduled trial(s) did not count" if isinstance(lost, list) and lost else "not finished"
+    started, needed = doc.get("epochs_started"), doc.get("epochs_needed")
+    if isinstance(started, int) and isinstance(needed, int):
+        return f"{lost_text}; {started} epoch(s) of the about {needed} its schedule needed"
+    return lost_text
+
+
 def _summary_text(run: Run) -> List[str]:
     if run.summary:
         return list(run.summary)  # the lines as the run printed them
@@ -80,9 +90,7 @@ def _summary(args: argparse.Namespace) -> int:
         for line in _summary_text(run):
             print(line)
         if not run.complete:
-            doc = run.document
-            print(lines.warning(f"{args.path} holds an incomplete run "
-                                f"({doc.get('epochs_started')} of {doc.get('epochs_needed')} epochs)."))
+            print(lines.warning(f"{args.path} holds an incomplete run ({_progress(run.document)})."))
     elif args.format == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")

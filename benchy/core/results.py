@@ -334,7 +334,7 @@ class Snapshot:
     workers: int  # the loader's num_workers (the sweep may have changed it)
     startup: Optional[Startup]  # the loader's start-up per pass
     tokens: Optional[str] = None  # count: tokens: what is counted as tokens, in words (None: samples only)
-    outcomes: Outcomes = Outcomes()  # what became of the trials (lost ones, peeks, a signal)
+    outcomes: Outcomes = field(default_factory=Outcomes)  # what became of the trials (lost ones, peeks, a signal)
     steps_needed: Optional[int] = None  # the loop's steps the schedule takes at the most (its estimate)
     epoch_length: Optional[int] = None  # the loader's own batches per epoch (None: it has no length)
 

@@ -175,23 +175,24 @@ class Schedule:
 
     def steps_needed(self, queue_depth: int = 0, epoch_length: Optional[int] = None, longest: bool = True) -> int:
         """The training loop's steps the windows take (``longest``: at the most), an estimate made before
-        they run: each window's ``nbatches``; before each FULL window, up to ``queue_depth`` steps that
-        take the batches the loader's workers hold ready (untimed); the one untimed step whose FLOPs are
-        counted (two for a loop that fetches ahead); and, with a loader of ``epoch_length`` batches, one
-        more step (and a lead-in before FULL) for each epoch a window spans."""
-        steps, fulls, windows = 0, 0, 0
+        they run: each window's ``nbatches``; before each FULL window, ``queue_depth`` steps that take the
+        batches the loader's workers hold ready (untimed); the two untimed steps around the FLOPs' count;
+        the first period of the first epoch; and, with a loader of ``epoch_length`` batches, for each
+        epoch a window runs into, its first and last periods (left out) and the steps that let a new
+        pass's workers start (``queue_depth``)."""
+        steps, fulls = 0, 0
         for p in self.window_plans:
             count = (p.most_warmups + p.most_trials if longest else p.fewest_warmups + p.fewest_trials) + int(p.profiled)
             steps += count * p.nbatches
-            windows += count
             if p.mode is Mode.FULL:
                 fulls = count
         if not steps:
             return 0
-        steps += fulls * queue_depth + 2
+        steps += fulls * queue_depth + 2 + 1
         if epoch_length is not None and epoch_length > 0:
-            crossings = steps // epoch_length
-            steps += crossings * (1 + queue_depth * fulls // max(1, windows))
+            useful = max(1, epoch_length - 2 - queue_depth)  # an epoch's steps a window can measure
+            crossings = max(0, -(-steps // useful) - 1)
+            steps += crossings * (2 + queue_depth)
         return steps
 
     @staticmethod

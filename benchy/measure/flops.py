@@ -18,7 +18,7 @@ from __future__ import annotations
 import platform
 import re
 import warnings
-from typing import Any, Dict, Generator, Optional, Set
+from typing import Any, Dict, Optional, Set
 
 import torch
 from torch.utils import flop_counter

@@ -442,8 +442,8 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
             done = stamps.done - base
             handed += done
             w.next_report = next_report
-            if seg.finishes and done == count:
-                w.fetched = clock()
+            if seg.finishes and done == count and batch is not NO_BATCH:  # a period ended by the pass's end holds
+                w.fetched = clock()  # no fetch: left out with the stretch's last, and the window goes on
                 a.sync()
                 w.finish_at = clock()
             ep.pending = batch

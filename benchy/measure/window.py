@@ -8,8 +8,9 @@ of the window was made (whatever its segment), ``stamps[h]`` when the clock stop
 end falls in another epoch than its start (the last of a segment that did not finish the window:
 the loop's epoch ended, it stopped early, or another iterator took over) holds the loop's own work
 between epochs and the next pass's start-up; it is *left out* and the window takes one more step.
-With a loop that fetches one batch ahead, the first period of every segment holds no step and is
-left out too. So the window's result is ``n`` measured periods, whatever the epochs did.
+So is the first period of a segment that begins an epoch (its step 0): a loop that fetches one batch
+ahead asks for its second batch before it runs any step, so that period may hold no step at all.
+So the window's result is ``n`` measured periods, whatever the epochs did.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class Placed(NamedTuple):
 class WindowRun:
     """One window while it runs: its series, its segments and the periods left out."""
 
-    def __init__(self, args: WindowArgs, lookahead: bool) -> None:
+    def __init__(self, args: WindowArgs) -> None:
         spec = args.spec
         self.args = args
         self.spec = spec
@@ -68,9 +69,8 @@ class WindowRun:
         self.sizes: Series = size_buffer(capacity, args.constant)
         self.pauses: Pauses = []  # benchy's own time inside a period (periodic lines, series moves)
         self.gaps: Pauses = []  # ... inside the wait part of a FULL period
-        self.left_out: List[int] = []  # periods not measured (segment ends; lookahead's first periods)
+        self.left_out: List[int] = []  # periods not measured (segment ends; first periods at an epoch start)
         self.placed: List[Placed] = []
-        self.lookahead = lookahead  # the loop fetches one batch ahead (known when the window started)
         self.started = False  # the first segment ran its begin()
         self.done = False  # the clock stopped: the window has its ``n`` periods
         self.discarded = False  # restarted elsewhere (another iterator took the loop over): ignore
@@ -86,22 +86,29 @@ class WindowRun:
         """Hand-outs made so far (from the series: exact even when the loop left mid-segment)."""
         return self.stamps.written() if self._open is not None else self.stamps.done
 
+    def constant_samples(self, samples: int) -> None:
+        """Every hand-out of this window holds ``samples`` (SYNTHETIC: the cached batch, known only once
+        the window's first stretch is about to begin)."""
+        if self.stamps.done == 0 and self._open is None:
+            self.sizes = size_buffer(len(self.sizes), samples)
+
     def open_count(self) -> int:
         """Hand-outs of the running segment so far (0 when none runs)."""
         return 0 if self._open is None else self.stamps.written() - self._open
 
     def restarted(self) -> WindowRun:
         """A new run of this window, from its first step (another iterator took the loop over part-way)."""
-        return WindowRun(self.args, self.lookahead)
+        return WindowRun(self.args)
 
     @property
     def measured(self) -> int:
         """Periods measured so far (those of finished segments)."""
         return self.stamps.done - len(self.left_out)
 
-    def quota(self) -> int:
-        """Hand-outs the next segment needs to finish the window, if nothing interrupts it."""
-        return self.n - self.measured + int(self.lookahead)
+    def quota(self, step: int) -> int:
+        """Hand-outs a segment beginning at ``step`` of its epoch needs to finish the window, if nothing
+        interrupts it (one more at an epoch's step 0, whose first period is left out)."""
+        return self.n - self.measured + int(step == 0)
 
     def open_segment(self, epoch: int, step: int, count: int) -> None:
         """A segment of up to ``count`` hand-outs starts at ``step`` of ``epoch``: room in the series."""
@@ -115,7 +122,7 @@ class WindowRun:
     def close_segment(self) -> bool:
         """The running segment ended: its values into the arrays. It finished the window when its loop
         stopped the clock (``finish_at``); else its last period is left out (its end is in another
-        epoch, or unknown). With lookahead, its first period is left out too. True: finished."""
+        epoch, or unknown). At an epoch's step 0, its first period is left out too. True: finished."""
         first = self._open
         if first is None:
             return False
@@ -134,7 +141,7 @@ class WindowRun:
         if count == 0:
             self.placed.pop()
             return finished
-        if self.lookahead:
+        if step == 0:
             self._leave_out(first)
         if not finished:
             self._leave_out(handed - 1)
@@ -143,15 +150,6 @@ class WindowRun:
     def _leave_out(self, period: int) -> None:
         if period not in self.left_out:
             self.left_out.append(period)
-
-    def note_lookahead(self) -> None:
-        """The loop turned out to fetch one batch ahead: every finished segment's first period holds
-        no step (left out from here on, and for the segments already run)."""
-        if self.lookahead:
-            return
-        self.lookahead = True
-        for k in range(len(self.placed)):
-            self._leave_out(self._first_index(k))
 
     def fetches_ahead(self) -> Optional[bool]:
         """Whether the loop asks for batch k + 1 before it runs step k, as this (SYNTHETIC) window shows
@@ -166,8 +164,8 @@ class WindowRun:
         for k, seconds in self.pauses:
             if 0 <= k < h:
                 periods[k] -= seconds
-        firsts = [self._first_index(k) for k, p in enumerate(self.placed) if p.step == 0]
-        others = [i for i in range(h) if i not in self.left_out and i not in firsts]
+        firsts = [self._first_index(k) for k, p in enumerate(self.placed) if p.step == 0 and p.handed > 1]
+        others = [i for i in range(h) if i not in self.left_out]
         if not firsts or len(others) < 2:
             return None
         median = float(np.median(periods[others]))

@@ -101,9 +101,7 @@ class Lifecycle:
     def _stop(self) -> None:
         """The benchmark is over, whichever way: no more windows; benchy's own pass and cached batch let go."""
         s = self._session
-        s._state = "done"
-        s._record.finished = True
-        s._window = None
+        s.stop()
         self.restore()
         if s.results.flops is None:
             s.results.flops = s.runner.flops(final=True)
@@ -133,7 +131,7 @@ class Lifecycle:
         s = self._session
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
         s.outcomes = s.outcomes.with_failed(failed)
-        s._lose(Interruption(spec, spec.nbatches, "the ranks could not exchange its results"))
+        s.lose(Interruption(spec, spec.nbatches, "the ranks could not exchange its results"))
         self._stop()
         try:
             s.ctx.out.trial_ended()
@@ -147,7 +145,7 @@ class Lifecycle:
         """A signal ends the benchmark: the running trial is named as interrupted (with the rank that
         failed first, when one said so); the summary is printed and the JSON written."""
         s = self._session
-        if os.getpid() != s._pid or not s.running:
+        if os.getpid() != s.pid or not s.running:
             return
         running, measured = self._running()
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
@@ -168,7 +166,7 @@ class Lifecycle:
         """At interpreter exit, when the script ended before the schedule did: say so, with what the
         schedule needs, and keep what was measured (summary and JSON)."""
         s = self._session
-        if os.getpid() != s._pid or not s.running:
+        if os.getpid() != s.pid or not s.running:
             return
         self._exiting = True
         died = getattr(sys, "last_value", None)  # set when an uncaught exception ends the script
@@ -183,14 +181,14 @@ class Lifecycle:
             s.outcomes = s.outcomes.lose(Interruption(running, measured, why, error=raised is not None))
         s.ctx.out.trial_ended()
         sink = s.sink
-        again = sum(1 for r in s._registry.records
-                    if r is not s._record and r.iterated and not r.benchmarked and r.where == s._record.where)
-        length = s._length
+        record = s.record
+        again = sum(1 for r in s.registry.records
+                    if r is not record and r.iterated and not r.benchmarked and r.where == record.where)
+        length = s.epoch_length
         needed = s.steps_needed()
-        owner = s._current()
-        steps = s.steps + (0 if owner is None else s._epoch_handed(owner))
+        steps = s.steps_taken()
         sink.stopped_early(Progress(s.epochs_started, steps, needed, length, Schedule.epochs_for(needed, length),
-                                    s._record.where, again, failed, raised,
+                                    record.where, again, failed, raised,
                                     None if running is None else running.label))
         why = (f"not run: trial {failed.spec.label} raised" if failed is not None
                else f"not run: the script ended with {raised}" if raised is not None

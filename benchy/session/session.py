@@ -202,6 +202,42 @@ class Session:
     def sink(self) -> ResultSink:
         return self.ctx.sink
 
+    @property
+    def record(self) -> Any:
+        """This wrapper's entry in the registry (kind, where it was built, what became of it)."""
+        return self._record
+
+    @property
+    def registry(self) -> Registry:
+        return self._registry
+
+    @property
+    def pid(self) -> int:
+        """The process the benchmark runs in (a forked child is not it)."""
+        return self._pid
+
+    @property
+    def epoch_length(self) -> Optional[int]:
+        """The loader's own batches per epoch, as read at the last ``iter()`` (None: no length)."""
+        return self._length
+
+    def steps_taken(self) -> int:
+        """The loop's steps since the benchmark started (the running epoch's counted live)."""
+        owner = self._current()
+        return self.steps + (0 if owner is None else self._epoch_handed(owner))
+
+    def stop(self) -> None:
+        """The benchmark is over, whichever way: no window runs from here on."""
+        self._state = _DONE
+        self._record.finished = True
+        if self._window is not None:
+            self._window.discarded = True
+        self._window = None
+
+    def lose(self, item: Interruption) -> None:
+        """A trial that did not count: recorded and said (never raises)."""
+        self._lose(item)
+
     def copied(self) -> bool:
         """A copy or pickle of the wrapper is being made: returns whether this benchmark is over
         (the copy is then the plain loader; otherwise it is a new wrapper that has measured nothing)."""
@@ -267,6 +303,16 @@ class Session:
         """The loop's steps the windows take at the most (an estimate made before they run)."""
         return self.schedule.steps_needed(self.runner.queue_depth, self._length)
 
+    def epochs_needed(self) -> Optional[int]:
+        """The epochs of the loader's own length the loop runs to finish the schedule (at the most, an
+        estimate); None when the loader has no length (then :meth:`steps_needed` says it)."""
+        if self._length is None:
+            try:
+                self._length = self._loader.length()
+            except Exception:
+                self._length = None
+        return Schedule.epochs_for(self.steps_needed(), self._length) if self.schedule.window_plans else 1
+
     # --- the machine: what the next segment of the loop's epoch is -----------------------------
 
     def segment(self, ep: EpochState) -> Segment:
@@ -279,6 +325,7 @@ class Session:
         if self._state != _RUNNING:
             return Segment(END) if _ended(ep) else Segment(PLAIN)
         if _ended(ep):
+            self._let_go(ep)  # the loop's epoch is over: its steps count in the run's
             return Segment(END)
         w = self._window
         if w is None:
@@ -454,7 +501,8 @@ class Session:
         if spec.mode is Mode.FULL:
             if depth > 0 and not ep.queue_ready:
                 ep.queue_ready = ep.settled = True
-                lead = min(depth, room - 2)
+                # The ready batches, fresh from the workers (a batch already held is handed out first).
+                lead = min(depth + int(ep.pending is not NO_BATCH), room - 2)
                 if lead > 0:  # the batches the workers hold ready, handed out untimed
                     return Segment(PLAIN, lead)
             if not ep.capped:
@@ -465,6 +513,7 @@ class Session:
                 if batch is NOTHING:
                     return Segment(END)
                 runner.keep_cached(batch)
+            w.constant_samples(runner.synthetic_samples or 0)
             if depth > 0 and not ep.settled:
                 # A new pass started its workers: the first steps after it pay for that (the copy-on-write
                 # of the training process's memory after the fork, the workers' start): untimed here.
@@ -484,7 +533,7 @@ class Session:
                 self._primed = False
                 self._counting = runner.start_count(spec)
                 return Segment(CACHED, 1, batch=runner.cached)
-        quota = w.quota()
+        quota = w.quota(ep.handed)
         steps = min(quota, room)
         if steps <= 0:
             ep.exhausted = True
@@ -518,10 +567,12 @@ class Session:
     def _window_done(self, w: WindowRun) -> None:
         """A window measured its periods: its result counts (exchanged with the other ranks)."""
         self._window = None
+        owner = self._current()
+        if owner is not None:
+            owner.queue_ready = False  # the workers refill their queue while benchy reports (a lead-in follows)
         if self.runner.lookahead is None and w.spec.mode is Mode.SYNTHETIC:
             self.runner.lookahead = w.fetches_ahead()
             if self.runner.lookahead:
-                w.note_lookahead()
                 self._say(ev.LookaheadFound())
         result = w.result()
         result = self.runner.finish(result)
@@ -546,12 +597,14 @@ class Session:
             self.planner.record_warmup(result.mode, change)
         self._profiler_after(result.spec)
         ctx.sink.trial(result)
-        self._notes()
         if result.mode is not Mode.IO:
             self.planner.new_boundary()
-            if self.planner.peek(self.results, fresh=False) is None:
+            over = self.planner.peek(self.results, fresh=False) is None
+            self._notes()
+            if over:
                 self.life.finish()
                 return
+        self._notes()
         if checkpoint:
             ctx.sink.checkpoint(self.snapshot())
 
@@ -583,7 +636,6 @@ class Session:
                     if applied is not None:
                         self._workers = applied.num_workers
                         runner.queue_depth = applied.num_workers * (applied.prefetch_factor or 0)
-                    runner.first_own_batch()
                 ran = False
                 while True:
                     spec = self.planner.peek(self.results)

@@ -118,8 +118,8 @@ class ResultSink:
                       f"ran in (said once).")
         elif isinstance(event, ev.LookaheadFound):
             self.info("the loop asks for batch k + 1 before it runs step k (it fetches one batch ahead, as CUDA "
-                      "prefetchers such as timm's PrefetchLoader and Accelerate's prepared loaders do): the first "
-                      "period of each stretch of a SYNTHETIC or FULL window holds no step and is left out.")
+                      "prefetchers such as timm's PrefetchLoader and Accelerate's prepared loaders do): at each "
+                      "epoch's start its first period holds no step (the windows leave that period out).")
         elif isinstance(event, ev.TrialLost):
             item = event.item
             self.out.trial_ended()

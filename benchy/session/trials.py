@@ -188,13 +188,6 @@ class TrialRunner:
         for _ in range(self.queue_depth):
             source.fetch()
 
-    def first_own_batch(self) -> None:
-        """Decide the counter from benchy's own first batch (kept for the first IO trial)."""
-        source = self.open_own()
-        batch = source.fetch()
-        source.keep(batch)
-        self.decide(batch)
-
     def flops(self, final: bool) -> Optional[FlopCount]:
         """The counted step's FLOPs; None while it may still come (or ``flops: false``); at the end
         (``final``), why there are none."""
@@ -347,6 +340,10 @@ class TrialRunner:
         the caller (:meth:`finish`)."""
         sync = synchronizer()
         source = self.open_own()
+        if not self.counter_known:  # the first batch benchy sees: the counting rule, and IO's first batch
+            batch = source.fetch()
+            source.keep(batch)
+            self.decide(batch)
         return io_trial(IOArgs(spec, source, self.counter(), self._clock(sync), sync, self._io_reporter(out),
                                self.config.general.report_freq, self._begin(spec, sync), self.constant,
                                self.ranges if ranges is None else ranges))
@@ -369,4 +366,4 @@ class TrialRunner:
         args = WindowArgs(spec, self.counter(), constant,
                           self._clock(sync), sync, self._begin(spec, sync), self._window_reporter(out),
                           self.config.general.report_freq, self.ranges if ranges is None else ranges)
-        return WindowRun(args, bool(self.lookahead))
+        return WindowRun(args)

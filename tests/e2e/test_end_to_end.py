@@ -8,7 +8,8 @@ import re
 import pytest
 from helpers import ROOT, small_config
 
-EPOCHS = 6  # small_config(): SYNTHETIC 1+2 and FULL 1+2 trials, one per epoch
+ALL_TRIALS = {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2", "FULL_WARMUP_1",
+              "FULL_1", "FULL_2"}  # small_config(): IO 1+2, SYNTHETIC 1+2, FULL 1+2 trials of 5 batches
 
 
 def test_drop_in_loader_with_two_workers(run_script) -> None:
@@ -16,24 +17,21 @@ def test_drop_in_loader_with_two_workers(run_script) -> None:
     assert run.returncode == 0, run
     assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
     assert all(hw is not None for _, hw in run.summary.values())
-    assert set(run.trials) == {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
-                               "FULL_WARMUP_1", "FULL_1", "FULL_2"}
-    # exit_after_tests: the process ends inside the last trial epoch; the script never finishes.
-    assert sorted(run.epochs) == list(range(EPOCHS - 1)) and "USER::done" not in run.stdout
-    assert all(steps == 5 for steps, _ in run.epochs.values())
+    assert set(run.trials) == ALL_TRIALS
+    # exit_after_tests: the process ends where the last window ends, inside an epoch; the script never
+    # finishes. Every epoch it finished had the loader's own 10 batches, and len() said so.
+    assert "USER::done" not in run.stdout and run.epochs and set(run.epochs.values()) == {(10, 10)}
     doc = run.result()
-    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 3
+    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 4
     assert doc["source"] == "run" and doc["run_name"].startswith("user_script 20")  # the script and its start time
     for mode in ("IO", "SYNTHETIC", "FULL"):
         block = doc[mode]
-        # SYNTHETIC_1's first step is the one whose FLOPs are counted: it is left out of the trial.
-        steps = [4, 5] if mode == "SYNTHETIC" else [5, 5]
-        assert block["n"] == 2 and [len(r) for r in block["rates"]] == steps
-        assert block["trial_samples"] == [4 * n for n in steps]
+        assert block["n"] == 2 and [len(r) for r in block["rates"]] == [5, 5]
+        assert block["trial_samples"] == [20, 20]
         assert block["mean"] == pytest.approx(sum(block["trial_throughput"]) / 2)
         assert set(block) >= {"rates", "avg_iter_throughput", "trial_throughput", "trial_time", "mean", "interval"}
     assert doc["environment"]["torch_version"] and doc["environment"]["device"] == "cpu"
-    assert doc["config"]["IO"]["nbatches"] == 5
+    assert doc["config"]["IO"]["nbatches"] == 5 and doc["epoch_length"] == 10
     assert "Tests completed" in run.stdout and "\x1b" not in run.stdout
 
 
@@ -46,12 +44,14 @@ def test_persistent_workers(run_script) -> None:
 @pytest.mark.parametrize("kind", ["tuple", "tensor", "dict", "dali"])
 def test_generic_wrapper_batch_structures(run_script, kind: str) -> None:
     run = run_script(small_config(nbatches=4), "--loader", "generic", "--kind", kind, "--samples", "30",
-                     "--batch_size", "8")
+                     "--batch_size", "8", "--epochs", "40")
     assert run.returncode == 0, run
     doc = run.result()
-    # A pass is 8, 8, 8, 6 samples: every 4-batch trial holds one short batch.
-    assert doc["FULL"]["trial_samples"] == [30, 30]
+    # A pass is 8, 8, 8, 6 samples: every 4-batch IO trial holds one short batch. The loop's epochs are
+    # 4 batches: a FULL window measures the periods inside them (an epoch's first and last, which may
+    # hold no step or the next pass's start, are left out), so the short last batch is not among them.
     assert doc["IO"]["trial_samples"] == [30, 30]
+    assert doc["FULL"]["trial_samples"] == [32, 32]
     assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
 
 
@@ -59,92 +59,93 @@ def test_generic_wrapper_batch_structures(run_script, kind: str) -> None:
 def test_drop_in_single_tensor_and_dict_batches(run_script, kind: str) -> None:
     run = run_script(small_config(), "--kind", kind, "--samples", "100", "--batch_size", "5")
     assert run.returncode == 0, run
-    assert run.result()["SYNTHETIC"]["trial_samples"] == [20, 25]  # SYNTHETIC_1's first step: the FLOPs' count
+    assert run.result()["SYNTHETIC"]["trial_samples"] == [25, 25]
 
 
 def test_loader_shorter_than_a_trial(run_script) -> None:
-    # 10 samples in batches of 4: a pass is 4, 4, 2. A 5-batch trial spans two passes.
-    run = run_script(small_config(), "--samples", "10", "--batch_size", "4")
+    # 10 samples in batches of 4: a pass is 4, 4, 2, and the loop's epochs are those 3 batches. A 5-batch
+    # window spans several of them; nothing restarts a pass the loop did not start.
+    run = run_script(small_config(), "--samples", "10", "--batch_size", "4", "--epochs", "80")
     assert run.returncode == 0, run
-    assert run.epochs[0] == (5, 5)  # five batches in a trial epoch, and len() says so (the loader alone: 3)
+    assert set(run.epochs.values()) == {(3, 3)}
     doc = run.result()
-    for mode in ("IO", "FULL"):
-        assert all(s in (14, 16, 18) for s in doc[mode]["trial_samples"]), doc[mode]["trial_samples"]
-    assert doc["FULL"]["trial_samples"][0] in (14, 16, 18)
+    assert doc["complete"] is True and doc["epoch_length"] == 3
+    for mode in ("IO", "FULL"):  # IO's own passes cross pass ends inside a trial; FULL windows cross epochs
+        assert all(s in (14, 16, 18, 20) for s in doc[mode]["trial_samples"]), doc[mode]["trial_samples"]
+    spans = [e["window"] for e in doc["timeline"]["trials"] if e["window"] is not None]
+    assert spans and all(w["segments"] >= 2 and w["end_epoch"] > w["start_epoch"] for w in spans)
 
 
 def test_transparent_after_the_schedule(run_script) -> None:
     run = run_script(small_config(exit_after_tests=False), "--samples", "24", "--batch_size", "4",
-                     "--epochs", str(EPOCHS + 3))
+                     "--epochs", "12")
     assert run.returncode == 0, run
     assert "USER::done" in run.stdout
-    # Trial epochs yield nbatches; later epochs are the plain loader's, full length.
-    assert [run.epochs[e][0] for e in range(EPOCHS)] == [5] * EPOCHS
-    assert [run.epochs[e][0] for e in range(EPOCHS, EPOCHS + 3)] == [6, 6, 6]
-    assert run.stdout.index("BENCHY::SUMMARY::FULL") < run.stdout.index(f"USER::epoch {EPOCHS - 1} ")
+    # Every epoch is the loader's own, full length, during the schedule and after it.
+    assert [run.epochs[e] for e in range(12)] == [(6, 6)] * 12
+    assert run.stdout.index("BENCHY::SUMMARY::FULL") < run.stdout.index("USER::epoch 11 ")
     assert run.result()["complete"] is True and run.result()["exit_status"] is None
 
 
 def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
-    run = run_script(small_config(), "--epochs", "3")
+    run = run_script(small_config(), "--epochs", "1")  # 16 batches; the schedule needs about 40 steps
     assert run.returncode == 0, run
-    assert f"the script stopped after 3 of the {EPOCHS} epochs the benchy schedule needs" in run.stdout
-    assert f"Run at least {EPOCHS} epochs" in run.stdout
-    assert run.summary["SYNTHETIC"][0] > 0 and run.summary["IO"][0] > 0
-    assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in run.stdout
     doc = run.result()
-    assert doc["complete"] is False and doc["epochs_started"] == 3 and doc["epochs_needed"] == EPOCHS
+    needed, epochs = doc["steps_needed"], doc["epochs_needed"]
+    assert epochs == -(-needed // 16) and epochs > 1
+    # Epoch 0: SYNTHETIC_WARMUP_1 (6 steps), FULL_WARMUP_1 (5), 2 untimed (the FLOPs), SYNTHETIC_1 from step 13.
+    assert (f"the script stopped after 1 epoch(s), 16 step(s) since the benchmark started during trial SYNTHETIC_1, "
+            f"before the benchy schedule's end (about {needed} steps, {epochs} epoch(s) of 16 batches in all") in run.stdout
+    assert "Run it longer (more epochs or steps) to finish the schedule." in run.stdout
+    assert run.summary["IO"][0] > 0
+    assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in run.stdout
+    assert doc["complete"] is False and doc["epochs_started"] == 1
     assert doc["exit_status"] is None  # the script ended the process, not benchy
-    # Epochs ran SYNTHETIC_WARMUP_1, FULL_WARMUP_1, SYNTHETIC_1 (warm-ups, then S F F S).
-    assert [i["trial"] for i in doc["interrupted"]] == ["FULL_1", "FULL_2", "SYNTHETIC_2"]
-    assert all(i["reason"] == "not run: the script stopped asking for epochs after 3" for i in doc["interrupted"])
-    assert doc["SYNTHETIC"]["n"] == 1 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
+    lost = doc["interrupted"]
+    assert lost[0] == {"trial": "SYNTHETIC_1", "batches_done": 2, "nbatches": 5,
+                       "reason": "the script ended before the trial's window was complete"}
+    assert all(i["reason"] == "not run: the script stopped after 1 epoch(s), 16 step(s)" for i in lost[1:])
+    assert [i["trial"] for i in lost[1:]] == ["FULL_1", "FULL_2", "SYNTHETIC_2"]
+    assert doc["SYNTHETIC"]["n"] == 0 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
 
 
 def test_exception_in_the_step_propagates_unchanged_and_results_are_kept(run_script) -> None:
-    run = run_script(small_config(), "--raise_at", "3:2")  # epochs: S_WARMUP_1, F_WARMUP_1, S_1, F_1 (epoch 3)
+    # 100 batches an epoch: SYNTHETIC_WARMUP_1 steps 0-5 (its first period left out), FULL_WARMUP_1 6-10,
+    # the FLOPs' 2 untimed steps, SYNTHETIC_1 13-17, FULL_1 18-22: its third step raises.
+    run = run_script(small_config(), "--raise_at", "0:20", "--samples", "400")
     assert run.returncode == 1, run
-    assert "RuntimeError: boom in the training step at epoch 3 step 2" in run.stderr
-    assert run.stderr.strip().splitlines()[-1] == "RuntimeError: boom in the training step at epoch 3 step 2"
+    assert "RuntimeError: boom in the training step at epoch 0 step 20" in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "RuntimeError: boom in the training step at epoch 0 step 20"
     assert 'user_script.py", line' in run.stderr
     doc = run.result()
     assert doc["complete"] is False
     assert doc["SYNTHETIC"]["n"] == 1 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
-    # The loop received batches 0, 1 and 2 and raised in the step of batch 2.
-    assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 3
-    assert "trial FULL_1 stopped after 3 of 5 batches" in run.stdout and "runs again" not in run.stdout
-    assert ("the script ended with an uncaught exception (RuntimeError: boom in the training step at epoch 3 "
-            f"step 2) after 4 of the {EPOCHS} epochs the benchy schedule needs") in run.stdout
+    # The loop received batches 18, 19 and 20 and raised in the step of batch 20: 2 periods measured.
+    assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 2
+    assert doc["interrupted"][0]["reason"] == "the script ended with RuntimeError: boom in the training step at epoch 0 step 20"
+    assert ("the script ended with an uncaught exception (RuntimeError: boom in the training step at epoch 0 "
+            "step 20) after 1 epoch(s), 21 step(s) since the benchmark started") in run.stdout
     assert doc["interrupted"][1]["reason"].startswith("not run: the script ended with RuntimeError: boom")
 
 
-def test_loop_that_breaks_early_gets_a_warning_uncounted_trials_and_status_3(run_script) -> None:
-    run = run_script(small_config(), "--break_at=-1:3")  # receives batches 0..3 of 5, then breaks
-    assert run.returncode == 3, run  # benchy.EXIT_MISSING_MODE: SYNTHETIC and FULL have no counted trial
-    # The first drop runs the trial again (it could have been a one-off); the second shows the pattern.
-    assert "trial SYNTHETIC_WARMUP_1 stopped after 4 of 5 batches: the loop dropped its iterator part-way" in run.stdout
-    assert ("trial SYNTHETIC_WARMUP_1 stopped after 4 of 5 batches again: the training loop stopped asking for "
-            "batches after 4 of 5") in run.stdout
-    assert "Dropped twice: the loop stops early in every epoch" in run.stdout
-    assert run.stdout.count("If your loop takes 4 steps per epoch, set nbatches to at most 4.") == EPOCHS
-    assert run.stdout.count("runs again at the next epoch") == 1
-    assert "BENCHY::SUMMARY::SYNTHETIC average trial throughput: n/a (no completed trial)" in run.stdout
-    assert "no counted trial for SYNTHETIC, FULL: the comparison is incomplete; exiting with status 3." in run.stdout
-    assert run.summary["IO"][0] > 0  # IO runs without the training loop
+def test_a_loop_that_breaks_early_every_epoch_loses_no_trial(run_script) -> None:
+    run = run_script(small_config(), "--break_at=-1:3", "--epochs", "60")  # receives batches 0..3, then breaks
+    assert run.returncode == 0, run
+    assert set(run.trials) == ALL_TRIALS and "did not count" not in run.stdout
+    assert set(run.epochs.values()) == {(3, 16)}  # each epoch 3 steps (the 4th batch received, then the break)
     doc = run.result()
-    assert len(doc["interrupted"]) == EPOCHS and doc["complete"] is False and doc["exit_status"] == 3
+    assert doc["complete"] is True and doc["interrupted"] == [] and doc["exit_status"] == 0
+    assert doc["FULL"]["nbatches"] == [5, 5] and doc["SYNTHETIC"]["nbatches"] == [5, 5]
 
 
 def test_loop_that_breaks_after_the_last_batch_counts_every_trial(run_script) -> None:
-    # Breaking right after receiving batch 5 of 5 is what a loop sized by len() does: no batch 6 is asked for.
-    run = run_script(small_config(), "--break_at=-1:4")
+    # Breaking right after receiving batch 5 (a loop sized by a count of its own): every window counts.
+    run = run_script(small_config(), "--break_at=-1:4", "--epochs", "60")
     assert run.returncode == 0, run
-    assert set(run.trials) == {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
-                               "FULL_WARMUP_1", "FULL_1", "FULL_2"}
-    assert run.stdout.count("such a trial counts over its first 4 steps (said once)") == 1
+    assert set(run.trials) == ALL_TRIALS
     doc = run.result()
     assert doc["complete"] is True and doc["interrupted"] == [] and doc["exit_status"] == 0
-    assert doc["FULL"]["nbatches"] == [4, 4] and doc["IO"]["nbatches"] == [5, 5]
+    assert doc["FULL"]["nbatches"] == [5, 5] and doc["IO"]["nbatches"] == [5, 5]
 
 
 @pytest.mark.parametrize(
@@ -234,14 +235,14 @@ def test_summary_command_reprints_a_result(run_script) -> None:
     import subprocess
     import sys
 
-    run = run_script(small_config(), "--epochs", "3")
+    run = run_script(small_config(), "--epochs", "1")
     assert run.returncode == 0, run
     proc = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.json_path)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     printed = [x for x in run.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::")]
     assert proc.stdout.splitlines()[:len(printed)] == printed
-    assert "holds an incomplete run (3 of 6 epochs)" in proc.stdout
+    assert "holds an incomplete run" in proc.stdout
     bad = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.workdir / "nope.json")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read" in bad.stderr

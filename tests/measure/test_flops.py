@@ -3,9 +3,8 @@ the token tally and the energy counters."""
 
 from __future__ import annotations
 
-import inspect
 import os
-from typing import Any, Iterator, List
+from typing import Any, List
 
 import pytest
 import torch
@@ -13,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from benchy.measure.counting import TokenTally, make_counter
-from benchy.measure.flops import StepCounter, with_counted_step
+from benchy.measure.flops import StepCounter
 from benchy.measure.system import NO_ENERGY, Rapl, SystemSampler
 
 
@@ -102,44 +101,6 @@ def test_an_unknown_heavy_op_is_named() -> None:
     a, b = torch.randn(4, 4), torch.randn(4, 4)
     found = counted(lambda: torch.ops.benchy_test.fused_mm(a, b))
     assert "benchy_test.fused_mm" in found.unknown and found.total == 0
-
-
-def trial(n: int) -> Iterator[torch.Tensor]:
-    """A trial's batches, as the window yields them: ``n`` batches of 2 x 4."""
-    for _ in range(n):
-        yield torch.randn(2, 4)
-
-
-def test_the_first_step_is_counted_and_closing_closes_the_trial() -> None:
-    w = torch.randn(4, 4)
-    counter = StepCounter(2, "SYNTHETIC_1")
-    seen = 0
-    for batch in with_counted_step(counter, trial(3), lookahead=False):
-        batch @ w  # every step: only the first is counted
-        seen += 1
-    assert seen == 3  # the trial's batches, no more
-    assert counter.count is not None and counter.count.total == 2 * 2 * 4 * 4
-    assert counter.completed
-    # Dropped during the counted step (a peek: next(iter(loader))): the counter is left, no count stands
-    # (the next measured SYNTHETIC trial counts again), and the trial is closed.
-    counter = StepCounter(2, "SYNTHETIC_1")
-    inner = trial(3)
-    gen = with_counted_step(counter, inner, lookahead=False)
-    next(gen) @ w
-    gen.close()
-    assert counter.count is None and not counter.completed
-    assert inspect.getgeneratorstate(inner) == inspect.GEN_CLOSED
-
-
-def test_lookahead_keeps_the_counter_on_until_the_step_on_the_first_batch_ran() -> None:
-    w = torch.randn(4, 4)
-    counter = StepCounter(2, "SYNTHETIC_1")
-    gen = with_counted_step(counter, trial(4), lookahead=True)
-    pending = next(gen)
-    for nxt in gen:  # a loop that fetches one batch ahead: step k runs after batch k + 1 is asked for
-        pending @ w
-        pending = nxt
-    assert counter.count is not None and counter.count.total == 2 * 2 * 4 * 4  # exactly the first batch's step
 
 
 # --- tokens -------------------------------------------------------------------------------------------

@@ -53,25 +53,26 @@ def io_trial(label: str, n: int) -> List[Event]:
     return [("PUSH", label, "")] + body + [("POP", "", "")]
 
 
-def synthetic_trial(label: str, n: int) -> List[Event]:
-    body = fetch(0) + [e for k in range(n) for e in step(k)]
+def synthetic(label: str, first: int, count: int) -> List[Event]:
+    """A SYNTHETIC window's stretch: its steps (the window's hand-out index as the payload), no fetch."""
+    return [("PUSH", label, "")] + [e for k in range(first, first + count) for e in step(k)] + [("POP", "", "")]
+
+
+def full(label: str, first: int, count: int) -> List[Event]:
+    """A FULL window's stretch that begins on a batch already held (no fetch before its first step)."""
+    body = [e for k in range(first, first + count) for e in step(k) + fetch(k + 1)]
     return [("PUSH", label, "")] + body + [("POP", "", "")]
-
-
-def full_trial(label: str, n: int) -> List[Event]:
-    body = fetch(0) + [e for k in range(n) for e in step(k) + fetch(k + 1)]
-    return [("PUSH", label, "")] + body + [("POP", "", "")]
-
-
-def expected_prefix(n: int) -> List[Event]:
-    # Warm-ups first (SYNTHETIC, FULL), then the measured trials S F F S ...
-    return (io_trial("IO_WARMUP_1", n) + io_trial("IO_1", n)
-            + synthetic_trial("SYNTHETIC_WARMUP_1", n) + full_trial("FULL_WARMUP_1", n)
-            + synthetic_trial("SYNTHETIC_1", n))
 
 
 N = 3
 CONFIG = small_config(nbatches=N, ntrials=1, nwarmup=1)
+# One epoch of 100 batches holds the whole schedule: SYNTHETIC_WARMUP_1 from the epoch's step 0 (4
+# hand-outs: its first period is left out), FULL_WARMUP_1 (3, on the epoch's first batch, held since
+# the epoch began), 2 untimed steps around the FLOPs' count, SYNTHETIC_1 (3), FULL_1 (3, on the batch
+# that closed FULL_WARMUP_1).
+EXPECTED = (io_trial("IO_WARMUP_1", N) + io_trial("IO_1", N) + synthetic("SYNTHETIC_WARMUP_1", 0, N + 1)
+            + full("FULL_WARMUP_1", 0, N) + synthetic("SYNTHETIC_1", 0, N))
+FULL_1_STEP = (N + 1) + N + 2 + N  # the epoch's step of FULL_1's first batch
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def run_recorded(run_script, nvtx_recorder: Path, tmp_path: Path):
     def run(*args: str, config=CONFIG):
         record = tmp_path / "ranges.txt"
         env = {"NVTX_INJECTION64_PATH": str(nvtx_recorder), "NVTX_RECORD_FILE": str(record)}
-        result = run_script(config, "--samples", "40", "--batch_size", "4", *args, env=env)
+        result = run_script(config, "--samples", "400", "--batch_size", "4", *args, env=env)
         return result, read_events(record)
 
     return run
@@ -89,42 +90,49 @@ def test_exact_range_tree_of_a_full_run(run_recorded) -> None:
     run, events = run_recorded()
     assert run.returncode == 0, run
     assert "NVTX: a tool is attached" in run.stdout
-    assert events == expected_prefix(N) + full_trial("FULL_1", N)
+    assert events == EXPECTED + full("FULL_1", 0, N)
     assert_balanced(events)
     assert run.result()["profiler"]["nvtx_tool_attached"] is True
 
 
 def test_exception_in_the_step_closes_the_step_and_trial(run_recorded) -> None:
-    run, events = run_recorded("--raise_at", "3:1")  # epoch 3 is FULL_1; the step of batch 1 raises
+    run, events = run_recorded("--raise_at", f"0:{FULL_1_STEP + 1}")  # FULL_1's second step raises
     assert run.returncode == 1 and "RuntimeError: boom" in run.stderr
-    tail = [("PUSH", "FULL_1", "")] + fetch(0) + step(0) + fetch(1) + step(1) + [("POP", "", "")]
-    assert events == expected_prefix(N) + tail
+    tail = [("PUSH", "FULL_1", "")] + step(0) + fetch(1) + [("PUSH", "step", "1"), ("POP", "", ""), ("POP", "", "")]
+    assert events == EXPECTED + tail
     assert_balanced(events)
 
 
-def test_loop_breaking_out_closes_the_step_and_trial(run_recorded) -> None:
-    run, events = run_recorded("--break_at=3:2", "--epochs", "4")
+def test_loop_breaking_out_closes_the_step_and_trial_and_the_window_goes_on(run_recorded) -> None:
+    run, events = run_recorded(f"--break_at=0:{FULL_1_STEP + 2}", "--epochs", "2")
     assert run.returncode == 0, run
-    tail = [("PUSH", "FULL_1", "")] + fetch(0) + step(0) + fetch(1) + step(1) + fetch(2) + step(2) + [("POP", "", "")]
-    assert events == expected_prefix(N) + tail
+    # The loop received FULL_1's third batch and broke out: that period is left out, and FULL_1 takes
+    # two more steps in the next epoch (from its step 0, whose first period is left out too).
+    tail = ([("PUSH", "FULL_1", "")] + step(0) + fetch(1) + step(1) + fetch(2) + [("PUSH", "step", "2"), ("POP", "", ""),
+                                                                                  ("POP", "", "")])
+    assert events[:len(EXPECTED) + len(tail)] == EXPECTED + tail
+    rest = events[len(EXPECTED) + len(tail):]
+    # The new epoch's first batch was fetched when it began (untimed, outside any range): step 3 holds it.
+    assert rest[0] == ("PUSH", "FULL_1", "") and rest[1] == ("PUSH", "step", "3")
     assert_balanced(events)
+    assert run.result()["complete"] is True
 
 
 def test_loader_raising_closes_the_fetch_and_trial(run_recorded) -> None:
-    # Batches read before FULL_WARMUP_1's fetch 2: IO_WARMUP_1 N + 1, IO_1 N (it opens with the
-    # batch kept from IO_WARMUP_1), none for SYNTHETIC_WARMUP_1 (it yields the one batch cached
-    # from IO_1's kept batch), FULL_WARMUP_1 two. The loader fails on the first sample after those.
+    # Batches read before FULL_WARMUP_1's fetch 2: benchy's own pass 1 + IO_WARMUP_1's 3 + IO_1's 3 (each
+    # opens on the batch the one before kept); the loop's epoch its first (held while the cached batch
+    # runs SYNTHETIC_WARMUP_1), FULL_WARMUP_1 one more. The loader fails on the first sample after those.
     # The stage trials read the same dataset (through a copy of the loader): off, so the count holds.
-    failing_sample = 4 * ((N + 1) + N + 2) + 1
+    failing_sample = 4 * (1 + 2 * N + 1 + 1) + 1
     run, events = run_recorded("--loader_raise_after", str(failing_sample),
                                config=small_config(nbatches=N, ntrials=1, nwarmup=1, stages=False))
     assert run.returncode == 1 and "OSError: cannot read sample" in run.stderr
-    tail = [("PUSH", "FULL_WARMUP_1", "")] + fetch(0) + step(0) + fetch(1) + step(1) + [("PUSH", "fetch", "2"),
-                                                                                        ("POP", "", ""), ("POP", "", "")]
-    prefix = io_trial("IO_WARMUP_1", N) + io_trial("IO_1", N) + synthetic_trial("SYNTHETIC_WARMUP_1", N)
+    tail = [("PUSH", "FULL_WARMUP_1", "")] + step(0) + fetch(1) + step(1) + [("PUSH", "fetch", "2"),
+                                                                             ("POP", "", ""), ("POP", "", "")]
+    prefix = io_trial("IO_WARMUP_1", N) + io_trial("IO_1", N) + synthetic("SYNTHETIC_WARMUP_1", 0, N + 1)
     assert events == prefix + tail
     assert_balanced(events)
-    assert "trial FULL_WARMUP_1 stopped after 2 of 3 batches: the data loader raised OSError" in run.stdout
+    assert "trial FULL_WARMUP_1 did not count (1 of 3 steps measured): the data loader raised OSError" in run.stdout
 
 
 def test_no_tool_attached_means_no_annotated_loops(monkeypatch: pytest.MonkeyPatch) -> None:

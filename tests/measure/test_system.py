@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 import torch
-from helpers import small_config, trial_result
+from helpers import small_config, trial_result, until_done
 
 from benchy import Mode, load_config
 from benchy.core.verdict import system_means
@@ -47,9 +47,7 @@ def run(tmp_path: Path, spin: bool, seconds: float = 0.016, **global_: Any) -> A
     g.update(global_)
     loader = BenchmarkDataLoader(Work(seconds, spin), batch_size=4, num_workers=2, persistent_workers=True,
                                  benchy_config={"global": g, "IO": mode, "synthetic": mode, "full": mode})
-    for _ in range(loader.benchy.schedule.epochs_needed):
-        for _ in loader:
-            time.sleep(0.001)
+    until_done(loader, lambda: time.sleep(0.001))
     assert loader.benchy.done
     return loader
 
@@ -197,7 +195,7 @@ def burn(n: int) -> List[subprocess.Popen]:
 @pytest.mark.timing
 def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script) -> None:
     config = small_config(nbatches=40)
-    args = ["--fetch_ms", "10", "--step_ms", "20", "--epochs", "6"]  # trials of 0.4 s (IO) to 1.2 s (FULL)
+    args = ["--fetch_ms", "10", "--step_ms", "20", "--samples", "800", "--epochs", "3"]  # trials of 0.4 s (IO) to 1.2 s (FULL)
     burners = burn(available_cores())
     try:
         time.sleep(0.5)

@@ -1,24 +1,38 @@
-"""The trial loops against a fake clock: exact windows, samples, passes and report pauses.
+"""The hot loops against a fake clock: the IO trial, and the epoch loop with its windows' segments.
 
-Every window is written once, annotated with NVTX ranges; its plain variant (no tool attached) is
-derived from the same source. Each test here runs over both variants through ``Trials``.
+Every loop is written once, annotated with NVTX ranges; its plain variant (no tool attached) is
+derived from the same source. Each test here runs over both variants (and with the count compiled
+in place), with a scripted machine standing in for the session: it hands out the segments it was
+given and settles each window stretch as the session does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 import pytest
 from helpers import FakeClock
 
 from benchy import EmptyLoaderError, Mode, TrialSpec
-from benchy.core.results import Counted, Interruption
 from benchy.measure.counting import make_counter
 from benchy.measure.source import BatchSource
-from benchy.measure.stamps import handed_out, stamp_buffer
-from benchy.measure.trial import STOPPED, TOO_SHORT, full_trial, io_trial, synthetic_trial
+from benchy.measure.trial import (
+    CACHED,
+    END,
+    FULL,
+    PLAIN,
+    SYNTHETIC,
+    EpochArgs,
+    EpochState,
+    IOArgs,
+    Segment,
+    epoch_loop,
+    io_trial,
+    loop_variant,
+)
+from benchy.measure.window import WindowArgs, WindowRun
 
 VARIANTS = ["plain", "annotated", "plain-inline", "annotated-inline"]  # -inline: the count compiled in place
 
@@ -53,49 +67,84 @@ def loader(t: FakeClock, batches: int, batch_size: int, fetch: float, last: int 
 
     class L:
         passes = 0
+        fetched = 0
 
         def __iter__(self) -> Iterator[List[int]]:
             L.passes += 1
             for k in range(batches):
                 t.now += fetch
+                L.fetched += 1
                 yield [0] * (last if (last and k == batches - 1) else batch_size)
 
     return L()
 
 
-class Trials:
-    """Runs trials of one variant and keeps what the callbacks received."""
+def noop() -> None:
+    return None
+
+
+class Script:
+    """A machine that hands out ``plan`` in order: ``("PLAIN", n)``, ``("CACHED", n)``, or a window
+    stretch ``("SYNTHETIC" | "FULL", n, window)``; then END. It settles each window stretch at the next
+    boundary, as the session does, and records closes and failures."""
+
+    def __init__(self, plan: List[Tuple[Any, ...]], cached: Any = None) -> None:
+        self.plan = list(plan)
+        self.cached = cached
+        self.closed_at: List[Tuple[int, int]] = []  # (epoch's hand-outs, the running plain segment's)
+        self.failures: List[str] = []
+        self.finished: List[WindowRun] = []
+
+    def _settle(self, ep: EpochState) -> None:
+        w = ep.window
+        if w is not None:
+            ep.window = None
+            ep.handed += 0  # the loop counts a finished stretch itself
+            if w.close_segment():
+                self.finished.append(w)
+
+    def segment(self, ep: EpochState) -> Segment:
+        self._settle(ep)
+        if not self.plan or ep.exhausted:
+            return Segment(END)
+        step = self.plan.pop(0)
+        kind = step[0]
+        if kind == "PLAIN":
+            return Segment(PLAIN, step[1])
+        if kind == "CACHED":
+            return Segment(CACHED, step[1], batch=self.cached)
+        w: WindowRun = step[2]
+        quota = w.quota(ep.handed)
+        steps = min(step[1], quota)
+        resume = w.started
+        w.started = True
+        w.open_segment(1, ep.handed, steps)
+        ep.window = w
+        return Segment(SYNTHETIC if kind == "SYNTHETIC" else FULL, steps, w, self.cached if kind == "SYNTHETIC" else None,
+                       finishes=steps == quota, resume=resume)
+
+    def closed(self, ep: EpochState, seg: Optional[Segment], count: int) -> None:
+        w = ep.window
+        if w is not None:
+            ep.window = None
+            w.close_segment()
+        self.closed_at.append((ep.handed, count))
+
+    def failed(self, ep: EpochState, seg: Segment, error: BaseException) -> None:
+        self.failures.append(f"{type(error).__name__}: {error}")
+
+
+class Loops:
+    """Runs the loops of one variant."""
 
     def __init__(self, variant: str, t: FakeClock) -> None:
         self.variant, self.t = variant, t
-        self.done: List[Tuple[Any, bool]] = []
-        self.aborted: List[Tuple[str, int, str]] = []
         self.ranges = RecordingRanges()
         self.calls = 0  # counter calls (the -inline variants compute the per-step count in place)
 
-    def settle(self, outcome: Any) -> None:
-        if isinstance(outcome, Counted):
-            self.done.append((outcome.result, outcome.closed_early))
-        else:
-            assert isinstance(outcome, Interruption)
-            self.aborted.append((outcome.spec.label, outcome.batches_done, outcome.reason))
-
-    def epoch(self, spec: TrialSpec, src: BatchSource, get_batch: Optional[Callable[[], Any]] = None,
-              report: Any = None, freq: int = 0, stamps: Optional[List[float]] = None):
-        count = self.counter()
-        if get_batch is None:
-            get_batch = src.fetch
-        ranges = self.ranges if self.variant.startswith("annotated") else None
-        if spec.mode is Mode.SYNTHETIC:
-            return synthetic_trial(spec, get_batch, count, self.t.clock, noop, self.settle, report, freq,
-                                   stamps=stamps, ranges=ranges)
-        return full_trial(spec, src, count, self.t.clock, noop, self.settle, report, freq, stamps=stamps,
-                          ranges=ranges)
-
-    def io(self, spec: TrialSpec, src: BatchSource):
-        count = self.counter()
-        ranges = self.ranges if self.variant.startswith("annotated") else None
-        return io_trial(spec, src, count, self.t.clock, noop, ranges=ranges)
+    @property
+    def annotated(self) -> bool:
+        return self.variant.startswith("annotated")
 
     def counter(self) -> Any:
         """The fake batches' counter; for the -inline variants one with an inline expression."""
@@ -108,20 +157,31 @@ class Trials:
         count.inline = "len(batch)"  # type: ignore[attr-defined]
         return count
 
+    def window(self, mode: Mode, n: int, *, constant: Optional[int] = None, report: Any = None, freq: int = 0,
+               index: int = 1) -> WindowRun:
+        spec = TrialSpec(mode, index, False, n)
+        args = WindowArgs(spec, self.counter(), constant, self.t.clock, noop, noop, report, freq,
+                          self.ranges if self.annotated else None)
+        return WindowRun(args)
+
+    def epoch(self, data: Any, script: Script, limit: int = -1) -> Iterator[Any]:
+        ep = EpochState(iter(data), limit, self.t.now, self.annotated)
+        return epoch_loop(EpochArgs(ep, script, self.t.clock), self.counter(), True)
+
+    def io(self, spec: TrialSpec, src: BatchSource, constant: Optional[int] = None) -> Any:
+        return io_trial(IOArgs(spec, src, self.counter(), self.t.clock, noop, constant=constant,
+                               ranges=self.ranges if self.annotated else None))
+
     def balanced(self) -> bool:
         return self.ranges.depth == 0
 
 
-def drive(gen, t: FakeClock, step: float) -> int:
+def drive(gen: Iterator[Any], t: FakeClock, step: float) -> int:
     count = 0
     for _ in gen:
         t.now += step
         count += 1
     return count
-
-
-def noop() -> None:
-    return None
 
 
 @pytest.fixture(params=VARIANTS)
@@ -132,64 +192,27 @@ def variant(request) -> str:
 @pytest.fixture(params=["chunk-4096", "chunk-3"], autouse=True)
 def chunk(request, monkeypatch) -> None:
     """Every test also with chunks of 3: the loops move their lists into arrays every 3 values,
-    so trials cross chunk boundaries, end on one, and are dropped inside one."""
+    so windows cross chunk boundaries, end on one, and are left inside one."""
     if request.param == "chunk-3":
         monkeypatch.setattr("benchy.measure.stamps.CHUNK", 3)
 
 
 def test_io_window_counts_n_fetches_exactly(variant: str) -> None:
     t = FakeClock()
-    runs = Trials(variant, t)
+    loops = Loops(variant, t)
     src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.01)))
-    r = runs.io(TrialSpec(Mode.IO, 1, False, 10), src)
+    r = loops.io(TrialSpec(Mode.IO, 1, False, 10), src)
     assert r.samples == 80 and r.seconds == pytest.approx(0.1)
     assert r.throughput == pytest.approx(800.0)
     assert r.step_seconds == pytest.approx((0.01,) * 10)
-    assert runs.balanced()
+    assert loops.balanced()
 
 
-def test_full_window_holds_n_steps_and_n_fetches_and_keeps_the_extra_batch(variant: str) -> None:
+def test_io_starts_new_passes_of_a_short_loader_and_counts_partial_batches(variant: str) -> None:
     t = FakeClock()
-    runs = Trials(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.03)))
-    spec = TrialSpec(Mode.FULL, 1, False, 20)
-    assert drive(runs.epoch(spec, src), t, step=0.02) == 20
-    ((r, early),) = runs.done
-    assert not early
-    assert r.samples == 160 and r.seconds == pytest.approx(20 * 0.05)
-    assert r.throughput == pytest.approx(8 / 0.05)  # no 1/n bias from a missing fetch
-    # The batch fetched to close the window opens the next trial without a new fetch.
-    before = t.now
-    drive(runs.epoch(TrialSpec(Mode.FULL, 2, False, 1), src), t, 0.0)
-    assert t.now - before == pytest.approx(0.03)  # only the closing fetch of trial 2
-    assert not runs.aborted and runs.balanced()
-
-
-def test_synthetic_yields_one_cached_object_in_every_trial_and_times_steps_only(variant: str) -> None:
-    t = FakeClock()
-    runs = Trials(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 100, 4, fetch=1.0)))
-    cached = src.fetch()
-    seen = []
-    for k in (1, 2):
-        for b in runs.epoch(TrialSpec(Mode.SYNTHETIC, k, False, 5), src, get_batch=lambda: cached):
-            seen.append(b)
-            t.now += 0.5
-    assert len(seen) == 10 and all(b is cached for b in seen)
-    for r, early in runs.done:
-        assert r.samples == 20 and r.seconds == pytest.approx(2.5) and r.throughput == pytest.approx(8.0)
-    assert runs.balanced()
-
-
-def test_short_loader_starts_new_passes_inside_a_trial_and_counts_partial_batches(variant: str) -> None:
-    t = FakeClock()
-    runs = Trials(variant, t)
     data = loader(t, 3, 8, fetch=0.01, last=5)  # a pass: 8, 8, 5 samples
-    src = BatchSource(lambda: iter(data))
-    sizes = [len(b) for b in runs.epoch(TrialSpec(Mode.FULL, 1, False, 7), src)]
-    assert sizes == [8, 8, 5, 8, 8, 5, 8]
-    assert runs.done[0][0].samples == sum(sizes)
-    assert type(data).passes == 3
+    r = Loops(variant, t).io(TrialSpec(Mode.IO, 1, False, 7), BatchSource(lambda: iter(data)))
+    assert list(r.step_samples) == [8, 5, 8, 8, 5, 8, 8] and type(data).passes == 3
 
 
 def test_empty_loader_is_a_clear_error() -> None:
@@ -198,169 +221,245 @@ def test_empty_loader_is_a_clear_error() -> None:
         src.fetch()
 
 
-@pytest.mark.parametrize("mode", [Mode.SYNTHETIC, Mode.FULL])
-def test_break_records_how_many_batches_the_loop_received(variant: str, mode: Mode) -> None:
+def test_full_window_holds_n_steps_and_n_fetches_and_its_next_batch_is_the_epoch_s_next(variant: str) -> None:
     t = FakeClock()
-    runs = Trials(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.01)))
-    gen = runs.epoch(TrialSpec(mode, 1, False, 10), src)
+    loops = Loops(variant, t)
+    data = loader(t, 100, 8, fetch=0.03)
+    w = loops.window(Mode.FULL, 20)
+    script = Script([("PLAIN", 1), ("FULL", 20, w), ("PLAIN", 3)])  # the window begins at the epoch's step 1
+    gen = loops.epoch(data, script)
+    seen = []
+    for b in gen:
+        seen.append(b)
+        t.now += 0.02
+    assert len(seen) == 24 and script.finished == [w] and w.done
+    r = w.result()
+    assert r.samples == 160 and r.seconds == pytest.approx(20 * 0.05)
+    assert r.throughput == pytest.approx(8 / 0.05)  # no 1/n bias from a missing fetch
+    # The batch fetched to close the window is handed out next: 24 hand-outs, 24 fetches.
+    assert type(data).fetched == 24 and loops.balanced()
+
+
+def test_synthetic_hands_out_one_cached_object_and_asks_the_loader_for_nothing(variant: str) -> None:
+    t = FakeClock()
+    loops = Loops(variant, t)
+    data = loader(t, 100, 4, fetch=1.0)
+    cached = [0] * 4
+    w = loops.window(Mode.SYNTHETIC, 5, constant=4)
+    script = Script([("PLAIN", 1), ("SYNTHETIC", 5, w)], cached=cached)
+    seen = []
+    for b in loops.epoch(data, script):
+        seen.append(b)
+        t.now += 0.5
+    assert len(seen) == 6 and all(b is cached for b in seen[1:]) and type(data).fetched == 1
+    r = w.result()
+    assert r.samples == 20 and r.seconds == pytest.approx(2.5) and r.throughput == pytest.approx(8.0)
+    assert loops.balanced()
+
+
+def test_a_window_spans_epochs_leaving_out_the_period_that_crosses_each_end(variant: str) -> None:
+    t = FakeClock()
+    loops = Loops(variant, t)
+    data = loader(t, 4, 8, fetch=0.03)  # epochs of 4 batches
+    w = loops.window(Mode.FULL, 7)
+    handed = []
+    for _ in range(4):
+        script = Script([("FULL", 99, w)])
+        n = 0
+        for _ in loops.epoch(data, script):
+            t.now += 0.02
+            n += 1
+        t.now += 10.0  # the loop's own work between epochs: in no period
+        handed.append(n)
+        if w.done:
+            break
+    # Each epoch's first period (it may hold no step) and last (it ends with the pass, in the next
+    # epoch) are left out: 2 + 2 + 2 measured, and the fourth epoch's second finishes the window.
+    assert handed == [4, 4, 4, 2] and w.done
+    r = w.result()
+    assert len(r.step_seconds) == 7 and r.samples == 56
+    assert r.step_seconds == pytest.approx((0.05,) * 7) and r.seconds == pytest.approx(7 * 0.05)
+    assert [tuple(p) for p in w.placed] == [(1, 0, 4), (1, 0, 4), (1, 0, 4), (1, 0, 2)]
+    assert w.span().to_dict() == {"start_epoch": 1, "start_step": 0, "end_epoch": 1, "end_step": 1, "segments": 4,
+                                  "left_out": 7}
+    assert sorted(w.left_out) == [0, 3, 4, 7, 8, 11, 12] and loops.balanced()
+
+
+def test_a_cached_batch_s_steps_count_in_the_epoch_s_own_length(variant: str) -> None:
+    """With a length, an epoch that handed out cached batches ends at that length: the loader's own."""
+    t = FakeClock()
+    loops = Loops(variant, t)
+    data = loader(t, 10, 8, fetch=0.01)
+    w = loops.window(Mode.SYNTHETIC, 6, constant=8)
+    script = Script([("PLAIN", 2), ("SYNTHETIC", 6, w), ("PLAIN", -1)], cached=[0] * 8)
+    ep = EpochState(iter(data), 10, t.now, loops.annotated)
+    ep.capped = True  # what the session sets when it hands out a cached batch in an epoch with a length
+    assert drive(epoch_loop(EpochArgs(ep, script, t.clock), loops.counter(), True), t, 0.01) == 10
+    assert type(data).fetched == 4  # 2 before the window, 2 after it: the 4 of the pass's last 8 it never made
+
+
+def test_a_loop_that_breaks_is_heard_and_the_window_leaves_that_period_out(variant: str) -> None:
+    t = FakeClock()
+    loops = Loops(variant, t)
+    data = loader(t, 100, 8, fetch=0.01)
+    w = loops.window(Mode.FULL, 10)
+    script = Script([("PLAIN", 1), ("FULL", 10, w)])
+    gen = loops.epoch(data, script)
     for k, _ in enumerate(gen):
-        if k == 3:
+        t.now += 0.02
+        if k == 4:
             break
     gen.close()
-    assert not runs.done
-    assert runs.aborted == [(f"{mode.value}_1", 4, STOPPED.format(k=4, n=10))]
-    assert runs.balanced()
+    assert script.closed_at and not w.done and w.handed == 4 and w.measured == 3 and w.left_out == [3]
+    assert loops.balanced()
 
 
-@pytest.mark.parametrize("mode", [Mode.SYNTHETIC, Mode.FULL])
-@pytest.mark.parametrize("how", ["close", "drop"])
-def test_a_loop_sized_by_len_counts_over_the_first_n_minus_1_periods(variant: str, mode: Mode, how: str) -> None:
+def test_a_dropped_epoch_is_heard_too(variant: str) -> None:
     t = FakeClock()
-    runs = Trials(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.03)))
-    n = 10
-    stamps = stamp_buffer(n)
-    gen = runs.epoch(TrialSpec(mode, 1, False, n), src, stamps=stamps)
-    assert handed_out(stamps, n) == 0
-    it = iter(gen)
-    for k in range(n):  # for _ in range(len(loader)): next(it) -- never asks for batch n + 1
-        next(it)
-        assert handed_out(stamps, n) == k + 1
-        t.now += 0.02
-    assert not runs.done
-    if how == "close":
-        gen.close()
-    else:
-        del gen, it
-        gc.collect()
-    ((r, early),) = runs.done
-    period = 0.02 + (0.03 if mode is Mode.FULL else 0.0)
-    assert early and r.samples == 8 * (n - 1) and len(r.step_seconds) == n - 1
-    assert r.seconds == pytest.approx((n - 1) * period) and r.throughput == pytest.approx(8 / period)
-    assert not runs.aborted and runs.balanced()
-
-
-def test_one_batch_trial_closed_before_a_second_request_is_not_counted(variant: str) -> None:
-    t = FakeClock()
-    runs = Trials(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.0)))
-    gen = runs.epoch(TrialSpec(Mode.FULL, 1, False, 1), src)
+    loops = Loops(variant, t)
+    script = Script([("PLAIN", 10)])
+    gen = loops.epoch(loader(t, 100, 8, fetch=0.0), script)
     next(gen)
-    gen.close()
-    assert runs.aborted == [("FULL_1", 1, TOO_SHORT)] and not runs.done and runs.balanced()
+    next(gen)
+    del gen
+    gc.collect()
+    assert script.closed_at == [(2, 2)]
 
 
-def test_report_time_is_taken_out_of_the_trial(variant: str) -> None:
+def test_report_time_is_taken_out_of_the_window(variant: str) -> None:
     t = FakeClock()
-    runs = Trials(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.0)))
+    loops = Loops(variant, t)
     calls = []
 
-    def report(spec, i, stamps, sizes, pauses) -> None:
+    def report(w: WindowRun, i: int) -> None:
         calls.append(i)
         t.now += 5.0  # a very slow print
-        pauses.append((i, t.clock() - stamps[i]))
+        w.pauses.append((i, t.clock() - w.stamps.get(i)))
 
-    drive(runs.epoch(TrialSpec(Mode.FULL, 1, False, 10), src, report=report, freq=3), t, step=0.1)
+    w = loops.window(Mode.FULL, 10, report=report, freq=3)
+    drive(loops.epoch(loader(t, 100, 8, fetch=0.0), Script([("PLAIN", 1), ("FULL", 10, w)])), t, step=0.1)
     assert calls == [3, 6, 9]
-    r = runs.done[0][0]
+    r = w.result()
     assert r.seconds == pytest.approx(1.0) and sum(r.step_seconds) == pytest.approx(1.0)
 
 
-def test_synthetic_batch_error_has_the_same_text_in_both_variants(variant: str) -> None:
-    def broken() -> Any:
-        raise OSError("no batch")
-
-    runs = Trials(variant, FakeClock())
-    src = BatchSource(lambda: iter([]))
-    with pytest.raises(OSError, match="no batch"):
-        list(runs.epoch(TrialSpec(Mode.SYNTHETIC, 1, False, 5), src, get_batch=broken))
-    assert runs.aborted == [("SYNTHETIC_1", 0, "OSError raised: no batch")]
-    assert runs.balanced()
-
-
-def test_loader_error_inside_a_trial_propagates_and_is_recorded(variant: str) -> None:
+def test_loader_error_inside_a_window_propagates_and_is_heard(variant: str) -> None:
     def bad():
         yield [0] * 4
         raise OSError("disk gone")
 
-    runs = Trials(variant, FakeClock())
-    src = BatchSource(bad)
+    t = FakeClock()
+    loops = Loops(variant, t)
+    script = Script([("FULL", 5, loops.window(Mode.FULL, 5))])
     with pytest.raises(OSError, match="disk gone"):
-        list(runs.epoch(TrialSpec(Mode.FULL, 1, False, 5), src))
-    assert runs.aborted == [("FULL_1", 1, "the data loader raised OSError: disk gone")]
-    assert runs.balanced()
+        list(loops.epoch(bad(), script))
+    assert script.failures == ["OSError: disk gone"] and loops.balanced()
 
 
 def test_full_splits_each_period_into_step_and_wait_for_data(variant: str) -> None:
     t = FakeClock()
-    runs = Trials(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 7, 8, fetch=0.03)))  # passes of 7: new passes inside
+    loops = Loops(variant, t)
     calls = []
 
-    def report(spec, i, stamps, sizes, pauses) -> None:
+    def report(w: WindowRun, i: int) -> None:
         calls.append(i)
         t.now += 5.0  # a slow print inside the step part: taken out of the step, not the wait
-        pauses.append((i, t.clock() - stamps[i]))
+        w.pauses.append((i, t.clock() - w.stamps.get(i)))
 
-    drive(runs.epoch(TrialSpec(Mode.FULL, 1, False, 20), src, report=report, freq=6), t, step=0.01)
-    ((r, early),) = runs.done
-    assert calls == [6, 12, 18] and not early
+    w = loops.window(Mode.FULL, 20, report=report, freq=6)
+    drive(loops.epoch(loader(t, 100, 8, fetch=0.03), Script([("PLAIN", 1), ("FULL", 20, w)])), t, step=0.01)
+    r = w.result()
+    assert calls == [6, 12, 18]
     assert r.seconds == pytest.approx(20 * 0.04)
     assert r.wait_seconds == pytest.approx(20 * 0.03) and r.data_wait == pytest.approx(0.75)
     assert r.wait_median == pytest.approx(0.03) and r.work_median == pytest.approx(0.01)
     # SYNTHETIC has no loader to wait for.
-    drive(runs.epoch(TrialSpec(Mode.SYNTHETIC, 1, False, 5), src), t, step=0.01)
-    assert runs.done[-1][0].data_wait is None
+    s = loops.window(Mode.SYNTHETIC, 5, constant=8)
+    drive(loops.epoch(loader(t, 100, 8, fetch=0.03), Script([("PLAIN", 1), ("SYNTHETIC", 5, s)], cached=[0] * 8)), t,
+          step=0.01)
+    assert s.result().data_wait is None
 
 
-def test_a_len_sized_full_trial_splits_its_first_n_minus_1_periods(variant: str) -> None:
+def test_a_window_s_left_out_periods_leave_its_wait_split_whole(variant: str) -> None:
     t = FakeClock()
-    runs = Trials(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.01)))
-    gen = runs.epoch(TrialSpec(Mode.FULL, 1, False, 6), src)
-    it = iter(gen)
-    for _ in range(6):
-        next(it)
-        t.now += 0.03
-    gen.close()
-    ((r, early),) = runs.done
-    assert early and len(r.step_seconds) == 5 and r.data_wait == pytest.approx(0.25)
+    loops = Loops(variant, t)
+    w = loops.window(Mode.FULL, 6)
+    data = loader(t, 4, 8, fetch=0.01)
+    for _ in range(3):
+        drive(loops.epoch(data, Script([("FULL", 99, w)])), t, step=0.03)
+        if w.done:
+            break
+    r = w.result()
+    assert len(r.step_seconds) == 6 and r.data_wait == pytest.approx(0.25)
+    assert r.step_waits is not None and len(r.step_waits) == 6
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 7, 8, 13, 20])
 def test_a_constant_batch_size_counts_only_the_last_batch_of_each_pass_and_agrees(variant: str, n: int) -> None:
-    """Passes of 7 batches, the last of 3 samples: counting only pass ends gives the same samples
-    (in both variants: the annotated loops once ignored ``constant``)."""
+    """Passes of 7 batches, the last of 3 samples: counting only pass ends gives the same samples."""
     def run(constant: Any) -> List[Tuple[int, Tuple[int, ...]]]:
         t = FakeClock()
-        src = BatchSource(lambda: iter(loader(t, 7, 8, fetch=0.01, last=3)))
-        ranges = RecordingRanges() if variant == "annotated" else None
-        counted: List[Any] = []
+        loops = Loops(variant, t)
+        data = loader(t, 7, 8, fetch=0.01, last=3)
         out = []
-        for k in range(3):  # trials continue where the previous one stopped
-            full = full_trial(TrialSpec(Mode.FULL, k + 1, False, n), src, make_counter([0]), t.clock, noop,
-                              lambda outcome: counted.append(outcome.result), constant=constant, ranges=ranges)
-            drive(full, t, 0.0)
-            r = io_trial(TrialSpec(Mode.IO, k + 1, False, n), src, make_counter([0]), t.clock, noop, constant=constant,
-                         ranges=ranges)
-            counted.append(r)
-        assert ranges is None or ranges.depth == 0
-        for r in counted:
+        w = loops.window(Mode.FULL, n, constant=constant)
+        while not w.done:  # the window spans the loader's passes, each an epoch of the loop
+            drive(loops.epoch(data, Script([("FULL", 99, w)])), t, 0.0)
+        r = w.result()
+        out.append((r.samples, tuple(r.step_samples)))
+        src = BatchSource(lambda: iter(data))
+        for k in range(2):  # IO trials continue where the previous one stopped
+            r = loops.io(TrialSpec(Mode.IO, k + 1, False, n), src, constant)
             out.append((r.samples, tuple(r.step_samples)))
+        assert loops.balanced()
         return out
 
     assert run(8) == run(None)
+
+
+def test_plain_segments_hand_out_the_pass_as_it_is_and_cached_ones_the_cached_batch(variant: str) -> None:
+    t = FakeClock()
+    loops = Loops(variant, t)
+    cached = ["cached"]
+    data = [[k] for k in range(8)]
+    script = Script([("PLAIN", 2), ("CACHED", 2), ("PLAIN", -1)], cached=cached)
+    assert list(loops.epoch(data, script)) == [[0], [1], cached, cached, [2], [3], [4], [5], [6], [7]]
+
+
+def test_a_segment_another_variant_runs_is_delegated() -> None:
+    """A window with ranges in an epoch of the plain variant (a profiled warm-up) runs in the annotated one."""
+    t = FakeClock()
+    ranges = RecordingRanges()
+    spec = TrialSpec(Mode.FULL, 1, True, 3, profiled=True)
+    w = WindowRun(WindowArgs(spec, make_counter([0]), None, t.clock, noop, noop, None, 0, ranges))
+    ep = EpochState(iter(loader(t, 100, 8, fetch=0.0)), -1, 0.0, False)
+
+    class Outer(Script):
+        def segment(self, state: EpochState) -> Segment:
+            self._settle(state)
+            if w.started:
+                return Segment(END)
+            w.started = True
+            w.open_segment(1, state.handed, 3)
+            state.window = w
+            one = Segment(FULL, 3, w, finishes=True)
+            inner = Script([])
+            inner.segment = lambda s, seg=[one]: seg.pop() if seg else Segment(END)  # type: ignore[method-assign]
+            return Segment(FULL, 3, w, finishes=True, delegate=epoch_loop(EpochArgs(state, inner, t.clock), None,
+                                                                        False, nvtx=True))
+
+    outer = Outer([])
+    assert drive(epoch_loop(EpochArgs(ep, outer, t.clock), None, False), t, 0.01) == 3
+    assert ("PUSH", "FULL_WARMUP_1", 0) in ranges.events and ranges.depth == 0
+    assert ep.handed == 3
 
 
 def test_the_plain_variant_is_the_annotated_one_without_its_annotations() -> None:
     """The plain loops are derived from the annotated source: no NVTX name is left in them."""
     import dis
 
-    from benchy.measure.trial import WINDOWS
-
-    for plain, annotated in WINDOWS.values():
+    for kind in ("IO", "epoch"):
+        plain, annotated = loop_variant(kind, False), loop_variant(kind, True)
         used = {i.argval for i in dis.get_instructions(plain) if isinstance(i.argval, str)}
         assert not used & {"push", "pop", "depth", "step_attr", "fetch_attr", "_close_ranges", "payload"}
         assert {"push", "pop"} <= {i.argval for i in dis.get_instructions(annotated) if isinstance(i.argval, str)}
@@ -370,18 +469,17 @@ def test_the_plain_variant_is_the_annotated_one_without_its_annotations() -> Non
 @pytest.mark.parametrize("variant", ["plain-inline", "annotated-inline"])
 def test_an_inline_count_replaces_the_per_step_call(variant: str) -> None:
     t = FakeClock()
-    runs = Trials(variant, t)
+    loops = Loops(variant, t)
     src = BatchSource(lambda: iter(loader(t, 1000, 4, fetch=0.01)))
-    result = runs.io(TrialSpec(Mode.IO, 1, False, 50), src)
-    assert result.samples == 200 and runs.calls == 0
-    gen = runs.epoch(TrialSpec(Mode.FULL, 1, False, 50), src)
-    assert drive(gen, t, 0.02) == 50 and runs.done[-1][0].samples == 200 and runs.calls == 0
+    result = loops.io(TrialSpec(Mode.IO, 1, False, 50), src)
+    assert result.samples == 200 and loops.calls == 0
+    w = loops.window(Mode.FULL, 50)
+    assert drive(loops.epoch(loader(t, 1000, 4, fetch=0.01), Script([("FULL", 51, w)])), t, 0.02) == 51
+    assert w.result().samples == 200 and loops.calls == 0
 
 
 def test_counters_carry_their_count_as_an_expression_that_falls_back_to_the_call() -> None:
     import torch
-
-    from benchy.measure.trial import _full_annotated, _window
 
     @dataclasses.dataclass
     class Batch:
@@ -397,11 +495,10 @@ def test_counters_carry_their_count_as_an_expression_that_falls_back_to_the_call
         assert (eval(expected, {"batch": batch}) if expected else counter(batch)) == 3
     # A FULL window with the tuple's inline count, fed a dict and a bare tensor later on: the call counts them.
     t = FakeClock()
-    runs = Trials("plain", t)
     counter = make_counter((torch.zeros(4, 2), torch.zeros(4)))
     batches = [(torch.zeros(4, 2), torch.zeros(4)), {"x": torch.zeros(2)}, [1, 2, 3, 4, 5], (torch.zeros(3),)]
-
-    assert _window(_full_annotated, False, counter.inline).__name__ == "_full_plain_inline"
-    gen = full_trial(TrialSpec(Mode.FULL, 1, False, 8), BatchSource(lambda: iter(batches * 3)), counter, t.clock, noop, runs.settle)
-    assert drive(gen, t, 0.02) == 8
-    assert list(runs.done[-1][0].step_samples) == [4, 2, 5, 3] * 2
+    assert loop_variant("epoch", False, counter.inline).__name__ == "_epoch_plain_inline"
+    w = WindowRun(WindowArgs(TrialSpec(Mode.FULL, 1, False, 8), counter, None, t.clock, noop, noop, None, 0, None))
+    ep = EpochState(iter(batches * 3), -1, 0.0, False)
+    assert drive(epoch_loop(EpochArgs(ep, Script([("FULL", 9, w)]), t.clock), counter, False), t, 0.02) == 9
+    assert list(w.result().step_samples) == [2, 5, 3, 4] * 2  # from step 0: its first period is left out

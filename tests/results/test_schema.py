@@ -27,7 +27,7 @@ STORED = [
     ("v1-0.1.x", 1, 1),  # after issues 8-11, still version 1: every key but run_name/source
     ("v1-2ranks", 1, 2),  # the same, two ranks under torchrun (per-rank figures)
     ("v2", 2, 1),  # run_name and source
-    ("v3", 3, 1),  # this version: the timeline
+    ("v3", 3, 1),  # the timeline
     ("v3-2ranks", 3, 2),  # the same, two ranks, every rank's steps saved
     ("v3-sweep", 3, 1),  # the same, one rank, with a loader sweep
 ]
@@ -93,8 +93,8 @@ def test_default_run_name() -> None:
     ("not json {", "not a JSON file"),
     ("[1, 2]", "expected a JSON object (benchy's result), got list"),
     ('{"IO": {}}', "no integer 'schema_version' (got None): not a benchy result file"),
-    ('{"schema_version": 99}', "schema_version 99 was written by a newer benchy; this benchy reads versions 1 to 3"),
-    ('{"schema_version": 0}', "schema_version 0; expected 1 to 3"),
+    ('{"schema_version": 99}', "schema_version 99 was written by a newer benchy; this benchy reads versions 1 to 4"),
+    ('{"schema_version": 0}', "schema_version 0; expected 1 to 4"),
 ])
 def test_unreadable_files_are_named_with_the_problem(tmp_path: Path, content: str, expected: str) -> None:
     path = tmp_path / "r.json"
@@ -132,7 +132,7 @@ def test_upgrade_leaves_its_input_alone() -> None:
     doc = raw("v1-0.1.0")
     before = json.dumps(doc, sort_keys=True)
     upgraded, version = upgrade(doc)
-    assert version == 1 and upgraded["schema_version"] == 3 and json.dumps(doc, sort_keys=True) == before
+    assert version == 1 and upgraded["schema_version"] == 4 and json.dumps(doc, sort_keys=True) == before
 
 
 # --- Welch's test: values computed with scipy.stats (ttest_ind(equal_var=False); t.sf at df rounded down)

@@ -8,7 +8,8 @@ import json
 from helpers import trial_result
 
 from benchy import Mode, TrialSpec
-from benchy.core.results import Interruption, RunResults, Snapshot
+from benchy.core.outcomes import Interruption, Outcomes
+from benchy.core.results import RunResults, Snapshot
 from benchy.core.verdict import Reading, read
 from benchy.results import lines
 from benchy.results.files import write_document
@@ -42,14 +43,14 @@ def test_the_verdict_line_is_the_readings_and_is_not_worked_out_again() -> None:
 def test_result_document_has_original_keys_and_ours() -> None:
     results = RunResults(
         [trial_result(Mode.IO, 1, 100, 1.0, warmup=True), trial_result(Mode.IO, 1, 100, 2.0),
-         trial_result(Mode.IO, 2, 100, 2.5)],
-        [Interruption(TrialSpec(Mode.FULL, 1, False, 4), 2, "loop stopped")],
-    )
+         trial_result(Mode.IO, 2, 100, 2.5)])
+    lost = Outcomes().lose(Interruption(TrialSpec(Mode.FULL, 1, False, 4), 2, "loop stopped"))
     modes = [Mode.IO, Mode.FULL]
-    doc = result_document(results, modes, snapshot(), read(results, modes, 0.95, 0, None), config={"global": {}},
-                          environment={"host": "h"}, nranks=1, epochs_needed=5)
+    doc = result_document(results, modes, snapshot(outcomes=lost, steps_needed=100, epoch_length=24),
+                          read(results, modes, 0.95, 0, None), config={"global": {}}, environment={"host": "h"}, nranks=1)
     assert doc["schema_version"] == SCHEMA_VERSION and doc["complete"] is False and doc["nranks"] == 1
-    assert doc["epochs_started"] == 2 and doc["epochs_needed"] == 5
+    assert doc["epochs_started"] == 2 and doc["steps_needed"] == 100 and doc["epochs_needed"] == 5
+    assert doc["epoch_length"] == 24 and doc["rerun"] == [] and doc["failed_ranks"] == []
     io = doc["IO"]
     assert io["trial_throughput"] == [50.0, 40.0] and io["trial_time"] == [2.0, 2.5]
     assert [r.tolist() for r in io["rates"]] == [[50.0] * 4, [40.0] * 4] and io["avg_iter_throughput"] == [50.0, 40.0]
@@ -62,5 +63,5 @@ def test_result_document_has_original_keys_and_ours() -> None:
     assert json.loads(handle.getvalue())["IO"]["rates"] == [[50.0] * 4, [40.0] * 4]
     # Complete only when the schedule finished and every trial it issued counted.
     finished = result_document(RunResults(results.trials), modes, snapshot(finished=True), Reading(None, None, ()),
-                               config={}, environment={}, nranks=1, epochs_needed=5)
+                               config={}, environment={}, nranks=1)
     assert finished["complete"] is True and finished["verdict"] is None

@@ -28,13 +28,16 @@ def make(clock: FakeClock, fetch: Callable[[int], float], sections: Dict[str, An
 
 
 def train(session: Session, clock: FakeClock, step: Callable[[int], float], max_epochs: int = 60) -> int:
-    """Epochs until the schedule is over; each step takes ``step(steps so far)`` seconds."""
-    for e in range(max_epochs):
+    """Epochs (of 10 000 batches) until the schedule is over; each step takes ``step(steps so far)``
+    seconds. The SYNTHETIC and FULL windows it ran."""
+    for _ in range(max_epochs):
         if session.done:
-            return e
+            return sum(1 for t in session.results.trials if t.mode is not Mode.IO)
         for _ in session.iterate():
             clock.now += step(clock.steps)
             clock.steps += 1
+            if session.done:
+                break
     raise AssertionError(f"the schedule did not end within {max_epochs} epochs")
 
 
@@ -125,17 +128,17 @@ def test_auto_warmup_stops_at_its_bound_and_says_so(tmp_path) -> None:
 def test_a_clear_gap_stops_at_the_fewest_trials(tmp_path) -> None:
     clock = FakeClock()
     session, stream = make(clock, lambda k: 0.002, {})
-    epochs = train(session, clock, lambda k: 0.01)
+    windows = train(session, clock, lambda k: 0.01)
     assert order(session) == ["IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "FULL_WARMUP_1",
                               "SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2"]
-    assert epochs == 6  # of at most 2 x (4 + 8) = 24
+    assert windows == 6  # of at most 2 x (4 + 8) = 24
     text = stream.getvalue()
-    assert "the script must run up to 24 epochs (the schedule stops as soon as the answer is known, after 6" in text
+    assert "windows of steps in the training loop, back to back: up to about 603 steps" in text  # 24 x 25 + 3
     assert "Schedule: done after IO 1 warm-up + 2, SYNTHETIC 1 warm-up + 2, FULL 1 warm-up + 2: the verdict " \
            "is decided (99 % confidence)." in text
     assert "BENCHY::SUMMARY::VERDICT compute limits training" in text and "(99 % interval 5.00x to 5.00x)" in text
     doc = read_json(session)
-    assert doc["complete"] is True and doc["epochs_needed"] == 24
+    assert doc["complete"] is True and doc["schedule"]["windows_needed"] == 24 and doc["steps_needed"] == 603
     assert doc["schedule"]["stop_reason"] == "the verdict is decided (99 % confidence)"
     assert doc["decision"]["io_vs_synthetic"]["confidence"] == 0.99
 
@@ -152,7 +155,7 @@ def test_an_undecided_comparison_gets_more_trials_of_the_wider_side_up_to_the_bo
     train(session, clock, lambda k: 0.0105)
     labels = order(session)
     assert len(rates(session, Mode.IO)) == 5 and len(rates(session, Mode.SYNTHETIC)) == 2
-    # The extra IO trials ran hidden at later epoch boundaries, one per boundary.
+    # The extra IO trials ran hidden between later windows, one per boundary.
     first_epoch_trial = labels.index("SYNTHETIC_WARMUP_1")
     extra = [labels.index(f"IO_{k}") for k in (3, 4, 5)]
     assert all(i > first_epoch_trial for i in extra) and len(set(b - a for a, b in zip(extra, extra[1:]))) >= 1
@@ -166,7 +169,7 @@ def test_an_undecided_comparison_gets_more_trials_of_the_wider_side_up_to_the_bo
 def test_precision_alone_stops_a_run_without_a_comparison(tmp_path) -> None:
     clock = FakeClock()
     session, stream = make(clock, lambda k: 0.002, {"IO": {"run_benchmark": False}})
-    assert train(session, clock, lambda k: 0.01) == 6
+    assert train(session, clock, lambda k: 0.01) == 6  # windows
     assert "every interval is within 2 % of its mean" in stream.getvalue()
 
 
@@ -174,7 +177,7 @@ def test_fixed_counts_ignore_the_answer(tmp_path) -> None:
     clock = FakeClock()
     fixed = {"ntrials": 4, "nwarmup": 1}
     session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed})
-    assert train(session, clock, lambda k: 0.01) == 10
+    assert train(session, clock, lambda k: 0.01) == 10  # windows
     assert order(session)[5:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "SYNTHETIC_1", "FULL_1", "FULL_2",
                                   "SYNTHETIC_2", "SYNTHETIC_3", "FULL_3", "FULL_4", "SYNTHETIC_4"]
 
@@ -237,26 +240,24 @@ def test_the_profiled_warmup_follows_auto_warmups_and_is_never_counted(tmp_path)
 
 
 def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
-    # Workers fill their queue while the loop takes no batches (a SYNTHETIC epoch): each FULL trial
-    # first takes num_workers x prefetch_factor batches untimed, so it does not start with free ones.
+    # Workers fill their queue while the loop takes no batches (a SYNTHETIC window, benchy's own report
+    # between windows): each FULL window first takes num_workers x prefetch_factor batches untimed (and
+    # the one it holds), so that it does not start with free ones.
     clock = FakeClock()
     fixed = {"ntrials": 2, "nwarmup": 1}
     session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed}, queue_depth=3)
-    fetched: List[int] = []  # loader fetches per epoch, iter() included
-    for _ in range(6):
-        before = clock.fetches
-        it = session.iterate()
-        for _ in it:
-            clock.now += 0.01
-            clock.steps += 1
-        del it
-        fetched.append(clock.fetches - before)
-    assert session.done
+    train(session, clock, lambda k: 0.01)
     assert order(session)[3:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "SYNTHETIC_1", "FULL_1", "FULL_2",
                                   "SYNTHETIC_2"]
-    # FULL epochs (1, 3, 4): 3 drained + 25 + the one that closes the window (kept, then dropped
-    # by the next drain); SYNTHETIC epochs fetch nothing (the one cached batch came from IO).
-    assert fetched[1:] == [3 + 25 + 1, 0, 3 + 25 + 1, 3 + 25 + 1, 0], fetched  # epoch 0 also ran the IO trials
+    spans = {t.label: t.window for t in session.results.trials if t.window is not None}
+    gaps = []
+    labels = list(spans)
+    for before, label in zip(labels, labels[1:]):
+        if label.startswith("FULL"):
+            gaps.append(spans[label].start_step - spans[before].end_step - 1)
+    # The 3 ready batches and the batch held (the epoch's first, fetched when it began, or the one that
+    # closed the FULL window before): 3 + 1 each time.
+    assert gaps == [4, 4, 4], gaps
 
 
 def swinging_io(k: int) -> float:

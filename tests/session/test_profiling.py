@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 import pytest
-from helpers import FakeClock, Made, make_session, small_config
+from helpers import FakeClock, Made, make_session, small_config, until_done
 
 from benchy import Mode, Schedule, load_config
 from benchy.measure.profiling import ProfilerWindow
@@ -28,7 +28,7 @@ class FakeApi:
 
 def order():
     s = Schedule.from_config(load_config(environ={}))
-    return s.hidden + s.per_epoch
+    return s.hidden + s.windows
 
 
 def walk(window: ProfilerWindow, api: FakeApi) -> List[str]:
@@ -124,10 +124,10 @@ def test_session_stops_the_profiler_when_the_step_raises_and_the_script_ends() -
     with pytest.raises(ZeroDivisionError):
         for epoch in range(10):
             for k, _ in enumerate(session.iterate()):
-                if epoch == 2 and k == 1:
+                if epoch == 1 and k == 1:  # inside the schedule's windows
                     1 / 0
     assert api.calls == ["start"]
-    session.at_exit()  # what atexit does when the script dies of the exception
+    session.life.at_exit()  # what atexit does when the script dies of the exception
     assert api.calls == ["start", "stop"]
     assert "cudaProfilerStop at exit" in stream.getvalue()
 
@@ -135,9 +135,7 @@ def test_session_stops_the_profiler_when_the_step_raises_and_the_script_ends() -
 def test_session_stops_the_profiler_before_the_summary() -> None:
     api = FakeApi()
     session, stream, _ = session_with(api)
-    for _ in range(session.schedule.epochs_needed):
-        for _ in session.iterate():
-            pass
+    until_done(session)
     assert api.calls == ["start", "stop"] and session.done
     out = stream.getvalue()
     assert out.index("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): cudaProfilerStart "

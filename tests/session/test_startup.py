@@ -8,6 +8,7 @@ from typing import Iterator, List
 
 import pytest
 import torch
+from helpers import until_done
 
 from benchy.core.startup import startup
 from benchy.measure.source import BatchSource
@@ -77,9 +78,7 @@ def test_a_loader_that_restarts_its_workers_every_epoch_is_named(tmp_path: Path,
            "IO": mode, "synthetic": mode, "full": mode}
     loader = BenchmarkDataLoader(Samples(), batch_size=4, num_workers=2, worker_init_fn=slow_start,
                                  persistent_workers=persistent, benchy_config=cfg)  # 12 batches per pass
-    for _ in range(loader.benchy.schedule.epochs_needed):
-        for _ in loader:
-            time.sleep(0.002)
+    until_done(loader, lambda: time.sleep(0.002))
     out = capsys.readouterr().out
     start = loader.benchy.snapshot().startup
     assert start is not None and len(start.seconds) >= 2, out
