@@ -153,8 +153,8 @@ def _none_chosen() -> None:
     """At exit: DataLoaders were made but none was benchmarked; say why that usually happens."""
     if STATE.chosen is not None or STATE.created == 0 or global_rank() != 0:
         return
-    rule = ("no DataLoader's plain pass ran a loop and was iterated again (a loader re-created every epoch, or "
-            "an epoch loop that never re-iterates one?)" if STATE.mode is None
+    rule = (f"no DataLoader's plain pass was asked for more than {LOOP_BATCHES} batches (no training loop ran, "
+            f"or it ran over a loader that benchy run does not see)" if STATE.mode is None
             else f"the script created {STATE.created} DataLoader(s), fewer than --loader {STATE.mode}")
     message = lines.warning(f"benchy run: nothing was benchmarked: {rule}. Pick one with --loader N "
                             f"(the N-th DataLoader created; {STATE.created} were).")

@@ -134,7 +134,7 @@ def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...]
                         length=weakly(loader, lambda found: _length(found, DataLoader.__len__)),
                         batch_samples=_fixed_batch(loader), sweeper=variants if config.sweep.enabled else None,
                         instrument=None if variants is None else variants.instrumented,
-                        own=lambda: own_passes(loader, plain_iter),
+                        own=weakly(loader, lambda found: own_passes(found, plain_iter)),
                         generators=weakly(loader, loader_generators), owner=weakref.ref(loader))
     return Session(config, facts)
 

@@ -140,10 +140,11 @@ def finish(procs: List[subprocess.Popen], timeout: float) -> List[Optional[tuple
 
 
 def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp_path: Path) -> None:
-    # Epoch 3 is FULL_1 (after SYNTHETIC_WARMUP_1, FULL_WARMUP_1, SYNTHETIC_1); rank 1 dies at its
-    # step 1. Rank 0 must not hang.
+    # Epochs of 100 batches: SYNTHETIC_WARMUP_1 takes steps 0-10 (from the epoch's step 0 its first period is
+    # left out), FULL_WARMUP_1 11-20, SYNTHETIC_1 21-30, FULL_1 31-40; rank 1 dies at step 32, FULL_1's
+    # second. Rank 0 must not hang.
     start = time.monotonic()
-    procs = bare_launch(tmp_path, ["--die_rank", "1", "--die_at", "3:1", "--no_allreduce"], timeout_s=5)
+    procs = bare_launch(tmp_path, ["--die_rank", "1", "--die_at", "0:32", "--no_allreduce"], timeout_s=5)
     rank0, rank1 = finish(procs, timeout=120)
     elapsed = time.monotonic() - start
     assert rank0 is not None, "rank 0 hung"
@@ -159,7 +160,7 @@ def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp
     # ... and printed, as a single-rank run prints it.
     assert set(summary(out)) == {"IO", "SYNTHETIC"}, out
     assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in out
-    assert "trial FULL_1 stopped after" in out and "the ranks could not exchange its results" in out
+    assert "trial FULL_1 did not count" in out and "the ranks could not exchange its results" in out
 
 
 @pytest.mark.parametrize("lists", [64, 2], ids=["all-gather", "tree summary"])
@@ -171,7 +172,7 @@ def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded
     # the exchange (found by halving the range). With per-rank lists (an all-gather ring) and past
     # dist_rank_lists (the tree of point-to-point messages).
     start = time.monotonic()
-    procs = bare_launch(tmp_path, ["--die_rank", "5", "--die_at", "3:1", "--no_allreduce"], timeout_s=10, nranks=8,
+    procs = bare_launch(tmp_path, ["--die_rank", "5", "--die_at", "0:32", "--no_allreduce"], timeout_s=10, nranks=8,
                         dist_rank_lists=lists)
     outs = finish(procs, timeout=240)
     elapsed = time.monotonic() - start
@@ -221,7 +222,9 @@ def test_past_the_rank_lists_bound_the_ranks_reduce_a_summary_and_the_slowest_is
 
 
 def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
-    procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--no_allreduce"], timeout_s=5)
+    # Epochs of 12 batches: rank 1 stops after 2 epochs (24 steps), inside SYNTHETIC_1.
+    procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--batches", "12", "--no_allreduce"],
+                        timeout_s=5)
     rank0, rank1 = finish(procs, timeout=120)
     assert rank0 is not None and rank1 is not None, "a rank hung"
     assert rank1[0] == 0  # it simply stopped asking for epochs
@@ -230,7 +233,7 @@ def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
 
 def test_killed_rank_under_torchrun_fails_the_job(tmp_path: Path) -> None:
     start = time.monotonic()
-    proc = torchrun(tmp_path, "--die_rank", "1", "--die_at", "3:1", "--no_allreduce", timeout=120, dist_timeout=5)
+    proc = torchrun(tmp_path, "--die_rank", "1", "--die_at", "0:32", "--no_allreduce", timeout=120, dist_timeout=5)
     assert proc.returncode != 0
     assert "USER::rank 1 killing itself" in proc.stdout
     assert time.monotonic() - start < 90
@@ -264,3 +267,24 @@ def test_ranks_with_different_schedules_stop_before_any_trial(tmp_path: Path) ->
         assert "benchy.DistributedError: benchy: the ranks were given different schedules: " in stderr, stderr
         assert "IO.nbatches (rank 0: 10, rank 1: 20)" in stderr and "IO.ntrials (rank 0: 2, rank 1: 3)" in stderr
         assert "Trial Throughput" not in stdout  # nothing was measured, nothing combined
+
+
+def test_a_rank_whose_step_raises_is_named_by_the_ranks_the_launcher_stops(tmp_path: Path) -> None:
+    # Rank 1's step raises at step 32 (FULL_1's second); torchrun then stops rank 0 with SIGTERM. Before it
+    # ended, rank 1 said so in the job's store: rank 0 names it in its warning and in the JSON.
+    proc = torchrun(tmp_path, "--raise_rank", "1", "--die_at", "0:32", "--no_allreduce", "--step_ms", "20",
+                    timeout=120, dist_timeout=20)
+    assert proc.returncode != 0
+    reason = "RuntimeError: rank 1's step failed at epoch 0 step 32"
+    assert reason in proc.stderr
+    # Rank 0 is in FULL_1, or between SYNTHETIC_1 and FULL_1 (it writes the JSON there, rank 1 does not).
+    warning = re.search(r"^BENCHY::WARNING::Message: SIGTERM received (during trial FULL_1 \(\d+ of 10 steps measured\): it "
+                        r"is not counted\.|between trials\.) (.*)$", proc.stdout, re.M)
+    assert warning is not None, proc.stdout[-3000:]
+    assert warning.group(2) == (f"Rank 1 failed first ({reason}); the launcher stopped the others. The results "
+                                f"measured so far follow.")
+    doc = result(tmp_path)
+    assert doc["failed_ranks"] == [{"rank": 1, "reason": reason}] and doc["complete"] is False
+    if warning.group(1).startswith("during"):
+        (lost,) = [i for i in doc["interrupted"] if i["trial"] == "FULL_1"]
+        assert lost["reason"].startswith("interrupted by SIGTERM after ") and f"rank 1 failed first ({reason})" in lost["reason"]

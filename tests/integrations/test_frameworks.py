@@ -22,44 +22,41 @@ def epochs_of(stdout: str, rank: int = 0) -> list:
 
 
 def test_lightning_trainer_with_len_equal_to_nbatches(run_script) -> None:
-    # 20 samples in batches of 4: the loader's own length is nbatches, so the fit loop never asks
-    # for batch 6 -- every trial must still count.
-    # A 20 ms step: Lightning asks for batch k + 1 only after step k when the loader has a len()
-    # (it prefetches only unsized loaders), so every period holds one step and nothing is left out.
-    run = run_script(small_config(), "--enable_benchy", "--samples", "20", "--epochs", "10", "--step_ms", "20",
+    # 20 samples in batches of 4: the loader's own length is nbatches, so each epoch is a window's length;
+    # the fit loop sizes its epochs by len() once, and they stay 5 batches through the schedule.
+    run = run_script(small_config(), "--enable_benchy", "--samples", "20", "--epochs", "40", "--step_ms", "5",
                      script=LIGHTNING)
     assert run.returncode == 0, run
     assert set(run.trials) == ALL_TRIALS, run
-    assert epochs_of(run.stdout) == [5] * 6
+    assert epochs_of(run.stdout) and set(epochs_of(run.stdout)) == {5}
     assert "USER::rank 0 done" not in run.stdout  # exit_after_tests ended the Trainer's run
     doc = run.result()
     assert doc["complete"] is True and doc["exit_status"] == 0
     assert "lightning_script.py" in doc["loader"]  # the script's line, not Lightning's wrapper
 
 
-def test_lightning_trainer_with_a_longer_loader(run_script) -> None:
-    run = run_script(small_config(), "--enable_benchy", "--samples", "80", "--epochs", "10", "--step_ms", "20",
-                     script=LIGHTNING)
+def test_lightning_trainer_with_a_longer_loader_and_after_the_schedule(run_script) -> None:
+    config = small_config(exit_after_tests=False)
+    run = run_script(config, "--enable_benchy", "--samples", "80", "--epochs", "8", "--step_ms", "5", script=LIGHTNING)
     assert run.returncode == 0, run
     assert set(run.trials) == ALL_TRIALS, run
-    assert epochs_of(run.stdout) == [5] * 6  # len() is the trial's nbatches, so Lightning sizes its epochs by it
-    # Lightning stops at len() batches and never asks for a sixth: each trial counts its first 4 periods.
+    # Lightning reads len() once; benchy never changes it: 20 batches every epoch, then and after.
+    assert epochs_of(run.stdout) == [20] * 8 and "USER::rank 0 done" in run.stdout
     doc = run.result()
-    assert doc["FULL"]["trial_samples"] == [16, 16] and doc["lookahead"] is False
+    assert doc["FULL"]["trial_samples"] == [20, 20] and doc["complete"] is True
     assert "fetches one batch ahead" not in run.stdout
 
 
 def test_lightning_ddp_with_the_injected_distributed_sampler(run_script) -> None:
-    run = run_script(small_config(), "--enable_benchy", "--devices", "2", "--samples", "80", "--epochs", "10",
-                     "--step_ms", "20", script=LIGHTNING, timeout=240)
+    run = run_script(small_config(), "--enable_benchy", "--devices", "2", "--samples", "80", "--epochs", "20",
+                     "--step_ms", "5", script=LIGHTNING, timeout=240)
     assert run.returncode == 0, run
     assert run.stdout.count("BENCHY::SUMMARY::FULL average") == 1
-    assert epochs_of(run.stdout, 0) == [5] * 6 and epochs_of(run.stdout, 1) == [5] * 6
+    assert set(epochs_of(run.stdout, 0)) == {10} and set(epochs_of(run.stdout, 1)) == {10}  # half of 20 each
     doc = run.result()
     assert doc["complete"] is True and doc["nranks"] == 2
-    # Each rank's sampler holds half the data; every trial has 5 batches of 4 on each rank, counted
-    # over its first 4 periods (Lightning stops at len()).
-    assert doc["FULL"]["ranks"]["trial_samples"] == [[16, 16], [16, 16]]
+    # Each rank's sampler holds half the data; every window measures 5 batches of 4 on each rank.
+    assert doc["FULL"]["ranks"]["trial_samples"] == [[20, 20], [20, 20]]
     assert doc["other_loaders"] == [] or all("never" not in x for x in doc["other_loaders"])
     assert "never iterated" not in run.stdout
 

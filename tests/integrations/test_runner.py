@@ -51,10 +51,11 @@ def test_run_replaces_the_command_and_benchmarks_the_training_loader(tmp_path: P
     # The peek at the val loader (one batch) chose nothing; the train loader's first pass did.
     (where, line, why, others), = CHOSEN.findall(proc.stdout)
     assert where == str(SCRIPT) and int(line) == TRAIN_LINE and others == "2"
-    assert why.startswith("the first whose iterator ran a loop: 12 batches in a plain pass")
+    assert why == ("the first whose iterator ran a loop: the loop asked its plain pass for more than 3 batches; the "
+                   "benchmark starts there, within that epoch")
     epochs = [(int(e), int(s), int(v)) for e, s, v in EPOCH.findall(proc.stdout)]
-    # Epoch 0 plain (12 batches), six trial epochs of 6 batches, then plain again; val untouched.
-    assert [s for _, s, _ in epochs] == [12, 6, 6, 6, 6, 6, 6, 12, 12, 12, 12, 12]
+    # Every epoch is the train loader's own 12 batches, during the schedule and after it; val untouched.
+    assert [s for _, s, _ in epochs] == [12] * 12
     assert all(v == 16 for _, _, v in epochs) and "USER::done" in proc.stdout
     doc = json.loads((tmp_path / "benchy_result.json").read_text())
     assert doc["complete"] is True and doc["loader"] == f"DataLoader created at {SCRIPT}:{TRAIN_LINE}"
@@ -63,16 +64,17 @@ def test_run_replaces_the_command_and_benchmarks_the_training_loader(tmp_path: P
 
 def test_python_m_benchy_run_in_process_with_a_chosen_loader_and_a_subclass(tmp_path: Path) -> None:
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--loader", "2", "--config", "benchy.yaml",
-                          str(SCRIPT), "--subclass", "--epochs", "8"], config())
+                          str(SCRIPT), "--subclass", "--epochs", "8"], small_config(nbatches=3, ntrials=2, nwarmup=1,
+                                                                                    exit_after_tests=False))
     assert proc.returncode == 0, proc.stderr
     assert "USER::MyLoader of 48 samples" in proc.stdout  # the script's subclass works as before
     (where, line, why, _), = CHOSEN.findall(proc.stdout)
     assert where == str(SCRIPT) and int(line) == VAL_LINE and why == "--loader 2"
     epochs = EPOCH.findall(proc.stdout)
     # The train loader stays plain (12 batches every epoch); the val loader, chosen at its first
-    # iter() (epoch 0's validation), runs the six trial epochs (6 batches of 4), then plain passes.
+    # iter() (epoch 0's validation), runs the windows in its own passes of 4 batches, each whole.
     assert all(s == "12" for _, s, _ in epochs)
-    assert [v for _, _, v in epochs] == ["24"] * 6 + ["16"] * 2
+    assert [v for _, _, v in epochs] == ["16"] * 8
     assert "BENCHY::SUMMARY::FULL average trial throughput: " in proc.stdout
 
 
@@ -89,7 +91,7 @@ def test_two_ranks_under_torchrun(tmp_path: Path, form: str) -> None:
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
                 "--master_port", str(free_port())]
     runner = [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml"]
-    script = [str(SCRIPT), "--ddp", "--epochs", "9"]
+    script = [str(SCRIPT), "--ddp", "--epochs", "16"]
     command = [*launcher, "-m", "benchy", "run", "--config", "benchy.yaml", *script] if form.startswith("torchrun") \
         else [*runner, "--", *launcher, *script]
     proc = run(tmp_path, command, config(), timeout=300)
@@ -156,17 +158,17 @@ def test_a_loader_peeked_before_every_epoch_is_still_chosen(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     chosen = CHOSEN.search(proc.stdout)
     assert chosen is not None and int(chosen.group(2)) == TRAIN_LINE, proc.stdout
-    assert chosen.group(3).startswith("the first whose iterator ran a loop: 12 batches in a plain pass")
+    assert chosen.group(3).startswith("the first whose iterator ran a loop: the loop asked its plain pass for more")
     assert "BENCHY::SUMMARY::FULL average trial throughput" in proc.stdout and "nothing was benchmarked" not in proc.stdout
 
 
 def test_nothing_chosen_is_said_at_exit(tmp_path: Path) -> None:
-    # One epoch: the training loader's loop never reaches a second iter(), so nothing is benchmarked.
+    # No epoch: no loop asks a loader for batches, so nothing is benchmarked.
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT),
-                          "--epochs", "1"], config())
+                          "--epochs", "0"], config())
     assert proc.returncode == 0 and "USER::done" in proc.stdout
-    message = ("BENCHY::WARNING::Message: benchy run: nothing was benchmarked: no DataLoader's plain pass ran a loop and "
-               "was iterated again (a loader re-created every epoch, or an epoch loop that never re-iterates one?). "
+    message = ("BENCHY::WARNING::Message: benchy run: nothing was benchmarked: no DataLoader's plain pass was asked "
+               "for more than 3 batches (no training loop ran, or it ran over a loader that benchy run does not see). "
                "Pick one with --loader N (the N-th DataLoader created; 3 were).")
     assert message in proc.stdout and message in proc.stderr
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--loader", "7", "--config", "benchy.yaml",

@@ -46,8 +46,10 @@ def main() -> int:
     p.add_argument("--step_ms", type=float, default=3.0)
     p.add_argument("--slow_rank", type=int, default=-1)
     p.add_argument("--slow_factor", type=float, default=1.0)
+    p.add_argument("--batches", type=int, default=100, help="batches an epoch")
     p.add_argument("--die_rank", type=int, default=-1, help="this rank SIGKILLs itself at --die_at")
-    p.add_argument("--die_at", default="3:1", help="EPOCH:STEP")
+    p.add_argument("--die_at", default="0:32", help="EPOCH:STEP (0:32: FULL_1's second step, with the tests' config)")
+    p.add_argument("--raise_rank", type=int, default=-1, help="this rank's step raises at --die_at")
     p.add_argument("--leave_rank", type=int, default=-1, help="this rank stops after --leave_after epochs")
     p.add_argument("--leave_after", type=int, default=2)
     p.add_argument("--no_allreduce", action="store_true", help="ranks do not talk inside the step")
@@ -55,7 +57,7 @@ def main() -> int:
                    help="this rank's step starts 10x slower and settles over ~60 steps (the others are steady)")
     args = p.parse_args()
 
-    loader = BenchmarkGenericIteratorWrapper(Sleepy(100, args.batch, args.fetch_ms / 1000.0), args.batch)
+    loader = BenchmarkGenericIteratorWrapper(Sleepy(args.batches, args.batch, args.fetch_ms / 1000.0), args.batch)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     slow = args.slow_factor if rank == args.slow_rank else 1.0
@@ -69,6 +71,8 @@ def main() -> int:
             if rank == args.die_rank and (epoch, step) == (die_epoch, die_step):
                 say(f"USER::rank {rank} killing itself")
                 os.kill(os.getpid(), signal.SIGKILL)
+            if rank == args.raise_rank and (epoch, step) == (die_epoch, die_step):
+                raise RuntimeError(f"rank {rank}'s step failed at epoch {epoch} step {step}")
             decay = 1.0 + 9.0 * math.exp(-total_steps / 12.0) if rank == args.decay_rank else 1.0
             time.sleep(args.step_ms / 1000.0 * slow * decay)
             total_steps += 1
