@@ -10,7 +10,7 @@
 
 The loader is a plain ``torch.utils.data.DataLoader`` (for ``benchy run``), or ``benchy.data_loader``
 with ``--enable_benchy`` (the one-line edit). Each epoch prints ``USER::epoch E steps S len L``
-(``len`` -1 without one); the end ``USER::done``.
+(``len`` -1 without one) ``distinct D`` (the samples it saw, each once); the end ``USER::done``.
 """
 
 from __future__ import annotations
@@ -80,10 +80,12 @@ def main() -> None:
     else:
         loader = DataLoader(data, **kwargs)
     model = torch.nn.Linear(16, 4)
+    seen: set = set()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step(batch) -> None:
         x, y = batch
+        seen.update(int(v) for v in x[:, 0])
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
@@ -105,7 +107,8 @@ def main() -> None:
                 for batch in loader:
                     steps += 1
                     yield batch
-                print(f"USER::epoch {epoch} steps {steps} len {length()}", flush=True)
+                print(f"USER::epoch {epoch} steps {steps} len {length()} distinct {len(seen)}", flush=True)
+                seen.clear()
                 epoch += 1
 
         it = cycle()
@@ -120,7 +123,8 @@ def main() -> None:
                 step(batch)
                 if args.pattern == "break" and steps == args.take:
                     break
-            print(f"USER::epoch {epoch} steps {steps} len {length()}", flush=True)
+            print(f"USER::epoch {epoch} steps {steps} len {length()} distinct {len(seen)}", flush=True)
+            seen.clear()
     print("USER::done", flush=True)
 
 
