@@ -104,8 +104,10 @@ def benchy_run(fetch: float, step: float, workers: int, n: int, out_dir: str) ->
                                  **loader_kwargs(workers))
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
         while not loader.benchy.done:
-            for _ in loader:
+            for _ in loader:  # an epoch of a million batches: the schedule runs inside it
                 time.sleep(step)
+                if loader.benchy.done:
+                    break
     out = {}
     for m in Mode:
         est = loader.benchy.results.estimate(m)

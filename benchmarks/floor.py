@@ -42,7 +42,6 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import torch
 from overhead import make_batches  # the same batches as benchmarks/overhead.py (run from this folder)
 
-import benchy.session.session as session_module
 from benchy import Mode
 from benchy.measure.profiling import nvtx_ranges
 from benchy.torch import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
@@ -154,25 +153,20 @@ def _domain() -> Any:
 
 
 def benchy_run(loader: str, nvtx: bool, batches: List[Any], n: int, out_dir: str) -> Dict[str, float]:
-    """Seconds per batch of benchy's IO, SYNTHETIC and FULL trials (one each, no warm-up)."""
+    """Seconds per batch of benchy's IO, SYNTHETIC and FULL trials (one each, no warm-up): the IO trial on
+    a pass of benchy's own, then the two windows in one epoch of the loop (``batches`` holds 2 n + 8)."""
     mode = {"nbatches": n, "ntrials": 1, "nwarmup": 0}
-    cfg = {"global": {"exit_after_tests": False, "output_dir": out_dir, "console": "plain", "report_freq": FREQ[0]},
+    cfg = {"global": {"exit_after_tests": False, "output_dir": out_dir, "console": "plain", "report_freq": FREQ[0],
+                      "flops": False, "stages": False, "nvtx": nvtx},  # nvtx: false, benchy's plain loops
            "IO": mode, "synthetic": mode, "full": mode}
     wrapper: Any
     if loader == "generic":
         wrapper = BenchmarkGenericIteratorWrapper(batches, 2, benchy_config=cfg)
     else:
         wrapper = BenchmarkDataLoader(InMemory(batches), batch_size=None, benchy_config=cfg)
-    original = session_module.nvtx_ranges
-    if not nvtx:  # benchy's plain windows, as without a tool
-        session_module.nvtx_ranges = lambda enabled=True: None  # type: ignore[assignment]
-    try:
-        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-            for _ in range(2):  # SYNTHETIC, then FULL (the IO trial runs inside the first iter())
-                for _ in wrapper:
-                    pass
-    finally:
-        session_module.nvtx_ranges = original
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+        for _ in wrapper:  # one epoch: the IO trial runs inside its iter(), then SYNTHETIC and FULL
+            pass
     results = wrapper.benchy.results
     assert wrapper.benchy.done, "the schedule did not finish"
     return {m.value: results.measured(m)[0].seconds / n for m in Mode}
@@ -205,7 +199,7 @@ def main() -> int:
         for loader in loaders:
             n = args.nbatches if loader == "generic" else max(1000, args.nbatches // 5)
             for kind in ("tensor", "tuple", "dict"):
-                batches = make_batches(kind, n + 2)
+                batches = make_batches(kind, 2 * n + 8)
                 for nvtx in settings:
                     # Floor, benchy, floor, ... floor: each benchy run is compared with the mean of
                     # the floor runs either side of it, so a burst of noise on a shared machine

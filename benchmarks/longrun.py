@@ -48,10 +48,16 @@ def make_wrapper(batches: List[Any], out_dir: str, nbatches: int, ntrials: int, 
 
 
 def run_epochs(wrapper: Any, epochs: int) -> None:
+    """Epochs until the schedule is over (each window spans about an epoch of these loaders), then one
+    plain epoch; ``epochs`` bounds them."""
     with contextlib.redirect_stdout(open(os.devnull, "w")):
         for _ in range(epochs):
             for _ in wrapper:
                 pass
+            if wrapper.benchy.done:
+                break
+        for _ in wrapper:
+            pass
 
 
 def timed_writes(trace: bool) -> Tuple[List[Tuple[bool, float, int]], Callable[[], None]]:
@@ -116,7 +122,7 @@ def child(kind: str, n: int, ntrials: int, size: int, schedule: str) -> None:
 
     loader = Pool(n + 2, size)
     modes = ("IO", "synthetic", "full") if schedule == "all" else ("full",)
-    epochs = (2 * ntrials if schedule == "all" else ntrials) + 1
+    epochs = 2 * ((2 * ntrials if schedule == "all" else ntrials) + 1)
     if kind == "plain":
         for _ in range(epochs):
             for _ in loader:
@@ -187,7 +193,7 @@ def main() -> int:
     peak_rss(n, args.ntrials, size, "full" if args.schedule == "all" else "all")
     batches = [(torch.zeros(size, 1), torch.zeros(size, dtype=torch.long)) for _ in range(n + 1)]
     trials = 3 * args.ntrials
-    epochs = 2 * args.ntrials + 1  # SYNTHETIC and FULL trials take an epoch each, then one plain epoch
+    epochs = 4 * args.ntrials + 2  # a bound: each window spans about one of these epochs
     timed = trials * n
     print(f"{trials} trials of {n} batches ({timed} timed batches), (inputs, labels) tuples of {size} samples")
 

@@ -32,8 +32,8 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (('counting',),
      'how samples are counted in a batch (see Counting samples)'),
     (('lookahead',),
-     'true when the loop fetches one batch ahead (first period left out), false when not, null before '
-     'SYNTHETIC ran'),
+     'true when the loop fetches one batch ahead (seen in a SYNTHETIC window that began an epoch: its first '
+     'period held no step), false when not, null when no such window ran'),
     (('nranks',),
      'number of ranks'),
     (('summary',),
@@ -47,11 +47,14 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
      "`typical`, `basis`, `batch_seconds` (IO's median period), `extra`, `epoch_batches` (`len(loader)`), "
      '`epoch_seconds` (at the FULL rate: `len(loader)` times the median FULL step), `share`, `workers`, '
      '`persistent_workers`; null before any pass'),
-    (('epochs_needed', 'epochs_started'),
-     'the most epochs the schedule can take and how far the script got'),
+    (('steps_needed', 'epoch_length', 'epochs_needed', 'epochs_started'),
+     "the most steps of the loop the schedule's windows take (an estimate made before they run), the "
+     "loader's own batches per epoch (null without a length), the epochs of that length those steps take "
+     '(null without a length), and how many epochs the loop started since the benchmark began'),
     (('schedule',),
-     '`adaptive` (some count is `auto`), `precision`, `epochs_needed`, `epochs_fewest`, `order` (the trials in'
-     ' the order they ran), `warmups` (warm-up trials run per mode), `decision_confidence`, `stop_reason`'),
+     '`adaptive` (some count is `auto`), `precision`, `windows_needed`, `windows_fewest` (SYNTHETIC and FULL '
+     'windows at the most and the fewest), `order` (the trials in the order they ran), `warmups` (warm-up '
+     'trials run per mode), `decision_confidence`, `stop_reason`'),
     (('steps_dir',),
      'the directory of per-step files, relative to the JSON (`benchy_result.steps`), or null (`save_steps: '
      'false`, or it could not be written: a warning said why)'),
@@ -95,16 +98,20 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
      'trial `system.gpu_energy_j`, `gpu_energy_source`, `cpu_energy_j`, `cpu_energy_source`, or '
      '`energy_missing`'),
     (('interrupted',),
-     'every scheduled trial that did not count: `trial`, `batches_done` (batches the loop received), '
+     'every scheduled trial that did not count: `trial`, `batches_done` (the periods it had measured), '
      '`nbatches`, `reason`'),
     (('disturbed',),
      'the counted trials that ran on a busy machine (see `system.disturbed`)'),
     (('rerun',),
-     'trials whose iterator the loop dropped part-way once and that ran again at the next epoch (the dropped '
-     'attempt: `trial`, `batches_done`, `nbatches`, `reason`)'),
+     'always empty: no trial runs again (a window goes on in the next epoch); kept for readers of older files'),
     (('peeks',),
-     '`iter()` calls that took at most one batch and dropped their iterator before a trial counted (not '
-     'epochs; their trial started again)'),
+     "the loop's epochs that ended after at most one batch (`next(iter(loader))`: a window in progress "
+     'went on in the next one)'),
+    (('side_iterators',),
+     "`iter()` calls served by the plain loader while the loop's epoch ran (a peek inside the loop)"),
+    (('failed_ranks',),
+     'ranks whose training ended with an uncaught exception while the schedule ran, as each said before it '
+     'ended: `rank`, `reason` (empty when none did)'),
     (('verdict',),
      'the verdict text, or null'),
     (('decision',),
@@ -122,7 +129,10 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
      '`group` (`schedule`, `IO_H2D`, `sweep` with its `setting`, `stages`), `warmup`, `profiled`, `started` '
      "(Unix seconds), `own_seconds` (rank 0's time over its periods), `seconds` (the slowest rank's), "
      '`nbatches`, `samples`, `steps_file` (its per-step file was saved), `rank_started`, `rank_seconds` (each '
-     "rank's; null for one process)"),
+     "rank's; null for one process), `window` (SYNTHETIC and FULL: where the trial ran in the loop, "
+     '`start_epoch`, `start_step`, `end_epoch`, `end_step` (epochs from 1 since the benchmark began, steps of '
+     "the epoch from 0), `segments` (the epochs' stretches it ran in), `left_out` (periods not measured: an "
+     "epoch's first and those that ended in the next epoch); null for IO and side trials)"),
     (('environment',),
      'benchy, torch and Python versions, platform, host, CPU count, device, world size, argv, time'),
     (('IO', 'SYNTHETIC', 'FULL'),

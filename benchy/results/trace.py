@@ -118,6 +118,17 @@ class TimelineTrial:
     nbatches: int
     samples: Optional[int]
     setting: Optional[Mapping[str, Any]] = None
+    window: Optional[Mapping[str, Any]] = None  # where a SYNTHETIC or FULL trial ran in the loop (schema 4)
+
+
+def window_text(window: Mapping[str, Any]) -> str:
+    """A trial's window in words: ``epoch 1, step 13 to epoch 2, step 10 (2 stretches, 2 periods left out)``."""
+    text = (f"epoch {window.get('start_epoch')}, step {window.get('start_step')} to epoch {window.get('end_epoch')}, "
+            f"step {window.get('end_step')}")
+    segments, left = int(window.get("segments") or 1), int(window.get("left_out") or 0)
+    extra = ([f"{segments} stretches"] if segments > 1 else []) + (
+        [f"{left} period{'s' if left != 1 else ''} left out"] if left else [])
+    return text + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _trials(doc: Mapping[str, Any], rank: int) -> List[TimelineTrial]:
@@ -135,7 +146,8 @@ def _trials(doc: Mapping[str, Any], rank: int) -> List[TimelineTrial]:
         out.append(TimelineTrial(str(entry["trial"]), str(entry["mode"]), str(entry.get("group", "schedule")),
                           bool(entry.get("warmup")), bool(entry.get("profiled")), float(started), float(seconds),
                           int(entry.get("nbatches") or 0), entry.get("samples") if rank == 0 else None,
-                          entry.get("setting")))
+                          entry.get("setting"),
+                          entry.get("window") if isinstance(entry.get("window"), Mapping) else None))
     return out
 
 
@@ -283,6 +295,10 @@ def load_timeline(run: Run) -> Timeline:
             notes.append(f"per-step slices of ranks {', '.join(map(str, saved))}; the others show their trials")
     elif not saved:
         notes.append("no per-step files (save_steps: false, or the steps folder is gone): trials only")
+    if any(t.window is not None and int(t.window.get("segments") or 1) > 1 for t in per_rank.get(0, [])):
+        notes.append("a trial whose window spans an epoch's end is drawn from its start with its counted steps end "
+                     "to end; the time between its stretches (the epoch's end, the next iter(), whatever the loop "
+                     "does there) is not in it")
     return Timeline(min(starts), per_rank, steps, readings, passes, notes)
 
 
@@ -378,6 +394,8 @@ def _draw_rank(w: _Writer, pid: int, rank: int, trials: Sequence[TimelineTrial],
         if t.samples is not None:
             args["samples"] = t.samples
             args["samples_per_s"] = round(t.samples / t.seconds, 3) if t.seconds > 0 else None
+        if t.window is not None:
+            args["window"] = window_text(t.window)
         if t.profiled:
             args["profiled"] = "torch.profiler: see the .profile folder next to the result"
         cat = "warmup" if t.warmup else "trial"

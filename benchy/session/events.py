@@ -13,6 +13,7 @@ from ..core.outcomes import FailedRank, Interruption
 from ..core.schedule import Mode, TrialSpec
 
 __all__ = [
+    "CaptureRange",
     "CounterNote",
     "Event",
     "H2DSkipped",
@@ -31,6 +32,7 @@ __all__ = [
     "SweepStarted",
     "SweepStray",
     "SweepUnavailable",
+    "TraceWritten",
     "TrialLost",
     "WarmupDone",
 ]
@@ -183,6 +185,23 @@ class StagesStopped:
     reason: str
 
 
-Event = Union[LoaderPlain, SideServed, LookaheadFound, TrialLost, Signalled, RankFailed, NoExitHere, WarmupDone,
-              ScheduleStopped, CounterNote, SweepUnavailable, SweepStarted, SweepFailed, SweepStray, SweepOverCap,
-              SweepApplied, H2DSkipped, StagesStarted, StagesStopped]
+@dataclasses.dataclass(frozen=True)
+class CaptureRange:
+    """What the cudaProfilerStart/Stop capture range did (``events``: each call, or why none), said once."""
+
+    events: Tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceWritten:
+    """torch.profiler wrote (or could not write) a profiled warm-up's trace on ``rank``; ``others``: the
+    directory where every rank writes its own (profiler_mode: all, several ranks), else None."""
+
+    rank: int
+    event: str
+    others: Optional[str]
+
+
+Event = Union[CaptureRange, TraceWritten, LoaderPlain, SideServed, LookaheadFound, TrialLost, Signalled, RankFailed,
+              NoExitHere, WarmupDone, ScheduleStopped, CounterNote, SweepUnavailable, SweepStarted, SweepFailed,
+              SweepStray, SweepOverCap, SweepApplied, H2DSkipped, StagesStarted, StagesStopped]

@@ -212,5 +212,5 @@ class Lifecycle:
 
     def _close_profiler(self, when: str) -> None:
         s = self._session
-        for line in s.ctx.profilers.close(when):
-            s.sink.info(line)
+        for event in s.ctx.profilers.close(when):
+            s.sink.say(event)

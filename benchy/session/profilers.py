@@ -1,10 +1,10 @@
 """A session's capture: the cudaProfilerStart/Stop window (``profiler: cudaProfilerApi``, for Nsight
-Systems) or torch.profiler over the profiled warm-ups (``profiler: torch``); what each did, as the
-lines to say and the JSON's ``profiler`` block (glue over :mod:`benchy.measure.profiling`).
+Systems) or torch.profiler over the profiled warm-ups (``profiler: torch``); what each did, as events
+to say and the JSON's ``profiler`` block (glue over :mod:`benchy.measure.profiling`).
 
 The session asks before and after each trial and at the end; this module decides nothing about the
 schedule (whether a captured kind may still run is the caller's answer) and prints nothing itself:
-it hands back the lines, which the session's sink prints.
+it hands back events, which the session's sink says.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..core.config import Config
 from ..core.schedule import Mode, TrialSpec
 from ..measure.profiling import TRACE_FILE, CudaProfilerApi, ProfilerWindow, Ranges, TorchProfiler, global_rank
 from ..results.files import remove_matching
+from .events import CaptureRange, Event, TraceWritten
 
 __all__ = ["Profilers"]
 
@@ -57,38 +58,35 @@ class Profilers:
         self.window.before_trial(spec)
         return None if self.torch is None else self.torch.ranges(spec, nvtx)
 
-    def after_trial(self, spec: TrialSpec, more: bool) -> List[str]:
-        """After ``spec`` (``more``: a trial of the captured kinds may still run); the lines to say."""
+    def after_trial(self, spec: TrialSpec, more: bool) -> List[Event]:
+        """After ``spec`` (``more``: a trial of the captured kinds may still run); the events to say."""
         self.window.after_trial(spec, more)
         if self.torch is not None:
             self.torch.close()
         return self._torch_lines()
 
-    def close(self, when: str) -> List[str]:
-        """Stop whatever still captures (idempotent); the lines to say, once each."""
+    def close(self, when: str) -> List[Event]:
+        """Stop whatever still captures (idempotent); the events to say, once each."""
         if self.torch is not None:
             self.torch.close()
         out = self._torch_lines()
         self.window.close(when)
         if self.window.events and not self._reported:
             self._reported = True
-            out.append("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): "
-                       + "; ".join(self.window.events) + ".")
+            out.append(CaptureRange(tuple(self.window.events)))
         return out
 
-    def _torch_lines(self) -> List[str]:
+    def _torch_lines(self) -> List[Event]:
         """Each torch.profiler event once, when it happened (every rank says its own; rank 0's are printed)."""
         found = self.torch
         if found is None:
             return []
-        out = []
-        others = (f" Every rank writes its own (rank<r>.<trial>.pt.trace.json in {found.directory})."
-                  if self._world > 1 and self.config.general.profiler_mode == "all" else "")
+        out: List[Event] = []
+        others = found.directory if self._world > 1 and self.config.general.profiler_mode == "all" else None
         while self._said < len(found.events):
             event = found.events[self._said]
             self._said += 1
-            out.append(f"torch.profiler (rank {self._rank}): {event}; an extra warm-up, not counted. Open it in "
-                       f"https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}")
+            out.append(TraceWritten(self._rank, event, others))
         return out
 
     def block(self, nvtx_attached: bool) -> Dict[str, Any]:

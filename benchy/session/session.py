@@ -753,8 +753,8 @@ class Session:
     def _profiler_after(self, spec: TrialSpec) -> None:
         profilers = self.ctx.profilers
         more = any(self.planner.may_run(m, self.results) for m in profilers.kinds)
-        for line in profilers.after_trial(spec, more):
-            self.sink.info(line)
+        for event in profilers.after_trial(spec, more):
+            self._say(event)
 
     def _notes(self) -> None:
         """What the planner decided (warm-ups steady, why the trials stopped), said once each."""

@@ -188,6 +188,14 @@ class ResultSink:
         elif isinstance(event, ev.StagesStopped):
             self.out.trial_ended()
             self.warning(f"stage trials: stopped: {event.reason}.")
+        elif isinstance(event, ev.CaptureRange):
+            self.info("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): "
+                      + "; ".join(event.events) + ".")
+        elif isinstance(event, ev.TraceWritten):
+            others = (f" Every rank writes its own (rank<r>.<trial>.pt.trace.json in {event.others})."
+                      if event.others else "")
+            self.info(f"torch.profiler (rank {event.rank}): {event.event}; an extra warm-up, not counted. Open it in "
+                      f"https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}")
 
     def started(self, schedule: Schedule, config: Config, loader: str, nvtx: bool, steps_needed: int,
                 epoch_length: Optional[int]) -> None:

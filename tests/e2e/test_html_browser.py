@@ -24,8 +24,8 @@ import pytest
 from helpers import ROOT
 
 STORED = ROOT / "tests" / "data" / "results"
-RUNS = [STORED / "v3" / "benchy_result.json", STORED / "v3-2ranks" / "benchy_result.json",
-        STORED / "v3-sweep" / "benchy_result.json"]
+RUNS = [STORED / "v4" / "benchy_result.json", STORED / "v4-2ranks" / "benchy_result.json",
+        STORED / "v4-sweep" / "benchy_result.json"]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 WIDTH = 1400
 KEPT_HEIGHT = 2500  # of the screenshot kept with BENCHY_REPORT_SCREENSHOT

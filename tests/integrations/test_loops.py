@@ -98,7 +98,7 @@ def distinct(stdout: str) -> List[int]:
 def test_plain_loops(tmp_path: Path, pattern: str, args: List[str], zero_edit: bool) -> None:
     # A 4 ms step against a loader of a few microseconds a batch: compute limits training, clearly.
     ran = launch(tmp_path, "loops.py", "--pattern", pattern, "--step_ms", "4", *args, zero_edit=zero_edit)
-    doc = complete(ran)
+    complete(ran)
     seen = epochs(ran.stdout)
     if pattern == "break":
         assert seen and set(seen) == {(7, 24)}, seen  # the loop's own 7 steps, len() the loader's 24

@@ -24,7 +24,7 @@ from benchy import __version__
 DISTRIBUTION = "torch-benchy"  # the name on the package index; `benchy` there is another project
 WHEEL_NAME = DISTRIBUTION.replace("-", "_")
 SCRIPTS = ROOT / "tests" / "scripts"
-STORED = ROOT / "tests" / "data" / "results" / "v3" / "benchy_result.json"
+STORED = ROOT / "tests" / "data" / "results" / "v4" / "benchy_result.json"
 # What the wheel must hold besides the modules (each is read at run time or by type checkers).
 DATA_FILES = ("benchy/py.typed", "benchy/integrations/boot/sitecustomize.py")
 

@@ -16,7 +16,7 @@ from benchy.results import lines
 from benchy.results.keys import JSON_KEYS, documented_keys
 
 RESULTS = Path(__file__).resolve().parent.parent / "data" / "results"
-WRITTEN = ["v3", "v3-2ranks", "v3-sweep"]  # real runs of this schema version
+WRITTEN = ["v4", "v4-2ranks", "v4-sweep"]  # real runs of this schema version
 
 
 @pytest.mark.parametrize("name", WRITTEN)
@@ -28,7 +28,7 @@ def test_every_key_a_run_writes_is_documented_and_nothing_else(name: str) -> Non
 
 def test_a_parsed_logs_keys_are_documented(tmp_path: Path) -> None:
     out = tmp_path / "parsed.json"
-    proc = subprocess.run([sys.executable, "-m", "benchy", "parse", str(RESULTS / "v3" / "log.txt"), "-o", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "benchy", "parse", str(RESULTS / "v4" / "log.txt"), "-o", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert set(json.loads(out.read_text())) <= set(documented_keys())

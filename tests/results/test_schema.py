@@ -30,6 +30,9 @@ STORED = [
     ("v3", 3, 1),  # the timeline
     ("v3-2ranks", 3, 2),  # the same, two ranks, every rank's steps saved
     ("v3-sweep", 3, 1),  # the same, one rank, with a loader sweep
+    ("v4", 4, 1),  # trials as windows of steps: steps_needed, epoch_length, the timeline's windows
+    ("v4-2ranks", 4, 2),  # the same, two ranks, every rank's steps saved
+    ("v4-sweep", 4, 1),  # the same, one rank, with a loader sweep
 ]
 
 

@@ -34,8 +34,9 @@ def tracks(text: str) -> Dict[int, Dict[str, int]]:
     return out
 
 
-def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp_path: Path) -> None:
-    run_dir = RESULTS / "v3"
+@pytest.mark.parametrize("stored", ["v3", "v4"])
+def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp_path: Path, stored: str) -> None:
+    run_dir = RESULTS / stored
     out = tmp_path / "trace.json"
     proc = trace(run_dir / "benchy_result.json", out)
     assert proc.returncode == 0, proc.stderr
@@ -46,15 +47,27 @@ def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp
     doc = json.loads((run_dir / "benchy_result.json").read_text())
     files = step_files.load(str(run_dir / "benchy_result.steps"))
     threads = tracks(text)[1]
-    assert set(threads) == {"IO", "SYNTHETIC", "FULL", "loader start-up"}
+    assert set(threads) == {"IO", "SYNTHETIC", "FULL", "loader start-up"} | (
+        {"loader stages"} if stored == "v4" else set())
     origin = min([e["started"] for e in doc["timeline"]["trials"]] + doc["loader_startup"]["started"])
     for entry in doc["timeline"]["trials"]:
         label, mode = entry["trial"], entry["mode"]
-        on_track = slices[(1, threads[mode])]
         name = f"{label} (warm-up)" if entry["warmup"] else label
+        if entry["group"] == "stages":  # the stage trials, on their own track, not counted
+            (trial,) = [s for s in slices[(1, threads["loader stages"])] if s.event["name"] == name]
+            assert trial.event["args"]["counted"] is False and "window" not in trial.event["args"]
+            continue
+        on_track = slices[(1, threads[mode])]
         (trial,) = [s for s in on_track if s.event["name"] == name]
         assert trial.event["cat"] == ("warmup" if entry["warmup"] else "trial")
         assert trial.event["args"]["counted"] is (not entry["warmup"])
+        window = entry.get("window")  # schema 4: where a SYNTHETIC or FULL trial ran in the loop
+        assert (window is not None) == (stored == "v4" and mode != "IO")
+        if window:
+            said = trial.event["args"]["window"]
+            assert said.startswith(f"epoch {window['start_epoch']}, step {window['start_step']} to epoch "
+                                   f"{window['end_epoch']}, step {window['end_step']}")
+            assert ("2 stretches" in said) is (window["segments"] == 2)
         assert abs(trial.start - round((entry["started"] - origin) * 1e9)) <= 1
         inside = children(on_track, trial)
         data = files[label]
@@ -83,7 +96,12 @@ def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp
     counters = {e["name"] for e in json.loads(text)["traceEvents"] if e["ph"] == "C"}
     assert counters == {"CPU cores busy", "RSS (MB)"}  # no GPU on the machine that ran it
     other = json.loads(text)["otherData"]
-    assert other["benchy_run"] == "sample v3" and other["steps_per_slice"] == 1 and other["notes"] == []
+    assert other["benchy_run"] == f"sample {stored}" and other["steps_per_slice"] == 1
+    spans = [e for e in doc["timeline"]["trials"] if (e.get("window") or {}).get("segments", 1) > 1]
+    assert stored == "v3" or spans  # the v4 run's windows cross epochs: the trace says how it draws them
+    assert other["notes"] == (["a trial whose window spans an epoch's end is drawn from its start with its counted "
+                               "steps end to end; the time between its stretches (the epoch's end, the next iter(), "
+                               "whatever the loop does there) is not in it"] if spans else [])
 
 
 def test_two_ranks_are_two_processes_each_from_its_own_files(tmp_path: Path) -> None:
