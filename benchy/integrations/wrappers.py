@@ -171,9 +171,18 @@ class LoaderSweeper:
     pieces for the stage trials."""
 
     def __init__(self, loader: DataLoader, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
-        self._loader = weakref.proxy(loader)  # the session must not keep the loader alive (see weakly)
+        # The session must not keep the loader alive (see weakly); a reference, not a proxy: a dead proxy
+        # raises on isinstance() in code that walks gc.get_objects().
+        self._ref = weakref.ref(loader)
         bound = inspect.signature(DataLoader.__init__).bind(loader, *args, **kwargs)
         self._arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
+
+    @property
+    def _loader(self) -> DataLoader:
+        loader = self._ref()
+        if loader is None:
+            raise RuntimeError("the benchmarked DataLoader no longer exists: its sweep and stage trials cannot run")
+        return loader
 
     def own(self) -> Setting:
         workers = _workers(self._loader)

@@ -27,7 +27,7 @@ NBATCHES = 20
 class SleepyBatches:
     """A re-iterable loader whose every batch costs ``fetch`` seconds."""
 
-    def __init__(self, fetch: float, nbatches: int = 1000) -> None:
+    def __init__(self, fetch: float, nbatches: int = 200) -> None:
         self.fetch, self.nbatches = fetch, nbatches
 
     def __iter__(self):
@@ -39,11 +39,11 @@ class SleepyBatches:
 class SleepySamples(Dataset):
     """A map-style dataset whose batched fetch (``__getitems__``) costs ``per_batch`` seconds."""
 
-    def __init__(self, per_batch: float) -> None:
-        self.per_batch = per_batch
+    def __init__(self, per_batch: float, n: int) -> None:
+        self.per_batch, self.n = per_batch, n
 
     def __len__(self) -> int:
-        return 100_000
+        return self.n
 
     def __getitem__(self, i: int):
         return torch.zeros(2)
@@ -140,11 +140,12 @@ def test_dataloader_with_workers_matches_plain_loops(tmp_path: Path, capsys: pyt
     kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)
     # Worker scheduling on a small machine is noisier than a sleep: longer trials, more repeats.
     def plain() -> Dict[Mode, float]:
-        loader = torch.utils.data.DataLoader(SleepySamples(0.016), **kwargs)
+        loader = torch.utils.data.DataLoader(SleepySamples(0.016, 100_000), **kwargs)  # one long-lived iterator
         return plain_rates(loader, sleep_step(0.003), 2 * NBATCHES, repeats=5)
 
     before = plain()
-    loader = BenchmarkDataLoader(SleepySamples(0.016), benchy_config=config(tmp_path, 2 * NBATCHES), **kwargs)
+    # 100 batches an epoch: the loop ends its epoch soon after the schedule.
+    loader = BenchmarkDataLoader(SleepySamples(0.016, 800), benchy_config=config(tmp_path, 2 * NBATCHES), **kwargs)
     reported = benchy_rates(loader, sleep_step(0.003))
     after = plain()
     with capsys.disabled():
@@ -207,9 +208,9 @@ def test_full_data_wait_share_matches_a_plain_loop(tmp_path: Path, capsys: pytes
     if workers:
         # 2 workers, 16 ms per batch each: a batch every ~8 ms; a 3 ms step waits ~5 ms of each 8.
         kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)
-        make = lambda: torch.utils.data.DataLoader(SleepySamples(0.016), **kwargs)  # noqa: E731
+        make = lambda: torch.utils.data.DataLoader(SleepySamples(0.016, 100_000), **kwargs)  # noqa: E731
         step, n = sleep_step(0.003), 2 * NBATCHES
-        wrapper = BenchmarkDataLoader(SleepySamples(0.016), benchy_config=config(tmp_path, n), **kwargs)
+        wrapper = BenchmarkDataLoader(SleepySamples(0.016, 800), benchy_config=config(tmp_path, n), **kwargs)
     else:
         make = lambda: SleepyBatches(0.006)  # noqa: E731
         step, n = sleep_step(0.002), NBATCHES  # truth about 75 %
@@ -231,7 +232,7 @@ def test_full_data_wait_share_matches_a_plain_loop(tmp_path: Path, capsys: pytes
 def test_a_starved_worker_pool_shows_periodic_stalls(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # 4 workers, 40 ms per batch each: they finish a round of 4 batches together every ~40 ms, and a
     # 2 ms step takes the round in ~8 ms, then waits: a stall every 4 steps.
-    loader = BenchmarkDataLoader(SleepySamples(0.040), batch_size=BATCH, num_workers=4, persistent_workers=True,
+    loader = BenchmarkDataLoader(SleepySamples(0.040, 1600), batch_size=BATCH, num_workers=4, persistent_workers=True,
                                  benchy_config=config(tmp_path, 24))
     with capsys.disabled():
         benchy_rates(loader, sleep_step(0.002))
