@@ -50,7 +50,8 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (('steps_needed', 'epoch_length', 'epochs_needed', 'epochs_started'),
      "the most steps of the loop the schedule's windows take (an estimate made before they run), the "
      "loader's own batches per epoch (null without a length), the epochs of that length those steps take "
-     '(null without a length), and how many epochs the loop started since the benchmark began'),
+     '(null without a length), and how many epochs the loop started since the benchmark began (a peek, an '
+     "epoch that ended after at most one batch, is not one: see `peeks`)"),
     (('schedule',),
      '`adaptive` (some count is `auto`), `precision`, `windows_needed`, `windows_fewest` (SYNTHETIC and FULL '
      'windows at the most and the fewest), `order` (the trials in the order they ran), `warmups` (warm-up '
@@ -130,7 +131,8 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
      "(Unix seconds), `own_seconds` (rank 0's time over its periods), `seconds` (the slowest rank's), "
      '`nbatches`, `samples`, `steps_file` (its per-step file was saved), `rank_started`, `rank_seconds` (each '
      "rank's; null for one process), `window` (SYNTHETIC and FULL: where the trial ran in the loop, "
-     '`start_epoch`, `start_step`, `end_epoch`, `end_step` (epochs from 1 since the benchmark began, steps of '
+     '`start_epoch`, `start_step`, `end_epoch`, `end_step` (epochs from 1 since the benchmark began, peeks not '
+     "counted; steps of "
      "the epoch from 0), `segments` (the epochs' stretches it ran in), `left_out` (periods not measured: an "
      "epoch's first and those that ended in the next epoch); null for IO and side trials)"),
     (('environment',),

@@ -157,7 +157,7 @@ class Session:
         self._pid = os.getpid()
         self._registry = registry
         self._record = registry.register(loader.kind, loader.where)
-        self.epochs_started = 0  # the loop's epochs since the benchmark started (1 = the first)
+        self._passes = 0  # the loop's iter() calls that took the epoch's role, peeks included
         self.steps = 0  # the loop's steps since then (its epochs' hand-outs, at their boundaries)
         self._owner: Optional[weakref.ReferenceType[EpochState]] = None
         self._window: Optional[WindowRun] = None  # the window that runs (part-way) now
@@ -259,7 +259,8 @@ class Session:
             self._start()
             if self._state != _RUNNING:  # only IO was scheduled: it ran, and the schedule is over
                 return iter(self._loader.make_iterator())
-        return self._epoch(iter(self._loader.make_iterator()), self.clock())
+        made = self.clock()  # before iter(): the pass's start-up includes starting its workers
+        return self._epoch(iter(self._loader.make_iterator()), made)
 
     def adopt(self, inner: Iterator[Any], handed: int) -> Iterator[Any]:
         """The loop's epoch from here on, over ``inner`` (a pass that has handed out ``handed`` batches
@@ -348,6 +349,12 @@ class Session:
         if handed <= 1:  # next(iter(loader)): a peek, not an epoch; the window goes on in the next one
             self.outcomes = self.outcomes.peek()
 
+    @property
+    def epochs_started(self) -> int:
+        """The loop's epochs since the benchmark started (1 = the first); a peek (``next(iter(loader))``,
+        an epoch that ended after at most one batch) is not one."""
+        return self._passes - self.outcomes.peeks
+
     def failed(self, ep: EpochState, seg: Segment, error: BaseException) -> None:
         """The loader raised inside a segment of the loop's epoch: the running window is lost."""
         if ep.role != _OWNER or self._state != _RUNNING:
@@ -382,8 +389,8 @@ class Session:
         ep.role = _OWNER
         ep.side_from = -1
         self._owner = weakref.ref(ep)
-        self.epochs_started += 1
-        ep.index = self.epochs_started
+        self._passes += 1
+        ep.index = self.epochs_started  # a peek before it ended is not counted: the epoch takes its number
         if self._state != _RUNNING or ep.exhausted:
             return
         if ep.pending is NO_BATCH:

@@ -296,6 +296,26 @@ def test_a_peek_and_a_break_cost_no_trial_and_keep_the_rates_exact(tmp_path, mon
     assert "did not count" not in stream.getvalue()
 
 
+def test_a_peek_before_every_epoch_is_not_an_epoch_in_the_numbers(tmp_path, monkeypatch) -> None:
+    # The loop of PyTorch's DDP tutorial: `b_sz = len(next(iter(loader))[0])` at the start of each epoch.
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    session, _, _ = make(clock, batches=10, global_={"exit_after_tests": False})
+    epochs = 0
+    while not session.done:
+        assert epochs < 30
+        next(iter(session.iterate()))  # the peek
+        epochs += 1
+        for _ in session.iterate():
+            clock.now += 0.02
+    assert session.outcomes.peeks == epochs and session.epochs_started == epochs
+    doc = read_json(session)
+    assert doc["epochs_started"] == epochs and doc["peeks"] == epochs and doc["interrupted"] == []
+    spans = [e["window"] for e in doc["timeline"]["trials"] if e["window"]]
+    assert spans[0]["start_epoch"] == 1 and spans[-1]["end_epoch"] == epochs  # the loop's own epochs, from 1
+    assert all(a["end_epoch"] <= b["start_epoch"] for a, b in zip(spans, spans[1:]))
+
+
 def test_an_iter_inside_the_loop_is_served_plain_and_its_time_counts_in_the_step(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
