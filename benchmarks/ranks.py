@@ -65,9 +65,9 @@ def _process() -> Dict[str, float]:
 def worker(trials: int, out: str) -> int:
     import torch.distributed as dist
 
-    from benchy.core.config import load_config
     from benchy.core.schedule import Schedule
     from benchy.measure.ranks import TorchComm, agree, merge_summaries
+    from benchy.results.configfile import load_config
 
     dist.init_process_group("gloo")  # the job's own group, as a training script makes it
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -13,13 +13,14 @@ torch (0.2 s instead of 2 s per command here).
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, List
 
-from .core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig, load_config
+from .core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, Config, ConfigError, GlobalConfig, ModeConfig
 from .core.errors import BenchyError
 from .core.outcomes import Interruption
 from .core.results import RunResults, TrialResult
 from .core.schedule import Mode, Schedule, TrialSpec
 from .core.stats import Estimate
 from .core.version import __version__
+from .results.configfile import load_config
 from .results.saved import ModeRun, Run
 from .results.schema import SCHEMA_VERSION, ResultFileError, load
 

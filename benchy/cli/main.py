@@ -30,7 +30,7 @@ from ..results import lines
 from ..results import scaling as scaling
 from ..results.saved import Run
 from ..results.schema import ResultFileError, json_safe, load
-from ..results.tables import print_table, summary_table
+from ..results.tables import markdown_text, print_table, summary_table
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -103,11 +103,11 @@ def _summary(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(json.dumps(json_safe(_summary_json(run)), indent=1))
     else:
-        print(f"### benchy: {run.label} ({run.nranks} rank{'s' if run.nranks != 1 else ''}"
+        print(f"### benchy: {markdown_text(run.label)} ({run.nranks} rank{'s' if run.nranks != 1 else ''}"
               f"{'' if run.complete else ', incomplete'})\n")
         print(summary_table(run).markdown())
         if run.verdict:
-            print(f"\n**Verdict:** {run.verdict}")
+            print(f"\n**Verdict:** {markdown_text(run.verdict)}")
     return EXIT_OK
 
 
@@ -158,7 +158,7 @@ def _report(args: argparse.Namespace) -> int:
     kind = scaling.study_kind(rows)
     if args.format == "markdown":
         print(table.markdown())
-        print(f"\nBaseline: {base.label} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}.")
+        print(f"\nBaseline: {markdown_text(base.label)} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}.")
     else:
         print_table(table, sys.stdout, fancy=_fancy())
         print(f"baseline: {base.label} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}")
@@ -216,6 +216,8 @@ def _draw(command: str, path: str, draw: Any) -> int:
     except OSError as err:
         return _fail(command, f"cannot write {path}: {err.strerror or err}")
     print(f"wrote {path}" + (f" (from {result})" if isinstance(result, str) else ""))
+    for note in result if isinstance(result, list) else ():
+        print(f"note: {note}")
     return EXIT_OK
 
 
@@ -319,7 +321,8 @@ def _run(args: argparse.Namespace) -> int:
         env[CONFIG_ENV_VAR] = os.path.abspath(args.config)
     if args.name:
         env[RUN_NAME_ENV_VAR] = args.name
-    from ..core.config import ConfigError, load_config
+    from ..core.config import ConfigError
+    from ..results.configfile import load_config
 
     try:  # a bad config is said now, before the script runs, not at its first loop
         load_config()

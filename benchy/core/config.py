@@ -1,9 +1,10 @@
-"""Configuration: defaults, YAML file, Python overrides, validation (pure, no torch).
+"""Configuration: defaults, the merge of layers, validation (pure, no torch, no files).
 
 The file format is the original benchy's (sections ``global``, ``IO``, ``synthetic``,
 ``full``). Sources are merged key by key, in order: defaults, then the YAML file
 (``BENCHY_CONFIG_FILE`` or an explicit path), then Python overrides. Every problem is
-reported at once in one :class:`ConfigError`, before any trial runs.
+reported at once in one :class:`ConfigError`, before any trial runs. Reading the file and
+probing the output directory are :mod:`benchy.results.configfile`'s (``load_config``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .config_rules import (
     ATTR_OF_SECTION,
@@ -23,10 +24,8 @@ from .config_rules import (
     TEMP_SUFFIX,
     canonical_section,
     check_consistency,
-    check_output,
     describe,
     merge_layer,
-    read_yaml,
     steps_name,
 )
 from .errors import BenchyError
@@ -45,8 +44,13 @@ __all__ = [
     "GlobalConfig",
     "ModeConfig",
     "SweepConfig",
-    "load_config",
+    "absolute",
+    "check_global",
+    "config_of",
+    "merge_layers",
     "steps_name",
+    "with_absolute_paths",
+    "with_global",
 ]
 
 CONFIG_ENV_VAR = "BENCHY_CONFIG_FILE"
@@ -211,62 +215,38 @@ _SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeCon
                   "sweep": SweepConfig}
 
 
-def _with_global(overrides: Mapping[str, Any], given: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``overrides`` with the ``global`` keys in ``given`` set (a copy), whichever case its ``global`` key has."""
-    if not given:
-        return overrides
-    out = dict(overrides)
-    key = next((k for k in out if isinstance(k, str) and k.lower() == "global"), "global")
-    section = out.get(key)
-    out[key] = dict(section, **given) if isinstance(section, Mapping) else dict(given)
-    return out
-
-
 # What the wrappers and load_config accept as a config.
 ConfigLike = Union[Config, Mapping[str, Any], str, "os.PathLike[str]", None]
 
 
-def load_config(
-    path: Union[str, os.PathLike[str], None] = None,
-    overrides: Optional[Mapping[str, Any]] = None,
-    *,
-    environ: Optional[Mapping[str, str]] = None,
-) -> Config:
-    """Build the effective config: defaults <- YAML file <- ``overrides``.
-
-    ``path`` defaults to ``$BENCHY_CONFIG_FILE`` (when set and non-empty); a non-empty
-    ``$BENCHY_RUN_NAME`` sets ``global.run_name`` over the file. ``overrides`` uses the file's
-    layout, e.g. ``{"IO": {"ntrials": 5}}``. Raises :class:`ConfigError` listing every problem found.
-    """
-    env = os.environ if environ is None else environ
-    if path is None:
-        path = env.get(CONFIG_ENV_VAR) or None
+def merge_layers(layers: Sequence[Tuple[str, Any]]) -> Tuple[Dict[str, Dict[str, Any]], str, List[str]]:
+    """The defaults with each ``(source, contents)`` layer merged over them in order, key by key: the
+    merged sections, the sources' names (``defaults`` without any) and every problem found (pure: the
+    caller reads the files; :func:`benchy.results.configfile.load_config` does)."""
     merged: Dict[str, Dict[str, Any]] = {
         section: dataclasses.asdict(cls()) for section, cls in _SECTION_CLASS.items()
     }
     problems: List[str] = []
-    sources: List[str] = []
-    if path is not None:
-        path = os.fspath(path)
-        contents, problem = read_yaml(path)
-        if problem:
-            raise ConfigError([problem])
-        merge_layer(merged, contents, path, problems)
-        sources.append(path)
-    if env.get(RUN_NAME_ENV_VAR):
-        merge_layer(merged, {"global": {"run_name": env[RUN_NAME_ENV_VAR]}}, f"${RUN_NAME_ENV_VAR}", problems)
-    if overrides is not None:
-        merge_layer(merged, overrides, "<python overrides>", problems)
-        sources.append("<python overrides>")
-    source = " + ".join(sources) if sources else "defaults"
+    for source, contents in layers:
+        merge_layer(merged, contents, source, problems)
+    named = [source for source, _ in layers if not source.startswith("$")]
+    source = " + ".join(named) if named else "defaults"
     if not problems:
         check_consistency(merged, source, problems)
-    if not problems:
-        check_output(merged["global"], source, problems)
-    if problems:
-        raise ConfigError(problems)
+    return merged, source, problems
+
+
+def absolute(directory: Optional[str], cwd: str) -> str:
+    """``directory`` as an absolute, normalised path (``cwd`` itself for None), by string alone."""
+    return os.path.normpath(os.path.join(cwd, os.path.expanduser(directory) if directory else cwd))
+
+
+def config_of(merged: Mapping[str, Mapping[str, Any]], source: str, cwd: str) -> Config:
+    """The :class:`Config` of merged sections, its ``output_dir`` made absolute against ``cwd`` now, so
+    that a script that changes directory later (Hydra's ``job.chdir``) writes where benchy checked."""
+    general = dict(merged["global"], output_dir=absolute(merged["global"]["output_dir"], cwd))
     return Config(
-        general=GlobalConfig(**merged["global"]),
+        general=GlobalConfig(**general),
         io=ModeConfig(**merged["IO"]),
         synthetic=ModeConfig(**merged["synthetic"]),
         full=ModeConfig(**merged["full"]),
@@ -275,29 +255,29 @@ def load_config(
     )
 
 
-def resolve_config(config: ConfigLike, run_name: Optional[str] = None, count: Optional[str] = None) -> Config:
-    """Accept what the wrappers accept: a Config, a mapping of overrides, a path, or None.
+def with_absolute_paths(config: Config, cwd: str) -> Config:
+    """``config`` with its ``output_dir`` absolute against ``cwd`` (itself when it already is)."""
+    directory = absolute(config.general.output_dir, cwd)
+    if directory == config.general.output_dir:
+        return config
+    return dataclasses.replace(config, general=dataclasses.replace(config.general, output_dir=directory))
 
-    ``run_name`` (``--benchy_name``) sets ``global.run_name`` and ``count`` (``--benchy_count``)
-    ``global.count`` over everything else."""
-    given: Dict[str, Any] = {k: v for k, v in (("run_name", run_name), ("count", count)) if v is not None}
-    named = {"global": given} if given else None
-    if isinstance(config, Config):
-        if named is None:
-            return config
-        for key, value in given.items():
-            rules = GLOBAL_RULES[key]
-            if not rules[0](value):
-                raise ConfigError([f"benchy --benchy_{key.replace('run_', '')}: got {describe(value)}; "
-                                   f"expected {rules[1]}"])
-        return dataclasses.replace(config, general=dataclasses.replace(config.general, **given))
-    if config is None:
-        return load_config(overrides=named)
-    if isinstance(config, Mapping):
-        return load_config(overrides=_with_global(config, given))
-    if isinstance(config, (str, os.PathLike)):
-        return load_config(path=config, overrides=named)
-    raise ConfigError(
-        [f"benchy config: got {describe(config)}; expected a benchy.Config, a mapping of overrides, "
-         f"a path to a YAML file, or None"]
-    )
+
+def with_global(overrides: Optional[Mapping[str, Any]], given: Mapping[str, Any]) -> Optional[Mapping[str, Any]]:
+    """``overrides`` with the ``global`` keys in ``given`` set (a copy), whichever case its ``global`` key has."""
+    if not given:
+        return overrides
+    out = dict(overrides or {})
+    key = next((k for k in out if isinstance(k, str) and k.lower() == "global"), "global")
+    section = out.get(key)
+    out[key] = dict(section, **given) if isinstance(section, Mapping) else dict(given)
+    return out
+
+
+def check_global(given: Mapping[str, Any]) -> None:
+    """:class:`ConfigError` unless each ``--benchy_*`` value in ``given`` is allowed for its key."""
+    for key, value in given.items():
+        rules = GLOBAL_RULES[key]
+        if not rules[0](value):
+            raise ConfigError([f"benchy --benchy_{key.replace('run_', '')}: got {describe(value)}; "
+                               f"expected {rules[1]}"])

@@ -1,15 +1,13 @@
 """Every config key's rule: what it allows (checked value by value), the sections and how a layer
-(YAML file, environment, Python overrides) merges into the defaults, and the checks across keys and
-of the output directory (pure, no torch). :mod:`benchy.core.config` builds the config with them."""
+(YAML file, environment, Python overrides) merges into the defaults, and the checks across keys
+(pure, no torch, no files). :mod:`benchy.core.config` builds the config with them; the file and the
+output directory are :mod:`benchy.results.configfile`'s."""
 
 from __future__ import annotations
 
 import os
 import reprlib
-import tempfile
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
-
-import yaml
 
 from .peaks import DTYPES, parse_peak
 
@@ -26,10 +24,8 @@ __all__ = [
     "TEMP_SUFFIX",
     "canonical_section",
     "check_consistency",
-    "check_output",
     "describe",
     "merge_layer",
-    "read_yaml",
     "steps_name",
 ]
 
@@ -335,29 +331,6 @@ def merge_layer(
             merged[section][key] = _NORMALISE.get(key, lambda x: x)(value)
 
 
-def read_yaml(path: str) -> Tuple[Any, Optional[str]]:
-    """Return (contents, problem); YAML is read with the safe loader."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read(MAX_CONFIG_BYTES + 1)
-        if len(text) > MAX_CONFIG_BYTES:
-            return None, (f"benchy config {path}: the file is larger than {MAX_CONFIG_BYTES} bytes; a benchy config "
-                          f"is a few lines (sections global, IO, synthetic, full)")
-    except FileNotFoundError:
-        return None, f"benchy config {path}: file not found"
-    except IsADirectoryError:
-        return None, f"benchy config {path}: is a directory, expected a YAML file"
-    except (OSError, UnicodeDecodeError) as err:
-        return None, f"benchy config {path}: cannot read the file ({err})"
-    try:
-        return yaml.safe_load(text), None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        what = getattr(err, "problem", None) or str(err).splitlines()[0]
-        return None, f"benchy config {path}: malformed YAML{where}: {what}"
-
-
 def check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems: List[str]) -> None:
     enabled = [s for s in ("IO", "synthetic", "full") if merged[s]["run_benchmark"]]
     for section in enabled:
@@ -373,68 +346,3 @@ def check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems: 
         )
 
 
-def _name_max(directory: str) -> int:
-    try:
-        return int(os.pathconf(directory, "PC_NAME_MAX"))
-    except (OSError, ValueError, AttributeError):
-        return 255
-
-
-def _probe(directory: str) -> Optional[str]:
-    """Why a file cannot be created in ``directory`` (None when it can): a real try, then removed."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=directory)
-    except OSError as err:
-        return err.strerror or str(err)
-    os.close(fd)
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
-    return None
-
-
-def check_output(general: Dict[str, Any], source: str, problems: List[str]) -> None:
-    """The JSON's place, checked before any trial runs (not only when the first write fails)."""
-    given = general["output_dir"]
-    directory = os.path.abspath(given) if given else os.getcwd()
-    name = general["output_filename"]
-    key_dir, key_name = f"benchy config {source}: global.output_dir", f"benchy config {source}: global.output_filename"
-    if "\0" in directory:
-        problems.append(f"{key_dir}: got {describe(given)}; a path cannot hold a NUL byte")
-        return
-    if "\0" in name:
-        problems.append(f"{key_name}: got {describe(name)}; a file name cannot hold a NUL byte")
-        return
-    existing = directory
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if existing == directory and not os.path.isdir(directory):
-        problems.append(f"{key_dir}: {directory} is a file, not a directory; expected a directory for the JSON result")
-        return
-    if existing != directory and not os.path.isdir(existing):
-        problems.append(f"{key_dir}: {directory} cannot be created: {existing} is a file")
-        return
-    limit = _name_max(existing)
-    if len(os.fsencode(name)) > limit:
-        problems.append(f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} "
-                        f"allows at most {limit}")
-        return
-    side = steps_name(name) if general["save_steps"] else None
-    if side is not None and len(os.fsencode(side)) > limit:
-        problems.append(f"{key_name}: the per-step directory's name {side[:40]}... would have {len(os.fsencode(side))} "
-                        f"bytes; the file system at {existing} allows at most {limit}: shorten the name by "
-                        f"{len(os.fsencode(side)) - limit} bytes or set global.save_steps: false")
-        return
-    why = _probe(existing)
-    if why is not None:
-        what = "is not writable" if existing == directory else f"cannot be created in {existing}"
-        problems.append(f"{key_dir}: {directory} {what} ({why}); expected a directory where benchy can write "
-                        f"its JSON result")
-        return
-    if os.path.isdir(os.path.join(directory, name)):
-        problems.append(f"{key_name}: {os.path.join(directory, name)} is a directory; expected a file name")
-    elif side is not None and os.path.exists(os.path.join(directory, side)) and not os.path.isdir(
-            os.path.join(directory, side)):
-        problems.append(f"{key_name}: {os.path.join(directory, side)} is a file; benchy keeps per-step times in a "
-                        f"directory of that name: move the file, rename the output or set global.save_steps: false")

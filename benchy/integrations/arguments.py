@@ -7,7 +7,8 @@ from typing import Any, Iterable, Optional, Tuple, Union
 
 from torch.utils.data import DataLoader
 
-from ..core.config import ConfigLike, resolve_config
+from ..core.config import ConfigLike
+from ..results.configfile import resolve_config
 from .wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
 
 __all__ = ["add_arguments", "data_loader", "wrap"]

@@ -28,9 +28,10 @@ import torch.utils.data
 import torch.utils.data.dataloader
 from torch.utils.data import DataLoader
 
-from ..core.config import AUTO, load_config
+from ..core.config import AUTO
 from ..measure.profiling import global_rank
 from ..results import lines
+from ..results.configfile import load_config
 from ..session.console import write_line
 from ..session.registry import creation_site
 from ..session.session import LOOP_BATCHES

@@ -10,10 +10,11 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple
 
 from torch.utils.data import DataLoader
 
-from ..core.config import Config, ConfigLike, resolve_config
+from ..core.config import Config, ConfigLike
 from ..core.sweep import Setting
 from ..measure.rng import loader_generators
 from ..measure.stages import Instrumented, instrument
+from ..results.configfile import resolve_config
 from ..session.registry import creation_site
 from ..session.session import LoaderFacts, Session
 from ..session.trials import OwnPasses

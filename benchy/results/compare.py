@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..core.schedule import Mode
 from ..core.stats import welch
 from .saved import ModeRun, Run
-from .tables import Table
+from .tables import Table, markdown_text
 
 __all__ = ["Comparison", "ModeChange", "as_dict", "compare_runs", "header", "markdown", "status_line", "table"]
 
@@ -192,8 +192,8 @@ def status_line(c: Comparison) -> str:
 def markdown(c: Comparison) -> str:
     icon = "regression" if c.regressed else "no regression"
     lines = [f"### benchy compare: {icon}", ""]
-    lines.extend(f"- {line}" for line in header(c))
-    lines += ["", table(c).markdown(), "", f"**{status_line(c)}**"]
+    lines.extend(f"- {markdown_text(line)}" for line in header(c))
+    lines += ["", table(c).markdown(), "", f"**{markdown_text(status_line(c))}**"]
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ import base64
 import html
 import io
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
@@ -66,10 +66,12 @@ def _e(text: Any) -> str:
     return html.escape(str(text))
 
 
-def _png(draw: Callable[[io.BytesIO], Any]) -> str:
+def _png(draw: Callable[[io.BytesIO], Any]) -> Tuple[str, List[str]]:
+    """The picture as a data URI, and what it leaves out (the notes a drawing returns, if any)."""
     buffer = io.BytesIO()
-    draw(buffer)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    notes = draw(buffer)
+    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return uri, [str(n) for n in notes] if isinstance(notes, list) else []
 
 
 class _Plots:
@@ -84,7 +86,7 @@ class _Plots:
         if self._unavailable is not None:
             return ""
         try:
-            uri = _png(draw)
+            uri, left_out = _png(draw)
         except drawing.PlotUnavailable as err:
             self._unavailable = str(err)
             self.notes.append(f"no plots: {err}")
@@ -93,6 +95,7 @@ class _Plots:
             self.notes.append(f"{what}: not drawn: {err}")
             return f'<p class="note">{_e(what)}: not drawn: {_e(err)}</p>'
         self.drawn += 1
+        self.notes.extend(f"{what}: {note}" for note in left_out)
         return (f'<figure><img alt="{_e(what)}" src="{uri}"><figcaption>{_e(caption)}</figcaption></figure>')
 
 

@@ -1,4 +1,6 @@
-"""What each key of the result JSON holds, one entry per top-level key (pure).
+"""What each key of the result JSON holds, one entry per top-level key, in words (pure).
+
+The types each key may hold, at every depth, are declared in :mod:`benchy.results.document`.
 
 The documentation's JSON reference is generated from :data:`JSON_KEYS`; ``tests/results/test_keys.py``
 checks that it names every key a written document has, and nothing else, so the two cannot drift apart.
@@ -13,7 +15,7 @@ __all__ = ["JSON_KEYS", "documented_keys"]
 # (keys, content): the keys the entry is about (in the order written) and what they hold.
 JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (('schema_version',),
-     '3 (see Comparing and reporting runs for the versions and how older files are read)'),
+     '4 (see Comparing and reporting runs for the versions and how older files are read)'),
     (('run_name',),
      "the run's name: `global.run_name`, `$BENCHY_RUN_NAME` or `--benchy_name`, else the script's name and "
      'start time (`train_cnn 2026-11-23T01:34:36Z`)'),

@@ -191,10 +191,11 @@ TIMELINE_SIZE = (14.0, 6.0)  # 1400 x 600
 WAIT_COLOR = "#ff9896"
 
 
-def plot_timeline(run: Run, path: Target) -> None:
+def plot_timeline(run: Run, path: Target) -> List[str]:
     """Rank 0's timeline, the picture of what ``benchy trace`` writes: every step of every trial at
     its time (bar height: the step's duration; FULL split into the step and the data wait), the
-    trials shaded and named (warm-ups grey), and the system readings (CPU cores busy, RSS) below.
+    trials shaded and named (warm-ups grey), and the system readings (CPU cores busy, RSS) below;
+    returns what the picture leaves out, in words (the timeline's notes).
     :class:`~benchy.results.trace.TraceError` for a run without a timeline."""
     from .trace import load_timeline
 
@@ -253,3 +254,4 @@ def plot_timeline(run: Run, path: Target) -> None:
     fig.tight_layout()
     _save(fig, path)
     plt.close(fig)
+    return list(line.notes)

@@ -33,12 +33,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.distribution import step_profile
-from ..core.errors import BenchyError
 from ..core.results import RunResults, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode, Schedule
 from ..core.stats import finite
 from ..core.sweep import best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
+from .document import ResultFileError, check, read_file
 from .saved import ModeRun, Run
 from .summary import straggler_text
 
@@ -57,10 +57,6 @@ __all__ = [
 
 SCHEMA_VERSION = 4
 MODE_KEYS = tuple(m.value for m in Mode)
-
-
-class ResultFileError(BenchyError, ValueError):
-    """A result file that cannot be read: not JSON, not benchy's, from a newer benchy, or damaged."""
 
 
 def default_run_name(environment: Mapping[str, Any]) -> str:
@@ -332,9 +328,6 @@ def result_document(
 
 # --- reading ---------------------------------------------------------------------------------
 
-MAX_FILE_BYTES = 2 << 30  # a result JSON of 2 GiB would be a 100-million-step run: refused unread
-
-
 def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
     """Version 1 (0.1.0 and later additions) to 2: name the run, fill the keys added since 0.1.0."""
     env = doc.get("environment")
@@ -379,8 +372,10 @@ def _v3_to_v4(doc: Dict[str, Any]) -> Dict[str, Any]:
 _UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
-def upgrade(document: Mapping[str, Any], where: str = "the document") -> Tuple[Dict[str, Any], int]:
-    """``document`` in the current schema (a copy), and the version it was written with."""
+def upgrade(document: Mapping[str, Any], where: str = "the document", *,
+            in_place: bool = False) -> Tuple[Dict[str, Any], int]:
+    """``document`` in the current schema (a copy, or ``document`` itself changed with ``in_place``),
+    and the version it was written with."""
     if not isinstance(document, Mapping):
         raise ResultFileError(f"{where}: expected a JSON object (benchy's result), got {type(document).__name__}")
     version = document.get("schema_version")
@@ -391,7 +386,7 @@ def upgrade(document: Mapping[str, Any], where: str = "the document") -> Tuple[D
                               f"reads versions 1 to {SCHEMA_VERSION}: upgrade benchy to read it")
     if version < 1:
         raise ResultFileError(f"{where}: schema_version {version}; expected 1 to {SCHEMA_VERSION}")
-    doc = copy.deepcopy(dict(document))
+    doc = document if in_place and isinstance(document, dict) else copy.deepcopy(dict(document))
     for step in range(version, SCHEMA_VERSION):
         doc = _UPGRADES[step](doc)
     return doc, version
@@ -485,10 +480,13 @@ def _mode_run(mode: Mode, block: Mapping[str, Any], read: _Reader) -> ModeRun:
     )
 
 
-def read_run(document: Mapping[str, Any], path: Optional[str] = None) -> Run:
-    """The :class:`Run` held by a result document of any readable version."""
+def read_run(document: Mapping[str, Any], path: Optional[str] = None, *, owned: bool = False) -> Run:
+    """The :class:`Run` held by a result document of any readable version, checked at every depth
+    against :data:`benchy.results.document.DOCUMENT` (``owned``: the document is the caller's to
+    change, as one just parsed is: upgraded in place rather than copied)."""
     where = path or "the document"
-    doc, version = upgrade(document, where)
+    doc, version = upgrade(document, where, in_place=owned)
+    check(doc, where)
     read = _Reader(where)
     nranks = doc.get("nranks", 1)
     if isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1:
@@ -517,14 +515,5 @@ def load(path: str | os.PathLike[str]) -> Run:
     Raises :class:`ResultFileError` naming the file and what is wrong with it.
     """
     name = os.fspath(path)
-    try:
-        size = os.path.getsize(name)
-        if size > MAX_FILE_BYTES:
-            raise ResultFileError(f"{name}: {size} bytes; a result file is at most {MAX_FILE_BYTES} bytes")
-        with open(name, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as err:
-        raise ResultFileError(f"{name}: cannot read it: {err.strerror or err}") from err
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ResultFileError(f"{name}: not a JSON file ({err})") from err
-    return read_run(document, name)
+    document = read_file(name)
+    return read_run(document, name, owned=True)

@@ -16,7 +16,18 @@ from typing import IO, List, Optional, Sequence
 
 from .saved import Run
 
-__all__ = ["Table", "print_table", "summary_table"]
+__all__ = ["Table", "markdown_text", "print_table", "summary_table"]
+
+_MARKDOWN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "`": "\\`", "*": "\\*",
+                           "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|", "~": "\\~", "#": "\\#",
+                           "\n": " ", "\r": " "})
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal Markdown: HTML's ``<``, ``>`` and ``&`` as entities, Markdown's emphasis, code,
+    link, table and heading marks backslash-escaped, line breaks as spaces (so a run name, a stage name
+    or an error message cannot inject HTML or break a table); digits, ``.`` and ``-`` stay readable."""
+    return text.translate(_MARKDOWN)
 
 
 @dataclass
@@ -45,10 +56,9 @@ class Table:
         return "\n".join(out)
 
     def markdown(self) -> str:
-        def esc(cell: str) -> str:
-            return cell.replace("|", "\\|")
-
-        out = [f"**{self.title}**", ""] if self.title else []
+        """A GitHub table; every cell, header and the title escaped with :func:`markdown_text`."""
+        esc = markdown_text
+        out = [f"**{esc(self.title)}**", ""] if self.title else []
         out.append("| " + " | ".join(esc(h) for h in self.headers) + " |")
         out.append("|" + "|".join("---:" if self._right(k) else "---" for k in range(len(self.headers))) + "|")
         out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows)

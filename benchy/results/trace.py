@@ -295,6 +295,10 @@ def load_timeline(run: Run) -> Timeline:
             notes.append(f"per-step slices of ranks {', '.join(map(str, saved))}; the others show their trials")
     elif not saved:
         notes.append("no per-step files (save_steps: false, or the steps folder is gone): trials only")
+    undrawn = [str(e["trial"]) for e in timeline["trials"] if e.get("started") is None or e.get("own_seconds") is None]
+    if undrawn:
+        notes.append(f"{len(undrawn)} trial{'s' if len(undrawn) != 1 else ''} without a start time or a duration (null "
+                     f"in the file) not drawn: {', '.join(undrawn[:8])}{' ...' if len(undrawn) > 8 else ''}")
     if any(t.window is not None and int(t.window.get("segments") or 1) > 1 for t in per_rank.get(0, [])):
         notes.append("a trial whose window spans an epoch's end is drawn from its start with its counted steps end "
                      "to end; the time between its stretches (the epoch's end, the next iter(), whatever the loop "

@@ -4,7 +4,9 @@
   :class:`benchy.core.config.Config`), what it allows, with its bounds (the validation rules,
   :data:`benchy.core.config_rules.RULES`) and what it does (:data:`~benchy.core.config_rules.MEANINGS`);
 * ``reference/_generated/lines.md``: every ``BENCHY::`` line kind (:data:`benchy.results.lines.LINE_KINDS`);
-* ``reference/_generated/json.md``: every key of the result JSON (:data:`benchy.results.keys.JSON_KEYS`).
+* ``reference/_generated/json.md``: every key of the result JSON (:data:`benchy.results.keys.JSON_KEYS`);
+* ``reference/_generated/document.md``: what each key may hold, at every depth, as the reader checks it
+  (:data:`benchy.results.document.DOCUMENT`), and the reader's bounds.
 
 The pages include them; ``tests/results/test_keys.py`` checks the tables against what the code writes.
 """
@@ -81,6 +83,19 @@ def json_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def document_table() -> str:
+    from benchy.results import document as d
+
+    out = [f"A file is at most {d.MAX_FILE_BYTES >> 20} MiB; values nest at most {d.MAX_DEPTH} levels; an integer "
+           f"has at most {d.MAX_DIGITS} digits; NaN and Infinity are refused (benchy writes null); reading a file "
+           f"takes at most {d.MEMORY_FACTOR} times its size (or its size and {d.MEMORY_FLOOR >> 20} MiB for a small "
+           f"one), and a file that would take more is refused before it is parsed.", "",
+           "| key | holds |", "| --- | --- |"]
+    for path, kind, required in d.rows():
+        out.append(f"| {_code(path)} | {_cell(kind)}{' (required)' if required else ''} |")
+    return "\n".join(out) + "\n"
+
+
 def write(app: Any) -> None:
     out = os.path.join(app.srcdir, GENERATED)
     os.makedirs(out, exist_ok=True)
@@ -89,6 +104,7 @@ def write(app: Any) -> None:
         "defaults.yaml": yaml.safe_dump(defaults(), sort_keys=False, default_flow_style=False, width=100),
         "lines.md": lines_table(),
         "json.md": json_table(),
+        "document.md": document_table(),
     }
     for name, text in files.items():
         path = os.path.join(out, name)

@@ -95,7 +95,7 @@ def test_compare_markdown_is_a_pull_request_comment() -> None:
 | SYNTHETIC | 2000.000 +/- 49.683 (3) | 2001.333 +/- 25.495 (3) | +0.07 % | 0.928 | 1 | no significant change |
 | FULL | 800.000 +/- 4.968 (3) | 700.000 +/- 17.389 (3) | -12.50 % | 0.00176 | 0.00529 | regression |
 
-**REGRESSION: FULL -12.50 % (adjusted p = 0.00529); {RULE.format(t=5)}**
+**REGRESSION: FULL -12.50 % (adjusted p = 0.00529); {RULE.format(t=5).replace("<", "&lt;")}**
 """
 
 

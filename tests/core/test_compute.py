@@ -16,10 +16,11 @@ from benchy.core.compute import (
     peak_for,
     token_report,
 )
-from benchy.core.config import ConfigError, load_config
+from benchy.core.config import ConfigError
 from benchy.core.peaks import known_accelerator, parse_peak
 from benchy.core.results import FlopCount, TokenCount
 from benchy.core.verdict import read
+from benchy.results.configfile import load_config
 
 
 @pytest.mark.parametrize("name, row", [
@@ -252,7 +253,7 @@ def test_benchy_count_on_the_command_line() -> None:
     import argparse
 
     import benchy
-    from benchy.core.config import resolve_config
+    from benchy.results.configfile import resolve_config
 
     parser = benchy.add_arguments(argparse.ArgumentParser())
     args = parser.parse_args(["--enable_benchy", "--benchy_count", "tokens"])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from benchy import Config, ConfigError, load_config
-from benchy.core.config import resolve_config
+from benchy.results.configfile import resolve_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -57,7 +58,9 @@ def test_empty_file_means_defaults(tmp_path: Path) -> None:
 
 def test_resolve_accepts_config_mapping_and_path(tmp_path: Path) -> None:
     cfg = Config()
-    assert resolve_config(cfg) is cfg
+    resolved = resolve_config(cfg)
+    assert resolved.general.output_dir == os.getcwd() and resolved.io == cfg.io
+    assert resolve_config(resolved) is resolved  # its paths already absolute: the same config
     assert resolve_config({"IO": {"nbatches": 2}}).io.nbatches == 2
     assert resolve_config(str(write(tmp_path, "IO: {nbatches: 3}"))).io.nbatches == 3
     with pytest.raises(ConfigError, match=r"expected a benchy\.Config, a mapping"):

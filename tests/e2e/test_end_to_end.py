@@ -182,6 +182,20 @@ def test_an_output_dir_that_cannot_be_created_is_a_config_error_before_any_trial
     assert "BENCHY::" not in run.stdout and "USER::epoch" not in run.stdout  # nothing ran
 
 
+@pytest.mark.parametrize("output_dir", [None, "results"])
+def test_a_script_that_changes_directory_writes_where_benchy_checked(run_script, tmp_path, output_dir) -> None:
+    elsewhere = tmp_path / "outputs" / "2026-11-25"  # as Hydra's job.chdir moves a run
+    elsewhere.mkdir(parents=True)
+    if output_dir:
+        (tmp_path / output_dir).mkdir()
+    run = run_script(small_config(**({"output_dir": output_dir} if output_dir else {})), "--chdir", str(elsewhere))
+    assert run.returncode == 0, run
+    written = tmp_path / (output_dir or "") / "benchy_result.json"
+    assert written.is_file() and not (elsewhere / "benchy_result.json").exists()
+    assert not (elsewhere / (output_dir or "x")).exists()
+    assert json.loads(written.read_text())["config"]["global"]["output_dir"] == str(written.parent)
+
+
 def test_a_json_write_that_fails_later_still_prints_the_numbers(run_script, tmp_path) -> None:
     out = tmp_path / "out"
     out.mkdir()

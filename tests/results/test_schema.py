@@ -12,9 +12,9 @@ import pytest
 
 import benchy
 from benchy import Mode, ResultFileError, load
-from benchy.core.config import load_config, resolve_config
 from benchy.core.stats import welch
 from benchy.results.compare import holm
+from benchy.results.configfile import load_config, resolve_config
 from benchy.results.files import write_json_atomic
 from benchy.results.schema import default_run_name, read_run, upgrade
 
@@ -108,12 +108,12 @@ def test_unreadable_files_are_named_with_the_problem(tmp_path: Path, content: st
 
 
 @pytest.mark.parametrize("key,value,expected", [
-    (("FULL", "trial_throughput"), "fast", "FULL.trial_throughput: expected a list of numbers, got \"fast\""),
-    (("IO", "trial_samples"), [1.5], "IO.trial_samples: expected a list of integers"),
-    (("SYNTHETIC", "mean"), "1", "SYNTHETIC.mean: expected a number or null"),
-    (("nranks",), 0, "nranks: expected a number of ranks (integer >= 1), got 0"),
+    (("FULL", "trial_throughput"), "fast", "FULL.trial_throughput: expected a list of numbers (or nulls), got \"fast\""),
+    (("IO", "trial_samples"), [1.5], "IO.trial_samples[0]: expected an integer >= 0, got 1.5"),
+    (("SYNTHETIC", "mean"), "1", "SYNTHETIC.mean: expected a number or null, got \"1\""),
+    (("nranks",), 0, "nranks: expected an integer >= 1 (the number of ranks), got 0"),
     (("run_name",), 7, "run_name: expected a string, got 7"),
-    (("FULL", "rates"), {"a": 1}, "FULL.rates: expected a list (one per trial)"),
+    (("FULL", "rates"), {"a": 1}, "FULL.rates: expected a list of lists of numbers (or nulls) or null, got {\"a\": 1}"),
 ])
 def test_damaged_values_are_named_by_key(key: tuple, value: Any, expected: str) -> None:
     doc = raw("v2")

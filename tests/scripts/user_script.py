@@ -155,6 +155,7 @@ def main() -> int:
     p.add_argument("--loader_raise_after", type=int, default=-1, help="the dataset raises on its Nth sample")
     p.add_argument("--forbid_cuda", action="store_true", help="fail if benchy makes any CUDA runtime call")
     p.add_argument("--spoil_output_dir_at", default=None, help="EPOCH:DIR: replace DIR by a file before that epoch")
+    p.add_argument("--chdir", default=None, help="change to this directory once the loader exists (Hydra's job.chdir)")
     p.add_argument("--own_sigterm", action="store_true", help="install a SIGTERM handler that exits with status 42")
     p.add_argument("--print_children", action="store_true",
                    help="print the process's child processes and the loader's num_workers at each step 0")
@@ -193,6 +194,10 @@ def main() -> int:
     else:
         loader = benchy.data_loader(args, Items(args.samples, args.kind, args.fetch_ms), batch_size=args.batch_size,
                                     num_workers=args.workers)
+    if args.chdir:
+        import os
+
+        os.chdir(args.chdir)
     raise_at = tuple(int(v) for v in args.raise_at.split(":")) if args.raise_at else None
     break_at = tuple(int(v) for v in args.break_at.split(":")) if args.break_at else None
 
