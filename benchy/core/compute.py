@@ -385,28 +385,25 @@ def _own_samples(t: TrialResult) -> int:
 
 def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[EnergyReport]:
     """Joules per trial and per sample from the trials' system metrics (None: no trial was sampled)."""
-    sampled = [t for m in modes for t in results.measured(m) if t.system]
+    sampled = [t.system for m in modes for t in results.measured(m) if t.system is not None]
     if not sampled:
         return None
     found: List[ModeEnergy] = []
     sources: List[str] = []
     for mode in modes:
-        trials = [t for t in results.measured(mode) if t.system]
-        keys = [k for k, _ in ENERGY_KEYS if trials and all(isinstance((t.system or {}).get(k), (int, float))
-                                                            for t in trials)]
+        systems = [(t, t.system) for t in results.measured(mode) if t.system is not None]
+        keys = [k for k, _ in ENERGY_KEYS if systems and all(getattr(s, k) is not None for _, s in systems)]
         if not keys:
             continue
-        joules = {k: sum(float((t.system or {})[k]) for t in trials) / len(trials) for k in keys}
-        samples = sum(_own_samples(t) for t in trials)
-        total = sum(float((t.system or {})[k]) for t in trials for k in keys)
+        joules = {k: sum(float(getattr(s, k)) for _, s in systems) / len(systems) for k in keys}
+        samples = sum(_own_samples(t) for t, _ in systems)
+        total = sum(float(getattr(s, k)) for _, s in systems for k in keys)
         found.append(ModeEnergy(mode, joules, total / samples if samples > 0 else None))
-        for t in trials:
-            for key in ("gpu_energy_source", "cpu_energy_source"):
-                text = (t.system or {}).get(key)
-                if isinstance(text, str) and text not in sources:
+        for _, s in systems:
+            for text in (s.gpu_energy_source, s.cpu_energy_source):
+                if text is not None and text not in sources:
                     sources.append(text)
-    said = next((str((t.system or {})["energy_missing"]) for t in sampled if (t.system or {}).get("energy_missing")),
-                None)
+    said = next((s.energy_missing for s in sampled if s.energy_missing), None)
     missing = None if found else said or ("no energy reading in every counted trial of a mode (a counter that "
                                           "failed part-way, or a result from a benchy without energy readings)")
     return EnergyReport(tuple(found), tuple(sources), missing)

@@ -29,6 +29,7 @@ __all__ = [
     "Snapshot",
     "Span",
     "StepRates",
+    "SystemFigures",
     "TokenCount",
     "TrialResult",
     "WindowSpan",
@@ -145,6 +146,53 @@ class RankSummary:
 
 
 @dataclass(frozen=True)
+class SystemFigures:
+    """What the system sampler measured over one trial (this rank's process and its loader workers).
+
+    The base figures are set by every sampled trial; the GPU's only with NVML and CUDA in use; the
+    energy figures where a counter gave them, else ``energy_missing`` says why. ``disturbed``: other
+    processes certainly took more than ``busy_machine_share`` of the cores (see ``measure.system``)."""
+
+    seconds: float
+    readings: Optional[int] = None
+    cpu_cores_busy: Optional[float] = None  # CPU seconds of the process and its children per second
+    cpu_cores: Optional[float] = None  # cores this process may use
+    cpu_util: Optional[float] = None
+    processes: Optional[int] = None
+    rss_max_bytes: Optional[int] = None
+    read_bytes_per_s: Optional[float] = None
+    loader_read_chars_per_s: Optional[float] = None
+    other_cores_busy: Optional[float] = None  # None: too short a trial for the kernel's counters
+    gpu_util: Optional[float] = None
+    gpu_memory_bytes: Optional[float] = None
+    gpu_power_w: Optional[float] = None
+    gpu_energy_j: Optional[float] = None
+    gpu_energy_source: Optional[str] = None
+    cpu_energy_j: Optional[float] = None
+    cpu_energy_source: Optional[str] = None
+    energy_missing: Optional[str] = None
+    disturbed: bool = False
+
+    _BASE = ("seconds", "readings", "cpu_cores_busy", "cpu_cores", "cpu_util", "processes", "rss_max_bytes",
+             "read_bytes_per_s", "loader_read_chars_per_s", "other_cores_busy")
+    _WHEN_SET = ("gpu_util", "gpu_memory_bytes", "gpu_power_w", "gpu_energy_j", "gpu_energy_source", "cpu_energy_j",
+                 "cpu_energy_source", "energy_missing")
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON's ``system`` entry: the base figures, those of the GPU and energy that were measured,
+        and ``disturbed``."""
+        out: Dict[str, Any] = {key: getattr(self, key) for key in self._BASE}
+        out.update({key: getattr(self, key) for key in self._WHEN_SET if getattr(self, key) is not None})
+        out["disturbed"] = self.disturbed
+        return out
+
+    def numbers(self) -> Dict[str, float]:
+        """The figures that are numbers (what the SYSTEM line averages over trials)."""
+        return {k: v for k, v in self.to_dict().items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+@dataclass(frozen=True)
 class WindowSpan:
     """Where a SYNTHETIC or FULL trial ran in the training loop: the epoch (1 = the first the benchmark
     saw) and the step of that epoch (from 0) of its first and its last hand-out, the epochs' stretches
@@ -189,9 +237,8 @@ class TrialResult:
     wait_seconds: Optional[float] = None
     wait_median: Optional[float] = None
     work_median: Optional[float] = None
-    # System metrics sampled during the trial (this rank's process and its loader workers):
-    # cpu_cores_busy, cpu_cores, cpu_util, rss_max_bytes, read_bytes_per_s, gpu_* ...; None when off.
-    system: Optional[Dict[str, Any]] = None
+    # System metrics sampled during the trial (this rank's process and its loader workers); None when off.
+    system: Optional[SystemFigures] = None
     # ``count: tokens``: the tokens in this rank's batches of the trial (see ``core.compute``).
     tokens: Optional[TokenCount] = None
     # When batch 1 was handed out (the trial's clock started), in Unix seconds (the trial clock's

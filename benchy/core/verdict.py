@@ -8,6 +8,7 @@ periodic stalls, host-to-device copies, start-up, the loader sweep) and the advi
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -37,6 +38,7 @@ from .sweep import feed_advice, feed_clause
 
 __all__ = [
     "BALANCE_TOLERANCE",
+    "Outcome",
     "Reading",
     "Verdict",
     "balanced_bounds",
@@ -51,6 +53,7 @@ __all__ = [
     "h2d_estimate",
     "h2d_reading",
     "loader_cause",
+    "outcome_of",
     "own_io",
     "read",
     "stages_clause",
@@ -74,7 +77,7 @@ SERIAL_MARGIN = 1.1
 
 def system_means(trials: Sequence[TrialResult]) -> Optional[Dict[str, float]]:
     """The mean of each system figure over the trials that have them (None: none has)."""
-    return figure_means([t.system for t in trials if t.system])
+    return figure_means([t.system.numbers() for t in trials if t.system is not None])
 
 
 def figure_means(found: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
@@ -89,13 +92,13 @@ def figure_means(found: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float
 
 def disturbed_trials(results: RunResults) -> List[TrialResult]:
     """The counted trials during which other processes took more than the set share of the cores."""
-    return [t for m in Mode for t in results.measured(m) if t.system and t.system.get("disturbed")]
+    return [t for m in Mode for t in results.measured(m) if t.system is not None and t.system.disturbed]
 
 
 def busy_text(found: Sequence[TrialResult]) -> str:
     """``1.84 of 2 cores busy during SYNTHETIC_1, 0.91 of 2 during FULL_2``: what other processes took."""
-    parts = [f"{t.system['other_cores_busy']:.2f} of {t.system['cpu_cores']:g}{' cores busy' if not k else ''} "
-             f"during {t.label}" for k, t in enumerate(found) if t.system]
+    parts = [f"{t.system.other_cores_busy or 0.0:.2f} of {t.system.cpu_cores or 0:g}{' cores busy' if not k else ''} "
+             f"during {t.label}" for k, t in enumerate(found) if t.system is not None]
     return ", ".join(parts)
 
 
@@ -121,11 +124,11 @@ def first_pass(results: RunResults) -> Optional[FirstPass]:
     if first is None or not measured:
         return None
     steady = float(np.mean([t.throughput for t in measured]))
-    systems = [t.system for t in measured if t.system and "loader_read_chars_per_s" in t.system]
+    systems = [t.system for t in measured if t.system is not None and t.system.loader_read_chars_per_s is not None]
     files = storage = None
     if systems:
-        files = float(sum(s["loader_read_chars_per_s"] * s["seconds"] for s in systems))
-        storage = float(sum(s["read_bytes_per_s"] * s["seconds"] for s in systems))
+        files = float(sum((s.loader_read_chars_per_s or 0.0) * s.seconds for s in systems))
+        storage = float(sum((s.read_bytes_per_s or 0.0) * s.seconds for s in systems))
     return FirstPass(first.throughput, steady, files, storage, first.label)
 
 
@@ -165,10 +168,10 @@ CPU_IDLE = 0.5
 READS_HIGH = 20e6  # bytes per second from storage that make storage a suspect
 
 
-def loader_cause(results: RunResults, outcome: str, workers: int) -> Optional[Tuple[str, str]]:
-    """Why the loader is slow, from the IO trials' system metrics, when loading limits training:
-    (the clause, the change it points to)."""
-    if "data-loading" not in outcome:
+def loader_cause(results: RunResults, found: Optional[Verdict], workers: int) -> Optional[Tuple[str, str]]:
+    """Why the loader is slow, from the IO trials' system metrics, when loading limits training (an
+    inconsistent reading included: IO is still the slower side): (the clause, the change it points to)."""
+    if found is None or found.outcome is not Outcome.DATA_LOADING:
         return None
     means = system_means(results.measured(Mode.IO))
     if means is None:
@@ -214,9 +217,9 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     other than the loader's own does, it is the advice (measured beats the guesses above).
     ``compute``: the step's MFU, said (with its advice) where compute limits; ``tokens``: padding
     above 10 % is said, and is the advice where compute limits."""
-    outcome = "" if found is None else found.outcome
     clauses: List[str] = []
-    limited = "compute" in outcome and "inconsistent" not in outcome
+    limited = found is not None and found.limits(Outcome.COMPUTE)
+    loading = found is not None and found.outcome is Outcome.DATA_LOADING
     if limited and compute is not None:
         said = compute_clause(compute)
         if said is not None:
@@ -227,10 +230,10 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     wait = results.data_wait()
     if wait.mean is not None:
         clauses.append(f"FULL spends {100.0 * wait.mean:.1f} % of its time waiting for the loader")
-    loader = loader_cause(results, outcome, workers)
+    loader = loader_cause(results, found, workers)
     if loader is not None:
         clauses.append(loader[0])
-    stages = results.stages if "data-loading" in outcome else None
+    stages = results.stages if loading else None
     if stages is not None:
         clauses.append(stages_clause(stages))
     profile = full_profile  # None: not looked at (checkpoints), no stall claim
@@ -245,7 +248,7 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     if startup_clause is not None:
         clauses.append(startup_clause)
     fix = stages.advice if stages is not None and stages.advice is not None else None if loader is None else loader[1]
-    advice = choose_advice(outcome, fix, copies is not None and copies[1],
+    advice = choose_advice(found, fix, copies is not None and copies[1],
                      start is not None and start.restarts_workers, starved)
     if limited and not (start is not None and start.restarts_workers):
         if padding is not None:
@@ -257,7 +260,7 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     if feed is not None:
         clauses.append(feed)
         swept = feed_advice(results.sweep, synthetic, results.sweep_own)
-        if swept is not None and outcome == "data-loading":
+        if swept is not None and found is not None and found.limits(Outcome.DATA_LOADING):
             advice = swept
     if advice is not None:
         clauses.append(f"most likely to help: {advice}")
@@ -280,16 +283,16 @@ def stages_clause(report: StageReport) -> str:
     return out
 
 
-def choose_advice(outcome: str, loader_fix: Optional[str], copies_limit: bool, restart: bool,
-            starved: bool) -> Optional[str]:
+def choose_advice(found: Optional[Verdict], loader_fix: Optional[str], copies_limit: bool, restart: bool,
+                  starved: bool) -> Optional[str]:
     """The one change most likely to help, from the strongest signal: copies that limit training,
     then (loading the limit) the loader's own cause, its stalls, its start-up; (compute the
     limit) the start-up the loop still pays, else a faster step."""
-    if "inconsistent" in outcome or outcome in ("", "undecided"):
+    if found is None or not found.decided:
         return None
     if copies_limit:
         return "pinned memory and non_blocking copies (pin_memory=True)"
-    if "data-loading" in outcome:  # the loader's rate is the biggest loss: its cause first
+    if found.outcome is Outcome.DATA_LOADING:  # the loader's rate is the biggest loss: its cause first
         if loader_fix is not None:
             return loader_fix
         if starved:
@@ -297,19 +300,52 @@ def choose_advice(outcome: str, loader_fix: Optional[str], copies_limit: bool, r
         return "persistent_workers=True" if restart else None
     if restart:
         return "persistent_workers=True"
-    if "compute" in outcome:
+    if found.outcome is Outcome.COMPUTE:
         return "a faster step (the loader has headroom: mixed precision, a larger batch, compiled or fused code)"
     return None
 
 
+class Outcome(enum.Enum):
+    """Which side limits training, as IO against SYNTHETIC decided it (the JSON's ``decision.outcome``)."""
+
+    DATA_LOADING = "data-loading"
+    COMPUTE = "compute"
+    BALANCED = "balanced"
+    UNDECIDED = "undecided"
+
+
+def outcome_of(label: str) -> Tuple[Optional[Outcome], bool]:
+    """A saved ``decision.outcome`` read back: (the outcome, or None for a label no benchy writes;
+    whether it was inconsistent), e.g. ``inconsistent: compute`` -> (COMPUTE, True)."""
+    inconsistent = label.startswith("inconsistent: ")
+    value = label[len("inconsistent: "):] if inconsistent else label
+    found = next((o for o in Outcome if o.value == value), None)
+    return found, inconsistent and found is not None
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """The reading of a run: its text and, for the JSON, how it was decided and from what."""
-
+    """The reading of a run: its text, its outcome (``inconsistent``: FULL above the slower side by more
+    than the intervals allow, so the numbers are not to be read) and, for the JSON, how it was decided."""
 
     text: str
-    outcome: str  # data-loading, compute, balanced, undecided; "inconsistent: " before it when FULL is impossible
+    outcome: Outcome
     record: Dict[str, Any]
+    inconsistent: bool = False
+
+    @property
+    def decided(self) -> bool:
+        """A side was found (or both balanced) and the measurement is consistent."""
+        return self.outcome is not Outcome.UNDECIDED and not self.inconsistent
+
+    def limits(self, outcome: Outcome) -> bool:
+        """``outcome`` is the verdict's and the measurement is consistent."""
+        return self.outcome is outcome and not self.inconsistent
+
+    @property
+    def label(self) -> str:
+        """The outcome as the JSON writes it: ``inconsistent: compute`` for an inconsistent one."""
+        return ("inconsistent: " if self.inconsistent else "") + self.outcome.value
 
 
 def _percent(confidence: float) -> str:
@@ -350,7 +386,7 @@ def balanced_bounds(tolerance: float = BALANCE_TOLERANCE) -> Tuple[float, float]
     return 1.0 - tolerance, 1.0 / (1.0 - tolerance)
 
 
-def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[str, str]:
+def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[Outcome, str]:
     """(outcome, text) of IO against SYNTHETIC: balanced, decided either way, or undecided.
 
     Balanced needs evidence, not two close means: the whole interval of SYNTHETIC/IO (at the
@@ -361,28 +397,28 @@ def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[st
     low_ok, high_ok = balanced_bounds()
     low, high = c.low, c.high
     if low is not None and high is not None and low_ok <= low <= high <= high_ok:
-        outcome = "balanced"
+        outcome = Outcome.BALANCED
         text = (f"balanced: data loading (IO {io_mean:.3f}) and compute (SYNTHETIC {syn_mean:.3f} samples/s) are "
                 f"within 5 % of each other (SYNTHETIC/IO {_x(c.ratio)}, {_interval_text(c)}); speeding up one alone "
                 f"gains little")
     elif low is not None and high is not None and (low > 1.0 or high < 1.0):
         if low > 1.0:
-            outcome = "data-loading"
+            outcome = Outcome.DATA_LOADING
             text = (f"data loading limits training: IO {io_mean:.3f} < SYNTHETIC {syn_mean:.3f} samples/s; "
                     f"compute could go {_x(c.ratio)} faster with faster loading ({_interval_text(c)})")
         else:
-            outcome = "compute"
+            outcome = Outcome.COMPUTE
             text = (f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
                     f"the loader has {_x(1.0 / c.ratio)} headroom ({_percent(c.confidence)} interval {_x(1.0 / high)} to "
                     f"{_x(1.0 / low)})")
     elif low_ok <= c.ratio <= high_ok:
-        outcome = "undecided"
+        outcome = Outcome.UNDECIDED
         text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, within 5 % of balanced, but with {c.n_a} IO and {c.n_b} "
                 f"SYNTHETIC trials ({_interval_text(c)}) the two may still differ by more; balanced needs the "
                 f"interval inside {_x(low_ok)} to {_x(high_ok)}: run more or steadier trials (ntrials: auto runs "
                 f"them until the answer is known)")
     else:
-        outcome = "undecided"
+        outcome = Outcome.UNDECIDED
         text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
                 f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials: auto runs them until "
                 f"the answer is known) to tell which side limits training")
@@ -406,7 +442,7 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
     io_mean, syn_mean = float(np.mean(io)), float(np.mean(synthetic))
     record: Dict[str, Any] = {"io_vs_synthetic": _comparison_record(c, "IO", "SYNTHETIC", io, synthetic)}
     outcome, text = _io_vs_synthetic(c, io_mean, syn_mean)
-    record["outcome"] = outcome
+    record["outcome"] = outcome.value
     if not full:
         return Verdict(text, outcome, record)
     slower_name, slower = ("IO", io) if io_mean <= syn_mean else ("SYNTHETIC", synthetic)
@@ -426,7 +462,8 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
                 f"slower epochs: set nwarmup: auto, or raise it), or loader workers prefetching across epochs "
                 f"(FULL trials start with batches ready: make nbatches much larger than num_workers x "
                 f"prefetch_factor). Do not read these numbers as a result. IO against SYNTHETIC alone: {text}")
-        return Verdict(text, "inconsistent: " + outcome, record)
+        record["outcome"] = "inconsistent: " + outcome.value
+        return Verdict(text, outcome, record, inconsistent=True)
     if share >= 1.0:
         text += (f"; FULL {full_mean:.3f} samples/s matches the slower of the two within the intervals: loading and compute "
                  f"overlap fully")

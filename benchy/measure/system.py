@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import psutil
 
+from ..core.results import SystemFigures
 from ..core.stages import WorkerMemory
 
 __all__ = ["GPU_FIELDS", "NO_ENERGY", "NullSampler", "Rapl", "SystemSampler", "available_cores", "disturbed", "machine_memory",
@@ -84,15 +85,15 @@ def _slack(cores: float, processes: float, wall: float) -> float:
     return 2.0 * TICK_S * (cores + processes) / wall
 
 
-def disturbed(system: Dict[str, Any], share: float) -> bool:
+def disturbed(system: SystemFigures, share: float) -> bool:
     """Whether other processes certainly kept more than ``share`` of the cores busy during the
     trial: ``other_cores_busy`` above the limit by more than the counters' granularity (one
     kernel tick per reading of each core and each process read, at the trial's start and end)."""
-    other, wall = system.get("other_cores_busy"), system.get("seconds")
-    if not isinstance(other, (int, float)) or not isinstance(wall, (int, float)) or wall <= 0:
+    other, wall = system.other_cores_busy, system.seconds
+    if other is None or wall <= 0:
         return False
-    cores = float(system.get("cpu_cores", 1))
-    return float(other) - _slack(cores, float(system.get("processes", 1)), wall) > share * cores
+    cores = float(system.cpu_cores if system.cpu_cores is not None else 1)
+    return float(other) - _slack(cores, float(system.processes or 1), wall) > share * cores
 
 
 class _Gpu:
@@ -352,7 +353,7 @@ class SystemSampler:
         self._thread = threading.Thread(target=self._run, name="benchy-system-metrics", daemon=True)
         self._thread.start()
 
-    def stop(self) -> Optional[Dict[str, Any]]:
+    def stop(self) -> Optional[SystemFigures]:
         """Stop sampling and return the trial's figures (None when not started)."""
         thread, self._thread = self._thread, None
         if thread is None:
@@ -388,7 +389,7 @@ class SystemSampler:
         if self._gpu_ticks:
             out.update({key: total / self._gpu_ticks for key, total in self._gpu_sums.items()})
         out.update(self._energy(wall, out.get("gpu_power_w")))
-        return out
+        return SystemFigures(**out)
 
     def readings(self) -> Any:
         """The last trial's readings as a numpy structured array (see :func:`readings_array`), or None."""
@@ -447,7 +448,7 @@ class NullSampler:
     def start(self) -> None:
         return None
 
-    def stop(self) -> Optional[Dict[str, Any]]:
+    def stop(self) -> Optional[SystemFigures]:
         return None
 
 

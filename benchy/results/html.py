@@ -19,7 +19,7 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
 from ..core.sweep import NEAR_BEST, Setting
-from ..core.verdict import figure_means
+from ..core.verdict import figure_means, outcome_of
 from . import plots as drawing
 from . import scaling
 from .saved import Run
@@ -179,11 +179,11 @@ def _meta(run: Run) -> str:
 def _outcome(run: Run) -> str:
     """The verdict's kind, for its colour: data-loading (red), compute, balanced, undecided, inconsistent."""
     decision = run.document.get("decision")
-    outcome = str(decision.get("outcome") or "") if isinstance(decision, Mapping) else ""
-    for kind in ("inconsistent", "compute", "balanced", "undecided"):
-        if outcome.startswith(kind):
-            return kind
-    return "data-loading" if outcome.startswith("data") else "undecided"
+    label = decision.get("outcome") if isinstance(decision, Mapping) else None
+    found, inconsistent = outcome_of(label) if isinstance(label, str) else (None, False)
+    if inconsistent:
+        return "inconsistent"
+    return "undecided" if found is None else found.value
 
 
 def _run_section(run: Run, index: int, plots: _Plots) -> str:

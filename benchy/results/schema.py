@@ -85,6 +85,10 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def _system(t: TrialResult) -> Optional[Dict[str, Any]]:
+    return None if t.system is None else t.system.to_dict()
+
+
 def _mean_step_rate(t: TrialResult) -> Optional[float]:
     mean = t.mean_step_rate
     return None if mean is None else finite(mean)
@@ -135,10 +139,10 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
     # Pooled over every step: in the final document only, as ``rates`` (a checkpoint costs the new trial).
     profile = step_profile(trials) if per_step else None
     block["steps"] = None if profile is None else profile.to_dict()
-    block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
+    block["system"] = [_system(t) for t in trials]  # per counted trial (null when not sampled)
     if any(t.tokens is not None for t in trials):  # count: tokens: each counted trial's tokens
         block["tokens"] = [None if t.tokens is None else t.tokens.to_dict() for t in trials]
-    block["warmup"]["system"] = [t.system for t in warm]
+    block["warmup"]["system"] = [_system(t) for t in warm]
     if mode is Mode.FULL:
         block["data_wait"] = _data_wait_block(results)
     if any(t.rank_seconds for t in trials):
@@ -220,7 +224,7 @@ def h2d_block(results: RunResults) -> Dict[str, Any]:
         "interval": est.half_width,
         "n": est.n,
         "vs_io": est.mean / io.mean if est.mean is not None and io.mean else None,
-        "system": [t.system for t in results.h2d],
+        "system": [_system(t) for t in results.h2d],
     }
 
 
@@ -339,7 +343,8 @@ def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
         block = doc.get(key)
         if not isinstance(block, dict):
             continue
-        count = len(block.get("trial_throughput") or [])
+        throughputs = block.get("trial_throughput")
+        count = len(throughputs) if isinstance(throughputs, list) else 0  # checked after the upgrade
         block.setdefault("steps", None)
         block.setdefault("system", [None] * count)
         if key == Mode.FULL.value:

@@ -39,7 +39,6 @@ STEADY_TOLERANCE = 0.05
 # nwarmup auto: the fewest steps in each of the two windows compared.
 MIN_STEADY_WINDOW = 5
 
-DECIDED = ("data-loading", "compute", "balanced")
 
 
 def warmup_change(periods: Sequence[float], window: int) -> Optional[float]:
@@ -241,7 +240,7 @@ class Planner:
         if any(len(results.measured(m)) < MIN_AUTO_TRIALS for m in (Mode.IO, Mode.SYNTHETIC)):
             return False
         found = verdict(results, self.schedule.modes, self.confidence)  # None without IO or SYNTHETIC
-        return found is not None and found.outcome in DECIDED
+        return found is not None and found.decided
 
     def _why_stopped(self, results: RunResults) -> str:
         if not self.schedule.adaptive or all(p.ntrials is not None for p in self.schedule.plans):

@@ -273,10 +273,10 @@ class ResultSink:
         share = result.data_wait
         if share is not None and result.work_median is not None and result.wait_median is not None:
             self.out.line(lines.trial_wait(result.label, share, result.work_median, result.wait_median))
-        system = result.system or {}
-        if system.get("disturbed"):
+        system = result.system
+        if system is not None and system.disturbed:
             self.warning(f"trial {result.label} ran on a busy machine: other processes kept "
-                         f"{system['other_cores_busy']:.2f} of its {system['cpu_cores']:g} cores busy (more than "
+                         f"{system.other_cores_busy or 0.0:.2f} of its {system.cpu_cores or 0:g} cores busy (more than "
                          f"busy_machine_share = {self.config.general.busy_machine_share:g}); its throughput is likely "
                          f"low.")
 

@@ -275,7 +275,7 @@ class TrialRunner:
         system = self.sampler.stop()
         if system is None:
             return dataclasses.replace(result, started=started)
-        system["disturbed"] = disturbed(system, self.config.general.busy_machine_share)
+        system = dataclasses.replace(system, disturbed=disturbed(system, self.config.general.busy_machine_share))
         readings = self.sampler.readings()
         if readings is not None:
             readings["time"] += self.unix_offset

@@ -18,7 +18,7 @@ from benchy.core.compute import (
 )
 from benchy.core.config import ConfigError
 from benchy.core.peaks import known_accelerator, parse_peak
-from benchy.core.results import FlopCount, TokenCount
+from benchy.core.results import FlopCount, SystemFigures, TokenCount
 from benchy.core.verdict import read
 from benchy.results.configfile import load_config
 
@@ -216,20 +216,21 @@ def test_energy_per_trial_and_per_sample() -> None:
     r = RunResults()
     system = {"seconds": 1.0, "gpu_energy_j": 300.0, "gpu_energy_source": "GPU: NVML total-energy counter",
               "cpu_energy_j": 100.0, "cpu_energy_source": "CPU: RAPL package counter"}
-    r.trials.append(trial_result(Mode.FULL, 1, samples=200, seconds=1.0, system=dict(system)))
-    r.trials.append(trial_result(Mode.FULL, 2, samples=200, seconds=1.0, system=dict(system, gpu_energy_j=500.0)))
+    r.trials.append(trial_result(Mode.FULL, 1, samples=200, seconds=1.0, system=SystemFigures(**system)))
+    r.trials.append(trial_result(Mode.FULL, 2, samples=200, seconds=1.0,
+                                 system=SystemFigures(**dict(system, gpu_energy_j=500.0))))
     report = energy_report(r, [Mode.FULL])
     assert report is not None and report.modes[0].joules == {"gpu_energy_j": 400.0, "cpu_energy_j": 100.0}
     assert report.modes[0].per_sample == pytest.approx((300 + 500 + 200) / 400)
     assert "FULL 500 J a trial (GPU 400, CPU package 100), 2.5 J a sample" in report.text()
     none = RunResults()
-    none.trials.append(trial_result(Mode.FULL, 1, system={"seconds": 1.0, "energy_missing": "no counter here"}))
+    none.trials.append(trial_result(Mode.FULL, 1, system=SystemFigures(1.0, energy_missing="no counter here")))
     missing = energy_report(none, [Mode.FULL])
     assert missing is not None and missing.text() == "not available here: no counter here"
     assert energy_report(RunResults(), [Mode.FULL]) is None  # system metrics off: no line at all
     partial = RunResults()  # one trial with a reading, one without: no figure, and why
-    partial.trials.append(trial_result(Mode.FULL, 1, system=dict(system)))
-    partial.trials.append(trial_result(Mode.FULL, 2, system={"seconds": 1.0}))
+    partial.trials.append(trial_result(Mode.FULL, 1, system=SystemFigures(**system)))
+    partial.trials.append(trial_result(Mode.FULL, 2, system=SystemFigures(1.0)))
     found = energy_report(partial, [Mode.FULL])
     assert found is not None and not found.modes and "no energy reading in every counted trial" in found.text()
 

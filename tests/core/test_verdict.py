@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from benchy.core.verdict import decide
+from benchy.core.verdict import Outcome, decide
 
 
 def text(io, syn, full=()) -> str:
@@ -34,7 +34,7 @@ def test_two_trials_decide_a_clear_gap() -> None:
     assert text([100.0, 102.0], [150.0, 153.0]).startswith("data loading limits training")
     # The SC21 tutorial's own config (ntrials: 2): IO 204 +/- 275 against SYNTHETIC 0.143 was "undecided".
     verdict = decide([182.5, 225.5], [0.140, 0.146], [])
-    assert verdict is not None and verdict.outcome == "compute"
+    assert verdict is not None and verdict.outcome is Outcome.COMPUTE and verdict.label == "compute"
     assert "the loader has" in verdict.text and "x headroom (95 % interval " in verdict.text
     # One trial a side gives no interval: never decided on a guess.
     assert text([100.0], [300.0]).startswith("undecided") and "no interval with one trial a side" in text([100.0], [300.0])
@@ -55,7 +55,7 @@ def test_the_decision_is_recorded_with_its_method_statistic_and_inputs() -> None
 def test_full_above_the_slower_mode_is_named_inconsistent_never_a_share_above_100() -> None:
     # FULL 2.3x SYNTHETIC (SYNTHETIC measured in earlier, slower epochs): impossible.
     verdict = decide([1000.0, 1010.0, 990.0], [100.0, 101.0, 99.0], [230.0, 232.0, 228.0])
-    assert verdict is not None and verdict.outcome == "inconsistent: compute"
+    assert verdict is not None and verdict.label == "inconsistent: compute" and verdict.inconsistent
     assert verdict.text.startswith("inconsistent measurement: FULL 230.000 is above SYNTHETIC 100.000")
     assert "warm-up drift" in verdict.text and "nwarmup: auto" in verdict.text and "prefetching across epochs" in verdict.text
     assert "IO against SYNTHETIC alone: compute limits training" in verdict.text
@@ -72,7 +72,7 @@ def test_full_above_the_slower_mode_is_named_inconsistent_never_a_share_above_10
 def test_a_tiny_ratio_keeps_its_digits() -> None:
     # One SYNTHETIC trial (a run stopped early) far below IO: never "0.00x".
     found = decide([73561.0, 60000.0], [198.0], [])
-    assert found is not None and found.outcome == "undecided"
+    assert found is not None and found.outcome is Outcome.UNDECIDED
     assert "SYNTHETIC/IO is 0.00298x" in found.text  # the ratio of geometric means
 
 
@@ -80,13 +80,13 @@ def test_a_tiny_ratio_keeps_its_digits() -> None:
 def test_balanced_only_when_the_interval_shows_it() -> None:
     # Equal means, trials at 0.6x and 1.4x of the same rate: two close means prove nothing.
     found = decide([600.0, 1400.0], [1400.0, 600.0], [])
-    assert found is not None and found.outcome == "undecided"
+    assert found is not None and found.outcome is Outcome.UNDECIDED
     assert "within 5 % of balanced" in found.text and "interval inside 0.95x to 1.05x" in found.text
     # The demo's busy-machine reading (means within 5 %, +-30 %): undecided, not balanced.
-    assert decide([2000.0, 3700.0], [2300.0, 3400.0], []).outcome == "undecided"  # type: ignore[union-attr]
+    assert decide([2000.0, 3700.0], [2300.0, 3400.0], []).outcome is Outcome.UNDECIDED  # type: ignore[union-attr]
     # One trial a side: no interval, never balanced on a point estimate.
-    assert decide([100.0], [101.0], []).outcome == "undecided"  # type: ignore[union-attr]
+    assert decide([100.0], [101.0], []).outcome is Outcome.UNDECIDED  # type: ignore[union-attr]
     # Equal, steady sides: balanced with two trials a side.
     steady = decide([100.0, 100.5], [100.2, 100.4], [])
-    assert steady is not None and steady.outcome == "balanced"
+    assert steady is not None and steady.outcome is Outcome.BALANCED
     assert "95 % interval" in steady.text and "samples/s" in steady.text

@@ -14,6 +14,7 @@ import torch
 from helpers import small_config, trial_result, until_done
 
 from benchy import Mode, load_config
+from benchy.core.results import SystemFigures
 from benchy.core.verdict import system_means
 from benchy.measure.system import SystemSampler, available_cores
 from benchy.torch import BenchmarkDataLoader
@@ -97,25 +98,33 @@ def test_a_sampler_counts_the_cpu_time_of_its_process() -> None:
     figures = sampler.stop()
     # A Python loop holding the GIL leaves the thread few readings; CPU time is a difference of
     # cumulative counters, so it does not depend on how many readings there were.
-    assert figures is not None and figures["readings"] >= 1
+    assert figures is not None and figures.readings is not None and figures.readings >= 1
     # One thread spinning: a core, or what other processes left of the machine.
-    left = min(1.0, figures["cpu_cores"] - (figures["other_cores_busy"] or 0.0))
-    assert 0.7 * left <= figures["cpu_cores_busy"] <= 1.3, figures
-    assert figures["rss_max_bytes"] > 10_000_000 and sampler.stop() is None
+    left = min(1.0, (figures.cpu_cores or 0) - (figures.other_cores_busy or 0.0))
+    assert 0.7 * left <= (figures.cpu_cores_busy or 0) <= 1.3, figures
+    assert figures.rss_max_bytes > 10_000_000 and sampler.stop() is None
+
+
+def _verdict(label: str) -> Any:
+    from benchy.core.verdict import Verdict, outcome_of
+
+    found, inconsistent = outcome_of(label)
+    assert found is not None
+    return Verdict("", found, {}, inconsistent=inconsistent)
 
 
 def test_the_loader_diagnosis_in_words() -> None:
     from benchy.core.verdict import loader_cause
 
-    def loader_clause(*args: Any) -> Any:
-        cause = loader_cause(*args)
+    def loader_clause(results: Any, outcome: str, workers: int) -> Any:
+        cause = loader_cause(results, _verdict(outcome), workers)
         return None if cause is None else cause[0]
     from benchy.core.results import RunResults
 
     def results(busy: float, cores: int, reads: float) -> RunResults:
         system = {"cpu_cores_busy": busy, "cpu_cores": cores, "cpu_util": busy / cores, "rss_max_bytes": 1e9,
                   "read_bytes_per_s": reads}
-        return RunResults([trial_result(Mode.IO, k, 80, 1.0, system=system) for k in (1, 2)])
+        return RunResults([trial_result(Mode.IO, k, 80, 1.0, system=SystemFigures(1.0, **system)) for k in (1, 2)])
 
     assert loader_clause(results(1.9, 2, 0), "compute", 2) is None
     assert loader_clause(results(1.9, 2, 0), "data-loading", 2).startswith(
@@ -148,8 +157,8 @@ def test_gpu_readings_are_averaged_over_the_trial_and_shown() -> None:
     sampler.start()
     time.sleep(0.1)
     figures = sampler.stop()
-    assert figures is not None and 0.5 <= figures["gpu_util"] <= 0.7 and figures["gpu_power_w"] == 200.0
-    text = system_text(Mode.FULL, {**figures, "gpu_util": 0.6})
+    assert figures is not None and 0.5 <= (figures.gpu_util or 0) <= 0.7 and figures.gpu_power_w == 200.0
+    text = system_text(Mode.FULL, {**figures.numbers(), "gpu_util": 0.6})
     assert text.endswith(", GPU 60 % busy, 2.0 GB, 200 W (means over its trials)")
 
 
@@ -158,16 +167,16 @@ def test_the_one_change_most_likely_to_help_follows_the_biggest_loss() -> None:
 
     waiting = "more loader workers (num_workers = 2 now)"  # the fix loader_cause names for a waiting loader
     # Loading limits: the loader's own cause comes before its start-up.
-    assert choose_advice("data-loading", waiting, False, True, False) == "more loader workers (num_workers = 2 now)"
-    assert choose_advice("data-loading", None, False, True, False) == "persistent_workers=True"
+    assert choose_advice(_verdict("data-loading"), waiting, False, True, False) == "more loader workers (num_workers = 2 now)"
+    assert choose_advice(_verdict("data-loading"), None, False, True, False) == "persistent_workers=True"
     # Compute limits: the start-up is the loss left on the loader's side; else a faster step.
-    assert choose_advice("compute", None, False, True, False) == "persistent_workers=True"
-    assert choose_advice("compute", None, False, False, False).startswith("a faster step")
+    assert choose_advice(_verdict("compute"), None, False, True, False) == "persistent_workers=True"
+    assert choose_advice(_verdict("compute"), None, False, False, False).startswith("a faster step")
     # Copies that fall below SYNTHETIC come first; no advice without an answer.
-    assert choose_advice("data-loading", waiting, True, False, False) == (
+    assert choose_advice(_verdict("data-loading"), waiting, True, False, False) == (
         "pinned memory and non_blocking copies (pin_memory=True)")
-    assert choose_advice("undecided", waiting, False, True, False) is None
-    assert choose_advice("inconsistent: compute", waiting, False, True, False) is None
+    assert choose_advice(_verdict("undecided"), waiting, False, True, False) is None
+    assert choose_advice(_verdict("inconsistent: compute"), waiting, False, True, False) is None
 
 
 def test_with_several_ranks_the_data_wait_and_h2d_are_rank_0s_own() -> None:
@@ -241,10 +250,10 @@ def test_a_busy_machine_in_numbers(tmp_path: Path) -> None:
 
     base = {"seconds": 1.0, "cpu_cores": 4, "processes": 3}
     slack = 2 * TICK_S * (4 + 3)  # one tick per core and per process read, at each end of the trial
-    assert disturbed({**base, "other_cores_busy": 1.0 + slack + 0.01}, 0.25)
-    assert not disturbed({**base, "other_cores_busy": 1.0 + slack - 0.01}, 0.25)  # not certainly above
-    assert not disturbed({**base, "seconds": 0.01, "other_cores_busy": 3.0}, 0.25)  # too short to tell
-    assert not disturbed({"cpu_cores": 4}, 0.25)  # nothing read
-    assert not disturbed({**base, "other_cores_busy": None}, 0.25)  # a trial too short to tell
+    assert disturbed(SystemFigures(**{**base, "other_cores_busy": 1.0 + slack + 0.01}), 0.25)
+    assert not disturbed(SystemFigures(**{**base, "other_cores_busy": 1.0 + slack - 0.01}), 0.25)  # not certain
+    assert not disturbed(SystemFigures(**{**base, "seconds": 0.01, "other_cores_busy": 3.0}), 0.25)  # too short
+    assert not disturbed(SystemFigures(0.0, cpu_cores=4), 0.25)  # nothing read
+    assert not disturbed(SystemFigures(**{**base, "other_cores_busy": None}), 0.25)  # a trial too short to tell
     with pytest.raises(Exception, match=r"global.busy_machine_share: got 0 \(int\); expected a share of the cores"):
         load_config(overrides={"global": {"busy_machine_share": 0}})

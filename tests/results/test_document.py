@@ -214,21 +214,22 @@ def test_reading_or_refusing_takes_at_most_three_times_the_file(tmp_path: Path, 
 
 # --- the fuzzer ---------------------------------------------------------------------------------
 
-SEED = raw("v4-sweep")
-PATHS: List[List[Any]] = []
+SEEDS = {name: raw(name) for name in ("v4-sweep", "v1-0.1.0")}  # the newest layout, and the oldest (upgraded)
+SEED = SEEDS["v4-sweep"]
 
 
-def _paths(value: Any, at: List[Any]) -> None:
-    PATHS.append(at)
+def _paths(value: Any, at: List[Any], out: List[List[Any]]) -> List[List[Any]]:
+    out.append(at)
     if isinstance(value, dict):
         for key, x in value.items():
-            _paths(x, at + [key])
+            _paths(x, at + [key], out)
     elif isinstance(value, list):
         for i, x in enumerate(value[:3]):
-            _paths(x, at + [i])
+            _paths(x, at + [i], out)
+    return out
 
 
-_paths(SEED, [])
+PATHS = [(name, at) for name, seed in SEEDS.items() for at in _paths(seed, [], [])[1:]]
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-10**40, 10**40) | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -266,10 +267,11 @@ def test_fuzz_any_bytes(tmp_path: Path, data: bytes) -> None:
     _outcome(data, tmp_path)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.sampled_from(PATHS[1:]), JSON_VALUES)
-def test_fuzz_a_real_file_with_one_value_changed(tmp_path: Path, at: List[Any], value: Any) -> None:
-    doc = copy.deepcopy(SEED)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(PATHS), JSON_VALUES)
+def test_fuzz_a_real_file_with_one_value_changed(tmp_path: Path, where: tuple, value: Any) -> None:
+    name, at = where
+    doc = copy.deepcopy(SEEDS[name])
     _set(doc, at, value)
     _outcome(json.dumps(doc).encode(), tmp_path)
 
