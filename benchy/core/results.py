@@ -8,7 +8,7 @@ and int objects took 32 to 68.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -367,8 +367,10 @@ class StepRates:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What a session knows besides its results, handed to the sink for each summary and JSON write."""
+    """What a session knows, its results included (a frozen value), handed to the sink for each summary
+    and JSON write."""
 
+    results: RunResults
     schedule: Dict[str, Any]  # the schedule's plan, the order trials ran in, warm-ups used, why they stopped
     epochs_started: int
     finished: bool  # the schedule ran to its end
@@ -398,19 +400,21 @@ class Span:
     warmup: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResults:
-    """Everything measured so far, in the order it was measured."""
+    """Everything measured so far, in the order it was measured: a frozen value. A session keeps the
+    latest and replaces it through the methods below (:meth:`add_trial`, :meth:`add_h2d`,
+    :meth:`add_span`, :meth:`changed`); what it hands the sink cannot change under it."""
 
-    trials: List[TrialResult] = field(default_factory=list)
+    trials: Tuple[TrialResult, ...] = ()
     # IO_H2D: IO trials that also copy each batch to the accelerator (this rank's), and why
     # there are none when they were skipped.
-    h2d: List[TrialResult] = field(default_factory=list)
+    h2d: Tuple[TrialResult, ...] = ()
     h2d_device: Optional[str] = None
     h2d_skipped: Optional[str] = None
     # Loader sweep (see ``core.sweep``): each setting's IO trials, the loader's own setting, and the
     # setting the schedule continued with when sweep_apply is on.
-    sweep: List[Any] = field(default_factory=list)
+    sweep: Tuple[Any, ...] = ()
     sweep_own: Any = None
     sweep_applied: Any = None
     # The sweep's memory cap (see ``core.sweep.memory_cap``): bytes the workers may take, and its basis.
@@ -421,7 +425,27 @@ class RunResults:
     # The FLOPs of one untimed SYNTHETIC step (see ``core.compute``), or why none were counted.
     flops: Optional[FlopCount] = None
     # Side work drawn on the timeline beside the trials (the stage trials).
-    spans: List[Span] = field(default_factory=list)
+    spans: Tuple[Span, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("trials", "h2d", "sweep", "spans"):  # lists given by a caller become tuples
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+
+    def add_trial(self, trial: TrialResult) -> RunResults:
+        """These results with ``trial`` (a scheduled trial that ended) after the others."""
+        return replace(self, trials=(*self.trials, trial))
+
+    def add_h2d(self, trial: TrialResult) -> RunResults:
+        return replace(self, h2d=(*self.h2d, trial))
+
+    def add_span(self, span: Span) -> RunResults:
+        return replace(self, spans=(*self.spans, span))
+
+    def changed(self, **fields: Any) -> RunResults:
+        """These results with the named fields replaced (the side trials' outcomes, the FLOP count)."""
+        return replace(self, **fields)
 
     def measured(self, mode: Mode) -> List[TrialResult]:
         """The counted (non-warm-up) trials of one mode."""

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_DIGITS",
     "MAX_FILE_BYTES",
+    "MAX_MAGNITUDE",
     "Kind",
     "ResultFileError",
     "check",
@@ -52,6 +53,7 @@ class ResultFileError(BenchyError, ValueError):
 MAX_FILE_BYTES = 512 << 20
 MAX_DEPTH = 32  # benchy writes at most 6 levels; config and environment values at most 4
 MAX_DIGITS = 30  # an integer benchy writes (bytes, counts, FLOPs) has at most 20 digits
+MAX_MAGNITUDE = 1e30  # no figure benchy writes comes near it; beyond, statistics overflow (x**4 past 1e308)
 MEMORY_FACTOR = 3  # reading or refusing a file takes at most this many times its size ...
 MEMORY_FLOOR = 1 << 20  # ... or its size and a MiB, for a small file (Python's objects have fixed costs)
 _SHOWN = 60
@@ -105,6 +107,8 @@ class Num(Kind):
             raise fail(path, value, self.text())
         if isinstance(value, float) and (not math.isfinite(value) or (self.integer and not value.is_integer())):
             raise fail(path, value, self.text())
+        if not -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:
+            raise fail(path, value, self.text() + f", at most {MAX_MAGNITUDE:.0e} in size")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise fail(path, value, self.text())
 
@@ -158,9 +162,10 @@ class Opt(Kind):
     def check(self, value: Any, path: str, fail: Callable[[str, Any, str], ResultFileError], depth: int) -> None:
         if value is None:
             return
-        if not self.kind.shallow(value):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not self.kind.shallow(value) and not (number and isinstance(self.kind, Num)):
             raise fail(path, value, self.text())
-        self.kind.check(value, path, fail, depth)
+        self.kind.check(value, path, fail, depth)  # a number out of bounds: the bound named
 
     def text(self) -> str:
         return self.kind.text() + " or null"
@@ -181,7 +186,7 @@ class ListOf(Kind):
         item = self.item
         if isinstance(item, Num) and not item.integer and item.low is None and item.high is None:
             for i, x in enumerate(value):  # the long lists (per-step rates): the check inlined
-                if type(x) is not float or not math.isfinite(x):
+                if type(x) is not float or not -MAX_MAGNITUDE <= x <= MAX_MAGNITUDE:  # NaN fails both
                     item.check(x, f"{path}[{i}]", fail, depth + 1)
             return
         for i, x in enumerate(value):

@@ -248,9 +248,8 @@ def sweep_block(results: RunResults) -> Optional[Dict[str, Any]]:
 
 
 def result_document(
-    results: RunResults,
-    modes: Sequence[Mode],
     snapshot: Snapshot,
+    modes: Sequence[Mode],
     reading: Reading,
     *,
     config: Mapping[str, Any],
@@ -275,6 +274,7 @@ def result_document(
     worked out once by the caller. ``summary``: the summary lines as printed (final document only).
     ``run_name``: the config's ``run_name``, or :func:`default_run_name` of ``environment``.
     """
+    results = snapshot.results
     found = reading.verdict
     first = reading.first_pass if Mode.IO in modes else None
     outcomes = snapshot.outcomes

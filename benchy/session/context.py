@@ -14,7 +14,6 @@ import sys
 from typing import Any, Callable, Optional
 
 from ..core.config import Config
-from ..core.results import RunResults
 from ..core.schedule import Schedule
 from ..measure.profiling import CudaProfilerApi, Ranges, global_rank, nvtx_ranges
 from ..measure.ranks import LocalComm, make_comm
@@ -39,24 +38,24 @@ class RunContext:
     barrier: Optional[Callable[[str], None]]  # before each window's clock (use_distributed_barrier)
 
     @classmethod
-    def local(cls, config: Config, schedule: Schedule, results: RunResults, *, output: Optional[Output] = None,
+    def local(cls, config: Config, schedule: Schedule, *, output: Optional[Output] = None,
               profiler_api: Any = CudaProfilerApi, exit: Callable[[int], Any] = sys.exit) -> RunContext:
         """Before the run starts: this process alone (what it says goes out only on rank 0)."""
         rank = global_rank()
         out = output if output is not None else Output(config.general.console, enabled=rank == 0)
         comm = LocalComm()
-        sink = ResultSink(config, schedule, results, out, rank=rank, world=1, shutdown=comm.shutdown, exit=exit)
+        sink = ResultSink(config, schedule, out, rank=rank, world=1, shutdown=comm.shutdown, exit=exit)
         return cls(comm, rank, 1, out, sink, Profilers(config, profiler_api), None, None)
 
     @classmethod
-    def start(cls, config: Config, schedule: Schedule, results: RunResults, *, output: Optional[Output] = None,
+    def start(cls, config: Config, schedule: Schedule, *, output: Optional[Output] = None,
               profiler_api: Any = CudaProfilerApi, exit: Callable[[int], Any] = sys.exit) -> RunContext:
         """At the benchmark's start, on every rank together: the ranks' channel (a DistributedError when
         it cannot be made), then everything that follows from the rank."""
         comm = make_comm(config.general.dist_timeout)
         rank, world = comm.rank, comm.world
         out = output if output is not None else Output(config.general.console, enabled=rank == 0)
-        sink = ResultSink(config, schedule, results, out, rank=rank, world=world, shutdown=comm.shutdown, exit=exit)
+        sink = ResultSink(config, schedule, out, rank=rank, world=world, shutdown=comm.shutdown, exit=exit)
         profilers = Profilers(config, profiler_api)
         profilers.start(rank, world)
         barrier = comm.barrier if config.general.use_distributed_barrier and world > 1 else None

@@ -104,7 +104,7 @@ class Lifecycle:
         s.stop()
         self.restore()
         if s.results.flops is None:
-            s.results.flops = s.runner.flops(final=True)
+            s.results = s.results.changed(flops=s.runner.flops(final=True))
         try:
             s.runner.close()
         except Exception:  # a worker already gone
@@ -123,7 +123,7 @@ class Lifecycle:
         sink.summary(s.snapshot(), exiting=ends)
         if where is not None:
             sink.say(ev.NoExitHere(where))
-        sink.end(ends)
+        sink.end(s.results, ends)
 
     def exchange_failed(self, spec: TrialSpec) -> None:
         """The ranks could not exchange ``spec``'s results: keep what was measured and print it, as a

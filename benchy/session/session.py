@@ -194,7 +194,7 @@ class Session:
     def ctx(self) -> RunContext:
         """This process's part in the run (this process alone until the run starts)."""
         if self._ctx is None:
-            self._ctx = RunContext.local(self.config, self.schedule, self.results, output=self._output,
+            self._ctx = RunContext.local(self.config, self.schedule, output=self._output,
                                          profiler_api=self._profiler_api, exit=self._exit)
         return self._ctx
 
@@ -277,6 +277,7 @@ class Session:
         """What the sink needs besides the results, as one value."""
         ctx = self.ctx
         return Snapshot(
+            results=self.results,
             schedule=dict(
                 self.schedule.to_dict(),
                 order=[t.label for t in self.results.trials],
@@ -584,7 +585,7 @@ class Session:
         result = w.result()
         result = self.runner.finish(result)
         if self.results.flops is None:
-            self.results.flops = self.runner.flops(final=False)
+            self.results = self.results.changed(flops=self.runner.flops(final=False))
         self._count(result)
 
     def _count(self, result: TrialResult, checkpoint: bool = True) -> None:
@@ -598,7 +599,7 @@ class Session:
         except DistributedError:
             self.life.exchange_failed(result.spec)
             raise
-        self.results.trials.append(result)
+        self.results = self.results.add_trial(result)
         self.outcomes = self.outcomes.count()
         if auto_warmup:
             self.planner.record_warmup(result.mode, change)
@@ -638,7 +639,7 @@ class Session:
         with kept(self._loader.generators()):
             try:
                 if first:
-                    applied = run_sweep(self.config, self._loader.sweeper, runner, ctx.sink, self.results,
+                    applied = run_sweep(self.config, self._loader.sweeper, runner, ctx.sink, self,
                                         self._loader.batch_size)
                     if applied is not None:
                         self._workers = applied.num_workers
@@ -658,8 +659,8 @@ class Session:
                     ran = True
                     self._io_trial(spec)
                 if first and ran:
-                    run_h2d(self.config, self._h2d_copy, runner, ctx.sink, self.results, self._running)
-                    run_stages(self.config, self._loader.instrument, runner, ctx.sink, self.results, self._running,
+                    run_h2d(self.config, self._h2d_copy, runner, ctx.sink, self, self._running)
+                    run_stages(self.config, self._loader.instrument, runner, ctx.sink, self, self._running,
                                self._loader.kind)
             finally:
                 runner.close_own()
@@ -721,7 +722,7 @@ class Session:
         schedule check across ranks, the start-up lines, then the IO trials before the loop's first batch."""
         self._state = _RUNNING
         try:
-            ctx = self._ctx = RunContext.start(self.config, self.schedule, self.results, output=self._output,
+            ctx = self._ctx = RunContext.start(self.config, self.schedule, output=self._output,
                                                profiler_api=self._profiler_api, exit=self._exit)
             if ctx.world > 1:
                 agree(ctx.comm, self.schedule.fingerprint(), self.config.general.dist_rank_lists)

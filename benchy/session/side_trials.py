@@ -36,10 +36,17 @@ from .events import (
 from .sink import ResultSink
 from .trials import TrialRunner
 
-__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "STAGE_TRIALS", "Sweeper", "run_h2d", "run_stages", "run_sweep", "side_counts"]
+__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "STAGE_TRIALS", "Recorder", "Sweeper", "run_h2d", "run_stages", "run_sweep",
+           "side_counts"]
 
 AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
 STAGE_TRIALS = 2  # stage trials after their one warm-up, at most (shares need few; each costs an IO trial)
+
+
+class Recorder(Protocol):
+    """Where side trials put what they measured: the session's latest results (a frozen value, replaced)."""
+
+    results: RunResults
 
 
 class Sweeper(Protocol):
@@ -67,7 +74,7 @@ def side_counts(config: Config) -> Tuple[int, int]:
 
 
 def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, sink: ResultSink,
-              results: RunResults, fallback_batch_size: Optional[int]) -> Optional[Setting]:
+              into: Recorder, fallback_batch_size: Optional[int]) -> Optional[Setting]:
     """The loader sweep (config ``sweep``), before the schedule: IO warm-ups and trials for each
     setting on a new loader over the same dataset, its workers shut down after each. Returns the
     setting applied to the loader (``sweep_apply``), else None."""
@@ -84,7 +91,7 @@ def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, s
     before = sweeper.processes()
     available, total = machine_memory()
     cap = memory_cap(available, total, trainer_memory())
-    results.sweep_memory_budget = cap
+    into.results = into.results.changed(sweep_memory_budget=cap)
     found: List[SettingResult] = []
     for j, setting in enumerate(settings, 1):
         specs = [TrialSpec(Mode.IO, k, True, nbatches, variant=f"SWEEP{j}") for k in range(1, nwarmup + 1)]
@@ -95,15 +102,15 @@ def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, s
             sweeper.stop(stray)
             sink.say(SweepStray(setting.text(), len(stray)))
     apply_cap(found, cap)
-    results.sweep, results.sweep_own = found, own
-    sink.sweep(own)
+    into.results = into.results.changed(sweep=tuple(found), sweep_own=own)
+    sink.sweep(into.results)
     over = [r.setting.text() for r in found if r.over_cap]
     if over:
         sink.say(SweepOverCap(tuple(over), cap))
     chosen = smallest_within(found)
     if config.general.sweep_apply and chosen is not None and chosen.setting != own:
         sweeper.apply(chosen.setting)
-        results.sweep_applied = chosen.setting
+        into.results = into.results.changed(sweep_applied=chosen.setting)
         sink.say(SweepApplied(chosen.setting.text(), True, True))
         return chosen.setting
     sink.say(SweepApplied(own.text(), False, config.general.sweep_apply))
@@ -139,7 +146,7 @@ def _sweep_one(setting: Setting, specs: List[TrialSpec], sweeper: Sweeper, runne
 
 
 def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialRunner, sink: ResultSink,
-            results: RunResults, running: Callable[[Optional[TrialSpec]], None]) -> None:
+            into: Recorder, running: Callable[[Optional[TrialSpec]], None]) -> None:
     """IO_H2D: after the first IO trials, the same trials copying each batch to the accelerator.
 
     Run when the program has an accelerator in use at its first epoch (a model moved to the GPU),
@@ -148,17 +155,18 @@ def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialR
     ``running`` is told which trial runs (for a signal that comes during it).
     """
     if not config.general.io_h2d:
-        results.h2d_skipped = "io_h2d: false"
+        into.results = into.results.changed(h2d_skipped="io_h2d: false")
         return
     device = "the injected copy"
     if copy is None:
         found = accelerator_in_use()
         if found is None:
-            results.h2d_skipped = "no accelerator in use at the first epoch (the run computes on the CPU)"
-            sink.say(H2DSkipped(results.h2d_skipped))
+            why = "no accelerator in use at the first epoch (the run computes on the CPU)"
+            into.results = into.results.changed(h2d_skipped=why)
+            sink.say(H2DSkipped(why))
             return
         copy, device = copier(found), found
-    results.h2d_device = device
+    into.results = into.results.changed(h2d_device=device)
     own = runner.open_own()
     source = CopyingSource(own, copy)
     ntrials, _ = side_counts(config)
@@ -169,28 +177,30 @@ def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialR
         try:
             result = runner.side(spec, source, runner.counter())
         except Exception as err:  # a copy that fails (device memory, an odd batch) costs only this
-            results.h2d_skipped = f"{spec.label} raised {type(err).__name__}: {err}"
-            sink.say(H2DSkipped(results.h2d_skipped, stopped=True))
+            why = f"{spec.label} raised {type(err).__name__}: {err}"
+            into.results = into.results.changed(h2d_skipped=why)
+            sink.say(H2DSkipped(why, stopped=True))
             break
         finally:
             running(None)
-        results.h2d.append(result)
+        into.results = into.results.add_h2d(result)
         sink.trial(result)
     own.drop_pending()
 
 
 def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runner: TrialRunner, sink: ResultSink,
-               results: RunResults, running: Callable[[Optional[TrialSpec]], None], kind: str) -> None:
+               into: Recorder, running: Callable[[Optional[TrialSpec]], None], kind: str) -> None:
     """STAGES: after the first IO trials (and IO_H2D), diagnostic IO trials on an instrumented copy of
     the loader (``measure.stages``): each stage and each worker timed. One warm-up (the copy's first
     pass starts its workers), then IO's trial count (:func:`side_counts`) up to :data:`STAGE_TRIALS`;
     not counted in IO. ``make``: builds the copy (None: the loader is not a DataLoader)."""
     if not config.general.stages:
-        results.stages_skipped = "stages: false"
+        into.results = into.results.changed(stages_skipped="stages: false")
         return
     if make is None:
-        results.stages_skipped = (f"only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the "
-                                  f"loader benchy run chose); this is a {kind}")
+        into.results = into.results.changed(stages_skipped=(
+            f"only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the loader benchy run chose); "
+            f"this is a {kind}"))
         return
     ntrials, nwarmup = min(STAGE_TRIALS, side_counts(config)[0]), 1
     nbatches = config.io.nbatches
@@ -210,25 +220,27 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
             sink.out.trial_started(spec)
             began = runner.clock()
             found = stage_trial(spec.label, spec.warmup, nbatches, source.fetch, counter, made)
-            results.spans.append(Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup))
+            into.results = into.results.add_span(Span(spec.label, "stages", runner.unix(began), runner.clock() - began,
+                                                       spec.warmup))
             running(None)
             trials.append(found)
             sink.trial(TrialResult(spec, found.samples, found.seconds))
             if not spec.warmup:
                 memory = _largest(memory, worker_memory(source.worker_pids()))
         spec = None
-        means = system_means(results.measured(Mode.IO))
+        means = system_means(into.results.measured(Mode.IO))
         free = None if means is None else max(0.0, means["cpu_cores"] - means["cpu_cores_busy"]
                                               - (means.get("other_cores_busy") or 0.0))
         report = analyse(trials, in_order=has_in_order(), split=made.plan.split, free_cores=free, memory=memory)
         if report is not None:
             report.instrumentation = timer_cost(len(made.plan.names))
-        results.stages = report
+        into.results = into.results.changed(stages=report)
     except Exception as err:  # a loader that cannot be copied or timed costs only this diagnosis
         running(None)
         where = f" in {spec.label}" if spec is not None else ""
-        results.stages_skipped = f"the instrumented loader raised {type(err).__name__}{where}: {err}"
-        sink.say(StagesStopped(results.stages_skipped))
+        why = f"the instrumented loader raised {type(err).__name__}{where}: {err}"
+        into.results = into.results.changed(stages_skipped=why)
+        sink.say(StagesStopped(why))
     finally:
         if source is not None:
             try:

@@ -67,7 +67,6 @@ class ResultSink:
         self,
         config: Config,
         schedule: Schedule,
-        results: RunResults,
         output: Output,
         *,
         rank: int,
@@ -75,7 +74,7 @@ class ResultSink:
         shutdown: Callable[[], None],
         exit: Callable[[int], Any] = sys.exit,
     ) -> None:
-        self.config, self.schedule, self.results, self.out = config, schedule, results, output
+        self.config, self.schedule, self.out = config, schedule, output
         self.rank, self.world = rank, world
         self._environment: Optional[Dict[str, Any]] = None
         self._shutdown = shutdown  # the ranks' channel, closed before the process ends
@@ -251,19 +250,19 @@ class ResultSink:
                      f"{self.schedule.describe()}); the results below are partial. Run it longer (more epochs or "
                      f"steps) to finish the schedule." + hint)
 
-    def sweep(self, own: Any) -> None:
+    def sweep(self, results: RunResults) -> None:
         """The loader sweep's table, one ``BENCHY::SWEEP::`` line per row."""
-        for row in sweep_table(self.results.sweep, own).plain().splitlines():
+        for row in sweep_table(results.sweep, results.sweep_own).plain().splitlines():
             self.out.line(lines.sweep_row(row))
 
     # --- status -------------------------------------------------------------------------------
 
-    def missing_modes(self) -> List[Mode]:
+    def missing_modes(self, results: RunResults) -> List[Mode]:
         """Scheduled modes without a single counted trial."""
-        return [m for m in self.schedule.modes if not self.results.measured(m)]
+        return [m for m in self.schedule.modes if not results.measured(m)]
 
-    def exit_status(self) -> int:
-        return EXIT_MISSING_MODE if self.missing_modes() else 0
+    def exit_status(self, results: RunResults) -> int:
+        return EXIT_MISSING_MODE if self.missing_modes(results) else 0
 
     # --- events -------------------------------------------------------------------------------
 
@@ -302,7 +301,7 @@ class ResultSink:
 
     def _reading(self, snapshot: Snapshot, full_profile: Optional[StepProfile]) -> Reading:
         g = self.config.general
-        return read(self.results, self.schedule.modes, self.schedule.decision_confidence, snapshot.workers,
+        return read(snapshot.results, self.schedule.modes, self.schedule.decision_confidence, snapshot.workers,
                     snapshot.startup, full_profile, world=self.world, peak_flops=g.peak_flops,
                     tokens_source=snapshot.tokens)
 
@@ -319,18 +318,19 @@ class ResultSink:
             self.warning(f"{len(lost)} scheduled trial(s) did not count ({labels}); the reasons are above and in the "
                          f"JSON's 'interrupted'.")
         # FULL's step profile for the verdict's stall claim: it reads every step, so only here.
-        reading = self._reading(snapshot, step_profile(self.results.measured(Mode.FULL)))
-        printed = summary_lines(self.results, modes, reading, snapshot.workers, self.world)
+        results = snapshot.results
+        reading = self._reading(snapshot, step_profile(results.measured(Mode.FULL)))
+        printed = summary_lines(results, modes, reading, snapshot.workers, self.world)
         for line in printed:
             self.out.line(line)
-        self.out.summary_table(self.results, modes, reading.text)
-        self.write_json(snapshot, reading, final=True, exit_status=self.exit_status() if exiting else None,
+        self.out.summary_table(results, modes, reading.text)
+        self.write_json(snapshot, reading, final=True, exit_status=self.exit_status(results) if exiting else None,
                         summary=printed)
 
-    def end(self, exit_after_tests: bool) -> None:
+    def end(self, results: RunResults, exit_after_tests: bool) -> None:
         """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""
-        status = self.exit_status()
-        missing = self.missing_modes()
+        status = self.exit_status(results)
+        missing = self.missing_modes(results)
         if missing:
             names = ", ".join(m.value for m in missing)
             self.warning(f"no counted trial for {names}: the comparison is incomplete"
@@ -343,7 +343,7 @@ class ResultSink:
         self._shutdown()  # every rank got here through the last exchange
         self._exit(status)  # the one place benchy ends the process: exit_after_tests
 
-    def save_steps(self) -> Optional[str]:
+    def save_steps(self, results: RunResults) -> Optional[str]:
         """Save the trials that ended since the last call, one file each; the directory's name.
 
         Each trial's per-step data is written once, so a checkpoint costs the new trials only.
@@ -356,7 +356,7 @@ class ResultSink:
         try:
             if self._steps_written == 0:
                 steps.clear(directory)
-            for result in self.results.trials[self._steps_written:]:
+            for result in results.trials[self._steps_written:]:
                 steps.save(directory, result)
                 self._steps_written += 1
         except (OSError, ValueError) as err:
@@ -370,12 +370,12 @@ class ResultSink:
                    summary: Optional[List[str]] = None) -> None:
         """The JSON (rank 0): a checkpoint (``final`` false: no per-step lists, O(the new trials)) or
         the final document (with each mode's per-step ``rates``, announced)."""
-        steps_dir = self.save_steps()
+        steps_dir = self.save_steps(snapshot.results)
         if self.rank != 0:
             return
         path = self.config.output_path
         document = result_document(
-            self.results, self.schedule.modes, snapshot, reading,
+            snapshot, self.schedule.modes, reading,
             config=self.config.to_dict(),
             environment=self.environment,
             nranks=self.world,

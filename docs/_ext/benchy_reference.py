@@ -87,7 +87,8 @@ def document_table() -> str:
     from benchy.results import document as d
 
     out = [f"A file is at most {d.MAX_FILE_BYTES >> 20} MiB; values nest at most {d.MAX_DEPTH} levels; an integer "
-           f"has at most {d.MAX_DIGITS} digits; NaN and Infinity are refused (benchy writes null); reading a file "
+           f"has at most {d.MAX_DIGITS} digits and every number is at most {d.MAX_MAGNITUDE:.0e} in size; "
+           f"NaN and Infinity are refused (benchy writes null); reading a file "
            f"takes at most {d.MEMORY_FACTOR} times its size (or its size and {d.MEMORY_FLOOR >> 20} MiB for a small "
            f"one), and a file that would take more is refused before it is parsed.", "",
            "| key | holds |", "| --- | --- |"]

@@ -106,9 +106,9 @@ def test_no_peak_says_why() -> None:
 def results_with(syn: list, full: list = (), **extra) -> RunResults:  # type: ignore[assignment]
     r = RunResults()
     for k, v in enumerate(syn, 1):
-        r.trials.append(trial_result(Mode.SYNTHETIC, k, samples=100, seconds=100 / v, **extra))
+        r = r.add_trial(trial_result(Mode.SYNTHETIC, k, samples=100, seconds=100 / v, **extra))
     for k, v in enumerate(full, 1):
-        r.trials.append(trial_result(Mode.FULL, k, samples=100, seconds=100 / v, **extra))
+        r = r.add_trial(trial_result(Mode.FULL, k, samples=100, seconds=100 / v, **extra))
     return r
 
 
@@ -145,9 +145,9 @@ def test_no_flops_seen_is_said_not_guessed() -> None:
 def test_the_verdict_gives_mfu_where_compute_limits() -> None:
     r = results_with([100.0, 101.0, 99.0], [98.0, 99.0])
     for k, v in enumerate([300.0, 301.0, 299.0], 1):
-        r.trials.append(trial_result(Mode.IO, k, samples=100, seconds=100 / v))
+        r = r.add_trial(trial_result(Mode.IO, k, samples=100, seconds=100 / v))
     # 3.094e12 FLOPs a sample x 100 samples/s = 309.4 TFLOP/s: 31 % of 989.4.
-    r.flops = count(total=int(3.094e13), samples=10)
+    r = r.changed(flops=count(total=int(3.094e13), samples=10))
     reading = read(r, list(Mode), 0.95, 0, None)
     assert reading.text is not None and reading.text.startswith("compute limits training")
     assert "the step runs at 31 % of the peak (989.4 TFLOP/s; bfloat16: NVIDIA H100 SXM" in reading.text
@@ -155,18 +155,18 @@ def test_the_verdict_gives_mfu_where_compute_limits() -> None:
     assert "most likely to help: a larger batch, or compiled or fused code" in reading.text
     assert reading.compute is not None
     # float32 FLOPs on an accelerator: mixed precision first.
-    r.flops = count(total=int(3.094e11), samples=10, float32=int(3.094e11))  # 4.6 % of the float32 peak
+    r = r.changed(flops=count(total=int(3.094e11), samples=10, float32=int(3.094e11)))  # 4.6 % of the float32 peak
     f32 = compute_advice(compute_report(r.flops, r, 1, None))  # type: ignore[arg-type]
     assert f32 is not None and f32.startswith("mixed precision")
     # Near the peak: more throughput needs fewer FLOPs or more devices.
-    r.flops = count(total=int(0.8 * 9.894e13), samples=10)
+    r = r.changed(flops=count(total=int(0.8 * 9.894e13), samples=10))
     near = compute_report(r.flops, r, 1, None)
     assert near is not None and "near what the accelerator does" in (compute_clause(near) or "")
     # Loading limits: MFU is not the story.
     io_limited = results_with([300.0, 301.0, 299.0])
     for k, v in enumerate([100.0, 101.0, 99.0], 1):
-        io_limited.trials.append(trial_result(Mode.IO, k, samples=100, seconds=100 / v))
-    io_limited.flops = count(total=int(3.094e13), samples=10)
+        io_limited = io_limited.add_trial(trial_result(Mode.IO, k, samples=100, seconds=100 / v))
+    io_limited = io_limited.changed(flops=count(total=int(3.094e13), samples=10))
     text = read(io_limited, [Mode.IO, Mode.SYNTHETIC], 0.95, 0, None).text
     assert text is not None and "of the peak" not in text
 
@@ -180,9 +180,9 @@ def tokens(samples: int, per_sample: int, real_per_sample: int, every: int = 1) 
 def test_tokens_per_second_and_padding_are_exact() -> None:
     r = RunResults()
     # FULL: 100 samples in 2 s, 64 positions a sample of which 48 are tokens: 2400 tokens/s, 25 % padding.
-    r.trials.append(trial_result(Mode.FULL, 1, samples=100, seconds=2.0, tokens=tokens(100, 64, 48)))
-    r.trials.append(trial_result(Mode.FULL, 2, samples=100, seconds=2.0, tokens=tokens(100, 64, 48)))
-    r.trials.append(trial_result(Mode.SYNTHETIC, 1, samples=100, seconds=1.0, tokens=tokens(100, 64, 64)))
+    r = r.add_trial(trial_result(Mode.FULL, 1, samples=100, seconds=2.0, tokens=tokens(100, 64, 48)))
+    r = r.add_trial(trial_result(Mode.FULL, 2, samples=100, seconds=2.0, tokens=tokens(100, 64, 48)))
+    r = r.add_trial(trial_result(Mode.SYNTHETIC, 1, samples=100, seconds=1.0, tokens=tokens(100, 64, 64)))
     report = token_report(r, [Mode.SYNTHETIC, Mode.FULL], "tokens: batch['input_ids']")
     assert report is not None
     full = next(m for m in report.modes if m.mode is Mode.FULL)
@@ -197,7 +197,7 @@ def test_tokens_per_second_and_padding_are_exact() -> None:
 
 def test_sampled_masks_are_said_and_little_padding_is_not() -> None:
     r = RunResults()
-    r.trials.append(trial_result(Mode.FULL, 1, samples=100, seconds=2.0, tokens=tokens(100, 64, 60, every=4)))
+    r = r.add_trial(trial_result(Mode.FULL, 1, samples=100, seconds=2.0, tokens=tokens(100, 64, 60, every=4)))
     report = token_report(r, [Mode.FULL], "x")
     assert report is not None and "summed on 1 in 4 batches" in report.text() and "estimates" in report.text()
     assert padding_clause(report) is None  # 6 % is no waste worth a verdict
@@ -206,7 +206,7 @@ def test_sampled_masks_are_said_and_little_padding_is_not() -> None:
 def test_padding_is_the_advice_where_compute_limits() -> None:
     r = results_with([100.0, 101.0, 99.0], [98.0, 99.0], tokens=tokens(100, 64, 32))
     for k, v in enumerate([300.0, 301.0, 299.0], 1):
-        r.trials.append(trial_result(Mode.IO, k, samples=100, seconds=100 / v, tokens=tokens(100, 64, 32)))
+        r = r.add_trial(trial_result(Mode.IO, k, samples=100, seconds=100 / v, tokens=tokens(100, 64, 32)))
     text = read(r, list(Mode), 0.95, 0, None, tokens_source="t").text
     assert text is not None and "50 % of the token positions in IO are padding" in text
     assert text.endswith(f"most likely to help: {PADDING_ADVICE}")
@@ -216,21 +216,21 @@ def test_energy_per_trial_and_per_sample() -> None:
     r = RunResults()
     system = {"seconds": 1.0, "gpu_energy_j": 300.0, "gpu_energy_source": "GPU: NVML total-energy counter",
               "cpu_energy_j": 100.0, "cpu_energy_source": "CPU: RAPL package counter"}
-    r.trials.append(trial_result(Mode.FULL, 1, samples=200, seconds=1.0, system=SystemFigures(**system)))
-    r.trials.append(trial_result(Mode.FULL, 2, samples=200, seconds=1.0,
+    r = r.add_trial(trial_result(Mode.FULL, 1, samples=200, seconds=1.0, system=SystemFigures(**system)))
+    r = r.add_trial(trial_result(Mode.FULL, 2, samples=200, seconds=1.0,
                                  system=SystemFigures(**dict(system, gpu_energy_j=500.0))))
     report = energy_report(r, [Mode.FULL])
     assert report is not None and report.modes[0].joules == {"gpu_energy_j": 400.0, "cpu_energy_j": 100.0}
     assert report.modes[0].per_sample == pytest.approx((300 + 500 + 200) / 400)
     assert "FULL 500 J a trial (GPU 400, CPU package 100), 2.5 J a sample" in report.text()
     none = RunResults()
-    none.trials.append(trial_result(Mode.FULL, 1, system=SystemFigures(1.0, energy_missing="no counter here")))
+    none = none.add_trial(trial_result(Mode.FULL, 1, system=SystemFigures(1.0, energy_missing="no counter here")))
     missing = energy_report(none, [Mode.FULL])
     assert missing is not None and missing.text() == "not available here: no counter here"
     assert energy_report(RunResults(), [Mode.FULL]) is None  # system metrics off: no line at all
     partial = RunResults()  # one trial with a reading, one without: no figure, and why
-    partial.trials.append(trial_result(Mode.FULL, 1, system=SystemFigures(**system)))
-    partial.trials.append(trial_result(Mode.FULL, 2, system=SystemFigures(1.0)))
+    partial = partial.add_trial(trial_result(Mode.FULL, 1, system=SystemFigures(**system)))
+    partial = partial.add_trial(trial_result(Mode.FULL, 2, system=SystemFigures(1.0)))
     found = energy_report(partial, [Mode.FULL])
     assert found is not None and not found.modes and "no energy reading in every counted trial" in found.text()
 

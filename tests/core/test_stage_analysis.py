@@ -145,11 +145,10 @@ def test_the_copy_to_the_device_joins_the_stages_line_where_io_h2d_ran() -> None
     ends = [0.005 * (k + 1) for k in range(10)]
     report = analyse([trial(ends, [k % 2 for k in range(10)])])  # 4 samples a batch, a 5 ms period
     assert report is not None
-    results = RunResults()
-    results.trials = [trial_result(Mode.IO, k, 800, 1.0) for k in (1, 2)]  # 800 samples/s: 5 ms a batch of 4
+    results = RunResults([trial_result(Mode.IO, k, 800, 1.0) for k in (1, 2)])  # 800 samples/s: 5 ms a batch of 4
     assert copy_text(results, report) == ""
-    results.h2d = [trial_result(Mode.IO, k, 400, 1.0, variant="H2D") for k in (1, 2)]  # 10 ms a batch
-    results.h2d_device = "cuda:0"
+    results = results.changed(h2d=tuple(trial_result(Mode.IO, k, 400, 1.0, variant="H2D") for k in (1, 2)),
+                              h2d_device="cuda:0")  # 10 ms a batch
     assert copy_text(results, report) == "; the copy to cuda:0 adds 5.000 ms a batch (100 % of the period; IO_H2D against IO)"
 
 
@@ -160,18 +159,17 @@ def test_the_first_pass_is_io_1_against_the_later_trials_without_io_warm_ups() -
     from benchy.core.schedule import Mode
     from benchy.core.verdict import first_pass
 
-    results = RunResults()
-    results.trials = [trial_result(Mode.IO, 1, 100, 1.0), trial_result(Mode.IO, 2, 400, 1.0),
-                      trial_result(Mode.IO, 3, 500, 1.0)]
+    results = RunResults([trial_result(Mode.IO, 1, 100, 1.0), trial_result(Mode.IO, 2, 400, 1.0),
+                          trial_result(Mode.IO, 3, 500, 1.0)])
     found = first_pass(results)
     assert found is not None and found.label == "IO_1" and found.first == 100 and found.steady == 450
     assert "(IO_1: start-up" in found.text()
-    results.trials.insert(0, trial_result(Mode.IO, 1, 50, 1.0, warmup=True))
+    results = RunResults((trial_result(Mode.IO, 1, 50, 1.0, warmup=True), *results.trials))
     found = first_pass(results)
     assert found is not None and found.label == "IO_WARMUP_1" and found.steady == pytest.approx(1000 / 3)
-    results.trials = results.trials[:2]
+    results = RunResults(results.trials[:2])
     assert first_pass(results).label == "IO_WARMUP_1"  # type: ignore[union-attr]
-    results.trials = [trial_result(Mode.IO, 1, 100, 1.0)]
+    results = RunResults([trial_result(Mode.IO, 1, 100, 1.0)])
     assert first_pass(results) is None
 
 

@@ -217,8 +217,8 @@ def test_the_sampler_reads_energy_counters_around_a_trial(tmp_path: Any) -> None
     now[0] = 2.0
     found = sampler.stop()
     assert found is not None
-    assert found["gpu_energy_j"] == pytest.approx(450.0) and found["gpu_energy_source"] == "GPU: NVML total-energy counter"
-    assert found["cpu_energy_j"] == pytest.approx(30.0) and "RAPL" in found["cpu_energy_source"]
+    assert found.gpu_energy_j == pytest.approx(450.0) and found.gpu_energy_source == "GPU: NVML total-energy counter"
+    assert found.cpu_energy_j == pytest.approx(30.0) and "RAPL" in (found.cpu_energy_source or "")
 
 
 def test_without_an_energy_counter_the_gpus_power_is_integrated() -> None:
@@ -228,9 +228,9 @@ def test_without_an_energy_counter_the_gpus_power_is_integrated() -> None:
     sampler.start()
     now[0] = 1.5
     found = sampler.stop()
-    assert found is not None and found["gpu_energy_j"] == pytest.approx(300.0)
-    assert "power readings integrated" in found["gpu_energy_source"]
+    assert found is not None and found.gpu_energy_j == pytest.approx(300.0)
+    assert "power readings integrated" in (found.gpu_energy_source or "")
     bare = SystemSampler(1.0, gpu=lambda: None, rapl=lambda: None)
     bare.start()
     found = bare.stop()
-    assert found is not None and found["energy_missing"] == NO_ENERGY and "gpu_energy_j" not in found
+    assert found is not None and found.energy_missing == NO_ENERGY and found.gpu_energy_j is None and "gpu_energy_j" not in found.to_dict()

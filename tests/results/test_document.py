@@ -55,6 +55,8 @@ CASES: List[tuple] = [
      'timeline.trials[2].started: expected a number or null, got "soon"'),
     ("a system figure", json.dumps(_set(raw("v4"), ["FULL", "system", 0, "rss_max_bytes"], "lots")),
      'FULL.system[0].rss_max_bytes: expected a number or null, got "lots"'),
+    ("a throughput past any machine", json.dumps(_set(raw("v4"), ["SYNTHETIC", "trial_throughput", 0], 1.6e154)),
+     "SYNTHETIC.trial_throughput[0]: expected a number, at most 1e+30 in size, got 1.6e+154"),
     ("a stage's name", json.dumps(_set(raw("v4"), ["stages", "stages", 0, "name"], 3)),
      "stages.stages[0].name: expected a string, got 3"),
     ("a window", json.dumps(_set(raw("v4"), ["timeline", "trials", 9, "window", "start_step"], -1)),

@@ -18,7 +18,7 @@ from benchy.results.summary import summary_lines
 
 
 def snapshot(**changes) -> Snapshot:
-    values = dict(schedule={}, epochs_started=2, finished=False, profiler={}, synthetic_batch_samples=None,
+    values = dict(results=RunResults(), schedule={}, epochs_started=2, finished=False, profiler={}, synthetic_batch_samples=None,
                   lookahead=None, counting="", loader="loader", other_loaders=(), workers=0, startup=None)
     values.update(changes)
     return Snapshot(**values)
@@ -46,7 +46,7 @@ def test_result_document_has_original_keys_and_ours() -> None:
          trial_result(Mode.IO, 2, 100, 2.5)])
     lost = Outcomes().lose(Interruption(TrialSpec(Mode.FULL, 1, False, 4), 2, "loop stopped"))
     modes = [Mode.IO, Mode.FULL]
-    doc = result_document(results, modes, snapshot(outcomes=lost, steps_needed=100, epoch_length=24),
+    doc = result_document(snapshot(results=results, outcomes=lost, steps_needed=100, epoch_length=24), modes,
                           read(results, modes, 0.95, 0, None), config={"global": {}}, environment={"host": "h"}, nranks=1)
     assert doc["schema_version"] == SCHEMA_VERSION and doc["complete"] is False and doc["nranks"] == 1
     assert doc["epochs_started"] == 2 and doc["steps_needed"] == 100 and doc["epochs_needed"] == 5
@@ -62,6 +62,6 @@ def test_result_document_has_original_keys_and_ours() -> None:
     write_document(handle, doc)  # how the document is written: its per-step arrays a slice at a time
     assert json.loads(handle.getvalue())["IO"]["rates"] == [[50.0] * 4, [40.0] * 4]
     # Complete only when the schedule finished and every trial it issued counted.
-    finished = result_document(RunResults(results.trials), modes, snapshot(finished=True), Reading(None, None, ()),
+    finished = result_document(snapshot(results=RunResults(results.trials), finished=True), modes, Reading(None, None, ()),
                                config={}, environment={}, nranks=1)
     assert finished["complete"] is True and finished["verdict"] is None
