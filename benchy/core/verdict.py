@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,7 +27,7 @@ from .compute import (
     padding_clause,
     token_report,
 )
-from .distribution import StepProfile
+from .distribution import StepProfile, step_profile
 from .peaks import PeakConfig
 from .results import RunResults, TrialResult
 from .schedule import Mode
@@ -510,6 +510,10 @@ class Reading:
     compute: Optional[ComputeReport] = None  # FLOPs, achieved FLOP/s and MFU (None: not counted)
     tokens: Optional[TokenReport] = None  # count: tokens: tokens per second and padding per mode
     energy: Optional[EnergyReport] = None  # joules per trial and per sample (None: no trial sampled)
+    # Per mode: the step profile pooled over the counted trials (only when the steps were read: the
+    # final summary; a checkpoint leaves it empty), and the means of the system figures.
+    profiles: Mapping[Mode, StepProfile] = field(default_factory=dict)
+    systems: Mapping[Mode, Dict[str, float]] = field(default_factory=dict)
 
     @property
     def text(self) -> Optional[str]:
@@ -518,11 +522,16 @@ class Reading:
 
 
 def read(results: RunResults, modes: Sequence[Mode], confidence: float, workers: int, start: Optional[Startup],
-         full_profile: Optional[StepProfile] = None, *, world: int = 1, peak_flops: PeakConfig = None,
+         *, steps: bool = False, world: int = 1, peak_flops: PeakConfig = None,
          tokens_source: Optional[str] = None) -> Reading:
-    """The :class:`Reading` of ``results``: :func:`verdict`, then :func:`diagnosis` of it, with the
-    step's FLOPs against ``peak_flops`` (``global.peak_flops``) on ``world`` devices, the tokens
-    (``tokens_source``: what was counted, with ``count: tokens``) and the energy."""
+    """The :class:`Reading` of ``results``, every figure the outputs render worked out once:
+    :func:`verdict`, then :func:`diagnosis` of it, with the step's FLOPs against ``peak_flops``
+    (``global.peak_flops``) on ``world`` devices, the tokens (``tokens_source``: what was counted,
+    with ``count: tokens``), the energy, each mode's system means and, with ``steps`` (the final
+    summary: it reads every step), each mode's step profile (FULL's gives the stall claim)."""
+    profiles = {m: p for m in modes if steps and (p := step_profile(results.measured(m))) is not None}
+    systems = {m: s for m in modes if (s := system_means(results.measured(m))) is not None}
+    full_profile = profiles.get(Mode.FULL)
     found = verdict(results, modes, confidence)
     busy = busy_clause(results) if found is not None else None
     compute = compute_report(results.flops, results, world, peak_flops)
@@ -530,4 +539,4 @@ def read(results: RunResults, modes: Sequence[Mode], confidence: float, workers:
     clauses = ([busy] if busy is not None else []) + diagnosis(results, found, workers, start, full_profile,
                                                                compute, tokens)
     return Reading(found, start, tuple(clauses), first_pass(results) if Mode.IO in modes else None, compute, tokens,
-                   energy_report(results, modes))
+                   energy_report(results, modes), profiles, systems)

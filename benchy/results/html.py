@@ -21,7 +21,7 @@ from ..core.schedule import Mode
 from ..core.sweep import NEAR_BEST, Setting
 from ..core.verdict import figure_means, outcome_of
 from . import plots as drawing
-from . import scaling
+from . import scaling, tables
 from .saved import Run
 from .tables import Table, summary_table
 
@@ -103,18 +103,9 @@ def _fmt(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
     return "" if value is None else format(value / scale, spec)
 
 
-# The system table's columns: (heading, figure, divisor, format); the SYSTEM line's figures and units.
-SYSTEM_COLUMNS = (("CPU cores busy", "cpu_cores_busy", 1.0, ".2f"), ("of cores", "cpu_cores", 1.0, "g"),
-                  ("other processes (cores)", "other_cores_busy", 1.0, ".2f"),
-                  ("peak RSS MB", "rss_max_bytes", 1e6, ".0f"), ("storage reads MB/s", "read_bytes_per_s", 1e6, ".2f"),
-                  ("loader reads MB/s", "loader_read_chars_per_s", 1e6, ".2f"), ("GPU busy %", "gpu_util", 0.01, ".0f"),
-                  ("GPU memory MB", "gpu_memory_bytes", 1e6, ".0f"), ("GPU power W", "gpu_power_w", 1.0, ".1f"))
-
-
 def system_table(run: Run) -> Optional[Table]:
     """Per mode, the means over its counted trials of the system sampler's figures (rank 0's own), as
-    the SYSTEM line takes them (:func:`benchy.core.verdict.figure_means`); columns nobody measured
-    (no GPU, no loader reads) are left out."""
+    the SYSTEM line takes them (:func:`benchy.core.verdict.figure_means`): :func:`tables.system_table`."""
     rows = []
     for mode in Mode:
         block = run.document.get(mode.value)
@@ -122,14 +113,7 @@ def system_table(run: Run) -> Optional[Table]:
         means = figure_means(entries)
         if means is not None:
             rows.append((mode.value, len(entries), means))
-    if not rows:
-        return None
-    columns = [c for c in SYSTEM_COLUMNS if any(c[1] in means for _, _, means in rows)]
-    table = Table(["mode", "trials"] + [c[0] for c in columns], right=[False] + [True] * (len(columns) + 1),
-                  title="System metrics (means over the counted trials; rank 0's own)")
-    for name, count, means in rows:
-        table.rows.append([name, str(count)] + [_fmt(means.get(key), scale, spec) for _, key, scale, spec in columns])
-    return table
+    return tables.system_table(rows)
 
 
 def _setting_text(settings: Mapping[str, Any]) -> str:

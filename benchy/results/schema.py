@@ -32,7 +32,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.distribution import step_profile
 from ..core.results import RunResults, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode, Schedule
 from ..core.stats import finite
@@ -111,7 +110,7 @@ def _data_wait_block(results: RunResults) -> Optional[Dict[str, Any]]:
     }
 
 
-def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[str, Any]:
+def _mode_block(results: RunResults, mode: Mode, reading: Reading, per_step: bool = True) -> Dict[str, Any]:
     trials = results.measured(mode)
     est = results.estimate(mode)
     warm = results.warmups(mode)
@@ -137,7 +136,7 @@ def _mode_block(results: RunResults, mode: Mode, per_step: bool = True) -> Dict[
         },
     }
     # Pooled over every step: in the final document only, as ``rates`` (a checkpoint costs the new trial).
-    profile = step_profile(trials) if per_step else None
+    profile = reading.profiles.get(mode) if per_step else None  # worked out once, in the reading
     block["steps"] = None if profile is None else profile.to_dict()
     block["system"] = [_system(t) for t in trials]  # per counted trial (null when not sampled)
     if any(t.tokens is not None for t in trials):  # count: tokens: each counted trial's tokens
@@ -322,7 +321,7 @@ def result_document(
         "timeline": timeline_block(results, steps_dir is not None),
     }
     for mode in modes:
-        doc[mode.value] = _mode_block(results, mode, per_step)
+        doc[mode.value] = _mode_block(results, mode, reading, per_step)
     doc["IO_H2D"] = h2d_block(results) if Mode.IO in modes else None
     if Mode.SYNTHETIC in modes:
         # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from ..core.distribution import STALL_FACTOR, StepProfile, step_profile
+from ..core.distribution import STALL_FACTOR, StepProfile
 from ..core.results import RunResults
 from ..core.schedule import Mode
 from ..core.stages import HOL_SHARE, Stage, StageReport, WorkerStat
 from ..core.stats import straggler
 from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, mean_text, smallest_within
-from ..core.verdict import Reading, busy_text, disturbed_trials, h2d_estimate, own_io, system_means
+from ..core.verdict import Reading, busy_text, disturbed_trials, h2d_estimate, own_io
 from . import lines
 from .tables import Table
 
@@ -211,11 +211,11 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
         if line is not None:
             out.append(line)
     for mode in modes:
-        profile = step_profile(results.measured(mode))
+        profile = reading.profiles.get(mode)
         if profile is not None:
             out.append(lines.summary_text("STEPS", steps_text(mode, profile, workers), own))
     for mode in modes:
-        means = system_means(results.measured(mode))
+        means = reading.systems.get(mode)
         if means is not None:
             out.append(lines.summary_text("SYSTEM", system_text(mode, means), own))
     busy = disturbed_trials(results)

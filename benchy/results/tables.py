@@ -12,11 +12,13 @@ import csv
 import html
 import io
 from dataclasses import dataclass, field
-from typing import IO, List, Optional, Sequence
+from typing import IO, Any, List, Mapping, Optional, Sequence, Tuple
 
 from .saved import Run
 
-__all__ = ["Table", "markdown_text", "print_table", "summary_table"]
+__all__ = ["SYSTEM_COLUMNS", "ModeFigures", "Table", "markdown_text", "mode_table", "print_table", "rich_table",
+           "summary_table",
+           "system_table"]
 
 _MARKDOWN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "`": "\\`", "*": "\\*",
                            "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|", "~": "\\~", "#": "\\#",
@@ -88,6 +90,12 @@ def print_table(table: Table, stream: IO[str], *, fancy: bool) -> None:
         stream.write(table.plain() + "\n")
         return
     from rich.console import Console
+
+    Console(file=stream).print(rich_table(table))
+
+
+def rich_table(table: Table) -> Any:
+    """``table`` as a rich table (for a terminal)."""
     from rich.table import Table as RichTable
 
     grid = RichTable(title=table.title, title_justify="left")
@@ -95,16 +103,60 @@ def print_table(table: Table, stream: IO[str], *, fancy: bool) -> None:
         grid.add_column(header, justify="right" if table._right(k) else "left")
     for row in table.rows:
         grid.add_row(*row)
-    Console(file=stream).print(grid)
+    return grid
 
 
-def summary_table(run: Run) -> Table:
-    """Per mode: mean samples/s, its half-width, trials, confidence and FULL's data-wait share."""
+@dataclass(frozen=True)
+class ModeFigures:
+    """One row of the summary table: a mode's mean samples/s, its half-width, trials, confidence and
+    (FULL) the share of time waiting for data; from a live run or a saved one alike."""
+
+    mode: str
+    mean: Optional[float]
+    interval: Optional[float]
+    n: Optional[int]
+    confidence: float
+    data_wait: Optional[float] = None
+
+
+def mode_table(rows: Sequence[ModeFigures], title: Optional[str] = None) -> Table:
+    """The summary table: the one ``benchy summary``, the report page and the live terminal show."""
     table = Table(["mode", "samples/s", "+/-", "trials", "confidence", "data wait"],
-                  right=[False, True, True, True, True, True])
-    for mode, m in run.modes.items():
-        table.rows.append([mode.value, "n/a" if m.mean is None else f"{m.mean:.3f}",
+                  right=[False, True, True, True, True, True], title=title)
+    for m in rows:
+        table.rows.append([m.mode, "n/a" if m.mean is None else f"{m.mean:.3f}",
                            "n/a" if m.interval is None else f"{m.interval:.3f}",
                            "" if m.n is None else str(m.n), f"{100 * m.confidence:g} %",
                            "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %"])
     return table
+
+
+def summary_table(run: Run) -> Table:
+    """A saved run's summary table (:func:`mode_table`)."""
+    return mode_table([ModeFigures(mode.value, m.mean, m.interval, m.n, m.confidence, m.data_wait)
+                       for mode, m in run.modes.items()])
+
+
+# The system table's columns: (heading, figure, divisor, format); the SYSTEM line's figures and units.
+SYSTEM_COLUMNS = (("CPU cores busy", "cpu_cores_busy", 1.0, ".2f"), ("of cores", "cpu_cores", 1.0, "g"),
+                  ("other processes (cores)", "other_cores_busy", 1.0, ".2f"),
+                  ("peak RSS MB", "rss_max_bytes", 1e6, ".0f"), ("storage reads MB/s", "read_bytes_per_s", 1e6, ".2f"),
+                  ("loader reads MB/s", "loader_read_chars_per_s", 1e6, ".2f"), ("GPU busy %", "gpu_util", 0.01, ".0f"),
+                  ("GPU memory MB", "gpu_memory_bytes", 1e6, ".0f"), ("GPU power W", "gpu_power_w", 1.0, ".1f"))
+
+
+def system_table(rows: Sequence[Tuple[str, int, Mapping[str, float]]]) -> Optional[Table]:
+    """Per mode (name, trials, the means of its system figures): the table of what the sampler measured;
+    columns nobody measured (no GPU, no loader reads) are left out; None without any row."""
+    if not rows:
+        return None
+    columns = [c for c in SYSTEM_COLUMNS if any(c[1] in means for _, _, means in rows)]
+    table = Table(["mode", "trials"] + [c[0] for c in columns], right=[False] + [True] * (len(columns) + 1),
+                  title="System metrics (means over the counted trials; rank 0's own)")
+    for name, count, means in rows:
+        table.rows.append([name, str(count)] + [_fmt(means.get(key), scale, spec) for _, key, scale, spec in columns])
+    return table
+
+
+def _fmt(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
+    return "" if value is None else format(value / scale, spec)

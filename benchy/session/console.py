@@ -8,12 +8,13 @@ during a trial, so it cannot steal time from the measured work).
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional, Sequence, TextIO
+from typing import Any, Optional, Sequence, TextIO
 
 from ..core.results import RunResults
 from ..core.schedule import Mode, TrialSpec
 from ..core.stages import StageReport
-from ..core.verdict import system_means
+from ..core.verdict import Reading
+from ..results.tables import ModeFigures, mode_table, rich_table, system_table
 
 __all__ = ["Output", "stages_table", "write_line"]
 
@@ -100,45 +101,25 @@ class Output:
 
     # --- final table (terminal only) ----------------------------------------------------------
 
-    def summary_table(self, results: RunResults, modes: Sequence[Mode], verdict: Optional[str]) -> None:
+    def summary_table(self, results: RunResults, modes: Sequence[Mode], reading: Reading) -> None:
+        """The summary table ``benchy summary`` and the report page show for the saved run, and the system
+        table, drawn on a terminal from the reading's figures; then the stage table and the verdict."""
         if self._rich is None or not self.enabled:
             return
-        from rich.table import Table
-
-        table = Table(title="benchy summary (samples/s, all ranks)", title_justify="left")
-        table.add_column("mode", style="bold")
-        table.add_column("mean", justify="right")
-        table.add_column("95% interval", justify="right")
-        table.add_column("n", justify="right")
-        table.add_column("trial throughputs", justify="left")
-        table.add_column("trial times (s)", justify="left")
-        table.add_column("CPU cores busy", justify="right")
-        table.add_column("peak RSS", justify="right")
-        table.add_column("reads MB/s", justify="right")
+        rows = []
         for mode in modes:
             est = results.estimate(mode)
-            trials = results.measured(mode)
-            rates: List[str] = [f"{t.throughput:,.1f}" for t in trials]
-            times: List[str] = [f"{t.seconds:.3f}" for t in trials]
-            system = system_means(trials)
-            table.add_row(
-                mode.value,
-                "n/a" if est.mean is None else f"{est.mean:,.3f}",
-                # Throughputs are positive: the interval shown is clipped at zero.
-                "n/a" if est.half_width is None or est.mean is None
-                else f"{max(0.0, est.mean - est.half_width):,.3f} to {est.mean + est.half_width:,.3f}",
-                str(est.n),
-                ", ".join(rates) or "-",
-                ", ".join(times) or "-",
-                "-" if system is None else f"{system['cpu_cores_busy']:.2f} of {system['cpu_cores']:g}",
-                "-" if system is None else f"{system['rss_max_bytes'] / 1e6:,.0f} MB",
-                "-" if system is None else f"{system['read_bytes_per_s'] / 1e6:.1f}",
-            )
-        self._rich.print(table)
+            wait = results.data_wait().mean if mode is Mode.FULL else None
+            rows.append(ModeFigures(mode.value, est.mean, est.half_width, est.n, est.confidence, wait))
+        self._rich.print(rich_table(mode_table(rows, title="benchy summary (samples/s, all ranks)")))
+        system = system_table([(m.value, len(results.measured(m)), reading.systems[m]) for m in modes
+                               if m in reading.systems])
+        if system is not None:
+            self._rich.print(rich_table(system))
         if results.stages is not None:
             self._rich.print(stages_table(results.stages))
-        if verdict:
-            self._rich.print(f"[bold]verdict:[/] {verdict}", highlight=False)
+        if reading.text:
+            self._rich.print(f"[bold]verdict:[/] {reading.text}", highlight=False)
 
 
 def stages_table(report: StageReport) -> Any:

@@ -19,7 +19,6 @@ import sys
 from typing import Any, Callable, Dict, List, Optional
 
 from ..core.config import Config
-from ..core.distribution import StepProfile, step_profile
 from ..core.outcomes import FailedRank, Interruption
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule
@@ -295,14 +294,14 @@ class ResultSink:
 
     def checkpoint(self, snapshot: Snapshot) -> None:
         """The JSON after a trial: no per-step lists and no stall claim, so it costs the new trial only."""
-        self.write_json(snapshot, self._reading(snapshot, None), final=False)
+        self.write_json(snapshot, self._reading(snapshot, False), final=False)
 
     # --- the end ------------------------------------------------------------------------------
 
-    def _reading(self, snapshot: Snapshot, full_profile: Optional[StepProfile]) -> Reading:
+    def _reading(self, snapshot: Snapshot, steps: bool) -> Reading:
         g = self.config.general
         return read(snapshot.results, self.schedule.modes, self.schedule.decision_confidence, snapshot.workers,
-                    snapshot.startup, full_profile, world=self.world, peak_flops=g.peak_flops,
+                    snapshot.startup, steps=steps, world=self.world, peak_flops=g.peak_flops,
                     tokens_source=snapshot.tokens)
 
     def summary(self, snapshot: Snapshot, exiting: bool) -> None:
@@ -317,13 +316,14 @@ class ResultSink:
             labels = ", ".join(i.spec.label for i in lost)
             self.warning(f"{len(lost)} scheduled trial(s) did not count ({labels}); the reasons are above and in the "
                          f"JSON's 'interrupted'.")
-        # FULL's step profile for the verdict's stall claim: it reads every step, so only here.
+        # The step profiles (the verdict's stall claim, the STEPS lines, the JSON's steps) read every
+        # step: worked out here only, once, in the reading every output renders from.
         results = snapshot.results
-        reading = self._reading(snapshot, step_profile(results.measured(Mode.FULL)))
+        reading = self._reading(snapshot, True)
         printed = summary_lines(results, modes, reading, snapshot.workers, self.world)
         for line in printed:
             self.out.line(line)
-        self.out.summary_table(results, modes, reading.text)
+        self.out.summary_table(results, modes, reading)
         self.write_json(snapshot, reading, final=True, exit_status=self.exit_status(results) if exiting else None,
                         summary=printed)
 

@@ -28,7 +28,7 @@ def test_summary_lines_extra_line_cannot_be_mistaken() -> None:
     results = RunResults([trial_result(Mode.IO, k, 100, 1.0 + k / 10) for k in (1, 2, 3)]
                          + [trial_result(Mode.SYNTHETIC, k, 400, 1.0) for k in (1, 2)])
     modes = [Mode.IO, Mode.SYNTHETIC]
-    printed = summary_lines(results, modes, read(results, modes, 0.95, 0, None))
+    printed = summary_lines(results, modes, read(results, modes, 0.95, 0, None, steps=True))
     kinds = [lines.parse(x).kind for x in printed]
     assert kinds[:2] == ["SUMMARY", "SUMMARY"] and "SUMMARY" not in kinds[2:] and len(printed) >= 3
     assert kinds[-1] == "VERDICT" and set(kinds[2:-1]) == {"STEPS", "FIRST_PASS"}  # IO_1 against IO_2 and IO_3
@@ -47,7 +47,7 @@ def test_result_document_has_original_keys_and_ours() -> None:
     lost = Outcomes().lose(Interruption(TrialSpec(Mode.FULL, 1, False, 4), 2, "loop stopped"))
     modes = [Mode.IO, Mode.FULL]
     doc = result_document(snapshot(results=results, outcomes=lost, steps_needed=100, epoch_length=24), modes,
-                          read(results, modes, 0.95, 0, None), config={"global": {}}, environment={"host": "h"}, nranks=1)
+                          read(results, modes, 0.95, 0, None, steps=True), config={"global": {}}, environment={"host": "h"}, nranks=1)
     assert doc["schema_version"] == SCHEMA_VERSION and doc["complete"] is False and doc["nranks"] == 1
     assert doc["epochs_started"] == 2 and doc["steps_needed"] == 100 and doc["epochs_needed"] == 5
     assert doc["epoch_length"] == 24 and doc["rerun"] == [] and doc["failed_ranks"] == []
