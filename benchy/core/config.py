@@ -26,6 +26,7 @@ from .config_rules import (
     check_consistency,
     describe,
     merge_layer,
+    output_stem,
     steps_name,
 )
 from .errors import BenchyError
@@ -187,9 +188,7 @@ class Config:
     @property
     def profile_dir(self) -> str:
         """Where ``profiler: torch`` writes its trace files: ``<output name>.profile`` next to the JSON."""
-        stem = self.general.output_filename
-        stem = stem[:-5] if stem.endswith(".json") else stem
-        return os.path.join(os.path.dirname(self.output_path), stem + ".profile")
+        return os.path.join(os.path.dirname(self.output_path), output_stem(self.general.output_filename) + ".profile")
 
     def rank_steps_dir(self, rank: int) -> Optional[str]:
         """Where ``rank`` saves its per-step files: rank 0 in :attr:`steps_dir`, rank ``r`` in its

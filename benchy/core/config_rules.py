@@ -26,6 +26,7 @@ __all__ = [
     "check_consistency",
     "describe",
     "merge_layer",
+    "output_stem",
     "steps_name",
 ]
 
@@ -96,10 +97,14 @@ def _filename(v: Any) -> bool:
     return _nonempty_str(v) and os.path.basename(v) == v and v not in (".", "..")
 
 
+def output_stem(output_filename: str) -> str:
+    """The result file's name without ``.json``: what its per-step and profile directories are named after."""
+    return output_filename[:-5] if output_filename.endswith(".json") else output_filename
+
+
 def steps_name(output_filename: str) -> str:
     """The per-step directory's name: ``result.json`` -> ``result.steps``."""
-    stem = output_filename[:-5] if output_filename.endswith(".json") else output_filename
-    return stem + ".steps"
+    return output_stem(output_filename) + ".steps"
 
 
 _Rule = Tuple[Callable[[Any], bool], str]

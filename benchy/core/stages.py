@@ -322,7 +322,7 @@ def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, sp
     lanes = max(1, workers)
     where = "workers" if workers else "main"
 
-    def share(secs: float, in_workers: bool) -> float:
+    def share(secs: float, *, in_workers: bool) -> float:
         return secs / (lanes * period if in_workers else period) if period > 0 else 0.0
 
     transforms = work[:, 1:1 + len(names)]
@@ -332,13 +332,13 @@ def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, sp
     total_getitem = float(getitem.sum())
     off = 1.0 - float(cpu.sum()) / total_getitem if total_getitem > 0 else 0.0
     per = float(own.mean())
-    stages.append(Stage("dataset", where, per, share(per, bool(workers)),
+    stages.append(Stage("dataset", where, per, share(per, in_workers=bool(workers)),
                         "__getitem__ without the timed transforms", off_cpu=max(0.0, min(1.0, off))))
     for j, name in enumerate(names):
         per = float(transforms[:, j].mean())
-        stages.append(Stage(name, where, per, share(per, bool(workers))))
+        stages.append(Stage(name, where, per, share(per, in_workers=bool(workers))))
     per = float(work[:, -1].mean())
-    stages.append(Stage("collate_fn", where, per, share(per, bool(workers))))
+    stages.append(Stage("collate_fn", where, per, share(per, in_workers=bool(workers))))
     worker_side = sum(s.share for s in stages)
     receive = received[:, 1] - received[:, 0]
     pin = pinned[:, 1] - pinned[:, 0]
@@ -347,21 +347,21 @@ def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, sp
     main_work = 0.0
     rec = _mean(receive)
     if np.isfinite(rec):
-        stages.append(Stage("receive", "pin thread" if pin_thread else "main", rec, share(rec, False),
+        stages.append(Stage("receive", "pin thread" if pin_thread else "main", rec, share(rec, in_workers=False),
                             "unpickling and shared memory"))
         main_work += 0.0 if pin_thread else rec
     pin_mean = _mean(pin)
     if np.isfinite(pin_mean):
-        stages.append(Stage("pin_memory", "pin thread" if pin_thread else "main", pin_mean, share(pin_mean, False)))
+        stages.append(Stage("pin_memory", "pin thread" if pin_thread else "main", pin_mean, share(pin_mean, in_workers=False)))
         main_work += 0.0 if pin_thread else pin_mean
-    stages.append(Stage("sampler", "main", sampler, share(sampler, False)))
+    stages.append(Stage("sampler", "main", sampler, share(sampler, in_workers=False)))
     main_work += sampler
     if workers:
         wait = max(0.0, float(inside.mean()) - main_work)
-        stages.append(Stage("waiting for workers", "main", wait, share(wait, False),
+        stages.append(Stage("waiting for workers", "main", wait, share(wait, in_workers=False),
                             "the loop's time in next() waiting for a worker's batch"))
         busy: Optional[float] = worker_side
-        unexplained = 1.0 - max(worker_side, share(main_work, False))
+        unexplained = 1.0 - max(worker_side, share(main_work, in_workers=False))
     else:
         busy = None
         unexplained = 1.0 - sum(s.share for s in stages)

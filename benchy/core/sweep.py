@@ -18,7 +18,17 @@ from .results import TrialResult
 from .stats import Estimate, estimate
 
 __all__ = ["ROOM_SHARE", "Setting", "SettingResult", "apply_cap", "auto_workers", "best", "cheapest_enough", "expand",
-           "feed_advice", "feed_clause", "mean_text", "memory_cap", "smallest_within"]
+           "feed_advice", "feed_clause", "mean_text", "memory_cap", "queue_depth", "smallest_within"]
+
+DEFAULT_PREFETCH = 2  # DataLoader's prefetch_factor when workers are given none
+
+
+def queue_depth(num_workers: int, prefetch_factor: Optional[int]) -> int:
+    """Batches a DataLoader's workers hold ready: ``num_workers x prefetch_factor`` (its default 2
+    when not given; 0 without workers)."""
+    if num_workers <= 0:
+        return 0
+    return num_workers * (prefetch_factor if prefetch_factor is not None and prefetch_factor > 0 else DEFAULT_PREFETCH)
 
 NEAR_BEST = 0.05  # "within 5 % of the best"
 FEEDS = 1.1  # IO at least 1.1x SYNTHETIC: enough to feed the step
@@ -60,7 +70,7 @@ def expand(config: SweepConfig, own: Setting, cores: int) -> List[Setting]:
     workers: List[int] = (auto_workers(cores) if isinstance(given, str) and given == AUTO
                           else [int(w) for w in given] if given else [own.num_workers])
     pins = list(config.pin_memory or [own.pin_memory])
-    default_prefetch = own.prefetch_factor if own.prefetch_factor is not None else 2
+    default_prefetch = own.prefetch_factor if own.prefetch_factor is not None else DEFAULT_PREFETCH
     prefetches = list(config.prefetch_factor or [default_prefetch])
     found = {Setting(w, p, f if w > 0 else None) for w in workers for p in pins for f in prefetches}
     return sorted(found, key=lambda s: (s.num_workers, s.pin_memory, s.prefetch_factor or 0))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple, TypeVar
@@ -11,9 +10,10 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple
 from torch.utils.data import DataLoader
 
 from ..core.config import Config, ConfigLike
-from ..core.sweep import Setting
+from ..core.sweep import Setting, queue_depth
 from ..measure.rng import loader_generators
 from ..measure.stages import Instrumented, instrument
+from ..measure.system import available_cores
 from ..results.configfile import resolve_config
 from ..session.registry import creation_site
 from ..session.session import LoaderFacts, Session
@@ -191,10 +191,7 @@ class LoaderSweeper:
         return Setting(workers, bool(self._loader.pin_memory), (factor or 2) if workers > 0 else None)
 
     def cores(self) -> int:
-        try:
-            return len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            return os.cpu_count() or 1
+        return available_cores()
 
     def make(self, setting: Setting) -> DataLoader:
         arguments = dict(self._arguments, num_workers=setting.num_workers, pin_memory=setting.pin_memory,
@@ -264,7 +261,7 @@ def _workers(loader: Any) -> int:
 def _queue_depth(loader: Any) -> int:
     """Batches a DataLoader's workers hold ready: ``num_workers x prefetch_factor`` (0 without workers)."""
     factor = getattr(loader, "prefetch_factor", None)
-    return _workers(loader) * (factor if isinstance(factor, int) and factor > 0 else 2)
+    return queue_depth(_workers(loader), factor if isinstance(factor, int) else None)
 
 
 def _batch_size_of(iterable: Any) -> Optional[int]:

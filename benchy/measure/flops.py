@@ -157,7 +157,7 @@ class StepCounter:
             self._warnings.__exit__(None, None, None)
             self._warnings = None
 
-    def leave(self, completed: bool = True) -> None:
+    def leave(self, *, completed: bool = True) -> None:
         """Leave the counter; ``completed``: the step ran to the loop's next ask (else, a peek or a
         loop that broke out during it, the count is dropped and :attr:`count` stays None)."""
         mode, self._mode = self._mode, None

@@ -533,8 +533,8 @@ def loop_variant(kind: str, nvtx: bool, count: Optional[str] = None, report: boo
     return _loop(_io_annotated if kind == "IO" else _epoch_annotated, nvtx, count, report)
 
 
-_io_plain = _loop(_io_annotated, False)
-_epoch_plain = _loop(_epoch_annotated, False)
+_io_plain = _loop(_io_annotated, nvtx=False)
+_epoch_plain = _loop(_epoch_annotated, nvtx=False)
 
 
 def _inline(counter: Counter) -> Optional[str]:

@@ -170,7 +170,7 @@ TIMELINE_CLOCK = ("Unix seconds: the trial clock (time.perf_counter) moved onto 
                   "process; each rank's own")
 
 
-def _timeline_entry(t: TrialResult, group: str, saved: bool) -> Dict[str, Any]:
+def _timeline_entry(t: TrialResult, group: str, *, saved: bool) -> Dict[str, Any]:
     return {
         "trial": t.label,
         "mode": t.mode.value,
@@ -196,11 +196,11 @@ def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
     ``IO_H2D``, ``sweep`` (with the ``setting``) or ``stages`` (the diagnostic stage trials: rank 0's);
     ``own_seconds``: this rank's time over the trial's periods (rank 0's); ``seconds``: with several
     ranks the slowest rank's; ``rank_started`` and ``rank_seconds``: each rank's start and own time."""
-    entries = [_timeline_entry(t, "schedule", steps_saved) for t in results.trials]
-    entries += [_timeline_entry(t, "IO_H2D", False) for t in results.h2d]
+    entries = [_timeline_entry(t, "schedule", saved=steps_saved) for t in results.trials]
+    entries += [_timeline_entry(t, "IO_H2D", saved=False) for t in results.h2d]
     for setting in results.sweep:
         for t in [*setting.warmups, *setting.trials]:
-            entries.append(dict(_timeline_entry(t, "sweep", False), setting=setting.setting.to_dict()))
+            entries.append(dict(_timeline_entry(t, "sweep", saved=False), setting=setting.setting.to_dict()))
     for span in results.spans:  # the stage trials: rank 0's own time, no per-step file
         entries.append({"trial": span.label, "mode": "IO", "group": span.group, "warmup": span.warmup,
                         "profiled": False, "started": finite(span.started), "own_seconds": span.seconds,

@@ -99,11 +99,11 @@ class Planner:
         if spec.mode is not Mode.IO and not spec.warmup:
             self._position += 1
 
-    def issued(self, mode: Mode, warmup: bool = False) -> int:
+    def issued(self, mode: Mode, *, warmup: bool = False) -> int:
         return self._issued.get((mode, warmup), 0)
 
     def was_issued(self, spec: TrialSpec) -> bool:
-        return spec.index <= self.issued(spec.mode, spec.warmup)
+        return spec.index <= self.issued(spec.mode, warmup=spec.warmup)
 
     # --- decisions ----------------------------------------------------------------------------
 
@@ -153,18 +153,18 @@ class Planner:
         return self._warming(plan, results) or self._profile_due(plan) or self._needs(mode, results)
 
     def warmups_used(self) -> Dict[str, int]:
-        return {p.mode.value: self.issued(p.mode, True) for p in self.schedule.plans}
+        return {p.mode.value: self.issued(p.mode, warmup=True) for p in self.schedule.plans}
 
     # --- rules ----------------------------------------------------------------------------
 
     def _spec(self, mode: Mode, warmup: bool) -> TrialSpec:
         plan = self.schedule.plan(mode)
         assert plan is not None
-        return TrialSpec(mode, self.issued(mode, warmup) + 1, warmup, plan.nbatches)
+        return TrialSpec(mode, self.issued(mode, warmup=warmup) + 1, warmup, plan.nbatches)
 
     def _warming(self, plan: ModePlan, results: RunResults) -> bool:
         """True while ``plan``'s mode still has a warm-up to run."""
-        done = self.issued(plan.mode, True)
+        done = self.issued(plan.mode, warmup=True)
         if self.issued(plan.mode) > 0 or plan.mode in self._profiled:
             return False  # measured trials started, or the profiled warm-up that ends warming up: it is over
         if plan.nwarmup is not None:
@@ -255,7 +255,7 @@ class Planner:
                 f"before the answer was known" if capped else "no mode needs more trials")
 
     def _counts(self) -> str:
-        return ", ".join(f"{p.mode.value} {self.issued(p.mode, True)} warm-up + {self.issued(p.mode)}"
+        return ", ".join(f"{p.mode.value} {self.issued(p.mode, warmup=True)} warm-up + {self.issued(p.mode)}"
                          for p in self.schedule.plans)
 
     def _note(self, key: str, event: Event) -> None:

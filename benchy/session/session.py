@@ -45,6 +45,7 @@ from ..core.outcomes import Interruption, Outcomes
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
+from ..core.sweep import queue_depth
 from ..measure.flops import StepCounter
 from ..measure.profiling import CudaProfilerApi, global_rank
 from ..measure.ranks import DistributedError, agree, combine
@@ -343,7 +344,7 @@ class Session:
             return
         self._close_segment(ep)
         if self._counting is not None:
-            self._counting.leave(False)
+            self._counting.leave(completed=False)
             self._counting = None
         handed, ep.handed = ep.handed, 0
         self.steps += handed
@@ -412,7 +413,7 @@ class Session:
         """The loop moved on from ``old`` (its epoch ended, or a new one took over): its running segment ends."""
         self._close_segment(old)
         if self._counting is not None:
-            self._counting.leave(False)
+            self._counting.leave(completed=False)
             self._counting = None
         self.steps += old.handed
         old.handed = 0
@@ -461,7 +462,7 @@ class Session:
         """What the segment that just ended did: the FLOPs' count ends; a window's stretch is settled,
         and a window it finished is counted."""
         if self._counting is not None:
-            self._counting.leave(True)
+            self._counting.leave(completed=True)
             self._counting = None
         w = ep.window
         if w is None:
@@ -643,7 +644,7 @@ class Session:
                                         self._loader.batch_size)
                     if applied is not None:
                         self._workers = applied.num_workers
-                        runner.queue_depth = applied.num_workers * (applied.prefetch_factor or 0)
+                        runner.queue_depth = queue_depth(applied.num_workers, applied.prefetch_factor)
                 ran = False
                 while True:
                     spec = self.planner.peek(self.results)

@@ -111,9 +111,9 @@ def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, s
     if config.general.sweep_apply and chosen is not None and chosen.setting != own:
         sweeper.apply(chosen.setting)
         into.results = into.results.changed(sweep_applied=chosen.setting)
-        sink.say(SweepApplied(chosen.setting.text(), True, True))
+        sink.say(SweepApplied(chosen.setting.text(), applied=True, apply_on=True))
         return chosen.setting
-    sink.say(SweepApplied(own.text(), False, config.general.sweep_apply))
+    sink.say(SweepApplied(own.text(), applied=False, apply_on=config.general.sweep_apply))
     return None
 
 

@@ -294,11 +294,11 @@ class ResultSink:
 
     def checkpoint(self, snapshot: Snapshot) -> None:
         """The JSON after a trial: no per-step lists and no stall claim, so it costs the new trial only."""
-        self.write_json(snapshot, self._reading(snapshot, False), final=False)
+        self.write_json(snapshot, self._reading(snapshot, steps=False), final=False)
 
     # --- the end ------------------------------------------------------------------------------
 
-    def _reading(self, snapshot: Snapshot, steps: bool) -> Reading:
+    def _reading(self, snapshot: Snapshot, *, steps: bool) -> Reading:
         g = self.config.general
         return read(snapshot.results, self.schedule.modes, self.schedule.decision_confidence, snapshot.workers,
                     snapshot.startup, steps=steps, world=self.world, peak_flops=g.peak_flops,
@@ -319,7 +319,7 @@ class ResultSink:
         # The step profiles (the verdict's stall claim, the STEPS lines, the JSON's steps) read every
         # step: worked out here only, once, in the reading every output renders from.
         results = snapshot.results
-        reading = self._reading(snapshot, True)
+        reading = self._reading(snapshot, steps=True)
         printed = summary_lines(results, modes, reading, snapshot.workers, self.world)
         for line in printed:
             self.out.line(line)
