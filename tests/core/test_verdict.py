@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
+from helpers import trial_result
 
+from benchy.core.results import RunResults, SystemFigures
+from benchy.core.schedule import Mode
 from benchy.core.verdict import Outcome, decide
 
 
@@ -90,3 +94,54 @@ def test_balanced_only_when_the_interval_shows_it() -> None:
     steady = decide([100.0, 100.5], [100.2, 100.4], [])
     assert steady is not None and steady.outcome is Outcome.BALANCED
     assert "95 % interval" in steady.text and "samples/s" in steady.text
+
+
+def _verdict(label: str) -> Any:
+    from benchy.core.verdict import Verdict, outcome_of
+
+    found, inconsistent = outcome_of(label)
+    assert found is not None
+    return Verdict("", found, {}, inconsistent=inconsistent)
+
+
+def test_the_loader_diagnosis_in_words() -> None:
+    from benchy.core.verdict import loader_cause
+
+    def loader_clause(results: Any, outcome: str, workers: int) -> Any:
+        cause = loader_cause(results, _verdict(outcome), workers)
+        return None if cause is None else cause[0]
+    from benchy.core.results import RunResults
+
+    def results(busy: float, cores: int, reads: float) -> RunResults:
+        system = {"cpu_cores_busy": busy, "cpu_cores": cores, "cpu_util": busy / cores, "rss_max_bytes": 1e9,
+                  "read_bytes_per_s": reads}
+        return RunResults([trial_result(Mode.IO, k, 80, 1.0, system=SystemFigures(1.0, **system)) for k in (1, 2)])
+
+    assert loader_clause(results(1.9, 2, 0), "compute", 2) is None
+    assert loader_clause(results(1.9, 2, 0), "data-loading", 2).startswith(
+        "the loader is CPU-bound: IO trials kept 1.90 of 2 cores busy (95 %)")
+    assert loader_clause(results(3.8, 16, 0), "data-loading", 4).startswith(
+        "the loader's workers are CPU-bound: IO trials kept 3.80 cores busy with num_workers = 4 of 16 cores")
+    assert loader_clause(results(0.4, 8, 250e6), "data-loading", 8).startswith(
+        "the storage looks like the limit: IO trials read 250.0 MB/s with the CPU 5 % busy")
+    assert loader_clause(results(0.4, 8, 0), "data-loading", 2).endswith(
+        "with too few workers to overlap the waits (num_workers = 2; with the CPU idle, more workers than cores "
+        "can help)")
+    assert loader_clause(RunResults(), "data-loading", 2) is None  # no metrics: nothing said
+
+
+def test_the_one_change_most_likely_to_help_follows_the_biggest_loss() -> None:
+    from benchy.core.verdict import choose_advice
+
+    waiting = "more loader workers (num_workers = 2 now)"  # the fix loader_cause names for a waiting loader
+    # Loading limits: the loader's own cause comes before its start-up.
+    assert choose_advice(_verdict("data-loading"), waiting, False, True, False) == "more loader workers (num_workers = 2 now)"
+    assert choose_advice(_verdict("data-loading"), None, False, True, False) == "persistent_workers=True"
+    # Compute limits: the start-up is the loss left on the loader's side; else a faster step.
+    assert choose_advice(_verdict("compute"), None, False, True, False) == "persistent_workers=True"
+    assert choose_advice(_verdict("compute"), None, False, False, False).startswith("a faster step")
+    # Copies that fall below SYNTHETIC come first; no advice without an answer.
+    assert choose_advice(_verdict("data-loading"), waiting, True, False, False) == (
+        "pinned memory and non_blocking copies (pin_memory=True)")
+    assert choose_advice(_verdict("undecided"), waiting, False, True, False) is None
+    assert choose_advice(_verdict("inconsistent: compute"), waiting, False, True, False) is None
