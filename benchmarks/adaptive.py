@@ -42,10 +42,13 @@ SCHEDULES = {
 
 def run(fetch: float, step: float, workers: int, modes: Any, out_dir: str) -> Dict[str, Any]:
     io, syn, full = modes
-    cfg = {"global": {"exit_after_tests": False, "output_dir": out_dir, "console": "plain", "report_freq": 0},
-           "IO": io, "synthetic": syn, "full": full}
-    loader = BenchmarkDataLoader(Sleepy(per_batch_seconds(fetch, workers)), benchy_config=cfg,
-                                 **loader_kwargs(workers))
+    cfg = {
+        "global": {"exit_after_tests": False, "output_dir": out_dir, "console": "plain", "report_freq": 0},
+        "IO": io,
+        "synthetic": syn,
+        "full": full,
+    }
+    loader = BenchmarkDataLoader(Sleepy(per_batch_seconds(fetch, workers)), benchy_config=cfg, **loader_kwargs(workers))
     t0 = time.perf_counter()
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
         while not loader.benchy.done:
@@ -61,8 +64,13 @@ def run(fetch: float, step: float, workers: int, modes: Any, out_dir: str) -> Di
         est = session.results.estimate(m)
         widths[m.value] = (100.0 * est.half_width / est.mean) if est.half_width is not None and est.mean else None
     counts = {m.value: len(session.results.measured(m)) for m in Mode}
-    return {"wall": wall, "epochs": session.epochs_started,
-            "outcome": found.outcome if found else "n/a", "widths": widths, "counts": counts}
+    return {
+        "wall": wall,
+        "epochs": session.epochs_started,
+        "outcome": found.outcome if found else "n/a",
+        "widths": widths,
+        "counts": counts,
+    }
 
 
 def main() -> int:
@@ -70,8 +78,10 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
     args = parser.parse_args()
-    print(f"{'workload':<16} {'workers':>7} {'schedule':<14} {'wall s (median)':>15} {'epochs':>7} "
-          f"{'trials IO/SYN/FULL':>18} {'answers':>8}  outcomes; max half-width %")
+    print(
+        f"{'workload':<16} {'workers':>7} {'schedule':<14} {'wall s (median)':>15} {'epochs':>7} "
+        f"{'trials IO/SYN/FULL':>18} {'answers':>8}  outcomes; max half-width %"
+    )
     with tempfile.TemporaryDirectory() as out_dir:
         for name, (fetch, step) in CASES.items():
             for workers in args.workers:
@@ -82,11 +92,15 @@ def main() -> int:
                     answered = sum(r["outcome"] in ("data-loading", "compute", "balanced") for r in results)
                     outcomes = ",".join(sorted({r["outcome"] for r in results}))
                     width = max((w for r in results for w in r["widths"].values() if w is not None), default=0.0)
-                    trials = "/".join(str(round(statistics.median(r["counts"][m] for r in results)))
-                                      for m in ("IO", "SYNTHETIC", "FULL"))
-                    print(f"{name:<16} {workers:>7} {sched:<14} {statistics.median(walls[sched]):>15.2f} "
-                          f"{statistics.median(r['epochs'] for r in results):>7} {trials:>18} "
-                          f"{answered:>4}/{len(results):<3}  {outcomes}; {width:.1f}", flush=True)
+                    trials = "/".join(
+                        str(round(statistics.median(r["counts"][m] for r in results))) for m in ("IO", "SYNTHETIC", "FULL")
+                    )
+                    print(
+                        f"{name:<16} {workers:>7} {sched:<14} {statistics.median(walls[sched]):>15.2f} "
+                        f"{statistics.median(r['epochs'] for r in results):>7} {trials:>18} "
+                        f"{answered:>4}/{len(results):<3}  {outcomes}; {width:.1f}",
+                        flush=True,
+                    )
                 fixed = statistics.median(walls["fixed default"])
                 ratios = ", ".join(f"{k} {statistics.median(v) / fixed:.2f}" for k, v in walls.items() if k != "fixed default")
                 print(f"{'':<16} {'':>7} wall time against the fixed default: {ratios}", flush=True)

@@ -98,10 +98,13 @@ def plain(fetch: float, step: float, workers: int, n: int, repeats: int = 3) -> 
 
 def benchy_run(fetch: float, step: float, workers: int, n: int, out_dir: str) -> Dict[Mode, Tuple[float, float]]:
     mode = {"nbatches": n, "ntrials": 3, "nwarmup": 1}
-    cfg = {"global": {"exit_after_tests": False, "output_dir": out_dir, "console": "plain", "report_freq": 0},
-           "IO": mode, "synthetic": mode, "full": mode}
-    loader = BenchmarkDataLoader(Sleepy(per_batch_seconds(fetch, workers)), benchy_config=cfg,
-                                 **loader_kwargs(workers))
+    cfg = {
+        "global": {"exit_after_tests": False, "output_dir": out_dir, "console": "plain", "report_freq": 0},
+        "IO": mode,
+        "synthetic": mode,
+        "full": mode,
+    }
+    loader = BenchmarkDataLoader(Sleepy(per_batch_seconds(fetch, workers)), benchy_config=cfg, **loader_kwargs(workers))
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
         while not loader.benchy.done:
             for _ in loader:  # an epoch of a million batches: the schedule runs inside it
@@ -143,16 +146,30 @@ def main() -> int:
                         covered[m] += int(half is not None and abs(mean - ref) <= half)
                 for m in Mode:
                     e = errors[m]
-                    rows.append((name, workers, m.value, statistics.median(plains[m]), statistics.median(e),
-                                 min(e), max(e), max(abs(x) for x in e), covered[m]))
+                    rows.append(
+                        (
+                            name,
+                            workers,
+                            m.value,
+                            statistics.median(plains[m]),
+                            statistics.median(e),
+                            min(e),
+                            max(e),
+                            max(abs(x) for x in e),
+                            covered[m],
+                        )
+                    )
                 print(f"... {name}, {workers} workers done", file=sys.stderr, flush=True)
-    print(f"benchy fidelity vs plain loops: {args.reps} repetitions each; batches of {BATCH}, trials of "
-          f"{args.nbatches} batches (3 + 1 warm-up); error = benchy mean vs plain (mean of before and after)")
-    print(f"{'workload':<14} {'workers':>7} {'mode':<9} {'plain/s':>9} {'err med %':>9} {'min %':>7} {'max %':>7} "
-          f"{'|max| %':>7} {'CI covers':>9}")
+    print(
+        f"benchy fidelity vs plain loops: {args.reps} repetitions each; batches of {BATCH}, trials of "
+        f"{args.nbatches} batches (3 + 1 warm-up); error = benchy mean vs plain (mean of before and after)"
+    )
+    print(
+        f"{'workload':<14} {'workers':>7} {'mode':<9} {'plain/s':>9} {'err med %':>9} {'min %':>7} {'max %':>7} "
+        f"{'|max| %':>7} {'CI covers':>9}"
+    )
     for name, workers, mode, ref, med, lo, hi, worst, cov in rows:
-        print(f"{name:<14} {workers:>7} {mode:<9} {ref:9.1f} {med:9.2f} {lo:7.2f} {hi:7.2f} {worst:7.2f} "
-              f"{cov:>4}/{args.reps:<4}")
+        print(f"{name:<14} {workers:>7} {mode:<9} {ref:9.1f} {med:9.2f} {lo:7.2f} {hi:7.2f} {worst:7.2f} {cov:>4}/{args.reps:<4}")
     return 0
 
 

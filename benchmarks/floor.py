@@ -51,7 +51,7 @@ COUNT = {"tensor": "batch.shape[0]", "tuple": "batch[0].shape[0]", "dict": "batc
 
 # The floors, written once with {count} and {push}/{pop} placeholders; compiled per batch kind
 # and NVTX setting, so each loop holds only what it needs (as benchy's own windows do).
-FLOORS = '''
+FLOORS = """
 def io(nxt, n, clock, stamps, sizes, push, pop, fetch_attr):
     batch = nxt()
     stamps[0] = clock()
@@ -86,7 +86,7 @@ def full(nxt, n, clock, stamps, asks, sizes, push, pop, step_attr, fetch_attr):
         batch = nxt()
         {pop}
     stamps[n] = clock()
-'''
+"""
 
 
 def floors(kind: str, nvtx: bool) -> Dict[str, Callable[..., Any]]:
@@ -139,8 +139,7 @@ def floor_run(loader: str, kind: str, nvtx: bool, batches: List[Any], n: int) ->
         pass
     out["SYNTHETIC"] = (stamps[n] - stamps[0]) / n
     stamps = [0.0] * (n + 1)
-    for _ in f["full"](source(loader, batches).__next__, n, clock, stamps, asks, sizes, push, pop, step_attr,
-                       fetch_attr):
+    for _ in f["full"](source(loader, batches).__next__, n, clock, stamps, asks, sizes, push, pop, step_attr, fetch_attr):
         pass
     out["FULL"] = (stamps[n] - stamps[0]) / n
     return out
@@ -156,9 +155,20 @@ def benchy_run(loader: str, nvtx: bool, batches: List[Any], n: int, out_dir: str
     """Seconds per batch of benchy's IO, SYNTHETIC and FULL trials (one each, no warm-up): the IO trial on
     a pass of benchy's own, then the two windows in one epoch of the loop (``batches`` holds 2 n + 8)."""
     mode = {"nbatches": n, "ntrials": 1, "nwarmup": 0}
-    cfg = {"global": {"exit_after_tests": False, "output_dir": out_dir, "console": "plain", "report_freq": FREQ[0],
-                      "flops": False, "stages": False, "nvtx": nvtx},  # nvtx: false, benchy's plain loops
-           "IO": mode, "synthetic": mode, "full": mode}
+    cfg = {
+        "global": {
+            "exit_after_tests": False,
+            "output_dir": out_dir,
+            "console": "plain",
+            "report_freq": FREQ[0],
+            "flops": False,
+            "stages": False,
+            "nvtx": nvtx,
+        },  # nvtx: false, benchy's plain loops
+        "IO": mode,
+        "synthetic": mode,
+        "full": mode,
+    }
     wrapper: Any
     if loader == "generic":
         wrapper = BenchmarkGenericIteratorWrapper(batches, 2, benchy_config=cfg)
@@ -177,20 +187,25 @@ def main() -> int:
     parser.add_argument("--nbatches", type=int, default=50_000)
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--loader", choices=["all", "generic", "dataloader"], default="all")
-    parser.add_argument("--report_freq", type=int, default=0,
-                        help="benchy's periodic line every this many steps (0: none, as the floor; the default "
-                             "config prints one every 10, its own time taken out of the trial)")
+    parser.add_argument(
+        "--report_freq",
+        type=int,
+        default=0,
+        help="benchy's periodic line every this many steps (0: none, as the floor; the default "
+        "config prints one every 10, its own time taken out of the trial)",
+    )
     args = parser.parse_args()
     FREQ[0] = args.report_freq
     loaders = ["generic", "dataloader"] if args.loader == "all" else [args.loader]
     one, five, _ = os.getloadavg()
-    print(f"benchy's trials against a hand-written floor, ns per batch (fastest of {args.reps} alternating "
-          f"repetitions; paired: median of the ratios of neighbours); {args.nbatches} batches per trial; "
-          f"Python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} cores, "
-          f"load average {one:.2f} / {five:.2f} at the start; "
-          f"benchy's report_freq {args.report_freq}")
-    print(f"{'loader':<11} {'batch':<7} {'nvtx':<4} {'mode':<10} {'floor':>8} {'benchy':>8} {'ratio':>7} "
-          f"{'paired':>7}")
+    print(
+        f"benchy's trials against a hand-written floor, ns per batch (fastest of {args.reps} alternating "
+        f"repetitions; paired: median of the ratios of neighbours); {args.nbatches} batches per trial; "
+        f"Python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} cores, "
+        f"load average {one:.2f} / {five:.2f} at the start; "
+        f"benchy's report_freq {args.report_freq}"
+    )
+    print(f"{'loader':<11} {'batch':<7} {'nvtx':<4} {'mode':<10} {'floor':>8} {'benchy':>8} {'ratio':>7} {'paired':>7}")
     settings = [False] + ([True] if nvtx_ranges(True) is not None else [])
     if len(settings) == 1:
         print("no NVTX tool attached (NVTX_INJECTION64_PATH): nvtx off only")
@@ -210,14 +225,16 @@ def main() -> int:
                         ours.append(benchy_run(loader, nvtx, batches, n, out_dir))
                         floors_seen.append(floor_run(loader, kind, nvtx, batches, n))
                     for m in ("IO", "SYNTHETIC", "FULL"):
-                        ratios = [ours[k][m] * 2 / (floors_seen[k][m] + floors_seen[k + 1][m])
-                                  for k in range(args.reps)]
+                        ratios = [ours[k][m] * 2 / (floors_seen[k][m] + floors_seen[k + 1][m]) for k in range(args.reps)]
                         lo = min(f[m] for f in floors_seen) * 1e9
                         hi = min(o[m] for o in ours) * 1e9
                         paired = statistics.median(ratios)
                         worst.append((hi / lo, f"{loader} {kind} nvtx {'on' if nvtx else 'off'} {m}"))
-                        print(f"{loader:<11} {kind:<7} {'on' if nvtx else 'off':<4} {m:<10} {lo:8.1f} {hi:8.1f} "
-                              f"{hi / lo:7.3f} {paired:7.3f}", flush=True)
+                        print(
+                            f"{loader:<11} {kind:<7} {'on' if nvtx else 'off':<4} {m:<10} {lo:8.1f} {hi:8.1f} "
+                            f"{hi / lo:7.3f} {paired:7.3f}",
+                            flush=True,
+                        )
     ratio, where = max(worst)
     one, five, _ = os.getloadavg()
     print(f"highest ratio: {ratio:.3f} ({where}); load average {one:.2f} / {five:.2f} at the end")

@@ -53,8 +53,7 @@ def main() -> int:
     plain = statistics.median(loop_per_batch(batches) for _ in range(5))
     print(f"plain loop over the list: {plain * 1e9:.1f} ns per batch")
     with tempfile.TemporaryDirectory() as out_dir:
-        print("\nFULL overhead per batch vs nbatches (one trial, its own time against the bare loop's; median of 5 "
-              "runs)")
+        print("\nFULL overhead per batch vs nbatches (one trial, its own time against the bare loop's; median of 5 runs)")
         print(f"{'nbatches':>9} {'ns':>8}")
         bare = statistics.median(_bare(batches) for _ in range(5))
         for n in (1_000, 10_000, 99_000):
@@ -75,8 +74,9 @@ def main() -> int:
         per_trial = [(t.seconds / 10_000 - bare) * 1e9 for t in w.benchy.results.measured(Mode.FULL)]
         print("trial  " + " ".join(f"{k + 1:>5}" for k in range(20)))
         print("ns     " + " ".join(f"{x:5.0f}" for x in per_trial))
-        print(f"first 5 median {statistics.median(per_trial[:5]):.1f} ns, last 5 median "
-              f"{statistics.median(per_trial[-5:]):.1f} ns")
+        print(
+            f"first 5 median {statistics.median(per_trial[:5]):.1f} ns, last 5 median {statistics.median(per_trial[-5:]):.1f} ns"
+        )
 
         print("\npass-through epochs after the schedule (full passes of 100001 batches), ns per batch")
         w = wrapper(batches, out_dir, 100, 1)
@@ -89,8 +89,7 @@ def main() -> int:
             rows["plain list"].append(loop_per_batch(batches))
             rows["wrapper, pass-through"].append(loop_per_batch(w))
         for name, values in rows.items():
-            print(f"{name:<24} {statistics.median(values) * 1e9:8.1f} (min {min(values) * 1e9:.1f}, "
-                  f"max {max(values) * 1e9:.1f})")
+            print(f"{name:<24} {statistics.median(values) * 1e9:8.1f} (min {min(values) * 1e9:.1f}, max {max(values) * 1e9:.1f})")
     return 0
 
 

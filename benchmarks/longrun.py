@@ -42,8 +42,12 @@ from benchy.torch import BenchmarkGenericIteratorWrapper
 
 def make_wrapper(batches: List[Any], out_dir: str, nbatches: int, ntrials: int, batch_size: int) -> Any:
     mode = {"nbatches": nbatches, "ntrials": ntrials, "nwarmup": 0}
-    cfg = {"global": {"report_freq": 0, "exit_after_tests": False, "output_dir": out_dir, "console": "plain"},
-           "IO": mode, "synthetic": mode, "full": mode}
+    cfg = {
+        "global": {"report_freq": 0, "exit_after_tests": False, "output_dir": out_dir, "console": "plain"},
+        "IO": mode,
+        "synthetic": mode,
+        "full": mode,
+    }
     return BenchmarkGenericIteratorWrapper(batches, batch_size, benchy_config=cfg)
 
 
@@ -89,8 +93,9 @@ def timed_writes(trace: bool) -> Tuple[List[Tuple[bool, float, int]], Callable[[
     return calls, restore
 
 
-def recorded_run(batches: List[Any], out_dir: str, n: int, ntrials: int, size: int, epochs: int,
-                 trace: bool) -> Tuple[Any, List[Tuple[bool, float, int]]]:
+def recorded_run(
+    batches: List[Any], out_dir: str, n: int, ntrials: int, size: int, epochs: int, trace: bool
+) -> Tuple[Any, List[Tuple[bool, float, int]]]:
     """Run the schedule with every JSON write recorded (see :func:`timed_writes`)."""
     calls, restore = timed_writes(trace=trace)
     try:
@@ -130,8 +135,9 @@ def child(kind: str, n: int, ntrials: int, size: int, schedule: str) -> None:
     else:
         with tempfile.TemporaryDirectory() as out_dir:
             mode = {"nbatches": n, "ntrials": ntrials, "nwarmup": 0}
-            cfg: Dict[str, Any] = {"global": {"report_freq": 0, "exit_after_tests": False, "output_dir": out_dir,
-                                              "console": "plain"}}
+            cfg: Dict[str, Any] = {
+                "global": {"report_freq": 0, "exit_after_tests": False, "output_dir": out_dir, "console": "plain"}
+            }
             for name in ("IO", "synthetic", "full"):
                 cfg[name] = mode if name in modes else {"run_benchmark": False}
             wrapper = BenchmarkGenericIteratorWrapper(loader, size, benchy_config=cfg)
@@ -143,9 +149,25 @@ def child(kind: str, n: int, ntrials: int, size: int, schedule: str) -> None:
 def _peaks(n: int, ntrials: int, size: int, schedule: str) -> Dict[str, int]:
     peaks = {}
     for kind in ("plain", "benchy"):
-        out = subprocess.run([sys.executable, __file__, "--child", kind, "--nbatches", str(n), "--ntrials",
-                              str(ntrials), "--batch-size", str(size), "--schedule", schedule],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                kind,
+                "--nbatches",
+                str(n),
+                "--ntrials",
+                str(ntrials),
+                "--batch-size",
+                str(size),
+                "--schedule",
+                schedule,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         peaks[kind] = int(out.stdout.split()[-1])
     return peaks
 
@@ -159,10 +181,12 @@ def peak_rss(n: int, ntrials: int, size: int, schedule: str) -> None:
     extra = big["benchy"] - big["plain"]
     extra_small = small["benchy"] - small["plain"]
     timed, timed_small = per_mode * n, per_mode * max(1, n // 10)
-    print(f"peak RSS, {schedule} schedule ({timed} timed batches): plain loop {big['plain'] / 1e6:.1f} MB, "
-          f"through benchy {big['benchy'] / 1e6:.1f} MB: +{extra / 1e6:.1f} MB, {extra / timed:.1f} bytes per timed "
-          f"batch; at {timed_small} timed batches +{extra_small / 1e6:.1f} MB: "
-          f"{(extra - extra_small) / (timed - timed_small):.1f} bytes per timed batch at the margin")
+    print(
+        f"peak RSS, {schedule} schedule ({timed} timed batches): plain loop {big['plain'] / 1e6:.1f} MB, "
+        f"through benchy {big['benchy'] / 1e6:.1f} MB: +{extra / 1e6:.1f} MB, {extra / timed:.1f} bytes per timed "
+        f"batch; at {timed_small} timed batches +{extra_small / 1e6:.1f} MB: "
+        f"{(extra - extra_small) / (timed - timed_small):.1f} bytes per timed batch at the margin"
+    )
 
 
 def disk_size(path: str) -> int:
@@ -176,8 +200,12 @@ def main() -> int:
     parser.add_argument("--nbatches", type=int, default=200_000)
     parser.add_argument("--ntrials", type=int, default=2, help="trials per mode (3 modes)")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--schedule", choices=["all", "full"], default="all",
-                        help="the peak-RSS comparison's schedule: IO, SYNTHETIC and FULL, or FULL only")
+    parser.add_argument(
+        "--schedule",
+        choices=["all", "full"],
+        default="all",
+        help="the peak-RSS comparison's schedule: IO, SYNTHETIC and FULL, or FULL only",
+    )
     parser.add_argument("--child", choices=["plain", "benchy"], help=argparse.SUPPRESS)
     parser.add_argument("--peak-only", action="store_true", help="only the peak-RSS comparison")
     args = parser.parse_args()
@@ -210,13 +238,16 @@ def main() -> int:
         assert wrapper.benchy.done, "the schedule did not finish"
         trial_peak = max(BETWEEN) - base
         final_extra = max(extra for final, _, extra in calls if final)
-        print(f"memory kept after the schedule: {(kept - base) / timed:.1f} bytes per timed batch "
-              f"({(kept - base) / 1e6:.1f} MB)")
-        print(f"peak while trials run:          {trial_peak / 1e6:.1f} MB "
-              f"(what is kept plus {(trial_peak - (kept - base) * (trials - 1) / trials) / n:.1f} bytes per "
-              f"batch of the running trial)")
-        print(f"final write, at its peak:       +{final_extra / 1e6:.1f} MB "
-              f"({final_extra / timed:.1f} bytes per counted batch: the 'rates' lists, once)")
+        print(f"memory kept after the schedule: {(kept - base) / timed:.1f} bytes per timed batch ({(kept - base) / 1e6:.1f} MB)")
+        print(
+            f"peak while trials run:          {trial_peak / 1e6:.1f} MB "
+            f"(what is kept plus {(trial_peak - (kept - base) * (trials - 1) / trials) / n:.1f} bytes per "
+            f"batch of the running trial)"
+        )
+        print(
+            f"final write, at its peak:       +{final_extra / 1e6:.1f} MB "
+            f"({final_extra / timed:.1f} bytes per counted batch: the 'rates' lists, once)"
+        )
         del wrapper
         gc.collect()
 

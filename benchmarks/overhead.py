@@ -58,9 +58,19 @@ def plain_per_batch(batches: List[torch.Tensor]) -> float:
 def wrapped_run(batches: List[torch.Tensor], out_dir: str, nvtx: bool, count: str = "samples") -> Dict[str, float]:
     n = len(batches)
     mode = {"nbatches": n, "ntrials": 1, "nwarmup": 0}
-    cfg = {"global": {"report_freq": 1000, "exit_after_tests": False, "output_dir": out_dir, "console": "plain",
-                      "nvtx": nvtx, "count": count},
-           "IO": mode, "synthetic": mode, "full": mode}
+    cfg = {
+        "global": {
+            "report_freq": 1000,
+            "exit_after_tests": False,
+            "output_dir": out_dir,
+            "console": "plain",
+            "nvtx": nvtx,
+            "count": count,
+        },
+        "IO": mode,
+        "synthetic": mode,
+        "full": mode,
+    }
     wrapper = BenchmarkGenericIteratorWrapper(batches, 2, benchy_config=cfg)
     wall: Dict[str, float] = {}
     clock = time.perf_counter
@@ -113,10 +123,21 @@ def components(batch: Any, number: int = 1_000_000) -> Dict[str, float]:
             yield x
 
     items = [batch] * number
-    leaf = batch if isinstance(batch, torch.Tensor) else (batch[0] if isinstance(batch, tuple)
-                                                          else batch.get("image", batch.get("input_ids")))
-    env = {"counter": make_counter(batch), "b": batch, "leaf": leaf, "clock": time.perf_counter, "stamps": [0.0] * 4,
-           "sizes": [0] * 4, "i": 2, "nr": -1}
+    leaf = (
+        batch
+        if isinstance(batch, torch.Tensor)
+        else (batch[0] if isinstance(batch, tuple) else batch.get("image", batch.get("input_ids")))
+    )
+    env = {
+        "counter": make_counter(batch),
+        "b": batch,
+        "leaf": leaf,
+        "clock": time.perf_counter,
+        "stamps": [0.0] * 4,
+        "sizes": [0] * 4,
+        "i": 2,
+        "nr": -1,
+    }
 
     def per(stmt: str) -> float:
         return timeit.timeit(stmt, globals=env, number=number) / number * 1e9
@@ -152,17 +173,21 @@ def main() -> int:
     parser.add_argument("--nbatches", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--batch", choices=["all", "tensor", "tuple", "dict", "tokens"], default="all")
-    parser.add_argument("--count", choices=["samples", "tokens"], default="samples",
-                        help="tokens: count: tokens (needs --batch tokens)")
+    parser.add_argument(
+        "--count", choices=["samples", "tokens"], default="samples", help="tokens: count: tokens (needs --batch tokens)"
+    )
     args = parser.parse_args()
     kinds = ["tensor", "tuple", "dict"] if args.batch == "all" else [args.batch]
     if args.count == "tokens" and kinds != ["tokens"]:
         parser.error("--count tokens needs --batch tokens (batches with token ids)")
     tool = os.environ.get("NVTX_INJECTION64_PATH")
-    print(f"benchy per-batch overhead, ns (median of {args.runs} runs, min-max); "
-          f"{args.nbatches} batches; Python {platform.python_version()}, torch {torch.__version__}, "
-          f"{platform.processor() or platform.machine()}, "
-          + (f"NVTX tool attached: {tool}" if tool else "no NVTX tool attached") + f"; count: {args.count}")
+    print(
+        f"benchy per-batch overhead, ns (median of {args.runs} runs, min-max); "
+        f"{args.nbatches} batches; Python {platform.python_version()}, torch {torch.__version__}, "
+        f"{platform.processor() or platform.machine()}, "
+        + (f"NVTX tool attached: {tool}" if tool else "no NVTX tool attached")
+        + f"; count: {args.count}"
+    )
     for kind in kinds:
         # Distinct objects, as a loader gives; a list so the "loader" costs only the iteration.
         batches = make_batches(kind, args.nbatches + 2)

@@ -110,11 +110,19 @@ def worker(trials: int, out: str) -> int:
     dist.barrier(job)
     written = (store.num_keys() - keys) / trials  # every rank's, per trial (job barriers write none)
     end = _process()  # after the trials: a lazily connected group has opened what its collectives need
-    found = {"rank": rank, "world": world, "setup_s": made, "agree_s": checked, "agree_hash_s": hashed,
-             "exchange_s": exchange,
-             "barrier_s": barrier, "summary_s": summary, "store_keys_per_trial": written,
-             "added": {key: end[key] - before[key] for key in before},
-             "added_at_setup": {key: after[key] - before[key] for key in before}}
+    found = {
+        "rank": rank,
+        "world": world,
+        "setup_s": made,
+        "agree_s": checked,
+        "agree_hash_s": hashed,
+        "exchange_s": exchange,
+        "barrier_s": barrier,
+        "summary_s": summary,
+        "store_keys_per_trial": written,
+        "added": {key: end[key] - before[key] for key in before},
+        "added_at_setup": {key: after[key] - before[key] for key in before},
+    }
     everyone: List[Any] = [None] * world
     dist.all_gather_object(everyone, found, group=job)
     if rank == 0:
@@ -133,9 +141,23 @@ def run(nranks: int, trials: int) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "ranks.json")
         env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=tmp)
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nranks), "--master_addr",
-               "127.0.0.1", "--master_port", str(_port()), str(HERE / "ranks.py"), "--worker", "--trials",
-               str(trials), "--out", out]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            str(nranks),
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(_port()),
+            str(HERE / "ranks.py"),
+            "--worker",
+            "--trials",
+            str(trials),
+            "--out",
+            out,
+        ]
         started = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
         wall = time.perf_counter() - started
@@ -159,12 +181,16 @@ def main() -> int:
     args = parser.parse_args()
     if args.worker:
         return worker(args.trials, args.out)
-    print(f"benchy's own distributed layer, gloo on one machine ({os.cpu_count()} cores), OMP_NUM_THREADS=1, "
-          f"{args.trials} trials; times in ms, median / max over ranks (and trials)")
-    header = (f"{'ranks':>5} | {'set-up':>15} | {'schedule check':>17} | {'hash check':>15} | {'exchange':>15} | "
-              f"{'summary':>15} | "
-              f"{'barrier':>15} | "
-              f"{'store keys':>10} | {'sockets':>7} | {'fds':>4} | {'threads':>7} | {'RSS MB':>6}")
+    print(
+        f"benchy's own distributed layer, gloo on one machine ({os.cpu_count()} cores), OMP_NUM_THREADS=1, "
+        f"{args.trials} trials; times in ms, median / max over ranks (and trials)"
+    )
+    header = (
+        f"{'ranks':>5} | {'set-up':>15} | {'schedule check':>17} | {'hash check':>15} | {'exchange':>15} | "
+        f"{'summary':>15} | "
+        f"{'barrier':>15} | "
+        f"{'store keys':>10} | {'sockets':>7} | {'fds':>4} | {'threads':>7} | {'RSS MB':>6}"
+    )
     print(header)
     print("-" * len(header))
     kept: Dict[int, Any] = {}
@@ -177,13 +203,16 @@ def main() -> int:
         def med(key: str, added: List[Dict[str, float]] = added) -> float:
             return float(statistics.median(a[key] for a in added))
 
-        print(f"{n:>5} | {_ms([r['setup_s'] for r in ranks]):>15} | {_ms([r['agree_s'] for r in ranks]):>17} | "
-              f"{_ms([r['agree_hash_s'] for r in ranks]):>15} | "
-              f"{_ms([x for r in ranks for x in r['exchange_s']]):>15} | "
-              f"{_ms([x for r in ranks for x in r['summary_s']]):>15} | "
-              f"{_ms([x for r in ranks for x in r['barrier_s']]):>15} | "
-              f"{ranks[0]['store_keys_per_trial']:>10.0f} | {med('sockets'):>7.0f} | "
-              f"{med('fds'):>4.0f} | {med('threads'):>7.0f} | {med('rss') / 1e6:>6.1f}", flush=True)
+        print(
+            f"{n:>5} | {_ms([r['setup_s'] for r in ranks]):>15} | {_ms([r['agree_s'] for r in ranks]):>17} | "
+            f"{_ms([r['agree_hash_s'] for r in ranks]):>15} | "
+            f"{_ms([x for r in ranks for x in r['exchange_s']]):>15} | "
+            f"{_ms([x for r in ranks for x in r['summary_s']]):>15} | "
+            f"{_ms([x for r in ranks for x in r['barrier_s']]):>15} | "
+            f"{ranks[0]['store_keys_per_trial']:>10.0f} | {med('sockets'):>7.0f} | "
+            f"{med('fds'):>4.0f} | {med('threads'):>7.0f} | {med('rss') / 1e6:>6.1f}",
+            flush=True,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(kept))
     return 0

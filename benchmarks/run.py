@@ -26,8 +26,11 @@ def main() -> int:
     args = parser.parse_args()
     import os
 
-    print(f"# benchy benchmarks, {datetime.date.today().isoformat()}, {platform.node()}, "
-          f"{os.cpu_count()} CPUs, Python {platform.python_version()}\n", flush=True)
+    print(
+        f"# benchy benchmarks, {datetime.date.today().isoformat()}, {platform.node()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}\n",
+        flush=True,
+    )
     parts = [
         ("overhead", ["--nbatches", "20000" if args.quick else "100000", "--runs", "3" if args.quick else "5"]),
         ("floor", ["--loader", "generic", "--reps", "3" if args.quick else "9"]),
@@ -36,8 +39,7 @@ def main() -> int:
         ("adaptive", ["--reps", "1" if args.quick else "3"]),
         ("longrun", ["--nbatches", "50000" if args.quick else "200000"]),
         ("sampler", ["--reps", "1" if args.quick else "3"]),
-        ("ranks", ["--ranks", "2", "4", "8"] + ([] if args.quick else ["16", "32"])
-         + ["--trials", "5" if args.quick else "20"]),
+        ("ranks", ["--ranks", "2", "4", "8"] + ([] if args.quick else ["16", "32"]) + ["--trials", "5" if args.quick else "20"]),
     ]
     status = 0
     for name, extra in parts:

@@ -48,9 +48,19 @@ def cpu_step(seconds: float) -> Callable[[], None]:
 
 def run(fetch: float, step: Callable[[], None], workers: int, n: int, sampler: bool, out_dir: str) -> Dict[Mode, float]:
     mode = {"nbatches": n, "ntrials": 3, "nwarmup": 1}
-    cfg = {"global": {"exit_after_tests": False, "output_dir": out_dir, "console": "plain", "report_freq": 0,
-                      "system_metrics": sampler, "save_steps": False},
-           "IO": mode, "synthetic": mode, "full": mode}
+    cfg = {
+        "global": {
+            "exit_after_tests": False,
+            "output_dir": out_dir,
+            "console": "plain",
+            "report_freq": 0,
+            "system_metrics": sampler,
+            "save_steps": False,
+        },
+        "IO": mode,
+        "synthetic": mode,
+        "full": mode,
+    }
     loader = BenchmarkDataLoader(Sleepy(per_batch_seconds(fetch, workers)), benchy_config=cfg, **loader_kwargs(workers))
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
         while not loader.benchy.done:
@@ -85,15 +95,20 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--nbatches", type=int, default=20)
     args = parser.parse_args()
-    cases = [(name, fetch, (lambda s=step: time.sleep(s)), workers)
-             for name, (fetch, step) in WORKLOADS.items() for workers in (0, 2)]
+    cases = [
+        (name, fetch, (lambda s=step: time.sleep(s)), workers) for name, (fetch, step) in WORKLOADS.items() for workers in (0, 2)
+    ]
     cases.append(("cpu step (6 ms matmul)", 0.006, cpu_step(0.006), 0))
     for children in (0, 2, 8):
         cost = tick_cost(children)
-        print(f"one reading with {children} worker process(es): {cost * 1e6:.0f} us of CPU; at 10 Hz "
-              f"{cost * 10 * 100:.2f} % of one core (the GIL held for as long)")
-    print(f"sampler on vs off: (on / off - 1) in %, median (min..max) of {args.reps} repetitions, "
-          f"{args.nbatches}-batch trials, 3 trials + 1 warm-up per mode")
+        print(
+            f"one reading with {children} worker process(es): {cost * 1e6:.0f} us of CPU; at 10 Hz "
+            f"{cost * 10 * 100:.2f} % of one core (the GIL held for as long)"
+        )
+    print(
+        f"sampler on vs off: (on / off - 1) in %, median (min..max) of {args.reps} repetitions, "
+        f"{args.nbatches}-batch trials, 3 trials + 1 warm-up per mode"
+    )
     print(f"{'workload':<24} {'workers':>7}  " + "  ".join(f"{m.value:>22}" for m in Mode))
     with tempfile.TemporaryDirectory() as out_dir:
         for name, fetch, step, workers in cases:

@@ -68,9 +68,11 @@ def compare(workers: int, batches: int, reps: int, batch: int = 32) -> None:
         plain.append(drain(DataLoader(**args), batches))
         timed.append(drain(instrument(dict(args)).loader, batches))
     p, t = min(plain), min(timed)
-    print(f"  {workers} workers: plain {1e6 * p / batches:8.1f} us a batch, instrumented {1e6 * t / batches:8.1f}"
-          f" us a batch: +{1e6 * (t - p) / batches:.1f} us a batch, +{1e6 * (t - p) / (batches * batch):.2f} us a "
-          f"sample ({t / p:.3f}x)")
+    print(
+        f"  {workers} workers: plain {1e6 * p / batches:8.1f} us a batch, instrumented {1e6 * t / batches:8.1f}"
+        f" us a batch: +{1e6 * (t - p) / batches:.1f} us a batch, +{1e6 * (t - p) / (batches * batch):.2f} us a "
+        f"sample ({t / p:.3f}x)"
+    )
 
 
 def main() -> None:
@@ -82,8 +84,10 @@ def main() -> None:
     print("timer_cost(k): the timers' own cost per sample with k transform steps")
     for k in range(5):
         print(f"  k = {k}: {1e6 * timer_cost(k):.2f} us a sample")
-    print(f"a DataLoader over (tensor, label) samples, a two-step Compose, 32 a batch, {args.batches} batches "
-          f"(fastest of {args.reps}):")
+    print(
+        f"a DataLoader over (tensor, label) samples, a two-step Compose, 32 a batch, {args.batches} batches "
+        f"(fastest of {args.reps}):"
+    )
     for workers in (0, 2):
         compare(workers, args.batches, args.reps)
 

@@ -56,6 +56,7 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> List[str]:
     return sorted(set(globals()) | set(_LAZY))
 
+
 __all__ = [
     "CONFIG_ENV_VAR",
     "EXIT_MISSING_MODE",

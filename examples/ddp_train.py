@@ -50,9 +50,16 @@ def main() -> None:
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
     dataset = BlobQuadrants(args.dataset_size)
     sampler = DistributedSampler(dataset, shuffle=True, drop_last=True)
-    loader = benchy.data_loader(args, dataset, batch_size=args.batch_size, sampler=sampler,
-                                num_workers=args.num_workers, persistent_workers=args.num_workers > 0,
-                                pin_memory=use_cuda, drop_last=True)
+    loader = benchy.data_loader(
+        args,
+        dataset,
+        batch_size=args.batch_size,
+        sampler=sampler,
+        num_workers=args.num_workers,
+        persistent_workers=args.num_workers > 0,
+        pin_memory=use_cuda,
+        drop_last=True,
+    )
 
     for epoch in range(args.num_epochs):
         sampler.set_epoch(epoch)

@@ -8,6 +8,7 @@ here with the same attributes), so benchy's stage trials split the time the same
 dataset's own reading and decoding, each transform by name, collate, receiving from the workers.
 Needs Pillow (``pip install pillow``; the ``test`` and ``plot`` extras bring it with matplotlib).
 """
+
 import argparse
 import os
 import random
@@ -40,8 +41,9 @@ class ImageFolder:
 
     def __init__(self, root, transform=None, target_transform=None, loader=pil_loader):
         self.classes = sorted(os.listdir(root))
-        self.samples = [(os.path.join(root, c, f), k) for k, c in enumerate(self.classes)
-                        for f in sorted(os.listdir(os.path.join(root, c)))]
+        self.samples = [
+            (os.path.join(root, c, f), k) for k, c in enumerate(self.classes) for f in sorted(os.listdir(os.path.join(root, c)))
+        ]
         self.transform, self.target_transform, self.loader = transform, target_transform, loader
 
     def __len__(self):
@@ -108,10 +110,21 @@ def main() -> None:
     args = parser.parse_args()
     make_folder(args.root)
     tf = Compose([RandomResizedCrop(128), RandomHorizontalFlip(), ToTensor(), Normalize([0.5] * 3, [0.25] * 3)])
-    loader = benchy.data_loader(args, ImageFolder(args.root, transform=tf), batch_size=32, shuffle=True,
-                                num_workers=args.num_workers, benchy_config=args.benchy_config)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
-                                torch.nn.Flatten(), torch.nn.Linear(8, 2))
+    loader = benchy.data_loader(
+        args,
+        ImageFolder(args.root, transform=tf),
+        batch_size=32,
+        shuffle=True,
+        num_workers=args.num_workers,
+        benchy_config=args.benchy_config,
+    )
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, stride=2),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8, 2),
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for epoch in range(args.epochs):
         for x, y in loader:

@@ -27,8 +27,11 @@ from torch.utils.data import Dataset, Sampler
 
 import benchy
 
-SHORT = {"IO": {"ntrials": 3, "nbatches": 30}, "synthetic": {"ntrials": 3, "nwarmup": 1, "nbatches": 30},
-         "full": {"ntrials": 3, "nwarmup": 1, "nbatches": 30}}
+SHORT = {
+    "IO": {"ntrials": 3, "nbatches": 30},
+    "synthetic": {"ntrials": 3, "nwarmup": 1, "nbatches": 30},
+    "full": {"ntrials": 3, "nwarmup": 1, "nbatches": 30},
+}
 
 
 class CountingSequences(Dataset):
@@ -81,8 +84,8 @@ class LengthGrouped(Sampler[int]):
         chunk = self.batch_size * 50  # sort within large chunks, then shuffle the batches
         out: List[List[int]] = []
         for c in range(0, len(order), chunk):
-            part = sorted(order[c: c + chunk], key=lambda i: self.lengths[i])
-            out += [part[b: b + self.batch_size] for b in range(0, len(part), self.batch_size)]
+            part = sorted(order[c : c + chunk], key=lambda i: self.lengths[i])
+            out += [part[b : b + self.batch_size] for b in range(0, len(part), self.batch_size)]
         rng.shuffle(out)
         return iter([i for batch in out for i in batch])
 
@@ -121,8 +124,14 @@ def main() -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     order = dict(sampler=LengthGrouped(data.lengths, args.batch_size)) if args.group_by_length else dict(shuffle=True)
     loader = benchy.data_loader(
-        args, data, batch_size=args.batch_size, collate_fn=pad_batch, num_workers=args.num_workers, drop_last=True,
-        benchy_config=args.benchy_config or os.environ.get(benchy.CONFIG_ENV_VAR) or SHORT, **order,
+        args,
+        data,
+        batch_size=args.batch_size,
+        collate_fn=pad_batch,
+        num_workers=args.num_workers,
+        drop_last=True,
+        benchy_config=args.benchy_config or os.environ.get(benchy.CONFIG_ENV_VAR) or SHORT,
+        **order,
     )
     num_epochs = args.num_epochs or 3
     if args.num_epochs is None and isinstance(loader, benchy.BenchmarkDataLoader):
@@ -143,8 +152,7 @@ def main() -> None:
             loss_sum += float(loss)
             steps += 1
         elapsed = time.perf_counter() - start
-        print(f"epoch {epoch}: {steps} steps, loss {loss_sum / max(steps, 1):.3f}, {tokens / elapsed:.0f} tokens/s",
-              flush=True)
+        print(f"epoch {epoch}: {steps} steps, loss {loss_sum / max(steps, 1):.3f}, {tokens / elapsed:.0f} tokens/s", flush=True)
 
 
 if __name__ == "__main__":

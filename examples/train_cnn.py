@@ -72,9 +72,15 @@ class SmallCNN(nn.Module):
     def __init__(self, classes: int = 4) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(64, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
         )
         self.head = nn.Linear(64, classes)
 
@@ -84,8 +90,7 @@ class SmallCNN(nn.Module):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--num_epochs", type=int, default=None,
-                        help="default: 10, or as many as benchy's schedule may need")
+    parser.add_argument("--num_epochs", type=int, default=None, help="default: 10, or as many as benchy's schedule may need")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--num_workers", type=int, default=0)
     parser.add_argument("--dataset_size", type=int, default=4096)
@@ -98,9 +103,14 @@ def main() -> None:
     model = SmallCNN().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
     loader = benchy.data_loader(
-        args, BlobQuadrants(args.dataset_size), batch_size=args.batch_size, shuffle=True,
-        num_workers=args.num_workers, persistent_workers=args.num_workers > 0,
-        pin_memory=device.type == "cuda", drop_last=True,
+        args,
+        BlobQuadrants(args.dataset_size),
+        batch_size=args.batch_size,
+        shuffle=True,
+        num_workers=args.num_workers,
+        persistent_workers=args.num_workers > 0,
+        pin_memory=device.type == "cuda",
+        drop_last=True,
         benchy_config=args.benchy_config or os.environ.get(benchy.CONFIG_ENV_VAR) or ADAPTIVE,
     )
     num_epochs = args.num_epochs or 10
@@ -125,8 +135,11 @@ def main() -> None:
             loss_sum += loss.detach() * labels.shape[0]
             correct += (logits.argmax(1) == labels).sum()
         elapsed = time.perf_counter() - start
-        print(f"epoch {epoch}: {seen} samples, loss {float(loss_sum) / max(seen, 1):.4f}, "
-              f"accuracy {float(correct) / max(seen, 1):.3f}, {seen / elapsed:.1f} samples/s", flush=True)
+        print(
+            f"epoch {epoch}: {seen} samples, loss {float(loss_sum) / max(seen, 1):.4f}, "
+            f"accuracy {float(correct) / max(seen, 1):.3f}, {seen / elapsed:.1f} samples/s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -83,18 +83,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         others = None if started is None else _others(started)
         if others is not None and others > TOO_BUSY_CORES:
             report.outcome = "skipped"
-            report.longrepr = (str(item.path), item.location[1] or 0,
-                               f"Skipped: the machine was too busy to tell: other processes kept {others:.2f} of "
-                               f"{os.cpu_count()} cores busy during the test (more than {TOO_BUSY_CORES}); "
-                               f"{_load()}")
+            report.longrepr = (
+                str(item.path),
+                item.location[1] or 0,
+                f"Skipped: the machine was too busy to tell: other processes kept {others:.2f} of "
+                f"{os.cpu_count()} cores busy during the test (more than {TOO_BUSY_CORES}); "
+                f"{_load()}",
+            )
             return
-        report.sections.append((
-            "machine load (timing test)",
-            f"before the test: {before}\nat the failure: {_load()}\n"
-            + ("" if others is None else f"other processes kept {others:.2f} cores busy during the test\n")
-            + "A load well above the core count means other work competed for the CPU: rerun on an idle "
-            "machine before taking this for a bug.",
-        ))
+        report.sections.append(
+            (
+                "machine load (timing test)",
+                f"before the test: {before}\nat the failure: {_load()}\n"
+                + ("" if others is None else f"other processes kept {others:.2f} cores busy during the test\n")
+                + "A load well above the core count means other work competed for the CPU: rerun on an idle "
+                "machine before taking this for a bug.",
+            )
+        )
 
 
 _LOAD_BEFORE = pytest.StashKey[str]()
@@ -122,8 +127,9 @@ def fresh_registry():
 def run_script(tmp_path: Path):
     """run_script(config, *args, script=USER_SCRIPT, env=None) -> Run, in tmp_path."""
 
-    def run(config: Any = None, *args: str, script: Path = USER_SCRIPT, env: Optional[Dict[str, str]] = None,
-            timeout: float = 180) -> Run:
+    def run(
+        config: Any = None, *args: str, script: Path = USER_SCRIPT, env: Optional[Dict[str, str]] = None, timeout: float = 180
+    ) -> Run:
         environ = dict(os.environ)
         environ.pop("BENCHY_CONFIG_FILE", None)
         environ["PYTHONUNBUFFERED"] = "1"
@@ -133,8 +139,13 @@ def run_script(tmp_path: Path):
             environ["BENCHY_CONFIG_FILE"] = str(cfg)
         environ.update(env or {})
         proc = subprocess.run(
-            [sys.executable, str(script), *args], cwd=tmp_path, env=environ,
-            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+            [sys.executable, str(script), *args],
+            cwd=tmp_path,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
         )
         return Run(proc, tmp_path, tmp_path / "benchy_result.json")
 
@@ -148,8 +159,22 @@ def _nvtx_headers(workdir: Path) -> Optional[Path]:
 
     version = importlib.metadata.version("nvtx")
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "nvtx", f"nvtx=={version}",
-         "-d", str(workdir)], capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            "nvtx",
+            f"nvtx=={version}",
+            "-d",
+            str(workdir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     for archive in workdir.glob("nvtx-*.tar.gz"):
         with tarfile.open(archive) as tar:
@@ -173,6 +198,10 @@ def nvtx_recorder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     workdir = tmp_path_factory.mktemp("nvtx")
     include = _nvtx_headers(workdir)
     library = workdir / "nvtx-recorder.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", str(library),
-                    str(ROOT / "tests" / "nvtx" / "recorder.c")], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", str(library), str(ROOT / "tests" / "nvtx" / "recorder.c")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return library

@@ -15,9 +15,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 ROOT = Path(__file__).resolve().parent.parent
 USER_SCRIPT = ROOT / "tests" / "scripts" / "user_script.py"
 
-SUMMARY_RE = re.compile(
-    r"^BENCHY::SUMMARY::(IO|SYNTHETIC|FULL) average trial throughput: ([0-9.]+) \+/- ([0-9.]+|n/a)", re.M
-)
+SUMMARY_RE = re.compile(r"^BENCHY::SUMMARY::(IO|SYNTHETIC|FULL) average trial throughput: ([0-9.]+) \+/- ([0-9.]+|n/a)", re.M)
 TRIAL_RE = re.compile(r"^BENCHY::((?:IO|SYNTHETIC|FULL)(?:_WARMUP)?_\d+)::Trial Throughput: ([0-9.]+)$", re.M)
 
 
@@ -121,10 +119,19 @@ class Made(NamedTuple):
     exits: List[int]
 
 
-def make_session(clock: FakeClock, *, fetch: Union[float, Callable[[int], float]] = 0.01, batches: int = 10_000,
-                 modes: Optional[Dict[str, Any]] = None, global_: Optional[Dict[str, Any]] = None,
-                 stream: Optional[io.StringIO] = None, registry: Any = None, batch: int = 8,
-                 make_iterator: Optional[Callable[[], Iterator[Any]]] = None, **sections_and_session: Any) -> Made:
+def make_session(
+    clock: FakeClock,
+    *,
+    fetch: Union[float, Callable[[int], float]] = 0.01,
+    batches: int = 10_000,
+    modes: Optional[Dict[str, Any]] = None,
+    global_: Optional[Dict[str, Any]] = None,
+    stream: Optional[io.StringIO] = None,
+    registry: Any = None,
+    batch: int = 8,
+    make_iterator: Optional[Callable[[], Iterator[Any]]] = None,
+    **sections_and_session: Any,
+) -> Made:
     """A Session over a fake loader of ``batches`` batches of ``batch`` samples, each fetch taking
     ``fetch`` seconds (or ``fetch(k)`` for the k-th; ``make_iterator``: a loader of one's own), with
     plain output to ``stream`` (a
@@ -138,8 +145,7 @@ def make_session(clock: FakeClock, *, fetch: Union[float, Callable[[int], float]
     from benchy.session.session import LoaderFacts, Session
 
     # Sessions left unfinished say so at interpreter exit: their JSON goes to a directory of their own.
-    cfg: Dict[str, Any] = {"global": {"report_freq": 0, "console": "plain", "output_dir": scratch_dir(),
-                                      **(global_ or {})}}
+    cfg: Dict[str, Any] = {"global": {"report_freq": 0, "console": "plain", "output_dir": scratch_dir(), **(global_ or {})}}
     for name in ("IO", "synthetic", "full"):
         cfg[name] = dict(modes or {"nbatches": 4, "ntrials": 2, "nwarmup": 0})
     session_kwargs: Dict[str, Any] = {}
@@ -161,10 +167,15 @@ def make_session(clock: FakeClock, *, fetch: Union[float, Callable[[int], float]
             clock.fetches += 1
             yield [0] * batch
 
-    session = Session(load_config(overrides=cfg, environ={}), LoaderFacts(make_iterator or loader, batch, **facts),
-                      clock=clock,
-                      output=Output("plain", stream=out), registry=registry or Registry(write=lambda _: None),
-                      exit=exits.append, **session_kwargs)
+    session = Session(
+        load_config(overrides=cfg, environ={}),
+        LoaderFacts(make_iterator or loader, batch, **facts),
+        clock=clock,
+        output=Output("plain", stream=out),
+        registry=registry or Registry(write=lambda _: None),
+        exit=exits.append,
+        **session_kwargs,
+    )
     return Made(session, out, exits)
 
 
@@ -185,7 +196,7 @@ def until_done(loader: Any, step: Callable[[], None] = lambda: None, most: int =
     epochs = 0
     while not session.done:
         assert epochs < most, "the schedule did not end"
-        for _ in (session.iterate() if loader is session else loader):
+        for _ in session.iterate() if loader is session else loader:
             step()
         epochs += 1
     return epochs
@@ -200,8 +211,17 @@ def read_json(session: Any) -> Dict[str, Any]:
 # --- results built by hand ---------------------------------------------------------------------------
 
 
-def trial_result(mode: Any, index: int = 1, samples: int = 32, seconds: float = 1.0, *, warmup: bool = False,
-                 periods: Optional[Sequence[float]] = None, variant: Optional[str] = None, **fields: Any) -> Any:
+def trial_result(
+    mode: Any,
+    index: int = 1,
+    samples: int = 32,
+    seconds: float = 1.0,
+    *,
+    warmup: bool = False,
+    periods: Optional[Sequence[float]] = None,
+    variant: Optional[str] = None,
+    **fields: Any,
+) -> Any:
     """A TrialResult of ``samples`` over ``seconds``; its steps are ``periods`` when given (samples split
     evenly), else 4 equal steps; other fields (``system``, ``rank_seconds`` ...) as given."""
     from benchy import TrialResult, TrialSpec

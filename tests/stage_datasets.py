@@ -47,8 +47,15 @@ class Items:
     """``n`` samples; ``__getitem__`` itself takes ``own_ms`` (``slow_ms`` in worker ``slow_worker``),
     then its transform and target_transform."""
 
-    def __init__(self, n: int, own_ms: float, transform: Any = None, target_transform: Any = None,
-                 slow_worker: int = -1, slow_ms: float = 0.0) -> None:
+    def __init__(
+        self,
+        n: int,
+        own_ms: float,
+        transform: Any = None,
+        target_transform: Any = None,
+        slow_worker: int = -1,
+        slow_ms: float = 0.0,
+    ) -> None:
         self.n, self.own_ms, self.transform, self.target_transform = n, own_ms, transform, target_transform
         self.slow_worker, self.slow_ms = slow_worker, slow_ms
 

@@ -20,15 +20,17 @@ LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 
 
 def pages() -> list:
-    return [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts
-                                         and "_generated" not in p.parts)
+    return [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts and "_generated" not in p.parts)
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_leads_to_a_file(page: Path) -> None:
     text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # not inside code blocks
-    broken = [target for target, _ in LINK.findall(text)
-              if not target.startswith(("http://", "https://", "mailto:")) and not (page.parent / target).exists()]
+    broken = [
+        target
+        for target, _ in LINK.findall(text)
+        if not target.startswith(("http://", "https://", "mailto:")) and not (page.parent / target).exists()
+    ]
     assert broken == []
 
 
@@ -38,8 +40,11 @@ def test_the_readme_keeps_to_the_first_screen_and_links_into_the_manual() -> Non
     for heading in ("## Reading the three summary lines", "## Install", "## Set-up: two commands", "## The manual"):
         assert heading in readme
     linked = {target for target, _ in LINK.findall(readme)}
-    guide = {f"docs/{p.relative_to(DOCS).as_posix()}" for p in DOCS.rglob("*.md")
-             if "_build" not in p.parts and "_generated" not in p.parts and p.name != "index.md"}
+    guide = {
+        f"docs/{p.relative_to(DOCS).as_posix()}"
+        for p in DOCS.rglob("*.md")
+        if "_build" not in p.parts and "_generated" not in p.parts and p.name != "index.md"
+    }
     assert sorted(guide - linked) == []  # every page of the manual is one click away
 
 
@@ -57,8 +62,12 @@ def test_the_strict_build_fails_on_a_broken_link_and_an_orphan_page(tmp_path: Pa
     page = copy / "docs" / "guide" / "tuning.md"
     page.write_text(page.read_text() + "\nSee [the missing page](no-such-page.md).\n")
     (copy / "docs" / "guide" / "orphan.md").write_text("# An orphan\n\nIn no table of contents.\n")
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(copy / "docs"),
-                           str(tmp_path / "html")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(copy / "docs"), str(tmp_path / "html")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "no-such-page.md" in proc.stderr and "orphan" in proc.stderr, proc.stderr[-2000:]
 

@@ -76,9 +76,39 @@ def test_imports_point_down_only() -> None:
 
 
 def test_core_and_results_never_import_torch() -> None:
-    found = [f"{path.relative_to(ROOT)}:{line}" for path, wing, tree in modules() if wing in NO_TORCH
-             for line, module, _ in imported(path, tree) if module.split(".")[0] == "torch"]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path, wing, tree in modules()
+        if wing in NO_TORCH
+        for line, module, _ in imported(path, tree)
+        if module.split(".")[0] == "torch"
+    ]
     assert found == []
+
+
+# What touches files or the file system: none of it in core (reading YAML and probing the output
+# directory are results.configfile's; result files are results.document's and results.files').
+FILE_CALLS = {"open", "getsize", "exists", "isdir", "isfile", "makedirs", "listdir", "scandir", "mkstemp", "pathconf",
+              "unlink", "remove", "rename", "replace"}
+FILE_MODULES = {"tempfile", "shutil", "yaml", "pathlib", "glob"}
+
+
+def test_core_touches_no_file() -> None:
+    found = []
+    for path, wing, tree in modules():
+        if wing != "core":
+            continue
+        for line, module, _ in imported(path, tree):
+            if module.split(".")[0] in FILE_MODULES:
+                found.append(f"{path.relative_to(ROOT)}:{line}: imports {module}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+                if (name in FILE_CALLS and owner in ("os", "path")) or (name == "open" and owner in ("", "io", "os")):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: calls {name}()")
+    assert not found, "core must not touch files:\n" + "\n".join(found)
 
 
 def test_no_private_name_crosses_a_module() -> None:
@@ -92,9 +122,13 @@ def test_no_private_name_crosses_a_module() -> None:
             if any(part.startswith("_") and not part.startswith("__") for part in module.split(".")) or private:
                 crossing.append(f"{path.relative_to(ROOT)}:{line}: {module} {private}")
         for node in ast.walk(tree):  # attribute access on another module: lines._x
-            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                    and isinstance(node.value, ast.Name) and node.value.id in {"lines", "steps", "comparing",
-                                                                                "scaling", "plots", "trial"}):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name)
+                and node.value.id in {"lines", "steps", "comparing", "scaling", "plots", "trial"}
+            ):
                 crossing.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr}")
     assert crossing == []
 
@@ -106,9 +140,11 @@ def test_every_module_says_its_job() -> None:
 
 def test_the_offline_side_starts_without_torch() -> None:
     """``benchy`` the command, ``benchy.load`` and the results wing import no torch."""
-    code = ("import sys, benchy, benchy.results.schema, benchy.results.summary, benchy.results.logparse, "
-            "benchy.results.compare, benchy.results.scaling, benchy.cli, benchy.core.verdict\n"
-            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
+    code = (
+        "import sys, benchy, benchy.results.schema, benchy.results.summary, benchy.results.logparse, "
+        "benchy.results.compare, benchy.results.scaling, benchy.cli, benchy.core.verdict\n"
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -123,6 +159,9 @@ def test_benchmarks_and_examples_import_only_what_exists() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "benchy":
                 module = importlib.import_module(node.module)
-                missing += [f"{path.name}: {node.module}.{a.name}" for a in node.names
-                            if not hasattr(module, a.name) and importlib.util.find_spec(f"{node.module}.{a.name}") is None]
+                missing += [
+                    f"{path.name}: {node.module}.{a.name}"
+                    for a in node.names
+                    if not hasattr(module, a.name) and importlib.util.find_spec(f"{node.module}.{a.name}") is None
+                ]
     assert missing == []

@@ -46,6 +46,7 @@ def _fancy() -> bool:
 
 # --- summary ---------------------------------------------------------------------------------
 
+
 def _progress(doc: Any) -> str:
     """How far an incomplete run got, in the words its file allows: trials lost, epochs against those needed."""
     lost = doc.get("interrupted")
@@ -74,9 +75,17 @@ def _summary_json(run: Run) -> Dict[str, Any]:
         "complete": run.complete,
         "source": run.source,
         "schema_version": run.schema_version,
-        "modes": {mode.value: {"mean": m.mean, "interval": m.interval, "n": m.n, "confidence": m.confidence,
-                               "trial_throughput": list(m.trial_throughputs), "data_wait": m.data_wait}
-                  for mode, m in run.modes.items()},
+        "modes": {
+            mode.value: {
+                "mean": m.mean,
+                "interval": m.interval,
+                "n": m.n,
+                "confidence": m.confidence,
+                "trial_throughput": list(m.trial_throughputs),
+                "data_wait": m.data_wait,
+            }
+            for mode, m in run.modes.items()
+        },
         "verdict": run.verdict,
     }
 
@@ -96,15 +105,25 @@ def _summary(args: argparse.Namespace) -> int:
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(["run", "mode", "mean", "interval", "n", "confidence", "data_wait"])
         for mode, m in run.modes.items():
-            writer.writerow([run.name, mode.value, "" if m.mean is None else repr(m.mean),
-                             "" if m.interval is None else repr(m.interval), "" if m.n is None else m.n,
-                             m.confidence, "" if m.data_wait is None else repr(m.data_wait)])
+            writer.writerow(
+                [
+                    run.name,
+                    mode.value,
+                    "" if m.mean is None else repr(m.mean),
+                    "" if m.interval is None else repr(m.interval),
+                    "" if m.n is None else m.n,
+                    m.confidence,
+                    "" if m.data_wait is None else repr(m.data_wait),
+                ]
+            )
         sys.stdout.write(buffer.getvalue())
     elif args.format == "json":
         print(json.dumps(json_safe(_summary_json(run)), indent=1))
     else:
-        print(f"### benchy: {markdown_text(run.label)} ({run.nranks} rank{'s' if run.nranks != 1 else ''}"
-              f"{'' if run.complete else ', incomplete'})\n")
+        print(
+            f"### benchy: {markdown_text(run.label)} ({run.nranks} rank{'s' if run.nranks != 1 else ''}"
+            f"{'' if run.complete else ', incomplete'})\n"
+        )
         print(summary_table(run).markdown())
         if run.verdict:
             print(f"\n**Verdict:** {markdown_text(run.verdict)}")
@@ -112,6 +131,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 # --- compare ---------------------------------------------------------------------------------
+
 
 def _compare(args: argparse.Namespace) -> int:
     runs = []
@@ -136,6 +156,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 # --- report ----------------------------------------------------------------------------------
+
 
 def _load_all(command: str, paths: Sequence[str]) -> Optional[List[Run]]:
     runs = []
@@ -193,8 +214,10 @@ def _write_html(runs: Sequence[Run], path: str) -> int:
         return _fail("report", f"cannot write {path}: {err.strerror or err}")
     for note in page.notes:
         print(f"benchy report: {note}", file=sys.stderr)
-    print(f"wrote {path} ({len(page.text.encode()) / 1e6:.1f} MB, {page.plots} plot{'s' if page.plots != 1 else ''}, "
-          "self-contained: open it in any browser)")
+    print(
+        f"wrote {path} ({len(page.text.encode()) / 1e6:.1f} MB, {page.plots} plot{'s' if page.plots != 1 else ''}, "
+        "self-contained: open it in any browser)"
+    )
     return EXIT_OK
 
 
@@ -233,6 +256,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 # --- trace -----------------------------------------------------------------------------------
 
+
 def _trace(args: argparse.Namespace) -> int:
     from ..results.files import write_atomic
     from ..results.trace import MAX_EVENTS, TraceError, TraceStats, write_trace
@@ -255,15 +279,18 @@ def _trace(args: argparse.Namespace) -> int:
         return _fail("trace", f"cannot write {args.output}: {err.strerror or err}")
     size = os.path.getsize(args.output)
     every = "every step a slice" if found.block == 1 else f"{found.block} steps a slice (over --max-events)"
-    print(f"wrote {args.output}: {found.events} events ({every}), {found.processes} process"
-          f"{'es' if found.processes != 1 else ''}, {size / 1e6:.1f} MB. Open it in https://ui.perfetto.dev "
-          f"(Open trace file) or chrome://tracing (Load).")
+    print(
+        f"wrote {args.output}: {found.events} events ({every}), {found.processes} process"
+        f"{'es' if found.processes != 1 else ''}, {size / 1e6:.1f} MB. Open it in https://ui.perfetto.dev "
+        f"(Open trace file) or chrome://tracing (Load)."
+    )
     for note in found.notes:
         print(f"note: {note}")
     return EXIT_OK
 
 
 # --- parse -----------------------------------------------------------------------------------
+
 
 def _parse(args: argparse.Namespace) -> int:
     from ..results.files import write_json_atomic
@@ -272,8 +299,7 @@ def _parse(args: argparse.Namespace) -> int:
     name = args.name or os.path.splitext(os.path.basename(args.log))[0]
     try:
         with open(args.log, encoding="utf-8", errors="replace") as handle:
-            run = parse_log(handle, name=name, nranks=args.ranks, which=args.run - 1 if args.run else -1,
-                            parsed_from=args.log)
+            run = parse_log(handle, name=name, nranks=args.ranks, which=args.run - 1 if args.run else -1, parsed_from=args.log)
     except OSError as err:
         return _fail("parse", f"{args.log}: cannot read it: {err.strerror or err}")
     except (ValueError, ResultFileError) as err:
@@ -292,6 +318,7 @@ def _parse(args: argparse.Namespace) -> int:
 
 
 # --- run ------------------------------------------------------------------------------------
+
 
 def _run(args: argparse.Namespace) -> int:
     """Run the unmodified script with DataLoader replaced (see ``integrations.runner``).
@@ -369,8 +396,7 @@ def _positive(text: str) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchy", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="benchy", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"benchy {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -382,10 +408,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     comp = sub.add_parser("compare", help="compare two runs mode by mode (exit 1 on a significant regression)")
     comp.add_argument("base", help="the reference result JSON")
     comp.add_argument("new", help="the result JSON to check")
-    comp.add_argument("--threshold", type=_percent, default=5.0, metavar="PCT",
-                      help="a significant fall of more than PCT %% of the mean is a regression (default 5)")
-    comp.add_argument("--confidence", type=_confidence, default=0.95,
-                      help="a change is significant when p < 1 - confidence (default 0.95)")
+    comp.add_argument(
+        "--threshold",
+        type=_percent,
+        default=5.0,
+        metavar="PCT",
+        help="a significant fall of more than PCT %% of the mean is a regression (default 5)",
+    )
+    comp.add_argument(
+        "--confidence", type=_confidence, default=0.95, help="a change is significant when p < 1 - confidence (default 0.95)"
+    )
     comp.add_argument("--format", choices=["text", "markdown", "json"], default="text")
     comp.set_defaults(handler=_compare)
 
@@ -393,25 +425,36 @@ def main(argv: Optional[List[str]] = None) -> int:
     rep.add_argument("runs", nargs="+", help="result JSONs, e.g. of 1, 2 and 4 ranks")
     rep.add_argument("--csv", metavar="OUT.csv")
     rep.add_argument("--plot", metavar="OUT.png", help="throughput and efficiency against ranks (needs matplotlib)")
-    rep.add_argument("--html", metavar="OUT.html",
-                     help="one self-contained page: verdict, tables, per-step plots, timeline, system metrics, "
-                          "sweep and, for several runs, scaling (plots need matplotlib)")
+    rep.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="one self-contained page: verdict, tables, per-step plots, timeline, system metrics, "
+        "sweep and, for several runs, scaling (plots need matplotlib)",
+    )
     rep.add_argument("--format", choices=["text", "markdown"], default="text")
     rep.set_defaults(handler=_report)
 
     plot = sub.add_parser("plot", help="per-step throughput over time and a histogram per mode (PNG)")
     plot.add_argument("path", help="a result JSON (its .steps directory next to it gives warm-ups and times)")
     plot.add_argument("-o", "--output", required=True, metavar="OUT.png")
-    plot.add_argument("--timeline", action="store_true",
-                      help="rank 0's timeline instead: every step at its time (FULL: step and data wait), the "
-                           "trials, the CPU and RSS readings (the picture of benchy trace)")
+    plot.add_argument(
+        "--timeline",
+        action="store_true",
+        help="rank 0's timeline instead: every step at its time (FULL: step and data wait), the "
+        "trials, the CPU and RSS readings (the picture of benchy trace)",
+    )
     plot.set_defaults(handler=_plot)
 
     trace = sub.add_parser("trace", help="a Chrome trace (Perfetto UI, chrome://tracing) of a run's trials and steps")
     trace.add_argument("path", help="a result JSON (its .steps directory next to it gives the steps)")
     trace.add_argument("-o", "--output", required=True, metavar="TRACE.json")
-    trace.add_argument("--max-events", type=_positive, default=None, metavar="N",
-                       help="draw at most N step events; past that, blocks of steps (default 200000, ~30 MB)")
+    trace.add_argument(
+        "--max-events",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="draw at most N step events; past that, blocks of steps (default 200000, ~30 MB)",
+    )
     trace.set_defaults(handler=_trace)
 
     parse = sub.add_parser("parse", help="a result JSON from the BENCHY:: lines of a log")
@@ -422,17 +465,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     parse.add_argument("--run", type=_positive, metavar="K", help="the K-th run of the log (default: the last)")
     parse.set_defaults(handler=_parse)
 
-    for verb, text in (("run", "run an unmodified training script with its training DataLoader benchmarked"),
-                       ("sweep", "`run` with a loader sweep of num_workers (auto) before the schedule")):
+    for verb, text in (
+        ("run", "run an unmodified training script with its training DataLoader benchmarked"),
+        ("sweep", "`run` with a loader sweep of num_workers (auto) before the schedule"),
+    ):
         runner = sub.add_parser(verb, help=text, description=text)
         runner.add_argument("--config", metavar="PATH", help="benchy YAML config (default: $BENCHY_CONFIG_FILE)")
-        runner.add_argument("--loader", default="first", metavar="first|N",
-                            help="first: the first DataLoader whose iterator runs a loop (default); N: the N-th created")
+        runner.add_argument(
+            "--loader",
+            default="first",
+            metavar="first|N",
+            help="first: the first DataLoader whose iterator runs a loop (default); N: the N-th created",
+        )
         if verb == "run":
             runner.add_argument("--sweep", action="store_true", help="sweep num_workers (auto) before the schedule")
         runner.add_argument("--name", help="the run's name in the JSON (as --benchy_name)")
-        runner.add_argument("command", nargs=argparse.REMAINDER,
-                            help="-- python train.py ARGS...  |  train.py ARGS...  |  -- torchrun ... train.py ARGS...")
+        runner.add_argument(
+            "command",
+            nargs=argparse.REMAINDER,
+            help="-- python train.py ARGS...  |  train.py ARGS...  |  -- torchrun ... train.py ARGS...",
+        )
         runner.set_defaults(handler=_run, verb=verb, sweep=False)
 
     args = parser.parse_args(argv)

@@ -49,7 +49,6 @@ PADDING_SHARE = 0.10
 NEAR_PEAK = 0.5
 
 
-
 # --- the count and the peak -------------------------------------------------------------------------
 
 
@@ -89,12 +88,12 @@ def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], 
         if figure is None:
             if row is None:
                 device = count.device or count.device_type
-                return None, (f"no peak is known for {device}"
-                              + (" (a CPU's peak depends on its cores, clock and vector units)"
-                                 if count.device_type == "cpu" else "")
-                              + ": set global.peak_flops (FLOP/s) to get MFU")
-            return None, (f"the peak table has no {key} figure for {row.name}: set global.peak_flops.{key} "
-                          f"(FLOP/s) to get MFU")
+                return None, (
+                    f"no peak is known for {device}"
+                    + (" (a CPU's peak depends on its cores, clock and vector units)" if count.device_type == "cpu" else "")
+                    + ": set global.peak_flops (FLOP/s) to get MFU"
+                )
+            return None, (f"the peak table has no {key} figure for {row.name}: set global.peak_flops.{key} (FLOP/s) to get MFU")
         seconds += flops / figure
         parts.append((key, figure, where))
     if seconds <= 0:
@@ -154,25 +153,38 @@ class ComputeReport:
         if c.skipped is not None:
             return f"FLOPs not counted: {c.skipped}"
         if c.total <= 0:
-            return ("FLOPs not counted: torch's FlopCounterMode saw no FLOPs in the counted step (a compiled graph "
-                    "it cannot see into, or ops it has no formula for" + (f": {', '.join(c.unknown)}" if c.unknown
-                                                                         else "") + "); MFU is not guessed")
+            return (
+                "FLOPs not counted: torch's FlopCounterMode saw no FLOPs in the counted step (a compiled graph "
+                "it cannot see into, or ops it has no formula for"
+                + (f": {', '.join(c.unknown)}" if c.unknown else "")
+                + "); MFU is not guessed"
+            )
         mix = ", ".join(f"{100 * v / c.total:.0f} % {k}" for k, v in sorted(c.by_dtype.items(), key=lambda kv: -kv[1]))
-        out = (f"{_flop(c.total)} a step, {_flop(self.per_sample or 0.0)} a sample (torch FlopCounterMode, one "
-               f"untimed step before {c.label}, on the cached batch of {c.samples} samples; {mix})")
+        out = (
+            f"{_flop(c.total)} a step, {_flop(self.per_sample or 0.0)} a sample (torch FlopCounterMode, one "
+            f"untimed step before {c.label}, on the cached batch of {c.samples} samples; {mix})"
+        )
         if c.unknown:
             out += f"; not counted, no formula: {', '.join(c.unknown)} (the figures are a lower bound)"
         if self.modes:
             ranks = f", {self.world} ranks together" if self.world > 1 else ""
-            out += "; achieved " + ", ".join(
-                f"{m.mode.value} {flops_text(m.flops)}" + (f" +/- {flops_text(m.half_width)}"
-                                                            if m.half_width is not None else "")
-                for m in self.modes) + ranks
+            out += (
+                "; achieved "
+                + ", ".join(
+                    f"{m.mode.value} {flops_text(m.flops)}"
+                    + (f" +/- {flops_text(m.half_width)}" if m.half_width is not None else "")
+                    for m in self.modes
+                )
+                + ranks
+            )
         if self.peak is not None:
             per = " a device" if self.world > 1 else ""
-            mfus = ", ".join(f"{m.mode.value} {100 * m.mfu:.1f} %" + (f" +/- {100 * m.mfu_half_width:.1f}"
-                                                                       if m.mfu_half_width is not None else "")
-                             for m in self.modes if m.mfu is not None)
+            mfus = ", ".join(
+                f"{m.mode.value} {100 * m.mfu:.1f} %"
+                + (f" +/- {100 * m.mfu_half_width:.1f}" if m.mfu_half_width is not None else "")
+                for m in self.modes
+                if m.mfu is not None
+            )
             out += f"; MFU {mfus} of a peak of {flops_text(self.peak.flops)}{per} ({self.peak.basis})"
         elif self.no_peak is not None:
             out += f"; MFU not computed: {self.no_peak}"
@@ -180,21 +192,23 @@ class ComputeReport:
 
     def to_dict(self) -> Dict[str, Any]:
         out = self.count.to_dict()
-        out.update({
-            "flops_per_sample": self.per_sample,
-            "world": self.world,
-            "peak_flops": None if self.peak is None else self.peak.flops,
-            "peak_basis": None if self.peak is None else self.peak.basis,
-            "no_mfu": self.no_peak,
-        })
+        out.update(
+            {
+                "flops_per_sample": self.per_sample,
+                "world": self.world,
+                "peak_flops": None if self.peak is None else self.peak.flops,
+                "peak_basis": None if self.peak is None else self.peak.basis,
+                "no_mfu": self.no_peak,
+            }
+        )
         for m in self.modes:
-            out[m.mode.value] = {"flops_per_s": m.flops, "interval": m.half_width, "mfu": m.mfu,
-                                 "mfu_interval": m.mfu_half_width}
+            out[m.mode.value] = {"flops_per_s": m.flops, "interval": m.half_width, "mfu": m.mfu, "mfu_interval": m.mfu_half_width}
         return out
 
 
-def compute_report(count: Optional[FlopCount], results: RunResults, world: int,
-                   configured: PeakConfig) -> Optional[ComputeReport]:
+def compute_report(
+    count: Optional[FlopCount], results: RunResults, world: int, configured: PeakConfig
+) -> Optional[ComputeReport]:
     """The COMPUTE reading of a run (None: no count was attempted). Achieved FLOP/s is FLOPs a sample
     times the mode's throughput (all ranks); MFU divides it by ``world`` devices at the peak."""
     if count is None:
@@ -240,8 +254,10 @@ def compute_advice(report: ComputeReport) -> Optional[str]:
     c = report.count
     float32 = sum(v for k, v in c.by_dtype.items() if dtype_key(k) == "float32")
     if c.device_type != "cpu" and float32 > 0.5 * c.total:
-        return ("mixed precision (torch.autocast with bfloat16): most of the step's FLOPs run in float32, far below "
-                "the accelerator's bfloat16 peak")
+        return (
+            "mixed precision (torch.autocast with bfloat16): most of the step's FLOPs run in float32, far below "
+            "the accelerator's bfloat16 peak"
+        )
     return "a larger batch, or compiled or fused code (torch.compile)"
 
 
@@ -274,8 +290,9 @@ class TokenReport:
 
     @property
     def worst_padding(self) -> Optional[Tuple[Mode, float]]:
-        found: List[Tuple[Mode, float]] = [(m.mode, m.padding) for m in self.modes
-                                           if m.padding is not None and m.mode is not Mode.SYNTHETIC]
+        found: List[Tuple[Mode, float]] = [
+            (m.mode, m.padding) for m in self.modes if m.padding is not None and m.mode is not Mode.SYNTHETIC
+        ]
         if not found:
             found = [(m.mode, m.padding) for m in self.modes if m.padding is not None]
         if not found:
@@ -292,21 +309,31 @@ class TokenReport:
             spread = "n/a" if est.half_width is None else f"{est.half_width:.1f}"
             parts.append(f"{m.mode.value} {est.mean:.1f} +/- {spread}")
         out = ", ".join(parts) + " tokens/s" if parts else "no counted trial"
-        pads = [f"{m.mode.value} {100 * m.padding:.1f} %" + (" (its one cached batch)" if m.mode is Mode.SYNTHETIC else "")
-                for m in self.modes if m.padding is not None]
+        pads = [
+            f"{m.mode.value} {100 * m.padding:.1f} %" + (" (its one cached batch)" if m.mode is Mode.SYNTHETIC else "")
+            for m in self.modes
+            if m.padding is not None
+        ]
         if pads:
             out += "; padding " + ", ".join(pads) + " of the token positions"
         sampled = sorted({m.every for m in self.modes if m.every > 1 and m.mode is not Mode.SYNTHETIC})
         if sampled:
-            out += (f"; the mask is summed on 1 in {sampled[-1]} batches (a full sum on every batch would cost more "
-                    f"than benchy's per-batch budget), so the non-padding rates are estimates")
+            out += (
+                f"; the mask is summed on 1 in {sampled[-1]} batches (a full sum on every batch would cost more "
+                f"than benchy's per-batch budget), so the non-padding rates are estimates"
+            )
         return out + f" ({self.source})"
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"source": self.source}
         for m in self.modes:
-            out[m.mode.value] = {"tokens_per_s": m.estimate.mean, "interval": m.estimate.half_width,
-                                 "n": m.estimate.n, "padding": m.padding, "mask_every": m.every}
+            out[m.mode.value] = {
+                "tokens_per_s": m.estimate.mean,
+                "interval": m.estimate.half_width,
+                "n": m.estimate.n,
+                "padding": m.padding,
+                "mask_every": m.every,
+            }
         return out
 
 
@@ -332,8 +359,7 @@ def padding_clause(report: TokenReport) -> Optional[str]:
     if worst is None or worst[1] <= PADDING_SHARE:
         return None
     mode, share = worst
-    return (f"{100 * share:.0f} % of the token positions in {mode.value} are padding: the step computes on them for "
-            f"nothing")
+    return f"{100 * share:.0f} % of the token positions in {mode.value} are padding: the step computes on them for nothing"
 
 
 PADDING_ADVICE = "less padding (batches of similar lengths, e.g. a length-grouped sampler, or packed sequences)"
@@ -404,6 +430,13 @@ def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[Energy
                 if text is not None and text not in sources:
                     sources.append(text)
     said = next((s.energy_missing for s in sampled if s.energy_missing), None)
-    missing = None if found else said or ("no energy reading in every counted trial of a mode (a counter that "
-                                          "failed part-way, or a result from a benchy without energy readings)")
+    missing = (
+        None
+        if found
+        else said
+        or (
+            "no energy reading in every counted trial of a mode (a counter that "
+            "failed part-way, or a result from a benchy without energy readings)"
+        )
+    )
     return EnergyReport(tuple(found), tuple(sources), missing)

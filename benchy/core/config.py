@@ -58,7 +58,6 @@ CONFIG_ENV_VAR = "BENCHY_CONFIG_FILE"
 RUN_NAME_ENV_VAR = "BENCHY_RUN_NAME"  # overrides global.run_name (as --benchy_name does)
 
 
-
 class ConfigError(BenchyError, ValueError):
     """A benchy configuration problem, raised before any trial runs.
 
@@ -76,7 +75,6 @@ class ConfigError(BenchyError, ValueError):
 
 
 ConfigError.__module__ = "benchy"  # tracebacks show benchy.ConfigError, the public name
-
 
 
 @dataclass(frozen=True)
@@ -130,7 +128,6 @@ class GlobalConfig:
     count: str = "samples"
     token_key: Union[str, int] = AUTO
     mask_key: Union[str, int] = AUTO
-
 
     @property
     def capture_kinds(self) -> Tuple[str, ...]:
@@ -210,8 +207,7 @@ class Config:
         return out
 
 
-_SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeConfig, "full": ModeConfig,
-                  "sweep": SweepConfig}
+_SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeConfig, "full": ModeConfig, "sweep": SweepConfig}
 
 
 # What the wrappers and load_config accept as a config.
@@ -222,9 +218,7 @@ def merge_layers(layers: Sequence[Tuple[str, Any]]) -> Tuple[Dict[str, Dict[str,
     """The defaults with each ``(source, contents)`` layer merged over them in order, key by key: the
     merged sections, the sources' names (``defaults`` without any) and every problem found (pure: the
     caller reads the files; :func:`benchy.results.configfile.load_config` does)."""
-    merged: Dict[str, Dict[str, Any]] = {
-        section: dataclasses.asdict(cls()) for section, cls in _SECTION_CLASS.items()
-    }
+    merged: Dict[str, Dict[str, Any]] = {section: dataclasses.asdict(cls()) for section, cls in _SECTION_CLASS.items()}
     problems: List[str] = []
     for source, contents in layers:
         merge_layer(merged, contents, source, problems)
@@ -278,5 +272,4 @@ def check_global(given: Mapping[str, Any]) -> None:
     for key, value in given.items():
         rules = GLOBAL_RULES[key]
         if not rules[0](value):
-            raise ConfigError([f"benchy --benchy_{key.replace('run_', '')}: got {describe(value)}; "
-                               f"expected {rules[1]}"])
+            raise ConfigError([f"benchy --benchy_{key.replace('run_', '')}: got {describe(value)}; expected {rules[1]}"])

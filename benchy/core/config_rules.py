@@ -53,6 +53,7 @@ def canonical_section(name: str) -> str:
 
 # --- validation rules: key -> (check, description of what is allowed) -----------------------
 
+
 def _is_bool(v: Any) -> bool:
     return isinstance(v, bool)
 
@@ -87,7 +88,8 @@ MODE_NAMES = ("IO", "SYNTHETIC", "FULL")
 
 def _mode_list(v: Any) -> bool:
     return (
-        isinstance(v, (list, tuple)) and len(v) > 0
+        isinstance(v, (list, tuple))
+        and len(v) > 0
         and all(isinstance(x, str) and x.upper() in MODE_NAMES for x in v)
         and len({x.upper() for x in v}) == len(v)
     )
@@ -121,12 +123,18 @@ def _or_auto(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 MODE_RULES: Dict[str, _Rule] = {
     "run_benchmark": (_is_bool, "true or false"),
-    "nbatches": (_int_at_least(1, MAX_NBATCHES),
-                 f"an integer from 1 to {MAX_NBATCHES} (each trial keeps its per-step times in memory)"),
-    "ntrials": (_or_auto(_int_at_least(0, MAX_COUNT)),
-                f"an integer from 0 to {MAX_COUNT}, or 'auto' (trials until the answer is known)"),
-    "nwarmup": (_or_auto(_int_at_least(0, MAX_COUNT)),
-                f"an integer from 0 to {MAX_COUNT}, or 'auto' (warm-ups until the step time is steady)"),
+    "nbatches": (
+        _int_at_least(1, MAX_NBATCHES),
+        f"an integer from 1 to {MAX_NBATCHES} (each trial keeps its per-step times in memory)",
+    ),
+    "ntrials": (
+        _or_auto(_int_at_least(0, MAX_COUNT)),
+        f"an integer from 0 to {MAX_COUNT}, or 'auto' (trials until the answer is known)",
+    ),
+    "nwarmup": (
+        _or_auto(_int_at_least(0, MAX_COUNT)),
+        f"an integer from 0 to {MAX_COUNT}, or 'auto' (warm-ups until the step time is steady)",
+    ),
 }
 
 GLOBAL_RULES: Dict[str, _Rule] = {
@@ -137,45 +145,66 @@ GLOBAL_RULES: Dict[str, _Rule] = {
     "output_dir": (_optional_dir, "a directory path (string), or null for the current directory"),
     "use_distributed_barrier": (_is_bool, "true or false"),
     "console": (lambda v: v in CONSOLE_MODES, "one of " + ", ".join(repr(m) for m in CONSOLE_MODES)),
-    "profiler_capture": (_or_auto(_mode_list), "'auto' (every kind for cudaProfilerApi, FULL for torch), or a "
-                                               "non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL"),
+    "profiler_capture": (
+        _or_auto(_mode_list),
+        "'auto' (every kind for cudaProfilerApi, FULL for torch), or a "
+        "non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL",
+    ),
     "profiler": (lambda v: v in PROFILERS, "one of " + ", ".join(repr(m) for m in PROFILERS)),
-    "profiler_steps": (_int_at_least(1, MAX_PROFILER_STEPS),
-                       f"an integer from 1 to {MAX_PROFILER_STEPS}: the steps profiled (profiler: torch)"),
+    "profiler_steps": (
+        _int_at_least(1, MAX_PROFILER_STEPS),
+        f"an integer from 1 to {MAX_PROFILER_STEPS}: the steps profiled (profiler: torch)",
+    ),
     "nvtx": (_is_bool, "true or false"),
     "sync_every_step": (_is_bool, "true or false"),
-    "dist_timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_DIST_TIMEOUT,
-                     f"a number of seconds > 0 and at most {MAX_DIST_TIMEOUT:g} (a week)"),
-    "dist_rank_lists": (_int_at_least(0, 1 << 20),
-                        "an integer from 0 to 1048576: ranks up to which each rank's figures are kept (past it, "
-                        "the slowest, fastest and mean rank)"),
-    "auto_precision": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
-                       "a share of the mean strictly between 0 and 1 (0.02 = 2 %)"),
+    "dist_timeout": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_DIST_TIMEOUT,
+        f"a number of seconds > 0 and at most {MAX_DIST_TIMEOUT:g} (a week)",
+    ),
+    "dist_rank_lists": (
+        _int_at_least(0, 1 << 20),
+        "an integer from 0 to 1048576: ranks up to which each rank's figures are kept (past it, "
+        "the slowest, fastest and mean rank)",
+    ),
+    "auto_precision": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
+        "a share of the mean strictly between 0 and 1 (0.02 = 2 %)",
+    ),
     "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
     "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
-    "save_steps": (lambda v: _is_bool(v) or v == "all",
-                   "true (rank 0's per-step files), 'all' (every rank's) or false"),
+    "save_steps": (lambda v: _is_bool(v) or v == "all", "true (rank 0's per-step files), 'all' (every rank's) or false"),
     "system_metrics": (_is_bool, "true or false"),
     "io_h2d": (_is_bool, "true or false"),
     "stages": (_is_bool, "true or false"),
-    "system_metrics_hz": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
-                          "a number of readings per second from 0.1 to 100"),
-    "busy_machine_share": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
-                           "a share of the cores above 0 and at most 1 (0.25 = a quarter)"),
+    "system_metrics_hz": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
+        "a number of readings per second from 0.1 to 100",
+    ),
+    "busy_machine_share": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+        "a share of the cores above 0 and at most 1 (0.25 = a quarter)",
+    ),
     "sweep_apply": (_is_bool, "true or false"),
     "flops": (_is_bool, "true or false"),
-    "peak_flops": (lambda v: parse_peak(v)[1] is None,
-                   "null, a positive number of FLOP/s a device (989.4e12, or a string such as '989.4 TFLOP/s'), "
-                   f"or a mapping of dtype ({', '.join(DTYPES)}) to such a figure"),
+    "peak_flops": (
+        lambda v: parse_peak(v)[1] is None,
+        "null, a positive number of FLOP/s a device (989.4e12, or a string such as '989.4 TFLOP/s'), "
+        f"or a mapping of dtype ({', '.join(DTYPES)}) to such a figure",
+    ),
     "count": (lambda v: v in COUNT_UNITS, "one of " + ", ".join(repr(m) for m in COUNT_UNITS)),
-    "token_key": (lambda v: v == AUTO or _batch_key(v),
-                  "'auto' (input_ids, else the first 2-D integer tensor), a key of a dict batch or an index into a tuple batch"),
-    "mask_key": (lambda v: v in (AUTO, "none") or _batch_key(v),
-                 "'auto' (attention_mask, else a 0/1 tensor of the tokens' shape), 'none' (no mask: every token "
-                 "counts), a key of a dict batch or an index into a tuple batch"),
-    "run_name": (lambda v: v is None or (isinstance(v, str) and 0 < len(v.strip()) and len(v) <= MAX_RUN_NAME
-                                         and v.isprintable()),
-                 f"a printable name of 1 to {MAX_RUN_NAME} characters, or null (the script's name and start time)"),
+    "token_key": (
+        lambda v: v == AUTO or _batch_key(v),
+        "'auto' (input_ids, else the first 2-D integer tensor), a key of a dict batch or an index into a tuple batch",
+    ),
+    "mask_key": (
+        lambda v: v in (AUTO, "none") or _batch_key(v),
+        "'auto' (attention_mask, else a 0/1 tensor of the tokens' shape), 'none' (no mask: every token "
+        "counts), a key of a dict batch or an index into a tuple batch",
+    ),
+    "run_name": (
+        lambda v: v is None or (isinstance(v, str) and 0 < len(v.strip()) and len(v) <= MAX_RUN_NAME and v.isprintable()),
+        f"a printable name of 1 to {MAX_RUN_NAME} characters, or null (the script's name and start time)",
+    ),
 }
 
 # What each key does, per section (the documentation's configuration reference is generated from
@@ -191,26 +220,24 @@ MEANINGS: Dict[str, Dict[str, str]] = {
         "report_freq": "an `Iteration` line every this many steps; 0 turns them off",
         "exit_after_tests": "end the process after the last trial (status 0, or 3 if a mode has no counted trial)",
         "profiler_mode": "which ranks open the capture window: `single` (rank 0), `all`, `none`",
-        "output_filename": "the result JSON's file name (no directory part); the per-step files go in "
-                           "`<name>.steps/` next to it",
+        "output_filename": "the result JSON's file name (no directory part); the per-step files go in `<name>.steps/` next to it",
         "output_dir": "the directory of the result JSON; null: the current directory",
         "use_distributed_barrier": "a barrier across ranks at trial boundaries",
         "console": "how to draw on a terminal: `auto` (rich on a terminal, plain lines in a log), `rich`, `plain`",
         "profiler": "the capture: `cudaProfilerApi` (Nsight Systems' capture range) or `torch` (torch.profiler on "
-                    "one extra, uncounted warm-up)",
-        "profiler_capture": "the trial kinds captured; `auto`: IO, SYNTHETIC and FULL with cudaProfilerApi, FULL with "
-                            "torch",
+        "one extra, uncounted warm-up)",
+        "profiler_capture": "the trial kinds captured; `auto`: IO, SYNTHETIC and FULL with cudaProfilerApi, FULL with torch",
         "profiler_steps": "with `profiler: torch`, the steps recorded in the profiled warm-up",
         "nvtx": "NVTX ranges around trials, steps and fetches when a tool (Nsight Systems) is attached",
         "sync_every_step": "synchronize the device after every step (changes what is measured; for diagnosis)",
         "dist_timeout": "seconds a rank waits for the others at a trial's end before it names the missing ranks",
         "dist_rank_lists": "each rank's figures are kept in the JSON up to this many ranks; past it, reduced "
-                           "summaries (slowest, fastest and mean rank per trial)",
+        "summaries (slowest, fastest and mean rank per trial)",
         "auto_precision": "with `ntrials: auto`, stop when the interval's half-width is this share of the mean",
         "auto_max_trials": "with `ntrials: auto`, at most this many trials per mode",
         "auto_max_warmup": "with `nwarmup: auto`, at most this many warm-up trials per mode",
         "save_steps": "each trial's per-step times in `<output name>.steps/<trial>.npy`, written once; `all`: every "
-                      "rank's (rank r in `rank<r>/`)",
+        "rank's (rank r in `rank<r>/`)",
         "system_metrics": "sample CPU, memory, storage reads (and the GPU with nvidia-ml-py) during each trial",
         "system_metrics_hz": "readings per second of that sampler",
         "busy_machine_share": "flag a trial when other processes took more than this share of the cores",
@@ -248,22 +275,25 @@ MAX_SWEEP_VALUES = 16  # per key; the product is bounded by MAX_SWEEP_SETTINGS
 
 def _values(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     """A list of distinct values, each passing ``check`` (empty: the key is not swept)."""
-    return lambda v: (isinstance(v, (list, tuple)) and len(v) <= MAX_SWEEP_VALUES and all(check(x) for x in v)
-                      and len(set(v)) == len(v))
+    return lambda v: (
+        isinstance(v, (list, tuple)) and len(v) <= MAX_SWEEP_VALUES and all(check(x) for x in v) and len(set(v)) == len(v)
+    )
 
 
 SWEEP_RULES: Dict[str, _Rule] = {
-    "num_workers": (lambda v: v == AUTO or _values(_int_at_least(0, 256))(v),
-                    f"a list of distinct worker counts (0 to 256, at most {MAX_SWEEP_VALUES}), or 'auto' "
-                    f"(0, 1, 2, 4 ... up to the usable cores)"),
+    "num_workers": (
+        lambda v: v == AUTO or _values(_int_at_least(0, 256))(v),
+        f"a list of distinct worker counts (0 to 256, at most {MAX_SWEEP_VALUES}), or 'auto' "
+        f"(0, 1, 2, 4 ... up to the usable cores)",
+    ),
     "pin_memory": (_values(_is_bool), "a list of distinct booleans: [false], [true] or [false, true]"),
-    "prefetch_factor": (_values(_int_at_least(1, 64)),
-                        f"a list of distinct integers from 1 to 64 (at most {MAX_SWEEP_VALUES}), batches each "
-                        f"worker keeps ready"),
+    "prefetch_factor": (
+        _values(_int_at_least(1, 64)),
+        f"a list of distinct integers from 1 to 64 (at most {MAX_SWEEP_VALUES}), batches each worker keeps ready",
+    ),
 }
 
-RULES = {"global": GLOBAL_RULES, "IO": MODE_RULES, "synthetic": MODE_RULES, "full": MODE_RULES,
-          "sweep": SWEEP_RULES}
+RULES = {"global": GLOBAL_RULES, "IO": MODE_RULES, "synthetic": MODE_RULES, "full": MODE_RULES, "sweep": SWEEP_RULES}
 
 
 _REPR = reprlib.Repr()
@@ -301,37 +331,26 @@ def merge_layer(
         section = SECTION_BY_LOWER.get(raw_section.lower()) if isinstance(raw_section, str) else None
         if section is None:
             problems.append(
-                f"benchy config {source}: {_REPR.repr(raw_section)}: unknown section "
-                f"(allowed: {', '.join(ATTR_OF_SECTION)})"
+                f"benchy config {source}: {_REPR.repr(raw_section)}: unknown section (allowed: {', '.join(ATTR_OF_SECTION)})"
             )
             continue
         if section in seen:
-            problems.append(
-                f"benchy config {source}: {raw_section!r}: section given twice "
-                f"(also as {seen[section]!r})"
-            )
+            problems.append(f"benchy config {source}: {raw_section!r}: section given twice (also as {seen[section]!r})")
             continue
         seen[section] = raw_section
         if body is None:
             continue
         if not isinstance(body, Mapping):
-            problems.append(
-                f"benchy config {source}: {raw_section}: expected a mapping of keys, got {describe(body)}"
-            )
+            problems.append(f"benchy config {source}: {raw_section}: expected a mapping of keys, got {describe(body)}")
             continue
         rules = RULES[section]
         for key, value in body.items():
             if key not in rules:
-                problems.append(
-                    f"benchy config {source}: {raw_section}.{_name(key)}: unknown key "
-                    f"(allowed: {', '.join(rules)})"
-                )
+                problems.append(f"benchy config {source}: {raw_section}.{_name(key)}: unknown key (allowed: {', '.join(rules)})")
                 continue
             check, allowed = rules[key]
             if not check(value):
-                problems.append(
-                    f"benchy config {source}: {raw_section}.{key}: got {describe(value)}; expected {allowed}"
-                )
+                problems.append(f"benchy config {source}: {raw_section}.{key}: got {describe(value)}; expected {allowed}")
                 continue
             merged[section][key] = _NORMALISE.get(key, lambda x: x)(value)
 
@@ -349,5 +368,3 @@ def check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems: 
             f"benchy config {source}: every section has run_benchmark: false, so there is nothing to "
             f"measure; expected at least one of IO, synthetic, full enabled"
         )
-
-

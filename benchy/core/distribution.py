@@ -39,9 +39,16 @@ class StepProfile:
     stall_period: Optional[int]  # stalls every this many steps, when they are periodic
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"steps": self.steps, "p50_s": self.p50, "p90_s": self.p90, "p99_s": self.p99,
-                "stall_factor": STALL_FACTOR, "stalls": self.stalls, "stall_share": self.stall_share,
-                "stall_period": self.stall_period}
+        return {
+            "steps": self.steps,
+            "p50_s": self.p50,
+            "p90_s": self.p90,
+            "p99_s": self.p99,
+            "stall_factor": STALL_FACTOR,
+            "stalls": self.stalls,
+            "stall_share": self.stall_share,
+            "stall_period": self.stall_period,
+        }
 
 
 def step_profile(trials: Sequence[TrialResult]) -> Optional[StepProfile]:
@@ -54,7 +61,7 @@ def step_profile(trials: Sequence[TrialResult]) -> Optional[StepProfile]:
     pooled = np.empty(sum(len(a) for a in arrays), dtype=np.float32)
     at = 0
     for periods in arrays:
-        pooled[at:at + len(periods)] = periods
+        pooled[at : at + len(periods)] = periods
         at += len(periods)
     p50, p90, p99 = (float(x) for x in np.percentile(pooled, [50, 90, 99], overwrite_input=True))
     stalls, stall_time, total = 0, 0.0, 0.0
@@ -69,8 +76,7 @@ def step_profile(trials: Sequence[TrialResult]) -> Optional[StepProfile]:
         stall_time += float(periods[stalled].sum())
         if count >= MIN_CYCLES:
             periods_found.append(_trial_period(stalled))
-    return StepProfile(len(pooled), p50, p90, p99, stalls, stall_time / total if total > 0 else 0.0,
-                       _agreed(periods_found))
+    return StepProfile(len(pooled), p50, p90, p99, stalls, stall_time / total if total > 0 else 0.0, _agreed(periods_found))
 
 
 def _trial_period(stalled: np.ndarray[Any, Any]) -> Optional[int]:

@@ -19,6 +19,7 @@ _T = 1e12
 # The dtype keys of the peak table and of global.peak_flops: what a FLOP is done in.
 DTYPES = ("float64", "float32", "tf32", "bfloat16", "float16", "float8")
 
+
 @dataclass(frozen=True)
 class Accelerator:
     """One row of the peak table: a device-name pattern, its dense peaks per dtype (FLOP/s), the source."""
@@ -32,50 +33,116 @@ class Accelerator:
 _NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)"
 # The most specific pattern first ("A100" before "A10", "H100 PCIe" before "H100").
 ACCELERATORS: Tuple[Accelerator, ...] = (
-    Accelerator(r"\bh100\b.*(pcie|pci-e)", "NVIDIA H100 PCIe",
-                {"float64": 25.6 * _T, "float32": 51.2 * _T, "tf32": 378 * _T, "bfloat16": 756 * _T,
-                 "float16": 756 * _T, "float8": 1513 * _T}, _NV_H100),
-    Accelerator(r"gh200|\bh100\b", "NVIDIA H100 SXM",
-                {"float64": 34 * _T, "float32": 67 * _T, "tf32": 494.7 * _T, "bfloat16": 989.4 * _T,
-                 "float16": 989.4 * _T, "float8": 1978.9 * _T}, _NV_H100),
-    Accelerator(r"\bh200\b", "NVIDIA H200 SXM",
-                {"float64": 34 * _T, "float32": 67 * _T, "tf32": 494.7 * _T, "bfloat16": 989.4 * _T,
-                 "float16": 989.4 * _T, "float8": 1978.9 * _T},
-                "NVIDIA H200 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)"),
-    Accelerator(r"\ba100\b", "NVIDIA A100",
-                {"float64": 9.7 * _T, "float32": 19.5 * _T, "tf32": 156 * _T, "bfloat16": 312 * _T,
-                 "float16": 312 * _T},
-                "NVIDIA A100 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)"),
-    Accelerator(r"\ba10g?\b", "NVIDIA A10",
-                {"float32": 31.2 * _T, "tf32": 62.5 * _T, "bfloat16": 125 * _T, "float16": 125 * _T},
-                "NVIDIA A10 Tensor Core GPU datasheet (dense)"),
-    Accelerator(r"\bl4\b", "NVIDIA L4",
-                {"float32": 30.3 * _T, "tf32": 60 * _T, "bfloat16": 121 * _T, "float16": 121 * _T,
-                 "float8": 242.5 * _T},
-                "NVIDIA L4 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)"),
-    Accelerator(r"\bv100\b.*(pcie|pci-e)", "NVIDIA V100 PCIe",
-                {"float64": 7 * _T, "float32": 14 * _T, "float16": 112 * _T},
-                "NVIDIA Tesla V100 datasheet (tensor cores, float16)"),
-    Accelerator(r"\bv100\b", "NVIDIA V100 SXM2",
-                {"float64": 7.8 * _T, "float32": 15.7 * _T, "float16": 125 * _T},
-                "NVIDIA Tesla V100 datasheet (tensor cores, float16)"),
-    Accelerator(r"\bt4\b", "NVIDIA T4", {"float32": 8.1 * _T, "float16": 65 * _T},
-                "NVIDIA T4 Tensor Core GPU datasheet (mixed precision float16)"),
-    Accelerator(r"\bmi300x\b", "AMD Instinct MI300X",
-                {"float64": 81.7 * _T, "float32": 163.4 * _T, "tf32": 653.7 * _T, "bfloat16": 1307.4 * _T,
-                 "float16": 1307.4 * _T, "float8": 2614.9 * _T},
-                "AMD Instinct MI300X data sheet (dense matrix figures)"),
-    Accelerator(r"\bmi250x?\b", "AMD Instinct MI250X",
-                {"float64": 95.7 * _T, "float32": 95.7 * _T, "bfloat16": 383 * _T, "float16": 383 * _T},
-                "AMD Instinct MI250X data sheet (matrix figures)"),
+    Accelerator(
+        r"\bh100\b.*(pcie|pci-e)",
+        "NVIDIA H100 PCIe",
+        {
+            "float64": 25.6 * _T,
+            "float32": 51.2 * _T,
+            "tf32": 378 * _T,
+            "bfloat16": 756 * _T,
+            "float16": 756 * _T,
+            "float8": 1513 * _T,
+        },
+        _NV_H100,
+    ),
+    Accelerator(
+        r"gh200|\bh100\b",
+        "NVIDIA H100 SXM",
+        {
+            "float64": 34 * _T,
+            "float32": 67 * _T,
+            "tf32": 494.7 * _T,
+            "bfloat16": 989.4 * _T,
+            "float16": 989.4 * _T,
+            "float8": 1978.9 * _T,
+        },
+        _NV_H100,
+    ),
+    Accelerator(
+        r"\bh200\b",
+        "NVIDIA H200 SXM",
+        {
+            "float64": 34 * _T,
+            "float32": 67 * _T,
+            "tf32": 494.7 * _T,
+            "bfloat16": 989.4 * _T,
+            "float16": 989.4 * _T,
+            "float8": 1978.9 * _T,
+        },
+        "NVIDIA H200 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)",
+    ),
+    Accelerator(
+        r"\ba100\b",
+        "NVIDIA A100",
+        {"float64": 9.7 * _T, "float32": 19.5 * _T, "tf32": 156 * _T, "bfloat16": 312 * _T, "float16": 312 * _T},
+        "NVIDIA A100 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)",
+    ),
+    Accelerator(
+        r"\ba10g?\b",
+        "NVIDIA A10",
+        {"float32": 31.2 * _T, "tf32": 62.5 * _T, "bfloat16": 125 * _T, "float16": 125 * _T},
+        "NVIDIA A10 Tensor Core GPU datasheet (dense)",
+    ),
+    Accelerator(
+        r"\bl4\b",
+        "NVIDIA L4",
+        {"float32": 30.3 * _T, "tf32": 60 * _T, "bfloat16": 121 * _T, "float16": 121 * _T, "float8": 242.5 * _T},
+        "NVIDIA L4 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)",
+    ),
+    Accelerator(
+        r"\bv100\b.*(pcie|pci-e)",
+        "NVIDIA V100 PCIe",
+        {"float64": 7 * _T, "float32": 14 * _T, "float16": 112 * _T},
+        "NVIDIA Tesla V100 datasheet (tensor cores, float16)",
+    ),
+    Accelerator(
+        r"\bv100\b",
+        "NVIDIA V100 SXM2",
+        {"float64": 7.8 * _T, "float32": 15.7 * _T, "float16": 125 * _T},
+        "NVIDIA Tesla V100 datasheet (tensor cores, float16)",
+    ),
+    Accelerator(
+        r"\bt4\b",
+        "NVIDIA T4",
+        {"float32": 8.1 * _T, "float16": 65 * _T},
+        "NVIDIA T4 Tensor Core GPU datasheet (mixed precision float16)",
+    ),
+    Accelerator(
+        r"\bmi300x\b",
+        "AMD Instinct MI300X",
+        {
+            "float64": 81.7 * _T,
+            "float32": 163.4 * _T,
+            "tf32": 653.7 * _T,
+            "bfloat16": 1307.4 * _T,
+            "float16": 1307.4 * _T,
+            "float8": 2614.9 * _T,
+        },
+        "AMD Instinct MI300X data sheet (dense matrix figures)",
+    ),
+    Accelerator(
+        r"\bmi250x?\b",
+        "AMD Instinct MI250X",
+        {"float64": 95.7 * _T, "float32": 95.7 * _T, "bfloat16": 383 * _T, "float16": 383 * _T},
+        "AMD Instinct MI250X data sheet (matrix figures)",
+    ),
 )
 
 
 def dtype_key(name: str) -> str:
     """A torch dtype's name as a peak-table key: ``torch.float8_e4m3fn`` -> ``float8``, ``half`` -> ``float16``."""
     name = name.replace("torch.", "")
-    aliases = {"half": "float16", "float": "float32", "double": "float64", "bf16": "bfloat16", "fp16": "float16",
-               "fp32": "float32", "fp64": "float64", "fp8": "float8"}
+    aliases = {
+        "half": "float16",
+        "float": "float32",
+        "double": "float64",
+        "bf16": "bfloat16",
+        "fp16": "float16",
+        "fp32": "float32",
+        "fp64": "float64",
+        "fp8": "float8",
+    }
     name = aliases.get(name, name)
     return "float8" if name.startswith("float8") else name
 
@@ -94,8 +161,7 @@ def known_accelerator(device: str) -> Optional[Accelerator]:
 PeakConfig = Union[None, float, Mapping[str, float]]
 
 _UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
-_PEAK_TEXT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)\s*(?:flop/?s|flops)?\s*$",
-                        re.IGNORECASE)
+_PEAK_TEXT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)\s*(?:flop/?s|flops)?\s*$", re.IGNORECASE)
 
 
 def _one_peak(value: Any) -> Optional[float]:
@@ -137,5 +203,3 @@ def parse_peak(value: Any) -> Tuple[PeakConfig, Optional[str]]:
     if number is None:
         return None, f"{value!r} is not a positive FLOP/s figure"
     return number, None
-
-

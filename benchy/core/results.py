@@ -79,10 +79,18 @@ class FlopCount:
     skipped: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"flops_per_step": self.total, "samples": self.samples, "device": self.device,
-                "device_type": self.device_type, "by_dtype": dict(self.by_dtype), "by_op": dict(self.by_op),
-                "unknown_ops": list(self.unknown), "tf32": self.tf32, "counted_in": self.label,
-                "skipped": self.skipped}
+        return {
+            "flops_per_step": self.total,
+            "samples": self.samples,
+            "device": self.device,
+            "device_type": self.device_type,
+            "by_dtype": dict(self.by_dtype),
+            "by_op": dict(self.by_op),
+            "unknown_ops": list(self.unknown),
+            "tf32": self.tf32,
+            "counted_in": self.label,
+            "skipped": self.skipped,
+        }
 
 
 @dataclass(frozen=True)
@@ -115,9 +123,16 @@ class TokenCount:
         return self.tokens * (1.0 - self.padding) / self.samples
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"samples": self.samples, "tokens": self.tokens, "sampled_tokens": self.sampled_tokens,
-                "real_tokens": self.real, "batches": self.batches, "sampled_batches": self.sampled,
-                "every": self.every, "masked": self.masked}
+        return {
+            "samples": self.samples,
+            "tokens": self.tokens,
+            "sampled_tokens": self.sampled_tokens,
+            "real_tokens": self.real,
+            "batches": self.batches,
+            "sampled_batches": self.sampled,
+            "every": self.every,
+            "masked": self.masked,
+        }
 
 
 @dataclass(frozen=True)
@@ -140,9 +155,15 @@ class RankSummary:
         return (self.slowest_seconds - self.fastest_seconds) / self.fastest_seconds if self.fastest_seconds > 0 else None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"ranks": self.ranks, "slowest_rank": self.slowest, "slowest_time": self.slowest_seconds,
-                "fastest_rank": self.fastest, "fastest_time": self.fastest_seconds, "mean_time": self.mean_seconds,
-                "spread": self.spread}
+        return {
+            "ranks": self.ranks,
+            "slowest_rank": self.slowest,
+            "slowest_time": self.slowest_seconds,
+            "fastest_rank": self.fastest,
+            "fastest_time": self.fastest_seconds,
+            "mean_time": self.mean_seconds,
+            "spread": self.spread,
+        }
 
 
 @dataclass(frozen=True)
@@ -173,10 +194,28 @@ class SystemFigures:
     energy_missing: Optional[str] = None
     disturbed: bool = False
 
-    _BASE = ("seconds", "readings", "cpu_cores_busy", "cpu_cores", "cpu_util", "processes", "rss_max_bytes",
-             "read_bytes_per_s", "loader_read_chars_per_s", "other_cores_busy")
-    _WHEN_SET = ("gpu_util", "gpu_memory_bytes", "gpu_power_w", "gpu_energy_j", "gpu_energy_source", "cpu_energy_j",
-                 "cpu_energy_source", "energy_missing")
+    _BASE = (
+        "seconds",
+        "readings",
+        "cpu_cores_busy",
+        "cpu_cores",
+        "cpu_util",
+        "processes",
+        "rss_max_bytes",
+        "read_bytes_per_s",
+        "loader_read_chars_per_s",
+        "other_cores_busy",
+    )
+    _WHEN_SET = (
+        "gpu_util",
+        "gpu_memory_bytes",
+        "gpu_power_w",
+        "gpu_energy_j",
+        "gpu_energy_source",
+        "cpu_energy_j",
+        "cpu_energy_source",
+        "energy_missing",
+    )
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON's ``system`` entry: the base figures, those of the GPU and energy that were measured,
@@ -188,8 +227,7 @@ class SystemFigures:
 
     def numbers(self) -> Dict[str, float]:
         """The figures that are numbers (what the SYSTEM line averages over trials)."""
-        return {k: v for k, v in self.to_dict().items()
-                if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {k: v for k, v in self.to_dict().items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 @dataclass(frozen=True)
@@ -207,8 +245,14 @@ class WindowSpan:
     left_out: int = 0
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"start_epoch": self.start_epoch, "start_step": self.start_step, "end_epoch": self.end_epoch,
-                "end_step": self.end_step, "segments": self.segments, "left_out": self.left_out}
+        return {
+            "start_epoch": self.start_epoch,
+            "start_step": self.start_step,
+            "end_epoch": self.end_epoch,
+            "end_step": self.end_step,
+            "segments": self.segments,
+            "left_out": self.left_out,
+        }
 
 
 @dataclass(frozen=True)

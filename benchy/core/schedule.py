@@ -125,12 +125,17 @@ class Schedule:
             section = config.mode(mode.value)
             if not section.run_benchmark:
                 continue
-            plans.append(ModePlan(
-                mode, section.nbatches,
-                None if section.nwarmup == AUTO else int(section.nwarmup),
-                None if section.ntrials == AUTO else int(section.ntrials),
-                g.auto_max_warmup, g.auto_max_trials, mode.value in profiled,
-            ))
+            plans.append(
+                ModePlan(
+                    mode,
+                    section.nbatches,
+                    None if section.nwarmup == AUTO else int(section.nwarmup),
+                    None if section.ntrials == AUTO else int(section.ntrials),
+                    g.auto_max_warmup,
+                    g.auto_max_trials,
+                    mode.value in profiled,
+                )
+            )
         return cls(tuple(plans), float(g.auto_precision))
 
     def plan(self, mode: Mode) -> Optional[ModePlan]:
@@ -210,8 +215,10 @@ class Schedule:
         nw = p.most_warmups if longest else p.fewest_warmups
         nt = p.most_trials if longest else p.fewest_trials
         profiled = [TrialSpec(mode, nw + 1, True, p.nbatches, profiled=True)] if p.profiled else []
-        return ([TrialSpec(mode, k, True, p.nbatches) for k in range(1, nw + 1)] + profiled,
-                [TrialSpec(mode, k, False, p.nbatches) for k in range(1, nt + 1)])
+        return (
+            [TrialSpec(mode, k, True, p.nbatches) for k in range(1, nw + 1)] + profiled,
+            [TrialSpec(mode, k, False, p.nbatches) for k in range(1, nt + 1)],
+        )
 
     def order(self, longest: bool = True) -> Tuple[Tuple[TrialSpec, ...], Tuple[TrialSpec, ...]]:
         """(hidden IO trials, the windows in order) as they run with fixed counts.

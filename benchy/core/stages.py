@@ -108,8 +108,14 @@ class Stage:
     off_cpu: Optional[float] = None  # the dataset's: share of its __getitem__ time off the CPU (waiting)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "where": self.where, "seconds_per_batch": self.seconds, "share": self.share,
-                "note": self.note or None, "off_cpu_share": self.off_cpu}
+        return {
+            "name": self.name,
+            "where": self.where,
+            "seconds_per_batch": self.seconds,
+            "share": self.share,
+            "note": self.note or None,
+            "off_cpu_share": self.off_cpu,
+        }
 
 
 @dataclass(frozen=True)
@@ -128,8 +134,14 @@ class WorkerStat:
         return self.busy / total if total > 0 else 0.0
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"worker": self.worker, "batches": self.batches, "busy_seconds": self.busy, "idle_seconds": self.idle,
-                "busy_share": self.busy_share, "seconds_per_batch": self.per_batch}
+        return {
+            "worker": self.worker,
+            "batches": self.batches,
+            "busy_seconds": self.busy,
+            "idle_seconds": self.idle,
+            "busy_share": self.busy_share,
+            "seconds_per_batch": self.per_batch,
+        }
 
 
 @dataclass
@@ -169,18 +181,29 @@ class StageReport:
         in_order=False when head-of-line waits are large and larger than the largest stage's share;
         else the largest stage's fix."""
         free = self.free_cores
-        if (self.workers and self.worker_busy is not None and self.worker_busy >= BUSY_WORKERS
-                and free is not None and free >= 1.0):
-            return (f"more loader workers (the {self.workers} workers are busy {100 * self.worker_busy:.0f} % of "
-                    f"the time and {free:.1f} cores are free)")
+        if (
+            self.workers
+            and self.worker_busy is not None
+            and self.worker_busy >= BUSY_WORKERS
+            and free is not None
+            and free >= 1.0
+        ):
+            return (
+                f"more loader workers (the {self.workers} workers are busy {100 * self.worker_busy:.0f} % of "
+                f"the time and {free:.1f} cores are free)"
+            )
         if not self.workers and free is not None and free >= 1.0:
-            return (f"loader workers (num_workers > 0: the loading runs on the training thread, with "
-                    f"{free:.1f} cores free to do it beside the step)")
+            return (
+                f"loader workers (num_workers > 0: the loading runs on the training thread, with "
+                f"{free:.1f} cores free to do it beside the step)"
+            )
         top = self.largest
         # in_order=False gives back at most the head-of-line time; a fix of the largest stage, at most its share.
         if self.hol_share >= HOL_SHARE and self.in_order and (top is None or self.hol_share >= top.share):
-            return (f"DataLoader(in_order=False) (for {100 * self.hol_share:.1f} % of the time the loop waited for a "
-                    f"batch while a later one was ready and a worker sat idle)")
+            return (
+                f"DataLoader(in_order=False) (for {100 * self.hol_share:.1f} % of the time the loop waited for a "
+                f"batch while a later one was ready and a worker sat idle)"
+            )
         return None if top is None else stage_fix(top)
 
     @property
@@ -206,8 +229,7 @@ class StageReport:
             "advice": self.advice,
             "transforms": self.split,
             "per_worker": [w.to_dict() for w in self.per_worker],
-            "slow_worker": None if self.straggler is None else {"worker": self.straggler[0],
-                                                                 "ratio": self.straggler[1]},
+            "slow_worker": None if self.straggler is None else {"worker": self.straggler[0], "ratio": self.straggler[1]},
             "out_of_order_batches": self.out_of_order,
             "head_of_line_share": self.hol_share,
             "in_order_available": self.in_order,
@@ -223,18 +245,23 @@ def stage_fix(stage: Stage) -> str:
     name = stage.name
     if name == "dataset":
         if stage.off_cpu is not None and stage.off_cpu >= OFF_CPU:
-            return ("more loader workers to overlap the waits, or faster or local storage, or caching the dataset "
-                    "(the dataset's own __getitem__ waits off the CPU: storage or network reads)")
-        return ("cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
-                "or decoding on the accelerator (nvJPEG, DALI)")
+            return (
+                "more loader workers to overlap the waits, or faster or local storage, or caching the dataset "
+                "(the dataset's own __getitem__ waits off the CPU: storage or network reads)"
+            )
+        return (
+            "cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
+            "or decoding on the accelerator (nvJPEG, DALI)"
+        )
     if name.startswith(("transform", "target_transform")):
-        return (f"a cheaper {name.split(' ', 1)[-1]} or fewer transforms (or the augmentation batched on the "
-                f"accelerator)")
+        return f"a cheaper {name.split(' ', 1)[-1]} or fewer transforms (or the augmentation batched on the accelerator)"
     if name == "collate_fn":
         return "a vectorised collate_fn (stack whole arrays once, or a dataset __getitems__ that returns the batch)"
     if name == "receive":
-        return ("smaller batches to move between processes: uint8 instead of float tensors (convert on the "
-                "accelerator), fewer and larger tensors")
+        return (
+            "smaller batches to move between processes: uint8 instead of float tensors (convert on the "
+            "accelerator), fewer and larger tensors"
+        )
     if name == "pin_memory":
         return "pin_memory=False (pinning costs more than the copies it speeds up here)"
     if name == "sampler":
@@ -290,7 +317,7 @@ def _order(trial: StageTrial) -> Tuple[int, float]:
     blocked = 0.0
     n = len(end)
     for k in range(n - 1):
-        later = end[k + 1:k + 1 + window]
+        later = end[k + 1 : k + 1 + window]
         other = float(later.min())
         if other < end[k] - margin:
             late += 1
@@ -301,8 +328,14 @@ def _order(trial: StageTrial) -> Tuple[int, float]:
     return late, blocked
 
 
-def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, split: str = "",
-            free_cores: Optional[float] = None, memory: Sequence[WorkerMemory] = ()) -> Optional[StageReport]:
+def analyse(
+    trials: Sequence[StageTrial],
+    *,
+    in_order: Optional[bool] = None,
+    split: str = "",
+    free_cores: Optional[float] = None,
+    memory: Sequence[WorkerMemory] = (),
+) -> Optional[StageReport]:
     """The :class:`StageReport` of the steady (non-warm-up) trials; None without any batch."""
     steady = [t for t in trials if not t.warmup and t.batches > 0]
     if not steady:
@@ -325,15 +358,23 @@ def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, sp
     def share(secs: float, *, in_workers: bool) -> float:
         return secs / (lanes * period if in_workers else period) if period > 0 else 0.0
 
-    transforms = work[:, 1:1 + len(names)]
+    transforms = work[:, 1 : 1 + len(names)]
     getitem = work[:, 0]
     own = np.maximum(0.0, getitem - transforms.sum(axis=1))
     stages: List[Stage] = []
     total_getitem = float(getitem.sum())
     off = 1.0 - float(cpu.sum()) / total_getitem if total_getitem > 0 else 0.0
     per = float(own.mean())
-    stages.append(Stage("dataset", where, per, share(per, in_workers=bool(workers)),
-                        "__getitem__ without the timed transforms", off_cpu=max(0.0, min(1.0, off))))
+    stages.append(
+        Stage(
+            "dataset",
+            where,
+            per,
+            share(per, in_workers=bool(workers)),
+            "__getitem__ without the timed transforms",
+            off_cpu=max(0.0, min(1.0, off)),
+        )
+    )
     for j, name in enumerate(names):
         per = float(transforms[:, j].mean())
         stages.append(Stage(name, where, per, share(per, in_workers=bool(workers))))
@@ -347,8 +388,15 @@ def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, sp
     main_work = 0.0
     rec = _mean(receive)
     if np.isfinite(rec):
-        stages.append(Stage("receive", "pin thread" if pin_thread else "main", rec, share(rec, in_workers=False),
-                            "unpickling and shared memory"))
+        stages.append(
+            Stage(
+                "receive",
+                "pin thread" if pin_thread else "main",
+                rec,
+                share(rec, in_workers=False),
+                "unpickling and shared memory",
+            )
+        )
         main_work += 0.0 if pin_thread else rec
     pin_mean = _mean(pin)
     if np.isfinite(pin_mean):
@@ -358,8 +406,15 @@ def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, sp
     main_work += sampler
     if workers:
         wait = max(0.0, float(inside.mean()) - main_work)
-        stages.append(Stage("waiting for workers", "main", wait, share(wait, in_workers=False),
-                            "the loop's time in next() waiting for a worker's batch"))
+        stages.append(
+            Stage(
+                "waiting for workers",
+                "main",
+                wait,
+                share(wait, in_workers=False),
+                "the loop's time in next() waiting for a worker's batch",
+            )
+        )
         busy: Optional[float] = worker_side
         unexplained = 1.0 - max(worker_side, share(main_work, in_workers=False))
     else:
@@ -373,12 +428,25 @@ def analyse(trials: Sequence[StageTrial], *, in_order: Optional[bool] = None, sp
             a, b = _order(t)
             late, blocked = late + a, blocked + b
     return StageReport(
-        period=period, throughput=samples / seconds if seconds > 0 else float("inf"), batches=n, samples=samples,
+        period=period,
+        throughput=samples / seconds if seconds > 0 else float("inf"),
+        batches=n,
+        samples=samples,
         workers=workers,
-        stages=stages, unexplained=unexplained, worker_busy=busy, per_worker=per_worker, straggler=straggler,
-        out_of_order=late, hol_share=blocked / seconds if seconds > 0 else 0.0, split=split, in_order=in_order,
-        first_throughput=None if first is None else first.throughput, memory=list(memory), free_cores=free_cores,
-        trials=[t.label for t in trials])
+        stages=stages,
+        unexplained=unexplained,
+        worker_busy=busy,
+        per_worker=per_worker,
+        straggler=straggler,
+        out_of_order=late,
+        hol_share=blocked / seconds if seconds > 0 else 0.0,
+        split=split,
+        in_order=in_order,
+        first_throughput=None if first is None else first.throughput,
+        memory=list(memory),
+        free_cores=free_cores,
+        trials=[t.label for t in trials],
+    )
 
 
 def _workers(steady: Sequence[StageTrial], seconds: float) -> List[WorkerStat]:
@@ -409,8 +477,10 @@ def _straggler(per_worker: Sequence[WorkerStat]) -> Optional[Tuple[int, float]]:
 
 WARM_CACHE_SHARE = 0.01  # storage reads below this share of the files read: a warm page cache
 FILES_READ = 1 << 20  # ... once the loader read at least this many bytes of files in the IO trials
-COLD_CACHE_HOWTO = ("to measure a cold one, drop the page cache before the run (Linux: sync; echo 3 | sudo tee "
-                    "/proc/sys/vm/drop_caches) or read a dataset larger than the memory")
+COLD_CACHE_HOWTO = (
+    "to measure a cold one, drop the page cache before the run (Linux: sync; echo 3 | sudo tee "
+    "/proc/sys/vm/drop_caches) or read a dataset larger than the memory"
+)
 
 
 @dataclass(frozen=True)
@@ -431,19 +501,32 @@ class FirstPass:
     @property
     def warm_cache(self) -> bool:
         """The loader read files, and next to nothing of them from storage."""
-        return (self.files_read is not None and self.storage_read is not None and self.files_read >= FILES_READ
-                and self.storage_read < WARM_CACHE_SHARE * self.files_read)
+        return (
+            self.files_read is not None
+            and self.storage_read is not None
+            and self.files_read >= FILES_READ
+            and self.storage_read < WARM_CACHE_SHARE * self.files_read
+        )
 
     def text(self) -> str:
-        out = (f"the loader's first batches ({self.label}: start-up, opening files, a cold cache) "
-               f"{self.first:.3f} samples/s against {self.steady:.3f} in the steady IO trials ({self.ratio:.2f}x)")
+        out = (
+            f"the loader's first batches ({self.label}: start-up, opening files, a cold cache) "
+            f"{self.first:.3f} samples/s against {self.steady:.3f} in the steady IO trials ({self.ratio:.2f}x)"
+        )
         if self.warm_cache and self.files_read is not None and self.storage_read is not None:
-            out += (f"; the IO trials read {self.files_read / 1e6:.1f} MB of files and {self.storage_read / 1e6:.1f} MB "
-                    f"from storage: they show a warm page cache ({COLD_CACHE_HOWTO})")
+            out += (
+                f"; the IO trials read {self.files_read / 1e6:.1f} MB of files and {self.storage_read / 1e6:.1f} MB "
+                f"from storage: they show a warm page cache ({COLD_CACHE_HOWTO})"
+            )
         return out
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"first_trial": self.label, "first_throughput": self.first, "steady_throughput": self.steady,
-                "ratio": self.ratio,
-                "files_read_bytes": self.files_read, "storage_read_bytes": self.storage_read,
-                "warm_cache": self.warm_cache}
+        return {
+            "first_trial": self.label,
+            "first_throughput": self.first,
+            "steady_throughput": self.steady,
+            "ratio": self.ratio,
+            "files_read_bytes": self.files_read,
+            "storage_read_bytes": self.storage_read,
+            "warm_cache": self.warm_cache,
+        }

@@ -46,14 +46,15 @@ class Startup:
     def text(self) -> str:
         """The STARTUP summary line's text."""
         runs = ", ".join(f"{s:.3f}" for s in self.seconds[:6]) + (" ..." if len(self.seconds) > 6 else "")
-        text = (f"loader start-up (iter() to the first batch): {self.typical:.3f} s per epoch ({self.basis}; "
-                f"passes: {runs} s)")
+        text = f"loader start-up (iter() to the first batch): {self.typical:.3f} s per epoch ({self.basis}; passes: {runs} s)"
         if self.batch_seconds is not None:
             text += f", {self.extra:.3f} s more than an ordinary batch"
         share = self.share
         if share is not None:
-            text += (f": {100.0 * share:.1f} % of an epoch of {self.epoch_batches} batches at the FULL rate "
-                     f"({self.epoch_seconds:.2f} s)")
+            text += (
+                f": {100.0 * share:.1f} % of an epoch of {self.epoch_batches} batches at the FULL rate "
+                f"({self.epoch_seconds:.2f} s)"
+            )
         return text
 
     @property
@@ -72,23 +73,40 @@ class Startup:
         share = self.share
         if not self.costly or share is None:
             return None
-        clause = (f"each epoch also starts the loader ({self.extra:.3f} s more than a batch, "
-                  f"{100.0 * share:.1f} % of an epoch at the FULL rate, not in the trials' throughputs)")
+        clause = (
+            f"each epoch also starts the loader ({self.extra:.3f} s more than a batch, "
+            f"{100.0 * share:.1f} % of an epoch at the FULL rate, not in the trials' throughputs)"
+        )
         if self.restarts_workers:
             clause += ": persistent_workers=True keeps the workers between epochs"
         return clause
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"seconds": list(self.seconds), "typical": self.typical, "basis": self.basis,
-                "batch_seconds": self.batch_seconds, "extra": self.extra, "epoch_batches": self.epoch_batches,
-                "epoch_seconds": self.epoch_seconds, "share": self.share, "workers": self.workers,
-                "persistent_workers": self.persistent,
-                "started": list(self.started)}
+        return {
+            "seconds": list(self.seconds),
+            "typical": self.typical,
+            "basis": self.basis,
+            "batch_seconds": self.batch_seconds,
+            "extra": self.extra,
+            "epoch_batches": self.epoch_batches,
+            "epoch_seconds": self.epoch_seconds,
+            "share": self.share,
+            "workers": self.workers,
+            "persistent_workers": self.persistent,
+            "started": list(self.started),
+        }
 
 
-def startup(seconds: Sequence[float], *, workers: int, persistent: bool, epoch_batches: Optional[int],
-            batch_seconds: Optional[float], full_batch_seconds: Optional[float],
-            started: Sequence[float] = ()) -> Optional[Startup]:
+def startup(
+    seconds: Sequence[float],
+    *,
+    workers: int,
+    persistent: bool,
+    epoch_batches: Optional[int],
+    batch_seconds: Optional[float],
+    full_batch_seconds: Optional[float],
+    started: Sequence[float] = (),
+) -> Optional[Startup]:
     """What the passes' start-up says about every epoch; None before any pass started.
 
     The first pass stands for every epoch unless the workers persist (then it also held their
@@ -106,10 +124,22 @@ def startup(seconds: Sequence[float], *, workers: int, persistent: bool, epoch_b
         else:
             typical, basis = values[0], "the first pass, which also started the persistent workers"
     else:
-        typical, basis = statistics.median(values), (
-            "the one pass started" if len(values) == 1 else f"median of {len(values)} passes")
-    epoch_seconds = (epoch_batches * full_batch_seconds
-                     if epoch_batches and full_batch_seconds and full_batch_seconds > 0 else None)
+        typical, basis = (
+            statistics.median(values),
+            ("the one pass started" if len(values) == 1 else f"median of {len(values)} passes"),
+        )
+    epoch_seconds = (
+        epoch_batches * full_batch_seconds if epoch_batches and full_batch_seconds and full_batch_seconds > 0 else None
+    )
     persistent_once = persistent and workers and not later
-    return Startup(values, typical, basis, batch_seconds, epoch_batches,
-                   None if persistent_once else epoch_seconds, workers, persistent, tuple(float(t) for t in started))
+    return Startup(
+        values,
+        typical,
+        basis,
+        batch_seconds,
+        epoch_batches,
+        None if persistent_once else epoch_seconds,
+        workers,
+        persistent,
+        tuple(float(t) for t in started),
+    )

@@ -15,8 +15,18 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["Comparison", "Estimate", "Welch", "compare_log", "estimate", "finite", "straggler", "t_quantile",
-           "t_two_sided_cdf", "welch"]
+__all__ = [
+    "Comparison",
+    "Estimate",
+    "Welch",
+    "compare_log",
+    "estimate",
+    "finite",
+    "straggler",
+    "t_quantile",
+    "t_two_sided_cdf",
+    "welch",
+]
 
 
 def t_two_sided_cdf(t: float, df: int) -> float:
@@ -127,15 +137,23 @@ def compare_log(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
     se = math.sqrt(va + vb)
     if se == 0.0:
         df = int(la.size + lb.size - 2)
-        return Comparison(ratio, ratio, ratio, math.copysign(math.inf, diff) if diff else 0.0, df,
-                          0.0 if diff else 1.0, int(la.size), int(lb.size), confidence)
+        return Comparison(
+            ratio,
+            ratio,
+            ratio,
+            math.copysign(math.inf, diff) if diff else 0.0,
+            df,
+            0.0 if diff else 1.0,
+            int(la.size),
+            int(lb.size),
+            confidence,
+        )
     welch = (va + vb) ** 2 / ((va * va) / (la.size - 1) + (vb * vb) / (lb.size - 1))
     df = max(1, math.floor(welch))
     q = t_quantile(confidence, df)
     t = diff / se
     p = 1.0 - t_two_sided_cdf(abs(t), df)
-    return Comparison(ratio, math.exp(diff - q * se), math.exp(diff + q * se), t, df, p,
-                      int(la.size), int(lb.size), confidence)
+    return Comparison(ratio, math.exp(diff - q * se), math.exp(diff + q * se), t, df, p, int(la.size), int(lb.size), confidence)
 
 
 @dataclass(frozen=True)
@@ -168,6 +186,7 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Optional[Welch]:
     df = (va + vb) ** 2 / ((va * va) / (xa.size - 1) + (vb * vb) / (xb.size - 1))
     used = max(1, math.floor(df))
     return Welch(t, df, used, 1.0 - t_two_sided_cdf(abs(t), used))
+
 
 def straggler(times: Sequence[float], threshold: float = 0.10) -> Optional[Tuple[int, float, float]]:
     """(rank, its time, the median rank's time) when the slowest rank is more than ``threshold`` slower.

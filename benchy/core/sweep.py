@@ -17,8 +17,22 @@ from .config import AUTO, SweepConfig
 from .results import TrialResult
 from .stats import Estimate, estimate
 
-__all__ = ["ROOM_SHARE", "Setting", "SettingResult", "apply_cap", "auto_workers", "best", "cheapest_enough", "expand",
-           "feed_advice", "feed_clause", "mean_text", "memory_cap", "queue_depth", "smallest_within"]
+__all__ = [
+    "ROOM_SHARE",
+    "Setting",
+    "SettingResult",
+    "apply_cap",
+    "auto_workers",
+    "best",
+    "cheapest_enough",
+    "expand",
+    "feed_advice",
+    "feed_clause",
+    "mean_text",
+    "memory_cap",
+    "queue_depth",
+    "smallest_within",
+]
 
 DEFAULT_PREFETCH = 2  # DataLoader's prefetch_factor when workers are given none
 
@@ -29,6 +43,7 @@ def queue_depth(num_workers: int, prefetch_factor: Optional[int]) -> int:
     if num_workers <= 0:
         return 0
     return num_workers * (prefetch_factor if prefetch_factor is not None and prefetch_factor > 0 else DEFAULT_PREFETCH)
+
 
 NEAR_BEST = 0.05  # "within 5 % of the best"
 FEEDS = 1.1  # IO at least 1.1x SYNTHETIC: enough to feed the step
@@ -49,8 +64,7 @@ class Setting:
         return ", ".join(parts)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"num_workers": self.num_workers, "pin_memory": self.pin_memory,
-                "prefetch_factor": self.prefetch_factor}
+        return {"num_workers": self.num_workers, "pin_memory": self.pin_memory, "prefetch_factor": self.prefetch_factor}
 
 
 def auto_workers(cores: int) -> List[int]:
@@ -67,8 +81,13 @@ def auto_workers(cores: int) -> List[int]:
 def expand(config: SweepConfig, own: Setting, cores: int) -> List[Setting]:
     """Every setting to try, cheapest first, without duplicates."""
     given = config.num_workers
-    workers: List[int] = (auto_workers(cores) if isinstance(given, str) and given == AUTO
-                          else [int(w) for w in given] if given else [own.num_workers])
+    workers: List[int] = (
+        auto_workers(cores)
+        if isinstance(given, str) and given == AUTO
+        else [int(w) for w in given]
+        if given
+        else [own.num_workers]
+    )
     pins = list(config.pin_memory or [own.pin_memory])
     default_prefetch = own.prefetch_factor if own.prefetch_factor is not None else DEFAULT_PREFETCH
     prefetches = list(config.prefetch_factor or [default_prefetch])
@@ -164,12 +183,16 @@ def feed_clause(results: Sequence[SettingResult], synthetic: Optional[float]) ->
     if found is None:
         top = best(results)
         assert top is not None and top.estimate.mean is not None
-        return (f"none of the swept loader settings feeds the step (IO at least {FEEDS:g}x SYNTHETIC "
-                f"{synthetic:.3f}): the best, {top.setting.text()}, reaches {top.estimate.mean / synthetic:.2f}x; "
-                f"it takes more workers than were swept (where cores are free) or cheaper samples")
+        return (
+            f"none of the swept loader settings feeds the step (IO at least {FEEDS:g}x SYNTHETIC "
+            f"{synthetic:.3f}): the best, {top.setting.text()}, reaches {top.estimate.mean / synthetic:.2f}x; "
+            f"it takes more workers than were swept (where cores are free) or cheaper samples"
+        )
     ratio = (found.estimate.mean or 0.0) / synthetic
-    return (f"the cheapest swept loader setting that feeds the step (IO at least {FEEDS:g}x SYNTHETIC) is "
-            f"{found.setting.text()} ({mean_text(found)} samples/s, {ratio:.2f}x)")
+    return (
+        f"the cheapest swept loader setting that feeds the step (IO at least {FEEDS:g}x SYNTHETIC) is "
+        f"{found.setting.text()} ({mean_text(found)} samples/s, {ratio:.2f}x)"
+    )
 
 
 def feed_advice(results: Sequence[SettingResult], synthetic: Optional[float], own: Optional[Setting]) -> Optional[str]:

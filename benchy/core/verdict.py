@@ -85,8 +85,7 @@ def figure_means(found: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float
     the SYSTEM line's means, also those of a saved run's ``system`` entries."""
     if not found:
         return None
-    keys = [k for k in found[0]
-            if all(isinstance(f.get(k), (int, float)) and not isinstance(f.get(k), bool) for f in found)]
+    keys = [k for k in found[0] if all(isinstance(f.get(k), (int, float)) and not isinstance(f.get(k), bool) for f in found)]
     return {k: float(np.mean([f[k] for f in found])) for k in keys}
 
 
@@ -97,8 +96,11 @@ def disturbed_trials(results: RunResults) -> List[TrialResult]:
 
 def busy_text(found: Sequence[TrialResult]) -> str:
     """``1.84 of 2 cores busy during SYNTHETIC_1, 0.91 of 2 during FULL_2``: what other processes took."""
-    parts = [f"{t.system.other_cores_busy or 0.0:.2f} of {t.system.cpu_cores or 0:g}{' cores busy' if not k else ''} "
-             f"during {t.label}" for k, t in enumerate(found) if t.system is not None]
+    parts = [
+        f"{t.system.other_cores_busy or 0.0:.2f} of {t.system.cpu_cores or 0:g}{' cores busy' if not k else ''} during {t.label}"
+        for k, t in enumerate(found)
+        if t.system is not None
+    ]
     return ", ".join(parts)
 
 
@@ -108,9 +110,11 @@ def busy_clause(results: RunResults) -> Optional[str]:
     if not found:
         return None
     total = sum(len(results.measured(m)) for m in Mode)
-    return (f"{len(found)} of the {total} trials it rests on ran on a busy machine (other processes kept "
-            f"{busy_text(found)}): their throughputs are likely low, so rerun on a quiet machine, or with "
-            f"ntrials: auto so that more trials outweigh them")
+    return (
+        f"{len(found)} of the {total} trials it rests on ran on a busy machine (other processes kept "
+        f"{busy_text(found)}): their throughputs are likely low, so rerun on a quiet machine, or with "
+        f"ntrials: auto so that more trials outweigh them"
+    )
 
 
 def first_pass(results: RunResults) -> Optional[FirstPass]:
@@ -152,8 +156,10 @@ def h2d_reading(results: RunResults) -> Optional[Tuple[str, bool]]:
     if est.mean is None or not io.mean or est.mean >= H2D_SLOWER * io.mean:
         return None
     limits = syn.mean is not None and est.mean < syn.mean <= io.mean
-    text = (f"copying each batch to {results.h2d_device} lowers the loader's rate to {est.mean:.3f} samples/s, "
-            f"{100.0 * est.mean / io.mean:.0f} % of IO")
+    text = (
+        f"copying each batch to {results.h2d_device} lowers the loader's rate to {est.mean:.3f} samples/s, "
+        f"{100.0 * est.mean / io.mean:.0f} % of IO"
+    )
     if limits:
         text += ", below SYNTHETIC: the copies, not the loader, limit training"
     return text + " (pin_memory=True and non_blocking copies let them overlap the step)", limits
@@ -181,34 +187,49 @@ def loader_cause(results: RunResults, found: Optional[Verdict], workers: int) ->
     other = means.get("other_cores_busy", 0.0)
     free = max(cores - other, min(cores, 0.1))
     util = min(1.0, busy / free)
-    kept = (f"{busy:.2f} of {cores:g} cores busy" if other < 0.1 else
-            f"{busy:.2f} of the {free:.2f} cores other processes left busy")
+    kept = (
+        f"{busy:.2f} of {cores:g} cores busy" if other < 0.1 else f"{busy:.2f} of the {free:.2f} cores other processes left busy"
+    )
     reads = means["read_bytes_per_s"] / 1e6
     if util >= CPU_SATURATED:
-        return (f"the loader is CPU-bound: IO trials kept {kept} ({100 * util:.0f} %), so "
-                f"decoding and augmentation need more CPU than there is and more workers than cores will not help "
-                f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)",
-                "cheaper decoding and augmentation per sample (the cores are saturated)")
+        return (
+            f"the loader is CPU-bound: IO trials kept {kept} ({100 * util:.0f} %), so "
+            f"decoding and augmentation need more CPU than there is and more workers than cores will not help "
+            f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)",
+            "cheaper decoding and augmentation per sample (the cores are saturated)",
+        )
     if workers and workers < cores and busy >= CPU_SATURATED * workers:
-        return (f"the loader's workers are CPU-bound: IO trials kept {busy:.2f} cores busy with num_workers = "
-                f"{workers} of {cores:g} cores, so more workers (up to {cores:g}) should feed the step faster",
-                "more loader workers (num_workers), up to the cores")
+        return (
+            f"the loader's workers are CPU-bound: IO trials kept {busy:.2f} cores busy with num_workers = "
+            f"{workers} of {cores:g} cores, so more workers (up to {cores:g}) should feed the step faster",
+            "more loader workers (num_workers), up to the cores",
+        )
     if util < CPU_IDLE and means["read_bytes_per_s"] >= READS_HIGH:
-        return (f"the storage looks like the limit: IO trials read {reads:.1f} MB/s with the CPU {100 * util:.0f} % "
-                f"busy (faster or local storage, caching, or larger sequential reads)",
-                "faster or local storage, or caching the dataset")
+        return (
+            f"the storage looks like the limit: IO trials read {reads:.1f} MB/s with the CPU {100 * util:.0f} % "
+            f"busy (faster or local storage, caching, or larger sequential reads)",
+            "faster or local storage, or caching the dataset",
+        )
     if util < CPU_IDLE:
-        return (f"the loader is neither CPU- nor storage-bound here (CPU {100 * util:.0f} % busy, storage reads "
-                f"{reads:.1f} MB/s): it waits on something else (network storage, a remote service, sleeps or "
-                f"locks) with too few workers to overlap the waits (num_workers = {workers}; with the CPU idle, "
-                f"more workers than cores can help)",
-                f"more loader workers (num_workers = {workers} now)")
+        return (
+            f"the loader is neither CPU- nor storage-bound here (CPU {100 * util:.0f} % busy, storage reads "
+            f"{reads:.1f} MB/s): it waits on something else (network storage, a remote service, sleeps or "
+            f"locks) with too few workers to overlap the waits (num_workers = {workers}; with the CPU idle, "
+            f"more workers than cores can help)",
+            f"more loader workers (num_workers = {workers} now)",
+        )
     return None
 
 
-def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
-              start: Optional[Startup], full_profile: Optional[StepProfile] = None,
-              compute: Optional[ComputeReport] = None, tokens: Optional[TokenReport] = None) -> List[str]:
+def diagnosis(
+    results: RunResults,
+    found: Optional[Verdict],
+    workers: int,
+    start: Optional[Startup],
+    full_profile: Optional[StepProfile] = None,
+    compute: Optional[ComputeReport] = None,
+    tokens: Optional[TokenReport] = None,
+) -> List[str]:
     """What the verdict adds to the IO-vs-SYNTHETIC reading, each claim with its number: how much
     FULL waits for data, why the loader is slow (CPU, workers, storage), periodic stalls,
     host-to-device copies, start-up; then the one change most likely to help. ``full_profile``:
@@ -239,8 +260,10 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     profile = full_profile  # None: not looked at (checkpoints), no stall claim
     starved = profile is not None and bool(workers) and profile.stall_period == workers
     if starved and profile is not None:
-        clauses.append(f"FULL stalls every {workers} steps ({profile.stalls} stalls, "
-                       f"{100.0 * profile.stall_share:.1f} % of its time): a starved worker pool")
+        clauses.append(
+            f"FULL stalls every {workers} steps ({profile.stalls} stalls, "
+            f"{100.0 * profile.stall_share:.1f} % of its time): a starved worker pool"
+        )
     copies = h2d_reading(results)
     if copies is not None:
         clauses.append(copies[0])
@@ -248,8 +271,7 @@ def diagnosis(results: RunResults, found: Optional[Verdict], workers: int,
     if startup_clause is not None:
         clauses.append(startup_clause)
     fix = stages.advice if stages is not None and stages.advice is not None else None if loader is None else loader[1]
-    advice = choose_advice(found, fix, copies is not None and copies[1],
-                     start is not None and start.restarts_workers, starved)
+    advice = choose_advice(found, fix, copies is not None and copies[1], start is not None and start.restarts_workers, starved)
     if limited and not (start is not None and start.restarts_workers):
         if padding is not None:
             advice = PADDING_ADVICE
@@ -271,20 +293,25 @@ def stages_clause(report: StageReport) -> str:
     """What the stage trials add to the verdict: the largest stage, a slow worker, head-of-line waits."""
     top = report.largest
     basis = "the workers' time" if top is not None and top.where == "workers" and report.workers else "the IO period"
-    out = ("the stage trials find no stage" if top is None else
-           f"the stage trials put the largest share of the loader's work in {top.name} "
-           f"({100 * top.share:.0f} % of {basis})")
+    out = (
+        "the stage trials find no stage"
+        if top is None
+        else f"the stage trials put the largest share of the loader's work in {top.name} ({100 * top.share:.0f} % of {basis})"
+    )
     if report.straggler is not None:
         worker, ratio = report.straggler
         out += f"; worker {worker} takes {ratio:.1f}x the others' time a batch (a slow worker holds up the rest)"
     if report.hol_share >= HOL_SHARE:
-        out += (f"; for {100 * report.hol_share:.1f} % of the time the loop waited for a batch while a later one "
-                f"was ready and a worker sat idle (head-of-line blocking)")
+        out += (
+            f"; for {100 * report.hol_share:.1f} % of the time the loop waited for a batch while a later one "
+            f"was ready and a worker sat idle (head-of-line blocking)"
+        )
     return out
 
 
-def choose_advice(found: Optional[Verdict], loader_fix: Optional[str], copies_limit: bool, restart: bool,
-                  starved: bool) -> Optional[str]:
+def choose_advice(
+    found: Optional[Verdict], loader_fix: Optional[str], copies_limit: bool, restart: bool, starved: bool
+) -> Optional[str]:
     """The one change most likely to help, from the strongest signal: copies that limit training,
     then (loading the limit) the loader's own cause, its stalls, its start-up; (compute the
     limit) the start-up the loop still pays, else a faster step."""
@@ -318,7 +345,7 @@ def outcome_of(label: str) -> Tuple[Optional[Outcome], bool]:
     """A saved ``decision.outcome`` read back: (the outcome, or None for a label no benchy writes;
     whether it was inconsistent), e.g. ``inconsistent: compute`` -> (COMPUTE, True)."""
     inconsistent = label.startswith("inconsistent: ")
-    value = label[len("inconsistent: "):] if inconsistent else label
+    value = label[len("inconsistent: ") :] if inconsistent else label
     found = next((o for o in Outcome if o.value == value), None)
     return found, inconsistent and found is not None
 
@@ -398,35 +425,44 @@ def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[Ou
     low, high = c.low, c.high
     if low is not None and high is not None and low_ok <= low <= high <= high_ok:
         outcome = Outcome.BALANCED
-        text = (f"balanced: data loading (IO {io_mean:.3f}) and compute (SYNTHETIC {syn_mean:.3f} samples/s) are "
-                f"within 5 % of each other (SYNTHETIC/IO {_x(c.ratio)}, {_interval_text(c)}); speeding up one alone "
-                f"gains little")
+        text = (
+            f"balanced: data loading (IO {io_mean:.3f}) and compute (SYNTHETIC {syn_mean:.3f} samples/s) are "
+            f"within 5 % of each other (SYNTHETIC/IO {_x(c.ratio)}, {_interval_text(c)}); speeding up one alone "
+            f"gains little"
+        )
     elif low is not None and high is not None and (low > 1.0 or high < 1.0):
         if low > 1.0:
             outcome = Outcome.DATA_LOADING
-            text = (f"data loading limits training: IO {io_mean:.3f} < SYNTHETIC {syn_mean:.3f} samples/s; "
-                    f"compute could go {_x(c.ratio)} faster with faster loading ({_interval_text(c)})")
+            text = (
+                f"data loading limits training: IO {io_mean:.3f} < SYNTHETIC {syn_mean:.3f} samples/s; "
+                f"compute could go {_x(c.ratio)} faster with faster loading ({_interval_text(c)})"
+            )
         else:
             outcome = Outcome.COMPUTE
-            text = (f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
-                    f"the loader has {_x(1.0 / c.ratio)} headroom ({_percent(c.confidence)} interval {_x(1.0 / high)} to "
-                    f"{_x(1.0 / low)})")
+            text = (
+                f"compute limits training: SYNTHETIC {syn_mean:.3f} < IO {io_mean:.3f} samples/s; "
+                f"the loader has {_x(1.0 / c.ratio)} headroom ({_percent(c.confidence)} interval {_x(1.0 / high)} to "
+                f"{_x(1.0 / low)})"
+            )
     elif low_ok <= c.ratio <= high_ok:
         outcome = Outcome.UNDECIDED
-        text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, within 5 % of balanced, but with {c.n_a} IO and {c.n_b} "
-                f"SYNTHETIC trials ({_interval_text(c)}) the two may still differ by more; balanced needs the "
-                f"interval inside {_x(low_ok)} to {_x(high_ok)}: run more or steadier trials (ntrials: auto runs "
-                f"them until the answer is known)")
+        text = (
+            f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, within 5 % of balanced, but with {c.n_a} IO and {c.n_b} "
+            f"SYNTHETIC trials ({_interval_text(c)}) the two may still differ by more; balanced needs the "
+            f"interval inside {_x(low_ok)} to {_x(high_ok)}: run more or steadier trials (ntrials: auto runs "
+            f"them until the answer is known)"
+        )
     else:
         outcome = Outcome.UNDECIDED
-        text = (f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
-                f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials: auto runs them until "
-                f"the answer is known) to tell which side limits training")
+        text = (
+            f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
+            f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials: auto runs them until "
+            f"the answer is known) to tell which side limits training"
+        )
     return outcome, text
 
 
-def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float],
-           confidence: float = 0.95) -> Optional[Verdict]:
+def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float], confidence: float = 0.95) -> Optional[Verdict]:
     """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
 
 
@@ -456,30 +492,38 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
     if impossible:
         assert f is not None
         first = "SYNTHETIC" if slower_name == "SYNTHETIC" else "IO"
-        text = (f"inconsistent measurement: FULL {full_mean:.3f} is above {slower_name} {slower_mean:.3f} samples/s by more "
-                f"than the intervals allow (FULL/{slower_name} {_interval_text(f)}), which cannot happen when both "
-                f"are measured on the same footing. Likely causes: warm-up drift (the {first} trials ran in "
-                f"slower epochs: set nwarmup: auto, or raise it), or loader workers prefetching across epochs "
-                f"(FULL trials start with batches ready: make nbatches much larger than num_workers x "
-                f"prefetch_factor). Do not read these numbers as a result. IO against SYNTHETIC alone: {text}")
+        text = (
+            f"inconsistent measurement: FULL {full_mean:.3f} is above {slower_name} {slower_mean:.3f} samples/s by more "
+            f"than the intervals allow (FULL/{slower_name} {_interval_text(f)}), which cannot happen when both "
+            f"are measured on the same footing. Likely causes: warm-up drift (the {first} trials ran in "
+            f"slower epochs: set nwarmup: auto, or raise it), or loader workers prefetching across epochs "
+            f"(FULL trials start with batches ready: make nbatches much larger than num_workers x "
+            f"prefetch_factor). Do not read these numbers as a result. IO against SYNTHETIC alone: {text}"
+        )
         record["outcome"] = "inconsistent: " + outcome.value
         return Verdict(text, outcome, record, inconsistent=True)
     if share >= 1.0:
-        text += (f"; FULL {full_mean:.3f} samples/s matches the slower of the two within the intervals: loading and compute "
-                 f"overlap fully")
+        text += (
+            f"; FULL {full_mean:.3f} samples/s matches the slower of the two within the intervals: loading and compute "
+            f"overlap fully"
+        )
         return Verdict(text, outcome, record)
     text += f"; FULL reaches {100.0 * share:.1f} % of the slower of the two"
     if share < OVERLAP_THRESHOLD:
         # Loading then computing one after the other gives IO*SYN/(IO+SYN).
         serial = io_mean * syn_mean / (io_mean + syn_mean)
         if full_mean >= serial / SERIAL_MARGIN:
-            text += (f", about the {serial:.3f} samples/s of loading and computing one after the other: they do not "
-                     f"overlap (loader workers or prefetching overlap them where cores or an accelerator are free)")
+            text += (
+                f", about the {serial:.3f} samples/s of loading and computing one after the other: they do not "
+                f"overlap (loader workers or prefetching overlap them where cores or an accelerator are free)"
+            )
         else:
-            text += (f", below even loading and computing one after the other ({serial:.3f} samples/s): "
-                     "the real loop pays for something neither trial has "
-                     "(host-to-device copies, each new batch cold in the caches where SYNTHETIC reuses one, "
-                     "contention between loader workers and the step)")
+            text += (
+                f", below even loading and computing one after the other ({serial:.3f} samples/s): "
+                "the real loop pays for something neither trial has "
+                "(host-to-device copies, each new batch cold in the caches where SYNTHETIC reuses one, "
+                "contention between loader workers and the step)"
+            )
     return Verdict(text, outcome, record)
 
 
@@ -488,8 +532,7 @@ def verdict(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95
     if Mode.IO not in modes or Mode.SYNTHETIC not in modes:
         return None
     values = {m: [t.throughput for t in results.measured(m)] for m in Mode}
-    return decide(values[Mode.IO], values[Mode.SYNTHETIC], values[Mode.FULL] if Mode.FULL in modes else [],
-                  confidence)
+    return decide(values[Mode.IO], values[Mode.SYNTHETIC], values[Mode.FULL] if Mode.FULL in modes else [], confidence)
 
 
 def verdict_text(found: Verdict, clauses: Sequence[str] = ()) -> str:
@@ -521,9 +564,18 @@ class Reading:
         return None if self.verdict is None else verdict_text(self.verdict, self.clauses)
 
 
-def read(results: RunResults, modes: Sequence[Mode], confidence: float, workers: int, start: Optional[Startup],
-         *, steps: bool = False, world: int = 1, peak_flops: PeakConfig = None,
-         tokens_source: Optional[str] = None) -> Reading:
+def read(
+    results: RunResults,
+    modes: Sequence[Mode],
+    confidence: float,
+    workers: int,
+    start: Optional[Startup],
+    *,
+    steps: bool = False,
+    world: int = 1,
+    peak_flops: PeakConfig = None,
+    tokens_source: Optional[str] = None,
+) -> Reading:
     """The :class:`Reading` of ``results``, every figure the outputs render worked out once:
     :func:`verdict`, then :func:`diagnosis` of it, with the step's FLOPs against ``peak_flops``
     (``global.peak_flops``) on ``world`` devices, the tokens (``tokens_source``: what was counted,
@@ -536,7 +588,15 @@ def read(results: RunResults, modes: Sequence[Mode], confidence: float, workers:
     busy = busy_clause(results) if found is not None else None
     compute = compute_report(results.flops, results, world, peak_flops)
     tokens = None if tokens_source is None else token_report(results, modes, tokens_source)
-    clauses = ([busy] if busy is not None else []) + diagnosis(results, found, workers, start, full_profile,
-                                                               compute, tokens)
-    return Reading(found, start, tuple(clauses), first_pass(results) if Mode.IO in modes else None, compute, tokens,
-                   energy_report(results, modes), profiles, systems)
+    clauses = ([busy] if busy is not None else []) + diagnosis(results, found, workers, start, full_profile, compute, tokens)
+    return Reading(
+        found,
+        start,
+        tuple(clauses),
+        first_pass(results) if Mode.IO in modes else None,
+        compute,
+        tokens,
+        energy_report(results, modes),
+        profiles,
+        systems,
+    )

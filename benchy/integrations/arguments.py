@@ -27,25 +27,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     group = parser.add_argument_group("benchy")
     if "--enable_benchy" not in existing:
         group.add_argument(
-            "--enable_benchy", "--enable-benchy", dest="enable_benchy", action="store_true",
+            "--enable_benchy",
+            "--enable-benchy",
+            dest="enable_benchy",
+            action="store_true",
             help="run benchy's IO / SYNTHETIC / FULL trials at the first epoch boundaries",
         )
     if "--benchy_config" not in existing:
         group.add_argument(
-            "--benchy_config", "--benchy-config", dest="benchy_config", metavar="PATH", default=None,
+            "--benchy_config",
+            "--benchy-config",
+            dest="benchy_config",
+            metavar="PATH",
+            default=None,
             help="benchy YAML config (default: $BENCHY_CONFIG_FILE, else built-in defaults)",
         )
     if "--benchy_name" not in existing:
         group.add_argument(
-            "--benchy_name", "--benchy-name", dest="benchy_name", metavar="NAME", default=None,
+            "--benchy_name",
+            "--benchy-name",
+            dest="benchy_name",
+            metavar="NAME",
+            default=None,
             help="the run's name in benchy's JSON, for compare and report (default: $BENCHY_RUN_NAME, "
-                 "the config's run_name, else the script's name and start time)",
+            "the config's run_name, else the script's name and start time)",
         )
     if "--benchy_count" not in existing:
         group.add_argument(
-            "--benchy_count", "--benchy-count", dest="benchy_count", choices=("samples", "tokens"), default=None,
+            "--benchy_count",
+            "--benchy-count",
+            dest="benchy_count",
+            choices=("samples", "tokens"),
+            default=None,
             help="tokens: also count tokens per second and the padding share of sequence batches "
-                 "(default: the config's count, else samples)",
+            "(default: the config's count, else samples)",
         )
     return parser
 
@@ -59,8 +74,12 @@ def _switch(enabled: Switch) -> Tuple[bool, ConfigLike, Optional[str], Optional[
                 "before parse_args(), or pass True/False"
             )
         name = getattr(enabled, "benchy_name", None)
-        return (bool(enabled.enable_benchy), getattr(enabled, "benchy_config", None), name,
-                getattr(enabled, "benchy_count", None))
+        return (
+            bool(enabled.enable_benchy),
+            getattr(enabled, "benchy_config", None),
+            name,
+            getattr(enabled, "benchy_count", None),
+        )
     if isinstance(enabled, bool):
         return enabled, None, None, None
     raise TypeError(f"benchy: expected True/False or an argparse.Namespace, got {type(enabled).__name__}")

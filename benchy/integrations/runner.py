@@ -106,15 +106,21 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
         if STATE.sweep and not config.sweep.enabled:
             config = load_config(overrides={"sweep": {"num_workers": AUTO}})
         args, kwargs = self._runner_args
-        why = (f"the first whose iterator ran a loop: the loop asked its plain pass for more than {LOOP_BATCHES} "
-               f"batches; the benchmark starts there, within that epoch" if STATE.mode is None
-               else f"--loader {STATE.mode}")
+        why = (
+            f"the first whose iterator ran a loop: the loop asked its plain pass for more than {LOOP_BATCHES} "
+            f"batches; the benchmark starts there, within that epoch"
+            if STATE.mode is None
+            else f"--loader {STATE.mode}"
+        )
         others = STATE.created - 1
         if global_rank() == 0:  # every rank chooses the same loader; one says so
-            write_line(lines.info(f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
-                                  f"{others} other DataLoader(s) created so far stay plain."))
-        self._runner_wrapper = dataloader_session(self, config, args, kwargs, "DataLoader", self._runner_where,
-                                                  ORIGINAL.__iter__)
+            write_line(
+                lines.info(
+                    f"benchy run: benchmarking the DataLoader created at {self._runner_where} ({why}); "
+                    f"{others} other DataLoader(s) created so far stay plain."
+                )
+            )
+        self._runner_wrapper = dataloader_session(self, config, args, kwargs, "DataLoader", self._runner_where, ORIGINAL.__iter__)
 
     # --- DataLoader -------------------------------------------------------------------------
 
@@ -154,11 +160,16 @@ def _none_chosen() -> None:
     """At exit: DataLoaders were made but none was benchmarked; say why that usually happens."""
     if STATE.chosen is not None or STATE.created == 0 or global_rank() != 0:
         return
-    rule = (f"no DataLoader's plain pass was asked for more than {LOOP_BATCHES} batches (no training loop ran, "
-            f"or it ran over a loader that benchy run does not see)" if STATE.mode is None
-            else f"the script created {STATE.created} DataLoader(s), fewer than --loader {STATE.mode}")
-    message = lines.warning(f"benchy run: nothing was benchmarked: {rule}. Pick one with --loader N "
-                            f"(the N-th DataLoader created; {STATE.created} were).")
+    rule = (
+        f"no DataLoader's plain pass was asked for more than {LOOP_BATCHES} batches (no training loop ran, "
+        f"or it ran over a loader that benchy run does not see)"
+        if STATE.mode is None
+        else f"the script created {STATE.created} DataLoader(s), fewer than --loader {STATE.mode}"
+    )
+    message = lines.warning(
+        f"benchy run: nothing was benchmarked: {rule}. Pick one with --loader N "
+        f"(the N-th DataLoader created; {STATE.created} were)."
+    )
     write_line(message, sys.stdout, sys.stderr)
 
 
@@ -194,8 +205,10 @@ def parse_loader(text: str) -> Optional[int]:
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"--loader: got {text!r}; expected 'first' (the first DataLoader whose iterator runs a "
-                         f"loop) or N >= 1 (the N-th DataLoader the script creates)")
+        raise ValueError(
+            f"--loader: got {text!r}; expected 'first' (the first DataLoader whose iterator runs a "
+            f"loop) or N >= 1 (the N-th DataLoader the script creates)"
+        )
     return value
 
 

@@ -97,8 +97,7 @@ class BenchmarkDataLoader(_Wrapped, DataLoader):  # type: ignore[misc]
         self._benchy_start(_Made(resolve_config(benchy_config), creation_site(), args, kwargs))
 
     def _new_session(self, made: _Made) -> Session:
-        return dataloader_session(self, made.config, made.args, made.kwargs, type(self).__name__, made.where,
-                                  DataLoader.__iter__)
+        return dataloader_session(self, made.config, made.args, made.kwargs, type(self).__name__, made.where, DataLoader.__iter__)
 
 
 def weakly(target: Any, call: Callable[[Any], T]) -> Callable[[], T]:
@@ -119,8 +118,15 @@ def weakly(target: Any, call: Callable[[Any], T]) -> Callable[[], T]:
     return bound
 
 
-def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...], kwargs: Dict[str, Any], kind: str,
-                       where: str, plain_iter: Callable[[Any], Iterator[Any]]) -> Session:
+def dataloader_session(
+    loader: DataLoader,
+    config: Config,
+    args: Tuple[Any, ...],
+    kwargs: Dict[str, Any],
+    kind: str,
+    where: str,
+    plain_iter: Callable[[Any], Iterator[Any]],
+) -> Session:
     """The benchmark session of a DataLoader (the drop-in wrapper's, or the one ``benchy run`` chose):
     what the DataLoader says of its workers and batches, and its constructor arguments for a sweep.
     ``plain_iter(loader)``: the loader's own iterator (the DataLoader's ``__iter__``)."""
@@ -130,13 +136,22 @@ def dataloader_session(loader: DataLoader, config: Config, args: Tuple[Any, ...]
         if config.sweep.enabled:
             raise
         variants = None
-    facts = LoaderFacts(weakly(loader, plain_iter), loader.batch_size, kind, where, queue_depth=_queue_depth(loader),
-                        workers=_workers(loader), persistent=bool(getattr(loader, "persistent_workers", False)),
-                        length=weakly(loader, lambda found: _length(found, DataLoader.__len__)),
-                        batch_samples=_fixed_batch(loader), sweeper=variants if config.sweep.enabled else None,
-                        instrument=None if variants is None else variants.instrumented,
-                        own=weakly(loader, lambda found: own_passes(found, plain_iter)),
-                        generators=weakly(loader, loader_generators), owner=weakref.ref(loader))
+    facts = LoaderFacts(
+        weakly(loader, plain_iter),
+        loader.batch_size,
+        kind,
+        where,
+        queue_depth=_queue_depth(loader),
+        workers=_workers(loader),
+        persistent=bool(getattr(loader, "persistent_workers", False)),
+        length=weakly(loader, lambda found: _length(found, DataLoader.__len__)),
+        batch_samples=_fixed_batch(loader),
+        sweeper=variants if config.sweep.enabled else None,
+        instrument=None if variants is None else variants.instrumented,
+        own=weakly(loader, lambda found: own_passes(found, plain_iter)),
+        generators=weakly(loader, loader_generators),
+        owner=weakref.ref(loader),
+    )
     return Session(config, facts)
 
 
@@ -161,8 +176,11 @@ def own_passes(loader: DataLoader, plain_iter: Callable[[Any], Iterator[Any]]) -
 
     persistent = bool(getattr(loader, "persistent_workers", False)) and _workers(loader) > 0
     if persistent and callable(getattr(loader, "_get_iterator", None)):
-        return OwnPasses(lambda: found()._get_iterator(), lambda it: it._reset(found()),  # type: ignore[attr-defined]
-                         shutdown)
+        return OwnPasses(
+            lambda: found()._get_iterator(),
+            lambda it: it._reset(found()),  # type: ignore[attr-defined]
+            shutdown,
+        )
     return OwnPasses(lambda: plain_iter(found()), None, shutdown)
 
 
@@ -194,15 +212,21 @@ class LoaderSweeper:
         return available_cores()
 
     def make(self, setting: Setting) -> DataLoader:
-        arguments = dict(self._arguments, num_workers=setting.num_workers, pin_memory=setting.pin_memory,
-                         persistent_workers=False, prefetch_factor=setting.prefetch_factor)
+        arguments = dict(
+            self._arguments,
+            num_workers=setting.num_workers,
+            pin_memory=setting.pin_memory,
+            persistent_workers=False,
+            prefetch_factor=setting.prefetch_factor,
+        )
         return DataLoader(**arguments)
 
     def instrumented(self) -> Instrumented:
         """An instrumented copy with the loader's current settings (``measure.stages.instrument``)."""
         own = self.own()
-        return instrument(dict(self._arguments, num_workers=own.num_workers, pin_memory=own.pin_memory,
-                               prefetch_factor=own.prefetch_factor))
+        return instrument(
+            dict(self._arguments, num_workers=own.num_workers, pin_memory=own.pin_memory, prefetch_factor=own.prefetch_factor)
+        )
 
     def apply(self, setting: Setting) -> None:
         """The wrapper itself takes the setting (DataLoader allows these three after construction)."""
@@ -246,8 +270,13 @@ def _fixed_batch(loader: DataLoader) -> Optional[int]:
     from torch.utils.data import BatchSampler, IterableDataset, default_collate
 
     size = getattr(loader, "batch_size", None)
-    if (type(getattr(loader, "batch_sampler", None)) is BatchSampler and loader.collate_fn is default_collate
-            and not isinstance(loader.dataset, IterableDataset) and isinstance(size, int) and size >= 1):
+    if (
+        type(getattr(loader, "batch_sampler", None)) is BatchSampler
+        and loader.collate_fn is default_collate
+        and not isinstance(loader.dataset, IterableDataset)
+        and isinstance(size, int)
+        and size >= 1
+    ):
         return size
     return None
 
@@ -282,8 +311,7 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
     are forwarded: the loop's epochs are the loader's own.
     """
 
-    def __init__(self, iterable: Iterable[Any], batch_size: Optional[int] = None, *,
-                 benchy_config: ConfigLike = None) -> None:
+    def __init__(self, iterable: Iterable[Any], batch_size: Optional[int] = None, *, benchy_config: ConfigLike = None) -> None:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size: got {batch_size!r}; expected an integer >= 1 (or None to count from batches)")
         if not hasattr(iterable, "__iter__"):
@@ -294,11 +322,18 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
 
     def _new_session(self, made: _Made) -> Session:
         iterable = self._iterable
-        facts = LoaderFacts(weakly(self, BenchmarkGenericIteratorWrapper._plain_iter), self.batch_size,
-                            type(self).__name__, made.where, queue_depth=_queue_depth(iterable),
-                            workers=_workers(iterable), persistent=bool(getattr(iterable, "persistent_workers", False)),
-                            length=weakly(self, BenchmarkGenericIteratorWrapper._plain_length),
-                            generators=lambda: loader_generators(iterable), owner=weakref.ref(self))
+        facts = LoaderFacts(
+            weakly(self, BenchmarkGenericIteratorWrapper._plain_iter),
+            self.batch_size,
+            type(self).__name__,
+            made.where,
+            queue_depth=_queue_depth(iterable),
+            workers=_workers(iterable),
+            persistent=bool(getattr(iterable, "persistent_workers", False)),
+            length=weakly(self, BenchmarkGenericIteratorWrapper._plain_length),
+            generators=lambda: loader_generators(iterable),
+            owner=weakref.ref(self),
+        )
         return Session(made.config, facts)
 
     def _plain_iter(self) -> Iterator[Any]:

@@ -105,8 +105,7 @@ def _no_leaf_count(batch: Any) -> Optional[int]:
     """
     if not isinstance(batch, (list, tuple)) or len(batch) == 0:
         return None
-    if isinstance(batch, tuple) and all(isinstance(x, (list, tuple)) for x in batch) \
-            and len({len(x) for x in batch}) == 1:
+    if isinstance(batch, tuple) and all(isinstance(x, (list, tuple)) for x in batch) and len({len(x) for x in batch}) == 1:
         return len(batch[0])
     return len(batch)
 
@@ -151,11 +150,13 @@ def describe_rule(batch: Any, fallback: Optional[int] = None) -> str:
 def _one_step(step: _Step, general: Counter) -> Counter:
     kind, key = step
     if kind == "item":
+
         def item(batch: Any) -> int:
             try:
                 return batch[key].shape[0]
             except (AttributeError, IndexError, KeyError, TypeError):
                 return general(batch)
+
         return item
 
     def attr(batch: Any) -> int:
@@ -163,6 +164,7 @@ def _one_step(step: _Step, general: Counter) -> Counter:
             return getattr(batch, key).shape[0]
         except (AttributeError, IndexError, TypeError):
             return general(batch)
+
     return attr
 
 
@@ -172,6 +174,7 @@ def _two_items(k0: Any, k1: Any, general: Counter) -> Counter:
             return batch[k0][k1].shape[0]
         except (AttributeError, IndexError, KeyError, TypeError):
             return general(batch)
+
     return two
 
 
@@ -209,22 +212,27 @@ def make_counter(
                     return sum(part[key].shape[0] for part in batch)
                 except (AttributeError, IndexError, KeyError, TypeError):
                     return general(batch)
+
             return per_device
         return general
     path = _find_path(first_batch)
     if path is None:
         if type(first_batch) is list and first_batch:
+
             def length(batch: Any) -> int:  # rule 4: one item per sample, nothing to walk
                 return len(batch) if type(batch) is list and batch else general(batch)
+
             return length
         general(first_batch)  # says once that batch_size is used, before any trial
         return general
     if len(path) == 0:
+
         def direct(batch: Any) -> int:
             try:
                 return batch.shape[0]
             except (AttributeError, IndexError, TypeError):
                 return general(batch)
+
         return _inline(direct, path)
     if len(path) == 1:
         return _inline(_one_step(path[0], general), path)
@@ -281,8 +289,9 @@ def _integers(obj: Any) -> bool:
     kind = getattr(dtype, "kind", None)  # numpy
     if isinstance(kind, str):
         return kind in "iu"
-    return not getattr(dtype, "is_floating_point", True) and not getattr(dtype, "is_complex", False) \
-        and str(dtype) != "torch.bool"
+    return (
+        not getattr(dtype, "is_floating_point", True) and not getattr(dtype, "is_complex", False) and str(dtype) != "torch.bool"
+    )
 
 
 def _is_mask(obj: Any, like: Any) -> bool:
@@ -316,12 +325,21 @@ class TokenTally:
     (every position of the token tensor: exact) and, on 1 in :attr:`every` batches, the non-padding
     tokens by the attention mask's sum. :meth:`take` returns a trial's figures and starts afresh."""
 
-    def __init__(self, samples: Counter, first_batch: Any, token_key: Any = "auto", mask_key: Any = "auto",
-                 budget: float = MASK_BUDGET_S, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        samples: Counter,
+        first_batch: Any,
+        token_key: Any = "auto",
+        mask_key: Any = "auto",
+        budget: float = MASK_BUDGET_S,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.token_step, self.mask_step = _token_steps(first_batch, token_key, mask_key)
-        self.source = (f"tokens: the positions of {_where(self.token_step)}"
-                       + (f", non-padding by {_where(self.mask_step)}" if self.mask_step is not None
-                          else ", no attention mask (every position counts)"))
+        self.source = f"tokens: the positions of {_where(self.token_step)}" + (
+            f", non-padding by {_where(self.mask_step)}"
+            if self.mask_step is not None
+            else ", no attention mask (every position counts)"
+        )
         self.every = 1
         if self.mask_step is not None and budget != float("inf"):
             mask = _get(first_batch, self.mask_step)
@@ -378,8 +396,16 @@ class TokenTally:
     def take(self) -> TokenCount:
         """The figures since :meth:`reset`, and a fresh start."""
         a = self._acc
-        out = TokenCount(samples=a[0], tokens=a[1], sampled_tokens=a[2], real=a[3], batches=a[4], sampled=a[5],
-                         every=self.every, masked=self.mask_step is not None)
+        out = TokenCount(
+            samples=a[0],
+            tokens=a[1],
+            sampled_tokens=a[2],
+            real=a[3],
+            batches=a[4],
+            sampled=a[5],
+            every=self.every,
+            masked=self.mask_step is not None,
+        )
         self.reset()
         return out
 
@@ -387,8 +413,16 @@ class TokenTally:
         """One batch counted in full (SYNTHETIC's one cached batch)."""
         t = _size(_getter(self.token_step)(batch))
         real = t if self.mask_step is None else int(_getter(self.mask_step)(batch).sum())
-        return TokenCount(samples=samples, tokens=t, sampled_tokens=t, real=real, batches=1, sampled=1, every=1,
-                          masked=self.mask_step is not None)
+        return TokenCount(
+            samples=samples,
+            tokens=t,
+            sampled_tokens=t,
+            real=real,
+            batches=1,
+            sampled=1,
+            every=1,
+            masked=self.mask_step is not None,
+        )
 
 
 _MISSING = (AttributeError, IndexError, KeyError, TypeError, ValueError)
@@ -415,22 +449,27 @@ def _token_steps(batch: Any, token_key: Any, mask_key: Any) -> Tuple[Optional[_S
     if token_key != "auto":
         token = _named_step(batch, token_key)
         if token is None:
-            raise TypeError(f"count: tokens: token_key {token_key!r} is not in the batch (a {type(batch).__name__} "
-                            f"with {', '.join(_where(s) for s in steps) or 'no parts'})")
+            raise TypeError(
+                f"count: tokens: token_key {token_key!r} is not in the batch (a {type(batch).__name__} "
+                f"with {', '.join(_where(s) for s in steps) or 'no parts'})"
+            )
     elif _dims(batch) >= 2 and _integers(batch):
         token = None  # the batch itself is the token tensor
     else:
         named = [s for s in steps if s[1] in _TOKEN_NAMES and _dims(_get(batch, s)) >= 2]
         found = named or [s for s in steps if _dims(_get(batch, s)) >= 2 and _integers(_get(batch, s))]
         if not found:
-            raise TypeError(f"count: tokens: no tensor of integer token ids of two or more dimensions (batch, sequence) "
-                            f"in a batch of type {type(batch).__name__}: expected token ids such as "
-                            f"batch['input_ids'], or name them with global.token_key")
+            raise TypeError(
+                f"count: tokens: no tensor of integer token ids of two or more dimensions (batch, sequence) "
+                f"in a batch of type {type(batch).__name__}: expected token ids such as "
+                f"batch['input_ids'], or name them with global.token_key"
+            )
         token = found[0]
     ids = batch if token is None else _get(batch, token)
     if _dims(ids) < 2:
-        raise TypeError(f"count: tokens: {_where(token)} has shape {tuple(getattr(ids, 'shape', ()))}; expected "
-                        f"(batch, sequence) token ids")
+        raise TypeError(
+            f"count: tokens: {_where(token)} has shape {tuple(getattr(ids, 'shape', ()))}; expected (batch, sequence) token ids"
+        )
     if mask_key == "none":
         return token, None
     if mask_key != "auto":

@@ -50,8 +50,7 @@ def active_devices() -> List[str]:
 def _sync_for(name: str) -> Callable[[], None]:
     import torch
 
-    return {"cuda": torch.cuda.synchronize, "mps": lambda: torch.mps.synchronize(),
-            "xpu": lambda: torch.xpu.synchronize()}[name]
+    return {"cuda": torch.cuda.synchronize, "mps": lambda: torch.mps.synchronize(), "xpu": lambda: torch.xpu.synchronize()}[name]
 
 
 def _noop() -> None:
@@ -112,8 +111,9 @@ def to_device(batch: Any, device: Any) -> Any:
     if isinstance(batch, (list, tuple)):
         return type(batch)(to_device(v, device) for v in batch)
     if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
-        return dataclasses.replace(batch, **{f.name: to_device(getattr(batch, f.name), device)
-                                             for f in dataclasses.fields(batch) if f.init})
+        return dataclasses.replace(
+            batch, **{f.name: to_device(getattr(batch, f.name), device) for f in dataclasses.fields(batch) if f.init}
+        )
     return batch
 
 

@@ -29,8 +29,7 @@ from ..core.results import FlopCount
 __all__ = ["StepCounter", "cpu_name"]
 
 # Ops without a FLOP formula that are worth naming: matmuls, convolutions, attention, recurrences, FFTs.
-_HEAVY = re.compile(r"mm|matmul|conv|attention|attn|linear|einsum|rnn|lstm|gru|fft|cudnn|mkldnn|flash|bmm",
-                    re.IGNORECASE)
+_HEAVY = re.compile(r"mm|matmul|conv|attention|attn|linear|einsum|rnn|lstm|gru|fft|cudnn|mkldnn|flash|bmm", re.IGNORECASE)
 _CONV = re.compile(r"conv", re.IGNORECASE)
 # torch.compile warns of the counter's global module hooks; the count does not change what it runs.
 _HOOKS_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
@@ -68,9 +67,10 @@ def _extra_formulas() -> Dict[Any, Any]:
     aten = torch.ops.aten
     registry = flop_counter.flop_registry
     out: Dict[Any, Any] = {}
-    for name, like in (("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention"),
-                       ("_scaled_dot_product_flash_attention_for_cpu_backward",
-                        "_scaled_dot_product_efficient_attention_backward")):
+    for name, like in (
+        ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention"),
+        ("_scaled_dot_product_flash_attention_for_cpu_backward", "_scaled_dot_product_efficient_attention_backward"),
+    ):
         op, model = getattr(aten, name, None), registry.get(getattr(aten, like, None))
         if op is not None and model is not None and op not in registry:
             out[op] = _as_raw(model)
@@ -79,6 +79,7 @@ def _extra_formulas() -> Dict[Any, Any]:
 
 def _as_raw(formula: Any) -> Any:
     """A registered formula (it takes tensors already) as a custom mapping that the counter does not wrap again."""
+
     def call(*args: Any, **kwargs: Any) -> Any:
         return formula(*args, **kwargs)
 
@@ -149,8 +150,11 @@ class StepCounter:
         except Exception as err:  # a torch without the counter's internals
             self._close_warnings()
             self.completed = True  # a final answer: no later trial would fare better
-            self.count = FlopCount(samples=self.samples, label=self.label,
-                                   skipped=f"torch's FlopCounterMode could not start ({type(err).__name__}: {err})")
+            self.count = FlopCount(
+                samples=self.samples,
+                label=self.label,
+                skipped=f"torch's FlopCounterMode could not start ({type(err).__name__}: {err})",
+            )
 
     def _close_warnings(self) -> None:
         if self._warnings is not None:
@@ -178,9 +182,16 @@ class StepCounter:
                 device = _accelerator_name(where)
         by_op = {str(k): int(v) for k, v in mode.flop_counts["Global"].items() if v}
         self.count = FlopCount(
-            total=int(mode.get_total_flops()), samples=self.samples, device=device, device_type=device_type,
-            by_dtype=dict(mode.by_dtype), by_op=by_op, unknown=tuple(sorted(mode.unknown)),
-            tf32=bool(device_type == "cuda" and torch.backends.cuda.matmul.allow_tf32), label=self.label)
+            total=int(mode.get_total_flops()),
+            samples=self.samples,
+            device=device,
+            device_type=device_type,
+            by_dtype=dict(mode.by_dtype),
+            by_op=by_op,
+            unknown=tuple(sorted(mode.unknown)),
+            tf32=bool(device_type == "cuda" and torch.backends.cuda.matmul.allow_tf32),
+            label=self.label,
+        )
 
 
 def _accelerator_name(where: str) -> str:

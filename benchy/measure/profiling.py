@@ -22,12 +22,22 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..core.schedule import Mode, TrialSpec
 
-__all__ = ["TRACE_FILE", "CudaProfilerApi", "ProfilerWindow", "Ranges", "TorchProfiler", "TorchRanges", "global_rank",
-           "nvtx_ranges", "profiled_steps"]
+__all__ = [
+    "TRACE_FILE",
+    "CudaProfilerApi",
+    "ProfilerWindow",
+    "Ranges",
+    "TorchProfiler",
+    "TorchRanges",
+    "global_rank",
+    "nvtx_ranges",
+    "profiled_steps",
+]
 
 DOMAIN = "benchy"
 TRACE_FILE = re.compile(  # the trace files TorchProfiler writes
-    r"^rank[0-9]+\.(IO|SYNTHETIC|FULL)_WARMUP_[0-9]+\.pt\.trace\.json$")
+    r"^rank[0-9]+\.(IO|SYNTHETIC|FULL)_WARMUP_[0-9]+\.pt\.trace\.json$"
+)
 
 
 class Ranges:
@@ -173,8 +183,9 @@ class TorchRanges:
     inside a range named after the trial. With an NVTX tool attached the NVTX ranges are kept too.
     The hot loops call :meth:`push` and :meth:`pop` as they call the NVTX ones (the annotated loops)."""
 
-    def __init__(self, spec: TrialSpec, start: Callable[[], None], stop: Callable[[], None],
-                 steps: int, nvtx: Optional[Ranges] = None) -> None:
+    def __init__(
+        self, spec: TrialSpec, start: Callable[[], None], stop: Callable[[], None], steps: int, nvtx: Optional[Ranges] = None
+    ) -> None:
         import torch
 
         self._record = torch.autograd.profiler.record_function

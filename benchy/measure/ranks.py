@@ -30,8 +30,19 @@ import numpy as np
 from ..core.errors import BenchyError
 from ..core.results import RankSummary, TrialResult
 
-__all__ = ["DistributedError", "LocalComm", "TorchComm", "agree", "combine", "disagreement", "make_comm",
-           "merge_summaries", "missing_ranks", "schedule_digest", "summarised"]
+__all__ = [
+    "DistributedError",
+    "LocalComm",
+    "TorchComm",
+    "agree",
+    "combine",
+    "disagreement",
+    "make_comm",
+    "merge_summaries",
+    "missing_ranks",
+    "schedule_digest",
+    "summarised",
+]
 
 Report = Tuple[int, float, float, float]  # (samples, seconds, extra, started) of one rank's trial
 
@@ -49,8 +60,7 @@ class LocalComm:
     rank = 0
     world = 1
 
-    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0,
-                 started: float = math.nan) -> List[Report]:
+    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0, started: float = math.nan) -> List[Report]:
         return [(samples, seconds, extra, started)]
 
     def barrier(self, label: str) -> None:
@@ -161,21 +171,27 @@ class TorchComm:
                 f"are in the JSON written by rank 0. Cause: {err}"
             ) from None
 
-    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0,
-                 started: float = math.nan) -> List[Report]:
+    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0, started: float = math.nan) -> List[Report]:
         """Every rank's (samples, seconds, extra, started); ``extra`` carries a warm-up's step-time drift,
         ``started`` the trial's start in Unix seconds (the timeline's)."""
         import torch
 
         mine = torch.tensor([float(samples), float(seconds), float(extra), float(started)], dtype=torch.float64)
         gathered = [torch.empty_like(mine) for _ in range(self.world)]
-        self._collective(label, "trial results", lambda: self._wait(
-            "exchange", self._dist.all_gather(gathered, mine, group=self._group, async_op=True)))
+        self._collective(
+            label,
+            "trial results",
+            lambda: self._wait("exchange", self._dist.all_gather(gathered, mine, group=self._group, async_op=True)),
+        )
         return [(round(t[0].item()), float(t[1].item()), float(t[2].item()), float(t[3].item())) for t in gathered]
 
-    def reduce(self, label: str, values: Sequence[float],
-               merge: Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]], np.ndarray[Any, Any]],
-               what: str = "trial summaries") -> np.ndarray[Any, Any]:
+    def reduce(
+        self,
+        label: str,
+        values: Sequence[float],
+        merge: Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]], np.ndarray[Any, Any]],
+        what: str = "trial summaries",
+    ) -> np.ndarray[Any, Any]:
         """``values`` of every rank merged (``merge(a, b)``, associative and commutative), the result on
         every rank: up a binomial tree to rank 0 and back down, by point-to-point messages of the
         vector's fixed size. log2 of the ranks rounds each way, and each rank talks to at most that
@@ -206,8 +222,7 @@ class TorchComm:
         return mine
 
     def barrier(self, label: str) -> None:
-        self._collective(label, "barrier", lambda: self._wait(
-            "barrier", self._dist.barrier(group=self._group, async_op=True)))
+        self._collective(label, "barrier", lambda: self._wait("barrier", self._dist.barrier(group=self._group, async_op=True)))
 
     def gather(self, label: str, value: Any) -> List[Any]:
         """Every rank's ``value`` (a small picklable object), in rank order."""
@@ -349,18 +364,32 @@ def summarised(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple
     (:meth:`TorchComm.reduce`) in place of every rank's list."""
     rank = float(comm.rank)
     unknown = change is None or math.isnan(change)
-    mine = [float(result.samples), result.seconds, rank, result.seconds, rank, result.seconds,
-            math.inf if unknown else float(change), 1.0 if unknown else 0.0]  # type: ignore[arg-type]
+    mine = [
+        float(result.samples),
+        result.seconds,
+        rank,
+        result.seconds,
+        rank,
+        result.seconds,
+        math.inf if unknown else float(change),  # type: ignore[arg-type]
+        1.0 if unknown else 0.0,
+    ]
     total = comm.reduce(result.label, mine, merge_summaries)
-    summary = RankSummary(comm.world, result.samples, result.seconds, int(total[2]), float(total[1]), int(total[4]),
-                          float(total[3]), float(total[5]) / comm.world)
-    combined = dataclasses.replace(result, samples=int(np.rint(total[0])), seconds=float(total[1]),
-                                   rank_summary=summary)
+    summary = RankSummary(
+        comm.world,
+        result.samples,
+        result.seconds,
+        int(total[2]),
+        float(total[1]),
+        int(total[4]),
+        float(total[3]),
+        float(total[5]) / comm.world,
+    )
+    combined = dataclasses.replace(result, samples=int(np.rint(total[0])), seconds=float(total[1]), rank_summary=summary)
     return combined, (None if total[7] > 0 else float(total[6]))
 
 
-def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int = 1 << 30
-            ) -> Tuple[TrialResult, Optional[float]]:
+def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int = 1 << 30) -> Tuple[TrialResult, Optional[float]]:
     """All ranks' view of a trial: samples of all ranks over the slowest rank's time, and the
     warm-up change of the rank still speeding up most (None when a rank could not tell). Up to
     ``lists`` ranks every rank's figures are kept (an all-gather); past it, a summary (:func:`summarised`)."""
@@ -368,8 +397,13 @@ def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int 
         return result, change
     if comm.world > lists:
         return summarised(comm, result, change)
-    reports = comm.exchange(result.label, result.samples, result.seconds, math.nan if change is None else change,
-                            math.nan if result.started is None else result.started)
+    reports = comm.exchange(
+        result.label,
+        result.samples,
+        result.seconds,
+        math.nan if change is None else change,
+        math.nan if result.started is None else result.started,
+    )
     changes = [c for _, _, c, _ in reports]
     combined = dataclasses.replace(
         result,

@@ -60,8 +60,7 @@ def _save(generators: List[torch.Generator]) -> _State:
         cuda = torch.cuda.get_rng_state_all()
     numpy = sys.modules.get("numpy")
     numpy_state = numpy.random.get_state() if numpy is not None else None
-    return (torch.get_rng_state(), cuda, random.getstate(), numpy_state,
-            [(g, g.get_state()) for g in generators])
+    return (torch.get_rng_state(), cuda, random.getstate(), numpy_state, [(g, g.get_state()) for g in generators])
 
 
 def _restore(saved: _State) -> None:

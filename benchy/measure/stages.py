@@ -29,8 +29,18 @@ from torch.utils.data import IterableDataset
 
 from ..core.stages import StageTrial
 
-__all__ = ["Arrival", "Done", "Instrumented", "StagePlan", "Steps", "has_in_order", "instrument", "stage_trial",
-           "step_name", "timer_cost"]
+__all__ = [
+    "Arrival",
+    "Done",
+    "Instrumented",
+    "StagePlan",
+    "Steps",
+    "has_in_order",
+    "instrument",
+    "stage_trial",
+    "step_name",
+    "timer_cost",
+]
 
 _clock = time.perf_counter
 _cpu = time.thread_time
@@ -68,8 +78,7 @@ class Arrival:
 
     __slots__ = ("cpu", "end", "items", "pinned", "received", "seconds", "start", "worker")
 
-    def __init__(self, worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float,
-                 items: int) -> None:
+    def __init__(self, worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float, items: int) -> None:
         self.worker, self.start, self.end, self.seconds, self.cpu, self.items = worker, start, end, seconds, cpu, items
         self.received = float("nan")  # when the main process (or the pin thread) unpickled it
         self.pinned = float("nan")  # when pin_memory reached it
@@ -130,8 +139,14 @@ class _TimedStep:
 def step_name(fn: Any) -> str:
     """A transform's name: its class's, or a function's own."""
     name = getattr(fn, "__name__", None)
-    return str(name) if isinstance(name, str) and not isinstance(fn, type) and callable(fn) and \
-        type(fn).__name__ in ("function", "builtin_function_or_method", "method", "partial") else type(fn).__name__
+    return (
+        str(name)
+        if isinstance(name, str)
+        and not isinstance(fn, type)
+        and callable(fn)
+        and type(fn).__name__ in ("function", "builtin_function_or_method", "method", "partial")
+        else type(fn).__name__
+    )
 
 
 class StagePlan:
@@ -205,8 +220,12 @@ def _split_transforms(dataset: Any, plan: StagePlan, sums: _Sums, depth: int = 0
         except Exception:  # a read-only attribute (a property without a setter): left in the dataset's time
             continue
         plan.add(name)
-    replaced = [a for a in found if isinstance(getattr(copied, a, None), _TimedStep)
-                or any(isinstance(t, _TimedStep) for t in getattr(getattr(copied, a, None), "transforms", None) or ())]
+    replaced = [
+        a
+        for a in found
+        if isinstance(getattr(copied, a, None), _TimedStep)
+        or any(isinstance(t, _TimedStep) for t in getattr(getattr(copied, a, None), "transforms", None) or ())
+    ]
     if not replaced:
         plan.split = f"{type(dataset).__name__}'s {' and '.join(found)} could not be replaced (read-only)"
         return dataset
@@ -288,8 +307,9 @@ class _TimedCollate:
         t1 = _clock()
         sums = self.sums
         info = get_worker_info()
-        mark = Arrival(-1 if info is None else int(info.id), sums.start or t0, t1,
-                       tuple(sums.seconds) + (t1 - t0,), sums.cpu, sums.items)
+        mark = Arrival(
+            -1 if info is None else int(info.id), sums.start or t0, t1, tuple(sums.seconds) + (t1 - t0,), sums.cpu, sums.items
+        )
         sums.reset()
         return (mark, batch, Done())
 
@@ -324,8 +344,9 @@ class _TimedSampler:
 class Instrumented:
     """An instrumented copy of a DataLoader: the loader to drain, its plan and its sampler's timer."""
 
-    def __init__(self, loader: Any, plan: StagePlan, sampler: Optional[_TimedSampler], workers: int,
-                 pin_memory: bool, iterable: bool) -> None:
+    def __init__(
+        self, loader: Any, plan: StagePlan, sampler: Optional[_TimedSampler], workers: int, pin_memory: bool, iterable: bool
+    ) -> None:
         self.loader, self.plan, self.sampler = loader, plan, sampler
         self.workers, self.pin_memory, self.iterable = workers, pin_memory, iterable
 
@@ -347,8 +368,7 @@ def instrument(arguments: Dict[str, Any]) -> Instrumented:
     else:
         timed_ds = (_TimedBatchedMap if callable(getattr(split, "__getitems__", None)) else _TimedMap)(split, sums)
     collate = arguments.get("collate_fn") or default_collate
-    if arguments.get("batch_size", 1) is None and arguments.get("batch_sampler") is None \
-            and arguments.get("collate_fn") is None:
+    if arguments.get("batch_size", 1) is None and arguments.get("batch_sampler") is None and arguments.get("collate_fn") is None:
         from torch.utils.data import default_convert
 
         collate = default_convert  # what DataLoader uses without automatic batching
@@ -363,8 +383,9 @@ def instrument(arguments: Dict[str, Any]) -> Instrumented:
     return Instrumented(loader, plan, timed_sampler, workers, bool(getattr(loader, "pin_memory", False)), iterable)
 
 
-def stage_trial(label: str, warmup: bool, nbatches: int, fetch: Callable[[], Any], counter: Callable[[Any], int],
-                made: Instrumented) -> StageTrial:
+def stage_trial(
+    label: str, warmup: bool, nbatches: int, fetch: Callable[[], Any], counter: Callable[[Any], int], made: Instrumented
+) -> StageTrial:
     """Drain ``nbatches`` instrumented batches (``fetch``: the source's, which starts passes as
     needed); the record of each batch, and the main process's own figures."""
     slots = 1 + len(made.plan.names) + 1  # dataset, transform steps, collate
@@ -392,23 +413,40 @@ def stage_trial(label: str, warmup: bool, nbatches: int, fetch: Callable[[], Any
         marks.append((arrival, done))
     seconds = _clock() - begin
     for k, (arrival, done) in enumerate(marks):
-        worker[k], start[k], end[k], cpu[k], items[k] = (arrival.worker, arrival.start, arrival.end, arrival.cpu,
-                                                          arrival.items)
-        work[k, :len(arrival.seconds)] = arrival.seconds
+        worker[k], start[k], end[k], cpu[k], items[k] = (arrival.worker, arrival.start, arrival.end, arrival.cpu, arrival.items)
+        work[k, : len(arrival.seconds)] = arrival.seconds
         received[k] = (arrival.received, done.received)
         pinned[k] = (arrival.pinned, done.pinned)
     sampler = (made.sampler.seconds - sampler_before) if made.sampler is not None else 0.0
-    return StageTrial(label=label, warmup=warmup, seconds=seconds, samples=samples, names=tuple(made.plan.names),
-                      asked=asked, got=got, worker=worker, start=start, end=end, work=work, dataset_cpu=cpu,
-                      received=received, pinned=pinned, items=items, sampler_seconds=sampler, workers=made.workers,
-                      pin_memory=made.pin_memory)
+    return StageTrial(
+        label=label,
+        warmup=warmup,
+        seconds=seconds,
+        samples=samples,
+        names=tuple(made.plan.names),
+        asked=asked,
+        got=got,
+        worker=worker,
+        start=start,
+        end=end,
+        work=work,
+        dataset_cpu=cpu,
+        received=received,
+        pinned=pinned,
+        items=items,
+        sampler_seconds=sampler,
+        workers=made.workers,
+        pin_memory=made.pin_memory,
+    )
 
 
 def _unpack(item: Any) -> Tuple[Arrival, Any, Done]:
     if isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[0], Arrival):
         return item[0], item[1], item[2]
-    raise TypeError(f"benchy: an instrumented batch should be (Arrival, batch, Done); got {type(item).__name__} "
-                    f"(a loader that rebuilds its batches after collate_fn cannot be timed stage by stage)")
+    raise TypeError(
+        f"benchy: an instrumented batch should be (Arrival, batch, Done); got {type(item).__name__} "
+        f"(a loader that rebuilds its batches after collate_fn cannot be timed stage by stage)"
+    )
 
 
 def has_in_order() -> bool:

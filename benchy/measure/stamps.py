@@ -18,8 +18,19 @@ import numpy as np
 from ..core.results import TrialResult, samples_typecode
 from ..core.schedule import TrialSpec
 
-__all__ = ["CHUNK", "LOOKAHEAD_SHARE", "UNSET", "Pauses", "Series", "build_result", "fetches_ahead", "handed_out",
-           "size_buffer", "stamp_buffer", "without_first_period"]
+__all__ = [
+    "CHUNK",
+    "LOOKAHEAD_SHARE",
+    "UNSET",
+    "Pauses",
+    "Series",
+    "build_result",
+    "fetches_ahead",
+    "handed_out",
+    "size_buffer",
+    "stamp_buffer",
+    "without_first_period",
+]
 
 Pauses = List[Tuple[int, float]]  # (period, seconds) of benchy's own work inside a trial, taken out of it
 
@@ -62,7 +73,7 @@ class Series:
         """Move ``buf[:count]`` into ``data`` (from ``done`` on) and blank those slots."""
         if count > 0 and self.buffered:
             start = self.done
-            self.data[start:start + count] = array(self.data.typecode, self.buf[:count])
+            self.data[start : start + count] = array(self.data.typecode, self.buf[:count])
             self.buf[:count] = self._blank[:count]
             self.done = start + count
 
@@ -81,8 +92,8 @@ class Series:
         """The sum of values ``low`` to ``high - 1``."""
         if not self.buffered or high <= self.done:
             return float(sum(self.data[low:high]))
-        head = float(sum(self.data[low:self.done])) if low < self.done else 0.0
-        return head + float(sum(self.buf[max(0, low - self.done):high - self.done]))
+        head = float(sum(self.data[low : self.done])) if low < self.done else 0.0
+        return head + float(sum(self.buf[max(0, low - self.done) : high - self.done]))
 
     def written(self) -> int:
         """How many stamps were taken (a stamp series: the first blank slot of ``buf``)."""
@@ -120,9 +131,16 @@ def handed_out(stamps: Series, n: int) -> int:
     return min(stamps.written(), n)
 
 
-def build_result(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses,
-                 periods: Optional[int] = None, asks: Optional[Series] = None,
-                 fetched: Optional[float] = None, gaps: Optional[Pauses] = None) -> TrialResult:
+def build_result(
+    spec: TrialSpec,
+    stamps: Series,
+    sizes: Series,
+    pauses: Pauses,
+    periods: Optional[int] = None,
+    asks: Optional[Series] = None,
+    fetched: Optional[float] = None,
+    gaps: Optional[Pauses] = None,
+) -> TrialResult:
     """A :class:`TrialResult` over the first ``periods`` periods (default: all of them), from the
     series the loop filled (moved into their typed arrays by the caller).
 
@@ -162,13 +180,24 @@ def build_result(spec: TrialSpec, stamps: Series, sizes: Series, pauses: Pauses,
             wait_seconds = float(waits.sum())
             kept, kept_view = _typed("f", n)  # each period's wait, for the timeline (4 bytes a step)
             kept_view[:] = waits
-            work = times[1:n + 1]  # in place: the stamps are not needed after this either (stamps[0] is)
+            work = times[1 : n + 1]  # in place: the stamps are not needed after this either (stamps[0] is)
             np.subtract(steps, waits, out=work)
-            split = {"wait_seconds": wait_seconds, "wait_median": float(np.median(waits, overwrite_input=True)),
-                     "work_median": float(np.median(work, overwrite_input=True)), "step_waits": kept}
+            split = {
+                "wait_seconds": wait_seconds,
+                "wait_median": float(np.median(waits, overwrite_input=True)),
+                "work_median": float(np.median(work, overwrite_input=True)),
+                "step_waits": kept,
+            }
     seconds = float(steps.sum())
-    return TrialResult(spec=spec, samples=int(counts_all.sum(dtype=np.int64)), seconds=seconds,
-                       step_seconds=step_seconds, step_samples=counts, started=_finite(times[0]), **split)
+    return TrialResult(
+        spec=spec,
+        samples=int(counts_all.sum(dtype=np.int64)),
+        seconds=seconds,
+        step_seconds=step_seconds,
+        step_samples=counts,
+        started=_finite(times[0]),
+        **split,
+    )
 
 
 def _finite(value: Any) -> Optional[float]:

@@ -30,8 +30,19 @@ import psutil
 from ..core.results import SystemFigures
 from ..core.stages import WorkerMemory
 
-__all__ = ["GPU_FIELDS", "NO_ENERGY", "NullSampler", "Rapl", "SystemSampler", "available_cores", "disturbed", "machine_memory",
-           "readings_array", "trainer_memory", "worker_memory"]
+__all__ = [
+    "GPU_FIELDS",
+    "NO_ENERGY",
+    "NullSampler",
+    "Rapl",
+    "SystemSampler",
+    "available_cores",
+    "disturbed",
+    "machine_memory",
+    "readings_array",
+    "trainer_memory",
+    "worker_memory",
+]
 
 CHILDREN_EVERY_S = 0.2  # how often the list of child processes (workers) is refreshed (a pass's workers can live < 1 s)
 try:
@@ -125,8 +136,10 @@ class _Gpu:
             return None
 
 
-NO_ENERGY = ("no GPU energy counter or power readings (an NVIDIA GPU in use and nvidia-ml-py) and no readable "
-             "RAPL counter (/sys/class/powercap/intel-rapl:*/energy_uj; often readable by root only)")
+NO_ENERGY = (
+    "no GPU energy counter or power readings (an NVIDIA GPU in use and nvidia-ml-py) and no readable "
+    "RAPL counter (/sys/class/powercap/intel-rapl:*/energy_uj; often readable by root only)"
+)
 
 
 class Rapl:
@@ -236,8 +249,13 @@ def _read_bytes(proc: psutil.Process) -> Tuple[int, int]:
 class SystemSampler:
     """Samples the process tree at ``hz`` between :meth:`start` and :meth:`stop` (one trial)."""
 
-    def __init__(self, hz: float, clock: Callable[[], float] = time.perf_counter,
-                 gpu: Callable[[], Optional[_Gpu]] = cuda_gpu, rapl: Callable[[], Optional[Rapl]] = Rapl.find) -> None:
+    def __init__(
+        self,
+        hz: float,
+        clock: Callable[[], float] = time.perf_counter,
+        gpu: Callable[[], Optional[_Gpu]] = cuda_gpu,
+        rapl: Callable[[], Optional[Rapl]] = Rapl.find,
+    ) -> None:
         self.interval = 1.0 / hz
         self._clock = clock
         self._gpu_factory = gpu
@@ -368,8 +386,7 @@ class SystemSampler:
         busy = self._cpu_seconds / wall if wall > 0 else 0.0
         # What the rest of the machine took, at most the cores this tree left (the two counters
         # tick at the kernel's granularity: a very short trial reads them coarsely).
-        other: Optional[float] = (min(max(0.0, machine - self._cpu_seconds) / wall, max(0.0, cores - busy))
-                                  if wall > 0 else None)
+        other: Optional[float] = min(max(0.0, machine - self._cpu_seconds) / wall, max(0.0, cores - busy)) if wall > 0 else None
         if wall <= 0 or _slack(cores, 1 + len(self._procs), wall) > KNOWN_SHARE * cores:
             other = None  # too short a trial for the counters' ticks to tell
         out: Dict[str, Any] = {
@@ -408,8 +425,9 @@ class SystemSampler:
         rapl_end = None if self._rapl is None or self._rapl_at is None else self._rapl.read()
         if self._rapl is not None and self._rapl_at is not None and rapl_end is not None:
             out["cpu_energy_j"] = self._rapl.joules(self._rapl_at, rapl_end)
-            out["cpu_energy_source"] = (f"CPU: RAPL package counter{'s' if len(self._rapl.zones) > 1 else ''} "
-                                        f"(the whole package, every process on it)")
+            out["cpu_energy_source"] = (
+                f"CPU: RAPL package counter{'s' if len(self._rapl.zones) > 1 else ''} (the whole package, every process on it)"
+            )
         if not out:
             out["energy_missing"] = NO_ENERGY
         return out

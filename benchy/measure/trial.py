@@ -115,8 +115,26 @@ class EpochState:
     """One epoch of the training loop (one ``iter()`` of a wrapper), shared by its loop and the
     machine; the loop writes it at segment boundaries only."""
 
-    __slots__ = ("__weakref__", "annotated", "capped", "closed", "exhausted", "handed", "holder", "index", "inner",
-                 "inner_next", "limit", "made", "pending", "queue_ready", "role", "settled", "side_from", "window")
+    __slots__ = (
+        "__weakref__",
+        "annotated",
+        "capped",
+        "closed",
+        "exhausted",
+        "handed",
+        "holder",
+        "index",
+        "inner",
+        "inner_next",
+        "limit",
+        "made",
+        "pending",
+        "queue_ready",
+        "role",
+        "settled",
+        "side_from",
+        "window",
+    )
 
     def __init__(self, inner: Iterator[Any], limit: int, made: float, annotated: bool) -> None:
         self.inner = inner  # the loader's own iterator for this pass, made at the wrapper's iter()
@@ -472,8 +490,7 @@ _REPORT_MARK = "# report:"
 _MISS = (AttributeError, IndexError, KeyError, TypeError)
 
 
-def _variant(annotated: Callable[..., Any], nvtx: bool, count: Optional[str], report: bool = True
-             ) -> Callable[..., Any]:
+def _variant(annotated: Callable[..., Any], nvtx: bool, count: Optional[str], report: bool = True) -> Callable[..., Any]:
     """A loop compiled from ``annotated``'s source: without NVTX, every line marked ``# nvtx``
     made ``pass`` (which compiles to nothing); with ``count`` (a counter's ``inline``
     expression, e.g. ``batch[0].shape[0]``), the lines marked ``# count`` compute it in place
@@ -492,10 +509,16 @@ def _variant(annotated: Callable[..., Any], nvtx: bool, count: Optional[str], re
         elif not report and _REPORT_MARK in line:
             line = line[: len(line) - len(line.lstrip())] + "if False:"
         kept.append(line)
-    name = annotated.__name__.replace("_annotated", "_plain" if not nvtx else "_annotated") + (
-        "_inline" if count is not None else "") + ("" if report else "_quiet")
-    code = compile("\n".join(kept).replace(f"def {annotated.__name__}(", f"def {name}(", 1) + "\n",
-                   inspect.getsourcefile(annotated) or "<benchy.measure.trial>", "exec")
+    name = (
+        annotated.__name__.replace("_annotated", "_plain" if not nvtx else "_annotated")
+        + ("_inline" if count is not None else "")
+        + ("" if report else "_quiet")
+    )
+    code = compile(
+        "\n".join(kept).replace(f"def {annotated.__name__}(", f"def {name}(", 1) + "\n",
+        inspect.getsourcefile(annotated) or "<benchy.measure.trial>",
+        "exec",
+    )
     namespace: Dict[str, Any] = {}
     exec(code, annotated.__globals__, namespace)
     made: Callable[..., Any] = namespace[name]
@@ -507,8 +530,7 @@ _SOURCE_READABLE = True
 _VARIANTS: Dict[Tuple[str, bool, Optional[str], bool], Callable[..., Any]] = {}
 
 
-def _loop(annotated: Callable[..., Any], nvtx: bool, count: Optional[str] = None, report: bool = True
-          ) -> Callable[..., Any]:
+def _loop(annotated: Callable[..., Any], nvtx: bool, count: Optional[str] = None, report: bool = True) -> Callable[..., Any]:
     """The loop to run: ``annotated`` itself (NVTX, no inline count, periodic lines), else its
     compiled variant (made once per combination). Where the package's source cannot be read (a
     zipped or compiled-only install) the annotated loop runs (with no-op ranges when NVTX is off)."""
@@ -546,14 +568,19 @@ def _inline(counter: Counter) -> Optional[str]:
 
 def io_trial(args: IOArgs) -> TrialResult:
     """Drain ``spec.nbatches`` batches from the source alone (no training step)."""
-    run = _loop(_io_annotated, args.ranges is not None, _inline(args.counter),
-                _first_report(args.report, args.freq, args.spec.nbatches) >= 0)
+    run = _loop(
+        _io_annotated,
+        args.ranges is not None,
+        _inline(args.counter),
+        _first_report(args.report, args.freq, args.spec.nbatches) >= 0,
+    )
     result: TrialResult = run(args)
     return result
 
 
-def epoch_loop(args: EpochArgs, counter: Optional[Counter], report: bool, nvtx: Optional[bool] = None
-               ) -> Generator[Any, None, None]:
+def epoch_loop(
+    args: EpochArgs, counter: Optional[Counter], report: bool, nvtx: Optional[bool] = None
+) -> Generator[Any, None, None]:
     """The generator the training loop gets for one epoch. ``counter``: the run's sample counter
     (compiled in place where it has an inline form); ``report``: periodic lines may be due (else
     their test compiles to nothing); ``nvtx``: the variant that pushes ranges (default: as

@@ -179,16 +179,27 @@ class WindowRun:
     def span(self) -> WindowSpan:
         """Where the window ran, for the JSON and the timeline."""
         first, last = self.placed[0], self.placed[-1]
-        return WindowSpan(start_epoch=first.epoch, start_step=first.step, end_epoch=last.epoch,
-                          end_step=last.step + max(0, last.handed - 1), segments=len(self.placed),
-                          left_out=len(self.left_out))
+        return WindowSpan(
+            start_epoch=first.epoch,
+            start_step=first.step,
+            end_epoch=last.epoch,
+            end_step=last.step + max(0, last.handed - 1),
+            segments=len(self.placed),
+            left_out=len(self.left_out),
+        )
 
     def result(self) -> TrialResult:
         """The trial over its measured periods (the window is ``done``)."""
         h = self.stamps.done
-        full = build_result(self.spec, _view(self.stamps, h + 1), _view(self.sizes, h), self.pauses,
-                            asks=None if self.asks is None else _view(self.asks, h), fetched=self.fetched,
-                            gaps=self.gaps)
+        full = build_result(
+            self.spec,
+            _view(self.stamps, h + 1),
+            _view(self.sizes, h),
+            self.pauses,
+            asks=None if self.asks is None else _view(self.asks, h),
+            fetched=self.fetched,
+            gaps=self.gaps,
+        )
         drop = sorted(set(i for i in self.left_out if 0 <= i < h))
         result = _without(full, drop)
         return dataclasses.replace(result, window=self.span())
@@ -220,17 +231,20 @@ def _without(result: TrialResult, drop: List[int]) -> TrialResult:
     if result.step_waits is not None:
         waits = np.frombuffer(result.step_waits, dtype=np.float32)[keep].astype(np.float64)
         work = kept_steps - waits
-        changes = {"step_waits": array("f", waits.astype(np.float32).tobytes()) if len(waits) else array("f"),
-                   "wait_seconds": float(waits.sum()) if len(waits) else None,
-                   "wait_median": float(np.median(waits)) if len(waits) else None,
-                   "work_median": float(np.median(work)) if len(work) else None}
+        changes = {
+            "step_waits": array("f", waits.astype(np.float32).tobytes()) if len(waits) else array("f"),
+            "wait_seconds": float(waits.sum()) if len(waits) else None,
+            "wait_median": float(np.median(waits)) if len(waits) else None,
+            "work_median": float(np.median(work)) if len(work) else None,
+        }
     return dataclasses.replace(
         result,
         samples=int(kept_counts.sum(dtype=np.int64)),
         seconds=float(kept_steps.sum()),
         step_seconds=array("d", kept_steps.tobytes()),
-        step_samples=array(samples_typecode(kept_counts), kept_counts.astype(np.dtype(samples_typecode(kept_counts)))
-                           .tobytes()) if len(kept_counts) else array("B"),
+        step_samples=array(samples_typecode(kept_counts), kept_counts.astype(np.dtype(samples_typecode(kept_counts))).tobytes())
+        if len(kept_counts)
+        else array("B"),
         started=started,
         **changes,
     )

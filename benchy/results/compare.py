@@ -64,17 +64,44 @@ def _change(mode: Mode, base: ModeRun, new: ModeRun) -> ModeChange:
     """The change and the raw test; status and significance come with the adjustment."""
     change = (new.mean / base.mean - 1.0) if base.mean and new.mean is not None else None
     test = welch(base.trial_throughputs, new.trial_throughputs)
-    common = dict(mode=mode.value, base_mean=base.mean, base_interval=base.interval,
-                  base_n=len(base.trial_throughputs), new_mean=new.mean, new_interval=new.interval,
-                  new_n=len(new.trial_throughputs), change=change)
+    common = dict(
+        mode=mode.value,
+        base_mean=base.mean,
+        base_interval=base.interval,
+        base_n=len(base.trial_throughputs),
+        new_mean=new.mean,
+        new_interval=new.interval,
+        new_n=len(new.trial_throughputs),
+        change=change,
+    )
     if test is None or change is None:
         short = [name for name, side in (("base", base), ("new", new)) if len(side.trial_throughputs) < 2]
-        why = (f"{' and '.join(short)} {'have' if len(short) > 1 else 'has'} fewer than 2 trial throughputs"
-               if short else "no mean to compare")
-        return ModeChange(**common, t=None, df=None, df_used=None, p=None, p_adjusted=None,  # type: ignore[arg-type]
-                          significant=False, status=UNTESTED, why=why)
-    return ModeChange(**common, t=test.t, df=test.df, df_used=test.df_used, p=test.p,  # type: ignore[arg-type]
-                      p_adjusted=None, significant=False, status=UNCHANGED)
+        why = (
+            f"{' and '.join(short)} {'have' if len(short) > 1 else 'has'} fewer than 2 trial throughputs"
+            if short
+            else "no mean to compare"
+        )
+        return ModeChange(
+            **common,  # type: ignore[arg-type]
+            t=None,
+            df=None,
+            df_used=None,
+            p=None,
+            p_adjusted=None,
+            significant=False,
+            status=UNTESTED,
+            why=why,
+        )
+    return ModeChange(
+        **common,  # type: ignore[arg-type]
+        t=test.t,
+        df=test.df,
+        df_used=test.df_used,
+        p=test.p,
+        p_adjusted=None,
+        significant=False,
+        status=UNCHANGED,
+    )
 
 
 def _judged(c: ModeChange, p_adjusted: float, threshold: float, alpha: float) -> ModeChange:
@@ -148,11 +175,22 @@ def _p(p: Optional[float]) -> str:
 
 def table(c: Comparison) -> Table:
     rows: List[Sequence[str]] = [
-        [m.mode, _mean(m.base_mean, m.base_interval, m.base_n), _mean(m.new_mean, m.new_interval, m.new_n),
-         _pct(m.change), _p(m.p), _p(m.p_adjusted), m.status + (f" ({m.why})" if m.why else "")]
-        for m in c.changes]
-    return Table(["mode", "base samples/s (trials)", "new samples/s (trials)", "change", "p", "p (Holm)", "result"],
-                 rows, right=[False, True, True, True, True, True, False])
+        [
+            m.mode,
+            _mean(m.base_mean, m.base_interval, m.base_n),
+            _mean(m.new_mean, m.new_interval, m.new_n),
+            _pct(m.change),
+            _p(m.p),
+            _p(m.p_adjusted),
+            m.status + (f" ({m.why})" if m.why else ""),
+        ]
+        for m in c.changes
+    ]
+    return Table(
+        ["mode", "base samples/s (trials)", "new samples/s (trials)", "change", "p", "p (Holm)", "result"],
+        rows,
+        right=[False, True, True, True, True, True, False],
+    )
 
 
 def _describe(run: Run) -> str:
@@ -164,28 +202,37 @@ def _describe(run: Run) -> str:
 def header(c: Comparison) -> List[str]:
     lines = [f"base: {_describe(c.base)}", f"new:  {_describe(c.new)}"]
     if c.base.nranks != c.new.nranks:
-        lines.append(f"note: the runs have different numbers of ranks ({c.base.nranks} and {c.new.nranks}); "
-                     f"throughputs are of all ranks together")
+        lines.append(
+            f"note: the runs have different numbers of ranks ({c.base.nranks} and {c.new.nranks}); "
+            f"throughputs are of all ranks together"
+        )
     lines.extend(f"note: {s}, not compared" for s in c.skipped)
     return lines
 
 
 def status_line(c: Comparison) -> str:
     """The one-line answer, with the rule that produced it."""
-    rule = (f"a mode regresses when its mean falls by more than {100.0 * c.threshold:g} % and Welch's test on the "
-            f"trial throughputs gives p < {1.0 - c.confidence:.2g} after Holm's adjustment for the "
-            f"{len([m for m in c.changes if m.p is not None])} modes tested")
+    rule = (
+        f"a mode regresses when its mean falls by more than {100.0 * c.threshold:g} % and Welch's test on the "
+        f"trial throughputs gives p < {1.0 - c.confidence:.2g} after Holm's adjustment for the "
+        f"{len([m for m in c.changes if m.p is not None])} modes tested"
+    )
     bad = [m for m in c.changes if m.status == REGRESSION]
     if bad:
-        parts = ", ".join(f"{m.mode} {_pct(m.change)} (adjusted p {'= ' if (m.p_adjusted or 0) >= 0.001 else ''}"
-                          f"{_p(m.p_adjusted)})" for m in bad)
+        parts = ", ".join(
+            f"{m.mode} {_pct(m.change)} (adjusted p {'= ' if (m.p_adjusted or 0) >= 0.001 else ''}{_p(m.p_adjusted)})"
+            for m in bad
+        )
         return f"REGRESSION: {parts}; {rule}"
     untested = [m for m in c.changes if m.status == UNTESTED]
     tail = f" ({', '.join(m.mode for m in untested)} not tested)" if untested else ""
     fell = [m for m in untested if m.change is not None and -m.change > c.threshold]
     if fell:
-        tail += "; WARNING: " + ", ".join(f"{m.mode} fell {_pct(m.change)}" for m in fell) + \
-            " but could not be tested (run with ntrials >= 2, or keep the JSON rather than the log)"
+        tail += (
+            "; WARNING: "
+            + ", ".join(f"{m.mode} fell {_pct(m.change)}" for m in fell)
+            + " but could not be tested (run with ntrials >= 2, or keep the JSON rather than the log)"
+        )
     return f"OK: no significant regression beyond {100.0 * c.threshold:g} %{tail}; {rule}"
 
 
@@ -199,17 +246,23 @@ def markdown(c: Comparison) -> str:
 
 def as_dict(c: Comparison) -> Dict[str, Any]:
     """The comparison for ``--format json`` (non-finite numbers are the caller's to null)."""
+
     def side(run: Run) -> Dict[str, Any]:
-        return {"path": run.path, "name": run.name, "nranks": run.nranks, "complete": run.complete,
-                "schema_version": run.schema_version, "source": run.source}
+        return {
+            "path": run.path,
+            "name": run.name,
+            "nranks": run.nranks,
+            "complete": run.complete,
+            "schema_version": run.schema_version,
+            "source": run.source,
+        }
 
     doc: Dict[str, Any] = {
         "base": side(c.base),
         "new": side(c.new),
         "threshold": c.threshold,
         "confidence": c.confidence,
-        "method": ("Welch's t-test on the trial throughputs (p-value with df rounded down), "
-                   "Holm-adjusted over the modes tested"),
+        "method": ("Welch's t-test on the trial throughputs (p-value with df rounded down), Holm-adjusted over the modes tested"),
         "modes": [asdict(m) for m in c.changes],
         "skipped": c.skipped,
         "regressed": c.regressed,

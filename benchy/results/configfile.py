@@ -88,8 +88,10 @@ def resolve_config(config: ConfigLike, run_name: Optional[str] = None, count: Op
     if isinstance(config, (str, os.PathLike)):
         return load_config(path=config, overrides=with_global(None, given))
     raise ConfigError(
-        [f"benchy config: got {describe(config)}; expected a benchy.Config, a mapping of overrides, "
-         f"a path to a YAML file, or None"]
+        [
+            f"benchy config: got {describe(config)}; expected a benchy.Config, a mapping of overrides, "
+            f"a path to a YAML file, or None"
+        ]
     )
 
 
@@ -99,8 +101,10 @@ def read_yaml(path: str) -> Tuple[Any, Optional[str]]:
         with open(path, encoding="utf-8") as handle:
             text = handle.read(MAX_CONFIG_BYTES + 1)
         if len(text) > MAX_CONFIG_BYTES:
-            return None, (f"benchy config {path}: the file is larger than {MAX_CONFIG_BYTES} bytes; a benchy config "
-                          f"is a few lines (sections global, IO, synthetic, full)")
+            return None, (
+                f"benchy config {path}: the file is larger than {MAX_CONFIG_BYTES} bytes; a benchy config "
+                f"is a few lines (sections global, IO, synthetic, full)"
+            )
     except FileNotFoundError:
         return None, f"benchy config {path}: file not found"
     except IsADirectoryError:
@@ -114,8 +118,6 @@ def read_yaml(path: str) -> Tuple[Any, Optional[str]]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         what = getattr(err, "problem", None) or str(err).splitlines()[0]
         return None, f"benchy config {path}: malformed YAML{where}: {what}"
-
-
 
 
 def _name_max(directory: str) -> int:
@@ -162,24 +164,27 @@ def check_output(general: Mapping[str, Any], source: str, problems: List[str], c
         return
     limit = _name_max(existing)
     if len(os.fsencode(name)) > limit:
-        problems.append(f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} "
-                        f"allows at most {limit}")
+        problems.append(
+            f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} allows at most {limit}"
+        )
         return
     side = steps_name(name) if general["save_steps"] else None
     if side is not None and len(os.fsencode(side)) > limit:
-        problems.append(f"{key_name}: the per-step directory's name {side[:40]}... would have {len(os.fsencode(side))} "
-                        f"bytes; the file system at {existing} allows at most {limit}: shorten the name by "
-                        f"{len(os.fsencode(side)) - limit} bytes or set global.save_steps: false")
+        problems.append(
+            f"{key_name}: the per-step directory's name {side[:40]}... would have {len(os.fsencode(side))} "
+            f"bytes; the file system at {existing} allows at most {limit}: shorten the name by "
+            f"{len(os.fsencode(side)) - limit} bytes or set global.save_steps: false"
+        )
         return
     why = _probe(existing)
     if why is not None:
         what = "is not writable" if existing == directory else f"cannot be created in {existing}"
-        problems.append(f"{key_dir}: {directory} {what} ({why}); expected a directory where benchy can write "
-                        f"its JSON result")
+        problems.append(f"{key_dir}: {directory} {what} ({why}); expected a directory where benchy can write its JSON result")
         return
     if os.path.isdir(os.path.join(directory, name)):
         problems.append(f"{key_name}: {os.path.join(directory, name)} is a directory; expected a file name")
-    elif side is not None and os.path.exists(os.path.join(directory, side)) and not os.path.isdir(
-            os.path.join(directory, side)):
-        problems.append(f"{key_name}: {os.path.join(directory, side)} is a file; benchy keeps per-step times in a "
-                        f"directory of that name: move the file, rename the output or set global.save_steps: false")
+    elif side is not None and os.path.exists(os.path.join(directory, side)) and not os.path.isdir(os.path.join(directory, side)):
+        problems.append(
+            f"{key_name}: {os.path.join(directory, side)} is a file; benchy keeps per-step times in a "
+            f"directory of that name: move the file, rename the output or set global.save_steps: false"
+        )

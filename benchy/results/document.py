@@ -69,7 +69,7 @@ def _shown(value: Any) -> str:
         text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     else:
         text = json.dumps(value)
-    return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 class Kind:
@@ -98,8 +98,9 @@ class Kind:
 class Num(Kind):
     """A finite number (JSON has no NaN or Infinity), an integer with ``integer``, within bounds."""
 
-    def __init__(self, *, integer: bool = False, low: Optional[float] = None, high: Optional[float] = None,
-                 what: str = "") -> None:
+    def __init__(
+        self, *, integer: bool = False, low: Optional[float] = None, high: Optional[float] = None, what: str = ""
+    ) -> None:
         self.integer, self.low, self.high, self.what = integer, low, high, what
 
     def check(self, value: Any, path: str, fail: Callable[[str, Any, str], ResultFileError], depth: int) -> None:
@@ -248,8 +249,9 @@ class Obj(Kind):
     """An object with declared keys; a key it lacks reads as null unless it is ``required``. Keys it
     does not declare (from a hand edit, or a development version) are kept, unread, as any JSON value."""
 
-    def __init__(self, fields: Mapping[str, Kind], required: Sequence[str] = (), what: str = "an object",
-                 plural: str = "") -> None:
+    def __init__(
+        self, fields: Mapping[str, Kind], required: Sequence[str] = (), what: str = "an object", plural: str = ""
+    ) -> None:
         self.fields, self.required, self.what = dict(fields), tuple(required), what
         self.plural = plural or (what[3:] if what.startswith("an ") else what[2:] if what.startswith("a ") else what) + "s"
 
@@ -313,10 +315,19 @@ def _plural(kind: Kind) -> str:
     text = kind.text()
     for article in ("an ", "a "):
         if text.startswith(article):
-            first, _, rest = text[len(article):].partition(" ")
-            plural = {"number": "numbers", "integer": "integers", "string": "strings", "object": "objects",
-                      "list": "lists", "loader": "loaders", "window": "windows", "trial": "trials",
-                      "stage": "stages", "setting": "settings"}.get(first, first)
+            first, _, rest = text[len(article) :].partition(" ")
+            plural = {
+                "number": "numbers",
+                "integer": "integers",
+                "string": "strings",
+                "object": "objects",
+                "list": "lists",
+                "loader": "loaders",
+                "window": "windows",
+                "trial": "trials",
+                "stage": "stages",
+                "setting": "settings",
+            }.get(first, first)
             return f"{plural} {rest}".rstrip()
     return text
 
@@ -333,130 +344,399 @@ NUMBERS_OR_NULL = ListOf(Opt(NUMBER))
 COUNTS = ListOf(COUNT)
 MODE_NAMES = ("IO", "SYNTHETIC", "FULL")
 
-SYSTEM = Obj({
-    "seconds": NUMBER, "readings": COUNT, "cpu_cores_busy": Opt(NUMBER), "cpu_cores": Opt(NUMBER),
-    "cpu_util": Opt(NUMBER), "processes": Opt(COUNT), "rss_max_bytes": Opt(NUMBER), "read_bytes_per_s": Opt(NUMBER),
-    "loader_read_chars_per_s": Opt(NUMBER), "other_cores_busy": Opt(NUMBER), "disturbed": Opt(FLAG),
-    "gpu_util": Opt(NUMBER), "gpu_memory_bytes": Opt(NUMBER), "gpu_power_w": Opt(NUMBER),
-    "gpu_energy_j": Opt(NUMBER), "gpu_energy_source": Opt(TEXT), "cpu_energy_j": Opt(NUMBER),
-    "cpu_energy_source": Opt(TEXT), "energy_missing": Opt(TEXT),
-}, what="an object of system figures", plural="objects of system figures")
+SYSTEM = Obj(
+    {
+        "seconds": NUMBER,
+        "readings": COUNT,
+        "cpu_cores_busy": Opt(NUMBER),
+        "cpu_cores": Opt(NUMBER),
+        "cpu_util": Opt(NUMBER),
+        "processes": Opt(COUNT),
+        "rss_max_bytes": Opt(NUMBER),
+        "read_bytes_per_s": Opt(NUMBER),
+        "loader_read_chars_per_s": Opt(NUMBER),
+        "other_cores_busy": Opt(NUMBER),
+        "disturbed": Opt(FLAG),
+        "gpu_util": Opt(NUMBER),
+        "gpu_memory_bytes": Opt(NUMBER),
+        "gpu_power_w": Opt(NUMBER),
+        "gpu_energy_j": Opt(NUMBER),
+        "gpu_energy_source": Opt(TEXT),
+        "cpu_energy_j": Opt(NUMBER),
+        "cpu_energy_source": Opt(TEXT),
+        "energy_missing": Opt(TEXT),
+    },
+    what="an object of system figures",
+    plural="objects of system figures",
+)
 SYSTEMS = ListOf(Opt(SYSTEM))
-WARMUP = Obj({"trial_throughput": NUMBERS_OR_NULL, "trial_time": NUMBERS, "trial_samples": COUNTS,
-              "system": SYSTEMS})
-STEPS = Obj({"steps": COUNT, "p50_s": Opt(NUMBER), "p90_s": Opt(NUMBER), "p99_s": Opt(NUMBER),
-             "stall_factor": Opt(NUMBER), "stalls": Opt(COUNT), "stall_share": Opt(NUMBER),
-             "stall_period": Opt(COUNT)})
-RANK_SUMMARY = Obj({"ranks": COUNT, "slowest_rank": INDEX, "slowest_time": NUMBER, "fastest_rank": INDEX,
-                    "fastest_time": NUMBER, "mean_time": NUMBER, "spread": Opt(NUMBER)})
-RANKS = Obj({
-    "trial_throughput": ListOf(NUMBERS_OR_NULL), "trial_time": ListOf(NUMBERS), "trial_samples": ListOf(COUNTS),
-    "spread": NUMBERS_OR_NULL, "mean_trial_time": NUMBERS_OR_NULL, "straggler": Opt(TEXT),
-    "summarised": FLAG, "trials": ListOf(Opt(RANK_SUMMARY)),
-})
-TRIAL_TOKENS = Obj({"samples": COUNT, "tokens": COUNT, "sampled_tokens": COUNT, "real_tokens": COUNT,
-                    "batches": COUNT, "sampled_batches": COUNT, "every": COUNT, "masked": FLAG})
-DATA_WAIT = Obj({"mean": Opt(NUMBER), "interval": Opt(NUMBER), "confidence": Opt(NUMBER),
-                 "trials": NUMBERS_OR_NULL, "labels": ListOf(TEXT), "wait_median_s": NUMBERS_OR_NULL,
-                 "step_median_s": NUMBERS_OR_NULL})
-MODE_BLOCK = Obj({
-    "rates": Opt(ListOf(NUMBERS_OR_NULL)), "avg_iter_throughput": NUMBERS_OR_NULL,
-    "trial_throughput": NUMBERS_OR_NULL, "trial_time": NUMBERS, "trial_samples": COUNTS, "nbatches": COUNTS,
-    "mean": Opt(NUMBER), "interval": Opt(NUMBER), "confidence": Opt(Num(low=0, high=1)), "n": Opt(COUNT),
-    "warmup": Opt(WARMUP), "steps": Opt(STEPS), "system": SYSTEMS, "tokens": ListOf(Opt(TRIAL_TOKENS)),
-    "data_wait": Opt(DATA_WAIT), "ranks": Opt(RANKS), "batch_samples": Opt(COUNT),
-}, what="an object with the mode's trials")
-SETTING = Obj({"num_workers": COUNT, "pin_memory": FLAG, "prefetch_factor": Opt(COUNT)},
-              required=("num_workers", "pin_memory"), what="a loader setting")
-WINDOW = Obj({key: COUNT for key in ("start_epoch", "start_step", "end_epoch", "end_step", "segments", "left_out")},
-             required=("start_epoch", "start_step", "end_epoch", "end_step"), what="a window")
-TIMELINE_TRIAL = Obj({
-    "trial": TEXT, "mode": OneOf(*MODE_NAMES), "group": TEXT, "warmup": FLAG, "profiled": FLAG,
-    "started": Opt(NUMBER), "own_seconds": Opt(NUMBER), "seconds": Opt(NUMBER), "nbatches": Opt(COUNT),
-    "samples": Opt(COUNT), "steps_file": FLAG, "rank_started": Opt(NUMBERS), "rank_seconds": Opt(NUMBERS),
-    "window": Opt(WINDOW), "setting": Opt(SETTING),
-}, required=("trial", "mode"), what="a trial of the timeline", plural="trials of the timeline")
+WARMUP = Obj({"trial_throughput": NUMBERS_OR_NULL, "trial_time": NUMBERS, "trial_samples": COUNTS, "system": SYSTEMS})
+STEPS = Obj(
+    {
+        "steps": COUNT,
+        "p50_s": Opt(NUMBER),
+        "p90_s": Opt(NUMBER),
+        "p99_s": Opt(NUMBER),
+        "stall_factor": Opt(NUMBER),
+        "stalls": Opt(COUNT),
+        "stall_share": Opt(NUMBER),
+        "stall_period": Opt(COUNT),
+    }
+)
+RANK_SUMMARY = Obj(
+    {
+        "ranks": COUNT,
+        "slowest_rank": INDEX,
+        "slowest_time": NUMBER,
+        "fastest_rank": INDEX,
+        "fastest_time": NUMBER,
+        "mean_time": NUMBER,
+        "spread": Opt(NUMBER),
+    }
+)
+RANKS = Obj(
+    {
+        "trial_throughput": ListOf(NUMBERS_OR_NULL),
+        "trial_time": ListOf(NUMBERS),
+        "trial_samples": ListOf(COUNTS),
+        "spread": NUMBERS_OR_NULL,
+        "mean_trial_time": NUMBERS_OR_NULL,
+        "straggler": Opt(TEXT),
+        "summarised": FLAG,
+        "trials": ListOf(Opt(RANK_SUMMARY)),
+    }
+)
+TRIAL_TOKENS = Obj(
+    {
+        "samples": COUNT,
+        "tokens": COUNT,
+        "sampled_tokens": COUNT,
+        "real_tokens": COUNT,
+        "batches": COUNT,
+        "sampled_batches": COUNT,
+        "every": COUNT,
+        "masked": FLAG,
+    }
+)
+DATA_WAIT = Obj(
+    {
+        "mean": Opt(NUMBER),
+        "interval": Opt(NUMBER),
+        "confidence": Opt(NUMBER),
+        "trials": NUMBERS_OR_NULL,
+        "labels": ListOf(TEXT),
+        "wait_median_s": NUMBERS_OR_NULL,
+        "step_median_s": NUMBERS_OR_NULL,
+    }
+)
+MODE_BLOCK = Obj(
+    {
+        "rates": Opt(ListOf(NUMBERS_OR_NULL)),
+        "avg_iter_throughput": NUMBERS_OR_NULL,
+        "trial_throughput": NUMBERS_OR_NULL,
+        "trial_time": NUMBERS,
+        "trial_samples": COUNTS,
+        "nbatches": COUNTS,
+        "mean": Opt(NUMBER),
+        "interval": Opt(NUMBER),
+        "confidence": Opt(Num(low=0, high=1)),
+        "n": Opt(COUNT),
+        "warmup": Opt(WARMUP),
+        "steps": Opt(STEPS),
+        "system": SYSTEMS,
+        "tokens": ListOf(Opt(TRIAL_TOKENS)),
+        "data_wait": Opt(DATA_WAIT),
+        "ranks": Opt(RANKS),
+        "batch_samples": Opt(COUNT),
+    },
+    what="an object with the mode's trials",
+)
+SETTING = Obj(
+    {"num_workers": COUNT, "pin_memory": FLAG, "prefetch_factor": Opt(COUNT)},
+    required=("num_workers", "pin_memory"),
+    what="a loader setting",
+)
+WINDOW = Obj(
+    {key: COUNT for key in ("start_epoch", "start_step", "end_epoch", "end_step", "segments", "left_out")},
+    required=("start_epoch", "start_step", "end_epoch", "end_step"),
+    what="a window",
+)
+TIMELINE_TRIAL = Obj(
+    {
+        "trial": TEXT,
+        "mode": OneOf(*MODE_NAMES),
+        "group": TEXT,
+        "warmup": FLAG,
+        "profiled": FLAG,
+        "started": Opt(NUMBER),
+        "own_seconds": Opt(NUMBER),
+        "seconds": Opt(NUMBER),
+        "nbatches": Opt(COUNT),
+        "samples": Opt(COUNT),
+        "steps_file": FLAG,
+        "rank_started": Opt(NUMBERS),
+        "rank_seconds": Opt(NUMBERS),
+        "window": Opt(WINDOW),
+        "setting": Opt(SETTING),
+    },
+    required=("trial", "mode"),
+    what="a trial of the timeline",
+    plural="trials of the timeline",
+)
 TIMELINE = Obj({"clock": TEXT, "trials": ListOf(TIMELINE_TRIAL)}, required=("trials",))
-SWEEP_SETTING = Obj({
-    "settings": SETTING, "trial_throughput": NUMBERS_OR_NULL, "trial_time": NUMBERS, "trial_samples": COUNTS,
-    "warmup": Obj({"trial_throughput": NUMBERS_OR_NULL}), "mean": Opt(NUMBER), "interval": Opt(NUMBER),
-    "n": Opt(COUNT), "error": Opt(TEXT), "workers_memory_bytes": Opt(NUMBER), "over_memory_cap": Opt(FLAG),
-}, required=("settings",), what="a setting with its trials", plural="settings with their trials")
-SWEEP = Obj({"own": Opt(SETTING), "settings": ListOf(SWEEP_SETTING), "best": Opt(SETTING),
-             "smallest_within_5pct": Opt(SETTING), "feeds_synthetic": Opt(SETTING), "applied": Opt(SETTING),
-             "memory_cap_bytes": Opt(NUMBER)})
-STARTUP = Obj({"seconds": NUMBERS, "started": NUMBERS, "typical": Opt(NUMBER), "basis": Opt(TEXT),
-               "batch_seconds": Opt(NUMBER), "extra": Opt(NUMBER), "epoch_batches": Opt(COUNT),
-               "epoch_seconds": Opt(NUMBER), "share": Opt(NUMBER), "workers": Opt(COUNT),
-               "persistent_workers": Opt(FLAG)})
-FIRST_PASS = Obj({"first_trial": Opt(TEXT), "first_throughput": Opt(NUMBER), "steady_throughput": Opt(NUMBER),
-                  "ratio": Opt(NUMBER), "files_read_bytes": Opt(NUMBER), "storage_read_bytes": Opt(NUMBER),
-                  "warm_cache": Opt(FLAG)})
-STAGE = Obj({"name": TEXT, "where": TEXT, "seconds_per_batch": Opt(NUMBER), "share": Opt(NUMBER),
-             "note": Opt(TEXT), "off_cpu_share": Opt(NUMBER)}, what="a stage")
-STAGES = Obj({
-    "skipped": Opt(TEXT), "period_seconds": Opt(NUMBER), "throughput": Opt(NUMBER), "batches": Opt(COUNT),
-    "workers": Opt(COUNT), "trials": ListOf(TEXT), "stages": ListOf(STAGE), "unexplained_share": Opt(NUMBER),
-    "workers_busy_share": Opt(NUMBER), "largest": Opt(TEXT), "advice": Opt(TEXT), "transforms": Opt(TEXT),
-    "per_worker": ListOf(Obj({"worker": INDEX, "batches": COUNT, "busy_seconds": NUMBER, "idle_seconds": NUMBER,
-                              "busy_share": NUMBER, "seconds_per_batch": NUMBER})),
-    "slow_worker": Opt(Obj({"worker": INDEX, "ratio": NUMBER})), "out_of_order_batches": Opt(COUNT),
-    "head_of_line_share": Opt(NUMBER), "in_order_available": Opt(FLAG), "first_throughput": Opt(NUMBER),
-    "worker_memory": ListOf(Obj({"worker": INDEX, "uss_bytes": Opt(NUMBER), "pss_bytes": Opt(NUMBER),
-                                 "rss_bytes": Opt(NUMBER)})),
-    "instrumentation_seconds_per_sample": Opt(NUMBER), "instrumentation_share": Opt(NUMBER),
-})
-COMPUTE_MODE = Obj({"flops_per_s": Opt(NUMBER), "interval": Opt(NUMBER), "mfu": Opt(NUMBER),
-                    "mfu_interval": Opt(NUMBER)})
-COMPUTE = Obj({
-    "flops_per_step": Opt(NUMBER), "flops_per_sample": Opt(NUMBER), "samples": Opt(COUNT), "counted_in": Opt(TEXT),
-    "device": Opt(TEXT), "device_type": Opt(TEXT), "by_dtype": MapOf(NUMBER, "dtypes"),
-    "by_op": MapOf(NUMBER, "op names"), "unknown_ops": ListOf(TEXT), "tf32": Opt(FLAG), "world": Opt(COUNT),
-    "peak_flops": Opt(NUMBER), "peak_basis": Opt(TEXT), "no_mfu": Opt(TEXT), "skipped": Opt(TEXT),
-    **{mode: Opt(COMPUTE_MODE) for mode in MODE_NAMES},
-})
-TOKENS_MODE = Obj({"tokens_per_s": Opt(NUMBER), "interval": Opt(NUMBER), "n": Opt(COUNT), "padding": Opt(NUMBER),
-                   "mask_every": Opt(COUNT)})
+SWEEP_SETTING = Obj(
+    {
+        "settings": SETTING,
+        "trial_throughput": NUMBERS_OR_NULL,
+        "trial_time": NUMBERS,
+        "trial_samples": COUNTS,
+        "warmup": Obj({"trial_throughput": NUMBERS_OR_NULL}),
+        "mean": Opt(NUMBER),
+        "interval": Opt(NUMBER),
+        "n": Opt(COUNT),
+        "error": Opt(TEXT),
+        "workers_memory_bytes": Opt(NUMBER),
+        "over_memory_cap": Opt(FLAG),
+    },
+    required=("settings",),
+    what="a setting with its trials",
+    plural="settings with their trials",
+)
+SWEEP = Obj(
+    {
+        "own": Opt(SETTING),
+        "settings": ListOf(SWEEP_SETTING),
+        "best": Opt(SETTING),
+        "smallest_within_5pct": Opt(SETTING),
+        "feeds_synthetic": Opt(SETTING),
+        "applied": Opt(SETTING),
+        "memory_cap_bytes": Opt(NUMBER),
+    }
+)
+STARTUP = Obj(
+    {
+        "seconds": NUMBERS,
+        "started": NUMBERS,
+        "typical": Opt(NUMBER),
+        "basis": Opt(TEXT),
+        "batch_seconds": Opt(NUMBER),
+        "extra": Opt(NUMBER),
+        "epoch_batches": Opt(COUNT),
+        "epoch_seconds": Opt(NUMBER),
+        "share": Opt(NUMBER),
+        "workers": Opt(COUNT),
+        "persistent_workers": Opt(FLAG),
+    }
+)
+FIRST_PASS = Obj(
+    {
+        "first_trial": Opt(TEXT),
+        "first_throughput": Opt(NUMBER),
+        "steady_throughput": Opt(NUMBER),
+        "ratio": Opt(NUMBER),
+        "files_read_bytes": Opt(NUMBER),
+        "storage_read_bytes": Opt(NUMBER),
+        "warm_cache": Opt(FLAG),
+    }
+)
+STAGE = Obj(
+    {
+        "name": TEXT,
+        "where": TEXT,
+        "seconds_per_batch": Opt(NUMBER),
+        "share": Opt(NUMBER),
+        "note": Opt(TEXT),
+        "off_cpu_share": Opt(NUMBER),
+    },
+    what="a stage",
+)
+STAGES = Obj(
+    {
+        "skipped": Opt(TEXT),
+        "period_seconds": Opt(NUMBER),
+        "throughput": Opt(NUMBER),
+        "batches": Opt(COUNT),
+        "workers": Opt(COUNT),
+        "trials": ListOf(TEXT),
+        "stages": ListOf(STAGE),
+        "unexplained_share": Opt(NUMBER),
+        "workers_busy_share": Opt(NUMBER),
+        "largest": Opt(TEXT),
+        "advice": Opt(TEXT),
+        "transforms": Opt(TEXT),
+        "per_worker": ListOf(
+            Obj(
+                {
+                    "worker": INDEX,
+                    "batches": COUNT,
+                    "busy_seconds": NUMBER,
+                    "idle_seconds": NUMBER,
+                    "busy_share": NUMBER,
+                    "seconds_per_batch": NUMBER,
+                }
+            )
+        ),
+        "slow_worker": Opt(Obj({"worker": INDEX, "ratio": NUMBER})),
+        "out_of_order_batches": Opt(COUNT),
+        "head_of_line_share": Opt(NUMBER),
+        "in_order_available": Opt(FLAG),
+        "first_throughput": Opt(NUMBER),
+        "worker_memory": ListOf(
+            Obj({"worker": INDEX, "uss_bytes": Opt(NUMBER), "pss_bytes": Opt(NUMBER), "rss_bytes": Opt(NUMBER)})
+        ),
+        "instrumentation_seconds_per_sample": Opt(NUMBER),
+        "instrumentation_share": Opt(NUMBER),
+    }
+)
+COMPUTE_MODE = Obj({"flops_per_s": Opt(NUMBER), "interval": Opt(NUMBER), "mfu": Opt(NUMBER), "mfu_interval": Opt(NUMBER)})
+COMPUTE = Obj(
+    {
+        "flops_per_step": Opt(NUMBER),
+        "flops_per_sample": Opt(NUMBER),
+        "samples": Opt(COUNT),
+        "counted_in": Opt(TEXT),
+        "device": Opt(TEXT),
+        "device_type": Opt(TEXT),
+        "by_dtype": MapOf(NUMBER, "dtypes"),
+        "by_op": MapOf(NUMBER, "op names"),
+        "unknown_ops": ListOf(TEXT),
+        "tf32": Opt(FLAG),
+        "world": Opt(COUNT),
+        "peak_flops": Opt(NUMBER),
+        "peak_basis": Opt(TEXT),
+        "no_mfu": Opt(TEXT),
+        "skipped": Opt(TEXT),
+        **{mode: Opt(COMPUTE_MODE) for mode in MODE_NAMES},
+    }
+)
+TOKENS_MODE = Obj(
+    {"tokens_per_s": Opt(NUMBER), "interval": Opt(NUMBER), "n": Opt(COUNT), "padding": Opt(NUMBER), "mask_every": Opt(COUNT)}
+)
 TOKENS = Obj({"source": Opt(TEXT), **{mode: Opt(TOKENS_MODE) for mode in MODE_NAMES}})
 ENERGY_MODE = Obj({"joules_per_trial": MapOf(NUMBER, "energy figures"), "joules_per_sample": Opt(NUMBER)})
 ENERGY = Obj({"sources": ListOf(TEXT), "missing": Opt(TEXT), **{mode: Opt(ENERGY_MODE) for mode in MODE_NAMES}})
-COMPARISON = Obj({"method": Opt(TEXT), "ratio": Opt(TEXT), "value": Opt(NUMBER), "interval": Opt(ListOf(Opt(NUMBER), 2)),
-                  "confidence": Opt(NUMBER), "t": Opt(NUMBER), "df": Opt(NUMBER), "p": Opt(NUMBER),
-                  "inputs": MapOf(NUMBERS_OR_NULL, "modes")})
-DECISION = Obj({"io_vs_synthetic": Opt(COMPARISON), "full_vs_slower": Opt(COMPARISON), "outcome": Opt(TEXT),
-                "inconsistent": Opt(FLAG)})
-PROFILER = Obj({"nvtx_tool_attached": Opt(FLAG), "profiler": Opt(TEXT), "profiler_mode": Opt(TEXT),
-                "capture": ListOf(TEXT), "events": ListOf(TEXT), "torch_trace_dir": Opt(TEXT),
-                "torch_traces": ListOf(TEXT), "torch_trace_write_s": MapOf(NUMBER, "trace files")})
-SCHEDULE = Obj({"adaptive": Opt(FLAG), "precision": Opt(NUMBER), "windows_needed": Opt(COUNT),
-                "windows_fewest": Opt(COUNT), "epochs_needed": Opt(COUNT), "epochs_fewest": Opt(COUNT),
-                "order": ListOf(TEXT), "warmups": MapOf(COUNT, "modes"), "decision_confidence": Opt(NUMBER),
-                "stop_reason": Opt(TEXT)})
-H2D = Obj({"device": Opt(TEXT), "skipped": Opt(TEXT), "trial_throughput": NUMBERS_OR_NULL, "trial_time": NUMBERS,
-           "trial_samples": COUNTS, "mean": Opt(NUMBER), "interval": Opt(NUMBER), "n": Opt(COUNT),
-           "vs_io": Opt(NUMBER), "system": SYSTEMS})
-ENVIRONMENT = Obj({"benchy_version": Opt(TEXT), "torch_version": Opt(TEXT), "python_version": Opt(TEXT),
-                   "platform": Opt(TEXT), "host": Opt(TEXT), "cpu_count": Opt(COUNT), "device": Opt(TEXT),
-                   "world_size": Opt(COUNT), "argv": ListOf(TEXT), "time_utc": Opt(TEXT)})
+COMPARISON = Obj(
+    {
+        "method": Opt(TEXT),
+        "ratio": Opt(TEXT),
+        "value": Opt(NUMBER),
+        "interval": Opt(ListOf(Opt(NUMBER), 2)),
+        "confidence": Opt(NUMBER),
+        "t": Opt(NUMBER),
+        "df": Opt(NUMBER),
+        "p": Opt(NUMBER),
+        "inputs": MapOf(NUMBERS_OR_NULL, "modes"),
+    }
+)
+DECISION = Obj(
+    {"io_vs_synthetic": Opt(COMPARISON), "full_vs_slower": Opt(COMPARISON), "outcome": Opt(TEXT), "inconsistent": Opt(FLAG)}
+)
+PROFILER = Obj(
+    {
+        "nvtx_tool_attached": Opt(FLAG),
+        "profiler": Opt(TEXT),
+        "profiler_mode": Opt(TEXT),
+        "capture": ListOf(TEXT),
+        "events": ListOf(TEXT),
+        "torch_trace_dir": Opt(TEXT),
+        "torch_traces": ListOf(TEXT),
+        "torch_trace_write_s": MapOf(NUMBER, "trace files"),
+    }
+)
+SCHEDULE = Obj(
+    {
+        "adaptive": Opt(FLAG),
+        "precision": Opt(NUMBER),
+        "windows_needed": Opt(COUNT),
+        "windows_fewest": Opt(COUNT),
+        "epochs_needed": Opt(COUNT),
+        "epochs_fewest": Opt(COUNT),
+        "order": ListOf(TEXT),
+        "warmups": MapOf(COUNT, "modes"),
+        "decision_confidence": Opt(NUMBER),
+        "stop_reason": Opt(TEXT),
+    }
+)
+H2D = Obj(
+    {
+        "device": Opt(TEXT),
+        "skipped": Opt(TEXT),
+        "trial_throughput": NUMBERS_OR_NULL,
+        "trial_time": NUMBERS,
+        "trial_samples": COUNTS,
+        "mean": Opt(NUMBER),
+        "interval": Opt(NUMBER),
+        "n": Opt(COUNT),
+        "vs_io": Opt(NUMBER),
+        "system": SYSTEMS,
+    }
+)
+ENVIRONMENT = Obj(
+    {
+        "benchy_version": Opt(TEXT),
+        "torch_version": Opt(TEXT),
+        "python_version": Opt(TEXT),
+        "platform": Opt(TEXT),
+        "host": Opt(TEXT),
+        "cpu_count": Opt(COUNT),
+        "device": Opt(TEXT),
+        "world_size": Opt(COUNT),
+        "argv": ListOf(TEXT),
+        "time_utc": Opt(TEXT),
+    }
+)
 
-DOCUMENT = Obj({
-    "schema_version": Num(integer=True, low=1), "run_name": TEXT, "source": OneOf("run", "log"),
-    "parsed_from": Opt(TEXT), "complete": FLAG, "exit_status": Opt(Num(integer=True, low=0, high=255)),
-    "nranks": Num(integer=True, low=1, what="the number of ranks"), "steps_needed": Opt(COUNT), "epoch_length": Opt(COUNT),
-    "epochs_needed": Opt(COUNT), "epochs_started": Opt(COUNT),
-    "interrupted": ListOf(Obj({"trial": TEXT, "batches_done": COUNT, "nbatches": COUNT, "reason": TEXT},
-                              what="a trial that did not count", plural="trials that did not count")),
-    "rerun": ListOf(ANY), "peeks": Opt(COUNT), "side_iterators": Opt(COUNT),
-    "failed_ranks": ListOf(Obj({"rank": INDEX, "reason": TEXT}, what="a rank that failed", plural="ranks that failed")),
-    "disturbed": ListOf(TEXT), "verdict": Opt(TEXT), "decision": Opt(DECISION),
-    "config": Opt(MapOf(ANY, "sections")), "environment": Opt(ENVIRONMENT), "profiler": Opt(PROFILER),
-    "steps_dir": Opt(TEXT), "schedule": Opt(SCHEDULE), "lookahead": Opt(FLAG), "counting": Opt(TEXT),
-    "loader": Opt(TEXT), "other_loaders": ListOf(TEXT), "sweep": Opt(SWEEP), "loader_startup": Opt(STARTUP),
-    "first_pass": Opt(FIRST_PASS), "stages": Opt(STAGES), "compute": Opt(COMPUTE), "tokens": Opt(TOKENS),
-    "energy": Opt(ENERGY), "summary": Opt(ListOf(TEXT)), "timeline": Opt(TIMELINE),
-    **{mode: Opt(MODE_BLOCK) for mode in MODE_NAMES},
-    "IO_H2D": Opt(H2D),
-}, required=("schema_version", "run_name"), what="a JSON object (benchy's result)")
+DOCUMENT = Obj(
+    {
+        "schema_version": Num(integer=True, low=1),
+        "run_name": TEXT,
+        "source": OneOf("run", "log"),
+        "parsed_from": Opt(TEXT),
+        "complete": FLAG,
+        "exit_status": Opt(Num(integer=True, low=0, high=255)),
+        "nranks": Num(integer=True, low=1, what="the number of ranks"),
+        "steps_needed": Opt(COUNT),
+        "epoch_length": Opt(COUNT),
+        "epochs_needed": Opt(COUNT),
+        "epochs_started": Opt(COUNT),
+        "interrupted": ListOf(
+            Obj(
+                {"trial": TEXT, "batches_done": COUNT, "nbatches": COUNT, "reason": TEXT},
+                what="a trial that did not count",
+                plural="trials that did not count",
+            )
+        ),
+        "rerun": ListOf(ANY),
+        "peeks": Opt(COUNT),
+        "side_iterators": Opt(COUNT),
+        "failed_ranks": ListOf(Obj({"rank": INDEX, "reason": TEXT}, what="a rank that failed", plural="ranks that failed")),
+        "disturbed": ListOf(TEXT),
+        "verdict": Opt(TEXT),
+        "decision": Opt(DECISION),
+        "config": Opt(MapOf(ANY, "sections")),
+        "environment": Opt(ENVIRONMENT),
+        "profiler": Opt(PROFILER),
+        "steps_dir": Opt(TEXT),
+        "schedule": Opt(SCHEDULE),
+        "lookahead": Opt(FLAG),
+        "counting": Opt(TEXT),
+        "loader": Opt(TEXT),
+        "other_loaders": ListOf(TEXT),
+        "sweep": Opt(SWEEP),
+        "loader_startup": Opt(STARTUP),
+        "first_pass": Opt(FIRST_PASS),
+        "stages": Opt(STAGES),
+        "compute": Opt(COMPUTE),
+        "tokens": Opt(TOKENS),
+        "energy": Opt(ENERGY),
+        "summary": Opt(ListOf(TEXT)),
+        "timeline": Opt(TIMELINE),
+        **{mode: Opt(MODE_BLOCK) for mode in MODE_NAMES},
+        "IO_H2D": Opt(H2D),
+    },
+    required=("schema_version", "run_name"),
+    what="a JSON object (benchy's result)",
+)
 
 
 def check(document: Any, where: str) -> None:
@@ -487,8 +767,13 @@ def parse_cost(text: str) -> int:
     entries = text.count(":")
     items = text.count(",") + containers
     floats = min(items, text.count("."))
-    return (_PER_FLOAT * floats + _PER_ITEM * (items - floats) + _PER_ENTRY * entries + _PER_CONTAINER * containers
-            + sys.getsizeof(text))
+    return (
+        _PER_FLOAT * floats
+        + _PER_ITEM * (items - floats)
+        + _PER_ENTRY * entries
+        + _PER_CONTAINER * containers
+        + sys.getsizeof(text)
+    )
 
 
 def text_size(data: bytes) -> int:
@@ -498,8 +783,11 @@ def text_size(data: bytes) -> int:
         return len(data) + 49
     wide = data.translate(None, _NARROW)  # the bytes >= 0x80 alone
     chars = len(data) - sum(wide.count(bytes([b])) for b in range(0x80, 0xC0))  # less continuation bytes
-    width = 4 if any(wide.count(bytes([b])) for b in range(0xF0, 0xF5)) else (
-        2 if any(wide.count(bytes([b])) for b in range(0xC4, 0xF0)) else 1)
+    width = (
+        4
+        if any(wide.count(bytes([b])) for b in range(0xF0, 0xF5))
+        else (2 if any(wide.count(bytes([b])) for b in range(0xC4, 0xF0)) else 1)
+    )
     return width * chars + 80
 
 
@@ -513,8 +801,10 @@ def memory_budget(size: int) -> int:
 
 
 def _too_big(where: str, size: int, cost: int, what: str) -> ResultFileError:
-    return ResultFileError(f"{where}: {size} bytes that would take about {cost} bytes of memory to read ({what}), more "
-                           f"than {MEMORY_FACTOR} times its size: not a file benchy writes")
+    return ResultFileError(
+        f"{where}: {size} bytes that would take about {cost} bytes of memory to read ({what}), more "
+        f"than {MEMORY_FACTOR} times its size: not a file benchy writes"
+    )
 
 
 def _int(text: str) -> int:
@@ -541,8 +831,9 @@ def parse(text: str, where: str, size: Optional[int] = None) -> Any:
     try:
         return json.loads(text, parse_int=_int, parse_constant=_constant)
     except RecursionError:
-        raise ResultFileError(f"{where}: not a result file: nested deeper than Python's JSON reader goes "
-                              f"(benchy writes at most 6 levels)") from None
+        raise ResultFileError(
+            f"{where}: not a result file: nested deeper than Python's JSON reader goes (benchy writes at most 6 levels)"
+        ) from None
     except json.JSONDecodeError as err:
         raise ResultFileError(f"{where}: not a JSON file ({err})") from err
     except ValueError as err:
@@ -568,8 +859,10 @@ def read_file(path: str) -> Any:
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
-            raise ResultFileError(f"{path}: {size} bytes; a result file is at most {MAX_FILE_BYTES} bytes (512 MiB: "
-                                  f"some 25 million per-step throughputs, far past any run benchy writes)")
+            raise ResultFileError(
+                f"{path}: {size} bytes; a result file is at most {MAX_FILE_BYTES} bytes (512 MiB: "
+                f"some 25 million per-step throughputs, far past any run benchy writes)"
+            )
         with open(path, "rb") as handle:
             data = handle.read(size + 1) if size > 0 else _read_stream(handle)
     except OSError as err:
@@ -589,6 +882,7 @@ def read_file(path: str) -> Any:
 
 
 # --- the documentation ----------------------------------------------------------------------
+
 
 def rows(kind: Kind = DOCUMENT, path: str = "") -> List[Tuple[str, str, bool]]:
     """(key path, what it may hold, whether a file must have it) for every key :data:`DOCUMENT`

@@ -16,8 +16,7 @@ import numpy as np
 
 from ..core.config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
 
-__all__ = ["publish", "remove_matching", "remove_stale_temporaries", "write_atomic", "write_document",
-           "write_json_atomic"]
+__all__ = ["publish", "remove_matching", "remove_stale_temporaries", "write_atomic", "write_document", "write_json_atomic"]
 
 
 STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a killed writer's
@@ -38,8 +37,7 @@ def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> Lis
         return removed
     for entry in entries:
         name = entry.name
-        ours = ((name.startswith(TEMP_PREFIX) and name.endswith((TEMP_SUFFIX, STEPS_TEMP_SUFFIX)))
-                or name.startswith(PROBE_PREFIX))
+        ours = (name.startswith(TEMP_PREFIX) and name.endswith((TEMP_SUFFIX, STEPS_TEMP_SUFFIX))) or name.startswith(PROBE_PREFIX)
         try:
             if ours and entry.is_file(follow_symlinks=False) and now - entry.stat().st_mtime > STALE_AFTER_S:
                 os.unlink(entry.path)
@@ -109,7 +107,7 @@ def _write_array(handle: IO[str], values: Any) -> None:
     non-finite values as null."""
     handle.write("[")
     for start in range(0, len(values), SLICE):
-        part = values.slice(start, start + SLICE) if hasattr(values, "slice") else values[start:start + SLICE]
+        part = values.slice(start, start + SLICE) if hasattr(values, "slice") else values[start : start + SLICE]
         items: List[Any] = part.tolist()
         if not np.isfinite(part).all():
             items = [v if math.isfinite(v) else None for v in items]
@@ -133,15 +131,14 @@ def publish(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
-def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = False,
-                 suffix: str = TEMP_SUFFIX) -> None:
+def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = False, suffix: str = TEMP_SUFFIX) -> None:
     """Write ``path`` through ``write(handle)`` into a temporary file in the same directory, then
     rename it into place; on any failure the temporary file is removed and the old ``path`` stays."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=suffix, dir=directory)
     try:
-        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as handle:
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as handle:
             write(handle)
         publish(tmp, path)
     except BaseException:

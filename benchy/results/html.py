@@ -96,7 +96,7 @@ class _Plots:
             return f'<p class="note">{_e(what)}: not drawn: {_e(err)}</p>'
         self.drawn += 1
         self.notes.extend(f"{what}: {note}" for note in left_out)
-        return (f'<figure><img alt="{_e(what)}" src="{uri}"><figcaption>{_e(caption)}</figcaption></figure>')
+        return f'<figure><img alt="{_e(what)}" src="{uri}"><figcaption>{_e(caption)}</figcaption></figure>'
 
 
 def _fmt(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
@@ -118,8 +118,9 @@ def system_table(run: Run) -> Optional[Table]:
 
 def _setting_text(settings: Mapping[str, Any]) -> str:
     """A saved setting as the sweep's table printed it (:meth:`benchy.core.sweep.Setting.text`)."""
-    return Setting(int(settings.get("num_workers") or 0), bool(settings.get("pin_memory")),
-                   settings.get("prefetch_factor")).text()
+    return Setting(
+        int(settings.get("num_workers") or 0), bool(settings.get("pin_memory")), settings.get("prefetch_factor")
+    ).text()
 
 
 def sweep_table(run: Run) -> Optional[Table]:
@@ -127,10 +128,18 @@ def sweep_table(run: Run) -> Optional[Table]:
     sweep = run.document.get("sweep")
     if not isinstance(sweep, Mapping) or not sweep.get("settings"):
         return None
-    table = Table(["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"],
-                  right=[False, True, True, True, True, False], title="Loader sweep (IO trials per setting)")
-    marks = {"own": "the loader's own", "best": "best", "smallest_within_5pct": f"smallest within {100 * NEAR_BEST:g} %",
-             "feeds_synthetic": "cheapest that feeds SYNTHETIC", "applied": "applied"}
+    table = Table(
+        ["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"],
+        right=[False, True, True, True, True, False],
+        title="Loader sweep (IO trials per setting)",
+    )
+    marks = {
+        "own": "the loader's own",
+        "best": "best",
+        "smallest_within_5pct": f"smallest within {100 * NEAR_BEST:g} %",
+        "feeds_synthetic": "cheapest that feeds SYNTHETIC",
+        "applied": "applied",
+    }
     for entry in sweep["settings"]:
         settings = entry.get("settings") or {}
         notes = [text for key, text in marks.items() if sweep.get(key) == settings]
@@ -139,18 +148,33 @@ def sweep_table(run: Run) -> Optional[Table]:
         if entry.get("over_memory_cap"):
             notes.append("over the memory cap")
         memory = entry.get("workers_memory_bytes")
-        table.rows.append([_setting_text(settings), _fmt(entry.get("mean"), spec=".3f"),
-                           _fmt(entry.get("interval"), spec=".3f"), str(entry.get("n") or 0),
-                           _fmt(memory, 1e6, ".0f") if isinstance(memory, (int, float)) else "", "; ".join(notes)])
+        table.rows.append(
+            [
+                _setting_text(settings),
+                _fmt(entry.get("mean"), spec=".3f"),
+                _fmt(entry.get("interval"), spec=".3f"),
+                str(entry.get("n") or 0),
+                _fmt(memory, 1e6, ".0f") if isinstance(memory, (int, float)) else "",
+                "; ".join(notes),
+            ]
+        )
     return table
 
 
 def _meta(run: Run) -> str:
     env = run.document.get("environment") or {}
-    parts = [f"{run.nranks} rank{'s' if run.nranks != 1 else ''}",
-             "complete" if run.complete else "incomplete (some trial did not count, or the schedule did not finish)"]
-    for key, label in (("time_utc", ""), ("host", "host "), ("device", "device "), ("benchy_version", "benchy "),
-                       ("torch_version", "torch "), ("python_version", "Python ")):
+    parts = [
+        f"{run.nranks} rank{'s' if run.nranks != 1 else ''}",
+        "complete" if run.complete else "incomplete (some trial did not count, or the schedule did not finish)",
+    ]
+    for key, label in (
+        ("time_utc", ""),
+        ("host", "host "),
+        ("device", "device "),
+        ("benchy_version", "benchy "),
+        ("torch_version", "torch "),
+        ("python_version", "Python "),
+    ):
         if env.get(key):
             parts.append(f"{label}{env[key]}")
     if run.source == "log":
@@ -175,8 +199,9 @@ def _run_section(run: Run, index: int, plots: _Plots) -> str:
     if run.verdict:
         out.append(f'<div class="verdict {_outcome(run)}"><b>Verdict</b>{_e(run.verdict)}</div>')
     else:
-        out.append('<div class="verdict none"><b>Verdict</b>none: a verdict needs both IO and SYNTHETIC '
-                   'trials that counted</div>')
+        out.append(
+            '<div class="verdict none"><b>Verdict</b>none: a verdict needs both IO and SYNTHETIC trials that counted</div>'
+        )
     out.append(summary_table(run).html())
     if run.summary:
         out.append("<h3>Summary lines</h3><pre>" + _e("\n".join(run.summary)) + "</pre>")
@@ -186,12 +211,21 @@ def _run_section(run: Run, index: int, plots: _Plots) -> str:
     sweep = sweep_table(run)
     if sweep is not None:
         out.append(sweep.html())
-    out.append(plots.figure(f"{run.label}: per-step throughput", lambda b: drawing.plot_run(run, b),
-                            "Per-step throughput over each mode's trials (warm-ups shaded grey) above a histogram "
-                            "of its counted steps"))
-    out.append(plots.figure(f"{run.label}: timeline", lambda b: drawing.plot_timeline(run, b),
-                            "Every step at its time (bar height: the step's duration; FULL split into the step and "
-                            "the data wait), with the CPU and memory readings below"))
+    out.append(
+        plots.figure(
+            f"{run.label}: per-step throughput",
+            lambda b: drawing.plot_run(run, b),
+            "Per-step throughput over each mode's trials (warm-ups shaded grey) above a histogram of its counted steps",
+        )
+    )
+    out.append(
+        plots.figure(
+            f"{run.label}: timeline",
+            lambda b: drawing.plot_timeline(run, b),
+            "Every step at its time (bar height: the step's duration; FULL split into the step and "
+            "the data wait), with the CPU and memory readings below",
+        )
+    )
     out.append("</section>")
     return "\n".join(part for part in out if part)
 
@@ -208,19 +242,30 @@ def report_page(runs: Sequence[Run]) -> Page:
         base = scaling.baseline(runs)
         body.append('<section id="scaling"><h2>Scaling</h2>')
         body.append(scaling.table(rows).html())
-        body.append(f'<p class="meta">baseline: {_e(base.label)} ({base.nranks} rank'
-                    f'{"s" if base.nranks != 1 else ""}); {_e(scaling.study_kind(rows))}</p>')
-        body.append(drawer.figure("scaling", lambda b: drawing.plot_scaling(rows, b),
-                                  "Throughput of all ranks against ranks (ideal scaling dashed) and efficiency"))
+        body.append(
+            f'<p class="meta">baseline: {_e(base.label)} ({base.nranks} rank'
+            f"{'s' if base.nranks != 1 else ''}); {_e(scaling.study_kind(rows))}</p>"
+        )
+        body.append(
+            drawer.figure(
+                "scaling",
+                lambda b: drawing.plot_scaling(rows, b),
+                "Throughput of all ranks against ranks (ideal scaling dashed) and efficiency",
+            )
+        )
         body.append("</section>")
-        body.append("<nav><ul>" + "".join(f'<li><a href="#run-{k}">{_e(r.label)}</a></li>' for k, r in enumerate(runs))
-                    + "</ul></nav>")
+        body.append(
+            "<nav><ul>" + "".join(f'<li><a href="#run-{k}">{_e(r.label)}</a></li>' for k, r in enumerate(runs)) + "</ul></nav>"
+        )
     for k, run in enumerate(runs):
         body.append(_run_section(run, k, drawer))
     if drawer.notes:
-        body.append('<section id="notes"><h2>Left out</h2><ul>' + "".join(f"<li>{_e(n)}</li>" for n in drawer.notes)
-                    + "</ul></section>")
-    text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>benchy report: {_e(title)}"
-            f"</title><style>{STYLE}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
+        body.append(
+            '<section id="notes"><h2>Left out</h2><ul>' + "".join(f"<li>{_e(n)}</li>" for n in drawer.notes) + "</ul></section>"
+        )
+    text = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>benchy report: {_e(title)}'
+        f"</title><style>{STYLE}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
     return Page(text, drawer.drawn, drawer.notes)

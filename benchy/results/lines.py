@@ -40,8 +40,23 @@ PREFIX = "BENCHY::"
 RANK0 = " [rank 0]"  # ends a summary line that holds rank 0's own figures in a multi-rank run
 MESSAGE_KINDS = ("INFO", "WARNING", "ERROR")
 # BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name).
-SUMMARY_WORDS = ("DATA_WAIT", "STEPS", "SYSTEM", "BUSY", "H2D", "FIRST_PASS", "STAGES", "WORKERS", "STARTUP",
-                 "STRAGGLER", "SWEEP", "COMPUTE", "TOKENS", "ENERGY", "VERDICT")
+SUMMARY_WORDS = (
+    "DATA_WAIT",
+    "STEPS",
+    "SYSTEM",
+    "BUSY",
+    "H2D",
+    "FIRST_PASS",
+    "STAGES",
+    "WORKERS",
+    "STARTUP",
+    "STRAGGLER",
+    "SWEEP",
+    "COMPUTE",
+    "TOKENS",
+    "ENERGY",
+    "VERDICT",
+)
 
 Number = Optional[float]
 
@@ -78,60 +93,129 @@ _TRIAL_KINDS = ("TRIAL", "TRIAL_WAIT", "ITERATION")
 # reference is generated from this table; tests/results/test_lines.py checks it names every kind and
 # that every line of the stored runs' logs is of a kind named here.
 LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
-    ("INFO", "BENCHY::INFO::Message: <text>", "start-up (configuration, schedule, the benchmarked loader), the JSON's "
-     "path, the end"),
-    ("ITERATION", "BENCHY::<MODE>_<k>::Iteration <i>/<n> Throughput: <x>",
-     "every `report_freq` steps of a trial: throughput over the last `report_freq` steps"),
-    ("TRIAL", "BENCHY::<MODE>_<k>::Trial Throughput: <x>",
-     "each trial; warm-ups are `<MODE>_WARMUP_<k>`, `k` counts from 1; also `H2D_<k>` (IO with copies to the "
-     "accelerator), `STAGES_<k>` (stage trials) and `SWEEP<s>_<k>` (a sweep setting's trials)"),
-    ("SUMMARY", "BENCHY::SUMMARY::<MODE> average trial throughput: <mean> +/- <half-width>",
-     "the end, per mode: samples/s of all ranks together and the 95 % half-width; with one trial "
-     "`+/- n/a (1 trial: no interval)`, with none `n/a (no completed trial)`"),
-    ("TRIAL_WAIT", "BENCHY::<MODE>_<k>::Data Wait: <pct> % of the trial (median step <ms> ms, median wait <ms> ms)",
-     "after each FULL trial: its time split where the loop asks for the next batch (the step: your code; the "
-     "wait: inside the loader's `next`)"),
-    ("DATA_WAIT", "BENCHY::SUMMARY::DATA_WAIT <pct> % of FULL time was spent waiting for the loader (+/- <pct>)",
-     "the end, when FULL ran: the mean over its counted trials and the 95 % half-width in percentage points "
-     "(`n/a` with one trial); left out for a loop that fetches one batch ahead, where the split means nothing"),
-    ("STEPS", "BENCHY::SUMMARY::STEPS <MODE> step time p50 ..., p90 ..., p99 ... over <n> steps; ...",
-     "the end, per mode: percentiles of the per-step times of its counted trials, and stalls (steps over 3x the "
-     "median: how many, their share of the time, and whether they repeat every k steps)"),
-    ("STARTUP", "BENCHY::SUMMARY::STARTUP loader start-up (iter() to the first batch): ...",
-     "the end: the loader's start-up per pass (worker start and first fetch), what it adds over an ordinary "
-     "batch and its share of an epoch at the FULL rate"),
-    ("SYSTEM", "BENCHY::SUMMARY::SYSTEM <MODE> CPU <x> of <n> cores busy (<pct> %), other processes <y>, peak RSS "
-     "<mb> MB, storage reads <x> MB/s[, GPU ...]", "the end, per mode: the system metrics of its counted trials "
-     "(means)"),
-    ("BUSY", "BENCHY::SUMMARY::BUSY <k> of <n> trials ran on a busy machine: ...",
-     "the end, when counted trials ran while other processes took more than `busy_machine_share` of the cores"),
-    ("H2D", "BENCHY::SUMMARY::H2D IO with copies to <device>: <mean> +/- <hw> samples/s, <r>x IO "
-     "(or `H2D skipped: <why>`)", "the end: the IO_H2D trials, run when the program has an accelerator in use"),
-    ("STAGES", "BENCHY::SUMMARY::STAGES IO period <ms> a batch ...: in the workers: <stage> <ms> (<share>) ...; "
-     "unexplained <pct>; largest: <stage> (or `STAGES skipped: <why>`)",
-     "the end: the stage trials, each stage of the loader timed"),
-    ("WORKERS", "BENCHY::SUMMARY::WORKERS <n> workers over <b> batches: ...",
-     "the end, with loader workers: each worker's busy share and pace in the stage trials"),
-    ("FIRST_PASS", "BENCHY::SUMMARY::FIRST_PASS the loader's first batches ... (<r>x)[; ... warm page cache ...]",
-     "the end, when IO ran: IO_WARMUP_1 against the steady IO trials, and a warm page cache named"),
-    ("SWEEP_ROW", "BENCHY::SWEEP::<setting> <mean> <half-width> <trials> <workers MB> <note>",
-     "a loader sweep (the `sweep` section): its table, before the schedule"),
-    ("SWEEP", "BENCHY::SUMMARY::SWEEP best <settings>: <mean> +/- <hw> samples/s; smallest within 5 % of best: "
-     "<settings>", "the end of a run with a loader sweep"),
-    ("COMPUTE", "BENCHY::SUMMARY::COMPUTE <flops> a step, <flops> a sample (...); achieved SYNTHETIC <x> FLOP/s "
-     "+/- <hw>, FULL ...; MFU SYNTHETIC <pct> % ... of a peak of <x> (<basis>)",
-     "the end, with `flops: true` and SYNTHETIC run (or `MFU not computed: <why>`, `FLOPs not counted: <why>`)"),
-    ("TOKENS", "BENCHY::SUMMARY::TOKENS IO <x> +/- <hw>, SYNTHETIC ..., FULL ... tokens/s; padding IO <pct> %, ...",
-     "the end, with `count: tokens`"),
-    ("ENERGY", "BENCHY::SUMMARY::ENERGY <MODE> <J> J a trial (GPU <J>, CPU package <J>), <J> J a sample; ... "
-     "(or `ENERGY not available here: <why>`)", "the end, with `system_metrics: true` (rank 0's own devices)"),
-    ("STRAGGLER", "BENCHY::SUMMARY::STRAGGLER ...",
-     "the end, per mode with a rank more than 10 % slower than the others (with several ranks the DATA_WAIT, "
-     "STEPS, SYSTEM and STARTUP lines end with ` [rank 0]`: they are rank 0's own)"),
-    ("VERDICT", "BENCHY::SUMMARY::VERDICT ...", "the end, when IO and SYNTHETIC both ran: which side limits "
-     "training, by how much, why, and the change most likely to help"),
-    ("WARNING", "BENCHY::WARNING::Message: <text>", "a trial that did not count (and why), a schedule left "
-     "unfinished, a mode with no counted trial, a wrapper never iterated (also on stderr), a busy machine"),
+    (
+        "INFO",
+        "BENCHY::INFO::Message: <text>",
+        "start-up (configuration, schedule, the benchmarked loader), the JSON's path, the end",
+    ),
+    (
+        "ITERATION",
+        "BENCHY::<MODE>_<k>::Iteration <i>/<n> Throughput: <x>",
+        "every `report_freq` steps of a trial: throughput over the last `report_freq` steps",
+    ),
+    (
+        "TRIAL",
+        "BENCHY::<MODE>_<k>::Trial Throughput: <x>",
+        "each trial; warm-ups are `<MODE>_WARMUP_<k>`, `k` counts from 1; also `H2D_<k>` (IO with copies to the "
+        "accelerator), `STAGES_<k>` (stage trials) and `SWEEP<s>_<k>` (a sweep setting's trials)",
+    ),
+    (
+        "SUMMARY",
+        "BENCHY::SUMMARY::<MODE> average trial throughput: <mean> +/- <half-width>",
+        "the end, per mode: samples/s of all ranks together and the 95 % half-width; with one trial "
+        "`+/- n/a (1 trial: no interval)`, with none `n/a (no completed trial)`",
+    ),
+    (
+        "TRIAL_WAIT",
+        "BENCHY::<MODE>_<k>::Data Wait: <pct> % of the trial (median step <ms> ms, median wait <ms> ms)",
+        "after each FULL trial: its time split where the loop asks for the next batch (the step: your code; the "
+        "wait: inside the loader's `next`)",
+    ),
+    (
+        "DATA_WAIT",
+        "BENCHY::SUMMARY::DATA_WAIT <pct> % of FULL time was spent waiting for the loader (+/- <pct>)",
+        "the end, when FULL ran: the mean over its counted trials and the 95 % half-width in percentage points "
+        "(`n/a` with one trial); left out for a loop that fetches one batch ahead, where the split means nothing",
+    ),
+    (
+        "STEPS",
+        "BENCHY::SUMMARY::STEPS <MODE> step time p50 ..., p90 ..., p99 ... over <n> steps; ...",
+        "the end, per mode: percentiles of the per-step times of its counted trials, and stalls (steps over 3x the "
+        "median: how many, their share of the time, and whether they repeat every k steps)",
+    ),
+    (
+        "STARTUP",
+        "BENCHY::SUMMARY::STARTUP loader start-up (iter() to the first batch): ...",
+        "the end: the loader's start-up per pass (worker start and first fetch), what it adds over an ordinary "
+        "batch and its share of an epoch at the FULL rate",
+    ),
+    (
+        "SYSTEM",
+        "BENCHY::SUMMARY::SYSTEM <MODE> CPU <x> of <n> cores busy (<pct> %), other processes <y>, peak RSS "
+        "<mb> MB, storage reads <x> MB/s[, GPU ...]",
+        "the end, per mode: the system metrics of its counted trials (means)",
+    ),
+    (
+        "BUSY",
+        "BENCHY::SUMMARY::BUSY <k> of <n> trials ran on a busy machine: ...",
+        "the end, when counted trials ran while other processes took more than `busy_machine_share` of the cores",
+    ),
+    (
+        "H2D",
+        "BENCHY::SUMMARY::H2D IO with copies to <device>: <mean> +/- <hw> samples/s, <r>x IO (or `H2D skipped: <why>`)",
+        "the end: the IO_H2D trials, run when the program has an accelerator in use",
+    ),
+    (
+        "STAGES",
+        "BENCHY::SUMMARY::STAGES IO period <ms> a batch ...: in the workers: <stage> <ms> (<share>) ...; "
+        "unexplained <pct>; largest: <stage> (or `STAGES skipped: <why>`)",
+        "the end: the stage trials, each stage of the loader timed",
+    ),
+    (
+        "WORKERS",
+        "BENCHY::SUMMARY::WORKERS <n> workers over <b> batches: ...",
+        "the end, with loader workers: each worker's busy share and pace in the stage trials",
+    ),
+    (
+        "FIRST_PASS",
+        "BENCHY::SUMMARY::FIRST_PASS the loader's first batches ... (<r>x)[; ... warm page cache ...]",
+        "the end, when IO ran: IO_WARMUP_1 against the steady IO trials, and a warm page cache named",
+    ),
+    (
+        "SWEEP_ROW",
+        "BENCHY::SWEEP::<setting> <mean> <half-width> <trials> <workers MB> <note>",
+        "a loader sweep (the `sweep` section): its table, before the schedule",
+    ),
+    (
+        "SWEEP",
+        "BENCHY::SUMMARY::SWEEP best <settings>: <mean> +/- <hw> samples/s; smallest within 5 % of best: <settings>",
+        "the end of a run with a loader sweep",
+    ),
+    (
+        "COMPUTE",
+        "BENCHY::SUMMARY::COMPUTE <flops> a step, <flops> a sample (...); achieved SYNTHETIC <x> FLOP/s "
+        "+/- <hw>, FULL ...; MFU SYNTHETIC <pct> % ... of a peak of <x> (<basis>)",
+        "the end, with `flops: true` and SYNTHETIC run (or `MFU not computed: <why>`, `FLOPs not counted: <why>`)",
+    ),
+    (
+        "TOKENS",
+        "BENCHY::SUMMARY::TOKENS IO <x> +/- <hw>, SYNTHETIC ..., FULL ... tokens/s; padding IO <pct> %, ...",
+        "the end, with `count: tokens`",
+    ),
+    (
+        "ENERGY",
+        "BENCHY::SUMMARY::ENERGY <MODE> <J> J a trial (GPU <J>, CPU package <J>), <J> J a sample; ... "
+        "(or `ENERGY not available here: <why>`)",
+        "the end, with `system_metrics: true` (rank 0's own devices)",
+    ),
+    (
+        "STRAGGLER",
+        "BENCHY::SUMMARY::STRAGGLER ...",
+        "the end, per mode with a rank more than 10 % slower than the others (with several ranks the DATA_WAIT, "
+        "STEPS, SYSTEM and STARTUP lines end with ` [rank 0]`: they are rank 0's own)",
+    ),
+    (
+        "VERDICT",
+        "BENCHY::SUMMARY::VERDICT ...",
+        "the end, when IO and SYNTHETIC both ran: which side limits "
+        "training, by how much, why, and the change most likely to help",
+    ),
+    (
+        "WARNING",
+        "BENCHY::WARNING::Message: <text>",
+        "a trial that did not count (and why), a schedule left "
+        "unfinished, a mode with no counted trial, a wrapper never iterated (also on stderr), a busy machine",
+    ),
     ("ERROR", "BENCHY::ERROR::Message: <text>", "the JSON could not be written (the path is named; the lines stay)"),
 )
 
@@ -157,8 +241,10 @@ def trial(label: str, throughput: float) -> str:
 
 def trial_wait(label: str, share: float, step_median: float, wait_median: float) -> str:
     """``BENCHY::FULL_2::Data Wait: 12.3 % of the trial (median step 4.100 ms, median wait 0.520 ms)``."""
-    return (f"{PREFIX}{label}::Data Wait: {100.0 * share:.1f} % of the trial (median step "
-            f"{1e3 * step_median:.3f} ms, median wait {1e3 * wait_median:.3f} ms)")
+    return (
+        f"{PREFIX}{label}::Data Wait: {100.0 * share:.1f} % of the trial (median step "
+        f"{1e3 * step_median:.3f} ms, median wait {1e3 * wait_median:.3f} ms)"
+    )
 
 
 def iteration(label: str, step: int, nbatches: int, rate: float) -> str:
@@ -188,8 +274,7 @@ def data_wait(share: Number, half_width: Number, rank0: bool = False) -> Optiona
     if share is None:
         return None
     spread = "n/a" if half_width is None else f"{100.0 * half_width:.1f}"
-    return summary_text("DATA_WAIT", f"{100.0 * share:.1f} % of FULL time was spent waiting for the loader "
-                                     f"(+/- {spread})", rank0)
+    return summary_text("DATA_WAIT", f"{100.0 * share:.1f} % of FULL time was spent waiting for the loader (+/- {spread})", rank0)
 
 
 def sweep_row(row: str) -> str:
@@ -203,13 +288,24 @@ _NUM = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|inf|nan)"
 _LABEL = r"([A-Z][A-Z0-9]*(?:_WARMUP)?_[0-9]+)"  # FULL_2, IO_WARMUP_1, H2D_1, SWEEP2_WARMUP_1
 _MESSAGE = re.compile(r"BENCHY::(INFO|WARNING|ERROR)::Message: ?(.*?)\s*$")
 # The original printed ``BENCHY::SUMMARY:: SYNTHETIC`` (a space): accepted when reading.
-_SUMMARY = re.compile(r"BENCHY::SUMMARY::\s*(IO|SYNTHETIC|FULL) average trial throughput:\s*"
-                      r"(?:" + _NUM + r"\s*\+/-\s*(?:" + _NUM + r"|n/a)|n/a)")
+_SUMMARY = re.compile(
+    r"BENCHY::SUMMARY::\s*(IO|SYNTHETIC|FULL) average trial throughput:\s*"
+    r"(?:" + _NUM + r"\s*\+/-\s*(?:" + _NUM + r"|n/a)|n/a)"
+)
 _WORD = re.compile(r"BENCHY::SUMMARY::(" + "|".join(SUMMARY_WORDS) + r") (.*?)\s*$")
 _WAIT_NUMBERS = re.compile(_NUM + r" % .*\(\+/-\s*(?:" + _NUM + r"|n/a)\)")
 _TRIAL = re.compile(r"BENCHY::\s*" + _LABEL + r"::\s*Trial Throughput:\s*" + _NUM)
-_TRIAL_WAIT = re.compile(r"BENCHY::" + _LABEL + r"::Data Wait: " + _NUM + r" % of the trial \(median step "
-                         + _NUM + r" ms, median wait " + _NUM + r" ms\)")
+_TRIAL_WAIT = re.compile(
+    r"BENCHY::"
+    + _LABEL
+    + r"::Data Wait: "
+    + _NUM
+    + r" % of the trial \(median step "
+    + _NUM
+    + r" ms, median wait "
+    + _NUM
+    + r" ms\)"
+)
 _ITERATION = re.compile(r"BENCHY::" + _LABEL + r"::Iteration ([0-9]+)/([0-9]+) Throughput: " + _NUM)
 _SWEEP_ROW = re.compile(r"BENCHY::SWEEP::(.*?)\s*$")
 
@@ -242,12 +338,15 @@ def parse(text: str) -> Optional[Line]:
         return Line("TRIAL", m.group(1), (float(m.group(2)),), raw=m.group(0).strip())
     m = _TRIAL_WAIT.search(text)
     if m:
-        return Line("TRIAL_WAIT", m.group(1), (float(m.group(2)) / 100.0, float(m.group(3)) / 1e3,
-                                               float(m.group(4)) / 1e3), raw=m.group(0).strip())
+        return Line(
+            "TRIAL_WAIT",
+            m.group(1),
+            (float(m.group(2)) / 100.0, float(m.group(3)) / 1e3, float(m.group(4)) / 1e3),
+            raw=m.group(0).strip(),
+        )
     m = _ITERATION.search(text)
     if m:
-        return Line("ITERATION", m.group(1), (float(m.group(2)), float(m.group(3)), float(m.group(4))),
-                    raw=m.group(0).strip())
+        return Line("ITERATION", m.group(1), (float(m.group(2)), float(m.group(3)), float(m.group(4))), raw=m.group(0).strip())
     m = _MESSAGE.search(text)
     if m:
         return Line(m.group(1), text=m.group(2), raw=m.group(0).strip())

@@ -110,9 +110,19 @@ def _mode_block(run: LogRun, mode: Mode) -> Optional[Dict[str, Any]]:
         "system": [None] * len(trials),
     }
     if mode is Mode.FULL:
-        block["data_wait"] = None if run.data_wait is None else {
-            "mean": run.data_wait[0], "interval": run.data_wait[1], "confidence": 0.95, "trials": [],
-            "labels": [], "wait_median_s": [], "step_median_s": []}
+        block["data_wait"] = (
+            None
+            if run.data_wait is None
+            else {
+                "mean": run.data_wait[0],
+                "interval": run.data_wait[1],
+                "confidence": 0.95,
+                "trials": [],
+                "labels": [],
+                "wait_median_s": [],
+                "step_median_s": [],
+            }
+        )
     return block
 
 
@@ -141,8 +151,7 @@ def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_fro
     return doc
 
 
-def parse_log(log: TextIO, *, name: str, nranks: Optional[int] = None, which: int = -1,
-              parsed_from: str = "") -> Run:
+def parse_log(log: TextIO, *, name: str, nranks: Optional[int] = None, which: int = -1, parsed_from: str = "") -> Run:
     """The :class:`Run` of the ``which``-th run in the log (default: the last); ValueError if none."""
     runs = split_runs(log)
     if not runs:

@@ -20,8 +20,17 @@ from ..core.schedule import Mode
 from .saved import Run
 from .scaling import ScalingRow
 
-__all__ = ["DPI", "SCALING_SIZE", "STEPS_SIZE", "TIMELINE_SIZE", "PlotUnavailable", "plot_run", "plot_scaling",
-           "plot_timeline", "trial_steps"]
+__all__ = [
+    "DPI",
+    "SCALING_SIZE",
+    "STEPS_SIZE",
+    "TIMELINE_SIZE",
+    "PlotUnavailable",
+    "plot_run",
+    "plot_scaling",
+    "plot_timeline",
+    "trial_steps",
+]
 
 DPI = 100
 SCALING_SIZE = (10.0, 4.0)  # inches: 1000 x 400 pixels
@@ -61,8 +70,14 @@ def plot_scaling(rows: Sequence[ScalingRow], path: Target) -> None:
         ax_t.errorbar(x, y, yerr=err, marker="o", capsize=3, color=COLORS[mode], label=mode.value)
         first = min(mine, key=lambda r: r.ranks)
         if first.mean is not None:
-            ax_t.plot(ranks_all, [first.mean * k / first.ranks for k in ranks_all], linestyle="--",
-                      color=COLORS[mode], alpha=0.5, label=f"{mode.value} ideal")
+            ax_t.plot(
+                ranks_all,
+                [first.mean * k / first.ranks for k in ranks_all],
+                linestyle="--",
+                color=COLORS[mode],
+                alpha=0.5,
+                label=f"{mode.value} ideal",
+            )
         eff = [(r.ranks, r.strong_efficiency) for r in mine if r.strong_efficiency is not None]
         if eff:
             ax_e.plot([k for k, _ in eff], [e for _, e in eff], marker="o", color=COLORS[mode], label=mode.value)
@@ -135,8 +150,10 @@ def plot_run(run: Run, path: Target) -> str:
     trials, source = trial_steps(run)
     modes = [m for m in Mode if trials[m]]
     if not modes:
-        raise ValueError("it has no per-step data (a checkpoint, a file parsed from a log, or a run with "
-                         "save_steps off whose final JSON was not written)")
+        raise ValueError(
+            "it has no per-step data (a checkpoint, a file parsed from a log, or a run with "
+            "save_steps off whose final JSON was not written)"
+        )
     plt = _pyplot()
     fig, axes = plt.subplots(2, len(modes), figsize=STEPS_SIZE, dpi=DPI, squeeze=False)
     for col, mode in enumerate(modes):
@@ -151,8 +168,10 @@ def plot_run(run: Run, path: Target) -> str:
             ax.plot(x, t.rates, color=COLORS[mode], linewidth=0.8)
             ax.axvline(end, color="black", alpha=0.15, linewidth=0.5)
             start = end
-        ax.set_title(f"{mode.value}: per-step throughput" + (" (grey: warm-ups)" if any(t.warmup for t in trials[mode])
-                                                             else ""), fontsize="medium")
+        ax.set_title(
+            f"{mode.value}: per-step throughput" + (" (grey: warm-ups)" if any(t.warmup for t in trials[mode]) else ""),
+            fontsize="medium",
+        )
         ax.set_xlabel("seconds into the mode's trials" if trials[mode][0].seconds is not None else "step")
         ax.set_ylabel("samples/s" + (" (rank 0's own)" if run.nranks > 1 else ""))
         ax.grid(True, alpha=0.3)
@@ -160,14 +179,18 @@ def plot_run(run: Run, path: Target) -> str:
         values = np.concatenate(counted) if counted else np.array([])
         if values.size:
             hist.hist(values, bins=min(50, max(10, values.size // 20)), color=COLORS[mode], alpha=0.8)
-            hist.axvline(float(np.median(values)), color="black", linestyle="--", linewidth=1,
-                         label=f"median {float(np.median(values)):.1f}")
+            hist.axvline(
+                float(np.median(values)),
+                color="black",
+                linestyle="--",
+                linewidth=1,
+                label=f"median {float(np.median(values)):.1f}",
+            )
             hist.legend(fontsize="small")
         hist.set_title(f"{mode.value}: counted steps ({values.size})", fontsize="medium")
         hist.set_xlabel("samples/s")
         hist.set_ylabel("steps")
-    fig.suptitle(f"{run.label} ({run.nranks} rank{'s' if run.nranks != 1 else ''}; rank 0's steps)",
-                 fontsize="medium")
+    fig.suptitle(f"{run.label} ({run.nranks} rank{'s' if run.nranks != 1 else ''}; rank 0's steps)", fontsize="medium")
     fig.tight_layout()
     _save(fig, path)
     plt.close(fig)
@@ -203,16 +226,23 @@ def plot_timeline(run: Run, path: Target) -> List[str]:
     trials = line.trials.get(0, [])
     steps = line.steps.get(0, {})
     plt = _pyplot()
-    fig, (ax, sys_ax) = plt.subplots(2, 1, figsize=TIMELINE_SIZE, dpi=DPI, sharex=True,
-                                     gridspec_kw={"height_ratios": [3, 1]})
+    fig, (ax, sys_ax) = plt.subplots(2, 1, figsize=TIMELINE_SIZE, dpi=DPI, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     top = 0.0
     for t in trials:
         start = t.started - line.origin
         data = steps.get(t.label) if t.group == "schedule" else None
         mode = Mode(t.mode) if t.mode in Mode.__members__ else Mode.IO
         ax.axvspan(start, start + t.seconds, color="grey" if t.warmup else COLORS[mode], alpha=0.12, linewidth=0)
-        ax.text(start, 1.0, t.label.replace("_WARMUP_", " W").replace("SYNTHETIC", "SYN"), rotation=90, fontsize=6,
-                va="top", ha="left", transform=ax.get_xaxis_transform())
+        ax.text(
+            start,
+            1.0,
+            t.label.replace("_WARMUP_", " W").replace("SYNTHETIC", "SYN"),
+            rotation=90,
+            fontsize=6,
+            va="top",
+            ha="left",
+            transform=ax.get_xaxis_transform(),
+        )
         if data is None or not len(data):
             continue
         seconds = np.clip(np.asarray(data["seconds"], dtype=float), 0.0, None)
@@ -230,9 +260,16 @@ def plot_timeline(run: Run, path: Target) -> List[str]:
     ax.set_ylabel("step time (ms)")
     ax.grid(True, axis="y", alpha=0.3)
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[m]) for m in Mode] + [
-        plt.Rectangle((0, 0), 1, 1, color=WAIT_COLOR), plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.3)]
-    ax.legend(handles, ["IO fetch", "SYNTHETIC step", "FULL step", "FULL data wait", "warm-up"], fontsize="small",
-              loc="upper left", bbox_to_anchor=(1.07, 1.0))
+        plt.Rectangle((0, 0), 1, 1, color=WAIT_COLOR),
+        plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.3),
+    ]
+    ax.legend(
+        handles,
+        ["IO fetch", "SYNTHETIC step", "FULL step", "FULL data wait", "warm-up"],
+        fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.07, 1.0),
+    )
     readings = line.readings.get(0, {})
     if readings:
         parts = sorted(readings.values(), key=lambda r: float(r["time"][0]) if len(r) else 0.0)

@@ -76,9 +76,21 @@ def scaling_rows(runs: Sequence[Run]) -> List[ScalingRow]:
                 t, base_t = m.mean_trial_time, b.mean_trial_time
                 if work and base_work and t and base_t and abs(work - base_work) <= SAME_WORK * base_work:
                     weak = base_t / t
-            rows.append(ScalingRow(run, mode, run.nranks, m.mean, m.interval, m.n, speedup, strong, weak,
-                                   m.data_wait if mode is Mode.FULL else None,
-                                   m.samples_per_rank_batch(run.nranks)))
+            rows.append(
+                ScalingRow(
+                    run,
+                    mode,
+                    run.nranks,
+                    m.mean,
+                    m.interval,
+                    m.n,
+                    speedup,
+                    strong,
+                    weak,
+                    m.data_wait if mode is Mode.FULL else None,
+                    m.samples_per_rank_batch(run.nranks),
+                )
+            )
     return rows
 
 
@@ -92,11 +104,12 @@ def study_kind(rows: Sequence[ScalingRow]) -> str:
     per_rank = {b for _, b in batches}
     global_ = {round(k * b, 6) for k, b in batches}
     if len(per_rank) == 1:
-        return (f"weak scaling: the same batch per rank ({next(iter(per_rank)):g} samples) in every run; "
-                f"both efficiencies apply")
+        return f"weak scaling: the same batch per rank ({next(iter(per_rank)):g} samples) in every run; both efficiencies apply"
     if len(global_) == 1:
-        return (f"strong scaling: the same global batch ({next(iter(global_)):g} samples) split over the ranks; "
-                f"read the strong-scaling efficiency")
+        return (
+            f"strong scaling: the same global batch ({next(iter(global_)):g} samples) split over the ranks; "
+            f"read the strong-scaling efficiency"
+        )
     return "batch sizes differ between runs in neither weak nor strong pattern: compare throughputs with care"
 
 
@@ -105,25 +118,64 @@ def _fmt(x: Optional[float], spec: str) -> str:
 
 
 def table(rows: Sequence[ScalingRow]) -> Table:
-    out = Table(["run", "ranks", "mode", "samples/s", "+/-", "speedup", "strong eff", "weak eff", "data wait"],
-                right=[False, True, False, True, True, True, True, True, True])
+    out = Table(
+        ["run", "ranks", "mode", "samples/s", "+/-", "speedup", "strong eff", "weak eff", "data wait"],
+        right=[False, True, False, True, True, True, True, True, True],
+    )
     for r in rows:
-        out.rows.append([r.run.label, str(r.ranks), r.mode.value, _fmt(r.mean, ".3f"), _fmt(r.interval, ".3f"),
-                         _fmt(r.speedup, ".3f"), _fmt(r.strong_efficiency, ".3f"), _fmt(r.weak_efficiency, ".3f"),
-                         "" if r.data_wait is None else f"{100.0 * r.data_wait:.1f} %"])
+        out.rows.append(
+            [
+                r.run.label,
+                str(r.ranks),
+                r.mode.value,
+                _fmt(r.mean, ".3f"),
+                _fmt(r.interval, ".3f"),
+                _fmt(r.speedup, ".3f"),
+                _fmt(r.strong_efficiency, ".3f"),
+                _fmt(r.weak_efficiency, ".3f"),
+                "" if r.data_wait is None else f"{100.0 * r.data_wait:.1f} %",
+            ]
+        )
     return out
 
 
 def csv_table(rows: Sequence[ScalingRow]) -> Table:
     """The same rows with full precision and machine-friendly headers."""
-    out = Table(["run", "path", "ranks", "mode", "mean", "interval", "n", "speedup", "strong_efficiency",
-                 "weak_efficiency", "data_wait", "samples_per_rank_batch"])
+    out = Table(
+        [
+            "run",
+            "path",
+            "ranks",
+            "mode",
+            "mean",
+            "interval",
+            "n",
+            "speedup",
+            "strong_efficiency",
+            "weak_efficiency",
+            "data_wait",
+            "samples_per_rank_batch",
+        ]
+    )
 
     def num(x: Optional[float]) -> str:
         return "" if x is None else repr(float(x))
 
     for r in rows:
-        out.rows.append([r.run.label, r.run.path or "", str(r.ranks), r.mode.value, num(r.mean), num(r.interval),
-                         "" if r.n is None else str(r.n), num(r.speedup), num(r.strong_efficiency),
-                         num(r.weak_efficiency), num(r.data_wait), num(r.samples_per_rank_batch)])
+        out.rows.append(
+            [
+                r.run.label,
+                r.run.path or "",
+                str(r.ranks),
+                r.mode.value,
+                num(r.mean),
+                num(r.interval),
+                "" if r.n is None else str(r.n),
+                num(r.speedup),
+                num(r.strong_efficiency),
+                num(r.weak_efficiency),
+                num(r.data_wait),
+                num(r.samples_per_rank_batch),
+            ]
+        )
     return out

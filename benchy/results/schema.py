@@ -151,8 +151,10 @@ def _mode_block(results: RunResults, mode: Mode, reading: Reading, per_step: boo
             "trial_time": [list(t.rank_seconds) for t in trials],
             "trial_samples": [list(t.rank_samples) for t in trials],
             # (slowest - fastest) / fastest rank's trial time, per trial.
-            "spread": [(max(t.rank_seconds) - min(t.rank_seconds)) / min(t.rank_seconds)
-                       if min(t.rank_seconds) > 0 else None for t in trials],
+            "spread": [
+                (max(t.rank_seconds) - min(t.rank_seconds)) / min(t.rank_seconds) if min(t.rank_seconds) > 0 else None
+                for t in trials
+            ],
             "mean_trial_time": results.rank_mean_times(mode),
             "straggler": straggler_text(results, mode),
         }
@@ -166,8 +168,9 @@ def _mode_block(results: RunResults, mode: Mode, reading: Reading, per_step: boo
     return block
 
 
-TIMELINE_CLOCK = ("Unix seconds: the trial clock (time.perf_counter) moved onto time.time()'s scale once per "
-                  "process; each rank's own")
+TIMELINE_CLOCK = (
+    "Unix seconds: the trial clock (time.perf_counter) moved onto time.time()'s scale once per process; each rank's own"
+)
 
 
 def _timeline_entry(t: TrialResult, group: str, *, saved: bool) -> Dict[str, Any]:
@@ -202,10 +205,24 @@ def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
         for t in [*setting.warmups, *setting.trials]:
             entries.append(dict(_timeline_entry(t, "sweep", saved=False), setting=setting.setting.to_dict()))
     for span in results.spans:  # the stage trials: rank 0's own time, no per-step file
-        entries.append({"trial": span.label, "mode": "IO", "group": span.group, "warmup": span.warmup,
-                        "profiled": False, "started": finite(span.started), "own_seconds": span.seconds,
-                        "seconds": span.seconds, "nbatches": None, "samples": None, "steps_file": False,
-                        "rank_started": None, "rank_seconds": None, "window": None})
+        entries.append(
+            {
+                "trial": span.label,
+                "mode": "IO",
+                "group": span.group,
+                "warmup": span.warmup,
+                "profiled": False,
+                "started": finite(span.started),
+                "own_seconds": span.seconds,
+                "seconds": span.seconds,
+                "nbatches": None,
+                "samples": None,
+                "steps_file": False,
+                "rank_started": None,
+                "rank_seconds": None,
+                "window": None,
+            }
+        )
     entries.sort(key=lambda e: math.inf if e["started"] is None else e["started"])
     return {"clock": TIMELINE_CLOCK, "trials": entries}
 
@@ -286,8 +303,9 @@ def result_document(
         "nranks": nranks,
         "steps_needed": snapshot.steps_needed,
         "epoch_length": snapshot.epoch_length,
-        "epochs_needed": (None if snapshot.steps_needed is None
-                          else Schedule.epochs_for(snapshot.steps_needed, snapshot.epoch_length)),
+        "epochs_needed": (
+            None if snapshot.steps_needed is None else Schedule.epochs_for(snapshot.steps_needed, snapshot.epoch_length)
+        ),
         "epochs_started": snapshot.epochs_started,
         "interrupted": [
             {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
@@ -312,8 +330,13 @@ def result_document(
         "sweep": sweep_block(results),
         "loader_startup": None if reading.startup is None else reading.startup.to_dict(),
         "first_pass": None if first is None else first.to_dict(),
-        "stages": (results.stages.to_dict() if results.stages is not None
-                   else None if results.stages_skipped is None else {"skipped": results.stages_skipped}),
+        "stages": (
+            results.stages.to_dict()
+            if results.stages is not None
+            else None
+            if results.stages_skipped is None
+            else {"skipped": results.stages_skipped}
+        ),
         "compute": None if reading.compute is None else reading.compute.to_dict(),
         "tokens": None if reading.tokens is None else reading.tokens.to_dict(),
         "energy": None if reading.energy is None else reading.energy.to_dict(),
@@ -330,6 +353,7 @@ def result_document(
 
 
 # --- reading ---------------------------------------------------------------------------------
+
 
 def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
     """Version 1 (0.1.0 and later additions) to 2: name the run, fill the keys added since 0.1.0."""
@@ -376,8 +400,7 @@ def _v3_to_v4(doc: Dict[str, Any]) -> Dict[str, Any]:
 _UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
-def upgrade(document: Mapping[str, Any], where: str = "the document", *,
-            in_place: bool = False) -> Tuple[Dict[str, Any], int]:
+def upgrade(document: Mapping[str, Any], where: str = "the document", *, in_place: bool = False) -> Tuple[Dict[str, Any], int]:
     """``document`` in the current schema (a copy, or ``document`` itself changed with ``in_place``),
     and the version it was written with."""
     if not isinstance(document, Mapping):
@@ -386,8 +409,10 @@ def upgrade(document: Mapping[str, Any], where: str = "the document", *,
     if isinstance(version, bool) or not isinstance(version, int):
         raise ResultFileError(f"{where}: no integer 'schema_version' (got {version!r}): not a benchy result file")
     if version > SCHEMA_VERSION:
-        raise ResultFileError(f"{where}: schema_version {version} was written by a newer benchy; this benchy "
-                              f"reads versions 1 to {SCHEMA_VERSION}: upgrade benchy to read it")
+        raise ResultFileError(
+            f"{where}: schema_version {version} was written by a newer benchy; this benchy "
+            f"reads versions 1 to {SCHEMA_VERSION}: upgrade benchy to read it"
+        )
     if version < 1:
         raise ResultFileError(f"{where}: schema_version {version}; expected 1 to {SCHEMA_VERSION}")
     doc = document if in_place and isinstance(document, dict) else copy.deepcopy(dict(document))
@@ -418,8 +443,9 @@ class _Reader:
             raise self.fail(path, value, "a number or null")
         return float(value)
 
-    def numbers(self, block: Mapping[str, Any], key: str, path: str, *, integers: bool = False,
-                nulls: bool = False) -> Tuple[Any, ...]:
+    def numbers(
+        self, block: Mapping[str, Any], key: str, path: str, *, integers: bool = False, nulls: bool = False
+    ) -> Tuple[Any, ...]:
         """A list of numbers (``nulls``: nulls kept, as a non-finite throughput is written)."""
         value = block.get(key)
         if value is None:
@@ -475,12 +501,12 @@ def _mode_run(mode: Mode, block: Mapping[str, Any], read: _Reader) -> ModeRun:
         interval=read.optional_number(block, "interval", f"{key}.interval"),
         n=n,
         confidence=0.95 if confidence is None else confidence,
-        warmup_throughputs=tuple(x for x in read.numbers(warm, "trial_throughput", f"{key}.warmup.trial_throughput",
-                                                          nulls=True) if x is not None),
+        warmup_throughputs=tuple(
+            x for x in read.numbers(warm, "trial_throughput", f"{key}.warmup.trial_throughput", nulls=True) if x is not None
+        ),
         rates=rates,
         data_wait=None if wait is None else read.optional_number(wait, "mean", f"{key}.data_wait.mean"),
-        data_wait_interval=None if wait is None else read.optional_number(wait, "interval",
-                                                                          f"{key}.data_wait.interval"),
+        data_wait_interval=None if wait is None else read.optional_number(wait, "interval", f"{key}.data_wait.interval"),
     )
 
 
@@ -508,9 +534,18 @@ def read_run(document: Mapping[str, Any], path: Optional[str] = None, *, owned: 
     if source not in ("run", "log"):
         raise read.fail("source", source, "'run' or 'log'")
     modes = {m: _mode_run(m, doc[m.value], read) for m in Mode if doc.get(m.value) is not None}
-    return Run(name=name, nranks=nranks, complete=bool(doc.get("complete", False)), source=source,
-               schema_version=version, verdict=verdict_value, summary=tuple(summary or ()), modes=modes,
-               path=path, document=doc)
+    return Run(
+        name=name,
+        nranks=nranks,
+        complete=bool(doc.get("complete", False)),
+        source=source,
+        schema_version=version,
+        verdict=verdict_value,
+        summary=tuple(summary or ()),
+        modes=modes,
+        path=path,
+        document=doc,
+    )
 
 
 def load(path: str | os.PathLike[str]) -> Run:

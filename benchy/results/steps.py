@@ -74,8 +74,9 @@ def clear_ranks(directory: str) -> List[str]:
 def rank_dirs(directory: str) -> Dict[int, str]:
     """The ``rank<r>/`` folders under ``directory`` (``save_steps: all``), by rank."""
     try:
-        return {int(e.name[4:]): e.path for e in os.scandir(directory)
-                if _RANK_DIR.match(e.name) and e.is_dir(follow_symlinks=False)}
+        return {
+            int(e.name[4:]): e.path for e in os.scandir(directory) if _RANK_DIR.match(e.name) and e.is_dir(follow_symlinks=False)
+        }
     except OSError:
         return {}
 
@@ -87,18 +88,19 @@ def _write(handle: Any, result: TrialResult) -> None:
     """The ``.npy`` file of :func:`step_array`, built a slice at a time (1 MB, whatever the trial's length)."""
     n = len(result.step_seconds)
     dtype = _dtype(result)
-    np.lib.format.write_array_header_1_0(handle, {"descr": np.lib.format.dtype_to_descr(dtype),
-                                                  "fortran_order": False, "shape": (n,)})
+    np.lib.format.write_array_header_1_0(
+        handle, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (n,)}
+    )
     seconds = np.frombuffer(result.step_seconds, dtype=np.float64)
     samples = result.samples_array()
     waits = None if result.step_waits is None else np.frombuffer(result.step_waits, dtype=np.float32)
     part = np.empty(min(n, SLICE), dtype=dtype)
     for start in range(0, n, SLICE):
         count = min(SLICE, n - start)
-        part["seconds"][:count] = seconds[start:start + count]
-        part["samples"][:count] = samples[start:start + count]
+        part["seconds"][:count] = seconds[start : start + count]
+        part["samples"][:count] = samples[start : start + count]
         if waits is not None:
-            part["wait"][:count] = waits[start:start + count]
+            part["wait"][:count] = waits[start : start + count]
         handle.write(part[:count].tobytes())
 
 
@@ -109,9 +111,12 @@ def save(directory: str, result: TrialResult) -> str:
     write_atomic(path, lambda handle: _write(handle, result), binary=True, suffix=STEPS_TEMP_SUFFIX)
     readings = result.readings
     if isinstance(readings, np.ndarray) and len(readings):
-        write_atomic(os.path.join(directory, f"{result.label}{READINGS}.npy"),
-                     lambda handle: np.save(handle, readings, allow_pickle=False), binary=True,
-                     suffix=STEPS_TEMP_SUFFIX)
+        write_atomic(
+            os.path.join(directory, f"{result.label}{READINGS}.npy"),
+            lambda handle: np.save(handle, readings, allow_pickle=False),
+            binary=True,
+            suffix=STEPS_TEMP_SUFFIX,
+        )
     return path
 
 
@@ -120,8 +125,7 @@ def _files(directory: str, readings: bool) -> Dict[str, np.ndarray[Any, Any]]:
     for name in sorted(os.listdir(directory)):
         found = _OURS.match(name)
         if found and bool(found.group(3)) == readings:
-            out[name[: -len(".npy")].removesuffix(READINGS)] = np.load(os.path.join(directory, name),
-                                                                        allow_pickle=False)
+            out[name[: -len(".npy")].removesuffix(READINGS)] = np.load(os.path.join(directory, name), allow_pickle=False)
     return out
 
 

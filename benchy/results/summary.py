@@ -18,18 +18,30 @@ from ..core.verdict import Reading, busy_text, disturbed_trials, h2d_estimate, o
 from . import lines
 from .tables import Table
 
-__all__ = ["copy_text", "h2d_line", "stages_text", "steps_text", "straggler_text", "summary_lines", "sweep_line", "sweep_table",
-           "system_text", "workers_text"]
+__all__ = [
+    "copy_text",
+    "h2d_line",
+    "stages_text",
+    "steps_text",
+    "straggler_text",
+    "summary_lines",
+    "sweep_line",
+    "sweep_table",
+    "system_text",
+    "workers_text",
+]
 
 
 def system_text(mode: Mode, means: Mapping[str, float]) -> str:
     """``IO CPU 1.93 of 2 cores busy (96 %), other processes 0.02, peak RSS 512 MB, storage reads 0.0 MB/s``
     (+ GPU)."""
-    text = (f"{mode.value} CPU {means['cpu_cores_busy']:.2f} of {means['cpu_cores']:g} cores busy "
-            f"({100.0 * means['cpu_util']:.0f} %)"
-            + (f", other processes {means['other_cores_busy']:.2f}" if means.get("other_cores_busy") is not None else "")
-            + f", peak RSS {means['rss_max_bytes'] / 1e6:.0f} MB, "
-            f"storage reads {means['read_bytes_per_s'] / 1e6:.1f} MB/s")
+    text = (
+        f"{mode.value} CPU {means['cpu_cores_busy']:.2f} of {means['cpu_cores']:g} cores busy "
+        f"({100.0 * means['cpu_util']:.0f} %)"
+        + (f", other processes {means['other_cores_busy']:.2f}" if means.get("other_cores_busy") is not None else "")
+        + f", peak RSS {means['rss_max_bytes'] / 1e6:.0f} MB, "
+        f"storage reads {means['read_bytes_per_s'] / 1e6:.1f} MB/s"
+    )
     if "gpu_util" in means:
         text += f", GPU {100.0 * means['gpu_util']:.0f} % busy"
     if "gpu_memory_bytes" in means:
@@ -42,17 +54,22 @@ def system_text(mode: Mode, means: Mapping[str, float]) -> str:
 def stages_text(report: StageReport) -> str:
     """The STAGES line's text: the IO period of the stage trials, each stage's time a batch and share."""
     workers = report.workers
-    head = (f"IO period {_ms(report.period)} a batch over {report.batches} batches of the stage trials "
-            f"({workers} worker{'s' if workers != 1 else ''}"
-            + ("; worker stages as a share of the workers' time, workers x the period)" if workers else ")"))
+    head = (
+        f"IO period {_ms(report.period)} a batch over {report.batches} batches of the stage trials "
+        f"({workers} worker{'s' if workers != 1 else ''}"
+        + ("; worker stages as a share of the workers' time, workers x the period)" if workers else ")")
+    )
 
     def item(stage: Stage) -> str:
         extra = f", {100 * stage.off_cpu:.0f} % off the CPU" if stage.off_cpu is not None else ""
         return f"{stage.name} {_ms(stage.seconds)} ({100 * stage.share:.0f} %{extra})"
 
     groups = []
-    for where, title in (("workers", "in the workers"), ("main", "in the main process"),
-                         ("pin thread", "in the pin_memory thread")):
+    for where, title in (
+        ("workers", "in the workers"),
+        ("main", "in the main process"),
+        ("pin thread", "in the pin_memory thread"),
+    ):
         found = [item(st) for st in report.stages if st.where == where]
         if found:
             groups.append(f"{title}: " + ", ".join(found))
@@ -62,8 +79,7 @@ def stages_text(report: StageReport) -> str:
         rest = f"the stages overlap by {100 * -report.unexplained:.0f} % of the period"
     top = report.largest
     tail = "" if top is None else f"; largest: {top.name}"
-    cost = ("" if report.instrumentation is None
-            else f"; the timers cost {1e6 * report.instrumentation:.2f} us a sample")
+    cost = "" if report.instrumentation is None else f"; the timers cost {1e6 * report.instrumentation:.2f} us a sample"
     share = report.timer_share
     if share is not None and share >= 0.05:
         cost += f", {100 * share:.0f} % of the period (part of the unexplained: these batches are cheap to make)"
@@ -78,8 +94,10 @@ def copy_text(results: RunResults, report: StageReport) -> str:
         return ""
     per_batch = report.samples / report.batches
     extra = per_batch / est.mean - per_batch / io.mean
-    return (f"; the copy to {results.h2d_device} adds {_ms(max(0.0, extra))} a batch "
-            f"({100 * max(0.0, extra) / report.period:.0f} % of the period; IO_H2D against IO)")
+    return (
+        f"; the copy to {results.h2d_device} adds {_ms(max(0.0, extra))} a batch "
+        f"({100 * max(0.0, extra) / report.period:.0f} % of the period; IO_H2D against IO)"
+    )
 
 
 WORKERS_LISTED = 8  # workers named one by one in the WORKERS line; more are summarised
@@ -100,29 +118,40 @@ def workers_text(report: StageReport) -> Optional[str]:
     else:
         shares = sorted(w.busy_share for w in found)
         slowest = max(found, key=lambda w: w.per_batch)
-        listed = (f"busy {100 * shares[0]:.0f} % to {100 * shares[-1]:.0f} % (median "
-                  f"{100 * shares[len(shares) // 2]:.0f} %), slowest {one(slowest)}")
+        listed = (
+            f"busy {100 * shares[0]:.0f} % to {100 * shares[-1]:.0f} % (median "
+            f"{100 * shares[len(shares) // 2]:.0f} %), slowest {one(slowest)}"
+        )
     out = f"{len(found)} workers over {report.batches} batches: {listed}"
     if report.straggler is not None:
         worker, ratio = report.straggler
-        out += (f"; slow worker: {worker} takes {ratio:.2f}x the others' time a batch (what its samples come from: "
-                f"a cold disk, a hot shard, a bad node)")
+        out += (
+            f"; slow worker: {worker} takes {ratio:.2f}x the others' time a batch (what its samples come from: "
+            f"a cold disk, a hot shard, a bad node)"
+        )
     else:
         out += "; no slow worker"
     out += f"; {report.out_of_order} of {report.batches} batches were ready after a later one"
-    hol = (f"; head-of-line: {100 * report.hol_share:.1f} % of the time the loop waited for a batch while a later "
-           f"one was ready and a worker sat idle")
+    hol = (
+        f"; head-of-line: {100 * report.hol_share:.1f} % of the time the loop waited for a batch while a later "
+        f"one was ready and a worker sat idle"
+    )
     if report.hol_share >= HOL_SHARE:
-        hol += (" (DataLoader(in_order=False) hands out the ready one)" if report.in_order
-                else " (a torch with DataLoader(in_order=...) could hand out the ready one)")
+        hol += (
+            " (DataLoader(in_order=False) hands out the ready one)"
+            if report.in_order
+            else " (a torch with DataLoader(in_order=...) could hand out the ready one)"
+        )
     out += hol
     if report.memory:
         uss = [m.uss for m in report.memory]
         pss = [m.pss for m in report.memory if m.pss is not None]
         rss = [m.rss for m in report.memory]
-        out += (f"; memory a worker: unique {max(uss) / 1e6:.0f} MB at most"
-                + (f", proportional {max(pss) / 1e6:.0f} MB" if pss else "")
-                + f" (RSS {max(rss) / 1e6:.0f} MB counts the pages it shares)")
+        out += (
+            f"; memory a worker: unique {max(uss) / 1e6:.0f} MB at most"
+            + (f", proportional {max(pss) / 1e6:.0f} MB" if pss else "")
+            + f" (RSS {max(rss) / 1e6:.0f} MB counts the pages it shares)"
+        )
     return out
 
 
@@ -146,20 +175,25 @@ def _ms(seconds: float) -> str:
 
 def steps_text(mode: Mode, profile: StepProfile, workers: int = 0) -> str:
     """Percentiles of a mode's step time and its stalls, in words (the STEPS summary line)."""
-    text = (f"{mode.value} step time p50 {_ms(profile.p50)}, p90 {_ms(profile.p90)}, p99 {_ms(profile.p99)} "
-            f"over {profile.steps} steps; ")
+    text = (
+        f"{mode.value} step time p50 {_ms(profile.p50)}, p90 {_ms(profile.p90)}, p99 {_ms(profile.p99)} "
+        f"over {profile.steps} steps; "
+    )
     if not profile.stalls:
         return text + f"no stalls (steps over {STALL_FACTOR:g}x the median)"
-    text += (f"{profile.stalls} stall(s) (steps over {STALL_FACTOR:g}x the median) took "
-             f"{100.0 * profile.stall_share:.1f} % of the time")
+    text += (
+        f"{profile.stalls} stall(s) (steps over {STALL_FACTOR:g}x the median) took "
+        f"{100.0 * profile.stall_share:.1f} % of the time"
+    )
     k = profile.stall_period
     if k is None:
         return text
     if workers and k == workers:
-        return text + (f", every {k} steps with {workers} loader workers: the sign of a starved worker pool (each "
-                       f"worker takes longer than {k} steps to make a batch; more workers or cheaper batches help)")
-    return text + f", periodic: every {k} steps" + (
-        f" (the loader has {workers} workers)" if workers else "")
+        return text + (
+            f", every {k} steps with {workers} loader workers: the sign of a starved worker pool (each "
+            f"worker takes longer than {k} steps to make a batch; more workers or cheaper batches help)"
+        )
+    return text + f", periodic: every {k} steps" + (f" (the loader has {workers} workers)" if workers else "")
 
 
 def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
@@ -169,8 +203,10 @@ def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
     if found is None:
         return _summarised_straggler(results, mode)
     rank, slow, median = found
-    return (f"{mode.value}: rank {rank} is {100.0 * (slow / median - 1.0):.1f} % slower than the median rank "
-            f"(mean trial time {slow:.4f} s vs {median:.4f} s)")
+    return (
+        f"{mode.value}: rank {rank} is {100.0 * (slow / median - 1.0):.1f} % slower than the median rank "
+        f"(mean trial time {slow:.4f} s vs {median:.4f} s)"
+    )
 
 
 def _summarised_straggler(results: RunResults, mode: Mode, threshold: float = 0.10) -> Optional[str]:
@@ -188,13 +224,14 @@ def _summarised_straggler(results: RunResults, mode: Mode, threshold: float = 0.
     ratio = sum(slow) / sum(mean) if sum(mean) > 0 else 1.0
     if ratio <= 1.0 + threshold:
         return None
-    return (f"{mode.value}: rank {rank} is {100.0 * (ratio - 1.0):.1f} % slower than the ranks' mean (slowest in "
-            f"{counts[rank]} of {len(summaries)} trials, {summaries[0].ranks} ranks: figures reduced, not listed "
-            f"per rank)")
+    return (
+        f"{mode.value}: rank {rank} is {100.0 * (ratio - 1.0):.1f} % slower than the ranks' mean (slowest in "
+        f"{counts[rank]} of {len(summaries)} trials, {summaries[0].ranks} ranks: figures reduced, not listed "
+        f"per rank)"
+    )
 
 
-def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, workers: int = 0,
-                  world: int = 1) -> List[str]:
+def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, workers: int = 0, world: int = 1) -> List[str]:
     """The summary lines for the modes that were scheduled, FULL's data wait, each mode's step
     distribution and system metrics, the copies, the loader's start-up, stragglers, the loader sweep,
     then the verdict (``reading``, worked out once by the caller). ``workers``: the loader's
@@ -221,8 +258,11 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
     busy = disturbed_trials(results)
     if busy:
         total = sum(len(results.measured(m)) for m in modes)
-        out.append(lines.summary_text("BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes "
-                                              f"kept {busy_text(busy)}", own))
+        out.append(
+            lines.summary_text(
+                "BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes kept {busy_text(busy)}", own
+            )
+        )
     if Mode.IO in modes:
         h2d = h2d_line(results)
         if h2d is not None:
@@ -264,20 +304,23 @@ def sweep_line(results: Sequence[SettingResult], cap: Optional[int] = None) -> O
     top, small = best(results), smallest_within(results)
     if top is None or small is None:
         return None
-    text = (f"best {top.setting.text()}: {mean_text(top)} samples/s; smallest within "
-            f"{100 * NEAR_BEST:g} % of best: {small.setting.text()}")
+    text = (
+        f"best {top.setting.text()}: {mean_text(top)} samples/s; smallest within "
+        f"{100 * NEAR_BEST:g} % of best: {small.setting.text()}"
+    )
     over = [r.setting.text() for r in results if r.over_cap]
     if over and cap is not None:
-        text += (f"; left out over the workers' memory cap of {cap / 1e9:.2f} GB (available memory less room for "
-                 f"the training process): " + "; ".join(over))
+        text += (
+            f"; left out over the workers' memory cap of {cap / 1e9:.2f} GB (available memory less room for "
+            f"the training process): " + "; ".join(over)
+        )
     return text
 
 
 def sweep_table(results: Sequence[SettingResult], own: Setting) -> Table:
     """The loader sweep's table: one row per setting, the loader's own, the best and the recommended marked."""
     top, small = best(results), smallest_within(results)
-    out = Table(["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"],
-                right=[False, True, True, True, True, False])
+    out = Table(["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"], right=[False, True, True, True, True, False])
     for r in results:
         est = r.estimate
         notes = []
@@ -291,7 +334,14 @@ def sweep_table(results: Sequence[SettingResult], own: Setting) -> Table:
             notes.append(f"failed: {r.error}")
         if r.over_cap:
             notes.append("over the memory cap")
-        out.rows.append([r.setting.text(), "" if est.mean is None else f"{est.mean:.3f}",
-                         "" if est.half_width is None else f"{est.half_width:.3f}", str(est.n),
-                         "" if r.memory is None else f"{r.memory / 1e6:.0f}", "; ".join(notes)])
+        out.rows.append(
+            [
+                r.setting.text(),
+                "" if est.mean is None else f"{est.mean:.3f}",
+                "" if est.half_width is None else f"{est.half_width:.3f}",
+                str(est.n),
+                "" if r.memory is None else f"{r.memory / 1e6:.0f}",
+                "; ".join(notes),
+            ]
+        )
     return out

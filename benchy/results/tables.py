@@ -16,13 +16,36 @@ from typing import IO, Any, List, Mapping, Optional, Sequence, Tuple
 
 from .saved import Run
 
-__all__ = ["SYSTEM_COLUMNS", "ModeFigures", "Table", "markdown_text", "mode_table", "print_table", "rich_table",
-           "summary_table",
-           "system_table"]
+__all__ = [
+    "SYSTEM_COLUMNS",
+    "ModeFigures",
+    "Table",
+    "markdown_text",
+    "mode_table",
+    "print_table",
+    "rich_table",
+    "summary_table",
+    "system_table",
+]
 
-_MARKDOWN = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "`": "\\`", "*": "\\*",
-                           "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|", "~": "\\~", "#": "\\#",
-                           "\n": " ", "\r": " "})
+_MARKDOWN = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        "\\": "\\\\",
+        "`": "\\`",
+        "*": "\\*",
+        "_": "\\_",
+        "[": "\\[",
+        "]": "\\]",
+        "|": "\\|",
+        "~": "\\~",
+        "#": "\\#",
+        "\n": " ",
+        "\r": " ",
+    }
+)
 
 
 def markdown_text(text: str) -> str:
@@ -75,9 +98,16 @@ class Table:
 
     def html(self) -> str:
         """A ``<table>`` (cells escaped; numeric columns get ``class="num"``)."""
+
         def row(cells: Sequence[str], tag: str) -> str:
-            return "<tr>" + "".join("<{0}{1}>{2}</{0}>".format(tag, ' class="num"' if self._right(k) else "", html.escape(c))
-                                    for k, c in enumerate(cells)) + "</tr>"
+            return (
+                "<tr>"
+                + "".join(
+                    "<{0}{1}>{2}</{0}>".format(tag, ' class="num"' if self._right(k) else "", html.escape(c))
+                    for k, c in enumerate(cells)
+                )
+                + "</tr>"
+            )
 
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         body = "".join(row(r, "td") for r in self.rows)
@@ -121,28 +151,44 @@ class ModeFigures:
 
 def mode_table(rows: Sequence[ModeFigures], title: Optional[str] = None) -> Table:
     """The summary table: the one ``benchy summary``, the report page and the live terminal show."""
-    table = Table(["mode", "samples/s", "+/-", "trials", "confidence", "data wait"],
-                  right=[False, True, True, True, True, True], title=title)
+    table = Table(
+        ["mode", "samples/s", "+/-", "trials", "confidence", "data wait"],
+        right=[False, True, True, True, True, True],
+        title=title,
+    )
     for m in rows:
-        table.rows.append([m.mode, "n/a" if m.mean is None else f"{m.mean:.3f}",
-                           "n/a" if m.interval is None else f"{m.interval:.3f}",
-                           "" if m.n is None else str(m.n), f"{100 * m.confidence:g} %",
-                           "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %"])
+        table.rows.append(
+            [
+                m.mode,
+                "n/a" if m.mean is None else f"{m.mean:.3f}",
+                "n/a" if m.interval is None else f"{m.interval:.3f}",
+                "" if m.n is None else str(m.n),
+                f"{100 * m.confidence:g} %",
+                "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %",
+            ]
+        )
     return table
 
 
 def summary_table(run: Run) -> Table:
     """A saved run's summary table (:func:`mode_table`)."""
-    return mode_table([ModeFigures(mode.value, m.mean, m.interval, m.n, m.confidence, m.data_wait)
-                       for mode, m in run.modes.items()])
+    return mode_table(
+        [ModeFigures(mode.value, m.mean, m.interval, m.n, m.confidence, m.data_wait) for mode, m in run.modes.items()]
+    )
 
 
 # The system table's columns: (heading, figure, divisor, format); the SYSTEM line's figures and units.
-SYSTEM_COLUMNS = (("CPU cores busy", "cpu_cores_busy", 1.0, ".2f"), ("of cores", "cpu_cores", 1.0, "g"),
-                  ("other processes (cores)", "other_cores_busy", 1.0, ".2f"),
-                  ("peak RSS MB", "rss_max_bytes", 1e6, ".0f"), ("storage reads MB/s", "read_bytes_per_s", 1e6, ".2f"),
-                  ("loader reads MB/s", "loader_read_chars_per_s", 1e6, ".2f"), ("GPU busy %", "gpu_util", 0.01, ".0f"),
-                  ("GPU memory MB", "gpu_memory_bytes", 1e6, ".0f"), ("GPU power W", "gpu_power_w", 1.0, ".1f"))
+SYSTEM_COLUMNS = (
+    ("CPU cores busy", "cpu_cores_busy", 1.0, ".2f"),
+    ("of cores", "cpu_cores", 1.0, "g"),
+    ("other processes (cores)", "other_cores_busy", 1.0, ".2f"),
+    ("peak RSS MB", "rss_max_bytes", 1e6, ".0f"),
+    ("storage reads MB/s", "read_bytes_per_s", 1e6, ".2f"),
+    ("loader reads MB/s", "loader_read_chars_per_s", 1e6, ".2f"),
+    ("GPU busy %", "gpu_util", 0.01, ".0f"),
+    ("GPU memory MB", "gpu_memory_bytes", 1e6, ".0f"),
+    ("GPU power W", "gpu_power_w", 1.0, ".1f"),
+)
 
 
 def system_table(rows: Sequence[Tuple[str, int, Mapping[str, float]]]) -> Optional[Table]:
@@ -151,8 +197,11 @@ def system_table(rows: Sequence[Tuple[str, int, Mapping[str, float]]]) -> Option
     if not rows:
         return None
     columns = [c for c in SYSTEM_COLUMNS if any(c[1] in means for _, _, means in rows)]
-    table = Table(["mode", "trials"] + [c[0] for c in columns], right=[False] + [True] * (len(columns) + 1),
-                  title="System metrics (means over the counted trials; rank 0's own)")
+    table = Table(
+        ["mode", "trials"] + [c[0] for c in columns],
+        right=[False] + [True] * (len(columns) + 1),
+        title="System metrics (means over the counted trials; rank 0's own)",
+    )
     for name, count, means in rows:
         table.rows.append([name, str(count)] + [_fmt(means.get(key), scale, spec) for _, key, scale, spec in columns])
     return table

@@ -42,8 +42,7 @@ MAX_EVENTS = 200_000
 PLURAL = {"fetch": "fetches", "step": "steps", "batch": "batches"}
 
 # Threads of each rank's process, in the order drawn.
-TRACKS = {"IO": 1, "SYNTHETIC": 2, "FULL": 3, "IO_H2D": 4, "loader sweep": 5, "loader stages": 6,
-          "loader start-up": 7}
+TRACKS = {"IO": 1, "SYNTHETIC": 2, "FULL": 3, "IO_H2D": 4, "loader sweep": 5, "loader stages": 6, "loader start-up": 7}
 # Counters from the system readings: (file field, counter name, series, scale).
 COUNTERS = (
     ("cpu_cores_busy", "CPU cores busy", "cores", 1.0),
@@ -92,16 +91,21 @@ class _Writer:
         where = f'"pid":{pid}' + ("" if tid is None else f',"tid":{tid}')
         self.raw(f'{{"ph":"M",{where},"name":{json.dumps(name)},"args":{json.dumps(args)}}}')
 
-    def slice(self, pid: int, tid: int, name: str, cat: str, start: int, dur: int,
-              args: Optional[Mapping[str, Any]] = None) -> None:
+    def slice(
+        self, pid: int, tid: int, name: str, cat: str, start: int, dur: int, args: Optional[Mapping[str, Any]] = None
+    ) -> None:
         extra = "" if not args else f',"args":{json.dumps(args, allow_nan=False)}'
-        self.raw(f'{{"ph":"X","pid":{pid},"tid":{tid},"name":{json.dumps(name)},"cat":"{cat}",'
-                 f'"ts":{_us(start)},"dur":{_us(max(0, dur))}{extra}}}')
+        self.raw(
+            f'{{"ph":"X","pid":{pid},"tid":{tid},"name":{json.dumps(name)},"cat":"{cat}",'
+            f'"ts":{_us(start)},"dur":{_us(max(0, dur))}{extra}}}'
+        )
 
     def counter(self, pid: int, name: str, at: int, series: str, value: float) -> None:
         if math.isfinite(value):
-            self.raw(f'{{"ph":"C","pid":{pid},"name":{json.dumps(name)},"ts":{_us(at)},'
-                     f'"args":{{{json.dumps(series)}:{round(float(value), 4)}}}}}')
+            self.raw(
+                f'{{"ph":"C","pid":{pid},"name":{json.dumps(name)},"ts":{_us(at)},'
+                f'"args":{{{json.dumps(series)}:{round(float(value), 4)}}}}}'
+            )
 
 
 @dataclass(frozen=True)
@@ -123,11 +127,14 @@ class TimelineTrial:
 
 def window_text(window: Mapping[str, Any]) -> str:
     """A trial's window in words: ``epoch 1, step 13 to epoch 2, step 10 (2 stretches, 2 periods left out)``."""
-    text = (f"epoch {window.get('start_epoch')}, step {window.get('start_step')} to epoch {window.get('end_epoch')}, "
-            f"step {window.get('end_step')}")
+    text = (
+        f"epoch {window.get('start_epoch')}, step {window.get('start_step')} to epoch {window.get('end_epoch')}, "
+        f"step {window.get('end_step')}"
+    )
     segments, left = int(window.get("segments") or 1), int(window.get("left_out") or 0)
     extra = ([f"{segments} stretches"] if segments > 1 else []) + (
-        [f"{left} period{'s' if left != 1 else ''} left out"] if left else [])
+        [f"{left} period{'s' if left != 1 else ''} left out"] if left else []
+    )
     return text + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -143,11 +150,21 @@ def _trials(doc: Mapping[str, Any], rank: int) -> List[TimelineTrial]:
             started, seconds = starts[rank], times[rank]
         if not isinstance(started, (int, float)) or not isinstance(seconds, (int, float)):
             continue
-        out.append(TimelineTrial(str(entry["trial"]), str(entry["mode"]), str(entry.get("group", "schedule")),
-                          bool(entry.get("warmup")), bool(entry.get("profiled")), float(started), float(seconds),
-                          int(entry.get("nbatches") or 0), entry.get("samples") if rank == 0 else None,
-                          entry.get("setting"),
-                          entry.get("window") if isinstance(entry.get("window"), Mapping) else None))
+        out.append(
+            TimelineTrial(
+                str(entry["trial"]),
+                str(entry["mode"]),
+                str(entry.get("group", "schedule")),
+                bool(entry.get("warmup")),
+                bool(entry.get("profiled")),
+                float(started),
+                float(seconds),
+                int(entry.get("nbatches") or 0),
+                entry.get("samples") if rank == 0 else None,
+                entry.get("setting"),
+                entry.get("window") if isinstance(entry.get("window"), Mapping) else None,
+            )
+        )
     return out
 
 
@@ -201,9 +218,14 @@ def _steps(w: _Writer, pid: int, tid: int, t: TimelineTrial, start: int, data: n
     for k, first in enumerate(firsts):
         count = int(min(block, len(ns) - first))
         at, dur = start + int(begins[first]), int(totals[k])
-        args: Dict[str, Any] = {"steps": count, "first": int(first), "samples": int(sample_sums[k]),
-                                "mean_ms": round(dur / count / 1e6, 6), "slowest_ms": round(int(slowest[k]) / 1e6, 6),
-                                "fastest_ms": round(int(fastest[k]) / 1e6, 6)}
+        args: Dict[str, Any] = {
+            "steps": count,
+            "first": int(first),
+            "samples": int(sample_sums[k]),
+            "mean_ms": round(dur / count / 1e6, 6),
+            "slowest_ms": round(int(slowest[k]) / 1e6, 6),
+            "fastest_ms": round(int(fastest[k]) / 1e6, 6),
+        }
         if wait_sums is not None:
             args["data_wait_share"] = round(int(wait_sums[k]) / dur, 4) if dur > 0 else None
         w.slice(pid, tid, f"{PLURAL[name]} {first} to {first + count - 1}", "steps", at, dur, args)
@@ -266,17 +288,18 @@ def load_timeline(run: Run) -> Timeline:
     doc = run.document
     timeline = doc.get("timeline")
     if not isinstance(timeline, Mapping) or not isinstance(timeline.get("trials"), list):
-        why = ("it was made from a log by benchy parse" if run.source == "log" else
-               f"it was written with schema version {run.schema_version}, before benchy recorded when each trial "
-               f"started")
+        why = (
+            "it was made from a log by benchy parse"
+            if run.source == "log"
+            else f"it was written with schema version {run.schema_version}, before benchy recorded when each trial started"
+        )
         raise TraceError(f"{run.path or 'the run'} has no timeline: {why}; run the benchmark again with this benchy")
     path = run.path or "."
     dirs = _rank_dirs(doc, path)
     per_rank = {r: _trials(doc, r) for r in range(max(1, run.nranks))}
     starts = [t.started for trials in per_rank.values() for t in trials]
     startup = doc.get("loader_startup") if isinstance(doc.get("loader_startup"), Mapping) else None
-    passes = [(float(a), float(b)) for a, b in zip((startup or {}).get("started") or [],
-                                                   (startup or {}).get("seconds") or [])]
+    passes = [(float(a), float(b)) for a, b in zip((startup or {}).get("started") or [], (startup or {}).get("seconds") or [])]
     starts += [s for s, _ in passes]
     if not starts:
         raise TraceError(f"{path}: its timeline holds no trial with a start time")
@@ -285,24 +308,32 @@ def load_timeline(run: Run) -> Timeline:
     notes: List[str] = []
     saved = sorted(steps)
     if run.nranks > 1 and not any(per_rank[r] for r in range(1, run.nranks)):
-        notes.append(f"rank 0's trials only: the run's {run.nranks} ranks are past dist_rank_lists, whose trials "
-                     f"are reduced to summaries, not listed per rank")
+        notes.append(
+            f"rank 0's trials only: the run's {run.nranks} ranks are past dist_rank_lists, whose trials "
+            f"are reduced to summaries, not listed per rank"
+        )
     elif run.nranks > 1:
         if saved == [0]:
-            notes.append("per-step slices are rank 0's only (the other ranks saved none: save_steps: all "
-                         "saves every rank's); the other ranks show their trials")
+            notes.append(
+                "per-step slices are rank 0's only (the other ranks saved none: save_steps: all "
+                "saves every rank's); the other ranks show their trials"
+            )
         elif len(saved) < run.nranks:
             notes.append(f"per-step slices of ranks {', '.join(map(str, saved))}; the others show their trials")
     elif not saved:
         notes.append("no per-step files (save_steps: false, or the steps folder is gone): trials only")
     undrawn = [str(e["trial"]) for e in timeline["trials"] if e.get("started") is None or e.get("own_seconds") is None]
     if undrawn:
-        notes.append(f"{len(undrawn)} trial{'s' if len(undrawn) != 1 else ''} without a start time or a duration (null "
-                     f"in the file) not drawn: {', '.join(undrawn[:8])}{' ...' if len(undrawn) > 8 else ''}")
+        notes.append(
+            f"{len(undrawn)} trial{'s' if len(undrawn) != 1 else ''} without a start time or a duration (null "
+            f"in the file) not drawn: {', '.join(undrawn[:8])}{' ...' if len(undrawn) > 8 else ''}"
+        )
     if any(t.window is not None and int(t.window.get("segments") or 1) > 1 for t in per_rank.get(0, [])):
-        notes.append("a trial whose window spans an epoch's end is drawn from its start with its counted steps end "
-                     "to end; the time between its stretches (the epoch's end, the next iter(), whatever the loop "
-                     "does there) is not in it")
+        notes.append(
+            "a trial whose window spans an epoch's end is drawn from its start with its counted steps end "
+            "to end; the time between its stretches (the epoch's end, the next iter(), whatever the loop "
+            "does there) is not in it"
+        )
     return Timeline(min(starts), per_rank, steps, readings, passes, notes)
 
 
@@ -317,9 +348,12 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
     total = sum(_step_events(s) for s in steps.values())
     stats.block = max(1, math.ceil(total / max_events)) if max_events > 0 else 1
     if stats.block > 1:
-        stats.notes.insert(0, f"{total} step events are over the bound of {max_events}: each slice on a mode's "
-                              f"track is a block of {stats.block} consecutive steps (mean, slowest and fastest step "
-                              f"in its arguments)")
+        stats.notes.insert(
+            0,
+            f"{total} step events are over the bound of {max_events}: each slice on a mode's "
+            f"track is a block of {stats.block} consecutive steps (mean, slowest and fastest step "
+            f"in its arguments)",
+        )
     handle.write('{"traceEvents":[\n')
     w = _Writer(handle, stats)
     for rank, trials in line.trials.items():
@@ -340,8 +374,15 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
         _draw_rank(w, pid, rank, trials, origin, steps.get(rank, {}), stats.block)
         if rank == 0:
             for k, (started, seconds) in enumerate(passes):
-                w.slice(pid, TRACKS["loader start-up"], f"start-up (pass {k + 1})", "startup", _ns(started, origin),
-                        round(seconds * 1e9), {"pass": k + 1, "seconds": seconds})
+                w.slice(
+                    pid,
+                    TRACKS["loader start-up"],
+                    f"start-up (pass {k + 1})",
+                    "startup",
+                    _ns(started, origin),
+                    round(seconds * 1e9),
+                    {"pass": k + 1, "seconds": seconds},
+                )
         for label in sorted(readings.get(rank, {})):
             _counters(w, pid, readings[rank][label], origin)
     handle.write("\n],\n")
@@ -372,8 +413,15 @@ def _track(t: TimelineTrial) -> str:
     return t.mode if t.mode in TRACKS else "IO"
 
 
-def _draw_rank(w: _Writer, pid: int, rank: int, trials: Sequence[TimelineTrial], origin: float,
-               steps: Mapping[str, np.ndarray[Any, Any]], block: int) -> None:
+def _draw_rank(
+    w: _Writer,
+    pid: int,
+    rank: int,
+    trials: Sequence[TimelineTrial],
+    origin: float,
+    steps: Mapping[str, np.ndarray[Any, Any]],
+    block: int,
+) -> None:
     """One rank's trials (and steps where saved), the sweep's settings around their trials."""
     sweep = [t for t in trials if t.group == "sweep"]
     settings: Dict[str, List[TimelineTrial]] = {}

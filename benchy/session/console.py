@@ -112,8 +112,7 @@ class Output:
             wait = results.data_wait().mean if mode is Mode.FULL else None
             rows.append(ModeFigures(mode.value, est.mean, est.half_width, est.n, est.confidence, wait))
         self._rich.print(rich_table(mode_table(rows, title="benchy summary (samples/s, all ranks)")))
-        system = system_table([(m.value, len(results.measured(m)), reading.systems[m]) for m in modes
-                               if m in reading.systems])
+        system = system_table([(m.value, len(results.measured(m)), reading.systems[m]) for m in modes if m in reading.systems])
         if system is not None:
             self._rich.print(rich_table(system))
         if results.stages is not None:
@@ -127,8 +126,10 @@ def stages_table(report: StageReport) -> Any:
     from rich.table import Table
 
     basis = "workers x period" if report.workers else "period"
-    table = Table(title=f"where a batch's time goes (stage trials, IO period {1e3 * report.period:.3f} ms, "
-                        f"{report.workers} workers)", title_justify="left")
+    table = Table(
+        title=f"where a batch's time goes (stage trials, IO period {1e3 * report.period:.3f} ms, {report.workers} workers)",
+        title_justify="left",
+    )
     table.add_column("stage", style="bold")
     table.add_column("runs in")
     table.add_column("ms a batch", justify="right")
@@ -137,7 +138,13 @@ def stages_table(report: StageReport) -> Any:
     top = report.largest
     for stage in report.stages:
         style = "bold yellow" if top is not None and stage is top else None
-        table.add_row(stage.name, stage.where, f"{1e3 * stage.seconds:.3f}", f"{100 * stage.share:.0f} %",
-                      basis if stage.where == "workers" else "period", style=style)
+        table.add_row(
+            stage.name,
+            stage.where,
+            f"{1e3 * stage.seconds:.3f}",
+            f"{100 * stage.share:.0f} %",
+            basis if stage.where == "workers" else "period",
+            style=style,
+        )
     table.add_row("unexplained", "", "", f"{100 * report.unexplained:.0f} %", "period")
     return table

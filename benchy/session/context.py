@@ -38,8 +38,15 @@ class RunContext:
     barrier: Optional[Callable[[str], None]]  # before each window's clock (use_distributed_barrier)
 
     @classmethod
-    def local(cls, config: Config, schedule: Schedule, *, output: Optional[Output] = None,
-              profiler_api: Any = CudaProfilerApi, exit: Callable[[int], Any] = sys.exit) -> RunContext:
+    def local(
+        cls,
+        config: Config,
+        schedule: Schedule,
+        *,
+        output: Optional[Output] = None,
+        profiler_api: Any = CudaProfilerApi,
+        exit: Callable[[int], Any] = sys.exit,
+    ) -> RunContext:
         """Before the run starts: this process alone (what it says goes out only on rank 0)."""
         rank = global_rank()
         out = output if output is not None else Output(config.general.console, enabled=rank == 0)
@@ -48,8 +55,15 @@ class RunContext:
         return cls(comm, rank, 1, out, sink, Profilers(config, profiler_api), None, None)
 
     @classmethod
-    def start(cls, config: Config, schedule: Schedule, *, output: Optional[Output] = None,
-              profiler_api: Any = CudaProfilerApi, exit: Callable[[int], Any] = sys.exit) -> RunContext:
+    def start(
+        cls,
+        config: Config,
+        schedule: Schedule,
+        *,
+        output: Optional[Output] = None,
+        profiler_api: Any = CudaProfilerApi,
+        exit: Callable[[int], Any] = sys.exit,
+    ) -> RunContext:
         """At the benchmark's start, on every rank together: the ranks' channel (a DistributedError when
         it cannot be made), then everything that follows from the rank."""
         comm = make_comm(config.general.dist_timeout)

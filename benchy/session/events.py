@@ -202,6 +202,26 @@ class TraceWritten:
     others: Optional[str]
 
 
-Event = Union[CaptureRange, TraceWritten, LoaderPlain, SideServed, LookaheadFound, TrialLost, Signalled, RankFailed,
-              NoExitHere, WarmupDone, ScheduleStopped, CounterNote, SweepUnavailable, SweepStarted, SweepFailed,
-              SweepStray, SweepOverCap, SweepApplied, H2DSkipped, StagesStarted, StagesStopped]
+Event = Union[
+    CaptureRange,
+    TraceWritten,
+    LoaderPlain,
+    SideServed,
+    LookaheadFound,
+    TrialLost,
+    Signalled,
+    RankFailed,
+    NoExitHere,
+    WarmupDone,
+    ScheduleStopped,
+    CounterNote,
+    SweepUnavailable,
+    SweepStarted,
+    SweepFailed,
+    SweepStray,
+    SweepOverCap,
+    SweepApplied,
+    H2DSkipped,
+    StagesStarted,
+    StagesStopped,
+]

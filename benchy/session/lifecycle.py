@@ -152,8 +152,9 @@ class Lifecycle:
         s.outcomes = s.outcomes.signalled(name).with_failed(failed)
         if running is not None:
             who = f"; rank {failed[0].rank} failed first ({failed[0].reason})" if failed else ""
-            s.outcomes = s.outcomes.lose(Interruption(
-                running, measured, f"interrupted by {name} after {measured} of {running.nbatches} steps{who}"))
+            s.outcomes = s.outcomes.lose(
+                Interruption(running, measured, f"interrupted by {name} after {measured} of {running.nbatches} steps{who}")
+            )
         try:
             s.ctx.out.trial_ended()
             s.sink.say(ev.Signalled(name, running, measured, failed))
@@ -176,23 +177,42 @@ class Lifecycle:
         running, measured = self._running()
         failed = next((i for i in reversed(s.outcomes.lost) if i.error), None)
         if running is not None:
-            why = (f"the script ended with {raised}" if raised is not None
-                   else "the script ended before the trial's window was complete")
+            why = (
+                f"the script ended with {raised}"
+                if raised is not None
+                else "the script ended before the trial's window was complete"
+            )
             s.outcomes = s.outcomes.lose(Interruption(running, measured, why, error=raised is not None))
         s.ctx.out.trial_ended()
         sink = s.sink
         record = s.record
-        again = sum(1 for r in s.registry.records
-                    if r is not record and r.iterated and not r.benchmarked and r.where == record.where)
+        again = sum(
+            1 for r in s.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
+        )
         length = s.epoch_length
         needed = s.steps_needed()
         steps = s.steps_taken()
-        sink.stopped_early(Progress(s.epochs_started, steps, needed, length, Schedule.epochs_for(needed, length),
-                                    record.where, again, failed, raised,
-                                    None if running is None else running.label))
-        why = (f"not run: trial {failed.spec.label} raised" if failed is not None
-               else f"not run: the script ended with {raised}" if raised is not None
-               else f"not run: the script stopped after {s.epochs_started} epoch(s), {steps} step(s)")
+        sink.stopped_early(
+            Progress(
+                s.epochs_started,
+                steps,
+                needed,
+                length,
+                Schedule.epochs_for(needed, length),
+                record.where,
+                again,
+                failed,
+                raised,
+                None if running is None else running.label,
+            )
+        )
+        why = (
+            f"not run: trial {failed.spec.label} raised"
+            if failed is not None
+            else f"not run: the script ended with {raised}"
+            if raised is not None
+            else f"not run: the script stopped after {s.epochs_started} epoch(s), {steps} step(s)"
+        )
         _, windows = s.schedule.order(longest=not s.schedule.adaptive)
         for spec in windows:
             if not s.planner.was_issued(spec):

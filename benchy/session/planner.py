@@ -40,14 +40,13 @@ STEADY_TOLERANCE = 0.05
 MIN_STEADY_WINDOW = 5
 
 
-
 def warmup_change(periods: Sequence[float], window: int) -> Optional[float]:
     """median(last ``window``) / median(the ``window`` before) - 1 (negative: steps got faster);
     None with too few periods."""
     k = max(MIN_STEADY_WINDOW, int(window))
     if len(periods) < 2 * k:
         return None
-    data = np.asarray(periods[-2 * k:], dtype=float)
+    data = np.asarray(periods[-2 * k :], dtype=float)
     before, last = float(np.median(data[:k])), float(np.median(data[k:]))
     if not (before > 0 and math.isfinite(before) and math.isfinite(last)):
         return None
@@ -82,7 +81,7 @@ class Planner:
         steps, the latest periods only: no more are kept than the next call can look at)."""
         new = result.step_seconds
         periods = self._warm_periods.get(result.mode, array("d")) + new
-        self._warm_periods[result.mode] = periods[-max(2 * MIN_STEADY_WINDOW, len(new)):]
+        self._warm_periods[result.mode] = periods[-max(2 * MIN_STEADY_WINDOW, len(new)) :]
         return warmup_change(periods, len(new) // 2)
 
     def record_warmup(self, mode: Mode, change: Optional[float]) -> None:
@@ -251,12 +250,16 @@ class Planner:
         if all(self._precise(p.mode, results) for p in auto):
             return f"every interval is within {100 * self.schedule.precision:g} % of its mean"
         capped = [p.mode.value for p in auto if self.issued(p.mode) >= p.max_trials]
-        return (f"auto_max_trials ({self.schedule.plans[0].max_trials}) reached for {', '.join(capped)} "
-                f"before the answer was known" if capped else "no mode needs more trials")
+        return (
+            f"auto_max_trials ({self.schedule.plans[0].max_trials}) reached for {', '.join(capped)} before the answer was known"
+            if capped
+            else "no mode needs more trials"
+        )
 
     def _counts(self) -> str:
-        return ", ".join(f"{p.mode.value} {self.issued(p.mode, warmup=True)} warm-up + {self.issued(p.mode)}"
-                         for p in self.schedule.plans)
+        return ", ".join(
+            f"{p.mode.value} {self.issued(p.mode, warmup=True)} warm-up + {self.issued(p.mode)}" for p in self.schedule.plans
+        )
 
     def _note(self, key: str, event: Event) -> None:
         if key not in self._noted:

@@ -31,8 +31,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # be
 
 
 def _is_library(filename: str) -> bool:
-    return any(part in filename for part in (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep,
-                                             "<frozen "))
+    return any(part in filename for part in (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, "<frozen "))
 
 
 def creation_site() -> str:

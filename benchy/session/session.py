@@ -150,8 +150,9 @@ class Session:
         self._workers = loader.workers  # the sweep may change it (sweep_apply)
         self._h2d_copy = h2d_copy  # the IO_H2D copy (tests inject one; else the accelerator in use)
         own = loader.own() if loader.own is not None else OwnPasses(loader.make_iterator)
-        self.runner = TrialRunner(config, own, loader.batch_size, clock, constant=loader.batch_samples,
-                                  queue_depth=loader.queue_depth, say=self._say)
+        self.runner = TrialRunner(
+            config, own, loader.batch_size, clock, constant=loader.batch_samples, queue_depth=loader.queue_depth, say=self._say
+        )
         self._output, self._profiler_api, self._exit = output, profiler_api, exit
         self._ctx: Optional[RunContext] = None
         self._state = _NEW
@@ -195,8 +196,9 @@ class Session:
     def ctx(self) -> RunContext:
         """This process's part in the run (this process alone until the run starts)."""
         if self._ctx is None:
-            self._ctx = RunContext.local(self.config, self.schedule, output=self._output,
-                                         profiler_api=self._profiler_api, exit=self._exit)
+            self._ctx = RunContext.local(
+                self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
+            )
         return self._ctx
 
     @property
@@ -364,8 +366,7 @@ class Session:
         w = self._window
         self._close_segment(ep)
         if w is not None and seg.window is w:
-            self._lose(Interruption(w.spec, w.measured, f"the data loader raised {type(error).__name__}: {error}",
-                                    error=True))
+            self._lose(Interruption(w.spec, w.measured, f"the data loader raised {type(error).__name__}: {error}", error=True))
 
     # --- roles --------------------------------------------------------------------------------
 
@@ -640,8 +641,7 @@ class Session:
         with kept(self._loader.generators()):
             try:
                 if first:
-                    applied = run_sweep(self.config, self._loader.sweeper, runner, ctx.sink, self,
-                                        self._loader.batch_size)
+                    applied = run_sweep(self.config, self._loader.sweeper, runner, ctx.sink, self, self._loader.batch_size)
                     if applied is not None:
                         self._workers = applied.num_workers
                         runner.queue_depth = queue_depth(applied.num_workers, applied.prefetch_factor)
@@ -661,8 +661,7 @@ class Session:
                     self._io_trial(spec)
                 if first and ran:
                     run_h2d(self.config, self._h2d_copy, runner, ctx.sink, self, self._running)
-                    run_stages(self.config, self._loader.instrument, runner, ctx.sink, self, self._running,
-                               self._loader.kind)
+                    run_stages(self.config, self._loader.instrument, runner, ctx.sink, self, self._running, self._loader.kind)
             finally:
                 runner.close_own()
         self._notes()
@@ -723,8 +722,9 @@ class Session:
         schedule check across ranks, the start-up lines, then the IO trials before the loop's first batch."""
         self._state = _RUNNING
         try:
-            ctx = self._ctx = RunContext.start(self.config, self.schedule, output=self._output,
-                                               profiler_api=self._profiler_api, exit=self._exit)
+            ctx = self._ctx = RunContext.start(
+                self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
+            )
             if ctx.world > 1:
                 agree(ctx.comm, self.schedule.fingerprint(), self.config.general.dist_rank_lists)
         except DistributedError:
@@ -739,8 +739,14 @@ class Session:
         except Exception:
             self._length = None
         ctx.sink.clean_stale()
-        ctx.sink.started(self.schedule, self.config, f"{self._record.kind} created at {self._record.where}",
-                         ctx.ranges is not None, self.steps_needed(), self._length)
+        ctx.sink.started(
+            self.schedule,
+            self.config,
+            f"{self._record.kind} created at {self._record.where}",
+            ctx.ranges is not None,
+            self.steps_needed(),
+            self._length,
+        )
         self.life.install()
         self.planner.new_boundary()
         first = self.planner.peek(self.results)
@@ -755,9 +761,15 @@ class Session:
         batch = float(statistics.median(medians)) if medians else None
         full = [t.median_period for t in self.results.measured(Mode.FULL) if t.median_period is not None]
         per_batch = float(statistics.median(full)) if full else None
-        return startup(self.runner.startups, workers=self._workers, persistent=self._loader.persistent,
-                       epoch_batches=self._length, batch_seconds=batch, full_batch_seconds=per_batch,
-                       started=[self.runner.unix(t) for t in self.runner.pass_starts])
+        return startup(
+            self.runner.startups,
+            workers=self._workers,
+            persistent=self._loader.persistent,
+            epoch_batches=self._length,
+            batch_seconds=batch,
+            full_batch_seconds=per_batch,
+            started=[self.runner.unix(t) for t in self.runner.pass_starts],
+        )
 
     def _profiler_after(self, spec: TrialSpec) -> None:
         profilers = self.ctx.profilers

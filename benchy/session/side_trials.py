@@ -36,8 +36,17 @@ from .events import (
 from .sink import ResultSink
 from .trials import TrialRunner
 
-__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "STAGE_TRIALS", "Recorder", "Sweeper", "run_h2d", "run_stages", "run_sweep",
-           "side_counts"]
+__all__ = [
+    "AUTO_TRIALS",
+    "AUTO_WARMUPS",
+    "STAGE_TRIALS",
+    "Recorder",
+    "Sweeper",
+    "run_h2d",
+    "run_stages",
+    "run_sweep",
+    "side_counts",
+]
 
 AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
 STAGE_TRIALS = 2  # stage trials after their one warm-up, at most (shares need few; each costs an IO trial)
@@ -73,8 +82,14 @@ def side_counts(config: Config) -> Tuple[int, int]:
     return ntrials, nwarmup
 
 
-def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, sink: ResultSink,
-              into: Recorder, fallback_batch_size: Optional[int]) -> Optional[Setting]:
+def run_sweep(
+    config: Config,
+    sweeper: Optional[Sweeper],
+    runner: TrialRunner,
+    sink: ResultSink,
+    into: Recorder,
+    fallback_batch_size: Optional[int],
+) -> Optional[Setting]:
     """The loader sweep (config ``sweep``), before the schedule: IO warm-ups and trials for each
     setting on a new loader over the same dataset, its workers shut down after each. Returns the
     setting applied to the loader (``sweep_apply``), else None."""
@@ -117,8 +132,14 @@ def run_sweep(config: Config, sweeper: Optional[Sweeper], runner: TrialRunner, s
     return None
 
 
-def _sweep_one(setting: Setting, specs: List[TrialSpec], sweeper: Sweeper, runner: TrialRunner, sink: ResultSink,
-               fallback_batch_size: Optional[int]) -> SettingResult:
+def _sweep_one(
+    setting: Setting,
+    specs: List[TrialSpec],
+    sweeper: Sweeper,
+    runner: TrialRunner,
+    sink: ResultSink,
+    fallback_batch_size: Optional[int],
+) -> SettingResult:
     """One setting's trials (labels ``SWEEP<j>_WARMUP_<k>``, ``SWEEP<j>_<k>``); a failure is recorded."""
     found = SettingResult(setting)
     source: Optional[BatchSource] = None
@@ -145,8 +166,14 @@ def _sweep_one(setting: Setting, specs: List[TrialSpec], sweeper: Sweeper, runne
     return found
 
 
-def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialRunner, sink: ResultSink,
-            into: Recorder, running: Callable[[Optional[TrialSpec]], None]) -> None:
+def run_h2d(
+    config: Config,
+    copy: Optional[Callable[[Any], Any]],
+    runner: TrialRunner,
+    sink: ResultSink,
+    into: Recorder,
+    running: Callable[[Optional[TrialSpec]], None],
+) -> None:
     """IO_H2D: after the first IO trials, the same trials copying each batch to the accelerator.
 
     Run when the program has an accelerator in use at its first epoch (a model moved to the GPU),
@@ -188,8 +215,15 @@ def run_h2d(config: Config, copy: Optional[Callable[[Any], Any]], runner: TrialR
     own.drop_pending()
 
 
-def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runner: TrialRunner, sink: ResultSink,
-               into: Recorder, running: Callable[[Optional[TrialSpec]], None], kind: str) -> None:
+def run_stages(
+    config: Config,
+    make: Optional[Callable[[], Instrumented]],
+    runner: TrialRunner,
+    sink: ResultSink,
+    into: Recorder,
+    running: Callable[[Optional[TrialSpec]], None],
+    kind: str,
+) -> None:
     """STAGES: after the first IO trials (and IO_H2D), diagnostic IO trials on an instrumented copy of
     the loader (``measure.stages``): each stage and each worker timed. One warm-up (the copy's first
     pass starts its workers), then IO's trial count (:func:`side_counts`) up to :data:`STAGE_TRIALS`;
@@ -198,9 +232,12 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
         into.results = into.results.changed(stages_skipped="stages: false")
         return
     if make is None:
-        into.results = into.results.changed(stages_skipped=(
-            f"only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the loader benchy run chose); "
-            f"this is a {kind}"))
+        into.results = into.results.changed(
+            stages_skipped=(
+                f"only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the loader benchy run chose); "
+                f"this is a {kind}"
+            )
+        )
         return
     ntrials, nwarmup = min(STAGE_TRIALS, side_counts(config)[0]), 1
     nbatches = config.io.nbatches
@@ -220,8 +257,9 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
             sink.out.trial_started(spec)
             began = runner.clock()
             found = stage_trial(spec.label, spec.warmup, nbatches, source.fetch, counter, made)
-            into.results = into.results.add_span(Span(spec.label, "stages", runner.unix(began), runner.clock() - began,
-                                                       spec.warmup))
+            into.results = into.results.add_span(
+                Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup)
+            )
             running(None)
             trials.append(found)
             sink.trial(TrialResult(spec, found.samples, found.seconds))
@@ -229,8 +267,11 @@ def run_stages(config: Config, make: Optional[Callable[[], Instrumented]], runne
                 memory = _largest(memory, worker_memory(source.worker_pids()))
         spec = None
         means = system_means(into.results.measured(Mode.IO))
-        free = None if means is None else max(0.0, means["cpu_cores"] - means["cpu_cores_busy"]
-                                              - (means.get("other_cores_busy") or 0.0))
+        free = (
+            None
+            if means is None
+            else max(0.0, means["cpu_cores"] - means["cpu_cores_busy"] - (means.get("other_cores_busy") or 0.0))
+        )
         report = analyse(trials, in_order=has_in_order(), split=made.plan.split, free_cores=free, memory=memory)
         if report is not None:
             report.instrumentation = timer_cost(len(made.plan.names))

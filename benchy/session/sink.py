@@ -39,9 +39,19 @@ EXIT_MISSING_MODE = 3
 class Progress:
     """How far the loop got when the script ended before the schedule did (for :meth:`ResultSink.stopped_early`)."""
 
-    def __init__(self, epochs: int, steps: int, steps_needed: int, epoch_length: Optional[int],
-                 epochs_needed: Optional[int], where: str, rebuilt: int, failed: Optional[Interruption],
-                 raised: Optional[str], running: Optional[str]) -> None:
+    def __init__(
+        self,
+        epochs: int,
+        steps: int,
+        steps_needed: int,
+        epoch_length: Optional[int],
+        epochs_needed: Optional[int],
+        where: str,
+        rebuilt: int,
+        failed: Optional[Interruption],
+        raised: Optional[str],
+        running: Optional[str],
+    ) -> None:
         self.epochs, self.steps, self.steps_needed = epochs, steps, steps_needed
         self.epoch_length, self.epochs_needed = epoch_length, epochs_needed
         self.where, self.rebuilt, self.failed, self.raised, self.running = where, rebuilt, failed, raised, running
@@ -102,52 +112,70 @@ class ResultSink:
         """An event's English, as an information or a warning line."""
         if isinstance(event, ev.LoaderPlain):
             if event.same_site:
-                self.warning(f"a new {event.kind} was built at {event.where}, where the one running the benchmark "
-                             f"was built: a loader re-created every epoch never finishes the schedule (each epoch "
-                             f"gets a new wrapper, which is the plain loader). Build it once, before the epoch loop.")
+                self.warning(
+                    f"a new {event.kind} was built at {event.where}, where the one running the benchmark "
+                    f"was built: a loader re-created every epoch never finishes the schedule (each epoch "
+                    f"gets a new wrapper, which is the plain loader). Build it once, before the epoch loop."
+                )
             else:
-                self.info(f"{event.kind} created at {event.where} is the plain loader: a process runs one benchmark "
-                          f"at a time, and the {event.running or 'another loader'} is running it (the first loader "
-                          f"iterated).")
+                self.info(
+                    f"{event.kind} created at {event.where} is the plain loader: a process runs one benchmark "
+                    f"at a time, and the {event.running or 'another loader'} is running it (the first loader "
+                    f"iterated)."
+                )
         elif isinstance(event, ev.SideServed):
             during = f"during trial {event.label}" if event.label else "while the loop's epoch ran"
-            self.info(f"an iter() {during} was served by the plain loader (a peek such as next(iter(loader)) inside "
-                      f"the loop); the loop's epoch and its trial go on, and the peek's time counts in the step it "
-                      f"ran in (said once).")
+            self.info(
+                f"an iter() {during} was served by the plain loader (a peek such as next(iter(loader)) inside "
+                f"the loop); the loop's epoch and its trial go on, and the peek's time counts in the step it "
+                f"ran in (said once)."
+            )
         elif isinstance(event, ev.LookaheadFound):
-            self.info("the loop asks for batch k + 1 before it runs step k (it fetches one batch ahead, as CUDA "
-                      "prefetchers such as timm's PrefetchLoader and Accelerate's prepared loaders do): at each "
-                      "epoch's start its first period holds no step (the windows leave that period out).")
+            self.info(
+                "the loop asks for batch k + 1 before it runs step k (it fetches one batch ahead, as CUDA "
+                "prefetchers such as timm's PrefetchLoader and Accelerate's prepared loaders do): at each "
+                "epoch's start its first period holds no step (the windows leave that period out)."
+            )
         elif isinstance(event, ev.TrialLost):
             item = event.item
             self.out.trial_ended()
-            self.warning(f"trial {item.spec.label} did not count ({item.batches_done} of {item.spec.nbatches} steps "
-                         f"measured): {item.reason}.")
+            self.warning(
+                f"trial {item.spec.label} did not count ({item.batches_done} of {item.spec.nbatches} steps "
+                f"measured): {item.reason}."
+            )
         elif isinstance(event, ev.Signalled):
             who = _ranks_text(event.failed)
             who = f" {who[0].upper()}{who[1:]}; the launcher stopped the others." if who else ""
             if event.running is not None:
-                self.warning(f"{event.name} received during trial {event.running.label} ({event.measured} of "
-                             f"{event.running.nbatches} steps measured): it is not counted.{who} The results measured "
-                             f"so far follow.")
+                self.warning(
+                    f"{event.name} received during trial {event.running.label} ({event.measured} of "
+                    f"{event.running.nbatches} steps measured): it is not counted.{who} The results measured "
+                    f"so far follow."
+                )
             else:
                 self.warning(f"{event.name} received between trials.{who} The results measured so far follow.")
         elif isinstance(event, ev.RankFailed):
             self.warning(f"{_ranks_text(event.failed)}: that is why the ranks could not exchange the trial's results.")
         elif isinstance(event, ev.NoExitHere):
-            self.info(f"exit_after_tests: benchy does not end this process, a {event.host} ({event.host.split()[0]} "
-                      f"would report the training as failed); the training goes on with the plain loader.")
+            self.info(
+                f"exit_after_tests: benchy does not end this process, a {event.host} ({event.host.split()[0]} "
+                f"would report the training as failed); the training goes on with the plain loader."
+            )
         elif isinstance(event, ev.WarmupDone):
             what = "n/a" if event.change is None else f"{100.0 * event.change:+.1f} %"
             mode = event.mode.value
             if event.steady:
-                self.info(f"{mode} warm-up: steady after {event.done} warm-up trial(s) (median step time of the last "
-                          f"steps {what} against the steps before; warm-up goes on while it falls by more than "
-                          f"{100 * event.tolerance:g} %).")
+                self.info(
+                    f"{mode} warm-up: steady after {event.done} warm-up trial(s) (median step time of the last "
+                    f"steps {what} against the steps before; warm-up goes on while it falls by more than "
+                    f"{100 * event.tolerance:g} %)."
+                )
             else:
-                self.info(f"{mode} warm-up: not steady after {event.done} warm-up trials (auto_max_warmup; the median "
-                          f"step time still changed {what}); measuring anyway: its first trials may be slower than "
-                          f"later ones. Raise global.auto_max_warmup or nbatches.")
+                self.info(
+                    f"{mode} warm-up: not steady after {event.done} warm-up trials (auto_max_warmup; the median "
+                    f"step time still changed {what}); measuring anyway: its first trials may be slower than "
+                    f"later ones. Raise global.auto_max_warmup or nbatches."
+                )
         elif isinstance(event, ev.ScheduleStopped):
             self.info(f"Schedule: done after {event.counts}: {event.reason}.")
         elif isinstance(event, ev.CounterNote):
@@ -155,24 +183,30 @@ class ResultSink:
         elif isinstance(event, ev.SweepUnavailable):
             self.warning("sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is not swept.")
         elif isinstance(event, ev.SweepStarted):
-            self.info(f"Loader sweep: {event.settings} setting(s), each {event.warmups} warm-up + {event.trials} IO "
-                      f"trials of {event.nbatches} batches, before the schedule (the loader's own: {event.own}).")
+            self.info(
+                f"Loader sweep: {event.settings} setting(s), each {event.warmups} warm-up + {event.trials} IO "
+                f"trials of {event.nbatches} batches, before the schedule (the loader's own: {event.own})."
+            )
         elif isinstance(event, ev.SweepFailed):
             self.warning(f"sweep: setting {event.setting} failed ({event.error}); skipped.")
         elif isinstance(event, ev.SweepStray):
-            self.warning(f"sweep: {event.processes} process(es) of setting {event.setting} outlived it and were "
-                         f"stopped.")
+            self.warning(f"sweep: {event.processes} process(es) of setting {event.setting} outlived it and were stopped.")
         elif isinstance(event, ev.SweepOverCap):
-            self.warning(f"sweep: the workers of {', '.join(event.settings)} took more memory than the cap of "
-                         f"{event.cap_bytes / 1e9:.2f} GB (the memory available at the sweep's start less room for the "
-                         f"training process); not recommended.")
+            self.warning(
+                f"sweep: the workers of {', '.join(event.settings)} took more memory than the cap of "
+                f"{event.cap_bytes / 1e9:.2f} GB (the memory available at the sweep's start less room for the "
+                f"training process); not recommended."
+            )
         elif isinstance(event, ev.SweepApplied):
             if event.applied:
-                self.info(f"sweep_apply: the schedule continues with {event.setting} (the smallest setting within "
-                          f"5 % of the best).")
+                self.info(
+                    f"sweep_apply: the schedule continues with {event.setting} (the smallest setting within 5 % of the best)."
+                )
             else:
-                self.info(f"The schedule continues with the loader's own settings ({event.setting})"
-                          + ("." if event.apply_on else "; sweep_apply: true would use the recommended ones."))
+                self.info(
+                    f"The schedule continues with the loader's own settings ({event.setting})"
+                    + ("." if event.apply_on else "; sweep_apply: true would use the recommended ones.")
+                )
         elif isinstance(event, ev.H2DSkipped):
             self.out.trial_ended()
             if event.stopped:
@@ -180,30 +214,35 @@ class ResultSink:
             else:
                 self.info(f"IO_H2D: skipped: {event.reason}.")
         elif isinstance(event, ev.StagesStarted):
-            self.info(f"Stage trials: {event.warmups} warm-up + {event.trials} IO trials of {event.nbatches} batches "
-                      f"on an instrumented copy of the loader ({event.workers} workers; transforms: {event.split}); "
-                      f"not counted in IO.")
+            self.info(
+                f"Stage trials: {event.warmups} warm-up + {event.trials} IO trials of {event.nbatches} batches "
+                f"on an instrumented copy of the loader ({event.workers} workers; transforms: {event.split}); "
+                f"not counted in IO."
+            )
         elif isinstance(event, ev.StagesStopped):
             self.out.trial_ended()
             self.warning(f"stage trials: stopped: {event.reason}.")
         elif isinstance(event, ev.CaptureRange):
-            self.info("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): "
-                      + "; ".join(event.events) + ".")
+            self.info("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): " + "; ".join(event.events) + ".")
         elif isinstance(event, ev.TraceWritten):
-            others = (f" Every rank writes its own (rank<r>.<trial>.pt.trace.json in {event.others})."
-                      if event.others else "")
-            self.info(f"torch.profiler (rank {event.rank}): {event.event}; an extra warm-up, not counted. Open it in "
-                      f"https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}")
+            others = f" Every rank writes its own (rank<r>.<trial>.pt.trace.json in {event.others})." if event.others else ""
+            self.info(
+                f"torch.profiler (rank {event.rank}): {event.event}; an extra warm-up, not counted. Open it in "
+                f"https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}"
+            )
 
-    def started(self, schedule: Schedule, config: Config, loader: str, nvtx: bool, steps_needed: int,
-                epoch_length: Optional[int]) -> None:
+    def started(
+        self, schedule: Schedule, config: Config, loader: str, nvtx: bool, steps_needed: int, epoch_length: Optional[int]
+    ) -> None:
         """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it
         takes, the loader, NVTX, and a warning when every step is synchronized. The environment
         (with the start time that names the run by default) is read now."""
         self._environment = environment(self.world)
         if self.world > 1:
-            self.info(f"{self.world} ranks: each measures its own trials; throughputs are of all ranks together "
-                      f"(samples of all ranks / the slowest rank's trial time).")
+            self.info(
+                f"{self.world} ranks: each measures its own trials; throughputs are of all ranks together "
+                f"(samples of all ranks / the slowest rank's trial time)."
+            )
         if config.source == "defaults":
             self.info("Using default benchy configuration.")
         else:
@@ -212,42 +251,54 @@ class ResultSink:
         if schedule.window_plans:
             upto = "" if schedule.windows_fewest == schedule.windows_needed else "up to "
             epochs = Schedule.epochs_for(steps_needed, epoch_length)
-            span = (f" ({epochs} epoch(s) of {epoch_length} batches)" if epochs is not None else "")
-            text += (f" SYNTHETIC and FULL trials are windows of steps in the training loop, back to back: "
-                     f"{upto}about {steps_needed} steps{span}; the loop's epochs, len() and random streams stay "
-                     f"its own.")
+            span = f" ({epochs} epoch(s) of {epoch_length} batches)" if epochs is not None else ""
+            text += (
+                f" SYNTHETIC and FULL trials are windows of steps in the training loop, back to back: "
+                f"{upto}about {steps_needed} steps{span}; the loop's epochs, len() and random streams stay "
+                f"its own."
+            )
         self.info(text)
         if schedule.window_plans:
             self.info(f"Benchmarking the {loader}.")
         if nvtx:
             self.info("NVTX: a tool is attached; ranges per trial, step and fetch in domain 'benchy'.")
         if config.general.sync_every_step:
-            self.warning("sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
-                         "device work; throughputs are lower than in normal training.")
+            self.warning(
+                "sync_every_step is on: the device is synchronized at every step, which serializes CPU and "
+                "device work; throughputs are lower than in normal training."
+            )
 
     def stopped_early(self, progress: Progress) -> None:
         """The script ended before the schedule did: how far it got, and what the schedule needs."""
         if progress.failed is not None:
-            self.warning(f"the benchmark ended when trial {progress.failed.spec.label} raised "
-                         f"({progress.failed.reason}); the results below are partial. Fix the error, then run again.")
+            self.warning(
+                f"the benchmark ended when trial {progress.failed.spec.label} raised "
+                f"({progress.failed.reason}); the results below are partial. Fix the error, then run again."
+            )
             return
         ran = f"{progress.epochs} epoch(s), {progress.steps} step(s) since the benchmark started"
         if progress.raised is not None:
-            self.warning(f"the script ended with an uncaught exception ({progress.raised}) after {ran}; the results "
-                         f"below are partial. Fix the error, then run again.")
+            self.warning(
+                f"the script ended with an uncaught exception ({progress.raised}) after {ran}; the results "
+                f"below are partial. Fix the error, then run again."
+            )
             return
         need = f"about {progress.steps_needed} steps"
         if progress.epochs_needed is not None:
             need += f", {progress.epochs_needed} epoch(s) of {progress.epoch_length} batches"
         hint = ""
         if progress.rebuilt:
-            hint = (f" {progress.rebuilt} more wrapped loader(s) were built at {progress.where} and iterated as plain "
-                    f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
-                    f"once, before the epoch loop.")
+            hint = (
+                f" {progress.rebuilt} more wrapped loader(s) were built at {progress.where} and iterated as plain "
+                f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
+                f"once, before the epoch loop."
+            )
         during = f" during trial {progress.running}" if progress.running else ""
-        self.warning(f"the script stopped after {ran}{during}, before the benchy schedule's end ({need} in all: "
-                     f"{self.schedule.describe()}); the results below are partial. Run it longer (more epochs or "
-                     f"steps) to finish the schedule." + hint)
+        self.warning(
+            f"the script stopped after {ran}{during}, before the benchy schedule's end ({need} in all: "
+            f"{self.schedule.describe()}); the results below are partial. Run it longer (more epochs or "
+            f"steps) to finish the schedule." + hint
+        )
 
     def sweep(self, results: RunResults) -> None:
         """The loader sweep's table, one ``BENCHY::SWEEP::`` line per row."""
@@ -273,10 +324,12 @@ class ResultSink:
             self.out.line(lines.trial_wait(result.label, share, result.work_median, result.wait_median))
         system = result.system
         if system is not None and system.disturbed:
-            self.warning(f"trial {result.label} ran on a busy machine: other processes kept "
-                         f"{system.other_cores_busy or 0.0:.2f} of its {system.cpu_cores or 0:g} cores busy (more than "
-                         f"busy_machine_share = {self.config.general.busy_machine_share:g}); its throughput is likely "
-                         f"low.")
+            self.warning(
+                f"trial {result.label} ran on a busy machine: other processes kept "
+                f"{system.other_cores_busy or 0.0:.2f} of its {system.cpu_cores or 0:g} cores busy (more than "
+                f"busy_machine_share = {self.config.general.busy_machine_share:g}); its throughput is likely "
+                f"low."
+            )
 
     def clean_stale(self) -> None:
         """Remove temporary files a killed benchy left in the output and per-step directories (rank 0)."""
@@ -289,8 +342,7 @@ class ResultSink:
             # any rank saves (each saves after its first trial's exchange, which waits for this rank).
             steps.clear_ranks(self.config.steps_dir)
         if removed:
-            self.info(f"removed {len(removed)} stale temporary file(s) left by an interrupted benchy run: "
-                      + ", ".join(removed))
+            self.info(f"removed {len(removed)} stale temporary file(s) left by an interrupted benchy run: " + ", ".join(removed))
 
     def checkpoint(self, snapshot: Snapshot) -> None:
         """The JSON after a trial: no per-step lists and no stall claim, so it costs the new trial only."""
@@ -300,9 +352,17 @@ class ResultSink:
 
     def _reading(self, snapshot: Snapshot, *, steps: bool) -> Reading:
         g = self.config.general
-        return read(snapshot.results, self.schedule.modes, self.schedule.decision_confidence, snapshot.workers,
-                    snapshot.startup, steps=steps, world=self.world, peak_flops=g.peak_flops,
-                    tokens_source=snapshot.tokens)
+        return read(
+            snapshot.results,
+            self.schedule.modes,
+            self.schedule.decision_confidence,
+            snapshot.workers,
+            snapshot.startup,
+            steps=steps,
+            world=self.world,
+            peak_flops=g.peak_flops,
+            tokens_source=snapshot.tokens,
+        )
 
     def summary(self, snapshot: Snapshot, exiting: bool) -> None:
         """The summary lines, the terminal table and the final JSON, from one :class:`Reading`.
@@ -314,8 +374,9 @@ class ResultSink:
         lost = snapshot.outcomes.lost
         if lost:
             labels = ", ".join(i.spec.label for i in lost)
-            self.warning(f"{len(lost)} scheduled trial(s) did not count ({labels}); the reasons are above and in the "
-                         f"JSON's 'interrupted'.")
+            self.warning(
+                f"{len(lost)} scheduled trial(s) did not count ({labels}); the reasons are above and in the JSON's 'interrupted'."
+            )
         # The step profiles (the verdict's stall claim, the STEPS lines, the JSON's steps) read every
         # step: worked out here only, once, in the reading every output renders from.
         results = snapshot.results
@@ -324,8 +385,9 @@ class ResultSink:
         for line in printed:
             self.out.line(line)
         self.out.summary_table(results, modes, reading)
-        self.write_json(snapshot, reading, final=True, exit_status=self.exit_status(results) if exiting else None,
-                        summary=printed)
+        self.write_json(
+            snapshot, reading, final=True, exit_status=self.exit_status(results) if exiting else None, summary=printed
+        )
 
     def end(self, results: RunResults, exit_after_tests: bool) -> None:
         """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""
@@ -333,8 +395,10 @@ class ResultSink:
         missing = self.missing_modes(results)
         if missing:
             names = ", ".join(m.value for m in missing)
-            self.warning(f"no counted trial for {names}: the comparison is incomplete"
-                         + (f"; exiting with status {status}." if exit_after_tests else "."))
+            self.warning(
+                f"no counted trial for {names}: the comparison is incomplete"
+                + (f"; exiting with status {status}." if exit_after_tests else ".")
+            )
         if not exit_after_tests:
             self.info("Tests completed; the loader is now the plain one for the remaining epochs.")
             return
@@ -356,18 +420,27 @@ class ResultSink:
         try:
             if self._steps_written == 0:
                 steps.clear(directory)
-            for result in results.trials[self._steps_written:]:
+            for result in results.trials[self._steps_written :]:
                 steps.save(directory, result)
                 self._steps_written += 1
         except (OSError, ValueError) as err:
             self._steps_failed = True
-            self.warning(f"cannot save the per-step times in {directory}: {err}. The final JSON's 'rates' hold the "
-                         f"counted trials' per-step throughputs; this run saves no further per-step files.")
+            self.warning(
+                f"cannot save the per-step times in {directory}: {err}. The final JSON's 'rates' hold the "
+                f"counted trials' per-step throughputs; this run saves no further per-step files."
+            )
             return None
         return os.path.basename(directory)
 
-    def write_json(self, snapshot: Snapshot, reading: Reading, *, final: bool, exit_status: Optional[int] = None,
-                   summary: Optional[List[str]] = None) -> None:
+    def write_json(
+        self,
+        snapshot: Snapshot,
+        reading: Reading,
+        *,
+        final: bool,
+        exit_status: Optional[int] = None,
+        summary: Optional[List[str]] = None,
+    ) -> None:
         """The JSON (rank 0): a checkpoint (``final`` false: no per-step lists, O(the new trials)) or
         the final document (with each mode's per-step ``rates``, announced)."""
         steps_dir = self.save_steps(snapshot.results)
@@ -375,7 +448,9 @@ class ResultSink:
             return
         path = self.config.output_path
         document = result_document(
-            snapshot, self.schedule.modes, reading,
+            snapshot,
+            self.schedule.modes,
+            reading,
             config=self.config.to_dict(),
             environment=self.environment,
             nranks=self.world,
@@ -390,8 +465,12 @@ class ResultSink:
         except (OSError, ValueError) as err:
             if final or not self._json_error_shown:
                 self._json_error_shown = True
-                self.out.line(lines.error(f"cannot write the JSON result to {path}: {err}. "
-                                          f"The BENCHY:: lines printed here are the only copy of the results."))
+                self.out.line(
+                    lines.error(
+                        f"cannot write the JSON result to {path}: {err}. "
+                        f"The BENCHY:: lines printed here are the only copy of the results."
+                    )
+                )
             return
         if final:
             self.info(f"Writing JSON output to {path}.")

@@ -41,8 +41,12 @@ class OwnPasses:
     they get an iterator of their own (``make``), reset for each further pass and shut down at
     ``close()``."""
 
-    def __init__(self, make: Callable[[], Iterator[Any]], again: Optional[Callable[[Iterator[Any]], None]] = None,
-                 shutdown: Optional[Callable[[Iterator[Any]], None]] = None) -> None:
+    def __init__(
+        self,
+        make: Callable[[], Iterator[Any]],
+        again: Optional[Callable[[Iterator[Any]], None]] = None,
+        shutdown: Optional[Callable[[Iterator[Any]], None]] = None,
+    ) -> None:
         self._make, self._again, self._shutdown = make, again, shutdown
         self._iterator: Optional[Iterator[Any]] = None
 
@@ -63,8 +67,17 @@ class TrialRunner:
     """The measuring side of a session: the counting rule decided from the first batch, benchy's own
     passes for IO, and what runs just before and after each clock."""
 
-    def __init__(self, config: Config, own: OwnPasses, fallback_batch_size: Optional[int], clock: Callable[[], float],
-                 *, constant: Optional[int], queue_depth: int, say: Callable[[Event], None]) -> None:
+    def __init__(
+        self,
+        config: Config,
+        own: OwnPasses,
+        fallback_batch_size: Optional[int],
+        clock: Callable[[], float],
+        *,
+        constant: Optional[int],
+        queue_depth: int,
+        say: Callable[[Event], None],
+    ) -> None:
         general = config.general
         self.config = config
         self.clock = clock
@@ -133,8 +146,10 @@ class TrialRunner:
                 self.constant = None
                 self.counting += f"; {self.tokens.source}"
         if self.constant is not None:
-            self.counting += (f"; the batch sampler makes {self.constant} per batch, so only the last batch "
-                              f"of each pass is counted in the trials")
+            self.counting += (
+                f"; the batch sampler makes {self.constant} per batch, so only the last batch "
+                f"of each pass is counted in the trials"
+            )
 
     def keep_cached(self, batch: Any) -> None:
         """The batch every SYNTHETIC window hands out, from now on (the first real batch benchy holds)."""
@@ -195,21 +210,29 @@ class TrialRunner:
         if counter is not None and (counter.completed or not final):
             return counter.count
         if counter is not None:
-            return FlopCount(skipped="the loop left the counted step before asking for the next batch (a peek such "
-                                     "as next(iter(loader)), or a break, during the step whose FLOPs were counted)")
+            return FlopCount(
+                skipped="the loop left the counted step before asking for the next batch (a peek such "
+                "as next(iter(loader)), or a break, during the step whose FLOPs were counted)"
+            )
         g, synthetic = self.config.general, self.config.synthetic
         if not g.flops:
             return None
         if self.world > 1:
-            return FlopCount(skipped=f"not counted with {self.world} ranks: a rank whose counted step ran a collective "
-                                     f"(a DDP all-reduce) under torch's FlopCounterMode aborted at exit in about 1 "
-                                     f"run of 15 on the CPU (gloo); run one process to count the step's FLOPs")
+            return FlopCount(
+                skipped=f"not counted with {self.world} ranks: a rank whose counted step ran a collective "
+                f"(a DDP all-reduce) under torch's FlopCounterMode aborted at exit in about 1 "
+                f"run of 15 on the CPU (gloo); run one process to count the step's FLOPs"
+            )
         if not (synthetic.run_benchmark and synthetic.ntrials != 0):
-            return FlopCount(skipped="SYNTHETIC did not run: the FLOPs are counted on one untimed step on the cached "
-                                     "batch before the first measured SYNTHETIC trial")
+            return FlopCount(
+                skipped="SYNTHETIC did not run: the FLOPs are counted on one untimed step on the cached "
+                "batch before the first measured SYNTHETIC trial"
+            )
         if final:
-            return FlopCount(skipped="no untimed step could be counted: the count takes one step on the cached batch "
-                                     "just before the first measured SYNTHETIC trial, which did not start")
+            return FlopCount(
+                skipped="no untimed step could be counted: the count takes one step on the cached batch "
+                "just before the first measured SYNTHETIC trial, which did not start"
+            )
         return None
 
     def count_due(self, spec: TrialSpec) -> bool:
@@ -344,9 +367,20 @@ class TrialRunner:
             batch = source.fetch()
             source.keep(batch)
             self.decide(batch)
-        return io_trial(IOArgs(spec, source, self.counter(), self._clock(sync), sync, self._io_reporter(out),
-                               self.config.general.report_freq, self._begin(spec, sync), self.constant,
-                               self.ranges if ranges is None else ranges))
+        return io_trial(
+            IOArgs(
+                spec,
+                source,
+                self.counter(),
+                self._clock(sync),
+                sync,
+                self._io_reporter(out),
+                self.config.general.report_freq,
+                self._begin(spec, sync),
+                self.constant,
+                self.ranges if ranges is None else ranges,
+            )
+        )
 
     def side(self, spec: TrialSpec, source: Any, counter: Callable[[Any], int]) -> TrialResult:
         """One IO trial outside the schedule (IO_H2D, a sweep setting), with its system metrics."""
@@ -363,7 +397,15 @@ class TrialRunner:
         the NVTX ones (the profiled warm-up)."""
         sync = synchronizer()
         constant = self.constant if spec.mode is Mode.FULL else self.synthetic_samples  # SYNTHETIC: the cached batch's
-        args = WindowArgs(spec, self.counter(), constant,
-                          self._clock(sync), sync, self._begin(spec, sync), self._window_reporter(out),
-                          self.config.general.report_freq, self.ranges if ranges is None else ranges)
+        args = WindowArgs(
+            spec,
+            self.counter(),
+            constant,
+            self._clock(sync),
+            sync,
+            self._begin(spec, sync),
+            self._window_reporter(out),
+            self.config.general.report_freq,
+            self.ranges if ranges is None else ranges,
+        )
         return WindowRun(args)

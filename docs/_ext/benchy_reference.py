@@ -60,8 +60,7 @@ def config_table() -> str:
         rows.append("| key | default | allowed | what it does |")
         rows.append("| --- | --- | --- | --- |")
         for key, (_, allowed) in rules.items():
-            rows.append(f"| `{key}` | {_code(_value(values[section][key]))} | {_cell(allowed)} | "
-                        f"{_cell(MEANINGS[group][key])} |")
+            rows.append(f"| `{key}` | {_code(_value(values[section][key]))} | {_cell(allowed)} | {_cell(MEANINGS[group][key])} |")
     return "\n".join(rows) + "\n"
 
 
@@ -86,12 +85,16 @@ def json_table() -> str:
 def document_table() -> str:
     from benchy.results import document as d
 
-    out = [f"A file is at most {d.MAX_FILE_BYTES >> 20} MiB; values nest at most {d.MAX_DEPTH} levels; an integer "
-           f"has at most {d.MAX_DIGITS} digits and every number is at most {d.MAX_MAGNITUDE:.0e} in size; "
-           f"NaN and Infinity are refused (benchy writes null); reading a file "
-           f"takes at most {d.MEMORY_FACTOR} times its size (or its size and {d.MEMORY_FLOOR >> 20} MiB for a small "
-           f"one), and a file that would take more is refused before it is parsed.", "",
-           "| key | holds |", "| --- | --- |"]
+    out = [
+        f"A file is at most {d.MAX_FILE_BYTES >> 20} MiB; values nest at most {d.MAX_DEPTH} levels; an integer "
+        f"has at most {d.MAX_DIGITS} digits and every number is at most {d.MAX_MAGNITUDE:.0e} in size; "
+        f"NaN and Infinity are refused (benchy writes null); reading a file "
+        f"takes at most {d.MEMORY_FACTOR} times its size (or its size and {d.MEMORY_FLOOR >> 20} MiB for a small "
+        f"one), and a file that would take more is refused before it is parsed.",
+        "",
+        "| key | holds |",
+        "| --- | --- |",
+    ]
     for path, kind, required in d.rows():
         out.append(f"| {_code(path)} | {_cell(kind)}{' (required)' if required else ''} |")
     return "\n".join(out) + "\n"

@@ -41,16 +41,21 @@ def png_size(path: Path) -> Tuple[int, int]:
     return width, height
 
 
-RULE = ("a mode regresses when its mean falls by more than {t} % and Welch's test on the trial throughputs gives "
-        "p < 0.05 after Holm's adjustment for the 3 modes tested")
+RULE = (
+    "a mode regresses when its mean falls by more than {t} % and Welch's test on the trial throughputs gives "
+    "p < 0.05 after Holm's adjustment for the 3 modes tested"
+)
 
 
 # --- compare ---------------------------------------------------------------------------------
 
+
 def test_compare_fails_on_a_regression() -> None:
     proc = benchy("compare", "compare/base.json", "compare/regressed.json")
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout == f"""base: compare/base.json (nightly 2026-11-21; 1 rank)
+    assert (
+        proc.stdout
+        == f"""base: compare/base.json (nightly 2026-11-21; 1 rank)
 new:  compare/regressed.json (nightly 2026-11-22; 1 rank)
 mode       base samples/s (trials)   new samples/s (trials)    change        p  p (Holm)  result
 IO         1000.000 +/- 24.841 (3)  1002.000 +/- 16.290 (3)   +0.20 %    0.791         1  no significant change
@@ -58,12 +63,15 @@ SYNTHETIC  2000.000 +/- 49.683 (3)  2001.333 +/- 25.495 (3)   +0.07 %    0.928  
 FULL         800.000 +/- 4.968 (3)   700.000 +/- 17.389 (3)  -12.50 %  0.00176   0.00529  regression
 REGRESSION: FULL -12.50 % (adjusted p = 0.00529); {RULE.format(t=5)}
 """
+    )
 
 
 def test_compare_passes_a_noise_level_change() -> None:
     proc = benchy("compare", "compare/base.json", "compare/noise.json")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == f"""base: compare/base.json (nightly 2026-11-21; 1 rank)
+    assert (
+        proc.stdout
+        == f"""base: compare/base.json (nightly 2026-11-21; 1 rank)
 new:  compare/noise.json (nightly 2026-11-24; 1 rank)
 mode       base samples/s (trials)   new samples/s (trials)   change      p  p (Holm)  result
 IO         1000.000 +/- 24.841 (3)   997.000 +/- 25.935 (3)  -0.30 %  0.743         1  no significant change
@@ -71,6 +79,7 @@ SYNTHETIC  2000.000 +/- 49.683 (3)  2003.333 +/- 47.024 (3)  +0.17 %  0.847     
 FULL         800.000 +/- 4.968 (3)    801.000 +/- 4.968 (3)  +0.12 %  0.573         1  no significant change
 OK: no significant regression beyond 5 %; {RULE.format(t=5)}
 """
+    )
 
 
 def test_compare_threshold_decides_a_small_significant_fall() -> None:
@@ -84,7 +93,9 @@ def test_compare_threshold_decides_a_small_significant_fall() -> None:
 def test_compare_markdown_is_a_pull_request_comment() -> None:
     proc = benchy("compare", "compare/base.json", "compare/regressed.json", "--format", "markdown")
     assert proc.returncode == 1
-    assert proc.stdout == f"""### benchy compare: regression
+    assert (
+        proc.stdout
+        == f"""### benchy compare: regression
 
 - base: compare/base.json (nightly 2026-11-21; 1 rank)
 - new:  compare/regressed.json (nightly 2026-11-22; 1 rank)
@@ -97,6 +108,7 @@ def test_compare_markdown_is_a_pull_request_comment() -> None:
 
 **REGRESSION: FULL -12.50 % (adjusted p = 0.00529); {RULE.format(t=5).replace("<", "&lt;")}**
 """
+    )
 
 
 def test_compare_json_carries_p_and_degrees_of_freedom() -> None:
@@ -137,8 +149,10 @@ def test_compare_old_and_new_versions_and_logs(tmp_path: Path) -> None:
     assert benchy("parse", str(tmp_path / "slower.log"), "-o", str(tmp_path / "slower.json")).returncode == 0
     proc = benchy("compare", "sc21.json", "slower.json", cwd=tmp_path)
     assert proc.returncode == 0
-    assert "FULL          89.971 +/- 0.621 (?)    70.000 +/- 0.621 (?)  -22.20 %  -         -  not tested (base and " \
-           "new have fewer than 2 trial throughputs)" in proc.stdout
+    assert (
+        "FULL          89.971 +/- 0.621 (?)    70.000 +/- 0.621 (?)  -22.20 %  -         -  not tested (base and "
+        "new have fewer than 2 trial throughputs)" in proc.stdout
+    )
     assert "WARNING: FULL fell -22.20 % but could not be tested" in proc.stdout
 
 
@@ -161,13 +175,15 @@ baseline: ddp 1 rank (1 rank); weak scaling: the same batch per rank (32 samples
 def test_report_scaling_table_csv_and_plot(tmp_path: Path) -> None:
     csv_path, png = tmp_path / "scaling.csv", tmp_path / "scaling.png"
     # Given in any order: rows by ranks, the smallest is the baseline.
-    proc = benchy("report", "scaling/4rank.json", "scaling/1rank.json", "scaling/2rank.json",
-                  "--csv", str(csv_path), "--plot", str(png))
+    proc = benchy(
+        "report", "scaling/4rank.json", "scaling/1rank.json", "scaling/2rank.json", "--csv", str(csv_path), "--plot", str(png)
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == SCALING + f"wrote {csv_path}\nwrote {png}\n"
     rows = csv_path.read_text().splitlines()
-    assert rows[0] == ("run,path,ranks,mode,mean,interval,n,speedup,strong_efficiency,weak_efficiency,data_wait,"
-                       "samples_per_rank_batch")
+    assert rows[0] == (
+        "run,path,ranks,mode,mean,interval,n,speedup,strong_efficiency,weak_efficiency,data_wait,samples_per_rank_batch"
+    )
     assert len(rows) == 10
     full4 = rows[9].split(",")
     assert full4[:4] == ["ddp 4 ranks", "scaling/4rank.json", "4", "FULL"]
@@ -186,13 +202,13 @@ def test_report_strong_scaling_runs_have_no_weak_efficiency(tmp_path: Path) -> N
     proc = benchy("report", "1rank.json", "strong2.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "ddp 2 ranks      2  FULL         190.000   2.484    1.900       0.950               35.0 %" in proc.stdout
-    assert proc.stdout.endswith("strong scaling: the same global batch (32 samples) split over the ranks; "
-                                "read the strong-scaling efficiency\n")
+    assert proc.stdout.endswith(
+        "strong scaling: the same global batch (32 samples) split over the ranks; read the strong-scaling efficiency\n"
+    )
 
 
 def test_report_without_matplotlib_says_how_to_install_it(tmp_path: Path) -> None:
-    proc = benchy("report", "scaling/1rank.json", "scaling/2rank.json", "--plot", str(tmp_path / "x.png"),
-                  block_matplotlib=True)
+    proc = benchy("report", "scaling/1rank.json", "scaling/2rank.json", "--plot", str(tmp_path / "x.png"), block_matplotlib=True)
     assert proc.returncode == 2
     assert "benchy report: plots need matplotlib, which is not installed: pip install 'torch-benchy[plot]'" in proc.stderr
     assert proc.stdout.startswith("run ")  # the table still printed
@@ -200,6 +216,7 @@ def test_report_without_matplotlib_says_how_to_install_it(tmp_path: Path) -> Non
 
 
 # --- plot ------------------------------------------------------------------------------------
+
 
 def test_plot_from_the_per_step_files(tmp_path: Path) -> None:
     png = tmp_path / "steps.png"
@@ -235,6 +252,7 @@ def test_plot_timeline_draws_the_steps_at_their_times(tmp_path: Path) -> None:
 
 
 # --- parse -----------------------------------------------------------------------------------
+
 
 def test_parse_the_original_tools_summary(tmp_path: Path) -> None:
     (tmp_path / "sc21.log").write_text(SC21_LOG)
@@ -295,25 +313,38 @@ def test_parse_a_log_without_benchy_lines_is_an_error(tmp_path: Path) -> None:
 
 # --- summary ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fmt,expected", [
-    ("text", """BENCHY::SUMMARY::IO average trial throughput: 1000.000 +/- 24.841
+
+@pytest.mark.parametrize(
+    "fmt,expected",
+    [
+        (
+            "text",
+            """BENCHY::SUMMARY::IO average trial throughput: 1000.000 +/- 24.841
 BENCHY::SUMMARY::SYNTHETIC average trial throughput: 2000.000 +/- 49.683
 BENCHY::SUMMARY::FULL average trial throughput: 800.000 +/- 4.968
-"""),
-    ("csv", """run,mode,mean,interval,n,confidence,data_wait
+""",
+        ),
+        (
+            "csv",
+            """run,mode,mean,interval,n,confidence,data_wait
 nightly 2026-11-21,IO,1000.0,24.841377117504976,3,0.95,
 nightly 2026-11-21,SYNTHETIC,2000.0,49.68275423500995,3,0.95,
 nightly 2026-11-21,FULL,800.0,4.968275423500995,3,0.95,0.3
-"""),
-    ("markdown", """### benchy: nightly 2026-11-21 (1 rank)
+""",
+        ),
+        (
+            "markdown",
+            """### benchy: nightly 2026-11-21 (1 rank)
 
 | mode | samples/s | +/- | trials | confidence | data wait |
 |---|---:|---:|---:|---:|---:|
 | IO | 1000.000 | 24.841 | 3 | 95 % |  |
 | SYNTHETIC | 2000.000 | 49.683 | 3 | 95 % |  |
 | FULL | 800.000 | 4.968 | 3 | 95 % | 30.0 % |
-"""),
-])
+""",
+        ),
+    ],
+)
 def test_summary_formats(fmt: str, expected: str) -> None:
     proc = benchy("summary", "compare/base.json", "--format", fmt)
     assert proc.returncode == 0, proc.stderr
@@ -339,26 +370,39 @@ def test_summary_names_a_file_from_a_newer_benchy(tmp_path: Path) -> None:
     (tmp_path / "future.json").write_text('{"schema_version": 7}')
     proc = benchy("summary", "future.json", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr == ("benchy summary: future.json: schema_version 7 was written by a newer benchy; this benchy "
-                           "reads versions 1 to 4: upgrade benchy to read it\n")
+    assert proc.stderr == (
+        "benchy summary: future.json: schema_version 7 was written by a newer benchy; this benchy "
+        "reads versions 1 to 4: upgrade benchy to read it\n"
+    )
 
 
 def test_run_name_flag_reaches_the_json(run_script) -> None:
     from helpers import small_config
 
-    run = run_script(small_config(nbatches=4, ntrials=2, nwarmup=0), "--loader", "plain", "--enable_benchy",
-                     "--benchy_name", "nightly cpu", "--epochs", "8", env={"BENCHY_RUN_NAME": "from env"})
+    run = run_script(
+        small_config(nbatches=4, ntrials=2, nwarmup=0),
+        "--loader",
+        "plain",
+        "--enable_benchy",
+        "--benchy_name",
+        "nightly cpu",
+        "--epochs",
+        "8",
+        env={"BENCHY_RUN_NAME": "from env"},
+    )
     assert run.returncode == 0, run.stderr
     assert run.result()["run_name"] == "nightly cpu" and run.result()["schema_version"] == 4
 
 
 def test_the_command_and_load_do_not_import_torch() -> None:
     # A CI job comparing two files should not pay for importing torch (about 2 s).
-    code = ("import sys, benchy\nfrom benchy.cli.main import main\n"
-            "status = main(['compare', 'compare/base.json', 'compare/noise.json'])\n"
-            "benchy.load('results/v1-0.1.0/benchy_result.json')\n"
-            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))[:5]\n"
-            "benchy.BenchmarkDataLoader  # the wrappers still come on first use\n"
-            "assert 'torch' in sys.modules\nsys.exit(status)\n")
+    code = (
+        "import sys, benchy\nfrom benchy.cli.main import main\n"
+        "status = main(['compare', 'compare/base.json', 'compare/noise.json'])\n"
+        "benchy.load('results/v1-0.1.0/benchy_result.json')\n"
+        "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))[:5]\n"
+        "benchy.BenchmarkDataLoader  # the wrappers still come on first use\n"
+        "assert 'torch' in sys.modules\nsys.exit(status)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=DATA, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

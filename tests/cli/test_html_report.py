@@ -47,12 +47,14 @@ def test_one_page_holds_every_runs_verdict_tables_and_plots(tmp_path: Path) -> N
     assert "<caption>System metrics (means over the counted trials; rank 0&#x27;s own)</caption>" in page
     # The sweep run's table, its best setting marked, as the run printed it.
     assert "<caption>Loader sweep (IO trials per setting)</caption>" in page
-    assert "<td>num_workers=0, pin_memory=False</td><td class=\"num\">857.285</td>" in page
+    assert '<td>num_workers=0, pin_memory=False</td><td class="num">857.285</td>' in page
     images = IMG.findall(page)
     # Scaling, then each run's per-step plot and timeline.
     assert [alt for alt, _ in images] == ["scaling"] + [
-        f"{name}: {what}" for name in ("sample v3", "dist_script 2026-11-24T15:10:35Z", "sample v3 sweep")
-        for what in ("per-step throughput", "timeline")]
+        f"{name}: {what}"
+        for name in ("sample v3", "dist_script 2026-11-24T15:10:35Z", "sample v3 sweep")
+        for what in ("per-step throughput", "timeline")
+    ]
     for _, data in images:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -68,8 +70,9 @@ def test_without_matplotlib_the_page_has_its_tables_and_says_why_no_plots(tmp_pa
     out = tmp_path / "report.html"
     proc = benchy("report", *RUNS[:2], "--html", str(out), block_matplotlib=True)
     assert proc.returncode == 0, proc.stderr
-    assert "benchy report: no plots: plots need matplotlib, which is not installed: pip install 'torch-benchy[plot]'" \
-        in proc.stderr
+    assert (
+        "benchy report: no plots: plots need matplotlib, which is not installed: pip install 'torch-benchy[plot]'" in proc.stderr
+    )
     page = out.read_text(encoding="utf-8")
     assert IMG.findall(page) == [] and "<h2>Scaling</h2>" in page and "samples/s" in page
     assert "no plots: plots need matplotlib" in page
@@ -86,8 +89,7 @@ def test_an_unwritable_page_is_named(tmp_path: Path) -> None:
 def test_the_system_table_holds_the_system_lines_figures(tmp_path: Path) -> None:
     page = report(tmp_path, RUNS[0])
     # BENCHY::SUMMARY::SYSTEM IO CPU 0.00 of 2 cores busy (0 %), peak RSS 243 MB, storage reads 0.0 MB/s
-    assert '<tr><td>IO</td><td class="num">3</td><td class="num">0.00</td><td class="num">2</td><td class="num">243</td>' \
-        in page
+    assert '<tr><td>IO</td><td class="num">3</td><td class="num">0.00</td><td class="num">2</td><td class="num">243</td>' in page
     assert "GPU" not in page.split("System metrics", 1)[1].split("</table>", 1)[0]  # nobody measured it
     # With GPU readings (a share of the time busy, bytes, watts): the columns appear, in the line's units.
     doc = json.loads((DATA / RUNS[0]).read_text())

@@ -23,19 +23,22 @@ from benchy.core.verdict import read
 from benchy.results.configfile import load_config
 
 
-@pytest.mark.parametrize("name, row", [
-    ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
-    ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
-    ("NVIDIA GH200 480GB", "NVIDIA H100 SXM"),
-    ("NVIDIA H200", "NVIDIA H200 SXM"),
-    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100"),
-    ("NVIDIA A10G", "NVIDIA A10"),
-    ("NVIDIA L4", "NVIDIA L4"),
-    ("Tesla V100-SXM2-16GB", "NVIDIA V100 SXM2"),
-    ("Tesla V100-PCIE-32GB", "NVIDIA V100 PCIe"),
-    ("Tesla T4", "NVIDIA T4"),
-    ("AMD Instinct MI300X", "AMD Instinct MI300X"),
-])
+@pytest.mark.parametrize(
+    "name, row",
+    [
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
+        ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
+        ("NVIDIA GH200 480GB", "NVIDIA H100 SXM"),
+        ("NVIDIA H200", "NVIDIA H200 SXM"),
+        ("NVIDIA A100-SXM4-80GB", "NVIDIA A100"),
+        ("NVIDIA A10G", "NVIDIA A10"),
+        ("NVIDIA L4", "NVIDIA L4"),
+        ("Tesla V100-SXM2-16GB", "NVIDIA V100 SXM2"),
+        ("Tesla V100-PCIE-32GB", "NVIDIA V100 PCIe"),
+        ("Tesla T4", "NVIDIA T4"),
+        ("AMD Instinct MI300X", "AMD Instinct MI300X"),
+    ],
+)
 def test_the_peak_table_matches_device_names(name: str, row: str) -> None:
     found = known_accelerator(name)
     assert found is not None and found.name == row
@@ -57,10 +60,17 @@ def test_the_table_holds_dense_figures() -> None:
     assert a100 is not None and a100.peaks["bfloat16"] == pytest.approx(312e12) and a100.peaks["tf32"] == 156e12
 
 
-def count(total: int = 1_000_000, samples: int = 10, device: str = "NVIDIA H100 80GB HBM3", device_type: str = "cuda",
-          **by_dtype: int) -> FlopCount:
-    return FlopCount(total=total, samples=samples, device=device, device_type=device_type,
-                     by_dtype=by_dtype or {"bfloat16": total}, label="SYNTHETIC_1")
+def count(
+    total: int = 1_000_000, samples: int = 10, device: str = "NVIDIA H100 80GB HBM3", device_type: str = "cuda", **by_dtype: int
+) -> FlopCount:
+    return FlopCount(
+        total=total,
+        samples=samples,
+        device=device,
+        device_type=device_type,
+        by_dtype=by_dtype or {"bfloat16": total},
+        label="SYNTHETIC_1",
+    )
 
 
 def test_peak_for_one_dtype_names_its_source() -> None:
@@ -87,9 +97,11 @@ def test_a_configured_peak_wins_and_a_mapping_falls_back_on_the_table() -> None:
     c = count(2000, bfloat16=1000, float32=1000)
     peak, _ = peak_for(c, {"float32": 50e12})  # bfloat16 from the table
     assert peak is not None and peak.flops == pytest.approx(2000 / (1000 / 989.4e12 + 1000 / 50e12))
-    assert peak.basis == ("a mix, by the time each takes: bfloat16 989.4 TFLOP/s: NVIDIA H100 SXM, NVIDIA H100 Tensor "
-                          "Core GPU datasheet (dense: the 'with sparsity' figures halved); float32 50 TFLOP/s: "
-                          "global.peak_flops.float32")
+    assert peak.basis == (
+        "a mix, by the time each takes: bfloat16 989.4 TFLOP/s: NVIDIA H100 SXM, NVIDIA H100 Tensor "
+        "Core GPU datasheet (dense: the 'with sparsity' figures halved); float32 50 TFLOP/s: "
+        "global.peak_flops.float32"
+    )
 
 
 def test_no_peak_says_why() -> None:
@@ -173,8 +185,16 @@ def test_the_verdict_gives_mfu_where_compute_limits() -> None:
 
 def tokens(samples: int, per_sample: int, real_per_sample: int, every: int = 1) -> TokenCount:
     total, real = samples * per_sample, samples * real_per_sample
-    return TokenCount(samples=samples, tokens=total, sampled_tokens=total, real=real, batches=samples // 4,
-                      sampled=samples // 4, every=every, masked=True)
+    return TokenCount(
+        samples=samples,
+        tokens=total,
+        sampled_tokens=total,
+        real=real,
+        batches=samples // 4,
+        sampled=samples // 4,
+        every=every,
+        masked=True,
+    )
 
 
 def test_tokens_per_second_and_padding_are_exact() -> None:
@@ -189,7 +209,9 @@ def test_tokens_per_second_and_padding_are_exact() -> None:
     assert full.estimate.mean == pytest.approx(2400.0) and full.padding == pytest.approx(0.25)
     syn = next(m for m in report.modes if m.mode is Mode.SYNTHETIC)
     assert syn.estimate.mean == pytest.approx(6400.0) and syn.padding == 0.0
-    assert "FULL 2400.0 +/- 0.0" in report.text() and "padding SYNTHETIC 0.0 % (its one cached batch), FULL 25.0 %" in report.text()
+    assert (
+        "FULL 2400.0 +/- 0.0" in report.text() and "padding SYNTHETIC 0.0 % (its one cached batch), FULL 25.0 %" in report.text()
+    )
     said = padding_clause(report)
     assert said is not None and said.startswith("25 % of the token positions in FULL are padding")
     assert report.to_dict()["FULL"]["padding"] == pytest.approx(0.25)
@@ -214,11 +236,17 @@ def test_padding_is_the_advice_where_compute_limits() -> None:
 
 def test_energy_per_trial_and_per_sample() -> None:
     r = RunResults()
-    system = {"seconds": 1.0, "gpu_energy_j": 300.0, "gpu_energy_source": "GPU: NVML total-energy counter",
-              "cpu_energy_j": 100.0, "cpu_energy_source": "CPU: RAPL package counter"}
+    system = {
+        "seconds": 1.0,
+        "gpu_energy_j": 300.0,
+        "gpu_energy_source": "GPU: NVML total-energy counter",
+        "cpu_energy_j": 100.0,
+        "cpu_energy_source": "CPU: RAPL package counter",
+    }
     r = r.add_trial(trial_result(Mode.FULL, 1, samples=200, seconds=1.0, system=SystemFigures(**system)))
-    r = r.add_trial(trial_result(Mode.FULL, 2, samples=200, seconds=1.0,
-                                 system=SystemFigures(**dict(system, gpu_energy_j=500.0))))
+    r = r.add_trial(
+        trial_result(Mode.FULL, 2, samples=200, seconds=1.0, system=SystemFigures(**dict(system, gpu_energy_j=500.0)))
+    )
     report = energy_report(r, [Mode.FULL])
     assert report is not None and report.modes[0].joules == {"gpu_energy_j": 400.0, "cpu_energy_j": 100.0}
     assert report.modes[0].per_sample == pytest.approx((300 + 500 + 200) / 400)

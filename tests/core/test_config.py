@@ -80,22 +80,34 @@ def test_resolve_accepts_config_mapping_and_path(tmp_path: Path) -> None:
         ("synthetic:\n  nwarmup: -2\n", "synthetic.nwarmup: got -2 (int); expected an integer from 0 to 10000"),
         ("IO:\n  run_benchmark: 'yes'\n", "IO.run_benchmark: got 'yes' (str); expected true or false"),
         ("IO:\n  nbatches: true\n", "IO.nbatches: got True (bool); expected an integer from 1 to 1000000"),
-        ("global:\n  profiler_mode: everything\n",
-         "global.profiler_mode: got 'everything' (str); expected one of 'single', 'all', 'none'"),
+        (
+            "global:\n  profiler_mode: everything\n",
+            "global.profiler_mode: got 'everything' (str); expected one of 'single', 'all', 'none'",
+        ),
         ("global:\n  report_freq: -1\n", "global.report_freq: got -1 (int); expected an integer >= 0"),
         ("global:\n  profiler: nsys\n", "global.profiler: got 'nsys' (str); expected one of 'cudaProfilerApi', 'torch'"),
         ("global:\n  profiler_steps: 0\n", "global.profiler_steps: got 0 (int); expected an integer from 1 to 10000"),
-        ("global:\n  profiler_capture: [FULL, FULL]\n", "global.profiler_capture: got ['FULL', 'FULL'] (list); "
-         "expected 'auto' (every kind for cudaProfilerApi, FULL for torch), or a non-empty list of distinct"),
-        ("global:\n  save_steps: some\n", "global.save_steps: got 'some' (str); expected true (rank 0's per-step files), "
-         "'all' (every rank's) or false"),
-        ("global:\n  output_filename: a/b.json\n", "global.output_filename: got 'a/b.json' (str); expected a non-empty file name"),
+        (
+            "global:\n  profiler_capture: [FULL, FULL]\n",
+            "global.profiler_capture: got ['FULL', 'FULL'] (list); "
+            "expected 'auto' (every kind for cudaProfilerApi, FULL for torch), or a non-empty list of distinct",
+        ),
+        (
+            "global:\n  save_steps: some\n",
+            "global.save_steps: got 'some' (str); expected true (rank 0's per-step files), 'all' (every rank's) or false",
+        ),
+        (
+            "global:\n  output_filename: a/b.json\n",
+            "global.output_filename: got 'a/b.json' (str); expected a non-empty file name",
+        ),
         ("global:\n  console: fancy\n", "global.console: got 'fancy' (str); expected one of 'auto', 'rich', 'plain'"),
         ("- IO\n- full\n", "expected a mapping of sections (global, IO, synthetic, full, sweep) at the top level"),
         ("IO: 5\n", "IO: expected a mapping of keys, got 5 (int)"),
         ("IO:\n  ntrials: 0\n", "IO.ntrials: got 0 with run_benchmark: true, which measures nothing"),
-        ("IO: {run_benchmark: false}\nsynthetic: {run_benchmark: false}\nfull: {run_benchmark: false}\n",
-         "every section has run_benchmark: false"),
+        (
+            "IO: {run_benchmark: false}\nsynthetic: {run_benchmark: false}\nfull: {run_benchmark: false}\n",
+            "every section has run_benchmark: false",
+        ),
         ("IO: {nbatches: 3}\nio: {nbatches: 4}\n", "section given twice"),
     ],
 )
@@ -150,12 +162,15 @@ def test_benchy_errors_share_one_base_class() -> None:
 # --- bounded validation (a file can hold anything) --------------------------------------------
 
 
-@pytest.mark.parametrize("section, key, value, allowed", [
-    ("IO", "nbatches", 1_000_000_000, "an integer from 1 to 1000000"),
-    ("full", "ntrials", 10 ** 30, "an integer from 0 to 10000"),
-    ("global", "auto_max_trials", 5000, "an integer from 2 to 1000"),
-    ("global", "dist_timeout", 1e12, "a number of seconds > 0 and at most 604800"),
-])
+@pytest.mark.parametrize(
+    "section, key, value, allowed",
+    [
+        ("IO", "nbatches", 1_000_000_000, "an integer from 1 to 1000000"),
+        ("full", "ntrials", 10**30, "an integer from 0 to 10000"),
+        ("global", "auto_max_trials", 5000, "an integer from 2 to 1000"),
+        ("global", "dist_timeout", 1e12, "a number of seconds > 0 and at most 604800"),
+    ],
+)
 def test_counts_are_capped_before_anything_is_allocated(section: str, key: str, value: object, allowed: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(overrides={section: {key: value}}, environ={})

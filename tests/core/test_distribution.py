@@ -26,9 +26,11 @@ def test_periodic_stalls_every_num_workers_steps_name_a_starved_worker_pool() ->
         "FULL step time p50 2.000 ms, p90 34.000 ms, p99 34.000 ms over 80 steps; 20 stall(s) (steps over 3x the "
         "median) took 85.0 % of the time, every 4 steps with 4 loader workers: the sign of a "
         "starved worker pool (each worker takes longer than 4 steps to make a batch; more workers or cheaper "
-        "batches help)")
+        "batches help)"
+    )
     assert steps_text(Mode.FULL, profile, workers=2).endswith(
-        "took 85.0 % of the time, periodic: every 4 steps (the loader has 2 workers)")
+        "took 85.0 % of the time, periodic: every 4 steps (the loader has 2 workers)"
+    )
 
 
 def test_scattered_stalls_are_counted_but_not_called_periodic() -> None:
@@ -37,8 +39,9 @@ def test_scattered_stalls_are_counted_but_not_called_periodic() -> None:
         periods[k] = 0.05
     profile = step_profile([trial(periods)])
     assert profile is not None and profile.stalls == 5 and profile.stall_period is None
-    assert steps_text(Mode.FULL, profile).endswith("5 stall(s) (steps over 3x the median) took "
-                                                   f"{100 * 0.25 / 0.8:.1f} % of the time")
+    assert steps_text(Mode.FULL, profile).endswith(
+        f"5 stall(s) (steps over 3x the median) took {100 * 0.25 / 0.8:.1f} % of the time"
+    )
 
 
 def test_steady_steps_have_no_stalls_and_no_trials_no_profile() -> None:

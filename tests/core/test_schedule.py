@@ -13,8 +13,14 @@ def test_default_schedule() -> None:
     s = Schedule.from_config(load_config(environ={}))
     assert labels(s.hidden) == ["IO_WARMUP_1", "IO_1", "IO_2", "IO_3"]
     assert labels(s.windows) == [
-        "SYNTHETIC_WARMUP_1", "FULL_WARMUP_1",
-        "SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2", "SYNTHETIC_3", "FULL_3",
+        "SYNTHETIC_WARMUP_1",
+        "FULL_WARMUP_1",
+        "SYNTHETIC_1",
+        "FULL_1",
+        "FULL_2",
+        "SYNTHETIC_2",
+        "SYNTHETIC_3",
+        "FULL_3",
     ]
     assert s.windows_needed == 8 and s.windows_fewest == 8 and not s.adaptive
     assert s.decision_confidence == 0.95
@@ -22,8 +28,9 @@ def test_default_schedule() -> None:
 
 
 def test_disabled_modes_are_skipped_and_counts_follow_config() -> None:
-    cfg = load_config(overrides={"synthetic": {"run_benchmark": False}, "full": {"ntrials": 2, "nwarmup": 0, "nbatches": 7}},
-                      environ={})
+    cfg = load_config(
+        overrides={"synthetic": {"run_benchmark": False}, "full": {"ntrials": 2, "nwarmup": 0, "nbatches": 7}}, environ={}
+    )
     s = Schedule.from_config(cfg)
     assert labels(s.windows) == ["FULL_1", "FULL_2"]
     assert all(spec.nbatches == 7 for spec in s.windows)
@@ -39,8 +46,7 @@ def test_io_only_needs_one_epoch() -> None:
 
 
 def test_interleaving_cancels_a_linear_drift_over_each_block_of_four() -> None:
-    cfg = load_config(overrides={"synthetic": {"ntrials": 4, "nwarmup": 0}, "full": {"ntrials": 4, "nwarmup": 0}},
-                      environ={})
+    cfg = load_config(overrides={"synthetic": {"ntrials": 4, "nwarmup": 0}, "full": {"ntrials": 4, "nwarmup": 0}}, environ={})
     order = labels(Schedule.from_config(cfg).windows)
     assert order == ["SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2", "SYNTHETIC_3", "FULL_3", "FULL_4", "SYNTHETIC_4"]
     # Mean epoch position of each mode is the same: a drift linear in epochs hits both alike.
@@ -50,15 +56,20 @@ def test_interleaving_cancels_a_linear_drift_over_each_block_of_four() -> None:
 
 
 def test_unequal_counts_finish_with_the_longer_mode() -> None:
-    cfg = load_config(overrides={"synthetic": {"ntrials": 1, "nwarmup": 0}, "full": {"ntrials": 3, "nwarmup": 0}},
-                      environ={})
+    cfg = load_config(overrides={"synthetic": {"ntrials": 1, "nwarmup": 0}, "full": {"ntrials": 3, "nwarmup": 0}}, environ={})
     assert labels(Schedule.from_config(cfg).windows) == ["SYNTHETIC_1", "FULL_1", "FULL_2", "FULL_3"]
 
 
 def test_auto_counts_state_their_bounds() -> None:
-    cfg = load_config(overrides={"global": {"auto_max_trials": 6, "auto_max_warmup": 3},
-                                 "IO": {"ntrials": "auto"}, "synthetic": {"ntrials": "auto", "nwarmup": "auto"},
-                                 "full": {"ntrials": "auto", "nwarmup": "auto"}}, environ={})
+    cfg = load_config(
+        overrides={
+            "global": {"auto_max_trials": 6, "auto_max_warmup": 3},
+            "IO": {"ntrials": "auto"},
+            "synthetic": {"ntrials": "auto", "nwarmup": "auto"},
+            "full": {"ntrials": "auto", "nwarmup": "auto"},
+        },
+        environ={},
+    )
     s = Schedule.from_config(cfg)
     assert s.adaptive and s.decision_confidence == 0.99
     assert s.windows_needed == 2 * (3 + 6) and s.windows_fewest == 2 * (1 + 2)
@@ -94,6 +105,7 @@ def test_steps_needed_covers_the_windows_their_lead_ins_and_the_epochs_they_span
     assert Schedule.epochs_for(steps, 24) == -(-steps // 24) and Schedule.epochs_for(steps, None) is None
     # A longer epoch than the whole schedule: one epoch, whatever its length.
     assert Schedule.epochs_for(s.steps_needed(epoch_length=10_000), 10_000) == 1
-    fewest = Schedule.from_config(load_config(overrides={"synthetic": {"ntrials": "auto"}, "full": {"ntrials": "auto"}},
-                                              environ={}))
+    fewest = Schedule.from_config(
+        load_config(overrides={"synthetic": {"ntrials": "auto"}, "full": {"ntrials": "auto"}}, environ={})
+    )
     assert fewest.steps_needed(longest=False) < fewest.steps_needed()

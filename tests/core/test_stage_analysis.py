@@ -10,21 +10,46 @@ import pytest
 from benchy.core.stages import FirstPass, Stage, StageTrial, analyse, stage_fix
 
 
-def trial(ends: Sequence[float], workers: Sequence[int], *, work: Optional[Sequence[Sequence[float]]] = None,
-          asked: Optional[Sequence[float]] = None, got: Optional[Sequence[float]] = None, starts=None,
-          n_workers: int = 2, seconds: Optional[float] = None, warmup: bool = False, names=("transform Crop",),
-          cpu: Optional[Sequence[float]] = None) -> StageTrial:
+def trial(
+    ends: Sequence[float],
+    workers: Sequence[int],
+    *,
+    work: Optional[Sequence[Sequence[float]]] = None,
+    asked: Optional[Sequence[float]] = None,
+    got: Optional[Sequence[float]] = None,
+    starts=None,
+    n_workers: int = 2,
+    seconds: Optional[float] = None,
+    warmup: bool = False,
+    names=("transform Crop",),
+    cpu: Optional[Sequence[float]] = None,
+) -> StageTrial:
     n = len(ends)
     end = np.asarray(ends, dtype=float)
     start = np.asarray(starts, dtype=float) if starts is not None else end - 0.01
     got_ = np.asarray(got, dtype=float) if got is not None else end + 0.001
     asked_ = np.asarray(asked, dtype=float) if asked is not None else got_ - 0.002
     w = np.asarray(work if work is not None else [[0.006, 0.002, 0.002]] * n, dtype=float)
-    return StageTrial(label="STAGES_1", warmup=warmup, seconds=seconds if seconds is not None else float(n) * 0.005,
-                      samples=4 * n, names=tuple(names), asked=asked_, got=got_, worker=np.asarray(workers),
-                      start=start, end=end, work=w, dataset_cpu=np.asarray(cpu if cpu is not None else w[:, 0]),
-                      received=np.full((n, 2), np.nan), pinned=np.full((n, 2), np.nan), items=np.full(n, 4),
-                      sampler_seconds=0.0, workers=n_workers, pin_memory=False)
+    return StageTrial(
+        label="STAGES_1",
+        warmup=warmup,
+        seconds=seconds if seconds is not None else float(n) * 0.005,
+        samples=4 * n,
+        names=tuple(names),
+        asked=asked_,
+        got=got_,
+        worker=np.asarray(workers),
+        start=start,
+        end=end,
+        work=w,
+        dataset_cpu=np.asarray(cpu if cpu is not None else w[:, 0]),
+        received=np.full((n, 2), np.nan),
+        pinned=np.full((n, 2), np.nan),
+        items=np.full(n, 4),
+        sampler_seconds=0.0,
+        workers=n_workers,
+        pin_memory=False,
+    )
 
 
 def test_worker_stages_are_shares_of_the_workers_time() -> None:
@@ -65,8 +90,18 @@ def test_a_worker_twice_as_slow_a_batch_is_named() -> None:
 def test_a_later_batch_ready_first_is_out_of_order_and_the_wait_behind_it_is_head_of_line() -> None:
     # Batch 0 is ready at 30 ms, batch 1 at 10 ms; the loop asked for batch 0 at 5 ms: from 10 ms
     # to 30 ms it waited for batch 0 with batch 1 ready (20 ms of the trial's 100 ms).
-    report = analyse([trial([0.030, 0.010, 0.040, 0.050], [0, 1, 0, 1], asked=[0.005, 0.031, 0.032, 0.041],
-                            got=[0.031, 0.032, 0.041, 0.051], starts=[0.0, 0.0, 0.031, 0.040], seconds=0.1)])
+    report = analyse(
+        [
+            trial(
+                [0.030, 0.010, 0.040, 0.050],
+                [0, 1, 0, 1],
+                asked=[0.005, 0.031, 0.032, 0.041],
+                got=[0.031, 0.032, 0.041, 0.051],
+                starts=[0.0, 0.0, 0.031, 0.040],
+                seconds=0.1,
+            )
+        ]
+    )
     assert report is not None
     assert report.out_of_order == 1
     assert report.hol_share == pytest.approx(0.2)
@@ -75,28 +110,31 @@ def test_a_later_batch_ready_first_is_out_of_order_and_the_wait_behind_it_is_hea
 def test_advice_more_workers_only_when_they_are_busy_and_cores_are_free() -> None:
     ends = [0.005 * (k + 1) for k in range(10)]
     busy = [[0.008, 0.001, 0.001]] * 10  # 10 ms a batch over 2 workers x 5 ms: busy 100 %
-    assert "more loader workers" in (analyse([trial(ends, [k % 2 for k in range(10)], work=busy)],
-                                             free_cores=2.0).advice or "")
+    assert "more loader workers" in (analyse([trial(ends, [k % 2 for k in range(10)], work=busy)], free_cores=2.0).advice or "")
     none_free = analyse([trial(ends, [k % 2 for k in range(10)], work=busy)], free_cores=0.2)
     assert none_free is not None and none_free.advice == stage_fix(none_free.largest)
 
 
 def test_advice_in_order_false_for_head_of_line_waits_where_torch_has_it() -> None:
-    args = dict(asked=[0.005, 0.031, 0.032, 0.041], got=[0.031, 0.032, 0.041, 0.051],
-                starts=[0.0, 0.0, 0.031, 0.040], seconds=0.1)
+    args = dict(
+        asked=[0.005, 0.031, 0.032, 0.041], got=[0.031, 0.032, 0.041, 0.051], starts=[0.0, 0.0, 0.031, 0.040], seconds=0.1
+    )
     with_it = analyse([trial([0.030, 0.010, 0.040, 0.050], [0, 1, 0, 1], **args)], in_order=True)
     without = analyse([trial([0.030, 0.010, 0.040, 0.050], [0, 1, 0, 1], **args)], in_order=False)
     assert with_it is not None and "in_order=False" in (with_it.advice or "")
     assert without is not None and "in_order" not in (without.advice or "")
 
 
-@pytest.mark.parametrize("name, words", [
-    ("transform RandomResizedCrop", "a cheaper RandomResizedCrop"),
-    ("collate_fn", "vectorised collate_fn"),
-    ("receive", "uint8 instead of float"),
-    ("pin_memory", "pin_memory=False"),
-    ("sampler", "cheaper sampler"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("transform RandomResizedCrop", "a cheaper RandomResizedCrop"),
+        ("collate_fn", "vectorised collate_fn"),
+        ("receive", "uint8 instead of float"),
+        ("pin_memory", "pin_memory=False"),
+        ("sampler", "cheaper sampler"),
+    ],
+)
 def test_each_stage_points_to_its_fix(name: str, words: str) -> None:
     assert words in stage_fix(Stage(name, "workers", 0.01, 0.5))
 
@@ -147,8 +185,9 @@ def test_the_copy_to_the_device_joins_the_stages_line_where_io_h2d_ran() -> None
     assert report is not None
     results = RunResults([trial_result(Mode.IO, k, 800, 1.0) for k in (1, 2)])  # 800 samples/s: 5 ms a batch of 4
     assert copy_text(results, report) == ""
-    results = results.changed(h2d=tuple(trial_result(Mode.IO, k, 400, 1.0, variant="H2D") for k in (1, 2)),
-                              h2d_device="cuda:0")  # 10 ms a batch
+    results = results.changed(
+        h2d=tuple(trial_result(Mode.IO, k, 400, 1.0, variant="H2D") for k in (1, 2)), h2d_device="cuda:0"
+    )  # 10 ms a batch
     assert copy_text(results, report) == "; the copy to cuda:0 adds 5.000 ms a batch (100 % of the period; IO_H2D against IO)"
 
 
@@ -159,8 +198,9 @@ def test_the_first_pass_is_io_1_against_the_later_trials_without_io_warm_ups() -
     from benchy.core.schedule import Mode
     from benchy.core.verdict import first_pass
 
-    results = RunResults([trial_result(Mode.IO, 1, 100, 1.0), trial_result(Mode.IO, 2, 400, 1.0),
-                          trial_result(Mode.IO, 3, 500, 1.0)])
+    results = RunResults(
+        [trial_result(Mode.IO, 1, 100, 1.0), trial_result(Mode.IO, 2, 400, 1.0), trial_result(Mode.IO, 3, 500, 1.0)]
+    )
     found = first_pass(results)
     assert found is not None and found.label == "IO_1" and found.first == 100 and found.steady == 450
     assert "(IO_1: start-up" in found.text()

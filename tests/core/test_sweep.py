@@ -41,8 +41,9 @@ def test_auto_workers_go_up_to_the_usable_cores() -> None:
 
 
 def test_expand_orders_by_cost_and_drops_prefetch_without_workers() -> None:
-    config = load_config(overrides={"sweep": {"num_workers": [2, 0], "pin_memory": [True, False],
-                                              "prefetch_factor": [4, 2]}}, environ={}).sweep
+    config = load_config(
+        overrides={"sweep": {"num_workers": [2, 0], "pin_memory": [True, False], "prefetch_factor": [4, 2]}}, environ={}
+    ).sweep
     settings = expand(config, Setting(0, False, None), cores=2)
     assert [s.text() for s in settings] == [
         "num_workers=0, pin_memory=False",
@@ -54,31 +55,40 @@ def test_expand_orders_by_cost_and_drops_prefetch_without_workers() -> None:
     ]
     # Keys left out keep the loader's own values.
     only = load_config(overrides={"sweep": {"num_workers": "auto"}}, environ={}).sweep
-    assert expand(only, Setting(4, True, 3), cores=2) == [Setting(0, True, None), Setting(1, True, 3),
-                                                         Setting(2, True, 3)]
+    assert expand(only, Setting(4, True, 3), cores=2) == [Setting(0, True, None), Setting(1, True, 3), Setting(2, True, 3)]
 
 
 def test_best_smallest_within_and_cheapest_that_feeds() -> None:
-    results = [result(Setting(0, False, None), [100, 102]), result(Setting(1, False, 2), [180, 182]),
-               result(Setting(2, False, 2), [196, 198]), result(Setting(4, False, 2), [200, 202])]
+    results = [
+        result(Setting(0, False, None), [100, 102]),
+        result(Setting(1, False, 2), [180, 182]),
+        result(Setting(2, False, 2), [196, 198]),
+        result(Setting(4, False, 2), [200, 202]),
+    ]
     failed = SettingResult(Setting(8, False, 2), error="OSError: no shared memory")
     results.append(failed)
     assert best(results).setting == Setting(4, False, 2)  # type: ignore[union-attr]
     assert smallest_within(results).setting == Setting(2, False, 2)  # type: ignore[union-attr]  # 197 >= 0.95 x 201
     assert cheapest_enough(results, synthetic=150.0).setting == Setting(1, False, 2)  # type: ignore[union-attr]
     assert cheapest_enough(results, synthetic=190.0) is None  # 1.1 x 190 = 209 > 201
-    assert sweep_line(results) == ("best num_workers=4, pin_memory=False, prefetch_factor=2: "
-                                     "201.000 +/- 12.706 samples/s; smallest within 5 % of best: num_workers=2, "
-                                     "pin_memory=False, prefetch_factor=2")
-    assert "is num_workers=1, pin_memory=False, prefetch_factor=2 (181.000 +/- 12.706 samples/s, 1.21x)" in \
-        feed_clause(results, 150.0)  # type: ignore[operator]
+    assert sweep_line(results) == (
+        "best num_workers=4, pin_memory=False, prefetch_factor=2: "
+        "201.000 +/- 12.706 samples/s; smallest within 5 % of best: num_workers=2, "
+        "pin_memory=False, prefetch_factor=2"
+    )
+    assert "is num_workers=1, pin_memory=False, prefetch_factor=2 (181.000 +/- 12.706 samples/s, 1.21x)" in feed_clause(
+        results, 150.0
+    )  # type: ignore[operator]
     assert "none of the swept loader settings feeds the step" in feed_clause(results, 190.0)  # type: ignore[operator]
     assert sweep_line([failed]) is None and feed_clause([failed], 100.0) is None
 
 
 def test_settings_whose_workers_do_not_fit_the_memory_cap_are_never_recommended() -> None:
-    results = [result(Setting(1, False, 2), [180, 182]), result(Setting(2, False, 2), [196, 198]),
-               result(Setting(4, False, 2), [200, 202])]
+    results = [
+        result(Setting(1, False, 2), [180, 182]),
+        result(Setting(2, False, 2), [196, 198]),
+        result(Setting(4, False, 2), [200, 202]),
+    ]
     for r, mb in zip(results, (300, 600, 1200)):
         r.memory = mb * 10**6
     # 8 GB available, 16 GB in all, the trainer at 1 GB: room for it is 10 % of 16 GB, so 6.4 GB for the workers.
@@ -89,40 +99,52 @@ def test_settings_whose_workers_do_not_fit_the_memory_cap_are_never_recommended(
     assert best(results).setting == Setting(2, False, 2)  # type: ignore[union-attr]
     assert cheapest_enough(results, synthetic=150.0).setting == Setting(1, False, 2)  # type: ignore[union-attr]
     line = sweep_line(results, 10**9)
-    assert line is not None and line.endswith("left out over the workers' memory cap of 1.00 GB (available memory "
-                                              "less room for the training process): num_workers=4, "
-                                              "pin_memory=False, prefetch_factor=2")
+    assert line is not None and line.endswith(
+        "left out over the workers' memory cap of 1.00 GB (available memory "
+        "less room for the training process): num_workers=4, "
+        "pin_memory=False, prefetch_factor=2"
+    )
     assert results[2].to_dict()["over_memory_cap"] is True and results[2].to_dict()["workers_memory_bytes"] == 12e8
 
 
-@pytest.mark.parametrize("sweep,expected", [
-    ({"num_workers": [1, 1]}, "sweep.num_workers: got [1, 1] (list); expected a list of distinct worker counts"),
-    ({"num_workers": "all"}, "sweep.num_workers: got 'all' (str)"),
-    ({"pin_memory": ["yes"]}, "sweep.pin_memory: got ['yes'] (list); expected a list of distinct booleans"),
-    ({"prefetch_factor": [0]}, "sweep.prefetch_factor: got [0] (list); expected a list of distinct integers from 1"),
-    ({"persistent_workers": [True]}, "sweep.persistent_workers: unknown key (allowed: num_workers, pin_memory, "
-                                     "prefetch_factor)"),
-])
+@pytest.mark.parametrize(
+    "sweep,expected",
+    [
+        ({"num_workers": [1, 1]}, "sweep.num_workers: got [1, 1] (list); expected a list of distinct worker counts"),
+        ({"num_workers": "all"}, "sweep.num_workers: got 'all' (str)"),
+        ({"pin_memory": ["yes"]}, "sweep.pin_memory: got ['yes'] (list); expected a list of distinct booleans"),
+        ({"prefetch_factor": [0]}, "sweep.prefetch_factor: got [0] (list); expected a list of distinct integers from 1"),
+        (
+            {"persistent_workers": [True]},
+            "sweep.persistent_workers: unknown key (allowed: num_workers, pin_memory, prefetch_factor)",
+        ),
+    ],
+)
 def test_bad_sweep_settings_are_named(sweep: dict, expected: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(overrides={"sweep": sweep}, environ={})
     assert expected in str(err.value)
 
 
-ROW = re.compile(r"^BENCHY::SWEEP::(num_workers=\d+, pin_memory=\w+(?:, prefetch_factor=\d+)?) +([0-9.]+) +([0-9.]+)"
-                 r" +(\d+) +(\d+) *(.*)$", re.M)
+ROW = re.compile(
+    r"^BENCHY::SWEEP::(num_workers=\d+, pin_memory=\w+(?:, prefetch_factor=\d+)?) +([0-9.]+) +([0-9.]+)"
+    r" +(\d+) +(\d+) *(.*)$",
+    re.M,
+)
 
 
 @pytest.mark.timing
 def test_sweep_of_a_loader_whose_throughput_grows_with_workers(run_script) -> None:
     # 4 samples x 6 ms of sleep per batch: workers overlap the sleeps, even on 2 cores.
     config = dict(small_config(nbatches=12, ntrials=3, nwarmup=1), sweep={"num_workers": [0, 1, 2]})
-    run = run_script(config, "--fetch_ms", "6", "--step_ms", "1", "--samples", "400", "--print_children",
-                     "--epochs", "8")
+    run = run_script(config, "--fetch_ms", "6", "--step_ms", "1", "--samples", "400", "--print_children", "--epochs", "8")
     assert run.returncode == 0, run
     rows = {m[0]: (float(m[1]), float(m[2]), int(m[3]), m[5]) for m in ROW.findall(run.stdout)}
-    assert list(rows) == ["num_workers=0, pin_memory=False", "num_workers=1, pin_memory=False, prefetch_factor=2",
-                          "num_workers=2, pin_memory=False, prefetch_factor=2"], run.stdout
+    assert list(rows) == [
+        "num_workers=0, pin_memory=False",
+        "num_workers=1, pin_memory=False, prefetch_factor=2",
+        "num_workers=2, pin_memory=False, prefetch_factor=2",
+    ], run.stdout
     doc = run.result()["sweep"]
     # Each setting's workers' own memory (unique set sizes), and the cap they are held to.
     memory = {s["settings"]["num_workers"]: s["workers_memory_bytes"] for s in doc["settings"]}
@@ -157,32 +179,45 @@ def test_sweep_of_a_loader_whose_throughput_grows_with_workers(run_script) -> No
     # On the timeline: each setting's 4 trials, and on the trace each setting's slice around them.
     swept = [e for e in run.result()["timeline"]["trials"] if e["group"] == "sweep"]
     assert len(swept) == 12 and [e["setting"]["num_workers"] for e in swept] == [0] * 4 + [1] * 4 + [2] * 4
-    trace = subprocess.run([sys.executable, "-m", "benchy", "trace", str(run.json_path), "-o", "trace.json"],
-                           cwd=run.workdir, capture_output=True, text=True, timeout=60)
+    trace = subprocess.run(
+        [sys.executable, "-m", "benchy", "trace", str(run.json_path), "-o", "trace.json"],
+        cwd=run.workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert trace.returncode == 0, trace.stderr
     slices = check_trace((run.workdir / "trace.json").read_text())
     sweep_track = next(items for items in slices.values() if any(s.event["cat"] == "sweep" for s in items))
     settings = [s for s in sweep_track if s.event["cat"] == "sweep"]
     assert [s.event["name"] for s in settings] == [
-        "num_workers=0, pin_memory=False", "num_workers=1, pin_memory=False, prefetch_factor=2",
-        "num_workers=2, pin_memory=False, prefetch_factor=2"]
+        "num_workers=0, pin_memory=False",
+        "num_workers=1, pin_memory=False, prefetch_factor=2",
+        "num_workers=2, pin_memory=False, prefetch_factor=2",
+    ]
     assert all(len(children(sweep_track, s)) == 4 for s in settings)
 
 
 def test_sweep_apply_continues_with_the_recommended_setting_and_a_failing_one_is_skipped(run_script) -> None:
     # Workers with id >= 1 fail at start: the 2-worker setting cannot run; 1 worker can.
-    config = dict(small_config(nbatches=8, ntrials=2, nwarmup=0, sweep_apply=True),
-                  sweep={"num_workers": [1, 2], "prefetch_factor": [2]})
-    run = run_script(config, "--fetch_ms", "2", "--samples", "200", "--print_children", "--fail_worker_from", "1",
-                     "--epochs", "6")
+    config = dict(
+        small_config(nbatches=8, ntrials=2, nwarmup=0, sweep_apply=True), sweep={"num_workers": [1, 2], "prefetch_factor": [2]}
+    )
+    run = run_script(
+        config, "--fetch_ms", "2", "--samples", "200", "--print_children", "--fail_worker_from", "1", "--epochs", "6"
+    )
     assert run.returncode == 0, run
-    assert ("BENCHY::WARNING::Message: sweep: setting num_workers=2, pin_memory=False, prefetch_factor=2 failed "
-            "(OSError: Caught OSError in DataLoader worker process 1.); skipped.") in run.stdout
+    assert (
+        "BENCHY::WARNING::Message: sweep: setting num_workers=2, pin_memory=False, prefetch_factor=2 failed "
+        "(OSError: Caught OSError in DataLoader worker process 1.); skipped."
+    ) in run.stdout
     doc = run.result()["sweep"]
     assert [s["error"] is None for s in doc["settings"]] == [True, False]
     assert doc["applied"] == {"num_workers": 1, "pin_memory": False, "prefetch_factor": 2}
-    assert ("BENCHY::INFO::Message: sweep_apply: the schedule continues with num_workers=1, pin_memory=False, "
-            "prefetch_factor=2 (the smallest setting within 5 % of the best).") in run.stdout
+    assert (
+        "BENCHY::INFO::Message: sweep_apply: the schedule continues with num_workers=1, pin_memory=False, "
+        "prefetch_factor=2 (the smallest setting within 5 % of the best)."
+    ) in run.stdout
     # The script's own loader now runs with one worker: one child process while it iterates.
     assert re.findall(r"^USER::children (\d+) num_workers (\d+)$", run.stdout, re.M)[0] == ("1", "1")
 
@@ -191,8 +226,9 @@ def test_a_generic_iterator_is_not_swept(run_script) -> None:
     config = dict(small_config(nbatches=4, ntrials=2, nwarmup=0), sweep={"num_workers": [0, 1]})
     run = run_script(config, "--loader", "generic", "--epochs", "6")
     assert run.returncode == 0, run
-    assert ("BENCHY::WARNING::Message: sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is "
-            "not swept.") in run.stdout
+    assert (
+        "BENCHY::WARNING::Message: sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is not swept."
+    ) in run.stdout
     assert run.result()["sweep"] is None
 
 
@@ -211,5 +247,8 @@ def test_a_swept_setting_that_feeds_the_step_becomes_the_advice(run_script) -> N
     assert verdict.startswith("data loading limits training")
     assert doc["sweep"]["feeds_synthetic"] == {"num_workers": 2, "pin_memory": False, "prefetch_factor": 2}
     assert "the cheapest swept loader setting that feeds the step (IO at least 1.1x SYNTHETIC) is num_workers=2" in verdict
-    assert re.search(r"; most likely to help: the loader setting num_workers=2, pin_memory=False, prefetch_factor=2 "
-                     r"\(the sweep measured IO at [0-9.]+x SYNTHETIC\)$", verdict), verdict
+    assert re.search(
+        r"; most likely to help: the loader setting num_workers=2, pin_memory=False, prefetch_factor=2 "
+        r"\(the sweep measured IO at [0-9.]+x SYNTHETIC\)$",
+        verdict,
+    ), verdict

@@ -80,7 +80,6 @@ def test_a_tiny_ratio_keeps_its_digits() -> None:
     assert "SYNTHETIC/IO is 0.00298x" in found.text  # the ratio of geometric means
 
 
-
 def test_balanced_only_when_the_interval_shows_it() -> None:
     # Equal means, trials at 0.6x and 1.4x of the same rate: two close means prove nothing.
     found = decide([600.0, 1400.0], [1400.0, 600.0], [])
@@ -110,23 +109,32 @@ def test_the_loader_diagnosis_in_words() -> None:
     def loader_clause(results: Any, outcome: str, workers: int) -> Any:
         cause = loader_cause(results, _verdict(outcome), workers)
         return None if cause is None else cause[0]
+
     from benchy.core.results import RunResults
 
     def results(busy: float, cores: int, reads: float) -> RunResults:
-        system = {"cpu_cores_busy": busy, "cpu_cores": cores, "cpu_util": busy / cores, "rss_max_bytes": 1e9,
-                  "read_bytes_per_s": reads}
+        system = {
+            "cpu_cores_busy": busy,
+            "cpu_cores": cores,
+            "cpu_util": busy / cores,
+            "rss_max_bytes": 1e9,
+            "read_bytes_per_s": reads,
+        }
         return RunResults([trial_result(Mode.IO, k, 80, 1.0, system=SystemFigures(1.0, **system)) for k in (1, 2)])
 
     assert loader_clause(results(1.9, 2, 0), "compute", 2) is None
     assert loader_clause(results(1.9, 2, 0), "data-loading", 2).startswith(
-        "the loader is CPU-bound: IO trials kept 1.90 of 2 cores busy (95 %)")
+        "the loader is CPU-bound: IO trials kept 1.90 of 2 cores busy (95 %)"
+    )
     assert loader_clause(results(3.8, 16, 0), "data-loading", 4).startswith(
-        "the loader's workers are CPU-bound: IO trials kept 3.80 cores busy with num_workers = 4 of 16 cores")
+        "the loader's workers are CPU-bound: IO trials kept 3.80 cores busy with num_workers = 4 of 16 cores"
+    )
     assert loader_clause(results(0.4, 8, 250e6), "data-loading", 8).startswith(
-        "the storage looks like the limit: IO trials read 250.0 MB/s with the CPU 5 % busy")
+        "the storage looks like the limit: IO trials read 250.0 MB/s with the CPU 5 % busy"
+    )
     assert loader_clause(results(0.4, 8, 0), "data-loading", 2).endswith(
-        "with too few workers to overlap the waits (num_workers = 2; with the CPU idle, more workers than cores "
-        "can help)")
+        "with too few workers to overlap the waits (num_workers = 2; with the CPU idle, more workers than cores can help)"
+    )
     assert loader_clause(RunResults(), "data-loading", 2) is None  # no metrics: nothing said
 
 
@@ -142,6 +150,7 @@ def test_the_one_change_most_likely_to_help_follows_the_biggest_loss() -> None:
     assert choose_advice(_verdict("compute"), None, False, False, False).startswith("a faster step")
     # Copies that fall below SYNTHETIC come first; no advice without an answer.
     assert choose_advice(_verdict("data-loading"), waiting, True, False, False) == (
-        "pinned memory and non_blocking copies (pin_memory=True)")
+        "pinned memory and non_blocking copies (pin_memory=True)"
+    )
     assert choose_advice(_verdict("undecided"), waiting, False, True, False) is None
     assert choose_advice(_verdict("inconsistent: compute"), waiting, False, True, False) is None

@@ -104,8 +104,12 @@ def benchy_rates(wrapper: Any, step: Callable[[Any], None]) -> Dict[Mode, float]
 
 def config(tmp_path: Path, nbatches: int = NBATCHES) -> Dict[str, Any]:
     mode = {"nbatches": nbatches, "ntrials": 3, "nwarmup": 1}
-    return {"global": {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0},
-            "IO": mode, "synthetic": mode, "full": mode}
+    return {
+        "global": {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0},
+        "IO": mode,
+        "synthetic": mode,
+        "full": mode,
+    }
 
 
 def check(reported: Dict[Mode, float], before: Dict[Mode, float], after: Dict[Mode, float]) -> None:
@@ -114,6 +118,7 @@ def check(reported: Dict[Mode, float], before: Dict[Mode, float], after: Dict[Mo
     Two plain measurements bracket benchy's, so a burst of noise from the machine during one
     of them does not fail the test, while a real bias in benchy (seen against both) does.
     """
+
     def error(m: Mode, plain: Dict[Mode, float]) -> float:
         return 100 * (reported[m] - plain[m]) / plain[m]
 
@@ -138,6 +143,7 @@ def test_generic_wrapper_matches_plain_loops(tmp_path: Path, capsys: pytest.Capt
 def test_dataloader_with_workers_matches_plain_loops(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # 2 workers, 16 ms per batch each: a batch every ~8 ms; the 3 ms step overlaps with loading.
     kwargs = dict(batch_size=BATCH, num_workers=2, persistent_workers=True)
+
     # Worker scheduling on a small machine is noisier than a sleep: longer trials, more repeats.
     def plain() -> Dict[Mode, float]:
         loader = torch.utils.data.DataLoader(SleepySamples(0.016, 100_000), **kwargs)  # one long-lived iterator
@@ -176,8 +182,10 @@ def test_auto_warmup_on_a_decaying_step_measures_the_steady_state(tmp_path: Path
     syn_error = 100 * (reported[Mode.SYNTHETIC] / plain[Mode.SYNTHETIC] - 1)
     full_over = reported[Mode.FULL] / min(reported[Mode.IO], reported[Mode.SYNTHETIC])
     with capsys.disabled():
-        print(f"decaying step: warm-ups {warmups}, SYNTHETIC {syn_error:+.2f} % vs the steady step, "
-              f"FULL / min(IO, SYNTHETIC) = {full_over:.3f}")
+        print(
+            f"decaying step: warm-ups {warmups}, SYNTHETIC {syn_error:+.2f} % vs the steady step, "
+            f"FULL / min(IO, SYNTHETIC) = {full_over:.3f}"
+        )
     assert warmups["SYNTHETIC"] >= 3, warmups  # the decay lasts several 25-step epochs
     assert abs(syn_error) <= 5.0, (reported, plain, warmups)
     assert full_over <= 1.05, (reported, warmups)
@@ -222,8 +230,10 @@ def test_full_data_wait_share_matches_a_plain_loop(tmp_path: Path, capsys: pytes
     assert est.mean is not None and est.n == 3
     off = min((100 * (est.mean - truth) for truth in (before, after)), key=abs)
     with capsys.disabled():
-        print(f"data wait ({workers} workers): benchy {100 * est.mean:.1f} % +/- {100 * (est.half_width or 0):.1f}, "
-              f"plain loops {100 * before:.1f} / {100 * after:.1f} %: {off:+.2f} points")
+        print(
+            f"data wait ({workers} workers): benchy {100 * est.mean:.1f} % +/- {100 * (est.half_width or 0):.1f}, "
+            f"plain loops {100 * before:.1f} / {100 * after:.1f} %: {off:+.2f} points"
+        )
     assert abs(off) <= 3.0, (est, before, after)
 
 
@@ -232,8 +242,9 @@ def test_full_data_wait_share_matches_a_plain_loop(tmp_path: Path, capsys: pytes
 def test_a_starved_worker_pool_shows_periodic_stalls(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # 4 workers, 40 ms per batch each: they finish a round of 4 batches together every ~40 ms, and a
     # 2 ms step takes the round in ~8 ms, then waits: a stall every 4 steps.
-    loader = BenchmarkDataLoader(SleepySamples(0.040, 1600), batch_size=BATCH, num_workers=4, persistent_workers=True,
-                                 benchy_config=config(tmp_path, 24))
+    loader = BenchmarkDataLoader(
+        SleepySamples(0.040, 1600), batch_size=BATCH, num_workers=4, persistent_workers=True, benchy_config=config(tmp_path, 24)
+    )
     with capsys.disabled():
         benchy_rates(loader, sleep_step(0.002))
     from benchy.core.distribution import step_profile

@@ -60,8 +60,7 @@ def test_without_a_peak_on_the_cpu_mfu_is_absent_and_said(run_script) -> None:
 
 
 def test_tokens_per_second_and_padding_of_known_batches(run_script) -> None:
-    run = run_script(small_config(nbatches=8, ntrials=2, nwarmup=1, count="tokens"), "--kind", "tokens",
-                     script=SCRIPT)
+    run = run_script(small_config(nbatches=8, ntrials=2, nwarmup=1, count="tokens"), "--kind", "tokens", script=SCRIPT)
     assert run.returncode == 0, run
     doc = run.result()
     tokens = doc["tokens"]
@@ -82,7 +81,9 @@ def test_count_tokens_on_batches_without_tokens_warns_and_counts_samples(run_scr
     run = run_script(small_config(nbatches=6, ntrials=1, nwarmup=1, count="tokens"), script=SCRIPT)
     assert run.returncode == 0, run
     # (float features of (batch, 8) are not token ids)
-    assert ("BENCHY::WARNING::Message: count: tokens: no tensor of integer token ids of two or more dimensions (batch, "
-            "sequence) in a batch of type list") in run.stdout and "tokens are not counted, samples are" in run.stdout
+    assert (
+        "BENCHY::WARNING::Message: count: tokens: no tensor of integer token ids of two or more dimensions (batch, "
+        "sequence) in a batch of type list"
+    ) in run.stdout and "tokens are not counted, samples are" in run.stdout
     doc = run.result()
     assert doc["tokens"] is None and doc["FULL"]["n"] == 1

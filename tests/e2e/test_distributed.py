@@ -20,16 +20,35 @@ SCRIPT = ROOT / "tests" / "scripts" / "dist_script.py"
 def write_config(tmp_path: Path, **global_) -> Dict[str, str]:
     cfg = tmp_path / "benchy.yaml"
     cfg.write_text(yaml.safe_dump(small_config(nbatches=10, ntrials=2, nwarmup=1, **global_)))
-    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
-               TMPDIR=str(tmp_path))  # torchrun keeps its logs under TMPDIR
+    env = dict(
+        os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path)
+    )  # torchrun keeps its logs under TMPDIR
     return env
 
 
 def torchrun(tmp_path: Path, *args: str, timeout: float = 240, **global_) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(free_port()), str(SCRIPT), *args]
-    return subprocess.run(cmd, cwd=tmp_path, env=write_config(tmp_path, **global_), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        str(SCRIPT),
+        *args,
+    ]
+    return subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        env=write_config(tmp_path, **global_),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def summary(out: str) -> Dict[str, float]:
@@ -51,8 +70,11 @@ def test_two_ranks_one_summary_global_throughput_and_clean_exit(tmp_path: Path) 
     assert out.count("Tests completed") == 1 and "2 ranks: each measures its own trials" in out
     assert "USER::rank 0 done" not in out and "USER::rank 1 done" not in out  # both ended by benchy
     # Per-rank figures (data wait, steps, system, start-up) are rank 0's own, and say so.
-    own = [x for x in out.splitlines() if x.startswith(("BENCHY::SUMMARY::DATA_WAIT", "BENCHY::SUMMARY::STEPS",
-                                                         "BENCHY::SUMMARY::STARTUP"))]
+    own = [
+        x
+        for x in out.splitlines()
+        if x.startswith(("BENCHY::SUMMARY::DATA_WAIT", "BENCHY::SUMMARY::STEPS", "BENCHY::SUMMARY::STARTUP"))
+    ]
     assert len(own) == 5 and all(x.endswith(" [rank 0]") for x in own), own
     doc = result(tmp_path)
     assert doc["nranks"] == 2 and doc["environment"]["world_size"] == 2 and doc["complete"] is True
@@ -95,14 +117,31 @@ def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -
     # must still run the same trials (the slowest-settling rank decides), or they would deadlock.
     auto = {"nbatches": 10, "ntrials": "auto", "nwarmup": "auto"}
     cfg = tmp_path / "auto.yaml"
-    cfg.write_text(yaml.safe_dump({"global": {"report_freq": 0, "dist_timeout": 30}, "IO": {"ntrials": "auto"},
-                                   "synthetic": auto, "full": auto}))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(free_port()), str(SCRIPT), "--decay_rank", "1", "--epochs", "30"]
-    env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
-               TMPDIR=str(tmp_path))  # torchrun keeps its logs under TMPDIR
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
-                          stdin=subprocess.DEVNULL)
+    cfg.write_text(
+        yaml.safe_dump(
+            {"global": {"report_freq": 0, "dist_timeout": 30}, "IO": {"ntrials": "auto"}, "synthetic": auto, "full": auto}
+        )
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        str(SCRIPT),
+        "--decay_rank",
+        "1",
+        "--epochs",
+        "30",
+    ]
+    env = dict(
+        os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path)
+    )  # torchrun keeps its logs under TMPDIR
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = result(tmp_path)
     assert doc["complete"] is True and doc["nranks"] == 2
@@ -111,17 +150,26 @@ def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -
     assert doc["schedule"]["stop_reason"] is not None
 
 
-def bare_launch(tmp_path: Path, args: List[str], timeout_s: float, rank_env: Optional[List[Dict[str, str]]] = None,
-                nranks: int = 2, **global_) -> List[subprocess.Popen]:
+def bare_launch(
+    tmp_path: Path, args: List[str], timeout_s: float, rank_env: Optional[List[Dict[str, str]]] = None, nranks: int = 2, **global_
+) -> List[subprocess.Popen]:
     """Ranks started as Slurm's srun would: no agent that kills the others on a failure."""
     env = write_config(tmp_path, dist_timeout=timeout_s, **global_)
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nranks))
     procs = []
     for rank in range(nranks):
         own = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), **(rank_env[rank] if rank_env else {}))
-        procs.append(subprocess.Popen(
-            [sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=own,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(SCRIPT), *args],
+                cwd=tmp_path,
+                env=own,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
+        )
     return procs
 
 
@@ -150,8 +198,7 @@ def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp
     assert rank0 is not None, "rank 0 hung"
     code, out, err = rank0
     assert code == 1, out + err
-    assert "benchy.DistributedError: benchy: trial FULL_1: the exchange of the ranks' trial results " \
-           "failed after" in err, err
+    assert "benchy.DistributedError: benchy: trial FULL_1: the exchange of the ranks' trial results failed after" in err, err
     assert "(bounded wait: dist_timeout = 5 s); rank(s) 1 did not report" in err
     assert elapsed < 60
     assert rank1 is not None and rank1[0] == -9
@@ -164,16 +211,16 @@ def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp
 
 
 @pytest.mark.parametrize("lists", [64, 2], ids=["all-gather", "tree summary"])
-def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded_wait(tmp_path: Path,
-                                                                                      lists: int) -> None:
+def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded_wait(tmp_path: Path, lists: int) -> None:
     # Eight ranks on two cores; rank 5 dies at FULL_1's second step. Every other rank stops within
     # dist_timeout (failures cascade: the last ranks learn of it when their wait runs out) plus the
     # second it may take to read the missing ranks, each naming rank 5, the one rank that never entered
     # the exchange (found by halving the range). With per-rank lists (an all-gather ring) and past
     # dist_rank_lists (the tree of point-to-point messages).
     start = time.monotonic()
-    procs = bare_launch(tmp_path, ["--die_rank", "5", "--die_at", "0:32", "--no_allreduce"], timeout_s=10, nranks=8,
-                        dist_rank_lists=lists)
+    procs = bare_launch(
+        tmp_path, ["--die_rank", "5", "--die_at", "0:32", "--no_allreduce"], timeout_s=10, nranks=8, dist_rank_lists=lists
+    )
     outs = finish(procs, timeout=240)
     elapsed = time.monotonic() - start
     assert all(o is not None for o in outs), "a rank hung"
@@ -194,11 +241,35 @@ def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded
 def test_past_the_rank_lists_bound_the_ranks_reduce_a_summary_and_the_slowest_is_named(tmp_path: Path) -> None:
     # Four ranks with dist_rank_lists: 2: each trial is reduced up and down a binomial tree instead of
     # gathered; rank 2 loads three times slower (IO shows it: no collective in its loop).
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "4", "--master_addr", "127.0.0.1",
-           "--master_port", str(free_port()), str(SCRIPT), "--fetch_ms", "2", "--step_ms", "3", "--slow_rank", "2",
-           "--slow_factor", "3"]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=write_config(tmp_path, dist_rank_lists=2), capture_output=True,
-                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "4",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        str(SCRIPT),
+        "--fetch_ms",
+        "2",
+        "--step_ms",
+        "3",
+        "--slow_rank",
+        "2",
+        "--slow_factor",
+        "3",
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        env=write_config(tmp_path, dist_rank_lists=2),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = result(tmp_path)
     assert doc["nranks"] == 4 and doc["complete"] is True
@@ -215,16 +286,21 @@ def test_past_the_rank_lists_bound_the_ranks_reduce_a_summary_and_the_slowest_is
     assert "BENCHY::SUMMARY::STRAGGLER IO: rank 2 is " in proc.stdout
     # Each rank's start is not listed past the bound: the timeline holds rank 0's, and the trace says so.
     assert all(e["rank_started"] is None for e in doc["timeline"]["trials"])
-    trace = subprocess.run([sys.executable, "-m", "benchy", "trace", "benchy_result.json", "-o", "t.json"],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert trace.returncode == 0 and "note: rank 0's trials only: the run's 4 ranks are past dist_rank_lists" \
-        in trace.stdout, trace.stdout + trace.stderr
+    trace = subprocess.run(
+        [sys.executable, "-m", "benchy", "trace", "benchy_result.json", "-o", "t.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert trace.returncode == 0 and "note: rank 0's trials only: the run's 4 ranks are past dist_rank_lists" in trace.stdout, (
+        trace.stdout + trace.stderr
+    )
 
 
 def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
     # Epochs of 12 batches: rank 1 stops after 2 epochs (24 steps), inside SYNTHETIC_1.
-    procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--batches", "12", "--no_allreduce"],
-                        timeout_s=5)
+    procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--batches", "12", "--no_allreduce"], timeout_s=5)
     rank0, rank1 = finish(procs, timeout=120)
     assert rank0 is not None and rank1 is not None, "a rank hung"
     assert rank1[0] == 0  # it simply stopped asking for epochs
@@ -241,11 +317,24 @@ def test_killed_rank_under_torchrun_fails_the_job(tmp_path: Path) -> None:
 
 def test_ddp_example_under_torchrun(tmp_path: Path) -> None:
     env = write_config(tmp_path)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(free_port()), str(ROOT / "examples" / "ddp_train.py"), "--enable_benchy",
-           "--dataset_size", "512", "--batch_size", "8"]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        str(ROOT / "examples" / "ddp_train.py"),
+        "--enable_benchy",
+        "--dataset_size",
+        "512",
+        "--batch_size",
+        "8",
+    ]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert set(summary(proc.stdout)) == {"IO", "SYNTHETIC", "FULL"}
     assert result(tmp_path)["nranks"] == 2
@@ -255,8 +344,14 @@ def test_ranks_with_different_schedules_stop_before_any_trial(tmp_path: Path) ->
     envs = []
     for rank, (nbatches, ntrials) in enumerate([(10, 2), (20, 3)]):
         cfg = tmp_path / f"rank{rank}.yaml"
-        cfg.write_text(yaml.safe_dump(dict(small_config(nbatches=nbatches, ntrials=ntrials, nwarmup=1),
-                                           **{"global": {"report_freq": 0, "dist_timeout": 20}})))
+        cfg.write_text(
+            yaml.safe_dump(
+                dict(
+                    small_config(nbatches=nbatches, ntrials=ntrials, nwarmup=1),
+                    **{"global": {"report_freq": 0, "dist_timeout": 20}},
+                )
+            )
+        )
         envs.append({"BENCHY_CONFIG_FILE": str(cfg)})
     procs = bare_launch(tmp_path, ["--no_allreduce"], timeout_s=20, rank_env=envs)
     outs = finish(procs, timeout=120)
@@ -272,17 +367,23 @@ def test_ranks_with_different_schedules_stop_before_any_trial(tmp_path: Path) ->
 def test_a_rank_whose_step_raises_is_named_by_the_ranks_the_launcher_stops(tmp_path: Path) -> None:
     # Rank 1's step raises at step 32 (FULL_1's second); torchrun then stops rank 0 with SIGTERM. Before it
     # ended, rank 1 said so in the job's store: rank 0 names it in its warning and in the JSON.
-    proc = torchrun(tmp_path, "--raise_rank", "1", "--die_at", "0:32", "--no_allreduce", "--step_ms", "20",
-                    timeout=120, dist_timeout=20)
+    proc = torchrun(
+        tmp_path, "--raise_rank", "1", "--die_at", "0:32", "--no_allreduce", "--step_ms", "20", timeout=120, dist_timeout=20
+    )
     assert proc.returncode != 0
     reason = "RuntimeError: rank 1's step failed at epoch 0 step 32"
     assert reason in proc.stderr
     # Rank 0 is in FULL_1, or between SYNTHETIC_1 and FULL_1 (it writes the JSON there, rank 1 does not).
-    warning = re.search(r"^BENCHY::WARNING::Message: SIGTERM received (during trial FULL_1 \(\d+ of 10 steps measured\): it "
-                        r"is not counted\.|between trials\.) (.*)$", proc.stdout, re.M)
+    warning = re.search(
+        r"^BENCHY::WARNING::Message: SIGTERM received (during trial FULL_1 \(\d+ of 10 steps measured\): it "
+        r"is not counted\.|between trials\.) (.*)$",
+        proc.stdout,
+        re.M,
+    )
     assert warning is not None, proc.stdout[-3000:]
-    assert warning.group(2) == (f"Rank 1 failed first ({reason}); the launcher stopped the others. The results "
-                                f"measured so far follow.")
+    assert warning.group(2) == (
+        f"Rank 1 failed first ({reason}); the launcher stopped the others. The results measured so far follow."
+    )
     doc = result(tmp_path)
     assert doc["failed_ranks"] == [{"rank": 1, "reason": reason}] and doc["complete"] is False
     if warning.group(1).startswith("during"):

@@ -8,8 +8,17 @@ import re
 import pytest
 from helpers import ROOT, small_config
 
-ALL_TRIALS = {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2", "FULL_WARMUP_1",
-              "FULL_1", "FULL_2"}  # small_config(): IO 1+2, SYNTHETIC 1+2, FULL 1+2 trials of 5 batches
+ALL_TRIALS = {
+    "IO_WARMUP_1",
+    "IO_1",
+    "IO_2",
+    "SYNTHETIC_WARMUP_1",
+    "SYNTHETIC_1",
+    "SYNTHETIC_2",
+    "FULL_WARMUP_1",
+    "FULL_1",
+    "FULL_2",
+}  # small_config(): IO 1+2, SYNTHETIC 1+2, FULL 1+2 trials of 5 batches
 
 
 def test_drop_in_loader_with_two_workers(run_script) -> None:
@@ -43,8 +52,9 @@ def test_persistent_workers(run_script) -> None:
 
 @pytest.mark.parametrize("kind", ["tuple", "tensor", "dict", "dali"])
 def test_generic_wrapper_batch_structures(run_script, kind: str) -> None:
-    run = run_script(small_config(nbatches=4), "--loader", "generic", "--kind", kind, "--samples", "30",
-                     "--batch_size", "8", "--epochs", "40")
+    run = run_script(
+        small_config(nbatches=4), "--loader", "generic", "--kind", kind, "--samples", "30", "--batch_size", "8", "--epochs", "40"
+    )
     assert run.returncode == 0, run
     doc = run.result()
     # A pass is 8, 8, 8, 6 samples: every 4-batch IO trial holds one short batch. The loop's epochs are
@@ -77,8 +87,7 @@ def test_loader_shorter_than_a_trial(run_script) -> None:
 
 
 def test_transparent_after_the_schedule(run_script) -> None:
-    run = run_script(small_config(exit_after_tests=False), "--samples", "24", "--batch_size", "4",
-                     "--epochs", "12")
+    run = run_script(small_config(exit_after_tests=False), "--samples", "24", "--batch_size", "4", "--epochs", "12")
     assert run.returncode == 0, run
     assert "USER::done" in run.stdout
     # Every epoch is the loader's own, full length, during the schedule and after it.
@@ -94,16 +103,22 @@ def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
     needed, epochs = doc["steps_needed"], doc["epochs_needed"]
     assert epochs == -(-needed // 16) and epochs > 1
     # Epoch 0: SYNTHETIC_WARMUP_1 (6 steps), FULL_WARMUP_1 (5), 2 untimed (the FLOPs), SYNTHETIC_1 from step 13.
-    assert (f"the script stopped after 1 epoch(s), 16 step(s) since the benchmark started during trial SYNTHETIC_1, "
-            f"before the benchy schedule's end (about {needed} steps, {epochs} epoch(s) of 16 batches in all") in run.stdout
+    assert (
+        f"the script stopped after 1 epoch(s), 16 step(s) since the benchmark started during trial SYNTHETIC_1, "
+        f"before the benchy schedule's end (about {needed} steps, {epochs} epoch(s) of 16 batches in all"
+    ) in run.stdout
     assert "Run it longer (more epochs or steps) to finish the schedule." in run.stdout
     assert run.summary["IO"][0] > 0
     assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in run.stdout
     assert doc["complete"] is False and doc["epochs_started"] == 1
     assert doc["exit_status"] is None  # the script ended the process, not benchy
     lost = doc["interrupted"]
-    assert lost[0] == {"trial": "SYNTHETIC_1", "batches_done": 2, "nbatches": 5,
-                       "reason": "the script ended before the trial's window was complete"}
+    assert lost[0] == {
+        "trial": "SYNTHETIC_1",
+        "batches_done": 2,
+        "nbatches": 5,
+        "reason": "the script ended before the trial's window was complete",
+    }
     assert all(i["reason"] == "not run: the script stopped after 1 epoch(s), 16 step(s)" for i in lost[1:])
     assert [i["trial"] for i in lost[1:]] == ["FULL_1", "FULL_2", "SYNTHETIC_2"]
     assert doc["SYNTHETIC"]["n"] == 0 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
@@ -123,8 +138,10 @@ def test_exception_in_the_step_propagates_unchanged_and_results_are_kept(run_scr
     # The loop received batches 18, 19 and 20 and raised in the step of batch 20: 2 periods measured.
     assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 2
     assert doc["interrupted"][0]["reason"] == "the script ended with RuntimeError: boom in the training step at epoch 0 step 20"
-    assert ("the script ended with an uncaught exception (RuntimeError: boom in the training step at epoch 0 "
-            "step 20) after 1 epoch(s), 21 step(s) since the benchmark started") in run.stdout
+    assert (
+        "the script ended with an uncaught exception (RuntimeError: boom in the training step at epoch 0 "
+        "step 20) after 1 epoch(s), 21 step(s) since the benchmark started"
+    ) in run.stdout
     assert doc["interrupted"][1]["reason"].startswith("not run: the script ended with RuntimeError: boom")
 
 
@@ -177,8 +194,10 @@ def test_an_output_dir_that_cannot_be_created_is_a_config_error_before_any_trial
     blocker.write_text("x")
     run = run_script(small_config(output_dir=str(blocker / "sub")))
     assert run.returncode == 1, run
-    assert f"benchy.ConfigError: benchy config {tmp_path / 'benchy.yaml'}: global.output_dir: {blocker / 'sub'} " \
-           f"cannot be created: {blocker} is a file" in run.stderr
+    assert (
+        f"benchy.ConfigError: benchy config {tmp_path / 'benchy.yaml'}: global.output_dir: {blocker / 'sub'} "
+        f"cannot be created: {blocker} is a file" in run.stderr
+    )
     assert "BENCHY::" not in run.stdout and "USER::epoch" not in run.stdout  # nothing ran
 
 
@@ -223,8 +242,9 @@ def test_rich_console_draws_a_table_and_keeps_the_plain_lines(run_script) -> Non
 
 def test_examples_run(run_script) -> None:
     cfg = small_config(nbatches=3, ntrials=2, nwarmup=0)
-    run = run_script(cfg, "--enable_benchy", "--dataset_size", "256", "--batch_size", "16",
-                     script=ROOT / "examples" / "train_cnn.py")
+    run = run_script(
+        cfg, "--enable_benchy", "--dataset_size", "256", "--batch_size", "16", script=ROOT / "examples" / "train_cnn.py"
+    )
     assert run.returncode == 0, run
     assert set(run.summary) == {"IO", "SYNTHETIC", "FULL"}
     run = run_script(cfg, "--enable_benchy", "--nsamples", "300", script=ROOT / "examples" / "generic_iterator.py")
@@ -236,12 +256,22 @@ def test_ci_snippet_extracts_the_three_numbers(tmp_path) -> None:
     import subprocess
     import sys
 
-    proc = subprocess.run(["bash", str(ROOT / "examples" / "ci_summary.sh"), sys.executable, "1"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "examples" / "ci_summary.sh"), sys.executable, "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"^ci: IO=[0-9.]+ SYNTHETIC=[0-9.]+ FULL=[0-9.]+ samples/s$", proc.stdout, re.M), proc.stdout
-    failing = subprocess.run(["bash", str(ROOT / "examples" / "ci_summary.sh"), sys.executable, "1e12"], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=300)
+    failing = subprocess.run(
+        ["bash", str(ROOT / "examples" / "ci_summary.sh"), sys.executable, "1e12"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert failing.returncode == 1 and "< floor 1e12" in failing.stderr
 
 
@@ -251,14 +281,16 @@ def test_summary_command_reprints_a_result(run_script) -> None:
 
     run = run_script(small_config(), "--epochs", "1")
     assert run.returncode == 0, run
-    proc = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.json_path)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchy", "summary", str(run.json_path)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     printed = [x for x in run.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::")]
-    assert proc.stdout.splitlines()[:len(printed)] == printed
+    assert proc.stdout.splitlines()[: len(printed)] == printed
     assert "holds an incomplete run" in proc.stdout
-    bad = subprocess.run([sys.executable, "-m", "benchy", "summary", str(run.workdir / "nope.json")],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "benchy", "summary", str(run.workdir / "nope.json")], capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 2 and "cannot read" in bad.stderr
 
 
@@ -286,15 +318,19 @@ def test_stale_temporary_files_of_a_killed_run_are_removed_at_the_next_start(run
     (steps / "notes.txt").write_text("keep")
     run = run_script(small_config(output_dir=str(out)))
     assert run.returncode == 0, run
-    assert (f"removed 2 stale temporary file(s) left by an interrupted benchy run: {stale}, {stale_steps}"
-            in run.stdout)
+    assert f"removed 2 stale temporary file(s) left by an interrupted benchy run: {stale}, {stale_steps}" in run.stdout
     assert not stale.exists() and fresh.exists() and mine.exists()
     # A normal run leaves no temporary file of its own (nor its writability probe).
-    assert sorted(p.name for p in out.iterdir()) == [".benchy-notes.txt", ".benchy-wr1t1ng.json.tmp",
-                                                      "benchy_result.json", "benchy_result.steps"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".benchy-notes.txt",
+        ".benchy-wr1t1ng.json.tmp",
+        "benchy_result.json",
+        "benchy_result.steps",
+    ]
     # This run's trials replace a previous run's trial files; other files stay.
     assert sorted(p.name for p in steps.iterdir()) == sorted(
-        [f"{label}{kind}.npy" for label in run.trials for kind in ("", ".system")] + ["notes.txt"])
+        [f"{label}{kind}.npy" for label in run.trials for kind in ("", ".system")] + ["notes.txt"]
+    )
 
 
 def sigterm_during_a_trial(tmp_path, *extra: str):
@@ -311,8 +347,15 @@ def sigterm_during_a_trial(tmp_path, *extra: str):
     cfg = tmp_path / "benchy.yaml"
     cfg.write_text(yaml.safe_dump(small_config(nbatches=40, ntrials=2, nwarmup=1)))
     env = dict(os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, str(USER_SCRIPT), "--step_ms", "20", *extra], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(USER_SCRIPT), "--step_ms", "20", *extra],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     seen = []
     assert proc.stdout is not None
     for line in proc.stdout:  # FULL_WARMUP_1 is the epoch after SYNTHETIC_WARMUP_1: 40 steps of 20 ms

@@ -24,8 +24,11 @@ import pytest
 from helpers import ROOT
 
 STORED = ROOT / "tests" / "data" / "results"
-RUNS = [STORED / "v4" / "benchy_result.json", STORED / "v4-2ranks" / "benchy_result.json",
-        STORED / "v4-sweep" / "benchy_result.json"]
+RUNS = [
+    STORED / "v4" / "benchy_result.json",
+    STORED / "v4-2ranks" / "benchy_result.json",
+    STORED / "v4-sweep" / "benchy_result.json",
+]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 WIDTH = 1400
 KEPT_HEIGHT = 2500  # of the screenshot kept with BENCHY_REPORT_SCREENSHOT
@@ -55,9 +58,20 @@ def browser() -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--hide-scrollbars", f"--window-size={WIDTH},1000", "--force-device-scale-factor=1"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--window-size={WIDTH},1000",
+        "--force-device-scale-factor=1",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
@@ -70,8 +84,12 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report") / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "benchy", "report", *map(str, RUNS), "--html", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchy", "report", *map(str, RUNS), "--html", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -108,7 +126,8 @@ def test_the_browser_shows_every_verdict_and_draws_every_plot(browser: Any, page
         inked = float(np.mean(pixels.min(axis=1) < 235))
         mode_pixels = int(sum(np.sum(np.abs(pixels - np.array(c)).sum(axis=1) < 60) for c in MODE_RGB))
         assert colours > 50 and inked > 0.03 and mode_pixels > 100, (
-            f"{alt}: looks blank ({colours} colours, {100 * inked:.1f} % inked, {mode_pixels} mode-coloured pixels)")
+            f"{alt}: looks blank ({colours} colours, {100 * inked:.1f} % inked, {mode_pixels} mode-coloured pixels)"
+        )
 
     # The whole page, as the README shows it.
     height = browser.execute_script("return document.documentElement.scrollHeight")

@@ -11,8 +11,17 @@ from __future__ import annotations
 import pytest
 from helpers import small_config
 
-ALL_TRIALS = {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
-              "FULL_WARMUP_1", "FULL_1", "FULL_2"}
+ALL_TRIALS = {
+    "IO_WARMUP_1",
+    "IO_1",
+    "IO_2",
+    "SYNTHETIC_WARMUP_1",
+    "SYNTHETIC_1",
+    "SYNTHETIC_2",
+    "FULL_WARMUP_1",
+    "FULL_1",
+    "FULL_2",
+}
 
 
 def test_steps_per_epoch_loop_sized_by_len_counts_every_trial(run_script) -> None:
@@ -107,8 +116,10 @@ def test_a_tuple_of_dicts_is_one_batch_not_two_devices(run_script) -> None:
     doc = run.result()
     for mode in ("IO", "SYNTHETIC", "FULL"):
         assert doc[mode]["trial_samples"] == [20, 20], (mode, doc[mode]["trial_samples"])
-    assert doc["counting"] == ("leading dimension of batch[0]['pixels']; the batch sampler makes 4 per batch, so "
-                               "only the last batch of each pass is counted in the trials")
+    assert doc["counting"] == (
+        "leading dimension of batch[0]['pixels']; the batch sampler makes 4 per batch, so "
+        "only the last batch of each pass is counted in the trials"
+    )
 
 
 def test_a_dataloader_batch_sampler_counts_the_short_last_batch_of_each_pass(run_script) -> None:
@@ -198,7 +209,8 @@ def test_an_empty_loader_is_named_as_what_ended_the_benchmark(tmp_path, run_scri
         "loader = BenchmarkGenericIteratorWrapper([], batch_size=4)\n"
         "for epoch in range(6):\n"
         "    for batch in loader:\n"
-        "        pass\n")
+        "        pass\n"
+    )
     run = run_script(small_config(), script=script)
     assert run.returncode == 1 and "EmptyLoaderError" in run.stderr, run
     assert "the benchmark ended when trial IO_WARMUP_1 raised (the data loader raised EmptyLoaderError" in run.stdout

@@ -29,8 +29,15 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
     block = doc["stages"]
     assert block["workers"] == 2 and block["batches"] == 32 and block["slow_worker"]["worker"] == 1
     assert [w["worker"] for w in block["per_worker"]] == [0, 1]
-    assert {s["name"] for s in block["stages"]} >= {"dataset", "transform Resize", "transform Normalize", "collate_fn",
-                                                   "receive", "sampler", "waiting for workers"}
+    assert {s["name"] for s in block["stages"]} >= {
+        "dataset",
+        "transform Resize",
+        "transform Normalize",
+        "collate_fn",
+        "receive",
+        "sampler",
+        "waiting for workers",
+    }
     assert block["worker_memory"] and all(m["uss_bytes"] > 0 for m in block["worker_memory"])
     assert block["instrumentation_seconds_per_sample"] is not None
     assert doc["first_pass"]["steady_throughput"] == pytest.approx(doc["IO"]["mean"], rel=1e-6)

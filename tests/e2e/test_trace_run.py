@@ -17,8 +17,9 @@ DIST_SCRIPT = ROOT / "tests" / "scripts" / "dist_script.py"
 
 
 def ranges(events: List[Dict[str, Any]], prefix: str) -> List[Dict[str, Any]]:
-    return sorted((e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(prefix)),
-                  key=lambda e: float(e["ts"]))
+    return sorted(
+        (e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(prefix)), key=lambda e: float(e["ts"])
+    )
 
 
 def inside(outer: Dict[str, Any], inner: Dict[str, Any]) -> bool:
@@ -28,8 +29,13 @@ def inside(outer: Dict[str, Any], inner: Dict[str, Any]) -> bool:
 
 
 def benchy_trace(workdir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchy", "trace", "benchy_result.json", "-o", "trace.json"],
-                          cwd=workdir, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "benchy", "trace", "benchy_result.json", "-o", "trace.json"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_profiler_torch_profiles_an_extra_full_warmup_and_the_trace_holds_the_model_inside_steps(run_script) -> None:
@@ -38,9 +44,11 @@ def test_profiler_torch_profiles_an_extra_full_warmup_and_the_trace_holds_the_mo
     assert "FULL 1 warm-up + 1 profiled warm-up + 2 x 10 batches" in run.stdout
     path = run.workdir / "benchy_result.profile" / "rank0.FULL_WARMUP_2.pt.trace.json"
     said = [x for x in run.stdout.splitlines() if x.startswith("BENCHY::INFO::Message: torch.profiler (rank 0)")]
-    assert said == [f"BENCHY::INFO::Message: torch.profiler (rank 0): FULL_WARMUP_2 profiled (CPU): {path}; an extra "
-                    f"warm-up, not counted. Open it in https://ui.perfetto.dev, chrome://tracing or TensorBoard's "
-                    f"profiler plugin."], said
+    assert said == [
+        f"BENCHY::INFO::Message: torch.profiler (rank 0): FULL_WARMUP_2 profiled (CPU): {path}; an extra "
+        f"warm-up, not counted. Open it in https://ui.perfetto.dev, chrome://tracing or TensorBoard's "
+        f"profiler plugin."
+    ], said
     doc = run.result()
     # The profiled warm-up is a warm-up: the counted FULL trials are the two asked for, whole.
     assert doc["FULL"]["n"] == 2 and doc["FULL"]["nbatches"] == [10, 10]
@@ -77,20 +85,21 @@ def test_profiler_torch_profiles_an_extra_full_warmup_and_the_trace_holds_the_mo
 def test_two_ranks_under_torchrun_each_profile_and_save_their_steps(tmp_path: Path) -> None:
     from test_distributed import torchrun
 
-    proc = torchrun(tmp_path, "--fetch_ms", "2", "--step_ms", "3", profiler="torch", profiler_mode="all",
-                    save_steps="all")
+    proc = torchrun(tmp_path, "--fetch_ms", "2", "--step_ms", "3", profiler="torch", profiler_mode="all", save_steps="all")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     folder = tmp_path / "benchy_result.profile"
-    assert sorted(p.name for p in folder.iterdir()) == ["rank0.FULL_WARMUP_2.pt.trace.json",
-                                                        "rank1.FULL_WARMUP_2.pt.trace.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["rank0.FULL_WARMUP_2.pt.trace.json", "rank1.FULL_WARMUP_2.pt.trace.json"]
     for rank in (0, 1):
         events = json.loads((folder / f"rank{rank}.FULL_WARMUP_2.pt.trace.json").read_text())["traceEvents"]
         steps = ranges(events, "benchy: step ")
         assert len(steps) == 5
         # The step's all-reduce (gloo) runs inside benchy's step ranges.
         reduces = [e for e in events if e.get("ph") == "X" and "all_reduce" in str(e.get("name"))]
-        assert reduces and all(any(inside(s, r) for s in steps) for r in reduces if float(r["ts"]) >= float(steps[0]["ts"])
-                               and float(r["ts"]) < float(steps[-1]["ts"]) + float(steps[-1]["dur"]))
+        assert reduces and all(
+            any(inside(s, r) for s in steps)
+            for r in reduces
+            if float(r["ts"]) >= float(steps[0]["ts"]) and float(r["ts"]) < float(steps[-1]["ts"]) + float(steps[-1]["dur"])
+        )
     assert (tmp_path / "benchy_result.steps" / "rank1" / "FULL_1.npy").exists()
     out = benchy_trace(tmp_path)
     assert out.returncode == 0, out.stderr

@@ -12,8 +12,7 @@ SCRIPTS = ROOT / "tests" / "scripts"
 
 
 def _epochs(stdout: str) -> dict:
-    found = re.findall(r"^USER::epoch (\d+) steps (\d+) samples (\d+) distinct (\d+) len (\d+) workers (\S+)$",
-                       stdout, re.M)
+    found = re.findall(r"^USER::epoch (\d+) steps (\d+) samples (\d+) distinct (\d+) len (\d+) workers (\S+)$", stdout, re.M)
     return {int(e): (int(b), int(s), int(d), int(n), w) for e, b, s, d, n, w in found}
 
 
@@ -44,8 +43,7 @@ def test_persistent_workers_serve_every_epoch_after_the_benchmark(run_script, sw
 
 @pytest.mark.parametrize("how", ["deepcopy", "copy", "pickle"])
 @pytest.mark.parametrize("generic", [False, True], ids=["dataloader", "generic"])
-def test_a_copy_made_before_training_runs_the_benchmark_and_trains_as_the_original(run_script, how: str,
-                                                                                    generic: bool) -> None:
+def test_a_copy_made_before_training_runs_the_benchmark_and_trains_as_the_original(run_script, how: str, generic: bool) -> None:
     args = ["--copy", how, "--epochs", "8", "--after"] + (["--generic"] if generic else [])
     run = run_script(small_config(exit_after_tests=False), *args, script=SCRIPTS / "copied_train.py")
     assert run.returncode == 0, run
@@ -77,9 +75,12 @@ def test_a_loop_over_a_temporary_wrapper_keeps_it_while_its_epoch_runs(tmp_path)
         return sum(1 for o in gc.get_objects() if issubclass(type(o), BenchmarkGenericIteratorWrapper))
 
     plain = DataLoader(TensorDataset(torch.arange(24.0)), batch_size=4)  # 6 batches a pass
-    cfg = {"global": {"exit_after_tests": False, "report_freq": 0, "console": "plain", "output_dir": str(tmp_path)},
-           "IO": {"run_benchmark": False}, "synthetic": {"run_benchmark": False},
-           "full": {"nbatches": 2, "ntrials": 1, "nwarmup": 0}}
+    cfg = {
+        "global": {"exit_after_tests": False, "report_freq": 0, "console": "plain", "output_dir": str(tmp_path)},
+        "IO": {"run_benchmark": False},
+        "synthetic": {"run_benchmark": False},
+        "full": {"nbatches": 2, "ntrials": 1, "nwarmup": 0},
+    }
     before = alive()
     seen = []
     for _ in BenchmarkGenericIteratorWrapper(plain, benchy_config=cfg):

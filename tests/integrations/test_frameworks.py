@@ -12,8 +12,17 @@ from helpers import ROOT, small_config
 
 LIGHTNING = ROOT / "tests" / "scripts" / "lightning_script.py"
 ACCELERATE = ROOT / "tests" / "scripts" / "accelerate_script.py"
-ALL_TRIALS = {"IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "SYNTHETIC_1", "SYNTHETIC_2",
-              "FULL_WARMUP_1", "FULL_1", "FULL_2"}
+ALL_TRIALS = {
+    "IO_WARMUP_1",
+    "IO_1",
+    "IO_2",
+    "SYNTHETIC_WARMUP_1",
+    "SYNTHETIC_1",
+    "SYNTHETIC_2",
+    "FULL_WARMUP_1",
+    "FULL_1",
+    "FULL_2",
+}
 
 
 def epochs_of(stdout: str, rank: int = 0) -> list:
@@ -24,8 +33,7 @@ def epochs_of(stdout: str, rank: int = 0) -> list:
 def test_lightning_trainer_with_len_equal_to_nbatches(run_script) -> None:
     # 20 samples in batches of 4: the loader's own length is nbatches, so each epoch is a window's length;
     # the fit loop sizes its epochs by len() once, and they stay 5 batches through the schedule.
-    run = run_script(small_config(), "--enable_benchy", "--samples", "20", "--epochs", "40", "--step_ms", "5",
-                     script=LIGHTNING)
+    run = run_script(small_config(), "--enable_benchy", "--samples", "20", "--epochs", "40", "--step_ms", "5", script=LIGHTNING)
     assert run.returncode == 0, run
     assert set(run.trials) == ALL_TRIALS, run
     assert epochs_of(run.stdout) and set(epochs_of(run.stdout)) == {5}
@@ -48,8 +56,20 @@ def test_lightning_trainer_with_a_longer_loader_and_after_the_schedule(run_scrip
 
 
 def test_lightning_ddp_with_the_injected_distributed_sampler(run_script) -> None:
-    run = run_script(small_config(), "--enable_benchy", "--devices", "2", "--samples", "80", "--epochs", "20",
-                     "--step_ms", "5", script=LIGHTNING, timeout=240)
+    run = run_script(
+        small_config(),
+        "--enable_benchy",
+        "--devices",
+        "2",
+        "--samples",
+        "80",
+        "--epochs",
+        "20",
+        "--step_ms",
+        "5",
+        script=LIGHTNING,
+        timeout=240,
+    )
     assert run.returncode == 0, run
     assert run.stdout.count("BENCHY::SUMMARY::FULL average") == 1
     assert set(epochs_of(run.stdout, 0)) == {10} and set(epochs_of(run.stdout, 1)) == {10}  # half of 20 each

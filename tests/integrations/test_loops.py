@@ -37,8 +37,15 @@ class Ran:
         return f"Ran(rc={self.returncode})\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-4000:]}"
 
 
-def launch(tmp_path: Path, script: str, *args: str, zero_edit: bool = True, config: Optional[dict] = None,
-           timeout: float = 300, own_tmpdir: bool = True) -> Ran:
+def launch(
+    tmp_path: Path,
+    script: str,
+    *args: str,
+    zero_edit: bool = True,
+    config: Optional[dict] = None,
+    timeout: float = 300,
+    own_tmpdir: bool = True,
+) -> Ran:
     """``benchy run -- python SCRIPT ARGS`` (zero edit) or ``python SCRIPT ARGS --enable_benchy`` (the
     one-line edit), in ``tmp_path``, with the defaults unless ``config`` says otherwise; ``own_tmpdir``: its
     temporary files there too (not for Ray, whose socket paths under it would pass the length Unix allows)."""
@@ -50,11 +57,15 @@ def launch(tmp_path: Path, script: str, *args: str, zero_edit: bool = True, conf
         (tmp_path / "benchy.yaml").write_text(yaml.safe_dump(config))
         env["BENCHY_CONFIG_FILE"] = str(tmp_path / "benchy.yaml")
     path = str(SCRIPTS / script)
-    command = ([sys.executable, "-m", "benchy", "run", "--", sys.executable, path, *args] if zero_edit
-               else [sys.executable, path, *args, "--enable_benchy"])
+    command = (
+        [sys.executable, "-m", "benchy", "run", "--", sys.executable, path, *args]
+        if zero_edit
+        else [sys.executable, path, *args, "--enable_benchy"]
+    )
     start = time.monotonic()
-    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
     return Ran(proc, tmp_path, time.monotonic() - start)
 
 
@@ -85,16 +96,21 @@ def distinct(stdout: str) -> List[int]:
 
 # --- plain PyTorch loops ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("zero_edit", [True, False], ids=["benchy run", "one-line"])
-@pytest.mark.parametrize("pattern, args", [
-    ("for", ["--epochs", "40"]),
-    ("steps", ["--max_steps", "900"]),  # for step in range(max_steps): next(it), it cycling the loader
-    ("infinite", ["--max_steps", "900", "--workers", "2"]),  # the same over an endless IterableDataset
-    ("break", ["--take", "7", "--epochs", "200"]),  # breaks out after 7 of 24 batches every epoch
-    ("iterable", ["--workers", "2", "--epochs", "60"]),  # an IterableDataset across 2 workers, no len()
-    ("persistent", ["--workers", "2", "--epochs", "40"]),
-    ("for", ["--samples", "24", "--epochs", "200"]),  # an epoch of 6 batches, shorter than a trial of 50
-], ids=["for", "steps-cycle", "infinite", "break", "iterable", "persistent", "short-epoch"])
+@pytest.mark.parametrize(
+    "pattern, args",
+    [
+        ("for", ["--epochs", "40"]),
+        ("steps", ["--max_steps", "900"]),  # for step in range(max_steps): next(it), it cycling the loader
+        ("infinite", ["--max_steps", "900", "--workers", "2"]),  # the same over an endless IterableDataset
+        ("break", ["--take", "7", "--epochs", "200"]),  # breaks out after 7 of 24 batches every epoch
+        ("iterable", ["--workers", "2", "--epochs", "60"]),  # an IterableDataset across 2 workers, no len()
+        ("persistent", ["--workers", "2", "--epochs", "40"]),
+        ("for", ["--samples", "24", "--epochs", "200"]),  # an epoch of 6 batches, shorter than a trial of 50
+    ],
+    ids=["for", "steps-cycle", "infinite", "break", "iterable", "persistent", "short-epoch"],
+)
 def test_plain_loops(tmp_path: Path, pattern: str, args: List[str], zero_edit: bool) -> None:
     # A 4 ms step against a loader of a few microseconds a batch: compute limits training, clearly.
     ran = launch(tmp_path, "loops.py", "--pattern", pattern, "--step_ms", "4", *args, zero_edit=zero_edit)
@@ -127,11 +143,16 @@ def test_a_ten_thousand_batch_epoch_costs_the_trials_steps_not_epochs(tmp_path: 
 
 # --- frameworks ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [
-    [],  # epochs: 30 of 24 batches, 2 workers
-    ["--max_steps", "800"],
-    ["--accum", "2", "--workers", "0", "--group"],  # gradient accumulation, the length-grouped sampler, 0 workers
-], ids=["epochs", "max_steps", "accum-group-0-workers"])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],  # epochs: 30 of 24 batches, 2 workers
+        ["--max_steps", "800"],
+        ["--accum", "2", "--workers", "0", "--group"],  # gradient accumulation, the length-grouped sampler, 0 workers
+    ],
+    ids=["epochs", "max_steps", "accum-group-0-workers"],
+)
 def test_hugging_face_trainer_as_it_is(tmp_path: Path, args: List[str]) -> None:
     ran = launch(tmp_path, "hf_trainer.py", *args)
     doc = complete(ran)
@@ -171,6 +192,7 @@ def test_ray_train_torch_trainer_as_it_is(tmp_path: Path) -> None:
 
 # --- the training is the user's own -------------------------------------------------------------------------
 
+
 def batches(stdout: str) -> Dict[int, List[str]]:
     found: Dict[int, List[str]] = {}
     for epoch, _, digest in re.findall(r"^USER::batch (\d+) (\d+) (.*)$", stdout, re.M):
@@ -184,8 +206,14 @@ def test_a_seeded_run_sees_the_batches_it_sees_without_benchy(tmp_path: Path, wo
     mode = {"nbatches": 5, "ntrials": 2, "nwarmup": 1}
     config = {"global": {"exit_after_tests": False, "report_freq": 0}, "IO": mode, "synthetic": mode, "full": mode}
     args = ["--workers", str(workers), "--epochs", "14"]
-    plain = subprocess.run([sys.executable, str(SCRIPTS / "seeded_train.py"), *args], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=120, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    plain = subprocess.run(
+        [sys.executable, str(SCRIPTS / "seeded_train.py"), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )
     assert plain.returncode == 0, plain.stderr
     ran = launch(tmp_path, "seeded_train.py", *args, zero_edit=zero_edit, config=config)
     assert ran.returncode == 0 and "USER::done" in ran.stdout, ran

@@ -21,8 +21,11 @@ from helpers import ROOT, free_port, small_config
 SCRIPT = ROOT / "tests" / "scripts" / "plain_train.py"
 TRAIN_LINE = next(k for k, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "train = cls(" in line)
 VAL_LINE = next(k for k, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "val = dataloader_module" in line)
-CHOSEN = re.compile(r"^BENCHY::INFO::Message: benchy run: benchmarking the DataLoader created at (.+?):(\d+) \((.+?)\); "
-                    r"(\d+) other DataLoader\(s\) created so far stay plain\.$", re.M)
+CHOSEN = re.compile(
+    r"^BENCHY::INFO::Message: benchy run: benchmarking the DataLoader created at (.+?):(\d+) \((.+?)\); "
+    r"(\d+) other DataLoader\(s\) created so far stay plain\.$",
+    re.M,
+)
 EPOCH = re.compile(r"^USER::epoch (\d+) steps (\d+) val (\d+)$", re.M)
 
 
@@ -31,8 +34,9 @@ def run(tmp_path: Path, command: List[str], config: dict, timeout: float = 240, 
     cfg.write_text(yaml.safe_dump(config))
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path), **extra)
     env.pop("BENCHY_CONFIG_FILE", None)
-    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 def config(**global_) -> dict:
@@ -41,18 +45,21 @@ def config(**global_) -> dict:
 
 def test_run_replaces_the_command_and_benchmarks_the_training_loader(tmp_path: Path) -> None:
     args = [str(SCRIPT), "--exit_status", "3", "--peek"]
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", "--", sys.executable,
-                          *args], config())
+    proc = run(
+        tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", "--", sys.executable, *args], config()
+    )
     # The script's own exit status, argv as `python plain_train.py ...` gives it.
     assert proc.returncode == 3, proc.stderr
     assert f"USER::argv {[str(SCRIPT), '--exit_status', '3', '--peek']}" in proc.stdout
     plain = subprocess.run([sys.executable, *args, "--epochs", "1"], capture_output=True, text=True, timeout=60)
     assert plain.returncode == 3 and plain.stdout.splitlines()[0] == f"USER::argv {[*args, '--epochs', '1']}"
     # The peek at the val loader (one batch) chose nothing; the train loader's first pass did.
-    (where, line, why, others), = CHOSEN.findall(proc.stdout)
+    ((where, line, why, others),) = CHOSEN.findall(proc.stdout)
     assert where == str(SCRIPT) and int(line) == TRAIN_LINE and others == "2"
-    assert why == ("the first whose iterator ran a loop: the loop asked its plain pass for more than 3 batches; the "
-                   "benchmark starts there, within that epoch")
+    assert why == (
+        "the first whose iterator ran a loop: the loop asked its plain pass for more than 3 batches; the "
+        "benchmark starts there, within that epoch"
+    )
     epochs = [(int(e), int(s), int(v)) for e, s, v in EPOCH.findall(proc.stdout)]
     # Every epoch is the train loader's own 12 batches, during the schedule and after it; val untouched.
     assert [s for _, s, _ in epochs] == [12] * 12
@@ -63,12 +70,27 @@ def test_run_replaces_the_command_and_benchmarks_the_training_loader(tmp_path: P
 
 
 def test_python_m_benchy_run_in_process_with_a_chosen_loader_and_a_subclass(tmp_path: Path) -> None:
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--loader", "2", "--config", "benchy.yaml",
-                          str(SCRIPT), "--subclass", "--epochs", "8"], small_config(nbatches=3, ntrials=2, nwarmup=1,
-                                                                                    exit_after_tests=False))
+    proc = run(
+        tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "benchy",
+            "run",
+            "--loader",
+            "2",
+            "--config",
+            "benchy.yaml",
+            str(SCRIPT),
+            "--subclass",
+            "--epochs",
+            "8",
+        ],
+        small_config(nbatches=3, ntrials=2, nwarmup=1, exit_after_tests=False),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "USER::MyLoader of 48 samples" in proc.stdout  # the script's subclass works as before
-    (where, line, why, _), = CHOSEN.findall(proc.stdout)
+    ((where, line, why, _),) = CHOSEN.findall(proc.stdout)
     assert where == str(SCRIPT) and int(line) == VAL_LINE and why == "--loader 2"
     epochs = EPOCH.findall(proc.stdout)
     # The train loader stays plain (12 batches every epoch); the val loader, chosen at its first
@@ -79,8 +101,11 @@ def test_python_m_benchy_run_in_process_with_a_chosen_loader_and_a_subclass(tmp_
 
 
 def test_the_scripts_own_error_and_exit_status_come_through(tmp_path: Path) -> None:
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT),
-                          "--raise_at_end", "--epochs", "8"], config())
+    proc = run(
+        tmp_path,
+        [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT), "--raise_at_end", "--epochs", "8"],
+        config(),
+    )
     assert proc.returncode == 1
     assert proc.stderr.rstrip().endswith("RuntimeError: the script's own error")
     assert "BENCHY::SUMMARY::IO average trial throughput" in proc.stdout  # measured before the error
@@ -88,12 +113,24 @@ def test_the_scripts_own_error_and_exit_status_come_through(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("form", ["torchrun -m benchy run", "benchy run -- torchrun"])
 def test_two_ranks_under_torchrun(tmp_path: Path, form: str) -> None:
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-                "--master_port", str(free_port())]
+    launcher = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+    ]
     runner = [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml"]
     script = [str(SCRIPT), "--ddp", "--epochs", "16"]
-    command = [*launcher, "-m", "benchy", "run", "--config", "benchy.yaml", *script] if form.startswith("torchrun") \
+    command = (
+        [*launcher, "-m", "benchy", "run", "--config", "benchy.yaml", *script]
+        if form.startswith("torchrun")
         else [*runner, "--", *launcher, *script]
+    )
     proc = run(tmp_path, command, config(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert len(CHOSEN.findall(proc.stdout)) == 1  # rank 0 says which loader
@@ -108,8 +145,26 @@ def test_benchy_sweep_runs_the_script_with_a_worker_sweep(tmp_path: Path) -> Non
     own = tmp_path / "site"
     own.mkdir()
     (own / "sitecustomize.py").write_text("print('USER::own sitecustomize', flush=True)\n")
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "sweep", "--config", "benchy.yaml", "--", sys.executable,
-                          str(SCRIPT), "--fetch_ms", "2", "--epochs", "8"], config(), PYTHONPATH=str(own))
+    proc = run(
+        tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "benchy",
+            "sweep",
+            "--config",
+            "benchy.yaml",
+            "--",
+            sys.executable,
+            str(SCRIPT),
+            "--fetch_ms",
+            "2",
+            "--epochs",
+            "8",
+        ],
+        config(),
+        PYTHONPATH=str(own),
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("USER::own sitecustomize\n")
     assert "BENCHY::SUMMARY::SWEEP best num_workers=" in proc.stdout
@@ -124,15 +179,18 @@ def test_benchy_sweep_runs_the_script_with_a_worker_sweep(tmp_path: Path) -> Non
 def test_bad_runner_arguments_are_named(tmp_path: Path) -> None:
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--loader", "0", str(SCRIPT)], config())
     assert proc.returncode == 2
-    assert "benchy run: --loader: got '0'; expected 'first' (the first DataLoader whose iterator runs a loop) or N >= 1" \
+    assert (
+        "benchy run: --loader: got '0'; expected 'first' (the first DataLoader whose iterator runs a loop) or N >= 1"
         in proc.stderr
+    )
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run"], config())
     assert proc.returncode == 2 and "benchy run: no command" in proc.stderr
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "missing.py"], config())
     assert proc.returncode == 2 and proc.stderr == "benchy run: missing.py: no such script\n"
     (tmp_path / "bad.yaml").write_text("IO: {nbatches: 0}\n")
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "bad.yaml", "--", sys.executable,
-                          str(SCRIPT)], config())
+    proc = run(
+        tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "bad.yaml", "--", sys.executable, str(SCRIPT)], config()
+    )
     assert proc.returncode == 2 and "IO.nbatches: got 0 (int); expected an integer from 1" in proc.stderr
     assert "USER::argv" not in proc.stdout  # the script did not start
     proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--", "no-such-program-xyz"], config())
@@ -141,10 +199,15 @@ def test_bad_runner_arguments_are_named(tmp_path: Path) -> None:
 
 def test_spawned_loader_workers_skip_the_patch(tmp_path: Path) -> None:
     script = ROOT / "tests" / "scripts" / "spawn_train.py"
-    cfg = {"global": {"exit_after_tests": False, "report_freq": 0}, "IO": {"run_benchmark": False},
-           "synthetic": {"run_benchmark": False}, "full": {"nbatches": 4, "ntrials": 1, "nwarmup": 0}}
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", "--", sys.executable,
-                          str(script)], cfg)
+    cfg = {
+        "global": {"exit_after_tests": False, "report_freq": 0},
+        "IO": {"run_benchmark": False},
+        "synthetic": {"run_benchmark": False},
+        "full": {"nbatches": 4, "ntrials": 1, "nwarmup": 0},
+    }
+    proc = run(
+        tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", "--", sys.executable, str(script)], cfg
+    )
     assert proc.returncode == 0, proc.stderr
     workers = re.findall(r"^USER::worker \d benchy loaded: (\w+)$", proc.stdout, re.M)
     assert workers == ["False"] * 4  # two workers in each of two epochs, none importing benchy
@@ -153,8 +216,11 @@ def test_spawned_loader_workers_skip_the_patch(tmp_path: Path) -> None:
 
 def test_a_loader_peeked_before_every_epoch_is_still_chosen(tmp_path: Path) -> None:
     # Each epoch starts with next(iter(train)): the first plain pass is a one-batch peek, the loop is the second.
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT),
-                          "--peek_each_epoch", "--epochs", "14"], config())
+    proc = run(
+        tmp_path,
+        [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT), "--peek_each_epoch", "--epochs", "14"],
+        config(),
+    )
     assert proc.returncode == 0, proc.stderr
     chosen = CHOSEN.search(proc.stdout)
     assert chosen is not None and int(chosen.group(2)) == TRAIN_LINE, proc.stdout
@@ -164,14 +230,20 @@ def test_a_loader_peeked_before_every_epoch_is_still_chosen(tmp_path: Path) -> N
 
 def test_nothing_chosen_is_said_at_exit(tmp_path: Path) -> None:
     # No epoch: no loop asks a loader for batches, so nothing is benchmarked.
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT),
-                          "--epochs", "0"], config())
+    proc = run(
+        tmp_path, [sys.executable, "-m", "benchy", "run", "--config", "benchy.yaml", str(SCRIPT), "--epochs", "0"], config()
+    )
     assert proc.returncode == 0 and "USER::done" in proc.stdout
-    message = ("BENCHY::WARNING::Message: benchy run: nothing was benchmarked: no DataLoader's plain pass was asked "
-               "for more than 3 batches (no training loop ran, or it ran over a loader that benchy run does not see). "
-               "Pick one with --loader N (the N-th DataLoader created; 3 were).")
+    message = (
+        "BENCHY::WARNING::Message: benchy run: nothing was benchmarked: no DataLoader's plain pass was asked "
+        "for more than 3 batches (no training loop ran, or it ran over a loader that benchy run does not see). "
+        "Pick one with --loader N (the N-th DataLoader created; 3 were)."
+    )
     assert message in proc.stdout and message in proc.stderr
-    proc = run(tmp_path, [sys.executable, "-m", "benchy", "run", "--loader", "7", "--config", "benchy.yaml",
-                          str(SCRIPT), "--epochs", "2"], config())
+    proc = run(
+        tmp_path,
+        [sys.executable, "-m", "benchy", "run", "--loader", "7", "--config", "benchy.yaml", str(SCRIPT), "--epochs", "2"],
+        config(),
+    )
     assert proc.returncode == 0
     assert "nothing was benchmarked: the script created 3 DataLoader(s), fewer than --loader 7" in proc.stdout

@@ -31,15 +31,15 @@ def test_count_samples(batch, expected: int) -> None:
 
 def test_specialised_counter_handles_partial_and_changed_batches() -> None:
     count = make_counter((torch.zeros(8, 2), torch.zeros(8)))
-    assert count((torch.zeros(3, 2), torch.zeros(3))) == 3          # short last batch
-    assert count({"x": torch.zeros(2, 2)}) == 2                     # another structure: general walk
+    assert count((torch.zeros(3, 2), torch.zeros(3))) == 3  # short last batch
+    assert count({"x": torch.zeros(2, 2)}) == 2  # another structure: general walk
     assert make_counter(torch.zeros(4))(torch.zeros(1)) == 1
 
 
 def test_fallback_and_uncountable() -> None:
     assert count_samples(["a", "b", "c"]) == 3
     assert count_samples(object(), fallback=16) == 16
-    assert count_samples(torch.tensor(1.0), fallback=4) == 4        # a 0-d tensor has no batch dimension
+    assert count_samples(torch.tensor(1.0), fallback=4) == 4  # a 0-d tensor has no batch dimension
     with pytest.raises(TypeError, match="cannot count the samples in a batch of type object"):
         make_counter(object())
 

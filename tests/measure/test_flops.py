@@ -64,7 +64,8 @@ def test_a_small_conv_net_forward_and_backward_exactly(x_grad: bool) -> None:
     backward = head_fwd * 2 + conv_fwd * (2 if x_grad else 1)  # head: weight + input grads; conv: weight (+ input)
     assert found.total == conv_fwd + head_fwd + backward
     assert found.by_op["aten.convolution"] == conv_fwd and found.by_op["aten.convolution_backward"] == conv_fwd * (
-        2 if x_grad else 1)
+        2 if x_grad else 1
+    )
 
 
 def test_bfloat16_flops_are_counted_as_bfloat16() -> None:
@@ -212,8 +213,9 @@ class FakeGpu:
 def test_the_sampler_reads_energy_counters_around_a_trial(tmp_path: Any) -> None:
     write_zone(tmp_path, "intel-rapl:0", 0)
     now = [0.0]
-    sampler = SystemSampler(1.0, clock=lambda: now[0], gpu=lambda: FakeGpu([1_000_000, 1_450_000]),
-                            rapl=lambda: Rapl.find(str(tmp_path)))
+    sampler = SystemSampler(
+        1.0, clock=lambda: now[0], gpu=lambda: FakeGpu([1_000_000, 1_450_000]), rapl=lambda: Rapl.find(str(tmp_path))
+    )
     sampler.start()
     write_zone(tmp_path, "intel-rapl:0", 30_000_000)
     now[0] = 2.0
@@ -225,8 +227,7 @@ def test_the_sampler_reads_energy_counters_around_a_trial(tmp_path: Any) -> None
 
 def test_without_an_energy_counter_the_gpus_power_is_integrated() -> None:
     now = [0.0]
-    sampler = SystemSampler(1.0, clock=lambda: now[0], gpu=lambda: FakeGpu([None, None], power=200.0),
-                            rapl=lambda: None)
+    sampler = SystemSampler(1.0, clock=lambda: now[0], gpu=lambda: FakeGpu([None, None], power=200.0), rapl=lambda: None)
     sampler.start()
     now[0] = 1.5
     found = sampler.stop()
@@ -235,4 +236,9 @@ def test_without_an_energy_counter_the_gpus_power_is_integrated() -> None:
     bare = SystemSampler(1.0, gpu=lambda: None, rapl=lambda: None)
     bare.start()
     found = bare.stop()
-    assert found is not None and found.energy_missing == NO_ENERGY and found.gpu_energy_j is None and "gpu_energy_j" not in found.to_dict()
+    assert (
+        found is not None
+        and found.energy_missing == NO_ENERGY
+        and found.gpu_energy_j is None
+        and "gpu_energy_j" not in found.to_dict()
+    )

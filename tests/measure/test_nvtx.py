@@ -70,8 +70,13 @@ CONFIG = small_config(nbatches=N, ntrials=1, nwarmup=1)
 # hand-outs: its first period is left out), FULL_WARMUP_1 (3, on the epoch's first batch, held since
 # the epoch began), 2 untimed steps around the FLOPs' count, SYNTHETIC_1 (3), FULL_1 (3, on the batch
 # that closed FULL_WARMUP_1).
-EXPECTED = (io_trial("IO_WARMUP_1", N) + io_trial("IO_1", N) + synthetic("SYNTHETIC_WARMUP_1", 0, N + 1)
-            + full("FULL_WARMUP_1", 0, N) + synthetic("SYNTHETIC_1", 0, N))
+EXPECTED = (
+    io_trial("IO_WARMUP_1", N)
+    + io_trial("IO_1", N)
+    + synthetic("SYNTHETIC_WARMUP_1", 0, N + 1)
+    + full("FULL_WARMUP_1", 0, N)
+    + synthetic("SYNTHETIC_1", 0, N)
+)
 FULL_1_STEP = (N + 1) + N + 2 + N  # the epoch's step of FULL_1's first batch
 
 
@@ -108,10 +113,16 @@ def test_loop_breaking_out_closes_the_step_and_trial_and_the_window_goes_on(run_
     assert run.returncode == 0, run
     # The loop received FULL_1's third batch and broke out: that period is left out, and FULL_1 takes
     # two more steps in the next epoch (from its step 0, whose first period is left out too).
-    tail = ([("PUSH", "FULL_1", "")] + step(0) + fetch(1) + step(1) + fetch(2) + [("PUSH", "step", "2"), ("POP", "", ""),
-                                                                                  ("POP", "", "")])
-    assert events[:len(EXPECTED) + len(tail)] == EXPECTED + tail
-    rest = events[len(EXPECTED) + len(tail):]
+    tail = (
+        [("PUSH", "FULL_1", "")]
+        + step(0)
+        + fetch(1)
+        + step(1)
+        + fetch(2)
+        + [("PUSH", "step", "2"), ("POP", "", ""), ("POP", "", "")]
+    )
+    assert events[: len(EXPECTED) + len(tail)] == EXPECTED + tail
+    rest = events[len(EXPECTED) + len(tail) :]
     # The new epoch's first batch was fetched when it began (untimed, outside any range): step 3 holds it.
     assert rest[0] == ("PUSH", "FULL_1", "") and rest[1] == ("PUSH", "step", "3")
     assert_balanced(events)
@@ -124,11 +135,17 @@ def test_loader_raising_closes_the_fetch_and_trial(run_recorded) -> None:
     # runs SYNTHETIC_WARMUP_1), FULL_WARMUP_1 one more. The loader fails on the first sample after those.
     # The stage trials read the same dataset (through a copy of the loader): off, so the count holds.
     failing_sample = 4 * (1 + 2 * N + 1 + 1) + 1
-    run, events = run_recorded("--loader_raise_after", str(failing_sample),
-                               config=small_config(nbatches=N, ntrials=1, nwarmup=1, stages=False))
+    run, events = run_recorded(
+        "--loader_raise_after", str(failing_sample), config=small_config(nbatches=N, ntrials=1, nwarmup=1, stages=False)
+    )
     assert run.returncode == 1 and "OSError: cannot read sample" in run.stderr
-    tail = [("PUSH", "FULL_WARMUP_1", "")] + step(0) + fetch(1) + step(1) + [("PUSH", "fetch", "2"),
-                                                                             ("POP", "", ""), ("POP", "", "")]
+    tail = (
+        [("PUSH", "FULL_WARMUP_1", "")]
+        + step(0)
+        + fetch(1)
+        + step(1)
+        + [("PUSH", "fetch", "2"), ("POP", "", ""), ("POP", "", "")]
+    )
     prefix = io_trial("IO_WARMUP_1", N) + io_trial("IO_1", N) + synthetic("SYNTHETIC_WARMUP_1", 0, N + 1)
     assert events == prefix + tail
     assert_balanced(events)

@@ -25,8 +25,9 @@ class Store:
         return all(k in self.keys for k in keys)
 
 
-@pytest.mark.parametrize("world,missing", [(1, []), (2, [1]), (8, [5]), (8, [0, 7]), (4096, [4095]),
-                                            (4096, [3, 1000, 2048]), (6, [0, 1, 2, 3, 4, 5])])
+@pytest.mark.parametrize(
+    "world,missing", [(1, []), (2, [1]), (8, [5]), (8, [0, 7]), (4096, [4095]), (4096, [3, 1000, 2048]), (6, [0, 1, 2, 3, 4, 5])]
+)
 def test_the_missing_ranks_are_found_with_few_reads(world: int, missing: List[int]) -> None:
     store = Store({f"benchy/9/{r}" for r in range(world) if r not in missing})
     assert missing_ranks(store, "benchy/9", world) == missing
@@ -61,8 +62,10 @@ def test_a_summary_gives_every_rank_the_same_totals_and_names_the_slowest() -> N
     times = [1.0, 1.5, 3.0, 1.2, 3.0]  # ranks 2 and 4 tie for slowest: the lower rank is named
     changes: List[Any] = [-0.01, None, -0.2, 0.0, -0.05]
     comm = Ranks(5)
-    comm.vectors = [[32.0, t, float(r), t, float(r), t, math.inf if c is None else c, 1.0 if c is None else 0.0]
-                    for r, (t, c) in enumerate(zip(times, changes))]
+    comm.vectors = [
+        [32.0, t, float(r), t, float(r), t, math.inf if c is None else c, 1.0 if c is None else 0.0]
+        for r, (t, c) in enumerate(zip(times, changes))
+    ]
     result = trial_result(Mode.FULL, samples=32, seconds=1.0)
     combined, change = summarised(comm, result, -0.01)
     assert combined.samples == 5 * 32 and combined.seconds == 3.0

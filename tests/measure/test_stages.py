@@ -44,8 +44,11 @@ def run(arguments: Dict[str, Any], nbatches: int = 24, trials: int = 2) -> Stage
 
 def among_workers(report: StageReport) -> Dict[str, float]:
     """Each worker-side stage's share of the worker stages' sum."""
-    stages = [s for s in report.stages if s.where in ("workers", "main") and s.name not in
-              ("receive", "sampler", "waiting for workers", "pin_memory")]
+    stages = [
+        s
+        for s in report.stages
+        if s.where in ("workers", "main") and s.name not in ("receive", "sampler", "waiting for workers", "pin_memory")
+    ]
     total = sum(s.seconds for s in stages)
     return {s.name: s.seconds / total for s in stages}
 
@@ -58,8 +61,9 @@ def expected(parts: Dict[str, float]) -> Dict[str, float]:
 def close(found: Dict[str, float], want: Dict[str, float], points: float, report: StageReport) -> None:
     assert set(found) == set(want), found
     for name, share in want.items():
-        assert abs(found[name] - share) <= points, (f"{name}: {found[name]:.3f} vs {share:.3f}; {found}; "
-                                                     f"{report.to_dict()['stages']}; {load()}")
+        assert abs(found[name] - share) <= points, (
+            f"{name}: {found[name]:.3f} vs {share:.3f}; {found}; {report.to_dict()['stages']}; {load()}"
+        )
 
 
 def items(**kw: Any) -> Items:
@@ -93,8 +97,7 @@ def test_each_stage_share_matches_its_sleeps(workers: int) -> None:
 
 @pytest.mark.timing
 def test_a_slow_worker_is_named_and_its_batches_hold_up_the_others() -> None:
-    report = run(dict(dataset=items(slow_worker=1, slow_ms=4.0), batch_size=BATCH, num_workers=2,
-                      collate_fn=SlowCollate(2.0)))
+    report = run(dict(dataset=items(slow_worker=1, slow_ms=4.0), batch_size=BATCH, num_workers=2, collate_fn=SlowCollate(2.0)))
     assert report.straggler is not None and report.straggler[0] == 1, (report.to_dict()["per_worker"], load())
     # Worker 0 makes a batch in 4 + 2 + 6 + 2 = 14 ms, worker 1 in 16 + 2 + 6 + 2 = 26 ms.
     assert 1.5 <= report.straggler[1] <= 2.3, (report.straggler, load())
@@ -112,12 +115,10 @@ def test_equal_workers_are_neither_slow_nor_held_up() -> None:
 
 
 def test_compose_steps_target_transform_and_a_subset_are_split_by_name() -> None:
-    base = Items(100, own_ms=0.0, transform=Compose([Sleep(0.2), Sleep(0.2), Resize(0.1)]),
-                 target_transform=Normalize(0.1))
+    base = Items(100, own_ms=0.0, transform=Compose([Sleep(0.2), Sleep(0.2), Resize(0.1)]), target_transform=Normalize(0.1))
     report = run(dict(dataset=Subset(base, list(range(80))), batch_size=BATCH), nbatches=5, trials=1)
     names = [s.name for s in report.stages if s.where == "main"]
-    assert names[:5] == ["dataset", "transform Sleep", "transform Sleep#2", "transform Resize",
-                         "target_transform"], names
+    assert names[:5] == ["dataset", "transform Sleep", "transform Sleep#2", "transform Resize", "target_transform"], names
     assert "Items's transform and target_transform" in report.split
 
 
@@ -135,15 +136,17 @@ def test_the_users_dataset_and_transforms_are_left_as_they_were() -> None:
 
 
 def test_an_iterable_dataset_times_each_item_and_collate() -> None:
-    report = run(dict(dataset=Stream(10_000, 1.0), batch_size=BATCH, collate_fn=SlowCollate(2.0)), nbatches=10,
-                 trials=1)
+    report = run(dict(dataset=Stream(10_000, 1.0), batch_size=BATCH, collate_fn=SlowCollate(2.0)), nbatches=10, trials=1)
     close(among_workers(report), expected({"dataset": 4.0, "collate_fn": 2.0}), 0.05, report)
     assert "Stream has no transform" in report.split
 
 
 def test_spawned_workers_unpickle_the_timers() -> None:
-    report = run(dict(dataset=Items(200, own_ms=1.0), batch_size=BATCH, num_workers=2,
-                      multiprocessing_context="spawn"), nbatches=8, trials=1)
+    report = run(
+        dict(dataset=Items(200, own_ms=1.0), batch_size=BATCH, num_workers=2, multiprocessing_context="spawn"),
+        nbatches=8,
+        trials=1,
+    )
     assert [w.worker for w in report.per_worker] == [0, 1]
     assert {s.name for s in report.stages} >= {"dataset", "collate_fn", "receive"}
 
@@ -215,5 +218,9 @@ class Frozen(Compose):
 def test_a_compose_that_cannot_be_copied_is_timed_whole() -> None:
     ds = Items(40, own_ms=0.0, transform=Frozen([Resize(0.0), Normalize(0.0)]), target_transform=Sleep(0.0))
     report = run(dict(dataset=ds, batch_size=BATCH), nbatches=3, trials=1)
-    assert [s.name for s in report.stages if s.where == "main"][:4] == ["dataset", "transform Frozen",
-                                                                       "target_transform", "collate_fn"]
+    assert [s.name for s in report.stages if s.where == "main"][:4] == [
+        "dataset",
+        "transform Frozen",
+        "target_transform",
+        "collate_fn",
+    ]

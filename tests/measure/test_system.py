@@ -46,8 +46,13 @@ def run(tmp_path: Path, spin: bool, seconds: float = 0.016, **global_: Any) -> A
     mode = {"nbatches": 20, "ntrials": 3, "nwarmup": 1}
     g: Dict[str, Any] = {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0}
     g.update(global_)
-    loader = BenchmarkDataLoader(Work(seconds, spin), batch_size=4, num_workers=2, persistent_workers=True,
-                                 benchy_config={"global": g, "IO": mode, "synthetic": mode, "full": mode})
+    loader = BenchmarkDataLoader(
+        Work(seconds, spin),
+        batch_size=4,
+        num_workers=2,
+        persistent_workers=True,
+        benchy_config={"global": g, "IO": mode, "synthetic": mode, "full": mode},
+    )
     until_done(loader, lambda: time.sleep(0.001))
     assert loader.benchy.done
     return loader
@@ -65,8 +70,10 @@ def test_the_sampler_tells_a_cpu_bound_loader_from_a_waiting_one(tmp_path: Path,
     idle = system_means(sleeping.benchy.results.measured(Mode.IO))
     assert busy is not None and idle is not None
     with capsys.disabled():
-        print(f"IO trials: spinning loader {busy['cpu_cores_busy']:.2f} cores busy, sleeping loader "
-              f"{idle['cpu_cores_busy']:.2f} (of {busy['cpu_cores']:g}); processes {busy['processes']:g}")
+        print(
+            f"IO trials: spinning loader {busy['cpu_cores_busy']:.2f} cores busy, sleeping loader "
+            f"{idle['cpu_cores_busy']:.2f} (of {busy['cpu_cores']:g}); processes {busy['processes']:g}"
+        )
     assert busy["processes"] >= 3  # the process and its 2 workers
     # Against the cores other processes left (a shared machine): a spinning loader keeps them busy.
     left = busy["cpu_cores"] - busy.get("other_cores_busy", 0.0)  # absent: trials too short to tell
@@ -138,7 +145,9 @@ def test_with_several_ranks_the_data_wait_and_h2d_are_rank_0s_own() -> None:
     # Combined over 2 ranks: all samples over the slowest rank's 2 s; the step data stay rank 0's.
     combined = dataclasses.replace(own, samples=64, seconds=2.0, rank_samples=(32, 32), rank_seconds=(1.0, 2.0))
     assert combined.data_wait == pytest.approx(0.5) and combined.own_throughput == pytest.approx(32.0)
-    io = [trial_result(Mode.IO, k, 64, 4.0, rank_samples=(32, 32), rank_seconds=(1.0, 4.0)) for k in (1, 2)]  # the job: 64 samples in 4 s, 16/s; rank 0 alone: 32/s
+    io = [
+        trial_result(Mode.IO, k, 64, 4.0, rank_samples=(32, 32), rank_seconds=(1.0, 4.0)) for k in (1, 2)
+    ]  # the job: 64 samples in 4 s, 16/s; rank 0 alone: 32/s
     h2d = [trial_result(Mode.IO, k, 16, 1.0, variant="H2D") for k in (1, 2)]
     results = RunResults(io, h2d=h2d, h2d_device="cuda:0")
     assert h2d_block(results)["vs_io"] == pytest.approx(0.5)  # 16/s against rank 0's 32/s, not the job's 16/s
@@ -168,14 +177,19 @@ def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script
     assert sorted(doc["disturbed"]) == sorted(counted), doc["disturbed"]
     for mode in ("IO", "SYNTHETIC", "FULL"):
         assert all(s["disturbed"] and s["other_cores_busy"] > 1.0 for s in doc[mode]["system"]), doc[mode]["system"]
-    warned = [x for x in busy.stdout.splitlines() if x.startswith("BENCHY::WARNING::Message: trial ")
-              and "ran on a busy machine: other processes kept" in x]
+    warned = [
+        x
+        for x in busy.stdout.splitlines()
+        if x.startswith("BENCHY::WARNING::Message: trial ") and "ran on a busy machine: other processes kept" in x
+    ]
     assert len(warned) == len(busy.trials), warned  # warm-ups too
     summary = next(x for x in busy.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::BUSY "))
     assert summary.startswith(f"BENCHY::SUMMARY::BUSY {len(counted)} of {len(counted)} trials ran on a busy machine")
     verdict = next(x for x in busy.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT"))
-    assert (f"{len(counted)} of the {len(counted)} trials it rests on ran on a busy machine" in verdict
-            and "rerun on a quiet machine, or with ntrials: auto" in verdict), verdict
+    assert (
+        f"{len(counted)} of the {len(counted)} trials it rests on ran on a busy machine" in verdict
+        and "rerun on a quiet machine, or with ntrials: auto" in verdict
+    ), verdict
 
     # The same run alone, when this machine is otherwise idle (measured here as benchy does:
     # the machine's busy CPU time less the script's own), says nothing of a busy machine.

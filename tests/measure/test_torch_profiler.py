@@ -43,8 +43,9 @@ def test_the_profiled_steps_are_whole_steps_after_the_first_two() -> None:
 def test_start_and_stop_come_at_the_profiled_steps_edges() -> None:
     calls: List[str] = []
     spec = TrialSpec(Mode.FULL, 2, True, 10, profiled=True)
-    ranges = TorchRanges(spec, lambda: calls.append(f"start {ranges.step.payload}"),
-                         lambda: calls.append(f"stop {ranges.step.payload}"), 5)
+    ranges = TorchRanges(
+        spec, lambda: calls.append(f"start {ranges.step.payload}"), lambda: calls.append(f"stop {ranges.step.payload}"), 5
+    )
     full_loop(ranges, spec)
     assert calls == ["start 2", "stop 7"] and ranges.state == "done"
     calls.clear()
@@ -79,20 +80,30 @@ def test_a_real_capture_holds_the_steps_work_inside_benchy_ranges(tmp_path: Path
     assert profiler.files == [str(path)] and profiler.events == [f"FULL_WARMUP_2 profiled (CPU): {path}"]
     events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("ph") == "X"]
     names = [e["name"] for e in sorted(events, key=lambda e: e["ts"]) if e["name"].startswith("benchy")]
-    assert names == ["benchy: FULL_WARMUP_2 (steps 2 to 4 profiled)", "benchy: step 2", "benchy: fetch 3",
-                     "benchy: step 3", "benchy: fetch 4", "benchy: step 4", "benchy: fetch 5"]
+    assert names == [
+        "benchy: FULL_WARMUP_2 (steps 2 to 4 profiled)",
+        "benchy: step 2",
+        "benchy: fetch 3",
+        "benchy: step 3",
+        "benchy: fetch 4",
+        "benchy: step 4",
+        "benchy: fetch 5",
+    ]
     steps = [e for e in events if e["name"].startswith("benchy: step")]
     mms = [e for e in events if e["name"] in ("aten::mm", "aten::matmul")]
-    assert mms and all(any(s["ts"] <= m["ts"] and m["ts"] + m["dur"] <= s["ts"] + s["dur"] for s in steps)
-                       for m in mms)
+    assert mms and all(any(s["ts"] <= m["ts"] and m["ts"] + m["dur"] <= s["ts"] + s["dur"] for s in steps) for m in mms)
     # Another rank does not profile under profiler_mode single; "all" makes every rank profile.
     assert TorchProfiler("single", 1, str(tmp_path), 3).ranges(spec, None) is None
     assert TorchProfiler("all", 1, str(tmp_path), 3).ranges(spec, None) is not None
 
 
 def test_an_earlier_runs_trace_files_are_cleared_and_nothing_else(tmp_path: Path) -> None:
-    for name in ("rank0.FULL_WARMUP_2.pt.trace.json", "rank7.IO_WARMUP_3.pt.trace.json", "notes.json",
-                 "rank0.FULL_1.pt.trace.json"):
+    for name in (
+        "rank0.FULL_WARMUP_2.pt.trace.json",
+        "rank7.IO_WARMUP_3.pt.trace.json",
+        "notes.json",
+        "rank0.FULL_1.pt.trace.json",
+    ):
         (tmp_path / name).write_text("{}")
     removed = remove_matching(str(tmp_path), TRACE_FILE)
     assert sorted(removed) == ["rank0.FULL_WARMUP_2.pt.trace.json", "rank7.IO_WARMUP_3.pt.trace.json"]

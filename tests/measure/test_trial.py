@@ -120,8 +120,14 @@ class Script:
         w.started = True
         w.open_segment(1, ep.handed, steps)
         ep.window = w
-        return Segment(SYNTHETIC if kind == "SYNTHETIC" else FULL, steps, w, self.cached if kind == "SYNTHETIC" else None,
-                       finishes=steps == quota, resume=resume)
+        return Segment(
+            SYNTHETIC if kind == "SYNTHETIC" else FULL,
+            steps,
+            w,
+            self.cached if kind == "SYNTHETIC" else None,
+            finishes=steps == quota,
+            resume=resume,
+        )
 
     def closed(self, ep: EpochState, seg: Optional[Segment], count: int) -> None:
         w = ep.window
@@ -154,14 +160,17 @@ class Loops:
         def count(batch: Any) -> int:
             self.calls += 1
             return len(batch)
+
         count.inline = "len(batch)"  # type: ignore[attr-defined]
         return count
 
-    def window(self, mode: Mode, n: int, *, constant: Optional[int] = None, report: Any = None, freq: int = 0,
-               index: int = 1) -> WindowRun:
+    def window(
+        self, mode: Mode, n: int, *, constant: Optional[int] = None, report: Any = None, freq: int = 0, index: int = 1
+    ) -> WindowRun:
         spec = TrialSpec(mode, index, False, n)
-        args = WindowArgs(spec, self.counter(), constant, self.t.clock, noop, noop, report, freq,
-                          self.ranges if self.annotated else None)
+        args = WindowArgs(
+            spec, self.counter(), constant, self.t.clock, noop, noop, report, freq, self.ranges if self.annotated else None
+        )
         return WindowRun(args)
 
     def epoch(self, data: Any, script: Script, limit: int = -1) -> Iterator[Any]:
@@ -169,8 +178,11 @@ class Loops:
         return epoch_loop(EpochArgs(ep, script, self.t.clock), self.counter(), True)
 
     def io(self, spec: TrialSpec, src: BatchSource, constant: Optional[int] = None) -> Any:
-        return io_trial(IOArgs(spec, src, self.counter(), self.t.clock, noop, constant=constant,
-                               ranges=self.ranges if self.annotated else None))
+        return io_trial(
+            IOArgs(
+                spec, src, self.counter(), self.t.clock, noop, constant=constant, ranges=self.ranges if self.annotated else None
+            )
+        )
 
     def balanced(self) -> bool:
         return self.ranges.depth == 0
@@ -280,8 +292,7 @@ def test_a_window_spans_epochs_leaving_out_the_period_that_crosses_each_end(vari
     assert len(r.step_seconds) == 7 and r.samples == 56
     assert r.step_seconds == pytest.approx((0.05,) * 7) and r.seconds == pytest.approx(7 * 0.05)
     assert [tuple(p) for p in w.placed] == [(1, 0, 4), (1, 0, 4), (1, 0, 4), (1, 0, 2)]
-    assert w.span().to_dict() == {"start_epoch": 1, "start_step": 0, "end_epoch": 1, "end_step": 1, "segments": 4,
-                                  "left_out": 7}
+    assert w.span().to_dict() == {"start_epoch": 1, "start_step": 0, "end_epoch": 1, "end_step": 1, "segments": 4, "left_out": 7}
     assert sorted(w.left_out) == [0, 3, 4, 7, 8, 11, 12] and loops.balanced()
 
 
@@ -375,8 +386,7 @@ def test_full_splits_each_period_into_step_and_wait_for_data(variant: str) -> No
     assert r.wait_median == pytest.approx(0.03) and r.work_median == pytest.approx(0.01)
     # SYNTHETIC has no loader to wait for.
     s = loops.window(Mode.SYNTHETIC, 5, constant=8)
-    drive(loops.epoch(loader(t, 100, 8, fetch=0.03), Script([("PLAIN", 1), ("SYNTHETIC", 5, s)], cached=[0] * 8)), t,
-          step=0.01)
+    drive(loops.epoch(loader(t, 100, 8, fetch=0.03), Script([("PLAIN", 1), ("SYNTHETIC", 5, s)], cached=[0] * 8)), t, step=0.01)
     assert s.result().data_wait is None
 
 
@@ -397,6 +407,7 @@ def test_a_window_s_left_out_periods_leave_its_wait_split_whole(variant: str) ->
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 7, 8, 13, 20])
 def test_a_constant_batch_size_counts_only_the_last_batch_of_each_pass_and_agrees(variant: str, n: int) -> None:
     """Passes of 7 batches, the last of 3 samples: counting only pass ends gives the same samples."""
+
     def run(constant: Any) -> List[Tuple[int, Tuple[int, ...]]]:
         t = FakeClock()
         loops = Loops(variant, t)
@@ -445,8 +456,9 @@ def test_a_segment_another_variant_runs_is_delegated() -> None:
             one = Segment(FULL, 3, w, finishes=True)
             inner = Script([])
             inner.segment = lambda s, seg=[one]: seg.pop() if seg else Segment(END)  # type: ignore[method-assign]
-            return Segment(FULL, 3, w, finishes=True, delegate=epoch_loop(EpochArgs(state, inner, t.clock), None,
-                                                                        False, nvtx=True))
+            return Segment(
+                FULL, 3, w, finishes=True, delegate=epoch_loop(EpochArgs(state, inner, t.clock), None, False, nvtx=True)
+            )
 
     outer = Outer([])
     assert drive(epoch_loop(EpochArgs(ep, outer, t.clock), None, False), t, 0.01) == 3
@@ -485,10 +497,15 @@ def test_counters_carry_their_count_as_an_expression_that_falls_back_to_the_call
     class Batch:
         x: Any
 
-    cases = [(torch.zeros(3, 2), "batch.shape[0]"), ((torch.zeros(3, 2), torch.zeros(3)), "batch[0].shape[0]"),
-             ({"image": torch.zeros(3, 2)}, "batch['image'].shape[0]"), (Batch(torch.zeros(3)), "batch.x.shape[0]"),
-             (({"ids": torch.zeros(3, 1)}, {"y": torch.zeros(3)}), "batch[0]['ids'].shape[0]"),
-             ({1.5: torch.zeros(3)}, None), ([{"a": 1}, {"a": 2}, {"a": 3}], None)]
+    cases = [
+        (torch.zeros(3, 2), "batch.shape[0]"),
+        ((torch.zeros(3, 2), torch.zeros(3)), "batch[0].shape[0]"),
+        ({"image": torch.zeros(3, 2)}, "batch['image'].shape[0]"),
+        (Batch(torch.zeros(3)), "batch.x.shape[0]"),
+        (({"ids": torch.zeros(3, 1)}, {"y": torch.zeros(3)}), "batch[0]['ids'].shape[0]"),
+        ({1.5: torch.zeros(3)}, None),
+        ([{"a": 1}, {"a": 2}, {"a": 3}], None),
+    ]
     for batch, expected in cases:
         counter = make_counter(batch)
         assert getattr(counter, "inline", None) == expected, batch

@@ -34,8 +34,9 @@ def run(command: List[str], cwd: Path, timeout: float, env: Dict[str, str] | Non
     environ.pop("BENCHY_CONFIG_FILE", None)
     environ.pop("PYTHONPATH", None)
     environ.update(env or {})
-    return subprocess.run(command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 @pytest.fixture(scope="module")
@@ -83,16 +84,14 @@ def venv(built: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pa
     proc = run([sys.executable, "-m", "venv", str(home)], ROOT, 120)
     assert proc.returncode == 0, proc.stderr
     started = time.perf_counter()
-    proc = run([str(home / "bin" / "pip"), "install", "-q", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
-               ROOT, 900)
+    proc = run([str(home / "bin" / "pip"), "install", "-q", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])], ROOT, 900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     print(f"installed in {time.perf_counter() - started:.1f} s")
     return home
 
 
 def test_the_installed_wheel_is_the_package_imported_not_the_checkout(venv: Path, tmp_path: Path) -> None:
-    proc = run([str(venv / "bin" / "python"), "-c", "import benchy, benchy.torch; print(benchy.__file__)"],
-               tmp_path, 120)
+    proc = run([str(venv / "bin" / "python"), "-c", "import benchy, benchy.torch; print(benchy.__file__)"], tmp_path, 120)
     assert proc.returncode == 0, proc.stderr
     where = Path(proc.stdout.strip()).resolve()
     assert where.is_relative_to(venv.resolve()) and "site-packages" in where.parts, where
@@ -116,8 +115,12 @@ def small(tmp_path: Path, **global_: object) -> Path:
 
 
 def test_a_wrapped_training_runs_from_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
-    proc = run([str(venv / "bin" / "python"), str(SCRIPTS / "user_script.py")], tmp_path, 300,
-               env={"BENCHY_CONFIG_FILE": str(small(tmp_path))})
+    proc = run(
+        [str(venv / "bin" / "python"), str(SCRIPTS / "user_script.py")],
+        tmp_path,
+        300,
+        env={"BENCHY_CONFIG_FILE": str(small(tmp_path))},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for mode in ("IO", "SYNTHETIC", "FULL"):
         assert f"BENCHY::SUMMARY::{mode} average trial throughput: " in proc.stdout
@@ -127,8 +130,21 @@ def test_a_wrapped_training_runs_from_the_installed_wheel(venv: Path, tmp_path: 
 
 def test_zero_edit_runs_from_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
     # `benchy run` boots through the package's sitecustomize.py: a wheel without it benchmarks nothing.
-    proc = run([str(venv / "bin" / "benchy"), "run", "--config", str(small(tmp_path, exit_after_tests=False)), "--",
-                str(venv / "bin" / "python"), str(SCRIPTS / "plain_train.py"), "--epochs", "8"], tmp_path, 300)
+    proc = run(
+        [
+            str(venv / "bin" / "benchy"),
+            "run",
+            "--config",
+            str(small(tmp_path, exit_after_tests=False)),
+            "--",
+            str(venv / "bin" / "python"),
+            str(SCRIPTS / "plain_train.py"),
+            "--epochs",
+            "8",
+        ],
+        tmp_path,
+        300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "benchy run: benchmarking the DataLoader created at" in proc.stdout
     assert "BENCHY::SUMMARY::FULL average trial throughput: " in proc.stdout

@@ -13,8 +13,16 @@ from benchy import ConfigError, load_config
 def alias_bomb(levels: int = 9) -> str:
     """About 470 bytes of YAML that expand to 9**9 strings if anything walks them in full."""
     lines = ['  report_freq: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    keys = ["console", "nvtx", "profiler_mode", "sync_every_step", "exit_after_tests", "dist_timeout",
-            "output_filename", "use_distributed_barrier"]
+    keys = [
+        "console",
+        "nvtx",
+        "profiler_mode",
+        "sync_every_step",
+        "exit_after_tests",
+        "dist_timeout",
+        "output_filename",
+        "use_distributed_barrier",
+    ]
     for i in range(1, levels):
         lines.append(f"  {keys[i - 1]}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
     return "global:\n" + "\n".join(lines) + "\n"
@@ -95,10 +103,13 @@ def test_output_dir_where_nothing_can_be_written(tmp_path: Path) -> None:
         load_config(overrides={"global": {"output_dir": target}}, environ={})
 
 
-@pytest.mark.parametrize("name, reason", [
-    ("res\0ult.json", "a file name cannot hold a NUL byte"),
-    ("r" * 300 + ".json", "got a name of 305 bytes; the file system at"),
-])
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("res\0ult.json", "a file name cannot hold a NUL byte"),
+        ("r" * 300 + ".json", "got a name of 305 bytes; the file system at"),
+    ],
+)
 def test_output_filenames_the_file_system_cannot_hold(tmp_path: Path, name: str, reason: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(overrides={"global": {"output_filename": name, "output_dir": str(tmp_path)}}, environ={})

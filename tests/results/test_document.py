@@ -44,35 +44,73 @@ def _set(doc: Dict[str, Any], path: List[Any], value: Any) -> Dict[str, Any]:
 CASES: List[tuple] = [
     ("nested past Python's reader", _deep(5_000), "nested deeper than Python's JSON reader goes"),
     ("nested past the bound", _deep(MAX_DEPTH + 5), f"expected at most {MAX_DEPTH} levels of nesting"),
-    ("a 5 000-digit integer", json.dumps(raw("v4")).replace('"nranks": 1', '"nranks": ' + "7" * 5000),
-     "not a result file: an integer of 5000 digits (benchy writes at most 30)"),
+    (
+        "a 5 000-digit integer",
+        json.dumps(raw("v4")).replace('"nranks": 1', '"nranks": ' + "7" * 5000),
+        "not a result file: an integer of 5000 digits (benchy writes at most 30)",
+    ),
     ("NaN", json.dumps(raw("v4")).replace('"nranks": 1', '"nranks": NaN'), "NaN (JSON has no NaN or Infinity"),
-    ("a sweep setting's mean", json.dumps(_set(raw("v4-sweep"), ["sweep", "settings", 1, "mean"], "soon")),
-     'sweep.settings[1].mean: expected a number or null, got "soon"'),
-    ("a pass's start", json.dumps(_set(raw("v4"), ["loader_startup", "started", 0], "soon")),
-     'loader_startup.started[0]: expected a number, got "soon"'),
-    ("a trial's start", json.dumps(_set(raw("v4"), ["timeline", "trials", 2, "started"], "soon")),
-     'timeline.trials[2].started: expected a number or null, got "soon"'),
-    ("a system figure", json.dumps(_set(raw("v4"), ["FULL", "system", 0, "rss_max_bytes"], "lots")),
-     'FULL.system[0].rss_max_bytes: expected a number or null, got "lots"'),
-    ("a throughput past any machine", json.dumps(_set(raw("v4"), ["SYNTHETIC", "trial_throughput", 0], 1.6e154)),
-     "SYNTHETIC.trial_throughput[0]: expected a number, at most 1e+30 in size, got 1.6e+154"),
-    ("a stage's name", json.dumps(_set(raw("v4"), ["stages", "stages", 0, "name"], 3)),
-     "stages.stages[0].name: expected a string, got 3"),
-    ("a window", json.dumps(_set(raw("v4"), ["timeline", "trials", 9, "window", "start_step"], -1)),
-     "timeline.trials[9].window.start_step: expected an integer >= 0, got -1"),
-    ("a mode that is not one", json.dumps(_set(raw("v4"), ["timeline", "trials", 0, "mode"], "FAST")),
-     'timeline.trials[0].mode: expected one of "IO", "SYNTHETIC", "FULL", got "FAST"'),
-    ("no run name", json.dumps({k: v for k, v in raw("v4").items() if k != "run_name"}),
-     "run_name: expected a string, got nothing"),
+    (
+        "a sweep setting's mean",
+        json.dumps(_set(raw("v4-sweep"), ["sweep", "settings", 1, "mean"], "soon")),
+        'sweep.settings[1].mean: expected a number or null, got "soon"',
+    ),
+    (
+        "a pass's start",
+        json.dumps(_set(raw("v4"), ["loader_startup", "started", 0], "soon")),
+        'loader_startup.started[0]: expected a number, got "soon"',
+    ),
+    (
+        "a trial's start",
+        json.dumps(_set(raw("v4"), ["timeline", "trials", 2, "started"], "soon")),
+        'timeline.trials[2].started: expected a number or null, got "soon"',
+    ),
+    (
+        "a system figure",
+        json.dumps(_set(raw("v4"), ["FULL", "system", 0, "rss_max_bytes"], "lots")),
+        'FULL.system[0].rss_max_bytes: expected a number or null, got "lots"',
+    ),
+    (
+        "a throughput past any machine",
+        json.dumps(_set(raw("v4"), ["SYNTHETIC", "trial_throughput", 0], 1.6e154)),
+        "SYNTHETIC.trial_throughput[0]: expected a number, at most 1e+30 in size, got 1.6e+154",
+    ),
+    (
+        "a stage's name",
+        json.dumps(_set(raw("v4"), ["stages", "stages", 0, "name"], 3)),
+        "stages.stages[0].name: expected a string, got 3",
+    ),
+    (
+        "a window",
+        json.dumps(_set(raw("v4"), ["timeline", "trials", 9, "window", "start_step"], -1)),
+        "timeline.trials[9].window.start_step: expected an integer >= 0, got -1",
+    ),
+    (
+        "a mode that is not one",
+        json.dumps(_set(raw("v4"), ["timeline", "trials", 0, "mode"], "FAST")),
+        'timeline.trials[0].mode: expected one of "IO", "SYNTHETIC", "FULL", got "FAST"',
+    ),
+    (
+        "no run name",
+        json.dumps({k: v for k, v in raw("v4").items() if k != "run_name"}),
+        "run_name: expected a string, got nothing",
+    ),
     ("not UTF-8", '{"schema_version": 4, "run_name": "\udcff"}', "not a JSON file (not UTF-8"),
-    ("a mass of tiny values", '{"schema_version": 4, "run_name": "x", "rerun": [' + ",".join(["0"] * 3_000_000) + "]}",
-     "more than 3 times its size: not a file benchy writes"),
+    (
+        "a mass of tiny values",
+        '{"schema_version": 4, "run_name": "x", "rerun": [' + ",".join(["0"] * 3_000_000) + "]}",
+        "more than 3 times its size: not a file benchy writes",
+    ),
 ]
 COMMANDS: List[List[str]] = [
-    ["summary", "{f}"], ["summary", "{f}", "--format", "markdown"], ["summary", "{f}", "--format", "json"],
-    ["report", "{f}"], ["report", "{f}", "--html", "{out}.html"], ["compare", "{f}", "{f}"],
-    ["plot", "{f}", "-o", "{out}.png"], ["plot", "{f}", "--timeline", "-o", "{out}.png"],
+    ["summary", "{f}"],
+    ["summary", "{f}", "--format", "markdown"],
+    ["summary", "{f}", "--format", "json"],
+    ["report", "{f}"],
+    ["report", "{f}", "--html", "{out}.html"],
+    ["compare", "{f}", "{f}"],
+    ["plot", "{f}", "-o", "{out}.png"],
+    ["plot", "{f}", "--timeline", "-o", "{out}.png"],
     ["trace", "{f}", "-o", "{out}.trace.json"],
 ]
 RUN_ALL = """
@@ -98,8 +136,7 @@ def test_every_command_meets_every_bad_file_with_one_line_and_exit_2(tmp_path: P
         path = tmp_path / f"bad{k}.json"
         _write(path, text)
         runs += [[a.format(f=path, out=tmp_path / f"out{k}") for a in argv] for argv in COMMANDS]
-    proc = subprocess.run([sys.executable, "-c", RUN_ALL, json.dumps(runs)], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, "-c", RUN_ALL, json.dumps(runs)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout)
     for (argv, code, err), case in zip(results, [c for c in CASES for _ in COMMANDS]):
@@ -114,11 +151,12 @@ def test_every_command_meets_every_bad_file_with_one_line_and_exit_2(tmp_path: P
 def test_a_bad_file_from_the_command_line_is_one_line_on_stderr(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text(_deep(5_000))
-    proc = subprocess.run([sys.executable, "-m", "benchy", "summary", str(path)], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "benchy", "summary", str(path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == (f"benchy summary: {path}: not a result file: nested deeper than Python's JSON reader goes "
-                           f"(benchy writes at most 6 levels)\n")
+    assert proc.stderr == (
+        f"benchy summary: {path}: not a result file: nested deeper than Python's JSON reader goes "
+        f"(benchy writes at most 6 levels)\n"
+    )
 
 
 @pytest.mark.parametrize("what,text,expected", CASES, ids=[c[0] for c in CASES])
@@ -136,8 +174,14 @@ def test_every_stored_version_checks_and_every_declared_key_is_documented() -> N
         run = benchy.load(DATA / name / "benchy_result.json")
         check(run.document, name)
     documented = {path for path, _, _ in rows()}
-    for key in ("FULL.system[].rss_max_bytes", "timeline.trials[].window.start_step", "sweep.settings[].mean",
-                "stages.per_worker[].busy_share", "compute.by_op.<name>", "decision.io_vs_synthetic.interval[]"):
+    for key in (
+        "FULL.system[].rss_max_bytes",
+        "timeline.trials[].window.start_step",
+        "sweep.settings[].mean",
+        "stages.per_worker[].busy_share",
+        "compute.by_op.<name>",
+        "decision.io_vs_synthetic.interval[]",
+    ):
         assert key in documented
     top = [p for p, _, required in rows() if required and "." not in p and "[" not in p]
     assert top == ["schema_version", "run_name"]
@@ -163,12 +207,12 @@ def test_the_model_declares_every_key_a_real_run_writes() -> None:
     for name in ("v4", "v4-2ranks", "v4-sweep"):
         written = {k for k in _written_keys(raw(name)) if not k.startswith("config.")}
         # Keys of the writer's choosing (modes, dtypes, ops, files) are declared as ``.<name>``.
-        named = {k for k in written if any(k.startswith(p.split(".<name>")[0] + ".") for p in declared
-                                           if ".<name>" in p)}
+        named = {k for k in written if any(k.startswith(p.split(".<name>")[0] + ".") for p in declared if ".<name>" in p)}
         assert written - named - declared == set(), name
 
 
 # --- memory -------------------------------------------------------------------------------------
+
 
 def _peak(path: Path) -> tuple:
     tracemalloc.start()
@@ -190,21 +234,29 @@ def _big_run(compact: bool) -> str:
     return json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=1)
 
 
-@pytest.mark.parametrize("what,make,read", [
-    ("a run with 450 000 per-step throughputs", lambda: _big_run(False), True),
-    ("the same, without spaces", lambda: _big_run(True), True),
-    ("a mass of zeros", lambda: '{"schema_version":4,"run_name":"x","rerun":[' + ",".join(["0"] * 3_000_000) + "]}",
-     False),
-    ("a mass of empty lists", lambda: '{"schema_version":4,"run_name":"x","rerun":[' + ",".join(["[]"] * 2_000_000)
-     + "]}", False),
-    ("a mass of empty objects", lambda: '{"schema_version":4,"run_name":"x","rerun":[' + ",".join(["{}"] * 2_000_000)
-     + "]}", False),
-    ("a long string", lambda: '{"schema_version":4,"run_name":"' + "a" * (8 << 20) + '"}', True),
-    ("a long string with one emoji", lambda: '{"schema_version":4,"run_name":"' + "a" * (8 << 20) + '\U0001F600"}',
-     False),
-])
-def test_reading_or_refusing_takes_at_most_three_times_the_file(tmp_path: Path, what: str,
-                                                                   make: Callable[[], str], read: bool) -> None:
+@pytest.mark.parametrize(
+    "what,make,read",
+    [
+        ("a run with 450 000 per-step throughputs", lambda: _big_run(False), True),
+        ("the same, without spaces", lambda: _big_run(True), True),
+        ("a mass of zeros", lambda: '{"schema_version":4,"run_name":"x","rerun":[' + ",".join(["0"] * 3_000_000) + "]}", False),
+        (
+            "a mass of empty lists",
+            lambda: '{"schema_version":4,"run_name":"x","rerun":[' + ",".join(["[]"] * 2_000_000) + "]}",
+            False,
+        ),
+        (
+            "a mass of empty objects",
+            lambda: '{"schema_version":4,"run_name":"x","rerun":[' + ",".join(["{}"] * 2_000_000) + "]}",
+            False,
+        ),
+        ("a long string", lambda: '{"schema_version":4,"run_name":"' + "a" * (8 << 20) + '"}', True),
+        ("a long string with one emoji", lambda: '{"schema_version":4,"run_name":"' + "a" * (8 << 20) + '\U0001f600"}', False),
+    ],
+)
+def test_reading_or_refusing_takes_at_most_three_times_the_file(
+    tmp_path: Path, what: str, make: Callable[[], str], read: bool
+) -> None:
     path = tmp_path / "big.json"
     path.write_text(make())
     size = path.stat().st_size
@@ -233,9 +285,10 @@ def _paths(value: Any, at: List[Any], out: List[List[Any]]) -> List[List[Any]]:
 
 PATHS = [(name, at) for name, seed in SEEDS.items() for at in _paths(seed, [], [])[1:]]
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**40, 10**40) | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(10**40), 10**40) | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 def _outcome(data: bytes, tmp: Path) -> None:
@@ -288,8 +341,11 @@ def test_fuzz_a_real_file_cut_or_spliced(tmp_path: Path, at: int, splice: bytes)
 
 def test_a_document_in_memory_is_checked_as_a_file_is() -> None:
     doc = _set(raw("v4"), ["stages", "per_worker"], [{"worker": "w0"}])
-    with pytest.raises(ResultFileError, match=r'^mem: stages\.per_worker\[0\]\.worker: expected an integer >= 0, '
-                                              r'got "w0"$'):
+    with pytest.raises(
+        ResultFileError,
+        match=r"^mem: stages\.per_worker\[0\]\.worker: expected an integer >= 0, "
+        r'got "w0"$',
+    ):
         read_run(doc, "mem")
     assert parse('{"a": [1, 2.5, null]}', "x") == {"a": [1, 2.5, None]}
     assert DOCUMENT.fields["IO"].text() == "an object with the mode's trials or null"

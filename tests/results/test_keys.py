@@ -28,8 +28,12 @@ def test_every_key_a_run_writes_is_documented_and_nothing_else(name: str) -> Non
 
 def test_a_parsed_logs_keys_are_documented(tmp_path: Path) -> None:
     out = tmp_path / "parsed.json"
-    proc = subprocess.run([sys.executable, "-m", "benchy", "parse", str(RESULTS / "v4" / "log.txt"), "-o", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchy", "parse", str(RESULTS / "v4" / "log.txt"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert set(json.loads(out.read_text())) <= set(documented_keys())
 
@@ -42,8 +46,7 @@ def test_each_json_key_is_documented_once_with_text() -> None:
 
 def test_every_line_kind_is_documented_once() -> None:
     kinds = [kind for kind, _, _ in lines.LINE_KINDS]
-    parsed = set(lines.MESSAGE_KINDS) | {"TRIAL", "TRIAL_WAIT", "ITERATION", "SUMMARY", "SWEEP_ROW"} | set(
-        lines.SUMMARY_WORDS)
+    parsed = set(lines.MESSAGE_KINDS) | {"TRIAL", "TRIAL_WAIT", "ITERATION", "SUMMARY", "SWEEP_ROW"} | set(lines.SUMMARY_WORDS)
     assert len(kinds) == len(set(kinds)) and set(kinds) == parsed
     for kind, form, when in lines.LINE_KINDS:
         assert form.startswith("BENCHY::") and when, kind

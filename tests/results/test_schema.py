@@ -92,13 +92,16 @@ def test_default_run_name() -> None:
     assert default_run_name({"argv": ["-c"], "time_utc": ""}) == "-c"
 
 
-@pytest.mark.parametrize("content,expected", [
-    ("not json {", "not a JSON file"),
-    ("[1, 2]", "expected a JSON object (benchy's result), got list"),
-    ('{"IO": {}}', "no integer 'schema_version' (got None): not a benchy result file"),
-    ('{"schema_version": 99}', "schema_version 99 was written by a newer benchy; this benchy reads versions 1 to 4"),
-    ('{"schema_version": 0}', "schema_version 0; expected 1 to 4"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("not json {", "not a JSON file"),
+        ("[1, 2]", "expected a JSON object (benchy's result), got list"),
+        ('{"IO": {}}', "no integer 'schema_version' (got None): not a benchy result file"),
+        ('{"schema_version": 99}', "schema_version 99 was written by a newer benchy; this benchy reads versions 1 to 4"),
+        ('{"schema_version": 0}', "schema_version 0; expected 1 to 4"),
+    ],
+)
 def test_unreadable_files_are_named_with_the_problem(tmp_path: Path, content: str, expected: str) -> None:
     path = tmp_path / "r.json"
     path.write_text(content)
@@ -107,14 +110,17 @@ def test_unreadable_files_are_named_with_the_problem(tmp_path: Path, content: st
     assert str(err.value).startswith(str(path)) and expected in str(err.value)
 
 
-@pytest.mark.parametrize("key,value,expected", [
-    (("FULL", "trial_throughput"), "fast", "FULL.trial_throughput: expected a list of numbers (or nulls), got \"fast\""),
-    (("IO", "trial_samples"), [1.5], "IO.trial_samples[0]: expected an integer >= 0, got 1.5"),
-    (("SYNTHETIC", "mean"), "1", "SYNTHETIC.mean: expected a number or null, got \"1\""),
-    (("nranks",), 0, "nranks: expected an integer >= 1 (the number of ranks), got 0"),
-    (("run_name",), 7, "run_name: expected a string, got 7"),
-    (("FULL", "rates"), {"a": 1}, "FULL.rates: expected a list of lists of numbers (or nulls) or null, got {\"a\": 1}"),
-])
+@pytest.mark.parametrize(
+    "key,value,expected",
+    [
+        (("FULL", "trial_throughput"), "fast", 'FULL.trial_throughput: expected a list of numbers (or nulls), got "fast"'),
+        (("IO", "trial_samples"), [1.5], "IO.trial_samples[0]: expected an integer >= 0, got 1.5"),
+        (("SYNTHETIC", "mean"), "1", 'SYNTHETIC.mean: expected a number or null, got "1"'),
+        (("nranks",), 0, "nranks: expected an integer >= 1 (the number of ranks), got 0"),
+        (("run_name",), 7, "run_name: expected a string, got 7"),
+        (("FULL", "rates"), {"a": 1}, 'FULL.rates: expected a list of lists of numbers (or nulls) or null, got {"a": 1}'),
+    ],
+)
 def test_damaged_values_are_named_by_key(key: tuple, value: Any, expected: str) -> None:
     doc = raw("v2")
     target = doc
@@ -140,6 +146,7 @@ def test_upgrade_leaves_its_input_alone() -> None:
 
 # --- Welch's test: values computed with scipy.stats (ttest_ind(equal_var=False); t.sf at df rounded down)
 
+
 def test_welch_matches_scipy() -> None:
     a, b = [1000.0, 1010.0, 990.0], [700.0, 707.0, 693.0]
     w = welch(a, b)
@@ -156,11 +163,11 @@ def test_welch_matches_scipy() -> None:
 
 # --- the run's name --------------------------------------------------------------------------
 
+
 def test_run_name_precedence() -> None:
     assert load_config(environ={}).general.run_name is None
     assert load_config(overrides={"global": {"run_name": "file"}}, environ={}).general.run_name == "file"
-    assert load_config(overrides={"global": {"run_name": "over"}},
-                       environ={"BENCHY_RUN_NAME": "env"}).general.run_name == "over"
+    assert load_config(overrides={"global": {"run_name": "over"}}, environ={"BENCHY_RUN_NAME": "env"}).general.run_name == "over"
     assert load_config(environ={"BENCHY_RUN_NAME": "env"}).general.run_name == "env"
     assert resolve_config({"GLOBAL": {"report_freq": 5}}, run_name="flag").general.run_name == "flag"
     assert resolve_config(load_config(environ={}), run_name="flag").general.run_name == "flag"

@@ -18,15 +18,29 @@ from benchy.results.summary import summary_lines
 
 
 def snapshot(**changes) -> Snapshot:
-    values = dict(results=RunResults(), schedule={}, epochs_started=2, finished=False, profiler={}, synthetic_batch_samples=None,
-                  lookahead=None, counting="", loader="loader", other_loaders=(), workers=0, startup=None)
+    values = dict(
+        results=RunResults(),
+        schedule={},
+        epochs_started=2,
+        finished=False,
+        profiler={},
+        synthetic_batch_samples=None,
+        lookahead=None,
+        counting="",
+        loader="loader",
+        other_loaders=(),
+        workers=0,
+        startup=None,
+    )
     values.update(changes)
     return Snapshot(**values)
 
 
 def test_summary_lines_extra_line_cannot_be_mistaken() -> None:
-    results = RunResults([trial_result(Mode.IO, k, 100, 1.0 + k / 10) for k in (1, 2, 3)]
-                         + [trial_result(Mode.SYNTHETIC, k, 400, 1.0) for k in (1, 2)])
+    results = RunResults(
+        [trial_result(Mode.IO, k, 100, 1.0 + k / 10) for k in (1, 2, 3)]
+        + [trial_result(Mode.SYNTHETIC, k, 400, 1.0) for k in (1, 2)]
+    )
     modes = [Mode.IO, Mode.SYNTHETIC]
     printed = summary_lines(results, modes, read(results, modes, 0.95, 0, None, steps=True))
     kinds = [lines.parse(x).kind for x in printed]
@@ -42,12 +56,18 @@ def test_the_verdict_line_is_the_readings_and_is_not_worked_out_again() -> None:
 
 def test_result_document_has_original_keys_and_ours() -> None:
     results = RunResults(
-        [trial_result(Mode.IO, 1, 100, 1.0, warmup=True), trial_result(Mode.IO, 1, 100, 2.0),
-         trial_result(Mode.IO, 2, 100, 2.5)])
+        [trial_result(Mode.IO, 1, 100, 1.0, warmup=True), trial_result(Mode.IO, 1, 100, 2.0), trial_result(Mode.IO, 2, 100, 2.5)]
+    )
     lost = Outcomes().lose(Interruption(TrialSpec(Mode.FULL, 1, False, 4), 2, "loop stopped"))
     modes = [Mode.IO, Mode.FULL]
-    doc = result_document(snapshot(results=results, outcomes=lost, steps_needed=100, epoch_length=24), modes,
-                          read(results, modes, 0.95, 0, None, steps=True), config={"global": {}}, environment={"host": "h"}, nranks=1)
+    doc = result_document(
+        snapshot(results=results, outcomes=lost, steps_needed=100, epoch_length=24),
+        modes,
+        read(results, modes, 0.95, 0, None, steps=True),
+        config={"global": {}},
+        environment={"host": "h"},
+        nranks=1,
+    )
     assert doc["schema_version"] == SCHEMA_VERSION and doc["complete"] is False and doc["nranks"] == 1
     assert doc["epochs_started"] == 2 and doc["steps_needed"] == 100 and doc["epochs_needed"] == 5
     assert doc["epoch_length"] == 24 and doc["rerun"] == [] and doc["failed_ranks"] == []
@@ -62,6 +82,12 @@ def test_result_document_has_original_keys_and_ours() -> None:
     write_document(handle, doc)  # how the document is written: its per-step arrays a slice at a time
     assert json.loads(handle.getvalue())["IO"]["rates"] == [[50.0] * 4, [40.0] * 4]
     # Complete only when the schedule finished and every trial it issued counted.
-    finished = result_document(snapshot(results=RunResults(results.trials), finished=True), modes, Reading(None, None, ()),
-                               config={}, environment={}, nranks=1)
+    finished = result_document(
+        snapshot(results=RunResults(results.trials), finished=True),
+        modes,
+        Reading(None, None, ()),
+        config={},
+        environment={},
+        nranks=1,
+    )
     assert finished["complete"] is True and finished["verdict"] is None

@@ -8,19 +8,17 @@ from benchy.results.tables import Table, print_table
 
 
 def table() -> Table:
-    return Table(["mode", "samples/s", "note"], [["IO", "12.500", "a|b"], ["SYNTHETIC", "3.000", ""]],
-                 right=[False, True, False])
+    return Table(["mode", "samples/s", "note"], [["IO", "12.500", "a|b"], ["SYNTHETIC", "3.000", ""]], right=[False, True, False])
 
 
 def test_plain_pads_columns_and_right_aligns_numbers() -> None:
-    assert table().plain() == ("mode       samples/s  note\n"
-                               "IO            12.500  a|b\n"
-                               "SYNTHETIC      3.000")
+    assert table().plain() == ("mode       samples/s  note\nIO            12.500  a|b\nSYNTHETIC      3.000")
 
 
 def test_markdown_escapes_pipes_and_aligns_numbers_right() -> None:
-    assert table().markdown() == ("| mode | samples/s | note |\n|---|---:|---|\n| IO | 12.500 | a\\|b |\n"
-                                  "| SYNTHETIC | 3.000 |  |")
+    assert table().markdown() == (
+        "| mode | samples/s | note |\n|---|---:|---|\n| IO | 12.500 | a\\|b |\n| SYNTHETIC | 3.000 |  |"
+    )
 
 
 def test_csv_quotes_what_needs_it() -> None:

@@ -21,8 +21,13 @@ RESULTS = Path(__file__).resolve().parent.parent / "data" / "results"
 
 
 def trace(path: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchy", "trace", str(path), "-o", str(out), *extra],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "benchy", "trace", str(path), "-o", str(out), *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def tracks(text: str) -> Dict[int, Dict[str, int]]:
@@ -47,8 +52,7 @@ def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp
     doc = json.loads((run_dir / "benchy_result.json").read_text())
     files = step_files.load(str(run_dir / "benchy_result.steps"))
     threads = tracks(text)[1]
-    assert set(threads) == {"IO", "SYNTHETIC", "FULL", "loader start-up"} | (
-        {"loader stages"} if stored == "v4" else set())
+    assert set(threads) == {"IO", "SYNTHETIC", "FULL", "loader start-up"} | ({"loader stages"} if stored == "v4" else set())
     origin = min([e["started"] for e in doc["timeline"]["trials"]] + doc["loader_startup"]["started"])
     for entry in doc["timeline"]["trials"]:
         label, mode = entry["trial"], entry["mode"]
@@ -65,8 +69,10 @@ def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp
         assert (window is not None) == (stored == "v4" and mode != "IO")
         if window:
             said = trial.event["args"]["window"]
-            assert said.startswith(f"epoch {window['start_epoch']}, step {window['start_step']} to epoch "
-                                   f"{window['end_epoch']}, step {window['end_step']}")
+            assert said.startswith(
+                f"epoch {window['start_epoch']}, step {window['start_step']} to epoch "
+                f"{window['end_epoch']}, step {window['end_step']}"
+            )
             assert ("2 stretches" in said) is (window["segments"] == 2)
         assert abs(trial.start - round((entry["started"] - origin) * 1e9)) <= 1
         inside = children(on_track, trial)
@@ -85,8 +91,9 @@ def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp
             assert len(top) == len(data) == entry["nbatches"]
             assert [s.event["name"] for s in top] == ["fetch" if mode == "IO" else "step"] * len(top)
         # Steps are laid end to end from the trial's start, each as long as the file says.
-        steps = sorted((s for s in top if s.event["name"] == {"IO": "fetch", "SYNTHETIC": "step"}.get(mode, "batch")),
-                       key=lambda s: s.start)
+        steps = sorted(
+            (s for s in top if s.event["name"] == {"IO": "fetch", "SYNTHETIC": "step"}.get(mode, "batch")), key=lambda s: s.start
+        )
         assert steps[0].start == trial.start
         assert all(a.end == b.start for a, b in zip(steps, steps[1:]))
         assert [s.dur for s in steps] == [round(x * 1e9) for x in data["seconds"]]
@@ -99,9 +106,15 @@ def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp
     assert other["benchy_run"] == f"sample {stored}" and other["steps_per_slice"] == 1
     spans = [e for e in doc["timeline"]["trials"] if (e.get("window") or {}).get("segments", 1) > 1]
     assert stored == "v3" or spans  # the v4 run's windows cross epochs: the trace says how it draws them
-    assert other["notes"] == (["a trial whose window spans an epoch's end is drawn from its start with its counted "
-                               "steps end to end; the time between its stretches (the epoch's end, the next iter(), "
-                               "whatever the loop does there) is not in it"] if spans else [])
+    assert other["notes"] == (
+        [
+            "a trial whose window spans an epoch's end is drawn from its start with its counted "
+            "steps end to end; the time between its stretches (the epoch's end, the next iter(), "
+            "whatever the loop does there) is not in it"
+        ]
+        if spans
+        else []
+    )
 
 
 def test_two_ranks_are_two_processes_each_from_its_own_files(tmp_path: Path) -> None:
@@ -172,7 +185,6 @@ def test_runs_without_a_timeline_are_refused_with_the_reason(tmp_path: Path) -> 
     out = tmp_path / "trace.json"
     proc = trace(RESULTS / "v2" / "benchy_result.json", out)
     assert proc.returncode == 2 and not out.exists()
-    assert "has no timeline: it was written with schema version 2, before benchy recorded when each trial started" \
-        in proc.stderr
+    assert "has no timeline: it was written with schema version 2, before benchy recorded when each trial started" in proc.stderr
     proc = trace(tmp_path / "missing.json", out)
     assert proc.returncode == 2 and "missing.json: cannot read it" in proc.stderr

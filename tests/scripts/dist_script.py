@@ -53,8 +53,12 @@ def main() -> int:
     p.add_argument("--leave_rank", type=int, default=-1, help="this rank stops after --leave_after epochs")
     p.add_argument("--leave_after", type=int, default=2)
     p.add_argument("--no_allreduce", action="store_true", help="ranks do not talk inside the step")
-    p.add_argument("--decay_rank", type=int, default=-1,
-                   help="this rank's step starts 10x slower and settles over ~60 steps (the others are steady)")
+    p.add_argument(
+        "--decay_rank",
+        type=int,
+        default=-1,
+        help="this rank's step starts 10x slower and settles over ~60 steps (the others are steady)",
+    )
     args = p.parse_args()
 
     loader = BenchmarkGenericIteratorWrapper(Sleepy(args.batches, args.batch, args.fetch_ms / 1000.0), args.batch)

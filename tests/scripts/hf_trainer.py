@@ -73,13 +73,20 @@ def main() -> None:
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=256, n_positions=64, n_embd=32, n_layer=2, n_head=2))
     training = TrainingArguments(
-        output_dir=tempfile.mkdtemp(), per_device_train_batch_size=args.batch_size, num_train_epochs=args.epochs,
-        max_steps=args.max_steps, dataloader_num_workers=args.workers, gradient_accumulation_steps=args.accum,
-        train_sampling_strategy="group_by_length" if args.group else "random", report_to=[], save_strategy="no",
-        logging_strategy="no", use_cpu=True, disable_tqdm=True,
+        output_dir=tempfile.mkdtemp(),
+        per_device_train_batch_size=args.batch_size,
+        num_train_epochs=args.epochs,
+        max_steps=args.max_steps,
+        dataloader_num_workers=args.workers,
+        gradient_accumulation_steps=args.accum,
+        train_sampling_strategy="group_by_length" if args.group else "random",
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
     )
-    trainer = Trainer(model=model, args=training, train_dataset=Tokens(args.samples), data_collator=pad,
-                      callbacks=[Epochs()])
+    trainer = Trainer(model=model, args=training, train_dataset=Tokens(args.samples), data_collator=pad, callbacks=[Epochs()])
     trainer.train()
     print("USER::done", flush=True)
 

@@ -53,14 +53,21 @@ class Model(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
     def train_dataloader(self):
-        return benchy.data_loader(self.args, Shapes(self.args.samples, self.args.fetch_ms),
-                                  batch_size=self.args.batch_size, num_workers=self.args.workers)
+        return benchy.data_loader(
+            self.args,
+            Shapes(self.args.samples, self.args.fetch_ms),
+            batch_size=self.args.batch_size,
+            num_workers=self.args.workers,
+        )
 
     def on_train_epoch_end(self) -> None:
         loader = self.trainer.train_dataloader
-        print(f"USER::rank {self.global_rank} epoch {self.current_epoch} batches "
-              f"{self.trainer.fit_loop.epoch_loop.batch_progress.current.completed} "
-              f"type {type(loader).__name__}", flush=True)
+        print(
+            f"USER::rank {self.global_rank} epoch {self.current_epoch} batches "
+            f"{self.trainer.fit_loop.epoch_loop.batch_progress.current.completed} "
+            f"type {type(loader).__name__}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -75,9 +82,15 @@ def main() -> None:
     benchy.add_arguments(p)
     args = p.parse_args()
     trainer = pl.Trainer(
-        max_epochs=args.epochs, accelerator="cpu", devices=args.devices,
-        strategy="ddp" if args.devices > 1 else "auto", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+        max_epochs=args.epochs,
+        accelerator="cpu",
+        devices=args.devices,
+        strategy="ddp" if args.devices > 1 else "auto",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
     )
     trainer.fit(Model(args))
     print(f"USER::rank {os.environ.get('RANK', '0')} done", flush=True)

@@ -73,8 +73,12 @@ def main() -> None:
         kwargs = dict(batch_size=args.batch_size, num_workers=args.workers)
     else:
         data = Samples(args.samples, args.sample_ms)
-        kwargs = dict(batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
-                      persistent_workers=args.pattern == "persistent" and args.workers > 0)
+        kwargs = dict(
+            batch_size=args.batch_size,
+            shuffle=True,
+            num_workers=args.workers,
+            persistent_workers=args.pattern == "persistent" and args.workers > 0,
+        )
     if args.enable_benchy:
         loader = benchy.data_loader(args, data, **kwargs)
     else:
@@ -100,6 +104,7 @@ def main() -> None:
             return -1
 
     if args.pattern in ("steps", "infinite"):
+
         def cycle():
             epoch = 0
             while True:

@@ -41,8 +41,11 @@ def main() -> None:
             seen += y[:, 0].tolist()
             pids |= set(y[:, 1].tolist())
             steps += 1
-        print(f"USER::epoch {epoch} steps {steps} samples {len(seen)} distinct {len(set(seen))} len {len(loader)} "
-              f"workers {','.join(map(str, sorted(pids)))}", flush=True)
+        print(
+            f"USER::epoch {epoch} steps {steps} samples {len(seen)} distinct {len(set(seen))} len {len(loader)} "
+            f"workers {','.join(map(str, sorted(pids)))}",
+            flush=True,
+        )
     children = sorted(c.pid for c in psutil.Process().children(recursive=True))
     print(f"USER::children {','.join(map(str, children))}", flush=True)
     gc.disable()

@@ -49,8 +49,11 @@ def main():
     p.add_argument("--step_ms", type=float, default=1.0)
     p.add_argument("--fetch_ms", type=float, default=0.5)
     p.add_argument("--peek", action="store_true", help="next(iter(val)) before training, to look at a batch")
-    p.add_argument("--peek_each_epoch", action="store_true",
-                   help="next(iter(train)) before every epoch's loop (as PyTorch's DDP tutorial does)")
+    p.add_argument(
+        "--peek_each_epoch",
+        action="store_true",
+        help="next(iter(train)) before every epoch's loop (as PyTorch's DDP tutorial does)",
+    )
     p.add_argument("--subclass", action="store_true")
     p.add_argument("--exit_status", type=int, default=0)
     p.add_argument("--raise_at_end", action="store_true")

@@ -24,8 +24,7 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 def train_loop(config):
     g = torch.Generator().manual_seed(0)
-    data = TensorDataset(torch.randn(config["samples"], 32, generator=g),
-                         torch.randint(0, 4, (config["samples"],), generator=g))
+    data = TensorDataset(torch.randn(config["samples"], 32, generator=g), torch.randint(0, 4, (config["samples"],), generator=g))
     loader = prepare_data_loader(DataLoader(data, batch_size=8, shuffle=True))
     model = prepare_model(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -50,9 +49,12 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=512)
     args = p.parse_args()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True)
-    trainer = TorchTrainer(train_loop, train_loop_config={"epochs": args.epochs, "samples": args.samples},
-                           scaling_config=ScalingConfig(num_workers=2, use_gpu=False),
-                           run_config=RunConfig(storage_path=tempfile.mkdtemp()))
+    trainer = TorchTrainer(
+        train_loop,
+        train_loop_config={"epochs": args.epochs, "samples": args.samples},
+        scaling_config=ScalingConfig(num_workers=2, use_gpu=False),
+        run_config=RunConfig(storage_path=tempfile.mkdtemp()),
+    )
     result = trainer.fit()
     print(f"USER::result {result.error is None}", flush=True)
     ray.shutdown()

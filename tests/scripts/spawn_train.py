@@ -13,6 +13,7 @@ def init(worker_id):
     # and its newline separately (PYTHONUNBUFFERED), so their lines could interleave and one be lost to the regex.
     os.write(1, f"USER::worker {worker_id} benchy loaded: {'benchy.integrations.runner' in sys.modules}\n".encode())
 
+
 if __name__ == "__main__":
     ds = TensorDataset(torch.arange(64.0).view(-1, 1))
     loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context="spawn", worker_init_fn=init)

@@ -40,8 +40,7 @@ def main() -> None:
     parser.add_argument("--files")
     parser.add_argument("--generic", action="store_true")
     args = parser.parse_args()
-    kw = dict(n=4000, own_ms=1.0, transform=Compose([Resize(0.5), Normalize(1.5)]), slow_worker=args.slow_worker,
-              slow_ms=4.0)
+    kw = dict(n=4000, own_ms=1.0, transform=Compose([Resize(0.5), Normalize(1.5)]), slow_worker=args.slow_worker, slow_ms=4.0)
     dataset = FileItems(args.files, **kw) if args.files else Items(**kw)
     loader_args = dict(batch_size=4, num_workers=args.workers, collate_fn=SlowCollate(2.0))
     if args.generic:

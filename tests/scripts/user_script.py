@@ -128,15 +128,24 @@ def fail_from(first: int, worker_id: int) -> None:
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--loader", choices=["dataloader", "generic", "plain"], default="dataloader")
-    p.add_argument("--kind", choices=["tuple", "tensor", "dict", "dali", "dictpair", "dataclass", "object", "opaque"],
-                   default="tuple")
+    p.add_argument(
+        "--kind", choices=["tuple", "tensor", "dict", "dali", "dictpair", "dataclass", "object", "opaque"], default="tuple"
+    )
     p.add_argument("--variable", action="store_true", help="batches of sizes 4, 8, 16, 2, ...")
-    p.add_argument("--loop", choices=["for", "steps", "prefetch"], default="for",
-                   help="for: for batch in loader; steps: it = iter(loader); for _ in range(len(loader)): next(it); "
-                        "prefetch: a CUDA-prefetcher-style wrapper (timm's PrefetchLoader) that fetches one batch ahead")
+    p.add_argument(
+        "--loop",
+        choices=["for", "steps", "prefetch"],
+        default="for",
+        help="for: for batch in loader; steps: it = iter(loader); for _ in range(len(loader)): next(it); "
+        "prefetch: a CUDA-prefetcher-style wrapper (timm's PrefetchLoader) that fetches one batch ahead",
+    )
     p.add_argument("--peek_at", default=None, help="EPOCH:STEP (or -1:STEP) at which the loop peeks next(iter(loader))")
-    p.add_argument("--peek_before", type=int, default=None,
-                   help="epoch (or -1: every epoch) before which the script peeks len(next(iter(loader))[0])")
+    p.add_argument(
+        "--peek_before",
+        type=int,
+        default=None,
+        help="epoch (or -1: every epoch) before which the script peeks len(next(iter(loader))[0])",
+    )
     p.add_argument("--discard_iter_at", type=int, default=None, help="epoch before which iter(loader) is discarded")
     p.add_argument("--val_loader", action="store_true", help="a second BenchmarkDataLoader, iterated after each epoch")
     p.add_argument("--samples", type=int, default=64)
@@ -146,8 +155,12 @@ def main() -> int:
     p.add_argument("--drop_last", action="store_true")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--step_ms", type=float, default=0.0)
-    p.add_argument("--warm_factor", type=float, default=0.0,
-                   help="a step time that decays: step_ms * (1 + warm_factor * exp(-k / warm_tau)) at step k")
+    p.add_argument(
+        "--warm_factor",
+        type=float,
+        default=0.0,
+        help="a step time that decays: step_ms * (1 + warm_factor * exp(-k / warm_tau)) at step k",
+    )
     p.add_argument("--warm_tau", type=float, default=1.0)
     p.add_argument("--fetch_ms", type=float, default=0.0)
     p.add_argument("--raise_at", default=None, help="EPOCH:STEP at which the step raises")
@@ -157,22 +170,33 @@ def main() -> int:
     p.add_argument("--spoil_output_dir_at", default=None, help="EPOCH:DIR: replace DIR by a file before that epoch")
     p.add_argument("--chdir", default=None, help="change to this directory once the loader exists (Hydra's job.chdir)")
     p.add_argument("--own_sigterm", action="store_true", help="install a SIGTERM handler that exits with status 42")
-    p.add_argument("--print_children", action="store_true",
-                   help="print the process's child processes and the loader's num_workers at each step 0")
-    p.add_argument("--fail_worker_from", type=int, default=None,
-                   help="worker_init_fn raises in workers with this id or higher (a setting that cannot run)")
+    p.add_argument(
+        "--print_children",
+        action="store_true",
+        help="print the process's child processes and the loader's num_workers at each step 0",
+    )
+    p.add_argument(
+        "--fail_worker_from",
+        type=int,
+        default=None,
+        help="worker_init_fn raises in workers with this id or higher (a setting that cannot run)",
+    )
     benchy.add_arguments(p)
     args = p.parse_args()
 
     if args.own_sigterm:  # before the loader exists, as a launcher or the script's own set-up would
+
         def on_term(signum, frame):
             print("USER::sigterm handler", flush=True)
             sys.exit(42)
+
         signal.signal(signal.SIGTERM, on_term)
 
     if args.forbid_cuda:
+
         def forbidden(*a, **k):
             raise AssertionError("benchy made a CUDA runtime call")
+
         torch.cuda.cudart = forbidden
         torch.cuda.synchronize = forbidden
 
@@ -187,13 +211,18 @@ def main() -> int:
             extra.update(batch_size=args.batch_size, drop_last=args.drop_last)
         loader = BenchmarkDataLoader(
             Items(args.samples, kind, args.fetch_ms, args.loader_raise_after),
-            num_workers=args.workers, persistent_workers=args.persistent, **extra,
+            num_workers=args.workers,
+            persistent_workers=args.persistent,
+            **extra,
         )
     elif args.loader == "generic":
-        loader = BenchmarkGenericIteratorWrapper(Generic(args.samples, args.batch_size, args.kind, args.fetch_ms), args.batch_size)
+        loader = BenchmarkGenericIteratorWrapper(
+            Generic(args.samples, args.batch_size, args.kind, args.fetch_ms), args.batch_size
+        )
     else:
-        loader = benchy.data_loader(args, Items(args.samples, args.kind, args.fetch_ms), batch_size=args.batch_size,
-                                    num_workers=args.workers)
+        loader = benchy.data_loader(
+            args, Items(args.samples, args.kind, args.fetch_ms), batch_size=args.batch_size, num_workers=args.workers
+        )
     if args.chdir:
         import os
 

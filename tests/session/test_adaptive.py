@@ -20,10 +20,18 @@ from benchy.session.session import Session
 AUTO = {"ntrials": "auto", "nwarmup": "auto"}
 
 
-def make(clock: FakeClock, fetch: Callable[[int], float], sections: Dict[str, Any],
-         **session: Any) -> Tuple[Session, io.StringIO]:
-    made = make_session(clock, fetch=fetch, modes={"nbatches": 25, **AUTO}, global_={"exit_after_tests": False},
-                        stream=io.StringIO(), **sections, **session)
+def make(
+    clock: FakeClock, fetch: Callable[[int], float], sections: Dict[str, Any], **session: Any
+) -> Tuple[Session, io.StringIO]:
+    made = make_session(
+        clock,
+        fetch=fetch,
+        modes={"nbatches": 25, **AUTO},
+        global_={"exit_after_tests": False},
+        stream=io.StringIO(),
+        **sections,
+        **session,
+    )
     return made.session, made.stream
 
 
@@ -51,6 +59,7 @@ def order(session: Session) -> List[str]:
 
 # --- the steady-state rule ---------------------------------------------------------------------
 
+
 def test_warmup_change_compares_the_last_window_with_the_one_before() -> None:
     assert warmup_change([1.0] * 9, 5) is None  # two windows of 5 need 10 periods
     assert warmup_change([2.0] * 10 + [1.0] * 10, 10) == pytest.approx(-0.5)
@@ -61,16 +70,19 @@ def test_warmup_change_compares_the_last_window_with_the_one_before() -> None:
 def test_a_step_time_that_grows_is_not_warmup(tmp_path) -> None:
     # Steps getting slower (a busy neighbour, throttling) are not cured by warming up longer.
     clock = FakeClock()
-    sections = {"IO": {"ntrials": 2, "nwarmup": 1}, "synthetic": {"ntrials": 2, "nwarmup": "auto"},
-                "full": {"run_benchmark": False}}
+    sections = {
+        "IO": {"ntrials": 2, "nwarmup": 1},
+        "synthetic": {"ntrials": 2, "nwarmup": "auto"},
+        "full": {"run_benchmark": False},
+    }
     session, stream = make(clock, lambda k: 0.002, sections)
     train(session, clock, lambda k: 0.01 * (1.0 + 0.01 * k))  # +1 % per step
     assert session.planner.warmups_used()["SYNTHETIC"] == 1
-    assert "SYNTHETIC warm-up: steady after 1 warm-up trial(s) (median step time of the last steps +" \
-        in stream.getvalue()
+    assert "SYNTHETIC warm-up: steady after 1 warm-up trial(s) (median step time of the last steps +" in stream.getvalue()
 
 
 # --- warm-up until steady: a step time that decays over its first epochs --------------------
+
 
 def decaying(base: float, factor: float, tau: float) -> Callable[[int], float]:
     """``base * (1 + factor * exp(-k / tau))`` at step ``k``: CPU caches, allocator, autotuning."""
@@ -85,8 +97,11 @@ IO_RATE = 8 / 0.002
 @pytest.mark.parametrize("ntrials", [3, "auto"])
 def test_auto_warmup_measures_the_steady_step_and_full_stays_below_both(tmp_path, ntrials) -> None:
     clock = FakeClock()
-    sections = {"IO": {"ntrials": 3, "nwarmup": 1}, "synthetic": {"ntrials": ntrials, "nwarmup": "auto"},
-                "full": {"ntrials": ntrials, "nwarmup": "auto"}}
+    sections = {
+        "IO": {"ntrials": 3, "nwarmup": 1},
+        "synthetic": {"ntrials": ntrials, "nwarmup": "auto"},
+        "full": {"ntrials": ntrials, "nwarmup": "auto"},
+    }
     session, stream = make(clock, lambda k: 0.002, sections)
     train(session, clock, DECAY)
     text = stream.getvalue()
@@ -115,8 +130,12 @@ def test_a_fixed_single_warmup_on_the_same_workload_is_what_auto_fixes(tmp_path)
 
 def test_auto_warmup_stops_at_its_bound_and_says_so(tmp_path) -> None:
     clock = FakeClock()
-    sections = {"global": {"auto_max_warmup": 2}, "IO": {"ntrials": 2, "nwarmup": 1},
-                "synthetic": {"ntrials": 2, "nwarmup": "auto"}, "full": {"run_benchmark": False}}
+    sections = {
+        "global": {"auto_max_warmup": 2},
+        "IO": {"ntrials": 2, "nwarmup": 1},
+        "synthetic": {"ntrials": 2, "nwarmup": "auto"},
+        "full": {"run_benchmark": False},
+    }
     session, stream = make(clock, lambda k: 0.002, sections)
     train(session, clock, decaying(0.01, 9.0, 30.0))  # far from steady after 50 steps
     assert session.planner.warmups_used()["SYNTHETIC"] == 2
@@ -125,17 +144,29 @@ def test_auto_warmup_stops_at_its_bound_and_says_so(tmp_path) -> None:
 
 # --- trials until the answer is known ------------------------------------------------------------
 
+
 def test_a_clear_gap_stops_at_the_fewest_trials(tmp_path) -> None:
     clock = FakeClock()
     session, stream = make(clock, lambda k: 0.002, {})
     windows = train(session, clock, lambda k: 0.01)
-    assert order(session) == ["IO_WARMUP_1", "IO_1", "IO_2", "SYNTHETIC_WARMUP_1", "FULL_WARMUP_1",
-                              "SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2"]
+    assert order(session) == [
+        "IO_WARMUP_1",
+        "IO_1",
+        "IO_2",
+        "SYNTHETIC_WARMUP_1",
+        "FULL_WARMUP_1",
+        "SYNTHETIC_1",
+        "FULL_1",
+        "FULL_2",
+        "SYNTHETIC_2",
+    ]
     assert windows == 6  # of at most 2 x (4 + 8) = 24
     text = stream.getvalue()
     assert "windows of steps in the training loop, back to back: up to about 603 steps" in text  # 24 x 25 + 3
-    assert "Schedule: done after IO 1 warm-up + 2, SYNTHETIC 1 warm-up + 2, FULL 1 warm-up + 2: the verdict " \
-           "is decided (99 % confidence)." in text
+    assert (
+        "Schedule: done after IO 1 warm-up + 2, SYNTHETIC 1 warm-up + 2, FULL 1 warm-up + 2: the verdict "
+        "is decided (99 % confidence)." in text
+    )
     assert "BENCHY::SUMMARY::VERDICT compute limits training" in text and "(99 % interval 5.00x to 5.00x)" in text
     doc = read_json(session)
     assert doc["complete"] is True and doc["schedule"]["windows_needed"] == 24 and doc["steps_needed"] == 603
@@ -178,14 +209,30 @@ def test_fixed_counts_ignore_the_answer(tmp_path) -> None:
     fixed = {"ntrials": 4, "nwarmup": 1}
     session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed})
     assert train(session, clock, lambda k: 0.01) == 10  # windows
-    assert order(session)[5:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "SYNTHETIC_1", "FULL_1", "FULL_2",
-                                  "SYNTHETIC_2", "SYNTHETIC_3", "FULL_3", "FULL_4", "SYNTHETIC_4"]
+    assert order(session)[5:] == [
+        "SYNTHETIC_WARMUP_1",
+        "FULL_WARMUP_1",
+        "SYNTHETIC_1",
+        "FULL_1",
+        "FULL_2",
+        "SYNTHETIC_2",
+        "SYNTHETIC_3",
+        "FULL_3",
+        "FULL_4",
+        "SYNTHETIC_4",
+    ]
 
 
-@pytest.mark.parametrize("section, key, value", [
-    ("IO", "ntrials", "Auto"), ("full", "nwarmup", "steady"), ("global", "auto_precision", 0),
-    ("global", "auto_max_trials", 1), ("global", "auto_max_warmup", 0),
-])
+@pytest.mark.parametrize(
+    "section, key, value",
+    [
+        ("IO", "ntrials", "Auto"),
+        ("full", "nwarmup", "steady"),
+        ("global", "auto_precision", 0),
+        ("global", "auto_max_trials", 1),
+        ("global", "auto_max_warmup", 0),
+    ],
+)
 def test_bad_auto_settings_are_named(section: str, key: str, value: Any) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(overrides={section: {key: value}}, environ={})
@@ -247,8 +294,7 @@ def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
     fixed = {"ntrials": 2, "nwarmup": 1}
     session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed}, queue_depth=3)
     train(session, clock, lambda k: 0.01)
-    assert order(session)[3:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "SYNTHETIC_1", "FULL_1", "FULL_2",
-                                  "SYNTHETIC_2"]
+    assert order(session)[3:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2"]
     spans = {t.label: t.window for t in session.results.trials if t.window is not None}
     gaps = []
     labels = list(spans)

@@ -37,8 +37,7 @@ def wrapper(data: List[Any], out: Path, nbatches: int, ntrials: int = 1, nwarmup
     mode = {"nbatches": nbatches, "ntrials": ntrials, "nwarmup": nwarmup}
     g = {"report_freq": 0, "exit_after_tests": False, "output_dir": str(out), "console": "plain"}
     g.update(global_)
-    return BenchmarkGenericIteratorWrapper(data, 300, benchy_config={"global": g, "IO": mode, "synthetic": mode,
-                                                                      "full": mode})
+    return BenchmarkGenericIteratorWrapper(data, 300, benchy_config={"global": g, "IO": mode, "synthetic": mode, "full": mode})
 
 
 def epochs(w: Any, k: int) -> None:
@@ -86,13 +85,16 @@ def test_a_finished_schedule_keeps_about_11_bytes_per_timed_batch(tmp_path: Path
     # Lists of Python floats and ints kept 32 to 68 bytes per batch (issue 10 measured 87); then
     # 16 (8-byte counts); now 8 for the time and 2 for the count of these 300-sample batches, and
     # in FULL 4 for the wait (the timeline's step/wait split): 8 + 2 + 4/3 on average over the three.
-    assert per_batch <= 11.9, (f"{per_batch:.1f} bytes kept per timed batch (runs of {small} and {large} "
-                               f"batches kept {kept_small} and {kept_large} bytes)")
+    assert per_batch <= 11.9, (
+        f"{per_batch:.1f} bytes kept per timed batch (runs of {small} and {large} "
+        f"batches kept {kept_small} and {kept_large} bytes)"
+    )
 
 
 def test_trial_results_store_their_steps_in_compact_arrays() -> None:
-    result = TrialResult(TrialSpec(Mode.FULL, 1, False, 3), samples=6, seconds=0.3,
-                         step_seconds=(0.1, 0.1, 0.1), step_samples=[2, 2, 2])
+    result = TrialResult(
+        TrialSpec(Mode.FULL, 1, False, 3), samples=6, seconds=0.3, step_seconds=(0.1, 0.1, 0.1), step_samples=[2, 2, 2]
+    )
     assert isinstance(result.step_seconds, array) and result.step_seconds.typecode == "d"
     assert isinstance(result.step_samples, array) and result.step_samples.typecode == "B"
     assert result.step_seconds.buffer_info()[1] * result.step_seconds.itemsize == 24
@@ -103,8 +105,7 @@ def test_trial_results_store_their_steps_in_compact_arrays() -> None:
 def test_step_counts_take_the_smallest_integer_type_that_holds_them() -> None:
     from benchy.core.results import samples_typecode
 
-    assert [samples_typecode(c) for c in ([], [0, 255], [256], [65536], [1 << 32], [-1, 3])] == [
-        "B", "B", "H", "I", "Q", "q"]
+    assert [samples_typecode(c) for c in ([], [0, 255], [256], [65536], [1 << 32], [-1, 3])] == ["B", "B", "H", "I", "Q", "q"]
     big = TrialResult(TrialSpec(Mode.FULL, 1, False, 2), 70_000, 1.0, [0.5, 0.5], [35_000, 35_000])
     assert big.step_samples.typecode == "H" and big.samples_array().tolist() == [35_000, 35_000]
     assert big.step_rates().tolist() == [70_000.0, 70_000.0]
@@ -134,8 +135,9 @@ def test_checkpoints_cost_the_new_trial_and_the_final_json_keeps_the_rates(tmp_p
             now = snapshot(out)
             # Every trial that ended has its file; files written earlier were not written again.
             # Every trial that ended has its steps file and its system readings beside it.
-            assert sorted(now) == sorted(name for t in w.benchy.results.trials
-                                         for name in (f"{t.label}.npy", f"{t.label}.system.npy"))
+            assert sorted(now) == sorted(
+                name for t in w.benchy.results.trials for name in (f"{t.label}.npy", f"{t.label}.system.npy")
+            )
             assert all(now[name] == seen[name] for name in seen), "an earlier trial's file was rewritten"
             seen = now
             if not w.benchy.done:
@@ -181,8 +183,13 @@ def test_the_per_step_directory_is_checked_up_front(tmp_path: Path) -> None:
 
 
 def test_write_document_puts_each_per_step_list_on_one_line() -> None:
-    doc = {"schema_version": 1, "note": "a \u0000benchy-per-step- lookalike", "IO": {"rates": [[1.5, 2.0], [None]], "n": 2},
-           "FULL": {"rates": None}, "SYNTHETIC": {"rates": [[3.25]]}}
+    doc = {
+        "schema_version": 1,
+        "note": "a \u0000benchy-per-step- lookalike",
+        "IO": {"rates": [[1.5, 2.0], [None]], "n": 2},
+        "FULL": {"rates": None},
+        "SYNTHETIC": {"rates": [[3.25]]},
+    }
     handle = io.StringIO()
     write_document(handle, doc)
     text = handle.getvalue()
@@ -204,7 +211,7 @@ def test_write_document_puts_each_per_step_list_on_one_line() -> None:
             write_document(handle, {"IO": {"rates": [values, np.zeros(0)]}})
             expected = [[0.1, 1e-7, 2.5e20, None, 3.0, None, 12345.678], []]
             assert json.loads(handle.getvalue()) == {"IO": {"rates": expected}}
-            assert json.dumps([0.1, 1e-07, 2.5e+20, None, 3.0])[1:-1] in handle.getvalue()
+            assert json.dumps([0.1, 1e-07, 2.5e20, None, 3.0])[1:-1] in handle.getvalue()
     finally:
         files.SLICE = default
 

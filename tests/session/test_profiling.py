@@ -40,7 +40,7 @@ def walk(window: ProfilerWindow, api: FakeApi) -> List[str]:
         window.before_trial(spec)
         seen += [f"{c} before {spec.label}" for c in api.calls[before:]]
         before = len(api.calls)
-        window.after_trial(spec, any(s.mode in window.kinds for s in specs[k + 1:]))
+        window.after_trial(spec, any(s.mode in window.kinds for s in specs[k + 1 :]))
         seen += [f"{c} after {spec.label}" for c in api.calls[before:]]
     return seen
 
@@ -63,8 +63,7 @@ def test_ranks_not_chosen_make_no_call(mode: str, rank: int) -> None:
 
 def test_all_mode_profiles_every_rank() -> None:
     api = FakeApi()
-    assert walk(ProfilerWindow("all", 3, list(Mode), api=api), api) == [
-        "start before IO_WARMUP_1", "stop after FULL_3"]
+    assert walk(ProfilerWindow("all", 3, list(Mode), api=api), api) == ["start before IO_WARMUP_1", "stop after FULL_3"]
 
 
 def test_capture_narrowed_to_full() -> None:
@@ -114,8 +113,14 @@ def test_close_stops_once() -> None:
 
 
 def session_with(api: FakeApi) -> Made:
-    return make_session(FakeClock(), batches=5, batch=2, modes={"nbatches": 3, "ntrials": 1, "nwarmup": 1},
-                        global_={"exit_after_tests": False}, profiler_api=api)
+    return make_session(
+        FakeClock(),
+        batches=5,
+        batch=2,
+        modes={"nbatches": 3, "ntrials": 1, "nwarmup": 1},
+        global_={"exit_after_tests": False},
+        profiler_api=api,
+    )
 
 
 def test_session_stops_the_profiler_when_the_step_raises_and_the_script_ends() -> None:
@@ -138,9 +143,10 @@ def test_session_stops_the_profiler_before_the_summary() -> None:
     until_done(session)
     assert api.calls == ["start", "stop"] and session.done
     out = stream.getvalue()
-    assert out.index("Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): cudaProfilerStart "
-                     "before IO_WARMUP_1; cudaProfilerStop after FULL_1") < \
-        out.index("BENCHY::SUMMARY::IO")
+    assert out.index(
+        "Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): cudaProfilerStart "
+        "before IO_WARMUP_1; cudaProfilerStop after FULL_1"
+    ) < out.index("BENCHY::SUMMARY::IO")
 
 
 def test_cpu_run_makes_no_cuda_call_even_when_asked_to_profile_and_sync(run_script) -> None:

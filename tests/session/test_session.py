@@ -44,8 +44,9 @@ def windows(session: Session) -> List[str]:
 def test_periodic_lines_report_exact_rates_and_their_time_is_excluded(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session, stream, exits = make(clock, IO={"nbatches": 6}, synthetic={"nbatches": 6}, full={"nbatches": 6},
-                                  **{"global": {"report_freq": 2}})
+    session, stream, exits = make(
+        clock, IO={"nbatches": 6}, synthetic={"nbatches": 6}, full={"nbatches": 6}, **{"global": {"report_freq": 2}}
+    )
     run_epoch(session, clock)  # 100 batches: the whole schedule runs inside this epoch
     text = stream.getvalue()
     # IO: 8 samples per 0.01 s fetch; FULL: a 0.02 s step and a 0.01 s fetch per batch; SYNTHETIC: the step only.
@@ -74,15 +75,23 @@ def test_the_loops_epochs_keep_their_length_during_and_after_the_schedule(tmp_pa
     doc = read_json(session)
     assert doc["complete"] is True and doc["epoch_length"] == 7 and doc["steps_needed"] >= 16
     spans = {e["trial"]: e["window"] for e in doc["timeline"]["trials"]}
-    assert spans["IO_1"] is None and spans["SYNTHETIC_1"]["start_epoch"] == 1 and spans["SYNTHETIC_1"]["start_step"] == 2  # after the FLOPs' steps
+    assert (
+        spans["IO_1"] is None and spans["SYNTHETIC_1"]["start_epoch"] == 1 and spans["SYNTHETIC_1"]["start_step"] == 2
+    )  # after the FLOPs' steps
     assert sum(spans[label]["left_out"] for label in windows(session)) >= 1  # a window crossed an epoch's end
 
 
 def test_synthetic_steps_take_the_epoch_s_places_and_ask_the_loader_for_nothing(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session, _, _ = make(clock, batches=20, IO={"run_benchmark": False}, full={"run_benchmark": False},
-                         synthetic={"nbatches": 5, "ntrials": 2}, global_={"exit_after_tests": False, "flops": False})
+    session, _, _ = make(
+        clock,
+        batches=20,
+        IO={"run_benchmark": False},
+        full={"run_benchmark": False},
+        synthetic={"nbatches": 5, "ntrials": 2},
+        global_={"exit_after_tests": False, "flops": False},
+    )
     assert run_epoch(session, clock) == 20  # the loader's own length, though 10 steps got the cached batch
     # The pass's first batch (the cached one), then 10 steps of no fetch, then the pass's own batches
     # up to its length: 20 - 10 hand-outs of real batches. The last 10 of the pass are never made.
@@ -92,8 +101,15 @@ def test_synthetic_steps_take_the_epoch_s_places_and_ask_the_loader_for_nothing(
 def test_an_epoch_without_a_length_holds_the_synthetic_steps_besides_its_own(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session, _, _ = make(clock, batches=20, length=None, IO={"run_benchmark": False}, full={"run_benchmark": False},
-                         synthetic={"nbatches": 5, "ntrials": 2}, global_={"exit_after_tests": False, "flops": False})
+    session, _, _ = make(
+        clock,
+        batches=20,
+        length=None,
+        IO={"run_benchmark": False},
+        full={"run_benchmark": False},
+        synthetic={"nbatches": 5, "ntrials": 2},
+        global_={"exit_after_tests": False, "flops": False},
+    )
     assert run_epoch(session, clock) == 30 and clock.fetches == 20  # every batch of the pass, and 10 cached
     assert run_epoch(session, clock) == 20  # after the schedule: the loader's own
 
@@ -112,8 +128,13 @@ def test_exit_status_3_when_a_mode_has_no_counted_trial(tmp_path, monkeypatch) -
                     raise OSError("disk gone")
                 yield [0] * 8
 
-    session, stream, exits = make_session(clock, make_iterator=Broken().__iter__, IO={"run_benchmark": False},
-                                          synthetic={"run_benchmark": False}, full={"nbatches": 4, "ntrials": 2})
+    session, stream, exits = make_session(
+        clock,
+        make_iterator=Broken().__iter__,
+        IO={"run_benchmark": False},
+        synthetic={"run_benchmark": False},
+        full={"nbatches": 4, "ntrials": 2},
+    )
     errors = 0
     while not session.done and errors < 10:
         try:
@@ -160,8 +181,9 @@ def test_one_benchmark_at_a_time_the_first_iterated_runs_it(tmp_path, monkeypatc
 def test_synthetic_batch_is_one_object_for_all_its_windows(tmp_path, monkeypatch, batches: int) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session, _, _ = make(clock, batches=batches, synthetic={"nwarmup": 1}, full={"run_benchmark": False},
-                         global_={"flops": False})
+    session, _, _ = make(
+        clock, batches=batches, synthetic={"nwarmup": 1}, full={"run_benchmark": False}, global_={"flops": False}
+    )
     seen = set()
     for _ in range(20):
         if session.done:
@@ -215,18 +237,22 @@ def test_io_h2d_trials_copy_every_batch_and_are_compared_with_io(tmp_path, monke
         copied.append(batch)
         return list(batch)  # the same structure, elsewhere
 
-    session, stream, exits = make(clock, h2d_copy=copy, fetch=0.01, IO={"ntrials": 2},
-                                  synthetic={"nbatches": 4}, full={"nbatches": 4})
+    session, stream, exits = make(
+        clock, h2d_copy=copy, fetch=0.01, IO={"ntrials": 2}, synthetic={"nbatches": 4}, full={"nbatches": 4}
+    )
     until_done(session, clock, step=0.005)
     text = stream.getvalue()
     # IO: 8 samples per 10 ms; with the copy, 8 per 25 ms: 320 samples/s, 0.40x IO.
     assert "BENCHY::H2D_1::Trial Throughput: 320.000" in text and "BENCHY::H2D_2::Trial Throughput: 320.000" in text
     assert len(copied) == 2 * (4 + 1)  # each trial: the batch received before its clock starts, and its 4
-    assert ("BENCHY::SUMMARY::H2D IO with copies to the injected copy: 320.000 +/- 0.000 samples/s, 0.40x IO "
-            "(this rank's loader)") in text
+    assert (
+        "BENCHY::SUMMARY::H2D IO with copies to the injected copy: 320.000 +/- 0.000 samples/s, 0.40x IO (this rank's loader)"
+    ) in text
     verdict = next(x for x in text.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT "))
-    assert ("copying each batch to the injected copy lowers the loader's rate to 320.000 samples/s, 40 % of IO "
-            "(pin_memory=True and non_blocking copies let them overlap the step)") in verdict
+    assert (
+        "copying each batch to the injected copy lowers the loader's rate to 320.000 samples/s, 40 % of IO "
+        "(pin_memory=True and non_blocking copies let them overlap the step)"
+    ) in verdict
     doc = json.loads((Path(session.config.output_path)).read_text())
     assert doc["IO_H2D"]["trial_throughput"] == pytest.approx([320.0, 320.0]) and doc["IO_H2D"]["vs_io"] == pytest.approx(0.4)
     assert exits == [0]
@@ -238,8 +264,9 @@ def test_io_h2d_is_skipped_and_said_on_a_cpu_run(tmp_path, monkeypatch) -> None:
     session, stream, _ = make(clock, synthetic={"nbatches": 4}, full={"nbatches": 4})
     until_done(session, clock)
     text = stream.getvalue()
-    assert ("BENCHY::INFO::Message: IO_H2D: skipped: no accelerator in use at the first epoch (the run computes "
-            "on the CPU).") in text
+    assert (
+        "BENCHY::INFO::Message: IO_H2D: skipped: no accelerator in use at the first epoch (the run computes on the CPU)."
+    ) in text
     assert "BENCHY::SUMMARY::H2D skipped: no accelerator in use at the first epoch" in text
     doc = json.loads((Path(session.config.output_path)).read_text())
     assert doc["IO_H2D"]["skipped"].startswith("no accelerator") and doc["IO_H2D"]["n"] == 0
@@ -266,7 +293,7 @@ def test_the_summary_works_out_the_verdict_once_for_its_lines_table_and_json(mon
     monkeypatch.setattr(verdict_module, "verdict", counting_verdict)
     monkeypatch.setattr(sink_module.ResultSink, "summary", summary)
     until_done(made.session, clock)
-    during = calls[calls.index("summary") + 1: calls.index("end of summary")]
+    during = calls[calls.index("summary") + 1 : calls.index("end of summary")]
     assert during == ["verdict"]  # lines, terminal table and JSON share one Reading
     doc = read_json(made.session)
     assert doc["verdict"] and doc["summary"][-1] == "BENCHY::SUMMARY::VERDICT " + doc["verdict"]
@@ -319,8 +346,14 @@ def test_a_peek_before_every_epoch_is_not_an_epoch_in_the_numbers(tmp_path, monk
 def test_an_iter_inside_the_loop_is_served_plain_and_its_time_counts_in_the_step(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session, stream, _ = make(clock, batches=100, IO={"run_benchmark": False}, full={"run_benchmark": False},
-                              synthetic={"nbatches": 4, "ntrials": 1}, global_={"flops": False})
+    session, stream, _ = make(
+        clock,
+        batches=100,
+        IO={"run_benchmark": False},
+        full={"run_benchmark": False},
+        synthetic={"nbatches": 4, "ntrials": 1},
+        global_={"flops": False},
+    )
     it = session.iterate()
     for k, batch in enumerate(it):
         clock.now += 0.02
@@ -349,8 +382,14 @@ def test_every_io_trial_starts_with_the_workers_queue_drained(tmp_path, monkeypa
     # workers fill their queue. Each IO trial must still read their rate, 8 samples / 0.01 s.
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session = make_session(clock, IO={"nbatches": 10, "ntrials": 3, "nwarmup": 1}, queue_depth=4, workers=2,
-                           global_={"exit_after_tests": False}, make_iterator=Prefetching(clock, 0.01, 4)).session
+    session = make_session(
+        clock,
+        IO={"nbatches": 10, "ntrials": 3, "nwarmup": 1},
+        queue_depth=4,
+        workers=2,
+        global_={"exit_after_tests": False},
+        make_iterator=Prefetching(clock, 0.01, 4),
+    ).session
     session.iterate()
     io = [t for t in session.results.trials if t.mode is Mode.IO]
     assert [t.label for t in io] == ["IO_WARMUP_1", "IO_1", "IO_2", "IO_3"]
@@ -362,10 +401,16 @@ def test_full_windows_start_after_the_workers_ready_batches_were_taken(tmp_path,
     # batches. The loop takes them first, untimed (the lead-in): FULL reads the loader's 800/s.
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session = make_session(clock, IO={"run_benchmark": False}, synthetic={"nbatches": 6, "ntrials": 1},
-                           full={"nbatches": 6, "ntrials": 2}, queue_depth=4, workers=2,
-                           global_={"exit_after_tests": False, "flops": False},
-                           make_iterator=Prefetching(clock, 0.01, 4)).session
+    session = make_session(
+        clock,
+        IO={"run_benchmark": False},
+        synthetic={"nbatches": 6, "ntrials": 1},
+        full={"nbatches": 6, "ntrials": 2},
+        queue_depth=4,
+        workers=2,
+        global_={"exit_after_tests": False, "flops": False},
+        make_iterator=Prefetching(clock, 0.01, 4),
+    ).session
     run_epoch(session, clock, step=0.001)
     assert [t.throughput for t in session.results.measured(Mode.FULL)] == pytest.approx([800.0] * 2, rel=1e-6)
 
@@ -425,9 +470,11 @@ def test_at_exit_a_window_part_way_is_lost_and_the_steps_needed_said(tmp_path, m
     text = stream.getvalue()
     needed = session.steps_needed()
     during = " during trial FULL_1" if batches == 8 else ""
-    assert (f"the script stopped after 1 epoch(s), {batches} step(s) since the benchmark started{during}, before the "
-            f"benchy schedule's end (about {needed} steps, {-(-needed // batches)} epoch(s) of {batches} batches in "
-            f"all") in text
+    assert (
+        f"the script stopped after 1 epoch(s), {batches} step(s) since the benchmark started{during}, before the "
+        f"benchy schedule's end (about {needed} steps, {-(-needed // batches)} epoch(s) of {batches} batches in "
+        f"all"
+    ) in text
     doc = read_json(session)
     lost = [(i["trial"], i["reason"]) for i in doc["interrupted"]]
     not_run = f"not run: the script stopped after 1 epoch(s), {batches} step(s)"
@@ -466,4 +513,5 @@ class Prefetching:
                 if full:
                     self.next_ready = self.clock.now + self.period
                 yield [0] * 8
+
         return batches()

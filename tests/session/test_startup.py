@@ -31,18 +31,20 @@ def test_each_pass_records_the_time_from_iter_to_its_first_batch() -> None:
 
 
 def test_startup_against_an_epoch_at_the_full_rate() -> None:
-    found = startup([0.5, 0.4, 0.6], workers=2, persistent=False, epoch_batches=100, batch_seconds=0.01,
-                    full_batch_seconds=0.02)
+    found = startup([0.5, 0.4, 0.6], workers=2, persistent=False, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
     assert found is not None and found.typical == pytest.approx(0.5) and found.extra == pytest.approx(0.49)
     assert found.share == pytest.approx(0.49 / 2.49)
-    assert found.text() == ("loader start-up (iter() to the first batch): 0.500 s per epoch (median of 3 passes; "
-                            "passes: 0.500, 0.400, 0.600 s), 0.490 s more than an ordinary batch: 19.7 % of an "
-                            "epoch of 100 batches at the FULL rate (2.00 s)")
-    assert found.verdict_clause() == ("each epoch also starts the loader (0.490 s more than a batch, 19.7 % of an "
-                                      "epoch at the FULL rate, not in the trials' throughputs): "
-                                      "persistent_workers=True keeps the workers between epochs")
-    cheap = startup([0.012], workers=0, persistent=False, epoch_batches=100, batch_seconds=0.01,
-                    full_batch_seconds=0.02)
+    assert found.text() == (
+        "loader start-up (iter() to the first batch): 0.500 s per epoch (median of 3 passes; "
+        "passes: 0.500, 0.400, 0.600 s), 0.490 s more than an ordinary batch: 19.7 % of an "
+        "epoch of 100 batches at the FULL rate (2.00 s)"
+    )
+    assert found.verdict_clause() == (
+        "each epoch also starts the loader (0.490 s more than a batch, 19.7 % of an "
+        "epoch at the FULL rate, not in the trials' throughputs): "
+        "persistent_workers=True keeps the workers between epochs"
+    )
+    cheap = startup([0.012], workers=0, persistent=False, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
     assert cheap is not None and cheap.share == pytest.approx(0.002 / 2.002) and cheap.verdict_clause() is None
 
 
@@ -50,11 +52,9 @@ def test_persistent_workers_start_once() -> None:
     once = startup([2.0], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
     assert once is not None and once.share is None and once.verdict_clause() is None
     assert "the first pass, which also started the persistent workers" in once.text()
-    later = startup([2.0, 0.02, 0.03], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01,
-                    full_batch_seconds=0.02)
+    later = startup([2.0, 0.02, 0.03], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
     assert later is not None and later.typical == pytest.approx(0.025) and later.verdict_clause() is None
-    assert startup([], workers=0, persistent=False, epoch_batches=None, batch_seconds=None,
-                   full_batch_seconds=None) is None
+    assert startup([], workers=0, persistent=False, epoch_batches=None, batch_seconds=None, full_batch_seconds=None) is None
 
 
 class Samples(torch.utils.data.Dataset):
@@ -71,13 +71,19 @@ def slow_start(worker_id: int) -> None:
 
 @pytest.mark.timing
 @pytest.mark.parametrize("persistent", [False, True])
-def test_a_loader_that_restarts_its_workers_every_epoch_is_named(tmp_path: Path, persistent: bool,
-                                                                  capsys: pytest.CaptureFixture) -> None:
+def test_a_loader_that_restarts_its_workers_every_epoch_is_named(
+    tmp_path: Path, persistent: bool, capsys: pytest.CaptureFixture
+) -> None:
     mode = {"nbatches": 6, "ntrials": 2, "nwarmup": 0}
-    cfg = {"global": {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0},
-           "IO": mode, "synthetic": mode, "full": mode}
-    loader = BenchmarkDataLoader(Samples(), batch_size=4, num_workers=2, worker_init_fn=slow_start,
-                                 persistent_workers=persistent, benchy_config=cfg)  # 12 batches per pass
+    cfg = {
+        "global": {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0},
+        "IO": mode,
+        "synthetic": mode,
+        "full": mode,
+    }
+    loader = BenchmarkDataLoader(
+        Samples(), batch_size=4, num_workers=2, worker_init_fn=slow_start, persistent_workers=persistent, benchy_config=cfg
+    )  # 12 batches per pass
     until_done(loader, lambda: time.sleep(0.002))
     out = capsys.readouterr().out
     start = loader.benchy.snapshot().startup

@@ -16,8 +16,9 @@ if os.environ.get("BENCHY_RUN_LOADER") and "--multiprocessing-fork" not in sys.a
     except Exception as err:  # never stop the user's program: say why benchy is not active
         from benchy.results.lines import warning
 
-        sys.stderr.write(warning(f"benchy run could not replace DataLoader in {sys.argv[:1]}: "
-                                 f"{type(err).__name__}: {err}") + "\n")  # one write: ranks share the pipe
+        sys.stderr.write(
+            warning(f"benchy run could not replace DataLoader in {sys.argv[:1]}: {type(err).__name__}: {err}") + "\n"
+        )  # one write: ranks share the pipe
         sys.stderr.flush()
 
 _here = os.path.dirname(os.path.abspath(__file__))
