@@ -88,8 +88,22 @@ def test_core_and_results_never_import_torch() -> None:
 
 # What touches files or the file system: none of it in core (reading YAML and probing the output
 # directory are results.configfile's; result files are results.document's and results.files').
-FILE_CALLS = {"open", "getsize", "exists", "isdir", "isfile", "makedirs", "listdir", "scandir", "mkstemp", "pathconf",
-              "unlink", "remove", "rename", "replace"}
+FILE_CALLS = {
+    "open",
+    "getsize",
+    "exists",
+    "isdir",
+    "isfile",
+    "makedirs",
+    "listdir",
+    "scandir",
+    "mkstemp",
+    "pathconf",
+    "unlink",
+    "remove",
+    "rename",
+    "replace",
+}
 FILE_MODULES = {"tempfile", "shutil", "yaml", "pathlib", "glob"}
 
 

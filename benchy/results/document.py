@@ -335,12 +335,15 @@ def _plural(kind: Kind) -> str:
 # --- the document ---------------------------------------------------------------------------
 
 NUMBER = Num()
+UNIX_TIME = Num(low=0, high=1e11, what="Unix seconds")  # up to the year 5138: a clock's reading, not a date
+SECONDS = Num(low=0, high=1e9, what="seconds")  # a duration: up to some 31 years
 COUNT = Num(integer=True, low=0)
 INDEX = Num(integer=True, low=0)
 TEXT = Text()
 FLAG = Flag()
 NUMBERS = ListOf(NUMBER)
 NUMBERS_OR_NULL = ListOf(Opt(NUMBER))
+DURATIONS = ListOf(SECONDS)
 COUNTS = ListOf(COUNT)
 MODE_NAMES = ("IO", "SYNTHETIC", "FULL")
 
@@ -370,7 +373,7 @@ SYSTEM = Obj(
     plural="objects of system figures",
 )
 SYSTEMS = ListOf(Opt(SYSTEM))
-WARMUP = Obj({"trial_throughput": NUMBERS_OR_NULL, "trial_time": NUMBERS, "trial_samples": COUNTS, "system": SYSTEMS})
+WARMUP = Obj({"trial_throughput": NUMBERS_OR_NULL, "trial_time": DURATIONS, "trial_samples": COUNTS, "system": SYSTEMS})
 STEPS = Obj(
     {
         "steps": COUNT,
@@ -434,7 +437,7 @@ MODE_BLOCK = Obj(
         "rates": Opt(ListOf(NUMBERS_OR_NULL)),
         "avg_iter_throughput": NUMBERS_OR_NULL,
         "trial_throughput": NUMBERS_OR_NULL,
-        "trial_time": NUMBERS,
+        "trial_time": DURATIONS,
         "trial_samples": COUNTS,
         "nbatches": COUNTS,
         "mean": Opt(NUMBER),
@@ -468,14 +471,14 @@ TIMELINE_TRIAL = Obj(
         "group": TEXT,
         "warmup": FLAG,
         "profiled": FLAG,
-        "started": Opt(NUMBER),
-        "own_seconds": Opt(NUMBER),
-        "seconds": Opt(NUMBER),
+        "started": Opt(UNIX_TIME),
+        "own_seconds": Opt(SECONDS),
+        "seconds": Opt(SECONDS),
         "nbatches": Opt(COUNT),
         "samples": Opt(COUNT),
         "steps_file": FLAG,
-        "rank_started": Opt(NUMBERS),
-        "rank_seconds": Opt(NUMBERS),
+        "rank_started": Opt(ListOf(UNIX_TIME)),
+        "rank_seconds": Opt(DURATIONS),
         "window": Opt(WINDOW),
         "setting": Opt(SETTING),
     },
@@ -488,7 +491,7 @@ SWEEP_SETTING = Obj(
     {
         "settings": SETTING,
         "trial_throughput": NUMBERS_OR_NULL,
-        "trial_time": NUMBERS,
+        "trial_time": DURATIONS,
         "trial_samples": COUNTS,
         "warmup": Obj({"trial_throughput": NUMBERS_OR_NULL}),
         "mean": Opt(NUMBER),
@@ -515,8 +518,8 @@ SWEEP = Obj(
 )
 STARTUP = Obj(
     {
-        "seconds": NUMBERS,
-        "started": NUMBERS,
+        "seconds": DURATIONS,
+        "started": ListOf(UNIX_TIME),
         "typical": Opt(NUMBER),
         "basis": Opt(TEXT),
         "batch_seconds": Opt(NUMBER),
@@ -662,7 +665,7 @@ H2D = Obj(
         "device": Opt(TEXT),
         "skipped": Opt(TEXT),
         "trial_throughput": NUMBERS_OR_NULL,
-        "trial_time": NUMBERS,
+        "trial_time": DURATIONS,
         "trial_samples": COUNTS,
         "mean": Opt(NUMBER),
         "interval": Opt(NUMBER),

@@ -58,12 +58,17 @@ CASES: List[tuple] = [
     (
         "a pass's start",
         json.dumps(_set(raw("v4"), ["loader_startup", "started", 0], "soon")),
-        'loader_startup.started[0]: expected a number, got "soon"',
+        'loader_startup.started[0]: expected a number from 0 to 1e+11 (Unix seconds), got "soon"',
     ),
     (
         "a trial's start",
         json.dumps(_set(raw("v4"), ["timeline", "trials", 2, "started"], "soon")),
-        'timeline.trials[2].started: expected a number or null, got "soon"',
+        'timeline.trials[2].started: expected a number from 0 to 1e+11 (Unix seconds) or null, got "soon"',
+    ),
+    (
+        "a start before 1970",
+        json.dumps(_set(raw("v4"), ["timeline", "trials", 0, "started"], -62_135_596_801)),
+        "timeline.trials[0].started: expected a number from 0 to 1e+11 (Unix seconds) or null, got -62135596801",
     ),
     (
         "a system figure",
