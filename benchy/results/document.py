@@ -109,7 +109,7 @@ class Num(Kind):
         if isinstance(value, float) and (not math.isfinite(value) or (self.integer and not value.is_integer())):
             raise fail(path, value, self.text())
         if not -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:
-            raise fail(path, value, self.text() + f", at most {MAX_MAGNITUDE:.0e} in size")
+            raise fail(path, value, self.text() + f" of at most {MAX_MAGNITUDE:.0e} in size")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise fail(path, value, self.text())
 
@@ -166,7 +166,14 @@ class Opt(Kind):
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not self.kind.shallow(value) and not (number and isinstance(self.kind, Num)):
             raise fail(path, value, self.text())
-        self.kind.check(value, path, fail, depth)  # a number out of bounds: the bound named
+        if number and isinstance(self.kind, Num):  # a number out of bounds: the bound named, and null allowed
+
+            def or_null(where: str, found: Any, expected: str) -> ResultFileError:
+                return fail(where, found, expected + " or null")
+
+            self.kind.check(value, path, or_null, depth)
+            return
+        self.kind.check(value, path, fail, depth)
 
     def text(self) -> str:
         return self.kind.text() + " or null"

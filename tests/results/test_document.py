@@ -78,7 +78,7 @@ CASES: List[tuple] = [
     (
         "a throughput past any machine",
         json.dumps(_set(raw("v4"), ["SYNTHETIC", "trial_throughput", 0], 1.6e154)),
-        "SYNTHETIC.trial_throughput[0]: expected a number, at most 1e+30 in size, got 1.6e+154",
+        "SYNTHETIC.trial_throughput[0]: expected a number of at most 1e+30 in size or null, got 1.6e+154",
     ),
     (
         "a stage's name",
