@@ -40,7 +40,12 @@ class Run:
         return {int(e): (int(s), int(n)) for e, s, n in found}
 
     def result(self) -> Dict[str, Any]:
-        return json.loads(self.json_path.read_text())
+        """The run's JSON, checked against the declared model of a result file (every key at every depth)."""
+        from benchy.results.document import check
+
+        document = json.loads(self.json_path.read_text())
+        check(document, str(self.json_path))
+        return document
 
     def summary_line(self, word: str) -> str:
         """The text of the one ``BENCHY::SUMMARY::<word>`` line the run printed."""
@@ -203,9 +208,13 @@ def until_done(loader: Any, step: Callable[[], None] = lambda: None, most: int =
 
 
 def read_json(session: Any) -> Dict[str, Any]:
-    """The session's result JSON."""
+    """The session's result JSON, checked against the declared model of a result file."""
+    from benchy.results.document import check
+
     with open(session.config.output_path, encoding="utf-8") as handle:
-        return json.load(handle)
+        document = json.load(handle)
+    check(document, session.config.output_path)
+    return document
 
 
 # --- results built by hand ---------------------------------------------------------------------------

@@ -24,8 +24,10 @@ __all__ = [
     "RATES_SLICE",
     "SAMPLE_TYPECODES",
     "FlopCount",
+    "ProfilerState",
     "RankSummary",
     "RunResults",
+    "ScheduleState",
     "Snapshot",
     "Span",
     "StepRates",
@@ -410,15 +412,72 @@ class StepRates:
 
 
 @dataclass(frozen=True)
+class ScheduleState:
+    """The schedule as it ran: its plan (adaptive, precision, windows at the most and the fewest), the
+    trials in the order they ran, the warm-ups run per mode, the verdict's confidence, why it stopped."""
+
+    adaptive: bool
+    precision: float
+    windows_needed: int
+    windows_fewest: int
+    order: Tuple[str, ...]
+    warmups: Mapping[str, int]
+    decision_confidence: float
+    stop_reason: Optional[str]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON's ``schedule``."""
+        return {
+            "adaptive": self.adaptive,
+            "precision": self.precision,
+            "windows_needed": self.windows_needed,
+            "windows_fewest": self.windows_fewest,
+            "order": list(self.order),
+            "warmups": dict(self.warmups),
+            "decision_confidence": self.decision_confidence,
+            "stop_reason": self.stop_reason,
+        }
+
+
+@dataclass(frozen=True)
+class ProfilerState:
+    """What the profilers did: a tool attached for NVTX, the profiler and its mode, the kinds captured,
+    the capture's events (cudaProfilerStart/Stop calls, or why none; each torch trace written), and
+    rank 0's torch.profiler trace files with the seconds each took to write."""
+
+    nvtx_tool_attached: bool
+    profiler: str
+    profiler_mode: str
+    capture: Tuple[str, ...]
+    events: Tuple[str, ...]
+    torch_traces: Tuple[str, ...] = ()
+    torch_trace_dir: Optional[str] = None
+    torch_trace_write_s: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON's ``profiler``."""
+        return {
+            "nvtx_tool_attached": self.nvtx_tool_attached,
+            "profiler": self.profiler,
+            "profiler_mode": self.profiler_mode,
+            "capture": list(self.capture),
+            "events": list(self.events),
+            "torch_traces": list(self.torch_traces),
+            "torch_trace_dir": self.torch_trace_dir,
+            "torch_trace_write_s": dict(self.torch_trace_write_s),
+        }
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """What a session knows, its results included (a frozen value), handed to the sink for each summary
     and JSON write."""
 
     results: RunResults
-    schedule: Dict[str, Any]  # the schedule's plan, the order trials ran in, warm-ups used, why they stopped
+    schedule: ScheduleState
     epochs_started: int
     finished: bool  # the schedule ran to its end
-    profiler: Dict[str, Any]
+    profiler: ProfilerState
     synthetic_batch_samples: Optional[int]  # the one cached batch of every SYNTHETIC trial (None until fetched)
     lookahead: Optional[bool]  # the loop fetches one batch ahead (decided from SYNTHETIC)
     counting: str  # how samples are counted, in words

@@ -10,9 +10,10 @@ it hands back events, which the session's sink says.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from ..core.config import Config
+from ..core.results import ProfilerState
 from ..core.schedule import Mode, TrialSpec
 from ..measure.profiling import TRACE_FILE, CudaProfilerApi, ProfilerWindow, Ranges, TorchProfiler, global_rank
 from ..results.files import remove_matching
@@ -89,17 +90,17 @@ class Profilers:
             out.append(TraceWritten(self._rank, event, others))
         return out
 
-    def block(self, nvtx_attached: bool) -> Dict[str, Any]:
-        """The JSON's ``profiler`` block."""
+    def block(self, nvtx_attached: bool) -> ProfilerState:
+        """What the profilers did (the JSON's ``profiler``)."""
         g = self.config.general
         found = self.torch
-        return {
-            "nvtx_tool_attached": nvtx_attached,
-            "profiler": g.profiler,
-            "profiler_mode": g.profiler_mode,
-            "capture": list(g.capture_kinds),
-            "events": list(self.window.events) + ([] if found is None else list(found.events)),
-            "torch_traces": [] if found is None else [os.path.basename(f) for f in found.files],
-            "torch_trace_dir": None if found is None else os.path.basename(found.directory),
-            "torch_trace_write_s": {} if found is None else dict(found.costs),
-        }
+        return ProfilerState(
+            nvtx_tool_attached=nvtx_attached,
+            profiler=g.profiler,
+            profiler_mode=g.profiler_mode,
+            capture=tuple(g.capture_kinds),
+            events=tuple(self.window.events) + (() if found is None else tuple(found.events)),
+            torch_traces=() if found is None else tuple(os.path.basename(f) for f in found.files),
+            torch_trace_dir=None if found is None else os.path.basename(found.directory),
+            torch_trace_write_s={} if found is None else dict(found.costs),
+        )

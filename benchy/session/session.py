@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator, List, Optional
 
 from ..core.config import Config
 from ..core.outcomes import Interruption, Outcomes
-from ..core.results import RunResults, Snapshot, TrialResult
+from ..core.results import RunResults, ScheduleState, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
 from ..core.sweep import queue_depth
@@ -281,9 +281,12 @@ class Session:
         ctx = self.ctx
         return Snapshot(
             results=self.results,
-            schedule=dict(
-                self.schedule.to_dict(),
-                order=[t.label for t in self.results.trials],
+            schedule=ScheduleState(
+                adaptive=self.schedule.adaptive,
+                precision=self.schedule.precision,
+                windows_needed=self.schedule.windows_needed,
+                windows_fewest=self.schedule.windows_fewest,
+                order=tuple(t.label for t in self.results.trials),
                 warmups=self.planner.warmups_used(),
                 decision_confidence=self.schedule.decision_confidence,
                 stop_reason=self.planner.stop_reason,

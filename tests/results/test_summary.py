@@ -9,7 +9,7 @@ from helpers import trial_result
 
 from benchy import Mode, TrialSpec
 from benchy.core.outcomes import Interruption, Outcomes
-from benchy.core.results import RunResults, Snapshot
+from benchy.core.results import ProfilerState, RunResults, ScheduleState, Snapshot
 from benchy.core.verdict import Reading, read
 from benchy.results import lines
 from benchy.results.files import write_document
@@ -20,10 +20,10 @@ from benchy.results.summary import summary_lines
 def snapshot(**changes) -> Snapshot:
     values = dict(
         results=RunResults(),
-        schedule={},
+        schedule=ScheduleState(False, 0.02, 8, 8, (), {"IO": 1}, 0.95, None),
         epochs_started=2,
         finished=False,
-        profiler={},
+        profiler=ProfilerState(False, "cudaProfilerApi", "single", ("IO",), ()),
         synthetic_batch_samples=None,
         lookahead=None,
         counting="",
