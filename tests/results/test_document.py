@@ -71,6 +71,11 @@ CASES: List[tuple] = [
         "timeline.trials[0].started: expected a number from 0 to 1e+11 (Unix seconds) or null, got -62135596801",
     ),
     (
+        "a file cut short",
+        json.dumps(raw("v4"))[:5000],
+        "cut short: the JSON ends at character 5000 before the document does",
+    ),
+    (
         "a system figure",
         json.dumps(_set(raw("v4"), ["FULL", "system", 0, "rss_max_bytes"], "lots")),
         'FULL.system[0].rss_max_bytes: expected a number or null, got "lots"',
