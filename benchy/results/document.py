@@ -845,9 +845,9 @@ def parse(text: str, where: str, size: Optional[int] = None) -> Any:
             f"{where}: not a result file: nested deeper than Python's JSON reader goes (benchy writes at most 6 levels)"
         ) from None
     except json.JSONDecodeError as err:
-        if text.strip() and err.pos >= len(text.rstrip()):
+        if text.strip() and (err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string")):
             raise ResultFileError(
-                f"{where}: cut short: the JSON ends at character {err.pos} before the document does "
+                f"{where}: cut short: the JSON ends at character {len(text)} before the document does "
                 f"(a copy cut off, or a file still being written)"
             ) from err
         raise ResultFileError(f"{where}: not a JSON file ({err})") from err
