@@ -175,6 +175,9 @@ class Opt(Kind):
             return
         self.kind.check(value, path, fail, depth)
 
+    def shallow(self, value: Any) -> bool:
+        return value is None or self.kind.shallow(value)
+
     def text(self) -> str:
         return self.kind.text() + " or null"
 
@@ -247,6 +250,9 @@ class Any_(Kind):
         elif isinstance(value, list):
             for i, x in enumerate(value):
                 self.check(x, f"{path}[{i}]", fail, depth + 1)
+
+    def shallow(self, value: Any) -> bool:
+        return True  # any value is one at its own level (its nesting is checked by check)
 
     def text(self) -> str:
         return "any JSON value"
