@@ -23,7 +23,7 @@ from ..core.verdict import figure_means, outcome_of
 from . import plots as drawing
 from . import scaling, tables
 from .saved import Run
-from .tables import Table, summary_table
+from .tables import Table, figure_text, summary_table
 
 __all__ = ["Page", "report_page"]
 
@@ -99,10 +99,6 @@ class _Plots:
         return f'<figure><img alt="{_e(what)}" src="{uri}"><figcaption>{_e(caption)}</figcaption></figure>'
 
 
-def _fmt(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
-    return "" if value is None else format(value / scale, spec)
-
-
 def system_table(run: Run) -> Optional[Table]:
     """Per mode, the means over its counted trials of the system sampler's figures (rank 0's own), as
     the SYSTEM line takes them (:func:`benchy.core.verdict.figure_means`): :func:`tables.system_table`."""
@@ -151,10 +147,10 @@ def sweep_table(run: Run) -> Optional[Table]:
         table.rows.append(
             [
                 _setting_text(settings),
-                _fmt(entry.get("mean"), spec=".3f"),
-                _fmt(entry.get("interval"), spec=".3f"),
+                figure_text(entry.get("mean"), spec=".3f"),
+                figure_text(entry.get("interval"), spec=".3f"),
                 str(entry.get("n") or 0),
-                _fmt(memory, 1e6, ".0f") if isinstance(memory, (int, float)) else "",
+                figure_text(memory, 1e6, ".0f") if isinstance(memory, (int, float)) else "",
                 "; ".join(notes),
             ]
         )

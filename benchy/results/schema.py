@@ -25,10 +25,9 @@ a damaged file is named with the key that is wrong.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -421,92 +420,41 @@ def upgrade(document: Mapping[str, Any], where: str = "the document", *, in_plac
     return doc, version
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+# --- reading a checked document (every type below was checked by ``document.check``) ---------------
 
 
-class _Reader:
-    """Reads typed values out of a document, naming the file and key of anything malformed."""
-
-    def __init__(self, where: str) -> None:
-        self.where = where
-
-    def fail(self, key: str, value: Any, expected: str) -> ResultFileError:
-        shown = json.dumps(value)[:60] if _jsonable(value) else repr(value)[:60]
-        return ResultFileError(f"{self.where}: {key}: expected {expected}, got {shown}")
-
-    def optional_number(self, block: Mapping[str, Any], key: str, path: str) -> Optional[float]:
-        value = block.get(key)
-        if value is None:
-            return None
-        if not _number(value):
-            raise self.fail(path, value, "a number or null")
-        return float(value)
-
-    def numbers(
-        self, block: Mapping[str, Any], key: str, path: str, *, integers: bool = False, nulls: bool = False
-    ) -> Tuple[Any, ...]:
-        """A list of numbers (``nulls``: nulls kept, as a non-finite throughput is written)."""
-        value = block.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list):
-            raise self.fail(path, value, "a list of numbers")
-        out: List[Any] = []
-        for item in value:
-            if item is None and nulls:
-                out.append(None)
-            elif _number(item) and (not integers or float(item).is_integer()):
-                out.append(int(item) if integers else float(item))
-            else:
-                raise self.fail(path, value, "a list of " + ("integers" if integers else "numbers"))
-        return tuple(out)
+def _floats(values: Optional[Sequence[Any]]) -> Tuple[float, ...]:
+    """A list of numbers without its nulls (a non-finite throughput is written as null)."""
+    return tuple(float(x) for x in values or () if x is not None)
 
 
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
+def _ints(values: Optional[Sequence[Any]]) -> Tuple[int, ...]:
+    return tuple(int(x) for x in values or ())
 
 
-def _mode_run(mode: Mode, block: Mapping[str, Any], read: _Reader) -> ModeRun:
-    key = mode.value
-    if not isinstance(block, Mapping):
-        raise read.fail(key, block, "an object with the mode's trials")
-    throughputs = read.numbers(block, "trial_throughput", f"{key}.trial_throughput", nulls=True)
-    n = block.get("n")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
-        raise read.fail(f"{key}.n", n, "a count of trials (integer >= 0) or null")
-    confidence = read.optional_number(block, "confidence", f"{key}.confidence")
-    warm_value = block.get("warmup")
-    warm: Mapping[str, Any] = warm_value if isinstance(warm_value, Mapping) else {}
-    rates_value = block.get("rates")
-    rates = None
-    if rates_value is not None:
-        if not isinstance(rates_value, list):
-            raise read.fail(f"{key}.rates", rates_value, "a list (one per trial) of per-step throughputs, or null")
-        rates = tuple(read.numbers({"r": r}, "r", f"{key}.rates[{i}]", nulls=True) for i, r in enumerate(rates_value))
-    wait = block.get("data_wait") if mode is Mode.FULL else None
-    if wait is not None and not isinstance(wait, Mapping):
-        raise read.fail(f"{key}.data_wait", wait, "an object or null")
+def _optional(value: Any) -> Optional[float]:
+    return None if value is None else float(value)
+
+
+def _mode_run(mode: Mode, block: Mapping[str, Any]) -> ModeRun:
+    warm = block.get("warmup") or {}
+    rates = block.get("rates")
+    wait = (block.get("data_wait") if mode is Mode.FULL else None) or {}
+    n, confidence = block.get("n"), block.get("confidence")
     return ModeRun(
         mode=mode,
-        trial_throughputs=tuple(x for x in throughputs if x is not None),
-        trial_times=read.numbers(block, "trial_time", f"{key}.trial_time"),
-        trial_samples=read.numbers(block, "trial_samples", f"{key}.trial_samples", integers=True),
-        nbatches=read.numbers(block, "nbatches", f"{key}.nbatches", integers=True),
-        mean=read.optional_number(block, "mean", f"{key}.mean"),
-        interval=read.optional_number(block, "interval", f"{key}.interval"),
-        n=n,
-        confidence=0.95 if confidence is None else confidence,
-        warmup_throughputs=tuple(
-            x for x in read.numbers(warm, "trial_throughput", f"{key}.warmup.trial_throughput", nulls=True) if x is not None
-        ),
-        rates=rates,
-        data_wait=None if wait is None else read.optional_number(wait, "mean", f"{key}.data_wait.mean"),
-        data_wait_interval=None if wait is None else read.optional_number(wait, "interval", f"{key}.data_wait.interval"),
+        trial_throughputs=_floats(block.get("trial_throughput")),
+        trial_times=_floats(block.get("trial_time")),
+        trial_samples=_ints(block.get("trial_samples")),
+        nbatches=_ints(block.get("nbatches")),
+        mean=_optional(block.get("mean")),
+        interval=_optional(block.get("interval")),
+        n=None if n is None else int(n),
+        confidence=0.95 if confidence is None else float(confidence),
+        warmup_throughputs=_floats(warm.get("trial_throughput")),
+        rates=None if rates is None else tuple(tuple(_optional(x) for x in r) for r in rates),
+        data_wait=_optional(wait.get("mean")),
+        data_wait_interval=_optional(wait.get("interval")),
     )
 
 
@@ -517,30 +465,15 @@ def read_run(document: Mapping[str, Any], path: Optional[str] = None, *, owned: 
     where = path or "the document"
     doc, version = upgrade(document, where, in_place=owned)
     check(doc, where)
-    read = _Reader(where)
-    nranks = doc.get("nranks", 1)
-    if isinstance(nranks, bool) or not isinstance(nranks, int) or nranks < 1:
-        raise read.fail("nranks", nranks, "a number of ranks (integer >= 1)")
-    name = doc.get("run_name")
-    if not isinstance(name, str):
-        raise read.fail("run_name", name, "a string")
-    summary = doc.get("summary")
-    if summary is not None and not (isinstance(summary, list) and all(isinstance(x, str) for x in summary)):
-        raise read.fail("summary", summary, "a list of lines or null")
-    verdict_value = doc.get("verdict")
-    if verdict_value is not None and not isinstance(verdict_value, str):
-        raise read.fail("verdict", verdict_value, "a string or null")
-    source = doc.get("source", "run")
-    if source not in ("run", "log"):
-        raise read.fail("source", source, "'run' or 'log'")
-    modes = {m: _mode_run(m, doc[m.value], read) for m in Mode if doc.get(m.value) is not None}
+    name, summary = doc["run_name"], doc.get("summary")
+    modes = {m: _mode_run(m, doc[m.value]) for m in Mode if doc.get(m.value) is not None}
     return Run(
         name=name,
-        nranks=nranks,
+        nranks=int(doc.get("nranks", 1)),
         complete=bool(doc.get("complete", False)),
-        source=source,
+        source=doc.get("source", "run"),
         schema_version=version,
-        verdict=verdict_value,
+        verdict=doc.get("verdict"),
         summary=tuple(summary or ()),
         modes=modes,
         path=path,
