@@ -125,6 +125,8 @@ class GlobalConfig:
     sweep_apply: bool = False
     flops: bool = True
     peak_flops: Any = None
+    whatif: bool = True
+    price_per_hour: Optional[float] = None
     count: str = "samples"
     token_key: Union[str, int] = AUTO
     mask_key: Union[str, int] = AUTO

@@ -191,6 +191,11 @@ GLOBAL_RULES: Dict[str, _Rule] = {
         "null, a positive number of FLOP/s a device (989.4e12, or a string such as '989.4 TFLOP/s'), "
         f"or a mapping of dtype ({', '.join(DTYPES)}) to such a figure",
     ),
+    "whatif": (_is_bool, "true or false"),
+    "price_per_hour": (
+        lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e9),
+        "null or a positive number: what an hour of the job costs, in any currency",
+    ),
     "count": (lambda v: v in COUNT_UNITS, "one of " + ", ".join(repr(m) for m in COUNT_UNITS)),
     "token_key": (
         lambda v: v == AUTO or _batch_key(v),
@@ -247,6 +252,9 @@ MEANINGS: Dict[str, Dict[str, str]] = {
         "sweep_apply": "after a loader sweep, continue with its recommended setting",
         "flops": "count the FLOPs of one untimed extra SYNTHETIC step (the COMPUTE line, MFU)",
         "peak_flops": "the device's peak FLOP/s for MFU: one figure, or one per dtype; null: the built-in table",
+        "whatif": "predict what a change would give (workers, cores, a faster step, a stage made free) and check "
+        "it with emulated-step trials at the end (the WHATIF line)",
+        "price_per_hour": "what an hour of the job costs: the WHATIF line then says what the data wait costs",
         "count": "`tokens`: also tokens per second and the padding share (sequence batches)",
         "token_key": "with `count: tokens`, where the token ids are in a batch",
         "mask_key": "with `count: tokens`, where the attention mask is in a batch",
@@ -264,6 +272,7 @@ _NORMALISE: Dict[str, Callable[[Any], Any]] = {
     "auto_precision": float,
     "system_metrics_hz": float,
     "busy_machine_share": float,
+    "price_per_hour": lambda v: None if v is None else float(v),
     "peak_flops": lambda v: parse_peak(v)[0],
     "num_workers": lambda v: v if isinstance(v, str) else tuple(v),
     "pin_memory": tuple,

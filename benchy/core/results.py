@@ -529,9 +529,14 @@ class RunResults:
     flops: Optional[FlopCount] = None
     # Side work drawn on the timeline beside the trials (the stage trials).
     spans: Tuple[Span, ...] = ()
+    # The emulated-step trials (see ``core.whatif``): the real loader with the step replaced by a calibrated
+    # wait ``emulated_speedup`` times shorter than SYNTHETIC's; or why they did not run.
+    emulated: Tuple[TrialResult, ...] = ()
+    emulated_speedup: Optional[float] = None
+    emulated_skipped: Optional[str] = None
 
     def __post_init__(self) -> None:
-        for name in ("trials", "h2d", "sweep", "spans"):  # lists given by a caller become tuples
+        for name in ("trials", "h2d", "sweep", "spans", "emulated"):  # lists given by a caller become tuples
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))

@@ -32,6 +32,7 @@ __all__ = [
     "COLD_CACHE_HOWTO",
     "HOL_SHARE",
     "ORDER_MARGIN",
+    "SLOW_COST",
     "STRAGGLER_RATIO",
     "FirstPass",
     "Stage",
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 STRAGGLER_RATIO = 1.5  # a worker this many times slower per batch than the median of the others is named
+SLOW_COST = 0.05  # ... and so is one whose pace costs this share of the IO throughput (in-order delivery)
 HOL_SHARE = 0.05  # head-of-line waits over this share of the IO time are named (in_order=False as the fix)
 BUSY_WORKERS = 0.85  # workers busy this share of the time (and cores free): more workers is the fix
 OFF_CPU = 0.5  # the dataset's own work off the CPU more than this share: it waits on storage or the network
@@ -86,6 +88,7 @@ class StageTrial:
     sampler_seconds: float  # the sampler's time during the trial (main process)
     workers: int
     pin_memory: bool
+    received_cpu: Optional[np.ndarray[Any, Any]] = None  # (batches, 2): the unpickling thread's CPU time then
 
     @property
     def batches(self) -> int:
@@ -105,7 +108,7 @@ class Stage:
     seconds: float
     share: float
     note: str = ""  # what it holds, in words
-    off_cpu: Optional[float] = None  # the dataset's: share of its __getitem__ time off the CPU (waiting)
+    off_cpu: Optional[float] = None  # the dataset's and receive's: share of their time off the CPU (waiting)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -169,6 +172,25 @@ class StageReport:
     instrumentation: Optional[float] = None  # the timers' own cost per sample (s), where measured
 
     @property
+    def slow_cost(self) -> Optional[Tuple[int, float, float]]:
+        """(worker, its time a batch over the others' median, the share of the IO throughput its pace costs),
+        for the slowest of two or more workers. With in-order delivery the loop takes the workers' batches
+        in turn, so the pool delivers ``W`` batches per slowest worker's batch: IO would be ``t_slow / t_others``
+        times higher with that worker as fast as the others, when the workers limit IO (the main process's own
+        work a batch, ``receive`` and the sampler, bounds what can be won)."""
+        measured = [w for w in self.per_worker if w.batches > 0]
+        if len(measured) < 2 or self.workers < 2:
+            return None
+        slow = max(measured, key=lambda w: w.per_batch)
+        typical = statistics.median([w.per_batch for w in measured if w is not slow])
+        if typical <= 0 or slow.per_batch <= 0:
+            return None
+        main = sum(st.seconds for st in self.stages if st.where == "main" and st.name != "waiting for workers")
+        now = max(slow.per_batch / self.workers, main)
+        even = max(typical / self.workers, main)
+        return slow.worker, slow.per_batch / typical, max(0.0, 1.0 - even / now)
+
+    @property
     def largest(self) -> Optional[Stage]:
         """The stage that takes the largest share of the period (the main process's wait excluded)."""
         named = [s for s in self.stages if s.name != "waiting for workers"]
@@ -230,6 +252,9 @@ class StageReport:
             "transforms": self.split,
             "per_worker": [w.to_dict() for w in self.per_worker],
             "slow_worker": None if self.straggler is None else {"worker": self.straggler[0], "ratio": self.straggler[1]},
+            "slowest_worker_cost": None
+            if self.slow_cost is None
+            else {"worker": self.slow_cost[0], "ratio": self.slow_cost[1], "io_share": self.slow_cost[2]},
             "out_of_order_batches": self.out_of_order,
             "head_of_line_share": self.hol_share,
             "in_order_available": self.in_order,
@@ -257,6 +282,12 @@ def stage_fix(stage: Stage) -> str:
         return f"a cheaper {name.split(' ', 1)[-1]} or fewer transforms (or the augmentation batched on the accelerator)"
     if name == "collate_fn":
         return "a vectorised collate_fn (stack whole arrays once, or a dataset __getitems__ that returns the batch)"
+    if name == "receive" and stage.off_cpu is not None and stage.off_cpu >= OFF_CPU:
+        return (
+            "workers that let go of the GIL: the main process waits off the CPU for a worker to hand over its "
+            "batch's shared memory, and a worker busy in pure-Python code answers late (vectorised or native "
+            "transforms, or fewer workers than cores)"
+        )
     if name == "receive":
         return (
             "smaller batches to move between processes: uint8 instead of float tensors (convert on the "
@@ -349,6 +380,9 @@ def analyse(
     names = steady[0].names
     work = np.concatenate([t.work for t in steady])
     received = np.concatenate([t.received for t in steady])
+    received_cpu = np.concatenate(
+        [t.received_cpu if t.received_cpu is not None else np.full((t.batches, 2), np.nan) for t in steady]
+    )
     pinned = np.concatenate([t.pinned for t in steady])
     inside = np.concatenate([t.got - t.asked for t in steady])
     cpu = np.concatenate([t.dataset_cpu for t in steady])
@@ -388,6 +422,7 @@ def analyse(
     main_work = 0.0
     rec = _mean(receive)
     if np.isfinite(rec):
+        rec_cpu = _mean(received_cpu[:, 1] - received_cpu[:, 0])
         stages.append(
             Stage(
                 "receive",
@@ -395,6 +430,7 @@ def analyse(
                 rec,
                 share(rec, in_workers=False),
                 "unpickling and shared memory",
+                off_cpu=max(0.0, min(1.0, 1.0 - rec_cpu / rec)) if np.isfinite(rec_cpu) and rec > 0 else None,
             )
         )
         main_work += 0.0 if pin_thread else rec
@@ -421,7 +457,7 @@ def analyse(
         busy = None
         unexplained = 1.0 - sum(s.share for s in stages)
     per_worker = _workers(steady, seconds)
-    straggler = _straggler(per_worker)
+    straggler = _straggler(per_worker, workers, stages)
     late, blocked = 0, 0.0
     if workers > 1:
         for t in steady:
@@ -462,7 +498,9 @@ def _workers(steady: Sequence[StageTrial], seconds: float) -> List[WorkerStat]:
     return out
 
 
-def _straggler(per_worker: Sequence[WorkerStat]) -> Optional[Tuple[int, float]]:
+def _straggler(per_worker: Sequence[WorkerStat], workers: int = 0, stages: Sequence[Stage] = ()) -> Optional[Tuple[int, float]]:
+    """The slowest worker and its ratio to the others' median, when the ratio reaches :data:`STRAGGLER_RATIO`
+    or its pace costs :data:`SLOW_COST` of the IO throughput (:attr:`StageReport.slow_cost`)."""
     measured = [w for w in per_worker if w.batches > 0]
     if len(measured) < 2:
         return None
@@ -472,7 +510,13 @@ def _straggler(per_worker: Sequence[WorkerStat]) -> Optional[Tuple[int, float]]:
     if typical <= 0:
         return None
     ratio = slow.per_batch / typical
-    return (slow.worker, ratio) if ratio >= STRAGGLER_RATIO else None
+    if ratio >= STRAGGLER_RATIO:
+        return slow.worker, ratio
+    lanes = max(workers, len(measured))
+    main = sum(st.seconds for st in stages if st.where == "main" and st.name != "waiting for workers")
+    now, even = max(slow.per_batch / lanes, main), max(typical / lanes, main)
+    cost = 1.0 - even / now if now > 0 else 0.0
+    return (slow.worker, ratio) if cost >= SLOW_COST else None
 
 
 WARM_CACHE_SHARE = 0.01  # storage reads below this share of the files read: a warm page cache

@@ -35,6 +35,7 @@ from .stages import HOL_SHARE, FirstPass, StageReport
 from .startup import Startup
 from .stats import Comparison, Estimate, compare_log, estimate, finite
 from .sweep import feed_advice, feed_clause
+from .whatif import WhatIf, contention_clause, from_results
 
 __all__ = [
     "BALANCE_TOLERANCE",
@@ -284,6 +285,10 @@ def diagnosis(
         swept = feed_advice(results.sweep, synthetic, results.sweep_own)
         if swept is not None and found is not None and found.limits(Outcome.DATA_LOADING):
             advice = swept
+    contended = contention_clause(results) if found is not None else None
+    if contended is not None:  # both sides are fast alone: the two together are what limits
+        clauses.append(contended[0])
+        advice = contended[1]
     if advice is not None:
         clauses.append(f"most likely to help: {advice}")
     return clauses
@@ -557,6 +562,7 @@ class Reading:
     # final summary; a checkpoint leaves it empty), and the means of the system figures.
     profiles: Mapping[Mode, StepProfile] = field(default_factory=dict)
     systems: Mapping[Mode, Dict[str, float]] = field(default_factory=dict)
+    whatif: Optional[WhatIf] = None  # what a change would give (``core.whatif``), checked where measured
 
     @property
     def text(self) -> Optional[str]:
@@ -575,12 +581,16 @@ def read(
     world: int = 1,
     peak_flops: PeakConfig = None,
     tokens_source: Optional[str] = None,
+    whatif: bool = False,
+    price: Optional[float] = None,
+    epoch_batches: Optional[int] = None,
 ) -> Reading:
     """The :class:`Reading` of ``results``, every figure the outputs render worked out once:
     :func:`verdict`, then :func:`diagnosis` of it, with the step's FLOPs against ``peak_flops``
     (``global.peak_flops``) on ``world`` devices, the tokens (``tokens_source``: what was counted,
     with ``count: tokens``), the energy, each mode's system means and, with ``steps`` (the final
-    summary: it reads every step), each mode's step profile (FULL's gives the stall claim)."""
+    summary: it reads every step), each mode's step profile (FULL's gives the stall claim); with ``whatif``,
+    the model of :mod:`benchy.core.whatif` (``price``: an hour's price; ``epoch_batches``: the epoch's length)."""
     profiles = {m: p for m in modes if steps and (p := step_profile(results.measured(m))) is not None}
     systems = {m: s for m in modes if (s := system_means(results.measured(m))) is not None}
     full_profile = profiles.get(Mode.FULL)
@@ -599,4 +609,5 @@ def read(
         energy_report(results, modes),
         profiles,
         systems,
+        from_results(results, systems, workers, price=price, epoch_batches=epoch_batches) if whatif else None,
     )

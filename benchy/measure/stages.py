@@ -76,11 +76,12 @@ class _Sums:
 class Arrival:
     """First element of an instrumented batch: the worker's sums for it; stamps its unpickling."""
 
-    __slots__ = ("cpu", "end", "items", "pinned", "received", "seconds", "start", "worker")
+    __slots__ = ("cpu", "end", "items", "pinned", "received", "received_cpu", "seconds", "start", "worker")
 
     def __init__(self, worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float, items: int) -> None:
         self.worker, self.start, self.end, self.seconds, self.cpu, self.items = worker, start, end, seconds, cpu, items
         self.received = float("nan")  # when the main process (or the pin thread) unpickled it
+        self.received_cpu = float("nan")  # ... that thread's CPU time then
         self.pinned = float("nan")  # when pin_memory reached it
 
     def __reduce__(self) -> Tuple[Any, ...]:
@@ -93,6 +94,7 @@ class Arrival:
 
 def _arrived(worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float, items: int) -> Arrival:
     mark = Arrival(worker, start, end, seconds, cpu, items)
+    mark.received_cpu = _cpu()
     mark.received = _clock()
     return mark
 
@@ -100,10 +102,11 @@ def _arrived(worker: int, start: float, end: float, seconds: Tuple[float, ...], 
 class Done:
     """Last element of an instrumented batch: stamps the end of its unpickling and of its pinning."""
 
-    __slots__ = ("pinned", "received")
+    __slots__ = ("pinned", "received", "received_cpu")
 
     def __init__(self) -> None:
         self.received = float("nan")
+        self.received_cpu = float("nan")
         self.pinned = float("nan")
 
     def __reduce__(self) -> Tuple[Any, ...]:
@@ -117,6 +120,7 @@ class Done:
 def _done() -> Done:
     mark = Done()
     mark.received = _clock()
+    mark.received_cpu = _cpu()
     return mark
 
 
@@ -397,6 +401,7 @@ def stage_trial(
     work = np.zeros((nbatches, slots))
     cpu = np.empty(nbatches)
     received = np.full((nbatches, 2), np.nan)
+    received_cpu = np.full((nbatches, 2), np.nan)
     pinned = np.full((nbatches, 2), np.nan)
     items = np.empty(nbatches, dtype=np.int64)
     samples = 0
@@ -416,6 +421,7 @@ def stage_trial(
         worker[k], start[k], end[k], cpu[k], items[k] = (arrival.worker, arrival.start, arrival.end, arrival.cpu, arrival.items)
         work[k, : len(arrival.seconds)] = arrival.seconds
         received[k] = (arrival.received, done.received)
+        received_cpu[k] = (arrival.received_cpu, done.received_cpu)
         pinned[k] = (arrival.pinned, done.pinned)
     sampler = (made.sampler.seconds - sampler_before) if made.sampler is not None else 0.0
     return StageTrial(
@@ -437,6 +443,7 @@ def stage_trial(
         sampler_seconds=sampler,
         workers=made.workers,
         pin_memory=made.pin_memory,
+        received_cpu=received_cpu,
     )
 
 

@@ -593,6 +593,7 @@ STAGES = Obj(
             )
         ),
         "slow_worker": Opt(Obj({"worker": INDEX, "ratio": NUMBER})),
+        "slowest_worker_cost": Opt(Obj({"worker": INDEX, "ratio": NUMBER, "io_share": NUMBER})),
         "out_of_order_batches": Opt(COUNT),
         "head_of_line_share": Opt(NUMBER),
         "in_order_available": Opt(FLAG),
@@ -631,6 +632,72 @@ TOKENS_MODE = Obj(
 TOKENS = Obj({"source": Opt(TEXT), **{mode: Opt(TOKENS_MODE) for mode in MODE_NAMES}})
 ENERGY_MODE = Obj({"joules_per_trial": MapOf(NUMBER, "energy figures"), "joules_per_sample": Opt(NUMBER)})
 ENERGY = Obj({"sources": ListOf(TEXT), "missing": Opt(TEXT), **{mode: Opt(ENERGY_MODE) for mode in MODE_NAMES}})
+TRIPLE = ListOf(Opt(NUMBER), 3)
+WHATIF_CHANGE = {"workers": COUNT, "cores": NUMBER, "speedup": NUMBER, "free_stage": Opt(TEXT)}
+WHATIF = Obj(
+    {
+        "basis": Opt(TEXT),
+        "inputs": Obj(
+            {
+                "samples_per_batch": Opt(NUMBER),
+                "workers": Opt(COUNT),
+                "cores": Opt(NUMBER),
+                "other_cores_busy": Opt(NUMBER),
+                "io": Opt(TRIPLE),
+                "step_seconds": Opt(TRIPLE),
+                "step_cores": Opt(NUMBER),
+                "worker_seconds_per_batch": Opt(NUMBER),
+                "worker_cpu_share": Opt(NUMBER),
+                "main_seconds_per_batch": Opt(NUMBER),
+                "main_seconds_per_batch_no_workers": Opt(NUMBER),
+                "main_cpu_share": Opt(NUMBER),
+                "slow_worker_ratio": Opt(NUMBER),
+                "full": Opt(TRIPLE),
+                "full_step_seconds": Opt(NUMBER),
+            }
+        ),
+        "scale": Opt(NUMBER),
+        "own": Opt(Obj({**WHATIF_CHANGE, "io": TRIPLE, "full": TRIPLE, "limit": TEXT, "naive_full": Opt(NUMBER)})),
+        "flip_speedup": Opt(NUMBER),
+        "needs": ListOf(Obj({"speedup": NUMBER, "workers": Opt(COUNT), "cores": Opt(NUMBER), "full": Opt(NUMBER)})),
+        "predictions": ListOf(
+            Obj({**WHATIF_CHANGE, "io": TRIPLE, "full": TRIPLE, "limit": TEXT, "naive_full": Opt(NUMBER)}, what="a prediction")
+        ),
+        "checks": ListOf(
+            Obj(
+                {
+                    "what": TEXT,
+                    "kind": TEXT,
+                    "change": Obj(WHATIF_CHANGE),
+                    "predicted": TRIPLE,
+                    "measured": Opt(NUMBER),
+                    "measured_half_width": Opt(NUMBER),
+                    "error": Opt(NUMBER),
+                    "agree": Opt(FLAG),
+                },
+                what="a check",
+            )
+        ),
+        "accelerator_utilization": Opt(NUMBER),
+        "contention": Opt(NUMBER),
+        "price_per_hour": Opt(NUMBER),
+        "wait_cost_per_epoch": Opt(NUMBER),
+        "wait_cost_per_1000_steps": Opt(NUMBER),
+    }
+)
+EMULATED = Obj(
+    {
+        "speedup": Opt(NUMBER),
+        "skipped": Opt(TEXT),
+        "step_seconds": Opt(NUMBER),
+        "trial_throughput": NUMBERS_OR_NULL,
+        "trial_time": DURATIONS,
+        "trial_samples": COUNTS,
+        "mean": Opt(NUMBER),
+        "interval": Opt(NUMBER),
+        "n": Opt(COUNT),
+    }
+)
 COMPARISON = Obj(
     {
         "method": Opt(TEXT),
@@ -745,10 +812,12 @@ DOCUMENT = Obj(
         "compute": Opt(COMPUTE),
         "tokens": Opt(TOKENS),
         "energy": Opt(ENERGY),
+        "whatif": Opt(WHATIF),
         "summary": Opt(ListOf(TEXT)),
         "timeline": Opt(TIMELINE),
         **{mode: Opt(MODE_BLOCK) for mode in MODE_NAMES},
         "IO_H2D": Opt(H2D),
+        "EMULATED": Opt(EMULATED),
     },
     required=("schema_version", "run_name"),
     what="a JSON object (benchy's result)",

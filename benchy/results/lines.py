@@ -55,6 +55,7 @@ SUMMARY_WORDS = (
     "COMPUTE",
     "TOKENS",
     "ENERGY",
+    "WHATIF",
     "VERDICT",
 )
 
@@ -107,7 +108,8 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
         "TRIAL",
         "BENCHY::<MODE>_<k>::Trial Throughput: <x>",
         "each trial; warm-ups are `<MODE>_WARMUP_<k>`, `k` counts from 1; also `H2D_<k>` (IO with copies to the "
-        "accelerator), `STAGES_<k>` (stage trials) and `SWEEP<s>_<k>` (a sweep setting's trials)",
+        "accelerator), `STAGES_<k>` (stage trials), `SWEEP<s>_<k>` (a sweep setting's trials) and `EMULATED_<k>` "
+        "(the real loader with an emulated faster step)",
     ),
     (
         "SUMMARY",
@@ -123,7 +125,8 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
     ),
     (
         "DATA_WAIT",
-        "BENCHY::SUMMARY::DATA_WAIT <pct> % of FULL time was spent waiting for the loader (+/- <pct>)",
+        "BENCHY::SUMMARY::DATA_WAIT <pct> % of FULL time was spent waiting for the loader (+/- <pct>); the step ran "
+        "<pct> % of it (accelerator utilization, as MLPerf Storage reports it)",
         "the end, when FULL ran: the mean over its counted trials and the 95 % half-width in percentage points "
         "(`n/a` with one trial); left out for a loop that fetches one batch ahead, where the split means nothing",
     ),
@@ -197,6 +200,15 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
         "BENCHY::SUMMARY::ENERGY <MODE> <J> J a trial (GPU <J>, CPU package <J>), <J> J a sample; ... "
         "(or `ENERGY not available here: <why>`)",
         "the end, with `system_metrics: true` (rank 0's own devices)",
+    ),
+    (
+        "WHATIF",
+        "BENCHY::SUMMARY::WHATIF loading starts to limit FULL at a step <k>x faster ...; a <k>x faster step needs "
+        "<n> workers[ and <c> cores]; ...; EMULATED (...): FULL predicted <x> (<lo> to <hi>), measured <y> +/- <hw> "
+        "(<pct> %)",
+        "the end, with `whatif: true` and IO and SYNTHETIC run: what a change would give (loader workers, cores, a "
+        "faster step, a loader stage made free), from a model of the run, and each prediction checked by a "
+        "measurement in the same run (the emulated-step trials `EMULATED_<k>`, the sweep's settings)",
     ),
     (
         "STRAGGLER",
@@ -274,7 +286,12 @@ def data_wait(share: Number, half_width: Number, rank0: bool = False) -> Optiona
     if share is None:
         return None
     spread = "n/a" if half_width is None else f"{100.0 * half_width:.1f}"
-    return summary_text("DATA_WAIT", f"{100.0 * share:.1f} % of FULL time was spent waiting for the loader (+/- {spread})", rank0)
+    return summary_text(
+        "DATA_WAIT",
+        f"{100.0 * share:.1f} % of FULL time was spent waiting for the loader (+/- {spread}); the step ran "
+        f"{100.0 * max(0.0, 1.0 - share):.1f} % of it (accelerator utilization, as MLPerf Storage reports it)",
+        rank0,
+    )
 
 
 def sweep_row(row: str) -> str:

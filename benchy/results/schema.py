@@ -33,7 +33,7 @@ import numpy as np
 
 from ..core.results import RunResults, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode, Schedule
-from ..core.stats import finite
+from ..core.stats import estimate, finite
 from ..core.sweep import best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
 from .document import ResultFileError, check, read_file
@@ -243,6 +243,25 @@ def h2d_block(results: RunResults) -> Dict[str, Any]:
     }
 
 
+def emulated_block(results: RunResults) -> Optional[Dict[str, Any]]:
+    """The JSON's ``EMULATED``: the emulated-step trials (the real loader, a step ``speedup`` times faster
+    emulated), or why they stopped (None: they did not run)."""
+    if results.emulated_speedup is None and results.emulated_skipped is None:
+        return None
+    measured = [t for t in results.emulated if not t.spec.warmup]
+    est = estimate([t.throughput for t in measured])
+    return {
+        "speedup": results.emulated_speedup,
+        "skipped": results.emulated_skipped,
+        "trial_throughput": [finite(t.throughput) for t in measured],
+        "trial_time": [t.seconds for t in measured],
+        "trial_samples": [t.samples for t in measured],
+        "mean": est.mean,
+        "interval": est.half_width,
+        "n": est.n,
+    }
+
+
 def sweep_block(results: RunResults) -> Optional[Dict[str, Any]]:
     """The JSON's ``sweep``: each setting's IO trials, the best, the recommended, the applied (None: no sweep)."""
     if not results.sweep:
@@ -339,12 +358,14 @@ def result_document(
         "compute": None if reading.compute is None else reading.compute.to_dict(),
         "tokens": None if reading.tokens is None else reading.tokens.to_dict(),
         "energy": None if reading.energy is None else reading.energy.to_dict(),
+        "whatif": None if reading.whatif is None else reading.whatif.to_dict(),
         "summary": None if summary is None else list(summary),
         "timeline": timeline_block(results, steps_dir is not None),
     }
     for mode in modes:
         doc[mode.value] = _mode_block(results, mode, reading, per_step)
     doc["IO_H2D"] = h2d_block(results) if Mode.IO in modes else None
+    doc["EMULATED"] = emulated_block(results)
     if Mode.SYNTHETIC in modes:
         # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
         doc[Mode.SYNTHETIC.value]["batch_samples"] = snapshot.synthetic_batch_samples

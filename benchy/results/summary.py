@@ -123,12 +123,18 @@ def workers_text(report: StageReport) -> Optional[str]:
             f"{100 * shares[len(shares) // 2]:.0f} %), slowest {one(slowest)}"
         )
     out = f"{len(found)} workers over {report.batches} batches: {listed}"
+    cost = report.slow_cost
     if report.straggler is not None:
         worker, ratio = report.straggler
-        out += (
-            f"; slow worker: {worker} takes {ratio:.2f}x the others' time a batch (what its samples come from: "
-            f"a cold disk, a hot shard, a bad node)"
-        )
+        out += f"; slow worker: {worker} takes {ratio:.2f}x the others' time a batch"
+        if cost is not None and cost[0] == worker:
+            out += (
+                f", which costs about {100 * cost[2]:.0f} % of the IO throughput (modelled: with in-order delivery "
+                f"the loop takes the workers' batches in turn, at its pace)"
+            )
+        out += " (what its samples come from: a cold disk, a hot shard, a bad node)"
+    elif cost is not None:
+        out += f"; no slow worker (the slowest, {cost[0]}, costs {100 * cost[2]:.0f} % of the IO throughput, modelled)"
     else:
         out += "; no slow worker"
     out += f"; {report.out_of_order} of {report.batches} batches were ready after a later one"
@@ -293,6 +299,8 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
         out.append(lines.summary_text("TOKENS", reading.tokens.text()))
     if reading.energy is not None:
         out.append(lines.summary_text("ENERGY", reading.energy.text(), own))
+    if reading.whatif is not None:
+        out.append(lines.summary_text("WHATIF", reading.whatif.text(), own))
     if reading.text is not None:
         out.append(lines.summary_text("VERDICT", reading.text))
     return out

@@ -15,6 +15,8 @@ from ..core.schedule import Mode, TrialSpec
 __all__ = [
     "CaptureRange",
     "CounterNote",
+    "EmulatedSkipped",
+    "EmulatedStarted",
     "Event",
     "H2DSkipped",
     "LoaderPlain",
@@ -172,6 +174,23 @@ class H2DSkipped:
 
 
 @dataclasses.dataclass(frozen=True)
+class EmulatedStarted:
+    """The emulated-step trials start: a step ``speedup`` times faster, ``seconds`` a batch, ``cpu`` of them busy."""
+
+    speedup: float
+    seconds: float
+    cpu: float
+    warmups: int
+    trials: int
+    nbatches: int
+
+
+@dataclasses.dataclass(frozen=True)
+class EmulatedSkipped:
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
 class StagesStarted:
     warmups: int
     trials: int
@@ -224,4 +243,6 @@ Event = Union[
     H2DSkipped,
     StagesStarted,
     StagesStopped,
+    EmulatedStarted,
+    EmulatedSkipped,
 ]

@@ -115,6 +115,7 @@ class Lifecycle:
         """The schedule is over: summary, table and final JSON; then the process ends
         (``exit_after_tests``) or the loader is the plain one from here on."""
         s = self._session
+        s.run_checks()
         self._stop()
         sink = s.sink
         exit_after = s.config.general.exit_after_tests

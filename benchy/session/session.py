@@ -70,7 +70,7 @@ from .context import RunContext
 from .lifecycle import Lifecycle
 from .planner import Planner
 from .registry import REGISTRY, Registry
-from .side_trials import Sweeper, run_h2d, run_stages, run_sweep
+from .side_trials import Sweeper, run_emulated, run_h2d, run_stages, run_sweep
 from .sink import ResultSink
 from .trials import NOTHING, OwnPasses, TrialRunner
 
@@ -669,6 +669,21 @@ class Session:
                 runner.close_own()
         self._notes()
         ctx.sink.checkpoint(self.snapshot())
+
+    def run_checks(self) -> None:
+        """At the schedule's end, before the summary: the what-if model's emulated-step trials, on a pass of
+        benchy's own with the user's random streams kept (``side_trials.run_emulated``)."""
+        runner, ctx = self.runner, self.ctx
+        with kept(self._loader.generators()):
+            try:
+                run_emulated(self.config, runner, ctx.sink, self, self._running, self._workers)
+            except Exception as err:  # the check costs only itself: the summary still comes
+                self.hidden = None
+                why = f"the emulated-step trials raised {type(err).__name__}: {err}"
+                self.results = self.results.changed(emulated_skipped=why)
+                self._say(ev.EmulatedSkipped(why))
+            finally:
+                runner.close_own()
 
     def _io_trial(self, spec: TrialSpec) -> None:
         ctx = self.ctx

@@ -17,12 +17,16 @@ from ..core.schedule import Mode, TrialSpec
 from ..core.stages import StageTrial, WorkerMemory, analyse
 from ..core.sweep import Setting, SettingResult, apply_cap, expand, memory_cap, smallest_within
 from ..core.verdict import system_means
+from ..core.whatif import SPEEDUPS, from_results
 from ..measure.counting import make_counter
 from ..measure.device import accelerator_in_use, copier
+from ..measure.emulate import EmulatedStep
 from ..measure.source import BatchSource, CopyingSource
 from ..measure.stages import Instrumented, has_in_order, stage_trial, timer_cost
 from ..measure.system import machine_memory, trainer_memory, worker_memory
 from .events import (
+    EmulatedSkipped,
+    EmulatedStarted,
     H2DSkipped,
     StagesStarted,
     StagesStopped,
@@ -42,6 +46,7 @@ __all__ = [
     "STAGE_TRIALS",
     "Recorder",
     "Sweeper",
+    "run_emulated",
     "run_h2d",
     "run_stages",
     "run_sweep",
@@ -213,6 +218,56 @@ def run_h2d(
         into.results = into.results.add_h2d(result)
         sink.trial(result)
     own.drop_pending()
+
+
+def run_emulated(
+    config: Config,
+    runner: TrialRunner,
+    sink: ResultSink,
+    into: Recorder,
+    running: Callable[[Optional[TrialSpec]], None],
+    workers: int,
+) -> None:
+    """EMULATED: at the end of the schedule, the real loader (benchy's own pass) with the training step
+    replaced by a calibrated wait ``k`` times shorter than SYNTHETIC's step (:mod:`benchy.measure.emulate`),
+    ``k`` where the model (:mod:`benchy.core.whatif`) says loading starts to limit FULL (1 when it limits
+    now, 10 past that): a measurement of the model's prediction there. IO's warm-ups and trial count
+    (:func:`side_counts`); never counted in a mode."""
+    if not config.general.whatif:
+        return
+    results = into.results
+    systems = {m: s for m in (Mode.IO, Mode.SYNTHETIC) if (s := system_means(results.measured(m))) is not None}
+    model = from_results(results, systems, workers)
+    if model is None:
+        why = "no counted IO and SYNTHETIC trials to build the model from"
+        into.results = results.changed(emulated_skipped=why)
+        return
+    k = model.flip if model.flip is not None else max(SPEEDUPS)
+    k = max(1.0, k)
+    step = model.inputs.step[1] / k
+    cpu = step * max(0.0, min(1.0, model.inputs.step_cores))
+    ntrials, nwarmup = side_counts(config)
+    nbatches = config.io.nbatches
+    sink.say(EmulatedStarted(k, step, cpu, nwarmup, ntrials, nbatches))
+    into.results = into.results.changed(emulated_speedup=k)
+    source = CopyingSource(runner.open_own(), EmulatedStep(step, cpu))
+    specs = [TrialSpec(Mode.IO, j, True, nbatches, variant="EMULATED") for j in range(1, nwarmup + 1)]
+    specs += [TrialSpec(Mode.IO, j, False, nbatches, variant="EMULATED") for j in range(1, ntrials + 1)]
+    runner.drain()
+    for spec in specs:
+        running(spec)
+        sink.out.trial_started(spec)
+        try:
+            result = runner.side(spec, source, runner.counter())
+        except Exception as err:  # the loader fails here: the model goes unchecked, the summary still comes
+            why = f"{spec.label} raised {type(err).__name__}: {err}"
+            into.results = into.results.changed(emulated_skipped=why)
+            sink.say(EmulatedSkipped(why))
+            break
+        finally:
+            running(None)
+        into.results = into.results.changed(emulated=(*into.results.emulated, result))
+        sink.trial(result)
 
 
 def run_stages(

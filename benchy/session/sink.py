@@ -219,6 +219,15 @@ class ResultSink:
                 f"on an instrumented copy of the loader ({event.workers} workers; transforms: {event.split}); "
                 f"not counted in IO."
             )
+        elif isinstance(event, ev.EmulatedStarted):
+            self.info(
+                f"Emulated-step trials (what-if check): {event.warmups} warm-up + {event.trials} trials of "
+                f"{event.nbatches} batches from the real loader, the step replaced by {1e3 * event.seconds:.3f} ms "
+                f"a batch ({1e3 * event.cpu:.3f} ms of it CPU work): a step {event.speedup:.3g}x faster; not counted."
+            )
+        elif isinstance(event, ev.EmulatedSkipped):
+            self.out.trial_ended()
+            self.warning(f"emulated-step trials: stopped: {event.reason}.")
         elif isinstance(event, ev.StagesStopped):
             self.out.trial_ended()
             self.warning(f"stage trials: stopped: {event.reason}.")
@@ -362,6 +371,9 @@ class ResultSink:
             world=self.world,
             peak_flops=g.peak_flops,
             tokens_source=snapshot.tokens,
+            whatif=g.whatif,
+            price=g.price_per_hour,
+            epoch_batches=snapshot.epoch_length,
         )
 
     def summary(self, snapshot: Snapshot, exiting: bool) -> None:

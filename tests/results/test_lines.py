@@ -32,6 +32,7 @@ def test_trial_and_iteration_lines() -> None:
     assert lines.iteration("SYNTHETIC_1", 10, 50, 12.3456) == "BENCHY::SYNTHETIC_1::Iteration 10/50 Throughput: 12.346"
 
 
+AU = "; the step ran {:.1f} % of it (accelerator utilization, as MLPerf Storage reports it)"
 ROUND_TRIPS = [
     (lines.info("Using default benchy configuration."), Line("INFO", text="Using default benchy configuration.")),
     (lines.warning("trial FULL_1 stopped"), Line("WARNING", text="trial FULL_1 stopped")),
@@ -46,11 +47,20 @@ ROUND_TRIPS = [
     (lines.summary("FULL", None, None), Line("SUMMARY", "FULL", (None, None))),
     (
         lines.data_wait(0.123, 0.012),
-        Line("DATA_WAIT", values=(0.123, 0.012), text="12.3 % of FULL time was spent waiting for the loader (+/- 1.2)"),
+        Line(
+            "DATA_WAIT",
+            values=(0.123, 0.012),
+            text="12.3 % of FULL time was spent waiting for the loader (+/- 1.2)" + AU.format(87.7),
+        ),
     ),
     (
         lines.data_wait(0.5, None, rank0=True),
-        Line("DATA_WAIT", values=(0.5, None), rank0=True, text="50.0 % of FULL time was spent waiting for the loader (+/- n/a)"),
+        Line(
+            "DATA_WAIT",
+            values=(0.5, None),
+            rank0=True,
+            text="50.0 % of FULL time was spent waiting for the loader (+/- n/a)" + AU.format(50.0),
+        ),
     ),
     (lines.sweep_row("num_workers=2 | 812.000"), Line("SWEEP_ROW", text="num_workers=2 | 812.000")),
 ] + [

@@ -1,0 +1,191 @@
+"""What-if accuracy: benchy's predictions against plain loops that really have the change.
+
+    python benchmarks/whatif.py [--reps 1] [--batches 150] [--workloads sleep,cpu]
+
+For each workload, one benchy run (a ``BenchmarkDataLoader`` with 2 workers, the step as it is,
+the default configuration) writes its JSON; its ``whatif`` block predicts IO and FULL for 0, 1, 2
+and 4 workers and a step 1, 2 and 4 times faster. Each of those is then run as a plain loop (the
+same dataset, a ``DataLoader`` with that many workers, a step that really is k times shorter), and
+the table sets the prediction, the naive ``min(IO, k x SYNTHETIC)`` and the plain figure side by side.
+
+Workloads: ``sleep`` (the dataset sleeps 2 ms an item, the step sleeps 10 ms: nothing contends
+for the cores) and ``cpu`` (the dataset and the step do a fixed amount of torch work, one thread
+each, 1.5 ms an item and 8 ms a step on a quiet core: the workers and the step share the
+machine's cores, and take longer when they contend). Batches of 8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+BATCH = 8
+WORKLOADS = {  # name: (kind, seconds an item, seconds a step)
+    "sleep": ("sleep", 0.002, 0.010),
+    "cpu": ("cpu", 0.0015, 0.008),
+}
+WORKERS = (0, 1, 2, 4)
+SPEEDUPS = (1.0, 2.0, 4.0)
+BASE_WORKERS = 2
+
+
+_A = torch.ones(48, 48)
+_OP_SECONDS: List[float] = []
+
+
+def op_seconds() -> float:
+    """Seconds of one unit of torch work on one quiet thread (measured once, before any worker starts)."""
+    if not _OP_SECONDS:
+        torch.set_num_threads(1)
+        found = []
+        for _ in range(7):
+            began = time.perf_counter()
+            for _ in range(200):
+                torch.mm(_A, _A)
+            found.append((time.perf_counter() - began) / 200)
+        _OP_SECONDS.append(sorted(found)[3])
+    return _OP_SECONDS[0]
+
+
+def work(seconds: float) -> None:
+    """A fixed amount of CPU work: what takes ``seconds`` on a quiet core (longer when cores are shared)."""
+    for _ in range(max(1, round(seconds / op_seconds()))):
+        torch.mm(_A, _A)
+
+
+def waiter(kind: str) -> Callable[[float], None]:
+    return time.sleep if kind == "sleep" else work
+
+
+class Items(Dataset):  # type: ignore[type-arg]
+    """Each item costs ``item`` seconds (asleep or spinning) in whichever process makes it."""
+
+    def __init__(self, kind: str, item: float) -> None:
+        self.kind, self.item = kind, item
+
+    def __len__(self) -> int:
+        return 100_000
+
+    def __getitem__(self, i: int) -> Tuple[torch.Tensor, int]:
+        waiter(self.kind)(self.item)
+        return torch.zeros(64), 0
+
+
+def plain(kind: str, item: float, step: Optional[float], workers: int, batches: int) -> float:
+    """A plain loop's samples/s over ``batches`` batches after a warm-up (``step``: None for IO)."""
+    loader = DataLoader(Items(kind, item), batch_size=BATCH, num_workers=workers)
+    wait = waiter(kind)
+    it = iter(loader)
+    for _ in range(2 * workers + 4):  # the workers started, their queue in its steady state
+        next(it)
+        if step is not None:
+            wait(step)
+    began = time.perf_counter()
+    for _ in range(batches):
+        next(it)
+        if step is not None:
+            wait(step)
+    seconds = time.perf_counter() - began
+    del it
+    return batches * BATCH / seconds
+
+
+def benchy_run(name: str, out: str) -> Dict[str, Any]:
+    """The workload under benchy (defaults, 2 workers); its JSON."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--run-benchy", name, "--out", out],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the benchy run of {name} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    with open(out) as f:
+        return json.load(f)  # type: ignore[no-any-return]
+
+
+def under_benchy(name: str, out: str) -> None:
+    from benchy.torch import BenchmarkDataLoader
+
+    kind, item, step = WORKLOADS[name]
+    op_seconds()
+    config = {"global": {"output_dir": os.path.dirname(out), "output_filename": os.path.basename(out)}}
+    loader = BenchmarkDataLoader(Items(kind, item), batch_size=BATCH, num_workers=BASE_WORKERS, benchy_config=config)
+    wait = waiter(kind)
+    for _ in range(100):
+        for _batch in loader:
+            wait(step)
+
+
+def prediction(doc: Dict[str, Any], workers: int, speedup: float) -> Dict[str, Any]:
+    w = doc["whatif"]
+    cores = w["inputs"]["cores"]
+    for p in w["predictions"]:
+        if p["workers"] == workers and p["speedup"] == speedup and p["cores"] == cores and p["free_stage"] is None:
+            return p  # type: ignore[no-any-return]
+    raise SystemExit(f"no prediction for {workers} workers and a {speedup:g}x step in the JSON")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=1, help="plain loops per change (their median is compared)")
+    parser.add_argument("--batches", type=int, default=150, help="batches a plain loop times")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
+    parser.add_argument("--run-benchy", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run_benchy:
+        under_benchy(args.run_benchy, args.out)
+        return
+    op_seconds()
+    rows: List[Tuple[str, str, int, float, float, float, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.workloads.split(","):
+            kind, item, step = WORKLOADS[name]
+            doc = benchy_run(name, os.path.join(tmp, f"{name}.json"))
+            w = doc["whatif"]
+            print(
+                f"{name}: benchy IO {doc['IO']['mean']:.1f}, SYNTHETIC {doc['SYNTHETIC']['mean']:.1f}, FULL "
+                f"{doc['FULL']['mean']:.1f} samples/s ({w['inputs']['cores']:g} cores); basis: {w['basis']}",
+                flush=True,
+            )
+            for workers in WORKERS:
+                io = statistics.median(plain(kind, item, None, workers, args.batches) for _ in range(args.reps))
+                p = prediction(doc, workers, 1.0)
+                rows.append((name, "IO", workers, 1.0, p["io"][1], p["io"][1], io))
+                for k in SPEEDUPS:
+                    full = statistics.median(plain(kind, item, step / k, workers, args.batches) for _ in range(args.reps))
+                    p = prediction(doc, workers, k)
+                    rows.append((name, "FULL", workers, k, p["full"][1], p["naive_full"], full))
+                    print(f"  {workers} workers, step /{k:g}: plain {full:.1f}, model {p['full'][1]:.1f}", flush=True)
+    print()
+    print("| workload | figure | workers | step | plain loop | model | error | naive min(IO, k x SYN) | error |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    worst_model = worst_naive = 0.0
+    for name, what, workers, k, model, naive, real in rows:
+        em, en = model / real - 1, naive / real - 1
+        if what == "FULL":
+            worst_naive = max(worst_naive, abs(en))
+        worst_model = max(worst_model, abs(em))
+        naive_cells = f"{naive:.1f} | {100 * en:+.1f} %" if what == "FULL" else " | "
+        print(
+            f"| {name} | {what} | {workers} | {'' if what == 'IO' else f'{k:g}x faster'} | {real:.1f} | {model:.1f} | "
+            f"{100 * em:+.1f} % | {naive_cells} |"
+        )
+    print()
+    print(f"worst model error {100 * worst_model:.1f} %, worst naive error (FULL) {100 * worst_naive:.1f} %")
+
+
+if __name__ == "__main__":
+    main()

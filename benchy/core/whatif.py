@@ -1,0 +1,691 @@
+"""What a change would give: a model of the run's loader and step, built from its measurements (pure, no torch).
+
+The model holds what the run measured: a loader worker's time a batch and its CPU share (the stage
+trials, or the IO trials alone), the main process's own work a batch (receiving the workers'
+batches, pinning, the sampler), the step's time and the cores it keeps busy (SYNTHETIC), the
+cores free, and how much slower the slowest worker is. From them it predicts the IO and FULL
+throughput of the same loop with another number of loader workers, other cores, a step ``k``
+times faster, or one loader stage made free. With ``W`` workers and ``C`` cores free, a batch
+takes (seconds; ``s`` the step, ``w`` a worker's time a batch, ``m`` the main process's):
+
+* no workers: IO ``w + m0``; FULL ``s/k + w + m0`` (the loading and the step on one thread, one
+  after the other: the naive ``min(IO, k x SYNTHETIC)`` misses this);
+* workers: IO ``max(slow x w / W, m, cpu(w + m) / C)``, FULL ``max(s/k + m, slow x w / W,
+  cpu(w + m + s/k) / C)``: the main process receives each batch and runs the step one after the
+  other; the workers deliver in order, at the pace of the slowest; all of them share the cores.
+
+Before it predicts, the loader's times are scaled so that the model's IO at the run's own setting
+equals the measured IO (the stage trials run instrumented). Each prediction is worked out three
+times, at the low end, the mean and the high end of the measured IO and SYNTHETIC intervals: its
+interval. :func:`whatif` gives a :class:`WhatIf`; the emulated-step trial (``EMULATED``, run at
+the speed-up where the model says the verdict flips) checks it by measurement, in the same run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .stats import Estimate
+
+__all__ = [
+    "AGREE",
+    "BASIS_STAGES",
+    "NEEDS_SHARE",
+    "SPEEDUPS",
+    "Change",
+    "Check",
+    "Inputs",
+    "Loader",
+    "Need",
+    "Prediction",
+    "WhatIf",
+    "contention_clause",
+    "from_results",
+    "inputs_from",
+    "predict",
+    "step_in_full",
+    "whatif",
+]
+
+SPEEDUPS = (1.0, 2.0, 4.0, 10.0)  # "a step k times faster": a faster accelerator
+NEEDS_SHARE = 0.95  # a setting "keeps up" with a faster step when FULL is within 5 % of the step's own pace
+BASIS_STAGES = "the stage trials"
+SATURATED = 0.9  # the IO trials kept this share of the free cores busy: the workers' waits were for a core
+AGREE = 0.10  # a prediction and a measurement agree when within 10 % or within each other's intervals
+MAX_WORKERS = 64  # the most workers a faster step's needs are searched up to
+FLIP_MAX = 20.0  # speed-ups searched for the one where loading starts to limit
+LIMITS = ("the step", "the workers", "the main process", "the cores", "the loading and the step one after the other")
+
+Triple = Tuple[float, float, float]  # (low, mean, high)
+
+
+@dataclass(frozen=True)
+class Loader:
+    """The loader's costs a batch, in seconds, as measured (before scaling to the measured IO)."""
+
+    worker: float  # a worker's time a batch: the dataset, the transforms, collate_fn
+    cpu: float  # the share of it on the CPU (the rest waits: storage, the network, sleeps)
+    main: float  # the main process's own work a batch with workers: receiving, pinning, the sampler
+    main_plain: float  # ... without workers (the sampler, pinning): IO's period is then worker + main_plain
+    main_cpu: float = 1.0  # the share of ``main`` on the CPU (receiving waits for a worker to hand its batch over)
+    slow: float = 1.0  # the slowest worker's time a batch over the workers' mean (in-order delivery waits for it)
+    stages: Tuple[Tuple[str, str, float], ...] = ()  # (name, where, seconds a batch): "if it cost nothing"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the model is built from (see the module's docstring)."""
+
+    batch: float  # samples a batch
+    workers: int  # the loader's workers in the IO trials
+    cores: float  # cores the training process may use
+    other: float  # cores other processes kept busy meanwhile
+    io: Triple  # measured IO, samples/s (low, mean, high)
+    step: Triple  # SYNTHETIC's seconds a step (fast end, mean, slow end)
+    step_cores: float  # cores the step keeps busy while it runs alone (SYNTHETIC's CPU)
+    loader: Loader
+    basis: str  # "the stage trials" or "the IO trials"
+    full: Optional[Triple] = None  # measured FULL, samples/s
+    full_step: Optional[float] = None  # FULL's seconds a step with the wait for data taken out
+    full_wait: Optional[float] = None  # FULL's share of time waiting for data
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change to the run: loader workers, cores, a step ``speedup`` times faster, a stage made free."""
+
+    workers: int
+    cores: float
+    speedup: float = 1.0
+    free: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"workers": self.workers, "cores": self.cores, "speedup": self.speedup, "free_stage": self.free}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's IO and FULL (samples/s, low, mean, high) for one change, and what limits FULL."""
+
+    change: Change
+    io: Triple
+    full: Triple
+    limit: str
+    naive: float  # min(IO, k x SYNTHETIC) at the mean: what a reading of the two numbers alone says
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            **self.change.to_dict(),
+            "io": _triple(self.io),
+            "full": _triple(self.full),
+            "limit": self.limit,
+            "naive_full": self.naive,
+        }
+
+
+@dataclass(frozen=True)
+class Check:
+    """A prediction against a measurement of the same change in the same run."""
+
+    what: str  # "EMULATED (a step 2x faster)", "SWEEP3 (num_workers=4)"
+    kind: str  # "FULL" or "IO"
+    change: Change
+    predicted: Triple
+    measured: Estimate
+
+    @property
+    def error(self) -> Optional[float]:
+        """measured / predicted - 1 (None: nothing measured)."""
+        if self.measured.mean is None or self.predicted[1] <= 0:
+            return None
+        return self.measured.mean / self.predicted[1] - 1.0
+
+    @property
+    def agree(self) -> Optional[bool]:
+        """Within :data:`AGREE`, or the intervals overlap (None: nothing measured)."""
+        m = self.measured
+        if m.mean is None:
+            return None
+        error = self.error
+        if error is not None and abs(error) <= AGREE:
+            return True
+        hw = m.half_width or 0.0
+        return m.mean - hw <= self.predicted[2] and m.mean + hw >= self.predicted[0]
+
+    def text(self) -> str:
+        m = self.measured
+        spread = "" if m.half_width is None else f" +/- {m.half_width:.1f}"
+        measured = "n/a" if m.mean is None else f"{m.mean:.1f}{spread}"
+        error = self.error
+        verdict = (
+            ""
+            if error is None
+            else f" ({100 * error:+.0f} %{', disagree: more than the intervals and 10 % allow' if self.agree is False else ''})"
+        )
+        return f"{self.what}: {self.kind} predicted {_range(self.predicted)}, measured {measured}{verdict}"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "what": self.what,
+            "kind": self.kind,
+            "change": self.change.to_dict(),
+            "predicted": _triple(self.predicted),
+            "measured": self.measured.mean,
+            "measured_half_width": self.measured.half_width,
+            "error": self.error,
+            "agree": self.agree,
+        }
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a step ``speedup`` times faster needs to run at its own pace: workers and cores (None: more
+    than twice the cores' workers on eight times the cores)."""
+
+    speedup: float
+    workers: Optional[int]
+    cores: Optional[float]
+    full: Optional[float]  # FULL then (samples/s)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"speedup": self.speedup, "workers": self.workers, "cores": self.cores, "full": self.full}
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The model (:class:`Inputs`), its predictions, the speed-up where loading starts to limit, what
+    faster steps need, the checks against measurements, and the figures that compare with other tools."""
+
+    inputs: Inputs
+    scale: float  # the loader's times were multiplied by this to match the measured IO
+    own: Prediction  # the run as it is (FULL: the model's against the measured)
+    predictions: Tuple[Prediction, ...]
+    flip: Optional[float]  # the speed-up of the step from which loading limits FULL (1.0: it limits now)
+    needs: Tuple[Need, ...]
+    checks: Tuple[Check, ...] = ()
+    utilization: Optional[float] = None  # FULL: the step's share of the time (MLPerf Storage's accelerator utilization)
+    contention: Optional[float] = None  # FULL's step over SYNTHETIC's, less one: how much the loader slows the step
+    price: Optional[float] = None  # global.price_per_hour
+    epoch_batches: Optional[int] = None
+
+    def find(self, change: Change) -> Optional[Prediction]:
+        for p in self.predictions:
+            if p.change == change:
+                return p
+        return None
+
+    @property
+    def wait_cost(self) -> Optional[Tuple[Optional[float], float]]:
+        """With a price: what the data wait costs (per epoch where the epoch's length is known, per 1 000 steps)."""
+        inp = self.inputs
+        if self.price is None or inp.full is None or inp.full_wait is None or inp.full[1] <= 0:
+            return None
+        per_step = inp.batch / inp.full[1] * inp.full_wait  # seconds of waiting a step
+        per_thousand = 1000 * per_step * self.price / 3600.0
+        epoch = None if self.epoch_batches is None else self.epoch_batches * per_step * self.price / 3600.0
+        return epoch, per_thousand
+
+    def text(self) -> str:
+        """The WHATIF line: the few predictions that change the answer, in words."""
+        inp = self.inputs
+        parts: List[str] = []
+        full = inp.full
+        if self.flip is None:
+            parts.append(f"loading does not limit FULL up to a step {FLIP_MAX:g}x faster")
+        elif self.flip <= 1.0:
+            parts.append("loading limits FULL now")
+        else:
+            parts.append(f"loading starts to limit FULL at a step {self.flip:.2g}x faster (model from {inp.basis})")
+        for need in self.needs:
+            if need.speedup == 1.0:
+                continue
+            if need.workers is None:
+                parts.append(f"a {need.speedup:g}x faster step: not kept up with by {MAX_WORKERS} workers")
+                continue
+            cores = "" if need.cores is None or need.cores <= inp.cores else f" and {need.cores:g} cores (here {inp.cores:g})"
+            parts.append(f"a {need.speedup:g}x faster step needs {need.workers} worker{'s' if need.workers != 1 else ''}{cores}")
+        best = _best_workers(self)
+        if best is not None:
+            parts.append(best)
+        free = _best_free(self)
+        if free is not None:
+            parts.append(free)
+        if full is not None:
+            parts.append(f"the model's FULL as the run is: {_range(self.own.full)} against {full[1]:.1f} measured")
+        for check in self.checks:
+            parts.append(check.text())
+        if self.contention is not None and self.contention >= 0.05:
+            parts.append(f"the step is {100 * self.contention:.0f} % slower in FULL than alone (the loader's work slows it)")
+        cost = self.wait_cost
+        if cost is not None:
+            epoch, thousand = cost
+            parts.append(
+                "the data wait costs "
+                + (f"{epoch:.4g} an epoch, " if epoch is not None else "")
+                + f"{thousand:.4g} per 1 000 steps at {self.price:g} an hour"
+            )
+        return "; ".join(parts)
+
+    def to_dict(self) -> Dict[str, Any]:
+        inp = self.inputs
+        cost = self.wait_cost
+        return {
+            "basis": inp.basis,
+            "inputs": {
+                "samples_per_batch": inp.batch,
+                "workers": inp.workers,
+                "cores": inp.cores,
+                "other_cores_busy": inp.other,
+                "io": _triple(inp.io),
+                "step_seconds": _triple(inp.step),
+                "step_cores": inp.step_cores,
+                "worker_seconds_per_batch": inp.loader.worker,
+                "worker_cpu_share": inp.loader.cpu,
+                "main_seconds_per_batch": inp.loader.main,
+                "main_seconds_per_batch_no_workers": inp.loader.main_plain,
+                "main_cpu_share": inp.loader.main_cpu,
+                "slow_worker_ratio": inp.loader.slow,
+                "full": None if inp.full is None else _triple(inp.full),
+                "full_step_seconds": inp.full_step,
+            },
+            "scale": self.scale,
+            "own": self.own.to_dict(),
+            "flip_speedup": self.flip,
+            "needs": [n.to_dict() for n in self.needs],
+            "predictions": [p.to_dict() for p in self.predictions],
+            "checks": [c.to_dict() for c in self.checks],
+            "accelerator_utilization": self.utilization,
+            "contention": self.contention,
+            "price_per_hour": self.price,
+            "wait_cost_per_epoch": None if cost is None else cost[0],
+            "wait_cost_per_1000_steps": None if cost is None else cost[1],
+        }
+
+
+def _triple(t: Triple) -> List[Optional[float]]:
+    return [float(x) if math.isfinite(x) else None for x in t]
+
+
+def _range(t: Triple) -> str:
+    return f"{t[1]:.1f} ({t[0]:.1f} to {t[2]:.1f})"
+
+
+# --- the model ------------------------------------------------------------------------------
+
+
+def _stage_cut(loader: Loader, free: Optional[str], workers: int) -> Tuple[float, float, float, float, float]:
+    """(worker, worker CPU seconds, main, main CPU seconds, main_plain) a batch with ``free`` made free."""
+    worker, main, plain = loader.worker, loader.main, loader.main_plain
+    cpu, main_cpu = loader.worker * loader.cpu, loader.main * loader.main_cpu
+    if free is not None:
+        for name, where, seconds in loader.stages:
+            if name != free:
+                continue
+            if where == "workers":
+                worker = max(0.0, worker - seconds)
+                cpu = max(0.0, cpu - seconds * (loader.cpu if name == "dataset" else 1.0))
+            else:
+                main = max(0.0, main - seconds)
+                main_cpu = max(0.0, main_cpu - seconds * (loader.main_cpu if name == "receive" else 1.0))
+                if name in ("sampler", "pin_memory"):
+                    plain = max(0.0, plain - seconds)
+    return worker, min(cpu, worker), main, min(main_cpu, main), plain
+
+
+def _periods(inp: Inputs, change: Change, scale: float, step: float) -> Tuple[float, float, str]:
+    """(IO seconds a batch, FULL seconds a batch, what limits FULL) for ``change``; the loader's times
+    multiplied by ``scale``; ``step``: SYNTHETIC's seconds a step."""
+    worker, cpu, main, main_cpu, plain = (x * scale for x in _stage_cut(inp.loader, change.free, change.workers))
+    s = step / change.speedup
+    if change.workers <= 0:
+        io = worker + plain
+        return io, s + io, LIMITS[4]
+    avail = max(0.25, change.cores - inp.other)
+    slow = inp.loader.slow if change.workers > 1 else 1.0
+    pool = slow * worker / change.workers
+    io = max(pool, main, (cpu + main_cpu) / avail)
+    step_cpu = s * max(0.0, min(inp.step_cores, change.cores))
+    candidates = ((s + main, 0), (pool, 1), ((cpu + main_cpu + step_cpu) / avail, 3))
+    full, which = max(candidates)
+    limit = LIMITS[which] if which != 0 or s >= main else LIMITS[2]
+    return io, full, limit
+
+
+def _scale(inp: Inputs, io_rate: float) -> float:
+    """The factor on the loader's times that makes the model's IO at the run's own setting ``io_rate``; where
+    the stage trials timed the loader, their times are its own at the measured IO's mean, and an end of the
+    IO interval moves them by as much as it lies from the mean."""
+    if inp.basis == BASIS_STAGES:
+        return inp.io[1] / io_rate if io_rate > 0 else 1.0
+    own = Change(inp.workers, inp.cores)
+    period, _, _ = _periods(inp, own, 1.0, inp.step[1])
+    if period <= 0 or io_rate <= 0:
+        return 1.0
+    return (inp.batch / io_rate) / period
+
+
+def predict(inp: Inputs, change: Change) -> Prediction:
+    """The model's IO and FULL for ``change``, each at the low end, the mean and the high end of the
+    measured intervals (a slower IO and a slower step give the low end)."""
+    ios, fulls, limit = [], [], ""
+    for io_rate, step in ((inp.io[0], inp.step[2]), (inp.io[1], inp.step[1]), (inp.io[2], inp.step[0])):
+        scale = _scale(inp, io_rate)
+        io, full, which = _periods(inp, change, scale, step)
+        ios.append(inp.batch / io if io > 0 else math.inf)
+        fulls.append(inp.batch / full if full > 0 else math.inf)
+        if len(ios) == 2:
+            limit = which
+    naive = min(ios[1], change.speedup * inp.batch / inp.step[1]) if inp.step[1] > 0 else ios[1]
+    return Prediction(change, (ios[0], ios[1], ios[2]), (fulls[0], fulls[1], fulls[2]), limit, naive)
+
+
+def _worker_counts(cores: float) -> List[int]:
+    top = max(2, round(2 * cores))
+    return [w for w in range(0, top + 1) if w <= 8 or w % 2 == 0 or w == top]
+
+
+def _flip(inp: Inputs) -> Optional[float]:
+    """The smallest speed-up of the step (1.0 to :data:`FLIP_MAX`, in 2 % steps) at which the model's
+    FULL is no longer limited by the step alone; None: not up to :data:`FLIP_MAX`."""
+    k = 1.0
+    while k <= FLIP_MAX:
+        p = predict(inp, Change(inp.workers, inp.cores, k))
+        if p.limit != LIMITS[0]:
+            return k
+        k = round(k * 1.02, 6)
+    return None
+
+
+def _need(inp: Inputs, speedup: float) -> Need:
+    """The fewest workers with which a step ``speedup`` times faster runs within :data:`NEEDS_SHARE` of its
+    own pace (the step and the main process's receiving), with as many cores as that takes (at least the
+    run's): the workers searched up to :data:`MAX_WORKERS`, the cores then the CPU work a second needs."""
+    unlimited = replace(inp, other=0.0)
+    for w in range(0, MAX_WORKERS + 1):
+        p = predict(unlimited, Change(w, math.inf, speedup))
+        if p.full[1] >= NEEDS_SHARE * _pace(inp, speedup, w):
+            cores = max(inp.cores, math.ceil(_cpu_cores(inp, w, speedup, p.full[1]) + inp.other - 1e-9))
+            return Need(speedup, w, float(cores), p.full[1])
+    return Need(speedup, None, None, None)
+
+
+def _cpu_cores(inp: Inputs, workers: int, speedup: float, rate: float) -> float:
+    """The cores kept busy at ``rate`` samples/s: the workers', the main process's and the step's CPU work."""
+    worker, cpu, _, main_cpu, plain = _stage_cut(inp.loader, None, workers)
+    scale = _scale(inp, inp.io[1])
+    step_cpu = inp.step[1] / speedup * max(0.0, inp.step_cores)
+    per_batch = (cpu + main_cpu) * scale + step_cpu if workers > 0 else (worker + plain) * scale + inp.step[1] / speedup
+    return per_batch * rate / inp.batch
+
+
+def _pace(inp: Inputs, speedup: float, workers: int) -> float:
+    """FULL when nothing but the step (and, with workers, the main process's receiving) limits it."""
+    _, _, main, _, _ = _stage_cut(inp.loader, None, workers)
+    scale = _scale(inp, inp.io[1])
+    s = inp.step[1] / speedup + (main * scale if workers > 0 else 0.0)
+    return inp.batch / s if s > 0 else math.inf
+
+
+def _best_workers(w: WhatIf) -> Optional[str]:
+    """When loading limits now: the workers that give the most FULL with today's step and cores."""
+    inp = w.inputs
+    if w.flip is None or w.flip > 1.0:
+        return None
+    choices = [p for p in w.predictions if p.change.speedup == 1.0 and p.change.cores == inp.cores and p.change.free is None]
+    if not choices:
+        return None
+    top = max(choices, key=lambda p: p.full[1])
+    fewest = min((p for p in choices if p.full[1] >= NEEDS_SHARE * top.full[1]), key=lambda p: p.change.workers)
+    if fewest.change.workers == inp.workers:
+        return None
+    return (
+        f"with {fewest.change.workers} workers FULL would be {_range(fewest.full)} "
+        f"({100 * (fewest.full[1] / w.own.full[1] - 1):+.0f} %; limit then: {fewest.limit})"
+    )
+
+
+def _best_free(w: WhatIf) -> Optional[str]:
+    """The loader stage whose cost, made nothing, gives FULL the most (when that is 5 % or more)."""
+    found = [p for p in w.predictions if p.change.free is not None]
+    if not found or w.own.full[1] <= 0:
+        return None
+    top = max(found, key=lambda p: p.full[1])
+    gain = top.full[1] / w.own.full[1] - 1.0
+    if gain < 0.05:
+        return None
+    return f"if {top.change.free} cost nothing FULL would be {_range(top.full)} ({100 * gain:+.0f} %)"
+
+
+def whatif(
+    inp: Inputs,
+    *,
+    checks: Sequence[Tuple[str, str, Change, Estimate]] = (),
+    price: Optional[float] = None,
+    epoch_batches: Optional[int] = None,
+) -> WhatIf:
+    """The model's predictions over workers (0 to twice the cores), cores (half, as many, twice), the
+    step :data:`SPEEDUPS` faster and each stage made free; the speed-up where loading starts to limit;
+    what each faster step needs; ``checks`` (what, kind, change, measured) set against their predictions."""
+    own = predict(inp, Change(inp.workers, inp.cores))
+    seen: Dict[Change, Prediction] = {}
+
+    def add(change: Change) -> None:
+        if change not in seen:
+            seen[change] = predict(inp, change)
+
+    for k in SPEEDUPS:
+        for w in _worker_counts(inp.cores):
+            add(Change(w, inp.cores, k))
+    for cores in sorted({max(1.0, inp.cores / 2), inp.cores, 2 * inp.cores}):
+        for k in SPEEDUPS:
+            add(Change(inp.workers, cores, k))
+    for name, _, seconds in inp.loader.stages:
+        if seconds > 0:
+            add(Change(inp.workers, inp.cores, 1.0, name))
+    flip = _flip(inp)
+    needs = tuple(_need(inp, k) for k in SPEEDUPS)
+    found = tuple(
+        Check(what, kind, change, (p.full if kind == "FULL" else p.io), measured)
+        for what, kind, change, measured in checks
+        for p in [predict(inp, change)]
+    )
+    utilization = None if inp.full_wait is None else max(0.0, 1.0 - inp.full_wait)
+    contention = None
+    if inp.full_step is not None and inp.step[1] > 0:
+        contention = inp.full_step / inp.step[1] - 1.0
+    return WhatIf(
+        inp,
+        _scale(inp, inp.io[1]),
+        own,
+        tuple(seen.values()),
+        flip,
+        needs,
+        found,
+        utilization,
+        contention,
+        price,
+        epoch_batches,
+    )
+
+
+# --- from a run's figures -------------------------------------------------------------------
+
+
+def _ends(est: Estimate) -> Optional[Triple]:
+    if est.mean is None or est.mean <= 0:
+        return None
+    hw = est.half_width or 0.0
+    return (max(est.mean - hw, 1e-3 * est.mean), est.mean, est.mean + hw)
+
+
+def inputs_from(
+    *,
+    batch: Optional[float],
+    workers: int,
+    io: Estimate,
+    synthetic: Estimate,
+    systems: Mapping[str, Mapping[str, float]],
+    stages: Optional[Any] = None,
+    full: Optional[Estimate] = None,
+    full_step: Optional[float] = None,
+    full_wait: Optional[float] = None,
+) -> Optional[Inputs]:
+    """The model's :class:`Inputs` from a run's figures: IO and SYNTHETIC (samples/s), each mode's system
+    means (``systems``: mode name to figures), the stage report (a :class:`~benchy.core.stages.StageReport`;
+    without one the loader's cost comes from the IO trials alone); None without IO, SYNTHETIC or a batch size."""
+    io_t, syn_t = _ends(io), _ends(synthetic)
+    if io_t is None or syn_t is None or not batch or batch <= 0:
+        return None
+    step = (batch / syn_t[2], batch / syn_t[1], batch / syn_t[0])
+    io_sys, syn_sys = systems.get("IO", {}), systems.get("SYNTHETIC", {})
+    cores = float(io_sys.get("cpu_cores") or syn_sys.get("cpu_cores") or 1.0)
+    others = [s["other_cores_busy"] for s in (io_sys, syn_sys) if s.get("other_cores_busy") is not None]
+    other = float(sum(others) / len(others)) if others else 0.0
+    step_cores = float(syn_sys.get("cpu_cores_busy", 1.0))
+    period = batch / io_t[1]
+    if stages is not None and stages.batches > 0:
+        io_busy = io_sys.get("cpu_cores_busy")
+        saturated = io_busy is not None and io_busy >= SATURATED * max(0.25, cores - other)
+        loader = _loader_from_stages(stages, saturated)
+        basis = BASIS_STAGES
+        workers = stages.workers
+    else:
+        io_cores = float(io_sys.get("cpu_cores_busy", max(1, workers)))
+        worker = period * max(1, workers)
+        share = min(1.0, io_cores / max(1, workers))
+        loader = Loader(worker, share, 0.0, 0.0)
+        basis = "the IO trials"
+    return Inputs(
+        batch=float(batch),
+        workers=workers,
+        cores=cores,
+        other=other,
+        io=io_t,
+        step=step,
+        step_cores=step_cores,
+        loader=loader,
+        basis=basis,
+        full=None if full is None else _ends(full),
+        full_step=full_step,
+        full_wait=full_wait,
+    )
+
+
+def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
+    """The loader's costs from a :class:`~benchy.core.stages.StageReport`; ``saturated``: the IO trials kept
+    the free cores busy, so the time the workers spent off the CPU was time they waited for a core, not work
+    of theirs: a worker's time a batch is then its CPU time (what it takes on a core of its own)."""
+    worker, cpu, main, main_cpu, plain = 0.0, 0.0, 0.0, 0.0, 0.0
+    named: List[Tuple[str, str, float]] = []
+    in_workers = report.workers > 0
+    for st in report.stages:
+        if st.name == "waiting for workers":
+            continue
+        named.append((st.name, st.where, float(st.seconds)))
+        if st.name in ("receive", "pin_memory", "sampler"):
+            if st.where == "main":
+                main += st.seconds
+                main_cpu += st.seconds * (1.0 - (st.off_cpu or 0.0))
+                if st.name != "receive":
+                    plain += st.seconds
+            continue
+        on = st.seconds * (1.0 - (st.off_cpu or 0.0) if st.name == "dataset" else 1.0)
+        worker += on if saturated else st.seconds
+        cpu += on
+    if not in_workers:
+        # Without workers every stage runs on the main thread: a "worker" here is that thread.
+        plain = main
+        main = main_cpu = 0.0
+    slow = 1.0
+    measured = [w.per_batch for w in report.per_worker if w.batches > 0]
+    if len(measured) >= 2:
+        mean = sum(measured) / len(measured)
+        slow = max(measured) / mean if mean > 0 else 1.0
+    return Loader(
+        worker, cpu / worker if worker > 0 else 1.0, main, plain, main_cpu / main if main > 0 else 1.0, slow, tuple(named)
+    )
+
+
+def step_in_full(results: Any) -> Optional[float]:
+    """FULL's seconds a step with its wait for data taken out (the step as it runs beside the loader), over
+    the counted FULL trials that split their time; None without them."""
+    from .schedule import Mode
+
+    found = [t for t in results.measured(Mode.FULL) if t.wait_seconds is not None and len(t.step_seconds)]
+    if not found:
+        return None
+    steps = sum(len(t.step_seconds) for t in found)
+    return float(sum(t.own_seconds - t.wait_seconds for t in found) / steps)
+
+
+def contention_clause(results: Any) -> Optional[Tuple[str, str]]:
+    """(clause, advice) when FULL is below both IO and SYNTHETIC by more than 10 % and its step takes 5 % or
+    more longer than SYNTHETIC's: the loader slows the step (cores, the GIL, memory bandwidth)."""
+    from .schedule import Mode
+
+    io, syn, full = (results.estimate(m).mean for m in (Mode.IO, Mode.SYNTHETIC, Mode.FULL))
+    step = step_in_full(results)
+    if io is None or syn is None or full is None or step is None or not syn or full >= 0.9 * min(io, syn):
+        return None
+    batches = sum(t.spec.nbatches for t in results.measured(Mode.SYNTHETIC))
+    samples = sum(t.samples for t in results.measured(Mode.SYNTHETIC))
+    alone = samples / batches / syn if batches else None
+    if alone is None or alone <= 0 or step < 1.05 * alone:
+        return None
+    share = step / alone - 1.0
+    return (
+        f"FULL {full:.1f} is below both IO and SYNTHETIC: beside the loader the step takes {100 * share:.0f} % longer "
+        f"than alone ({1e3 * step:.3f} ms against {1e3 * alone:.3f} ms; the workers and the step share the cores, "
+        f"the GIL or the memory bandwidth)",
+        "fewer loader workers or fewer intra-op threads (torch.set_num_threads) so that the step keeps its cores, or "
+        "the workers pinned to cores of their own (os.sched_setaffinity in worker_init_fn)",
+    )
+
+
+def from_results(
+    results: Any,
+    systems: Mapping[Any, Mapping[str, float]],
+    workers: int,
+    *,
+    price: Optional[float] = None,
+    epoch_batches: Optional[int] = None,
+) -> Optional[WhatIf]:
+    """The :class:`WhatIf` of a run's :class:`~benchy.core.results.RunResults` (``systems``: each mode's
+    system means), checked against the emulated-step trials and the loader sweep where they ran; None
+    without IO and SYNTHETIC trials."""
+    from .schedule import Mode
+
+    io_trials = results.measured(Mode.IO)
+    batches = sum(t.spec.nbatches for t in io_trials)
+    batch = sum(t.samples for t in io_trials) / batches if batches else None
+    full_step = step_in_full(results)
+    has_full = bool(results.measured(Mode.FULL))
+    inp = inputs_from(
+        batch=batch,
+        workers=workers,
+        io=results.estimate(Mode.IO),
+        synthetic=results.estimate(Mode.SYNTHETIC),
+        systems={getattr(m, "value", str(m)): v for m, v in systems.items()},
+        stages=results.stages,
+        full=results.estimate(Mode.FULL) if has_full else None,
+        full_step=full_step,
+        full_wait=results.data_wait().mean if has_full else None,
+    )
+    if inp is None:
+        return None
+    checks: List[Tuple[str, str, Change, Estimate]] = []
+    if results.emulated and results.emulated_speedup:
+        from .stats import estimate
+
+        k = float(results.emulated_speedup)
+        measured = estimate([t.throughput for t in results.emulated if not t.spec.warmup])
+        checks.append(
+            (f"EMULATED (the real loader, a step {k:.3g}x faster emulated)", "FULL", Change(inp.workers, inp.cores, k), measured)
+        )
+    for j, found in enumerate(results.sweep, 1):
+        if found.error is None and found.trials:
+            setting = found.setting
+            checks.append((f"SWEEP{j} ({setting.text()})", "IO", Change(setting.num_workers, inp.cores), found.estimate))
+    return whatif(inp, checks=checks, price=price, epoch_batches=epoch_batches)

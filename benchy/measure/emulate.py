@@ -1,0 +1,54 @@
+"""The emulated step: a calibrated stand-in for the training step, for the emulated-step trials.
+
+As MLPerf Storage emulates an accelerator, :class:`EmulatedStep` replaces the step by what the run
+measured of it, made ``k`` times faster: the share of it the CPU was busy (SYNTHETIC's cores, at
+most one: it runs on the training thread) as a fixed amount of CPU work (calibrated once: on a
+busy machine it takes longer, as the step's own CPU work would), the rest as a wait. Used as the copy of a
+:class:`~benchy.measure.source.CopyingSource`, every batch the real loader hands out costs the
+emulated step before the next is asked for: a FULL loop whose step is ``k`` times faster.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["EmulatedStep"]
+
+
+class EmulatedStep:
+    """``seconds`` a batch: ``cpu`` seconds' worth of CPU work (as measured alone), then a wait for the rest."""
+
+    CHUNK = 200  # loop iterations a unit of work
+
+    def __init__(self, seconds: float, cpu: float) -> None:
+        if not (seconds >= 0 and 0 <= cpu <= seconds + 1e-12):
+            raise ValueError(f"an emulated step needs 0 <= cpu <= seconds, got cpu={cpu!r}, seconds={seconds!r}")
+        self.seconds = float(seconds)
+        self.cpu = float(cpu)
+        self.units = round(cpu / self.unit_seconds()) if cpu > 0 else 0
+
+    @classmethod
+    def unit_seconds(cls) -> float:
+        """CPU seconds of one unit of work on this thread (the median of a few tries)."""
+        found = []
+        for _ in range(7):
+            began = time.thread_time()
+            _work(200)
+            found.append((time.thread_time() - began) / 200)
+        return max(sorted(found)[len(found) // 2], 1e-9)
+
+    def __call__(self, batch: Any) -> Any:
+        _work(self.units)
+        rest = self.seconds - self.cpu
+        if rest > 0:
+            time.sleep(rest)
+        return batch
+
+
+def _work(units: int) -> None:
+    chunk = EmulatedStep.CHUNK
+    for _ in range(units):
+        total = 0
+        for j in range(chunk):
+            total += j

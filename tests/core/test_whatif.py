@@ -1,0 +1,152 @@
+"""The what-if model's formulas, on hand-made inputs (pure: no clock, no process)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchy.core.stages import Stage, StageReport, WorkerStat
+from benchy.core.stats import Estimate
+from benchy.core.whatif import BASIS_STAGES, Change, Inputs, Loader, predict, whatif
+
+BATCH = 8.0
+
+
+def inputs(
+    workers: int = 2,
+    *,
+    worker: float = 0.016,
+    cpu: float = 0.0,
+    main: float = 0.0006,
+    plain: float = 0.0001,
+    step: float = 0.010,
+    step_cores: float = 0.0,
+    cores: float = 2.0,
+    stages: tuple = (),
+    io: tuple = (1000.0, 1000.0, 1000.0),
+    slow: float = 1.0,
+) -> Inputs:
+    return Inputs(
+        batch=BATCH,
+        workers=workers,
+        cores=cores,
+        other=0.0,
+        io=io,
+        step=(step, step, step),
+        step_cores=step_cores,
+        loader=Loader(worker, cpu, main, plain, 1.0, slow, stages),
+        basis=BASIS_STAGES,
+    )
+
+
+def test_without_workers_loading_and_the_step_add_up_where_the_naive_minimum_does_not() -> None:
+    p = predict(inputs(0), Change(0, 2.0))
+    assert p.io[1] == pytest.approx(BATCH / 0.0161)
+    assert p.full[1] == pytest.approx(BATCH / (0.0161 + 0.010))
+    assert p.limit == "the loading and the step one after the other"
+    assert p.naive == pytest.approx(BATCH / 0.0161)  # min(IO, SYNTHETIC): 54 % too high here
+    faster = predict(inputs(0), Change(0, 2.0, speedup=4.0))
+    assert faster.full[1] == pytest.approx(BATCH / (0.0161 + 0.0025))
+
+
+def test_with_workers_the_main_process_receives_and_steps_one_after_the_other() -> None:
+    p = predict(inputs(2), Change(2, 2.0))
+    assert p.io[1] == pytest.approx(BATCH / 0.008)  # the pool: 16 ms / 2 workers
+    assert p.full[1] == pytest.approx(BATCH / 0.0106)  # step 10 ms + receive 0.6 ms
+    assert p.limit == "the step"
+    k2 = predict(inputs(2), Change(2, 2.0, speedup=2.0))
+    assert k2.full[1] == pytest.approx(BATCH / 0.008) and k2.limit == "the workers"
+    four = predict(inputs(2), Change(4, 2.0, speedup=2.0))
+    assert four.full[1] == pytest.approx(BATCH / 0.0056)
+
+
+def test_cpu_work_is_bounded_by_the_cores_the_workers_and_the_step_share() -> None:
+    inp = inputs(4, worker=0.012, cpu=1.0, main=0.0005, step=0.008, step_cores=1.0)
+    p = predict(inp, Change(4, 2.0))
+    assert p.full[1] == pytest.approx(BATCH / ((0.012 + 0.0005 + 0.008) / 2))
+    assert p.limit == "the cores"
+    wide = predict(inp, Change(4, 8.0))  # with cores to spare the step limits again
+    assert wide.limit == "the step" and wide.full[1] == pytest.approx(BATCH / 0.0085)
+
+
+def test_the_flip_is_where_the_faster_step_meets_the_workers_pace() -> None:
+    w = whatif(inputs(2))
+    # 10 ms / k + 0.6 ms = 8 ms at k = 1.351
+    assert w.flip is not None and 1.33 <= w.flip <= 1.39
+    assert "loading starts to limit FULL at a step 1.4x faster" in w.text()
+    two = next(n for n in w.needs if n.speedup == 2.0)
+    # 5 ms + 0.6 ms a step: 16 ms / W within 5 % of that needs W = 3
+    assert two.workers == 3 and two.cores == 2.0
+    assert "a 2x faster step needs 3 workers" in w.text()
+
+
+def test_a_stage_made_free_and_the_in_order_slow_worker() -> None:
+    stages = (("dataset", "workers", 0.015), ("collate_fn", "workers", 0.001), ("receive", "main", 0.0006))
+    inp = inputs(2, stages=stages, step=0.004)
+    free = predict(inp, Change(2, 2.0, free="dataset"))
+    assert free.io[1] == pytest.approx(BATCH / 0.0006)  # receive limits then
+    slow = predict(inputs(2, slow=1.3, step=0.004), Change(2, 2.0))
+    assert slow.io[1] == pytest.approx(BATCH / (1.3 * 0.008))
+    assert predict(inputs(2, slow=1.3), Change(1, 2.0)).io[1] == pytest.approx(BATCH / 0.016)  # one worker: no order
+
+
+def test_the_interval_comes_from_the_measured_ends() -> None:
+    inp = Inputs(
+        batch=BATCH,
+        workers=2,
+        cores=2.0,
+        other=0.0,
+        io=(900.0, 1000.0, 1100.0),
+        step=(0.009, 0.010, 0.011),
+        step_cores=0.0,
+        loader=Loader(0.016, 0.0, 0.0006, 0.0001),
+        basis=BASIS_STAGES,
+    )
+    p = predict(inp, Change(2, 2.0))
+    assert p.full[0] < p.full[1] < p.full[2]
+    # The low end: the slow step and the loader's times 1000/900 as long; the high end the other way.
+    assert p.full[0] == pytest.approx(BATCH / (0.011 + 0.0006 * 1000 / 900))
+    assert p.full[2] == pytest.approx(BATCH / (0.009 + 0.0006 * 1000 / 1100))
+    assert p.io[0] == pytest.approx(900.0 / 1000.0 * BATCH / 0.008) and p.io[2] == pytest.approx(1100.0 / 1000.0 * BATCH / 0.008)
+
+
+def test_a_check_agrees_within_ten_percent_or_the_intervals() -> None:
+    w = whatif(inputs(2), checks=[("EMULATED", "FULL", Change(2, 2.0, 2.0), Estimate(900.0, 10.0, 3))])
+    (check,) = w.checks
+    assert check.predicted[1] == pytest.approx(1000.0)
+    assert check.error == pytest.approx(-0.1) and check.agree is True
+    w = whatif(inputs(2), checks=[("EMULATED", "FULL", Change(2, 2.0, 2.0), Estimate(700.0, 10.0, 3))])
+    assert w.checks[0].agree is False and "disagree" in w.checks[0].text()
+    none = whatif(inputs(2), checks=[("EMULATED", "FULL", Change(2, 2.0, 2.0), Estimate(None, None, 0))])
+    assert none.checks[0].agree is None and "measured n/a" in none.checks[0].text()
+
+
+def test_the_json_block_has_no_infinity() -> None:
+    inp = inputs(2, worker=0.0, main=0.0, plain=0.0)
+    block = whatif(inp).to_dict()
+    for p in block["predictions"]:
+        assert all(x is None or math.isfinite(x) for x in p["io"] + p["full"])
+
+
+def test_a_slow_worker_is_named_by_the_throughput_it_costs() -> None:
+    # Two workers, one 1.3x slower a batch (the other idle a fifth of the time): in-order delivery takes
+    # the batches in turn, so the pool runs at the slow one's pace: a quarter of IO lost, not 3 %.
+    report = StageReport(
+        period=0.0065,
+        throughput=1230,
+        batches=100,
+        samples=800,
+        workers=2,
+        stages=[Stage("dataset", "workers", 0.0115, 0.9), Stage("receive", "main", 0.0002, 0.03)],
+        unexplained=0.0,
+        worker_busy=0.9,
+        per_worker=[WorkerStat(0, 50, 0.5, 0.13, 0.010), WorkerStat(1, 50, 0.65, 0.0, 0.013)],
+        straggler=None,
+        out_of_order=0,
+        hol_share=0.03,
+        split="",
+        in_order=True,
+    )
+    worker, ratio, cost = report.slow_cost or (None, None, None)
+    assert worker == 1 and ratio == pytest.approx(1.3) and cost == pytest.approx(1 - 1 / 1.3)

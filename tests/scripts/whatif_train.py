@@ -1,0 +1,51 @@
+"""A loop of known costs for the what-if tests: each item sleeps (or does CPU work) ``--item-ms`` in the
+loader, each step sleeps (or works) ``--step-ms``; batches of 4."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from torch.utils.data import Dataset
+
+from benchy.torch import BenchmarkDataLoader
+
+_A = torch.ones(48, 48)
+
+
+def work(seconds: float) -> None:
+    end = time.thread_time() + seconds  # CPU work: this much of this thread's CPU time
+    while time.thread_time() < end:
+        torch.mm(_A, _A)
+
+
+class Items(Dataset):
+    def __init__(self, item: float, cpu: bool) -> None:
+        self.item, self.cpu = item, cpu
+
+    def __len__(self) -> int:
+        return 100_000
+
+    def __getitem__(self, i: int):
+        (work if self.cpu else time.sleep)(self.item)
+        return torch.zeros(8), 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--item-ms", type=float, default=1.0)
+    parser.add_argument("--step-ms", type=float, default=6.0)
+    parser.add_argument("--cpu", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    loader = BenchmarkDataLoader(Items(args.item_ms / 1e3, args.cpu), batch_size=4, num_workers=args.workers)
+    step = args.step_ms / 1e3
+    for _ in range(100):
+        for _batch in loader:
+            (work if args.cpu else time.sleep)(step)
+
+
+if __name__ == "__main__":
+    main()
