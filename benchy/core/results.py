@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from .diagnostics import ContentionRun, StepParts
 from .outcomes import Outcomes
 from .schedule import Mode, TrialSpec
 from .stages import StageReport
@@ -534,9 +535,23 @@ class RunResults:
     emulated: Tuple[TrialResult, ...] = ()
     emulated_speedup: Optional[float] = None
     emulated_skipped: Optional[str] = None
+    # The diagnostic windows at the schedule's end (see ``core.diagnostics``): their trials (never counted in a
+    # mode), the step's parts, the step beside the loader; and why one did not run.
+    diagnostics: Tuple[TrialResult, ...] = ()
+    parts: Optional[StepParts] = None
+    contention: Optional[ContentionRun] = None
+    diagnostics_skipped: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("trials", "h2d", "sweep", "spans", "emulated"):  # lists given by a caller become tuples
+        for name in (
+            "trials",
+            "h2d",
+            "sweep",
+            "spans",
+            "emulated",
+            "diagnostics",
+            "diagnostics_skipped",
+        ):  # lists given by a caller become tuples
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from .config import AUTO, Config
+from .diagnostics import DIAGNOSTIC_WINDOWS
 
 __all__ = ["MIN_AUTO_TRIALS", "Mode", "ModePlan", "Schedule", "TrialSpec", "abba_first", "interleave"]
 
@@ -115,6 +116,15 @@ class Schedule:
 
     plans: Tuple[ModePlan, ...]
     precision: float = 0.02
+    # The diagnostic windows after the last counted one (``core.diagnostics``: ``whatif``), each as long as a
+    # SYNTHETIC window; never counted in a mode.
+    diagnostics: Tuple[str, ...] = ()
+
+    @property
+    def diagnostic_steps(self) -> int:
+        """The steps of each diagnostic window: half a SYNTHETIC trial, at least 5 (a mean needs few)."""
+        synthetic = self.plan(Mode.SYNTHETIC)
+        return 0 if synthetic is None else max(5, synthetic.nbatches // 2)
 
     @classmethod
     def from_config(cls, config: Config) -> Schedule:
@@ -136,7 +146,9 @@ class Schedule:
                     mode.value in profiled,
                 )
             )
-        return cls(tuple(plans), float(g.auto_precision))
+        synthetic = any(p.mode is Mode.SYNTHETIC for p in plans)
+        diagnostics = DIAGNOSTIC_WINDOWS if g.whatif and synthetic else ()
+        return cls(tuple(plans), float(g.auto_precision), diagnostics)
 
     def plan(self, mode: Mode) -> Optional[ModePlan]:
         for p in self.plans:
@@ -182,9 +194,9 @@ class Schedule:
         """The training loop's steps the windows take (``longest``: at the most), an estimate made before
         they run: each window's ``nbatches``; before each FULL window, ``queue_depth`` steps that take the
         batches the loader's workers hold ready (untimed); the two untimed steps around the FLOPs' count;
-        the first period of the first epoch; and, with a loader of ``epoch_length`` batches, for each
-        epoch a window runs into, its first and last periods (left out) and the steps that let a new
-        pass's workers start (``queue_depth``)."""
+        the first period of the first epoch; the diagnostic windows at the end; and, with a loader of
+        ``epoch_length`` batches, for each epoch a window runs into, its first and last periods (left out)
+        and the steps that let a new pass's workers start (``queue_depth``)."""
         steps, fulls = 0, 0
         for p in self.window_plans:
             count = (p.most_warmups + p.most_trials if longest else p.fewest_warmups + p.fewest_trials) + int(p.profiled)
@@ -193,6 +205,7 @@ class Schedule:
                 fulls = count
         if not steps:
             return 0
+        steps += len(self.diagnostics) * self.diagnostic_steps
         steps += fulls * queue_depth + 2 + 1
         if epoch_length is not None and epoch_length > 0:
             useful = max(1, epoch_length - 2 - queue_depth)  # an epoch's steps a window can measure
@@ -243,7 +256,13 @@ class Schedule:
 
     def describe(self) -> str:
         """One line for the start-up message, e.g. ``IO 1 warm-up + 3 x 50 batches on a pass of its own; ...``."""
-        return "; ".join(p.describe() for p in self.plans)
+        text = "; ".join(p.describe() for p in self.plans)
+        if self.diagnostics:
+            text += (
+                f"; then {' and '.join(self.diagnostics)} windows of {self.diagnostic_steps} steps each "
+                f"(the step beside the loader's workers, the step's parts: diagnostic, not counted)"
+            )
+        return text
 
     def fingerprint(self) -> Dict[str, object]:
         """What every rank must agree on: each mode's counts and bounds (``IO.nbatches``, ...)."""

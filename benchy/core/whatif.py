@@ -42,6 +42,7 @@ __all__ = [
     "Prediction",
     "WhatIf",
     "contention_clause",
+    "faster",
     "from_results",
     "inputs_from",
     "predict",
@@ -90,6 +91,9 @@ class Inputs:
     full: Optional[Triple] = None  # measured FULL, samples/s
     full_step: Optional[float] = None  # FULL's seconds a step with the wait for data taken out
     full_wait: Optional[float] = None  # FULL's share of time waiting for data
+    step_fixed: float = 0.0  # the share of the step a faster accelerator does not shorten (PARTS_1: the rest of the loop)
+    contention: float = 0.0  # CONTENTION_1: how much longer the step takes beside the loader running flat out
+    contention_rate: float = 0.0  # ... the loader's batches a second then
 
 
 @dataclass(frozen=True)
@@ -242,7 +246,6 @@ class WhatIf:
             if need.speedup == 1.0:
                 continue
             if need.workers is None:
-                parts.append(f"a {need.speedup:g}x faster step: not kept up with by {MAX_WORKERS} workers")
                 continue
             cores = "" if need.cores is None or need.cores <= inp.cores else f" and {need.cores:g} cores (here {inp.cores:g})"
             parts.append(f"a {need.speedup:g}x faster step needs {need.workers} worker{'s' if need.workers != 1 else ''}{cores}")
@@ -256,8 +259,18 @@ class WhatIf:
             parts.append(f"the model's FULL as the run is: {_range(self.own.full)} against {full[1]:.1f} measured")
         for check in self.checks:
             parts.append(check.text())
-        if self.contention is not None and self.contention >= 0.05:
+        if inp.contention >= 0.05:
+            parts.append(
+                f"beside the loader running flat out the step takes {100 * inp.contention:.0f} % longer than alone "
+                f"(CONTENTION_1; in FULL {100 * (self.contention or 0.0):.0f} %)"
+            )
+        elif self.contention is not None and self.contention >= 0.05:
             parts.append(f"the step is {100 * self.contention:.0f} % slower in FULL than alone (the loader's work slows it)")
+        if inp.step_fixed > 0:
+            parts.append(
+                f"a faster accelerator leaves {100 * inp.step_fixed:.0f} % of the step as it is (the rest of the loop "
+                f"beside forward, backward and the optimizer step: PARTS_1)"
+            )
         cost = self.wait_cost
         if cost is not None:
             epoch, thousand = cost
@@ -289,6 +302,9 @@ class WhatIf:
                 "slow_worker_ratio": inp.loader.slow,
                 "full": None if inp.full is None else _triple(inp.full),
                 "full_step_seconds": inp.full_step,
+                "step_fixed_share": inp.step_fixed,
+                "contention": inp.contention,
+                "contention_loader_rate": inp.contention_rate,
             },
             "scale": self.scale,
             "own": self.own.to_dict(),
@@ -338,7 +354,7 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> Tuple[fl
     """(IO seconds a batch, FULL seconds a batch, what limits FULL) for ``change``; the loader's times
     multiplied by ``scale``; ``step``: SYNTHETIC's seconds a step."""
     worker, cpu, main, main_cpu, plain = (x * scale for x in _stage_cut(inp.loader, change.free, change.workers))
-    s = step / change.speedup
+    s = faster(step, inp.step_fixed, change.speedup)
     if change.workers <= 0:
         io = worker + plain
         return io, s + io, LIMITS[4]
@@ -347,10 +363,26 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> Tuple[fl
     pool = slow * worker / change.workers
     io = max(pool, main, (cpu + main_cpu) / avail)
     step_cpu = s * max(0.0, min(inp.step_cores, change.cores))
-    candidates = ((s + main, 0), (pool, 1), ((cpu + main_cpu + step_cpu) / avail, 3))
-    full, which = max(candidates)
-    limit = LIMITS[which] if which != 0 or s >= main else LIMITS[2]
+    bound = (cpu + main_cpu + step_cpu) / avail
+    stretch = 1.0
+    full, which = max(((s + main, 0), (pool, 1), (bound, 3)))
+    if inp.contention > 0 and inp.contention_rate > 0:
+        # The loader slows the step in proportion to how hard it works: flat out (CONTENTION_1's pace) by
+        # ``contention``; FULL's own pace is where the step, so slowed, and the loader meet.
+        for _ in range(100):
+            stretch = 1.0 + inp.contention * min(1.0, (1.0 / full) / inp.contention_rate)
+            again, which = max(((s * stretch + main, 0), (pool, 1), (bound, 3)))
+            if abs(again - full) <= 1e-9 * full:
+                break
+            full = 0.5 * (full + again)
+    limit = LIMITS[which] if which != 0 or s * stretch >= main else LIMITS[2]
     return io, full, limit
+
+
+def faster(step: float, fixed: float, speedup: float) -> float:
+    """The step ``speedup`` times faster where it can be: the share ``fixed`` of it (the rest of the loop, which
+    a faster accelerator does not shorten) stays as it is."""
+    return step * (fixed + (1.0 - fixed) / speedup)
 
 
 def _scale(inp: Inputs, io_rate: float) -> float:
@@ -377,7 +409,7 @@ def predict(inp: Inputs, change: Change) -> Prediction:
         fulls.append(inp.batch / full if full > 0 else math.inf)
         if len(ios) == 2:
             limit = which
-    naive = min(ios[1], change.speedup * inp.batch / inp.step[1]) if inp.step[1] > 0 else ios[1]
+    naive = min(ios[1], change.speedup * inp.batch / inp.step[1]) if inp.step[1] > 0 else ios[1]  # k x SYNTHETIC
     return Prediction(change, (ios[0], ios[1], ios[2]), (fulls[0], fulls[1], fulls[2]), limit, naive)
 
 
@@ -399,13 +431,16 @@ def _flip(inp: Inputs) -> Optional[float]:
 
 
 def _need(inp: Inputs, speedup: float) -> Need:
-    """The fewest workers with which a step ``speedup`` times faster runs within :data:`NEEDS_SHARE` of its
-    own pace (the step and the main process's receiving), with as many cores as that takes (at least the
-    run's): the workers searched up to :data:`MAX_WORKERS`, the cores then the CPU work a second needs."""
+    """The fewest workers (up to :data:`MAX_WORKERS`, cores unbounded) with which a step ``speedup`` times
+    faster gives FULL within :data:`NEEDS_SHARE` of the most any number of them gives, and the cores that
+    takes (at least the run's): its workers', main process's and step's CPU work a second."""
     unlimited = replace(inp, other=0.0)
-    for w in range(0, MAX_WORKERS + 1):
-        p = predict(unlimited, Change(w, math.inf, speedup))
-        if p.full[1] >= NEEDS_SHARE * _pace(inp, speedup, w):
+    found = [predict(unlimited, Change(w, math.inf, speedup)) for w in range(0, MAX_WORKERS + 1)]
+    top = max(p.full[1] for p in found)
+    if not math.isfinite(top) or top <= 0:
+        return Need(speedup, None, None, None)
+    for w, p in enumerate(found):
+        if p.full[1] >= NEEDS_SHARE * top:
             cores = max(inp.cores, math.ceil(_cpu_cores(inp, w, speedup, p.full[1]) + inp.other - 1e-9))
             return Need(speedup, w, float(cores), p.full[1])
     return Need(speedup, None, None, None)
@@ -415,17 +450,10 @@ def _cpu_cores(inp: Inputs, workers: int, speedup: float, rate: float) -> float:
     """The cores kept busy at ``rate`` samples/s: the workers', the main process's and the step's CPU work."""
     worker, cpu, _, main_cpu, plain = _stage_cut(inp.loader, None, workers)
     scale = _scale(inp, inp.io[1])
-    step_cpu = inp.step[1] / speedup * max(0.0, inp.step_cores)
-    per_batch = (cpu + main_cpu) * scale + step_cpu if workers > 0 else (worker + plain) * scale + inp.step[1] / speedup
+    step = faster(inp.step[1], inp.step_fixed, speedup)
+    step_cpu = step * max(0.0, inp.step_cores)
+    per_batch = (cpu + main_cpu) * scale + step_cpu if workers > 0 else (worker + plain) * scale + step
     return per_batch * rate / inp.batch
-
-
-def _pace(inp: Inputs, speedup: float, workers: int) -> float:
-    """FULL when nothing but the step (and, with workers, the main process's receiving) limits it."""
-    _, _, main, _, _ = _stage_cut(inp.loader, None, workers)
-    scale = _scale(inp, inp.io[1])
-    s = inp.step[1] / speedup + (main * scale if workers > 0 else 0.0)
-    return inp.batch / s if s > 0 else math.inf
 
 
 def _best_workers(w: WhatIf) -> Optional[str]:
@@ -531,6 +559,8 @@ def inputs_from(
     full: Optional[Estimate] = None,
     full_step: Optional[float] = None,
     full_wait: Optional[float] = None,
+    parts: Optional[Any] = None,
+    contention: Optional[Any] = None,
 ) -> Optional[Inputs]:
     """The model's :class:`Inputs` from a run's figures: IO and SYNTHETIC (samples/s), each mode's system
     means (``systems``: mode name to figures), the stage report (a :class:`~benchy.core.stages.StageReport`;
@@ -570,6 +600,9 @@ def inputs_from(
         full=None if full is None else _ends(full),
         full_step=full_step,
         full_wait=full_wait,
+        step_fixed=parts.rest / parts.period if parts is not None and parts.found and parts.period > 0 else 0.0,
+        contention=max(0.0, contention.slowdown(step[1]) or 0.0) if contention is not None and workers > 0 else 0.0,
+        contention_rate=contention.loader_rate if contention is not None else 0.0,
     )
 
 
@@ -672,6 +705,8 @@ def from_results(
         full=results.estimate(Mode.FULL) if has_full else None,
         full_step=full_step,
         full_wait=results.data_wait().mean if has_full else None,
+        parts=results.parts,
+        contention=results.contention,
     )
     if inp is None:
         return None

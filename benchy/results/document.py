@@ -654,6 +654,9 @@ WHATIF = Obj(
                 "slow_worker_ratio": Opt(NUMBER),
                 "full": Opt(TRIPLE),
                 "full_step_seconds": Opt(NUMBER),
+                "step_fixed_share": Opt(NUMBER),
+                "contention": Opt(NUMBER),
+                "contention_loader_rate": Opt(NUMBER),
             }
         ),
         "scale": Opt(NUMBER),
@@ -683,6 +686,43 @@ WHATIF = Obj(
         "price_per_hour": Opt(NUMBER),
         "wait_cost_per_epoch": Opt(NUMBER),
         "wait_cost_per_1000_steps": Opt(NUMBER),
+    }
+)
+DIAGNOSTICS = Obj(
+    {
+        "trials": ListOf(Obj({"label": TEXT, "throughput": Opt(NUMBER), "seconds": SECONDS})),
+        "parts": Opt(
+            Obj(
+                {
+                    "label": TEXT,
+                    "period_seconds": NUMBER,
+                    "forward_seconds": NUMBER,
+                    "backward_seconds": NUMBER,
+                    "optimizer_seconds": NUMBER,
+                    "rest_seconds": NUMBER,
+                    "forwards": COUNT,
+                    "backwards": COUNT,
+                    "optimizer_steps": COUNT,
+                    "steps": COUNT,
+                }
+            )
+        ),
+        "contention": Opt(
+            Obj(
+                {
+                    "label": TEXT,
+                    "period_seconds": NUMBER,
+                    "steps": COUNT,
+                    "loader_batches": COUNT,
+                    "loader_seconds": SECONDS,
+                    "loader_batches_per_second": NUMBER,
+                    "ended": Opt(TEXT),
+                    "synthetic_period_seconds": Opt(NUMBER),
+                    "slowdown": Opt(NUMBER),
+                }
+            )
+        ),
+        "skipped": ListOf(TEXT),
     }
 )
 EMULATED = Obj(
@@ -818,6 +858,7 @@ DOCUMENT = Obj(
         **{mode: Opt(MODE_BLOCK) for mode in MODE_NAMES},
         "IO_H2D": Opt(H2D),
         "EMULATED": Opt(EMULATED),
+        "diagnostics": Opt(DIAGNOSTICS),
     },
     required=("schema_version", "run_name"),
     what="a JSON object (benchy's result)",

@@ -157,6 +157,63 @@ def sweep_table(run: Run) -> Optional[Table]:
     return table
 
 
+def whatif_table(run: Run) -> Optional[Table]:
+    """The what-if model's FULL (samples/s, its interval) per loader workers and step speed-up, at the run's
+    cores, and each check (a prediction against a measurement) below it; None without predictions."""
+    block = run.document.get("whatif")
+    if not isinstance(block, Mapping) or not block.get("predictions"):
+        return None
+    cores = (block.get("inputs") or {}).get("cores")
+    grid = [p for p in block["predictions"] if p.get("cores") == cores and p.get("free_stage") is None]
+    speedups = sorted({p["speedup"] for p in grid})
+    table = Table(
+        ["workers", *[f"step {k:g}x faster" for k in speedups]],
+        right=[True] * (1 + len(speedups)),
+        title=(
+            f"What if: the model's FULL samples/s (interval) at {figure_text(cores, spec='g')} cores, from {block.get('basis')}"
+        ),
+    )
+    for w in sorted({p["workers"] for p in grid}):
+        cells = [str(w)]
+        for k in speedups:
+            p = next((p for p in grid if p["workers"] == w and p["speedup"] == k), None)
+            full = None if p is None else p["full"]
+            cells.append(
+                ""
+                if full is None or full[1] is None
+                else f"{full[1]:.1f} ({figure_text(full[0], spec='.0f')}-{figure_text(full[2], spec='.0f')})"
+            )
+        table.rows.append(cells)
+    return table
+
+
+def whatif_checks(run: Run) -> Optional[Table]:
+    """Each prediction against the measurement of the same change in the same run (emulated step, sweep)."""
+    block = run.document.get("whatif")
+    checks = block.get("checks") if isinstance(block, Mapping) else None
+    if not checks:
+        return None
+    table = Table(
+        ["check", "figure", "predicted", "measured", "+/-", "error", "agree"],
+        right=[False, False, True, True, True, True, False],
+        title="What if, checked by measurement",
+    )
+    for c in checks:
+        error = c.get("error")
+        table.rows.append(
+            [
+                str(c.get("what")),
+                str(c.get("kind")),
+                figure_text((c.get("predicted") or [None, None])[1], spec=".1f"),
+                figure_text(c.get("measured"), spec=".1f"),
+                figure_text(c.get("measured_half_width"), spec=".1f"),
+                "" if error is None else f"{100 * error:+.1f} %",
+                {True: "yes", False: "no: more than the intervals and 10 % allow", None: ""}[c.get("agree")],
+            ]
+        )
+    return table
+
+
 def _meta(run: Run) -> str:
     env = run.document.get("environment") or {}
     parts = [
@@ -207,6 +264,9 @@ def _run_section(run: Run, index: int, plots: _Plots) -> str:
     sweep = sweep_table(run)
     if sweep is not None:
         out.append(sweep.html())
+    for found in (whatif_table(run), whatif_checks(run)):
+        if found is not None:
+            out.append(found.html())
     out.append(
         plots.figure(
             f"{run.label}: per-step throughput",
@@ -222,6 +282,15 @@ def _run_section(run: Run, index: int, plots: _Plots) -> str:
             "the data wait), with the CPU and memory readings below",
         )
     )
+    if whatif_table(run) is not None:
+        out.append(
+            plots.figure(
+                f"{run.label}: what if",
+                lambda b: drawing.plot_whatif(run, b),
+                "The model's FULL against the loader's workers, one line per step speed-up (interval shaded); "
+                "the measured FULL and the emulated-step trials as points",
+            )
+        )
     out.append("</section>")
     return "\n".join(part for part in out if part)
 

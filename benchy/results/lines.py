@@ -55,6 +55,7 @@ SUMMARY_WORDS = (
     "COMPUTE",
     "TOKENS",
     "ENERGY",
+    "PARTS",
     "WHATIF",
     "VERDICT",
 )
@@ -108,8 +109,8 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
         "TRIAL",
         "BENCHY::<MODE>_<k>::Trial Throughput: <x>",
         "each trial; warm-ups are `<MODE>_WARMUP_<k>`, `k` counts from 1; also `H2D_<k>` (IO with copies to the "
-        "accelerator), `STAGES_<k>` (stage trials), `SWEEP<s>_<k>` (a sweep setting's trials) and `EMULATED_<k>` "
-        "(the real loader with an emulated faster step)",
+        "accelerator), `STAGES_<k>` (stage trials), `SWEEP<s>_<k>` (a sweep setting's trials), `EMULATED_<k>` "
+        "(the real loader with an emulated faster step), `CONTENTION_1` and `PARTS_1` (the diagnostic windows)",
     ),
     (
         "SUMMARY",
@@ -200,6 +201,13 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
         "BENCHY::SUMMARY::ENERGY <MODE> <J> J a trial (GPU <J>, CPU package <J>), <J> J a sample; ... "
         "(or `ENERGY not available here: <why>`)",
         "the end, with `system_metrics: true` (rank 0's own devices)",
+    ),
+    (
+        "PARTS",
+        "BENCHY::SUMMARY::PARTS SYNTHETIC step <ms> ms: forward <ms> ms (<pct> %), backward ..., optimizer step ..., "
+        "the rest of the loop ... (PARTS_1: ...)",
+        "the end, with `whatif: true`: the step split by hooks on every module, `backward` and optimizer in a "
+        "diagnostic window of its own (`PARTS_1`), or why it did not run",
     ),
     (
         "WHATIF",

@@ -292,3 +292,61 @@ def plot_timeline(run: Run, path: Target) -> List[str]:
     _save(fig, path)
     plt.close(fig)
     return list(line.notes)
+
+
+WHATIF_SIZE = (8.0, 4.5)
+
+
+def plot_whatif(run: Run, path: Target) -> None:
+    """The what-if model's FULL against the loader's workers, one line per step speed-up (its interval
+    shaded), the run's own FULL and each check's measurement as points (the JSON's ``whatif``)."""
+    block = run.document.get("whatif")
+    if not isinstance(block, dict) or not block.get("predictions"):
+        raise ValueError("the run has no what-if predictions (whatif: false, or no IO and SYNTHETIC trials)")
+    plt = _pyplot()
+    inputs = block.get("inputs") or {}
+    cores = inputs.get("cores")
+    fig, ax = plt.subplots(figsize=WHATIF_SIZE)
+    speedups = sorted({p["speedup"] for p in block["predictions"]})
+    for k in speedups:
+        rows = sorted(
+            (p for p in block["predictions"] if p["speedup"] == k and p["cores"] == cores and p["free_stage"] is None),
+            key=lambda p: p["workers"],
+        )
+        rows = [p for p in rows if None not in p["full"]]
+        if not rows:
+            continue
+        x = [p["workers"] for p in rows]
+        (line,) = ax.plot(x, [p["full"][1] for p in rows], marker="o", label=f"step {k:g}x faster")
+        ax.fill_between(x, [p["full"][0] for p in rows], [p["full"][2] for p in rows], color=line.get_color(), alpha=0.15)
+    full = inputs.get("full")
+    if full and full[1] is not None and inputs.get("workers") is not None:
+        ax.errorbar(
+            [inputs["workers"]],
+            [full[1]],
+            yerr=[[full[1] - full[0]], [full[2] - full[1]]],
+            fmt="k*",
+            ms=12,
+            label="FULL measured",
+        )
+    for check in block.get("checks") or []:
+        if check.get("kind") == "FULL" and check.get("measured") is not None:
+            change = check["change"]
+            hw = check.get("measured_half_width") or 0.0
+            ax.errorbar(
+                [change["workers"]],
+                [check["measured"]],
+                yerr=[[hw], [hw]],
+                fmt="D",
+                color="crimson",
+                ms=8,
+                label=f"emulated step {change['speedup']:.3g}x faster, measured",
+            )
+    ax.set_xlabel("loader workers")
+    ax.set_ylabel("FULL samples/s (model)")
+    ax.set_title(f"{run.label}: what if (model from {block.get('basis')}, {cores:g} cores)")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)

@@ -262,6 +262,26 @@ def emulated_block(results: RunResults) -> Optional[Dict[str, Any]]:
     }
 
 
+def diagnostics_block(results: RunResults) -> Optional[Dict[str, Any]]:
+    """The JSON's ``diagnostics``: the windows after the counted ones (the step's parts, the step beside the
+    loader), each trial's throughput, and why one did not run (None: none ran or was meant to)."""
+    if not results.diagnostics and not results.diagnostics_skipped:
+        return None
+    alone = results.estimate(Mode.SYNTHETIC).mean
+    batches = sum(t.spec.nbatches for t in results.measured(Mode.SYNTHETIC))
+    samples = sum(t.samples for t in results.measured(Mode.SYNTHETIC))
+    period = samples / batches / alone if alone and batches else None
+    contention = results.contention
+    return {
+        "trials": [{"label": t.label, "throughput": finite(t.throughput), "seconds": t.seconds} for t in results.diagnostics],
+        "parts": None if results.parts is None else results.parts.to_dict(),
+        "contention": None
+        if contention is None
+        else {**contention.to_dict(), "synthetic_period_seconds": period, "slowdown": contention.slowdown(period)},
+        "skipped": list(results.diagnostics_skipped),
+    }
+
+
 def sweep_block(results: RunResults) -> Optional[Dict[str, Any]]:
     """The JSON's ``sweep``: each setting's IO trials, the best, the recommended, the applied (None: no sweep)."""
     if not results.sweep:
@@ -366,6 +386,7 @@ def result_document(
         doc[mode.value] = _mode_block(results, mode, reading, per_step)
     doc["IO_H2D"] = h2d_block(results) if Mode.IO in modes else None
     doc["EMULATED"] = emulated_block(results)
+    doc["diagnostics"] = diagnostics_block(results)
     if Mode.SYNTHETIC in modes:
         # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
         doc[Mode.SYNTHETIC.value]["batch_samples"] = snapshot.synthetic_batch_samples

@@ -299,6 +299,12 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
         out.append(lines.summary_text("TOKENS", reading.tokens.text()))
     if reading.energy is not None:
         out.append(lines.summary_text("ENERGY", reading.energy.text(), own))
+    if results.parts is not None:
+        out.append(lines.summary_text("PARTS", results.parts.text(), own))
+    elif results.diagnostics_skipped:
+        why = [d for d in results.diagnostics_skipped if d.startswith("PARTS")]
+        if why:
+            out.append(lines.summary_text("PARTS", f"not measured: {why[0]}", own))
     if reading.whatif is not None:
         out.append(lines.summary_text("WHATIF", reading.whatif.text(), own))
     if reading.text is not None:

@@ -115,7 +115,8 @@ class Lifecycle:
         """The schedule is over: summary, table and final JSON; then the process ends
         (``exit_after_tests``) or the loader is the plain one from here on."""
         s = self._session
-        s.run_checks()
+        if not self._exiting:  # at the interpreter's exit no new loader pass is started
+            s.run_checks()
         self._stop()
         sink = s.sink
         exit_after = s.config.general.exit_after_tests
@@ -124,7 +125,8 @@ class Lifecycle:
         sink.summary(s.snapshot(), exiting=ends)
         if where is not None:
             sink.say(ev.NoExitHere(where))
-        sink.end(s.results, ends)
+        if not self._exiting:
+            sink.end(s.results, ends)
 
     def exchange_failed(self, spec: TrialSpec) -> None:
         """The ranks could not exchange ``spec``'s results: keep what was measured and print it, as a
@@ -171,6 +173,11 @@ class Lifecycle:
         if os.getpid() != s.pid or not s.running:
             return
         self._exiting = True
+        if s.diagnosing:  # the counted schedule is complete: only the diagnostic windows are cut short
+            s.abandon_diagnostics("the script ended before the diagnostic windows were complete")
+            s.ctx.out.trial_ended()
+            self.finish()
+            return
         died = getattr(sys, "last_value", None)  # set when an uncaught exception ends the script
         raised = None if died is None or isinstance(died, SystemExit) else f"{type(died).__name__}: {died}"
         if raised is not None and s.ctx.world > 1:

@@ -41,11 +41,13 @@ import weakref
 from typing import Any, Callable, Iterator, List, Optional
 
 from ..core.config import Config
+from ..core.diagnostics import DIAGNOSTIC_WINDOWS, ContentionRun, StepParts
 from ..core.outcomes import Interruption, Outcomes
 from ..core.results import RunResults, ScheduleState, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
 from ..core.sweep import queue_depth
+from ..measure.diagnostics import Drainer, StepHooks
 from ..measure.flops import StepCounter
 from ..measure.profiling import CudaProfilerApi, global_rank
 from ..measure.ranks import DistributedError, agree, combine
@@ -169,6 +171,9 @@ class Session:
         self.hidden: Optional[TrialSpec] = None  # the IO or side trial running now, if any
         self._side_said = False
         self._length: Optional[int] = None  # the loader's own batches per epoch, read at each iter()
+        self._diagnostics: List[str] = list(self.schedule.diagnostics)  # diagnostic windows still to run
+        self.diagnosing = False  # the counted schedule is over and the diagnostic windows run
+        self._helper: Any = None  # what runs beside the running diagnostic window (measure.diagnostics)
         self.life = Lifecycle(self)
 
     # --- public -------------------------------------------------------------------------------
@@ -236,6 +241,20 @@ class Session:
         if self._window is not None:
             self._window.discarded = True
         self._window = None
+        self._stop_helper()
+
+    def abandon_diagnostics(self, why: str) -> None:
+        """The diagnostic windows end here, unfinished (the script ended during them): said in the results."""
+        left = ([self._window.spec.label] if self._window is not None else []) + [f"{d}_1" for d in self._diagnostics]
+        self._diagnostics = []
+        if self._window is not None:
+            self._window.discarded = True
+            self._window = None
+        self._stop_helper()
+        if left:
+            self.results = self.results.changed(
+                diagnostics_skipped=(*self.results.diagnostics_skipped, f"{', '.join(left)}: {why}")
+            )
 
     def lose(self, item: Interruption) -> None:
         """A trial that did not count: recorded and said (never raises)."""
@@ -499,6 +518,8 @@ class Session:
             spec = self.planner.next(self.results)
             self._notes()
             if spec is None:
+                spec = self._next_diagnostic()
+            if spec is None:
                 self.life.finish()
                 return None
             ctx = self.ctx
@@ -577,8 +598,84 @@ class Session:
             ep.exhausted = True
             return NOTHING
 
+    # --- the diagnostic windows (after the counted ones) -------------------------------------------
+
+    def _next_diagnostic(self) -> Optional[TrialSpec]:
+        """The next diagnostic window (its helper started beside it), or None when none is left."""
+        plan = self.schedule.plan(Mode.SYNTHETIC)
+        while self._diagnostics and plan is not None:
+            name = self._diagnostics.pop(0)
+            self.diagnosing = True
+            spec = TrialSpec(Mode.SYNTHETIC, 1, False, self.schedule.diagnostic_steps, variant=name)
+            try:
+                self._helper = self._start_helper(name)
+            except Exception as err:  # a loader or hooks that cannot start: only this diagnosis is lost
+                self._helper = None
+                self._skip_diagnostic(f"{spec.label}: could not start ({type(err).__name__}: {err})")
+                continue
+            if self._helper is None:
+                continue
+            return spec
+        return None
+
+    def _start_helper(self, name: str) -> Any:
+        if name == "PARTS":
+            hooks = StepHooks()
+            hooks.install()
+            return hooks
+        if not self._workers:
+            self._skip_diagnostic("CONTENTION_1: no loader workers (the loading runs on the training thread, in FULL only)")
+            return None
+        with kept(self._loader.generators()):  # the pass's iterator is made here: its random draws are benchy's own
+            take = self.runner.open_own().next_function()
+        drainer = Drainer(take)
+        drainer.start()
+        return drainer
+
+    def _stop_helper(self) -> Any:
+        helper, self._helper = self._helper, None
+        if isinstance(helper, StepHooks):
+            helper.remove()
+        elif isinstance(helper, Drainer):
+            helper.stop()
+            try:
+                self.runner.close_own()
+            except Exception:  # a worker already gone
+                pass
+        return helper
+
+    def _skip_diagnostic(self, why: str) -> None:
+        self.results = self.results.changed(diagnostics_skipped=(*self.results.diagnostics_skipped, why))
+
+    def _diagnostic_done(self, w: WindowRun) -> None:
+        """A diagnostic window measured its periods: its figures recorded (never counted in a mode)."""
+        self._window = None
+        owner = self._current()
+        if owner is not None:
+            owner.queue_ready = False
+        helper = self._stop_helper()
+        result = self.runner.with_system(w.result())
+        steps = len(result.step_seconds)
+        period = result.own_seconds / steps if steps else 0.0
+        if isinstance(helper, StepHooks):
+            t = helper.times
+            parts = StepParts.from_times(
+                result.label, period, steps, t.seconds, t.forward, t.backward, t.optimizer, (t.forwards, t.backwards, t.steps)
+            )
+            self.results = self.results.changed(parts=parts)
+        elif isinstance(helper, Drainer):
+            run = ContentionRun(result.label, period, steps, helper.batches, helper.seconds, helper.ended)
+            self.results = self.results.changed(contention=run)
+        self.results = self.results.changed(diagnostics=(*self.results.diagnostics, result))
+        self.sink.trial(result)
+        if not self._diagnostics:
+            self.life.finish()
+
     def _window_done(self, w: WindowRun) -> None:
         """A window measured its periods: its result counts (exchanged with the other ranks)."""
+        if w.spec.variant in DIAGNOSTIC_WINDOWS:
+            self._diagnostic_done(w)
+            return
         self._window = None
         owner = self._current()
         if owner is not None:
@@ -614,7 +711,7 @@ class Session:
             self.planner.new_boundary()
             over = self.planner.peek(self.results, fresh=False) is None
             self._notes()
-            if over:
+            if over and not self._diagnostics:
                 self.life.finish()
                 return
         self._notes()
@@ -622,11 +719,16 @@ class Session:
             ctx.sink.checkpoint(self.snapshot())
 
     def _lose(self, item: Interruption) -> None:
-        """A trial that did not count: recorded and said (never raises)."""
+        """A trial that did not count: recorded and said (never raises); a diagnostic window's loss costs only its
+        diagnosis (said in the results, not counted as a lost trial)."""
         if self._window is not None and self._window.spec == item.spec:
             self._window.discarded = True
             self._window = None
         self.runner.sampler.stop()
+        if item.spec.variant in DIAGNOSTIC_WINDOWS:
+            self._stop_helper()
+            self._skip_diagnostic(f"{item.spec.label}: {item.reason}")
+            return
         self.outcomes = self.outcomes.lose(item)
         try:
             self._profiler_after(item.spec)

@@ -17,7 +17,7 @@ from ..core.schedule import Mode, TrialSpec
 from ..core.stages import StageTrial, WorkerMemory, analyse
 from ..core.sweep import Setting, SettingResult, apply_cap, expand, memory_cap, smallest_within
 from ..core.verdict import system_means
-from ..core.whatif import SPEEDUPS, from_results
+from ..core.whatif import SPEEDUPS, faster, from_results
 from ..measure.counting import make_counter
 from ..measure.device import accelerator_in_use, copier
 from ..measure.emulate import EmulatedStep
@@ -244,7 +244,7 @@ def run_emulated(
         return
     k = model.flip if model.flip is not None else max(SPEEDUPS)
     k = max(1.0, k)
-    step = model.inputs.step[1] / k
+    step = faster(model.inputs.step[1], model.inputs.step_fixed, k)
     cpu = step * max(0.0, min(1.0, model.inputs.step_cores))
     ntrials, nwarmup = side_counts(config)
     nbatches = config.io.nbatches

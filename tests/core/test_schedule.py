@@ -93,12 +93,16 @@ def test_profiler_torch_adds_one_profiled_warmup_after_the_captured_kinds_warmup
 
 def test_steps_needed_covers_the_windows_their_lead_ins_and_the_epochs_they_span() -> None:
     s = Schedule.from_config(load_config(environ={}))
-    # 8 windows of 50 steps, the FLOPs' two untimed steps and the first epoch's first period.
-    assert s.steps_needed() == 8 * 50 + 3
+    # 8 windows of 50 steps, the 2 diagnostic windows of 25, the FLOPs' two untimed steps and the first
+    # epoch's first period.
+    assert s.diagnostics == ("CONTENTION", "PARTS") and s.diagnostic_steps == 25
+    assert s.steps_needed() == 8 * 50 + 2 * 25 + 3
+    off = Schedule.from_config(load_config(overrides={"global": {"whatif": False}}, environ={}))
+    assert off.diagnostics == () and off.steps_needed() == 8 * 50 + 3
     # 2 workers x prefetch 2 = 4 ready batches taken before each of the 4 FULL windows.
-    assert s.steps_needed(queue_depth=4) == 8 * 50 + 3 + 4 * 4
+    assert s.steps_needed(queue_depth=4) == 8 * 50 + 2 * 25 + 3 + 4 * 4
     # Epochs of 24 batches: 24 - 2 - 4 = 18 measurable a epoch; each epoch after the first costs 2 + 4 more.
-    base = 8 * 50 + 3 + 16
+    base = 8 * 50 + 2 * 25 + 3 + 16
     crossings = -(-base // 18) - 1
     steps = s.steps_needed(queue_depth=4, epoch_length=24)
     assert steps == base + crossings * 6

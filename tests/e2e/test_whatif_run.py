@@ -28,7 +28,7 @@ def test_a_compute_bound_loop_gets_predictions_checked_by_an_emulated_faster_ste
     assert doc["EMULATED"]["speedup"] == w["flip_speedup"] and doc["EMULATED"]["n"] == 2
     (check,) = w["checks"]
     assert check["kind"] == "FULL" and check["measured"] == doc["EMULATED"]["mean"]
-    assert abs(check["error"]) < 0.25, (check, run.stdout)  # generous: the two figures agree within 10 % on a quiet machine
+    assert abs(check["error"]) < 0.35, (check, run.stdout)  # generous: at the knee the two sides queue for each other
     # Every change the issue names is predicted: 0 to twice the cores' workers, 1/2/4/10x steps, each stage made free.
     cores = w["inputs"]["cores"]
     found = {(p["workers"], p["speedup"]) for p in w["predictions"] if p["cores"] == cores and p["free_stage"] is None}
@@ -58,3 +58,25 @@ def test_a_price_gives_what_the_data_wait_costs(run_script) -> None:
     own = w["own"]
     assert own["limit"] == "the loading and the step one after the other"
     assert own["full"][1] < 0.8 * own["naive_full"]
+
+
+def test_the_step_parts_and_the_step_beside_the_loader_are_measured_in_windows_of_their_own(run_script) -> None:
+    run = run_script(small_config(nbatches=24, ntrials=2, nwarmup=1), "--model", "--step-ms", "2", script=SCRIPT)
+    assert run.returncode == 0, run
+    assert "then CONTENTION and PARTS windows of 12 steps each" in run.stdout  # half a SYNTHETIC trial
+    for label in ("CONTENTION_1", "PARTS_1"):
+        assert f"BENCHY::{label}::Trial Throughput:" in run.stdout
+    parts = run.summary_line("PARTS")
+    assert parts.startswith("SYNTHETIC step ") and "forward" in parts and "optimizer step" in parts
+    doc = run.result()
+    block = doc["diagnostics"]
+    assert [t["label"] for t in block["trials"]] == ["CONTENTION_1", "PARTS_1"] and block["skipped"] == []
+    p = block["parts"]
+    assert p["forwards"] >= 12 and p["backwards"] >= 12 and p["optimizer_steps"] >= 12
+    # The sleep of 2 ms a step is none of forward, backward or the optimizer step: it is the rest of the loop.
+    assert p["rest_seconds"] > 0.0015
+    assert 0 < doc["whatif"]["inputs"]["step_fixed_share"] < 1
+    c = block["contention"]
+    assert c["loader_batches"] > 0 and c["slowdown"] is not None
+    # The counted trials are as before: 2 of each mode.
+    assert doc["SYNTHETIC"]["n"] == 2 and doc["FULL"]["n"] == 2

@@ -38,12 +38,19 @@ def main() -> None:
     parser.add_argument("--item-ms", type=float, default=1.0)
     parser.add_argument("--step-ms", type=float, default=6.0)
     parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--model", action="store_true", help="the step is a small model's forward, backward and SGD step")
     args = parser.parse_args()
     torch.set_num_threads(1)
     loader = BenchmarkDataLoader(Items(args.item_ms / 1e3, args.cpu), batch_size=4, num_workers=args.workers)
     step = args.step_ms / 1e3
+    model = torch.nn.Sequential(torch.nn.Linear(8, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for _ in range(100):
-        for _batch in loader:
+        for x, _y in loader:
+            if args.model:
+                optimizer.zero_grad()
+                model(x).sum().backward()
+                optimizer.step()
             (work if args.cpu else time.sleep)(step)
 
 

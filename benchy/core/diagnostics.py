@@ -1,0 +1,135 @@
+"""The two diagnostic windows at the schedule's end, as values (pure, no torch).
+
+``PARTS_1`` splits the step into forward, backward, optimizer step and the rest of the loop
+(:class:`StepParts`); ``CONTENTION_1`` times the step while the loader's workers run beside it
+(:class:`ContentionRun`). Neither is counted in a mode; both feed the what-if model
+(:mod:`benchy.core.whatif`): a faster accelerator shortens the forward, backward and optimizer
+step but not the rest of the loop, and the loader's work slows the step by what CONTENTION shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+__all__ = ["DIAGNOSTIC_WINDOWS", "ContentionRun", "StepParts"]
+
+DIAGNOSTIC_WINDOWS = ("CONTENTION", "PARTS")  # the variants of the SYNTHETIC windows at the schedule's end
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """The step of ``PARTS_1``: its mean period and the seconds a step of each part (each part's share of
+    the time the hooks were on, times the period)."""
+
+    label: str
+    period: float
+    forward: float
+    backward: float
+    optimizer: float
+    forwards: int  # outermost forward calls while the hooks were on
+    backwards: int
+    optimizer_steps: int
+    steps: int  # the window's measured steps
+
+    @classmethod
+    def from_times(
+        cls,
+        label: str,
+        period: float,
+        steps: int,
+        seconds: float,
+        forward: float,
+        backward: float,
+        optimizer: float,
+        counts: tuple[int, int, int],
+    ) -> StepParts:
+        """From the hooks' totals over ``seconds`` (the time they were on) and the window's ``period``."""
+        share = (lambda x: x / seconds) if seconds > 0 else (lambda x: 0.0)
+        return cls(label, period, share(forward) * period, share(backward) * period, share(optimizer) * period, *counts, steps)
+
+    @property
+    def compute(self) -> float:
+        """Forward, backward and optimizer step: what a faster accelerator shortens."""
+        return self.forward + self.backward + self.optimizer
+
+    @property
+    def rest(self) -> float:
+        """The rest of the loop (data moves, the loss's bookkeeping, logging, Python): seconds a step."""
+        return max(0.0, self.period - self.compute)
+
+    @property
+    def found(self) -> bool:
+        """The hooks saw a forward or a backward (else the step is not a module's: nothing to split)."""
+        return self.forwards > 0 or self.backwards > 0
+
+    def text(self) -> str:
+        if not self.found:
+            return (
+                f"{self.label}: no module forward, backward or optimizer step seen in the step "
+                f"({1e3 * self.period:.3f} ms): nothing to split"
+            )
+
+        def part(name: str, seconds: float) -> str:
+            return f"{name} {1e3 * seconds:.3f} ms ({100 * seconds / self.period:.0f} %)" if self.period > 0 else name
+
+        return (
+            f"SYNTHETIC step {1e3 * self.period:.3f} ms: "
+            + ", ".join(
+                (
+                    part("forward", self.forward),
+                    part("backward", self.backward),
+                    part("optimizer step", self.optimizer),
+                    part("the rest of the loop", self.rest),
+                )
+            )
+            + f" ({self.label}: hooks on every module, backward and optimizer, in this window only; not counted)"
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "label": self.label,
+            "period_seconds": self.period,
+            "forward_seconds": self.forward,
+            "backward_seconds": self.backward,
+            "optimizer_seconds": self.optimizer,
+            "rest_seconds": self.rest,
+            "forwards": self.forwards,
+            "backwards": self.backwards,
+            "optimizer_steps": self.optimizer_steps,
+            "steps": self.steps,
+        }
+
+
+@dataclass(frozen=True)
+class ContentionRun:
+    """``CONTENTION_1``: the step's mean period beside the loader, and the loader's pace meanwhile."""
+
+    label: str
+    period: float
+    steps: int
+    loader_batches: int
+    loader_seconds: float
+    ended: Optional[str] = None  # why the loader stopped before the window ended
+
+    @property
+    def loader_rate(self) -> float:
+        """Batches a second the loader gave beside the step."""
+        return self.loader_batches / self.loader_seconds if self.loader_seconds > 0 else 0.0
+
+    def slowdown(self, alone: Optional[float]) -> Optional[float]:
+        """The step's period beside the loader over ``alone`` (SYNTHETIC's), less one."""
+        if alone is None or alone <= 0 or self.period <= 0:
+            return None
+        return self.period / alone - 1.0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "label": self.label,
+            "period_seconds": self.period,
+            "steps": self.steps,
+            "loader_batches": self.loader_batches,
+            "loader_seconds": self.loader_seconds,
+            "loader_batches_per_second": self.loader_rate,
+            "ended": self.ended,
+        }

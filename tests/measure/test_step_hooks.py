@@ -1,0 +1,96 @@
+"""The diagnostic windows' helpers: hooks that split the step, and the thread that drains the loader."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import torch
+from helpers import FakeClock
+
+from benchy.measure.diagnostics import Drainer, StepHooks
+
+
+class _Slow(torch.autograd.Function):
+    """Identity whose backward takes 5 ms of fake time."""
+
+    clock: FakeClock
+
+    @staticmethod
+    def forward(ctx, x):  # type: ignore[no-untyped-def]
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[no-untyped-def]
+        _Slow.clock.now += 0.005
+        return grad
+
+
+class _Inner(torch.nn.Module):
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock, self.lin = clock, torch.nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.clock.now += 0.001
+        return self.lin(x)
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock, self.inner = clock, _Inner(clock)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.clock.now += 0.002
+        return _Slow.apply(self.inner(x))
+
+
+def test_the_hooks_time_the_outermost_forward_each_backward_and_each_optimizer_step() -> None:
+    clock = FakeClock()
+    _Slow.clock = clock
+    model = _Outer(clock)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    hooks = StepHooks(clock)
+    hooks.install()
+    try:
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(torch.ones(1, 2)).sum().backward()
+            optimizer.step()
+            clock.now += 0.010  # the rest of the loop
+    finally:
+        times = hooks.remove()
+    assert times.forwards == 3 and times.backwards == 3 and times.steps == 3  # the inner module is not counted apart
+    assert abs(times.forward - 0.009) < 1e-9  # 2 ms + 1 ms inside, three times
+    assert abs(times.backward - 0.015) < 1e-9
+    assert times.optimizer == 0.0  # no fake time passes in SGD
+    assert abs(times.seconds - 0.054) < 1e-9
+    assert torch.autograd.backward.__module__ == "torch.autograd"
+    model(torch.ones(1, 2)).sum().backward()  # the hooks are gone: nothing more is counted
+    assert times.forwards == 3 and times.backwards == 3
+
+
+def test_the_drainer_takes_batches_until_told_to_stop_or_the_pass_ends() -> None:
+    gate = threading.Event()
+    taken = []
+
+    def endless() -> int:
+        taken.append(1)
+        if len(taken) >= 50:
+            gate.set()
+        return 1
+
+    drainer = Drainer(endless)
+    drainer.start()
+    assert gate.wait(10)
+    drainer.stop()
+    assert drainer.batches >= 50 and drainer.ended is None and drainer.rate > 0
+    short = Drainer(iter(range(5)).__next__)
+    short.start()
+    for _ in range(1000):  # the pass ends on its own
+        if short.ended is not None:
+            break
+        time.sleep(0.01)
+    short.stop()
+    assert short.batches == 5 and short.ended == "the loader's pass ended"

@@ -1,0 +1,74 @@
+"""The diagnostic windows at the schedule's end (PARTS_1, CONTENTION_1) on virtual time and a real model."""
+
+from __future__ import annotations
+
+import torch
+from helpers import FakeClock, make_session, read_json
+
+
+def _train(session, clock: FakeClock, stop_in_diagnostics: int = -1) -> int:
+    """A loop with a real model over the fake loader; ``stop_in_diagnostics``: leave after that many steps of
+    the diagnostic windows (as a script whose epochs end there). The steps taken."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.ones(2, 4)
+    steps, inside = 0, 0
+    while not session.done:
+        for _batch in session.iterate():
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+            clock.now += 0.02
+            steps += 1
+            if session.diagnosing:
+                inside += 1
+                if inside == stop_in_diagnostics:
+                    return steps
+        assert steps < 10_000
+    return steps
+
+
+def test_the_step_is_split_into_forward_backward_optimizer_and_the_rest(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    made = make_session(clock, batches=40)
+    _train(made.session, clock)
+    text = made.stream.getvalue()
+    assert "then CONTENTION and PARTS windows of 5 steps each" in text
+    assert "BENCHY::PARTS_1::Trial Throughput:" in text and "CONTENTION_1" not in text.split("Schedule:")[1].split("\n", 1)[1]
+    parts = made.session.results.parts
+    assert parts is not None and parts.forwards >= 5 and parts.backwards >= 5 and parts.optimizer_steps >= 5
+    assert "BENCHY::SUMMARY::PARTS SYNTHETIC step" in text and "the rest of the loop" in text
+    doc = read_json(made.session)
+    assert doc["complete"] is True and doc["interrupted"] == []
+    block = doc["diagnostics"]
+    assert [t["label"] for t in block["trials"]] == ["PARTS_1"]
+    assert block["skipped"] == ["CONTENTION_1: no loader workers (the loading runs on the training thread, in FULL only)"]
+    assert block["parts"]["forwards"] >= 5
+    # The counted trials never hold a diagnostic window.
+    assert not any(label.startswith(("PARTS", "CONTENTION")) for label in doc["schedule"]["order"])
+    assert doc["SYNTHETIC"]["n"] == 2
+    # The hooks are off again: torch's backward is its own.
+    assert torch.autograd.backward.__module__ == "torch.autograd"
+
+
+def test_a_script_that_ends_during_the_diagnostic_windows_keeps_a_complete_run(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    made = make_session(clock, batches=40)
+    _train(made.session, clock, stop_in_diagnostics=2)
+    made.session.life.at_exit()
+    doc = read_json(made.session)
+    assert doc["complete"] is True and doc["interrupted"] == [] and doc["verdict"]
+    assert any("the script ended before the diagnostic windows were complete" in s for s in doc["diagnostics"]["skipped"])
+    assert made.exits == []  # at the interpreter's exit benchy ends nothing
+    assert torch.autograd.backward.__module__ == "torch.autograd"
+
+
+def test_whatif_false_has_no_diagnostic_window(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    made = make_session(clock, batches=40, global_={"whatif": False})
+    _train(made.session, clock)
+    doc = read_json(made.session)
+    assert doc["diagnostics"] is None and doc["whatif"] is None and "PARTS" not in made.stream.getvalue()
