@@ -149,8 +149,11 @@ def make_session(
     from benchy.session.registry import Registry
     from benchy.session.session import LoaderFacts, Session
 
-    # Sessions left unfinished say so at interpreter exit: their JSON goes to a directory of their own.
-    cfg: Dict[str, Any] = {"global": {"report_freq": 0, "console": "plain", "output_dir": scratch_dir(), **(global_ or {})}}
+    # Sessions left unfinished say so at interpreter exit: their JSON goes to a directory of their own. The
+    # what-if windows and emulated trials are off here (these sessions test the schedule's own steps) unless
+    # asked for (``global_={"whatif": True}``).
+    g = {"report_freq": 0, "console": "plain", "output_dir": scratch_dir(), "whatif": False, **(global_ or {})}
+    cfg: Dict[str, Any] = {"global": g}
     for name in ("IO", "synthetic", "full"):
         cfg[name] = dict(modes or {"nbatches": 4, "ntrials": 2, "nwarmup": 0})
     session_kwargs: Dict[str, Any] = {}

@@ -103,7 +103,7 @@ class StepParts:
 
 @dataclass(frozen=True)
 class ContentionRun:
-    """``CONTENTION_1``: the step's mean period beside the loader, and the loader's pace meanwhile."""
+    """``CONTENTION_1``: the step's median period beside the loader, and the loader's pace meanwhile."""
 
     label: str
     period: float

@@ -36,6 +36,7 @@ __all__ = [
     "TokenCount",
     "TrialResult",
     "WindowSpan",
+    "folded",
     "samples_typecode",
 ]
 
@@ -410,6 +411,19 @@ class StepRates:
     def tolist(self) -> List[float]:
         out: List[float] = self._trial.step_rates().tolist()
         return out
+
+
+def folded(result: TrialResult) -> TrialResult:
+    """``result`` with its per-step arrays folded into one period (its own time, its samples): what a side
+    trial that is read for its totals only keeps (the emulated-step trials, the diagnostic windows), so that
+    a run keeps per-step data for its counted trials alone."""
+    return replace(
+        result,
+        step_seconds=array("d", [result.own_seconds]),
+        step_samples=array("q", [result.samples]),
+        step_waits=None,
+        readings=None,
+    )
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ class Loader:
     main_cpu: float = 1.0  # the share of ``main`` on the CPU (receiving waits for a worker to hand its batch over)
     slow: float = 1.0  # the slowest worker's time a batch over the workers' mean (in-order delivery waits for it)
     stages: Tuple[Tuple[str, str, float], ...] = ()  # (name, where, seconds a batch): "if it cost nothing"
+    handover: float = 0.0  # a worker's time a batch the stage timers do not see (sending the batch), from IO
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,22 @@ class Inputs:
     step_fixed: float = 0.0  # the share of the step a faster accelerator does not shorten (PARTS_1: the rest of the loop)
     contention: float = 0.0  # CONTENTION_1: how much longer the step takes beside the loader running flat out
     contention_rate: float = 0.0  # ... the loader's batches a second then
+    full_contention: float = 0.0  # FULL: how much longer its step takes than SYNTHETIC's (the wait taken out)
+    full_rate: float = 0.0  # ... FULL's batches a second
+
+    def stretch(self, rate: float) -> float:
+        """The step's time beside a loader that gives ``rate`` batches a second, over its time alone: through
+        (0, 0), FULL's own point and CONTENTION_1's (the loader flat out), linear between them, flat past the
+        last (see :mod:`benchy.core.whatif`)."""
+        points = sorted(p for p in ((self.full_rate, self.full_contention), (self.contention_rate, self.contention)) if p[0] > 0)
+        if not points or rate <= 0:
+            return 1.0
+        x0, y0 = 0.0, 0.0
+        for x1, y1 in points:
+            if rate <= x1:
+                return 1.0 + max(0.0, y0 + (y1 - y0) * (rate - x0) / (x1 - x0))
+            x0, y0 = x1, y1
+        return 1.0 + max(0.0, y0)
 
 
 @dataclass(frozen=True)
@@ -262,7 +279,8 @@ class WhatIf:
         if inp.contention >= 0.05:
             parts.append(
                 f"beside the loader running flat out the step takes {100 * inp.contention:.0f} % longer than alone "
-                f"(CONTENTION_1; in FULL {100 * (self.contention or 0.0):.0f} %)"
+                f"(CONTENTION_1, at {inp.contention_rate:.0f} batches/s; in FULL {100 * (self.contention or 0.0):.0f} % at "
+                f"{inp.full_rate:.0f} batches/s)"
             )
         elif self.contention is not None and self.contention >= 0.05:
             parts.append(f"the step is {100 * self.contention:.0f} % slower in FULL than alone (the loader's work slows it)")
@@ -300,11 +318,14 @@ class WhatIf:
                 "main_seconds_per_batch_no_workers": inp.loader.main_plain,
                 "main_cpu_share": inp.loader.main_cpu,
                 "slow_worker_ratio": inp.loader.slow,
+                "worker_handover_seconds": inp.loader.handover,
                 "full": None if inp.full is None else _triple(inp.full),
                 "full_step_seconds": inp.full_step,
                 "step_fixed_share": inp.step_fixed,
                 "contention": inp.contention,
                 "contention_loader_rate": inp.contention_rate,
+                "full_contention": inp.full_contention,
+                "full_loader_rate": inp.full_rate,
             },
             "scale": self.scale,
             "own": self.own.to_dict(),
@@ -366,11 +387,11 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> Tuple[fl
     bound = (cpu + main_cpu + step_cpu) / avail
     stretch = 1.0
     full, which = max(((s + main, 0), (pool, 1), (bound, 3)))
-    if inp.contention > 0 and inp.contention_rate > 0:
-        # The loader slows the step in proportion to how hard it works: flat out (CONTENTION_1's pace) by
-        # ``contention``; FULL's own pace is where the step, so slowed, and the loader meet.
+    if inp.contention > 0 or inp.full_contention > 0:
+        # The loader slows the step the harder it works (its pace); FULL's pace is where the step, so slowed,
+        # and the loader meet.
         for _ in range(100):
-            stretch = 1.0 + inp.contention * min(1.0, (1.0 / full) / inp.contention_rate)
+            stretch = inp.stretch(1.0 / full)
             again, which = max(((s * stretch + main, 0), (pool, 1), (bound, 3)))
             if abs(again - full) <= 1e-9 * full:
                 break
@@ -419,12 +440,18 @@ def _worker_counts(cores: float) -> List[int]:
 
 
 def _flip(inp: Inputs) -> Optional[float]:
-    """The smallest speed-up of the step (1.0 to :data:`FLIP_MAX`, in 2 % steps) at which the model's
-    FULL is no longer limited by the step alone; None: not up to :data:`FLIP_MAX`."""
+    """The smallest speed-up of the step (1.0 to :data:`FLIP_MAX`, in 2 % steps) at which loading limits
+    the model's FULL: with workers, FULL is no longer limited by the step alone; without, the loading takes
+    as long as the step (they run one after the other: the larger of the two limits); None: not up to
+    :data:`FLIP_MAX`."""
     k = 1.0
     while k <= FLIP_MAX:
         p = predict(inp, Change(inp.workers, inp.cores, k))
-        if p.limit != LIMITS[0]:
+        if inp.workers <= 0:
+            io_period, full_period = inp.batch / p.io[1], inp.batch / p.full[1]
+            if io_period >= full_period - io_period:
+                return k
+        elif p.limit != LIMITS[0]:
             return k
         k = round(k * 1.02, 6)
     return None
@@ -457,19 +484,19 @@ def _cpu_cores(inp: Inputs, workers: int, speedup: float, rate: float) -> float:
 
 
 def _best_workers(w: WhatIf) -> Optional[str]:
-    """When loading limits now: the workers that give the most FULL with today's step and cores."""
+    """The fewest workers that give FULL within 5 % of the most any number of them gives with today's step and
+    cores, when that is other than the run's own and 5 % or more above its FULL."""
     inp = w.inputs
-    if w.flip is None or w.flip > 1.0:
-        return None
     choices = [p for p in w.predictions if p.change.speedup == 1.0 and p.change.cores == inp.cores and p.change.free is None]
     if not choices:
         return None
     top = max(choices, key=lambda p: p.full[1])
     fewest = min((p for p in choices if p.full[1] >= NEEDS_SHARE * top.full[1]), key=lambda p: p.change.workers)
-    if fewest.change.workers == inp.workers:
+    if fewest.change.workers == inp.workers or w.own.full[1] <= 0 or fewest.full[1] < 1.05 * w.own.full[1]:
         return None
+    n = fewest.change.workers
     return (
-        f"with {fewest.change.workers} workers FULL would be {_range(fewest.full)} "
+        f"with {n} worker{'s' if n != 1 else ''} FULL would be {_range(fewest.full)} "
         f"({100 * (fewest.full[1] / w.own.full[1] - 1):+.0f} %; limit then: {fewest.limit})"
     )
 
@@ -587,6 +614,8 @@ def inputs_from(
         share = min(1.0, io_cores / max(1, workers))
         loader = Loader(worker, share, 0.0, 0.0)
         basis = "the IO trials"
+    if basis == BASIS_STAGES:
+        loader = _with_handover(loader, workers, batch / io_t[1], cores - other)
     return Inputs(
         batch=float(batch),
         workers=workers,
@@ -601,9 +630,45 @@ def inputs_from(
         full_step=full_step,
         full_wait=full_wait,
         step_fixed=parts.rest / parts.period if parts is not None and parts.found and parts.period > 0 else 0.0,
-        contention=max(0.0, contention.slowdown(step[1]) or 0.0) if contention is not None and workers > 0 else 0.0,
-        contention_rate=contention.loader_rate if contention is not None else 0.0,
+        contention=_contention(contention, step[1], loader) if contention is not None and workers > 0 else 0.0,
+        contention_rate=contention.loader_rate if contention is not None and workers > 0 else 0.0,
+        full_contention=max(0.0, full_step / step[1] - 1.0) if full_step is not None and workers > 0 else 0.0,
+        full_rate=0.0 if full is None or full.mean is None else full.mean / batch,
     )
+
+
+def _with_handover(loader: Loader, workers: int, period: float, avail: float) -> Loader:
+    """``loader`` with the time a batch the stage timers leave out (a worker pickling its batch into shared
+    memory and sending it; without workers, the loader's own code) added to the worker's work, where the IO
+    trials' measured ``period`` is longer than the model's IO at the run's own setting and the workers (or
+    the cores they share) set that pace: the pool then runs at the measured pace."""
+    lanes = max(1, workers)
+    slow = loader.slow if workers > 1 else 1.0
+    if workers <= 0:
+        model = loader.worker + loader.main_plain
+        missing = period - model
+    else:
+        pool = slow * loader.worker / lanes
+        cpu = (loader.worker * loader.cpu + loader.main * loader.main_cpu) / max(0.25, avail)
+        if loader.main >= max(pool, cpu):
+            return loader  # receiving sets the pace: the workers' own time does not show in the period
+        missing = (period - max(pool, cpu)) * lanes / slow
+    if missing <= 0.05 * loader.worker:
+        return loader
+    cpu_seconds = loader.worker * loader.cpu + missing  # sending a batch is CPU work
+    worker = loader.worker + missing
+    return replace(loader, worker=worker, cpu=min(1.0, cpu_seconds / worker), handover=missing)
+
+
+def _contention(run: Any, alone: float, loader: Loader) -> float:
+    """How much longer the step takes beside the loader flat out (``CONTENTION_1``), less the share of the time
+    the draining thread held the GIL to receive its batches: in FULL the main process receives between steps
+    (the model's ``m``), not during them."""
+    slowdown = run.slowdown(alone)
+    if slowdown is None:
+        return 0.0
+    receiving = loader.main * loader.main_cpu * run.loader_rate
+    return max(0.0, slowdown - receiving)
 
 
 def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:

@@ -4,17 +4,16 @@
   call timed), on ``torch.autograd.backward`` and on every optimizer's ``step``
   (:class:`StepHooks`): the step's time split into forward, backward, optimizer step and the rest
   of the loop, zero edit. Hooks cost microseconds a call, so only this window has them.
-* ``CONTENTION_1``: the step on the cached batch while a thread takes batches from benchy's own
-  pass over the real loader as fast as it gives them, and drops them (:class:`Drainer`): the loader's
-  workers and the main process's receiving run beside the step, as in FULL, without the step
-  waiting for them. Its step time against SYNTHETIC's is how much the loader slows the step.
+* ``CONTENTION_1``: the step on the cached batch while a process forked for it takes batches from a
+  pass of the real loader as fast as they come, and drops them (:class:`Drainer`): the loader's
+  workers run beside the step, as in FULL, without the step waiting for them. Its step time against
+  SYNTHETIC's is how much the loader slows the step (cores, memory bandwidth).
 
 With an accelerator in use the hooks synchronize it, so that each part holds its device work.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable, List, Optional
 
@@ -115,43 +114,83 @@ class StepHooks:
 
 
 class Drainer:
-    """A thread that takes batches from ``next_batch`` (benchy's own pass, its iterator made by the caller
-    on the main thread) until stopped or the pass ends, and drops them."""
+    """A process of its own, forked from the training process, that takes batches from a new pass of the loader
+    (``make``: benchy's own pass; its workers are the child's) as fast as they come, and drops them, until
+    stopped or the pass ends. The training process runs no thread for it: its step meets the loader's
+    workers on the cores and the memory bus as in FULL, and receiving the batches (which FULL does between
+    steps, on the training thread) costs it nothing here."""
 
     JOIN_SECONDS = 30.0
 
-    def __init__(self, next_batch: Callable[[], Any], clock: Callable[[], float] = time.perf_counter) -> None:
-        self._next = next_batch
+    def __init__(self, make: Callable[[], Any], clock: Callable[[], float] = time.perf_counter) -> None:
+        import multiprocessing
+
+        self._make = make
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="benchy-contention", daemon=True)
+        context = multiprocessing.get_context("fork")  # raises ValueError where fork does not exist
+        self._stop = context.Event()
+        self._count = context.Value("q", 0)
+        self._ended: Any = context.Array("c", 512)  # a char array: its .value is the bytes up to the first NUL
+        self._process = context.Process(target=self._run, name="benchy-contention", daemon=False)
         self.batches = 0
         self.seconds = 0.0
         self.ended: Optional[str] = None  # why it stopped before it was told to
+        self._began = 0.0
 
     def start(self) -> None:
         self._began = self._clock()
-        self._thread.start()
+        self._process.start()
 
-    def _run(self) -> None:
-        take, stop = self._next, self._stop
+    def _run(self) -> None:  # in the child
+        import os
+
+        why = ""
+        iterator: Any = None
         try:
+            iterator = iter(self._make())
+            take, stop, count = iterator.__next__, self._stop, self._count
             while not stop.is_set():
                 take()
-                self.batches += 1
+                with count.get_lock():
+                    count.value += 1
         except StopIteration:
-            self.ended = "the loader's pass ended"
-        except Exception as err:  # the loader failing here costs only this diagnosis
-            self.ended = f"the loader raised {type(err).__name__}: {err}"
-        self.seconds = self._clock() - self._began
+            why = "the loader's pass ended"
+        except BaseException as err:  # the loader failing here costs only this diagnosis
+            why = f"the loader raised {type(err).__name__}: {err}"
+        try:
+            self._ended.value = why.encode("utf-8", "replace")[:511]
+            shutdown = getattr(iterator, "_shutdown_workers", None)
+            if callable(shutdown):
+                shutdown()
+        finally:
+            os._exit(0)  # none of the training process's exit handlers run here
+
+    def wait_running(self, batches: int = 1, timeout: float = 60.0) -> bool:
+        """Wait until the process took ``batches`` batches (its workers run, past their first prefetching) or
+        ended; False: neither in ``timeout`` seconds."""
+        end = self._clock() + timeout
+        while self._clock() < end:
+            if self._count.value >= batches or not self._process.is_alive():
+                return True
+            time.sleep(0.005)
+        return False
+
+    def ended_by_itself(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the process to end without being told (its pass ended, or failed)."""
+        self._process.join(timeout)
+        return not self._process.is_alive()
 
     def stop(self) -> None:
-        """Tell the thread to stop after the batch it waits for; wait for it (at most :data:`JOIN_SECONDS`)."""
+        """Tell the process to stop after the batch it waits for; wait for it (at most :data:`JOIN_SECONDS`)."""
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(self.JOIN_SECONDS)
-        if not self.seconds:
-            self.seconds = self._clock() - self._began
+        self.seconds = self._clock() - self._began
+        self._process.join(self.JOIN_SECONDS)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(5)
+        self.batches = int(self._count.value)
+        found = self._ended.value.decode("utf-8", "replace")
+        self.ended = found or None
 
     @property
     def rate(self) -> float:

@@ -172,7 +172,7 @@ TIMELINE_CLOCK = (
 )
 
 
-def _timeline_entry(t: TrialResult, group: str, *, saved: bool) -> Dict[str, Any]:
+def _timeline_entry(t: TrialResult, group: str, *, saved: bool, folded: bool = False) -> Dict[str, Any]:
     return {
         "trial": t.label,
         "mode": t.mode.value,
@@ -182,7 +182,7 @@ def _timeline_entry(t: TrialResult, group: str, *, saved: bool) -> Dict[str, Any
         "started": finite(t.started) if t.started is not None else None,
         "own_seconds": t.own_seconds,
         "seconds": t.seconds,
-        "nbatches": len(t.step_seconds),
+        "nbatches": t.spec.nbatches if folded else len(t.step_seconds),
         "samples": t.samples,
         "steps_file": saved,
         "rank_started": list(t.rank_started) or None,
@@ -195,11 +195,14 @@ def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
     """The JSON's ``timeline``: every trial that ran, in the order it started (``benchy trace`` draws it).
 
     ``group``: ``schedule`` (its per-step file is ``<trial>.npy`` in ``steps_dir`` when ``steps_file``),
-    ``IO_H2D``, ``sweep`` (with the ``setting``) or ``stages`` (the diagnostic stage trials: rank 0's);
+    ``IO_H2D``, ``sweep`` (with the ``setting``), ``stages`` (the diagnostic stage trials: rank 0's),
+    ``diagnostics`` (the windows ``PARTS_1`` and ``CONTENTION_1``) or ``emulated`` (the emulated-step trials);
     ``own_seconds``: this rank's time over the trial's periods (rank 0's); ``seconds``: with several
     ranks the slowest rank's; ``rank_started`` and ``rank_seconds``: each rank's start and own time."""
     entries = [_timeline_entry(t, "schedule", saved=steps_saved) for t in results.trials]
     entries += [_timeline_entry(t, "IO_H2D", saved=False) for t in results.h2d]
+    entries += [_timeline_entry(t, "diagnostics", saved=False, folded=True) for t in results.diagnostics]
+    entries += [_timeline_entry(t, "emulated", saved=False, folded=True) for t in results.emulated]
     for setting in results.sweep:
         for t in [*setting.warmups, *setting.trials]:
             entries.append(dict(_timeline_entry(t, "sweep", saved=False), setting=setting.setting.to_dict()))

@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator, List, Optional
 from ..core.config import Config
 from ..core.diagnostics import DIAGNOSTIC_WINDOWS, ContentionRun, StepParts
 from ..core.outcomes import Interruption, Outcomes
-from ..core.results import RunResults, ScheduleState, Snapshot, TrialResult
+from ..core.results import RunResults, ScheduleState, Snapshot, TrialResult, folded
 from ..core.schedule import Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
 from ..core.sweep import queue_depth
@@ -519,6 +519,10 @@ class Session:
             self._notes()
             if spec is None:
                 spec = self._next_diagnostic()
+                if isinstance(self._helper, Drainer):
+                    # The fork's copy-on-write and the new workers' start slow the first steps after it:
+                    # untimed, as after a new pass of the loop's own workers.
+                    ep.settled = False
             if spec is None:
                 self.life.finish()
                 return None
@@ -626,10 +630,9 @@ class Session:
         if not self._workers:
             self._skip_diagnostic("CONTENTION_1: no loader workers (the loading runs on the training thread, in FULL only)")
             return None
-        with kept(self._loader.generators()):  # the pass's iterator is made here: its random draws are benchy's own
-            take = self.runner.open_own().next_function()
-        drainer = Drainer(take)
+        drainer = Drainer(self.runner.own.fresh)  # a forked process's pass: its random draws are its own
         drainer.start()
+        drainer.wait_running(2 * max(1, self.runner.queue_depth) + 1)  # past the workers' first prefetching
         return drainer
 
     def _stop_helper(self) -> Any:
@@ -638,10 +641,6 @@ class Session:
             helper.remove()
         elif isinstance(helper, Drainer):
             helper.stop()
-            try:
-                self.runner.close_own()
-            except Exception:  # a worker already gone
-                pass
         return helper
 
     def _skip_diagnostic(self, why: str) -> None:
@@ -664,9 +663,12 @@ class Session:
             )
             self.results = self.results.changed(parts=parts)
         elif isinstance(helper, Drainer):
-            run = ContentionRun(result.label, period, steps, helper.batches, helper.seconds, helper.ended)
+            # The median step: a loader flat out gives the step bursts of waits for a core, which its mean
+            # over a short window overstates.
+            median = result.median_period or period
+            run = ContentionRun(result.label, median, steps, helper.batches, helper.seconds, helper.ended)
             self.results = self.results.changed(contention=run)
-        self.results = self.results.changed(diagnostics=(*self.results.diagnostics, result))
+        self.results = self.results.changed(diagnostics=(*self.results.diagnostics, folded(result)))
         self.sink.trial(result)
         if not self._diagnostics:
             self.life.finish()

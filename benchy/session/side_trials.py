@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, List, Optional, Protocol, Set, Tuple
 
 from ..core.config import Config
-from ..core.results import RunResults, Span, TrialResult
+from ..core.results import RunResults, Span, TrialResult, folded
 from ..core.schedule import Mode, TrialSpec
 from ..core.stages import StageTrial, WorkerMemory, analyse
 from ..core.sweep import Setting, SettingResult, apply_cap, expand, memory_cap, smallest_within
@@ -266,7 +266,7 @@ def run_emulated(
             break
         finally:
             running(None)
-        into.results = into.results.changed(emulated=(*into.results.emulated, result))
+        into.results = into.results.changed(emulated=(*into.results.emulated, folded(result)))
         sink.trial(result)
 
 

@@ -57,6 +57,10 @@ class OwnPasses:
         self._iterator = iter(self._make())
         return self._iterator
 
+    def fresh(self) -> Iterator[Any]:
+        """A pass of its own that this object does not keep (the contention window's, in a forked process)."""
+        return iter(self._make())
+
     def close(self) -> None:
         found, self._iterator = self._iterator, None
         if found is not None and self._shutdown is not None:

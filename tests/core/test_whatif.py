@@ -150,3 +150,33 @@ def test_a_slow_worker_is_named_by_the_throughput_it_costs() -> None:
     )
     worker, ratio, cost = report.slow_cost or (None, None, None)
     assert worker == 1 and ratio == pytest.approx(1.3) and cost == pytest.approx(1 - 1 / 1.3)
+
+
+def test_the_time_the_stage_timers_do_not_see_is_added_to_the_workers_from_the_measured_io() -> None:
+    from benchy.core.stats import Estimate as E
+    from benchy.core.whatif import inputs_from
+
+    report = StageReport(
+        period=0.004,
+        throughput=2000,
+        batches=100,
+        samples=800,
+        workers=2,
+        stages=[Stage("dataset", "workers", 0.006, 0.75, off_cpu=0.0), Stage("receive", "main", 0.0003, 0.07, off_cpu=0.0)],
+        unexplained=0.0,
+        worker_busy=0.75,
+        per_worker=[],
+        straggler=None,
+        out_of_order=0,
+        hol_share=0.0,
+        split="",
+        in_order=True,
+    )
+    systems = {"IO": {"cpu_cores": 4.0, "cpu_cores_busy": 1.2}, "SYNTHETIC": {"cpu_cores": 4.0, "cpu_cores_busy": 1.0}}
+    # IO measured 8 / 0.004 = 2000 samples/s: the pool's 6 ms / 2 workers = 3 ms leaves 1 ms a batch unseen,
+    # 2 ms in each worker's cycle (its sending of the batch).
+    inp = inputs_from(batch=8.0, workers=2, io=E(2000.0, 0.0, 3), synthetic=E(1000.0, 0.0, 3), systems=systems, stages=report)
+    assert inp is not None
+    assert inp.loader.handover == pytest.approx(0.002) and inp.loader.worker == pytest.approx(0.008)
+    assert predict(inp, Change(2, 4.0)).io[1] == pytest.approx(2000.0)
+    assert predict(inp, Change(1, 4.0)).io[1] == pytest.approx(1000.0)

