@@ -371,7 +371,7 @@ class ResultSink:
             world=self.world,
             peak_flops=g.peak_flops,
             tokens_source=snapshot.tokens,
-            whatif=g.whatif,
+            whatif=g.whatif and steps,  # the final summary's: a checkpoint does not work the model out
             price=g.price_per_hour,
             epoch_batches=snapshot.epoch_length,
         )
