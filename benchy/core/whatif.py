@@ -1,24 +1,27 @@
 """What a change would give: a model of the run's loader and step, built from its measurements (pure, no torch).
 
 The model holds what the run measured: a loader worker's time a batch and its CPU share (the stage
-trials, or the IO trials alone), the main process's own work a batch (receiving the workers'
-batches, pinning, the sampler), the step's time and the cores it keeps busy (SYNTHETIC), the
+trials, or the IO trials alone; what the stage timers miss of a worker, sending its batch, from the
+IO trials' pace), the main process's own work a batch (receiving the workers' batches, pinning, the
+sampler) and its CPU share, the step's time and the cores it keeps busy (SYNTHETIC), the step's parts
+(``PARTS_1``: a faster accelerator shortens forward, backward and the optimizer step, not the rest of
+the loop), how much the loader slows the step at FULL's pace and flat out (``CONTENTION_1``), the
 cores free, and how much slower the slowest worker is. From them it predicts the IO and FULL
-throughput of the same loop with another number of loader workers, other cores, a step ``k``
-times faster, or one loader stage made free. With ``W`` workers and ``C`` cores free, a batch
-takes (seconds; ``s`` the step, ``w`` a worker's time a batch, ``m`` the main process's):
+throughput of the same loop with another number of loader workers, other cores, a step ``k`` times
+faster, or one loader stage made free. With ``W`` workers and ``C`` cores free, a batch takes
+(seconds; ``s`` the step made faster, ``w`` a worker's time a batch, ``m`` the main process's):
 
-* no workers: IO ``w + m0``; FULL ``s/k + w + m0`` (the loading and the step on one thread, one
+* no workers: IO ``w + m0``; FULL ``s + w + m0`` (the loading and the step on one thread, one
   after the other: the naive ``min(IO, k x SYNTHETIC)`` misses this);
-* workers: IO ``max(slow x w / W, m, cpu(w + m) / C)``, FULL ``max(s/k + m, slow x w / W,
-  cpu(w + m + s/k) / C)``: the main process receives each batch and runs the step one after the
-  other; the workers deliver in order, at the pace of the slowest; all of them share the cores.
+* workers: IO ``max(slow x w / W, m, cpu(w + m) / C)``, FULL ``max(s x stretch + m, slow x w / W,
+  cpu(w + m + s) / C)``: the main process receives each batch and runs the step one after the
+  other; the workers deliver in order, at the pace of the slowest; all of them share the cores; the
+  step is ``stretch`` times longer beside the loader at FULL's pace (:meth:`Inputs.stretch`).
 
-Before it predicts, the loader's times are scaled so that the model's IO at the run's own setting
-equals the measured IO (the stage trials run instrumented). Each prediction is worked out three
-times, at the low end, the mean and the high end of the measured IO and SYNTHETIC intervals: its
-interval. :func:`whatif` gives a :class:`WhatIf`; the emulated-step trial (``EMULATED``, run at
-the speed-up where the model says the verdict flips) checks it by measurement, in the same run.
+Each prediction is worked out three times, at the low end, the mean and the high end of the
+measured IO and SYNTHETIC intervals: its interval. :func:`whatif` gives a :class:`WhatIf`; the
+emulated-step trials (``EMULATED``, run at the speed-up where the model says the verdict flips)
+and the loader sweep's settings check it by measurement, in the same run.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ __all__ = [
 ]
 
 SPEEDUPS = (1.0, 2.0, 4.0, 10.0)  # "a step k times faster": a faster accelerator
-NEEDS_SHARE = 0.95  # a setting "keeps up" with a faster step when FULL is within 5 % of the step's own pace
+NEEDS_SHARE = 0.95  # enough workers for a faster step: FULL within 5 % of the most any number of workers gives
 BASIS_STAGES = "the stage trials"
 SATURATED = 0.9  # the IO trials kept this share of the free cores busy: the workers' waits were for a core
 AGREE = 0.10  # a prediction and a measurement agree when within 10 % or within each other's intervals
@@ -230,12 +233,6 @@ class WhatIf:
     contention: Optional[float] = None  # FULL's step over SYNTHETIC's, less one: how much the loader slows the step
     price: Optional[float] = None  # global.price_per_hour
     epoch_batches: Optional[int] = None
-
-    def find(self, change: Change) -> Optional[Prediction]:
-        for p in self.predictions:
-            if p.change == change:
-                return p
-        return None
 
     @property
     def wait_cost(self) -> Optional[Tuple[Optional[float], float]]:
