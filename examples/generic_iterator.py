@@ -46,7 +46,7 @@ class DaliStyleLoader:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--num_epochs", type=int, default=10)
+    parser.add_argument("--num_epochs", type=int, default=None, help="default: 10, or as many as benchy's schedule may need")
     parser.add_argument("--batch_size", type=int, default=128)
     parser.add_argument("--nsamples", type=int, default=5000)
     benchy.add_arguments(parser)
@@ -58,7 +58,11 @@ def main() -> None:
     # The one line: the wrapped loader with --enable_benchy, the loader itself without.
     loader = benchy.wrap(args, DaliStyleLoader(args.nsamples, args.batch_size), args.batch_size)
 
-    for epoch in range(args.num_epochs):
+    num_epochs = args.num_epochs or 10
+    if args.num_epochs is None and isinstance(loader, benchy.BenchmarkGenericIteratorWrapper):
+        num_epochs = max(num_epochs, loader.benchy.epochs_needed() or 1)  # it ends the run once it knows
+
+    for epoch in range(num_epochs):
         seen, correct = 0, 0
         for batch in loader:
             x, y = batch[0]["data"], batch[0]["label"]

@@ -11,25 +11,67 @@ from typing import Any, Dict, Optional
 
 import pytest
 import yaml
-from helpers import ROOT, SCRATCH, USER_SCRIPT, Run
+from helpers import ROOT, SCRATCH, USER_SCRIPT, ZYGOTE_SERVER, Run, run_python
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _scratch_root(tmp_path_factory: pytest.TempPathFactory) -> None:
     SCRATCH.append(tmp_path_factory.mktemp("sessions"))
+    yield
+    ZYGOTE_SERVER.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_exit_status_request():
+    """A test that runs a session's exit in the test process (``life.at_exit()``) asks for an incomplete
+    run's status (``session.ending``): checked there, and forgotten, so that pytest's own status stays."""
+    yield
+    from benchy.session import ending
+
+    ending.clear()
 
 
 TIMING_RERUNS = 2
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
-    """Timing tests get up to two more tries: one burst of noise on a shared VM is not a failure.
+# The longest tests (tens of seconds each, on 2 cores): started first, so that under pytest-xdist they spread
+# over the workers and none of them is left to run alone at the end.
+LONGEST = (
+    "test_ray_train_torch_trainer_as_it_is",
+    "test_the_ci_recipe_writes_a_baseline",
+    "test_trials_on_a_busy_machine_are_flagged",
+    "test_ddp_example_under_torchrun",
+    "test_a_killed_rank_among_eight",
+    "test_the_demo_shows_its_bottleneck",
+    "test_a_dropped_epoch_is_heard_too",
+    "test_a_finished_schedule_keeps_about",
+    "test_hugging_face_trainer_as_it_is",
+    "test_plain_loops",
+    "test_lightning_ddp_with_the_injected_distributed_sampler",
+    "test_the_strict_build_fails",
+)
+# Modules whose tests share an expensive fixture (a built wheel in a new environment, a browser, a compiled
+# NVTX recorder): one xdist worker runs each (``--dist loadgroup``), so the fixture is made once.
+SHARED_FIXTURE = {"test_wheel.py": "wheel", "test_html_browser.py": "browser", "test_nvtx.py": "nvtx"}
 
-    A real bias fails every try; each try brackets benchy's run with the plain loops again.
-    """
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """Timing tests get up to two more tries: one burst of noise on a shared machine is not a failure (a real
+    bias fails every try; each try brackets benchy's run with the plain loops again). The longest tests come
+    first; the modules of :data:`SHARED_FIXTURE` stay on one worker each."""
     for item in items:
         if item.get_closest_marker("timing") is not None and item.get_closest_marker("flaky") is None:
             item.add_marker(pytest.mark.flaky(reruns=TIMING_RERUNS, reruns_delay=2))
+        group = SHARED_FIXTURE.get(item.path.name)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+    def first(item: pytest.Item) -> int:
+        if item.path.name == "test_wheel.py":
+            return 0
+        return 0 if any(name in item.name for name in LONGEST) else 1
+
+    items.sort(key=first)  # stable: the order within each part is kept
 
 
 def _load() -> str:
@@ -138,15 +180,7 @@ def run_script(tmp_path: Path):
             cfg.write_text(config if isinstance(config, str) else yaml.safe_dump(config))
             environ["BENCHY_CONFIG_FILE"] = str(cfg)
         environ.update(env or {})
-        proc = subprocess.run(
-            [sys.executable, str(script), *args],
-            cwd=tmp_path,
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = run_python(script, args, tmp_path, environ, timeout)
         return Run(proc, tmp_path, tmp_path / "benchy_result.json")
 
     return run

@@ -323,3 +323,95 @@ def check_trace(text: str) -> Dict[Tuple[int, int], List[TraceSlice]]:
 def children(slices: Sequence[TraceSlice], parent: TraceSlice) -> List[TraceSlice]:
     """The slices of one thread inside ``parent`` (itself left out)."""
     return [s for s in slices if s is not parent and parent.start <= s.start and s.end <= parent.end]
+
+
+# --- script runs through the fork server (tests/zygote.py) ---------------------------------------------------
+
+# Environment names a run may set or change and still be served by the fork server: read at run time (or, for
+# OMP_NUM_THREADS and TMPDIR, applied in the child as a new interpreter would apply them).
+AT_RUN = frozenset({"BENCHY_CONFIG_FILE", "BENCHY_RUN_NAME", "COLUMNS", "PYTHONUNBUFFERED", "TMPDIR", "OMP_NUM_THREADS"})
+ZYGOTE = ROOT / "tests" / "zygote.py"
+
+
+class _Zygote:
+    """This pytest process's fork server, started at its first use (one per xdist worker)."""
+
+    def __init__(self) -> None:
+        self.proc: Optional[subprocess.Popen] = None
+        self.env: Dict[str, str] = {}
+
+    def ready(self) -> subprocess.Popen:
+        import os
+        import sys
+
+        if self.proc is None or self.proc.poll() is not None:
+            self.env = dict(os.environ)
+            self.proc = subprocess.Popen(
+                [sys.executable, str(ZYGOTE)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=self.env,
+                cwd=str(ROOT),
+            )
+        return self.proc
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def serves(self, env: Dict[str, str]) -> bool:
+        import os
+
+        base = dict(os.environ)
+        names = set(base) | set(env)
+        return all(base.get(k) == env.get(k) for k in names - AT_RUN)
+
+    def run(self, argv: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+        import os
+        import select
+        import signal
+
+        proc = self.ready()
+        assert proc.stdin is not None and proc.stdout is not None
+        scratch = Path(tempfile.mkdtemp(prefix="zygote-", dir=str(SCRATCH[0]) if SCRATCH else None))
+        out, err = scratch / "stdout", scratch / "stderr"
+        request = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env, "out": str(out), "err": str(err)}
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        pid = json.loads(proc.stdout.readline())["pid"]
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        timed_out = not ready
+        if timed_out:
+            os.kill(pid, signal.SIGKILL)
+        status = json.loads(proc.stdout.readline())["status"]
+        stdout = out.read_text(errors="backslashreplace") if out.exists() else ""
+        stderr = err.read_text(errors="backslashreplace") if err.exists() else ""
+        if timed_out:
+            raise subprocess.TimeoutExpired(list(argv), timeout, stdout, stderr)
+        return subprocess.CompletedProcess(list(argv), status, stdout, stderr)
+
+
+ZYGOTE_SERVER = _Zygote()
+
+
+def run_python(
+    script: Union[str, Path], args: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float
+) -> subprocess.CompletedProcess:
+    """``python SCRIPT ARGS`` in ``cwd`` with ``env``, as a user runs it: a child of the fork server when ``env``
+    differs from the suite's only in :data:`AT_RUN` names (no torch import to pay), else a new interpreter."""
+    import sys
+
+    argv = [str(script), *args]
+    if ZYGOTE_SERVER.serves(env):
+        return ZYGOTE_SERVER.run(argv, cwd, env, timeout)
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import List
 
 import pytest
 from helpers import ROOT
@@ -77,3 +78,104 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     commands = re.findall(r"^(bash \.ci/browser && .+)$", readme, flags=re.M)
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
     assert len(commands) == 1 and ci == commands
+
+
+# --- what the docs say is what the code does ------------------------------------------------------------------
+
+
+def _fenced(page: Path) -> List[str]:
+    """The lines inside the page's fenced code blocks."""
+    return [line for block in re.findall(r"```[^\n]*\n(.*?)```", page.read_text(), flags=re.S) for line in block.splitlines()]
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_benchy_line_shown_is_one_the_tool_prints_today(page: Path) -> None:
+    from benchy.results import lines
+
+    shown = [line.strip() for line in _fenced(page) if line.strip().startswith("BENCHY::")]
+    unknown = [line[:120] for line in shown if lines.parse(line) is None]
+    assert unknown == []
+
+
+DEV_LOG = re.compile(
+    r"(?i:\bissues? \d+|\bcommit [0-9a-f]{7,}\b|\bprevious commit\b|\bthis VM\b|\bwaves? of work\b|\bwave\b)|\bVM\b"
+)
+
+
+@pytest.mark.parametrize("page", [*pages(), ROOT / "CHANGELOG.md"], ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_text_about_how_the_project_was_built(page: Path) -> None:
+    # The manual says what the tool does and how a figure was measured (the machine and the command), not the
+    # project's history (issue numbers, commits, "this VM").
+    found = [m.group(0) for m in DEV_LOG.finditer(page.read_text())]
+    assert found == []
+
+
+def test_the_layout_tree_names_every_module_of_the_package() -> None:
+    text = (DOCS / "development.md").read_text()
+    tree = text[text.index("```\nbenchy/") : text.index("\ndocs/ ")]
+    named, wing = set(), ""
+    for line in tree.splitlines():
+        top = re.match(r"^  (\w+)/(\S*)", line)
+        if top:
+            wing = top.group(1)
+            if top.group(2):
+                named.add(f"{wing}/{top.group(2)}")
+            continue
+        inner = re.match(r"^    (\w+\.py)\b", line)
+        if inner:
+            named.add(f"{wing}/{inner.group(1)}")
+        elif re.match(r"^  (\w+\.py)\b", line):
+            named.add(line.split()[0])
+    package = {
+        p.relative_to(ROOT / "benchy").as_posix()
+        for p in (ROOT / "benchy").rglob("*.py")
+        if p.name != "__init__.py" and "boot" not in p.parts
+    }
+    named = {name for name in named if not name.endswith("__init__.py")}  # the tree names the packages' too
+    assert sorted(package - named) == [] and sorted(named - package) == []
+
+
+def test_the_python_the_readme_names_is_the_one_setup_cfg_requires() -> None:
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    requires = cfg["options"]["python_requires"].strip()
+    assert requires == ">=3.11"
+    assert "Programming Language :: Python :: 3.11" in cfg["metadata"]["classifiers"]
+    readme = (ROOT / "README.md").read_text()
+    assert "Python 3.11" in readme and not re.search(r"Python 3\.(?:[0-9]|10)\+", readme)
+
+
+def test_the_thresholds_the_docs_give_are_the_code_s() -> None:
+    from benchy.core import verdict
+    from benchy.session import planner
+
+    readme = (ROOT / "README.md").read_text()
+    verdict_page = (DOCS / "guide" / "verdict.md").read_text()
+    loop_page = (DOCS / "guide" / "your-loop.md").read_text()
+    balanced = f"within {100 * verdict.BALANCE_TOLERANCE:g} % either way"
+    assert balanced in readme and balanced in verdict_page
+    assert f"no longer falls by more than\n{100 * planner.STEADY_TOLERANCE:g} %" in loop_page
+    from benchy.core.config import Config
+
+    defaults = Config()
+    assert f"(at most `global.auto_max_warmup`, {defaults.general.auto_max_warmup})" in loop_page
+
+
+def test_the_exit_statuses_in_help_and_the_manual_are_one_table() -> None:
+    import contextlib
+    import io
+
+    from benchy.cli.main import main as cli
+    from benchy.core.exits import EXIT_STATUSES
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        cli(["--help"])
+    text = " ".join(out.getvalue().split())
+    for status, words in EXIT_STATUSES:
+        assert " ".join(f"{status} {words}".split()) in text, status
+    assert "``" not in out.getvalue()  # plain text, no reStructuredText markup
+    page = (DOCS / "guide" / "wrapping.md").read_text()
+    assert "```{include} ../reference/_generated/exits.md" in page

@@ -1,4 +1,5 @@
-"""``benchy``: command-line tools for result files.
+"""benchy: is training limited by data loading or by compute? Run a script with its loader
+benchmarked, then read, compare, report and draw the result files.
 
     benchy summary RUN.json [--format text|csv|json|markdown]
     benchy compare BASE.json NEW.json [--threshold PCT] [--format text|markdown|json]
@@ -10,8 +11,8 @@
     benchy sweep [--config PATH] [--loader first|N] -- python train.py ARGS...
     python -m benchy run train.py ARGS...      (also: torchrun ... -m benchy run train.py ARGS...)
 
-Exit status: 0 done; 1 ``compare`` found a regression; 2 bad input (the file is named) or a
-missing optional package (the install command is given).
+The exit statuses (of these commands, and of a script benchy benchmarks) are listed by
+``benchy --help`` and in the documentation (both from :mod:`benchy.core.exits`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import sys
 from typing import IO, Any, Dict, List, Optional, Sequence
 
+from ..core.exits import EXIT_BAD_INPUT, EXIT_OK, table_text
 from ..core.version import __version__
 from ..results import compare as comparing
 from ..results import lines
@@ -32,7 +34,7 @@ from ..results.saved import Run
 from ..results.schema import ResultFileError, json_safe, load
 from ..results.tables import markdown_text, print_table, summary_table
 
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+USAGE = __doc__.split("\n\nThe exit statuses")[0]  # the --help text: plain, no markup
 
 
 def _fail(command: str, message: str) -> int:
@@ -396,7 +398,12 @@ def _positive(text: str) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchy", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="benchy",
+        description=USAGE,
+        epilog="exit status (the commands', and a benchmarked script's):\n" + table_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"benchy {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -467,9 +474,15 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     for verb, text in (
         ("run", "run an unmodified training script with its training DataLoader benchmarked"),
-        ("sweep", "`run` with a loader sweep of num_workers (auto) before the schedule"),
+        ("sweep", "run, with a loader sweep of num_workers (auto) before the schedule"),
     ):
-        runner = sub.add_parser(verb, help=text, description=text)
+        runner = sub.add_parser(
+            verb,
+            help=text,
+            description=text,
+            epilog="exit status:\n" + table_text(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         runner.add_argument("--config", metavar="PATH", help="benchy YAML config (default: $BENCHY_CONFIG_FILE)")
         runner.add_argument(
             "--loader",

@@ -48,6 +48,7 @@ STRAGGLER_RATIO = 1.5  # a worker this many times slower per batch than the medi
 SLOW_COST = 0.05  # ... and so is one whose pace costs this share of the IO throughput (in-order delivery)
 HOL_SHARE = 0.05  # head-of-line waits over this share of the IO time are named (in_order=False as the fix)
 BUSY_WORKERS = 0.85  # workers busy this share of the time (and cores free): more workers is the fix
+FREE_CORE = 0.9  # about a core free (the readings' noise aside): loader workers have room beside the step
 OFF_CPU = 0.5  # the dataset's own work off the CPU more than this share: it waits on storage or the network
 
 
@@ -197,6 +198,19 @@ class StageReport:
         return max(named, key=lambda s: s.share) if named else None
 
     @property
+    def waits_off_cpu(self) -> bool:
+        """Whether the advice comes from a stage that waits off the CPU (the dataset's ``__getitem__`` or
+        the main process's receive): on a machine whose cores are saturated that is a wait for a core."""
+        top = self.largest
+        return (
+            top is not None
+            and top.name in ("dataset", "receive")
+            and top.off_cpu is not None
+            and top.off_cpu >= OFF_CPU
+            and self.advice == stage_fix(top)
+        )
+
+    @property
     def advice(self) -> Optional[str]:
         """The change the stages point to: more workers when the workers are busy and cores are free
         (workers at all, when the loading runs on the training thread and cores are free);
@@ -214,7 +228,7 @@ class StageReport:
                 f"more loader workers (the {self.workers} workers are busy {100 * self.worker_busy:.0f} % of "
                 f"the time and {free:.1f} cores are free)"
             )
-        if not self.workers and free is not None and free >= 1.0:
+        if not self.workers and free is not None and free >= FREE_CORE:
             return (
                 f"loader workers (num_workers > 0: the loading runs on the training thread, with "
                 f"{free:.1f} cores free to do it beside the step)"

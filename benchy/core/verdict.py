@@ -167,6 +167,7 @@ def h2d_reading(results: RunResults) -> Optional[Tuple[str, bool]]:
 
 
 CPU_SATURATED = 0.85  # IO trials keeping this share of the cores busy: the loader is CPU-bound
+CPU_BOUND = "the loader is CPU-bound"  # how loader_cause's CPU-bound clause begins
 
 
 CPU_IDLE = 0.5
@@ -189,15 +190,24 @@ def loader_cause(results: RunResults, found: Optional[Verdict], workers: int) ->
     free = max(cores - other, min(cores, 0.1))
     util = min(1.0, busy / free)
     kept = (
-        f"{busy:.2f} of {cores:g} cores busy" if other < 0.1 else f"{busy:.2f} of the {free:.2f} cores other processes left busy"
+        f"{busy:.2f} of {cores:g} cores busy"
+        if other < 0.1
+        else f"{busy:.2f} cores busy of the {free:.2f} that other processes left free"
     )
     reads = means["read_bytes_per_s"] / 1e6
     if util >= CPU_SATURATED:
         return (
-            f"the loader is CPU-bound: IO trials kept {kept} ({100 * util:.0f} %), so "
+            f"{CPU_BOUND}: IO trials kept {kept} ({100 * util:.0f} %), so "
             f"decoding and augmentation need more CPU than there is and more workers than cores will not help "
             f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)",
             "cheaper decoding and augmentation per sample (the cores are saturated)",
+        )
+    if not workers and free >= 2 and busy >= CPU_SATURATED:
+        return (
+            f"the loading runs in the training process (num_workers = 0) and keeps its core busy (IO trials kept "
+            f"{busy:.2f} cores busy of the {free:.2f} free), in series with the step: loader workers would make "
+            f"samples beside the step on the other {free - 1:.2f} cores",
+            "loader workers (num_workers > 0), up to the free cores",
         )
     if workers and workers < cores and busy >= CPU_SATURATED * workers:
         return (
@@ -272,6 +282,14 @@ def diagnosis(
     if startup_clause is not None:
         clauses.append(startup_clause)
     fix = stages.advice if stages is not None and stages.advice is not None else None if loader is None else loader[1]
+    if stages is not None and loader is not None and loader[0].startswith(CPU_BOUND) and stages.waits_off_cpu:
+        # The signals disagree: the cores are saturated, yet a stage's time is mostly off the CPU. On a
+        # saturated machine that is time spent runnable, waiting for a core, not for storage or the
+        # network: the CPU-bound reading decides, and the stage clause says why.
+        clauses[-1] += (
+            "; with the cores saturated, that time off the CPU is time waiting for a core, not for storage or the network"
+        )
+        fix = loader[1]
     advice = choose_advice(found, fix, copies is not None and copies[1], start is not None and start.restarts_workers, starved)
     if limited and not (start is not None and start.restarts_workers):
         if padding is not None:
@@ -285,7 +303,7 @@ def diagnosis(
         swept = feed_advice(results.sweep, synthetic, results.sweep_own)
         if swept is not None and found is not None and found.limits(Outcome.DATA_LOADING):
             advice = swept
-    contended = contention_clause(results) if found is not None else None
+    contended = contention_clause(results, workers) if found is not None else None
     if contended is not None:  # both sides are fast alone: the two together are what limits
         clauses.append(contended[0])
         advice = contended[1]

@@ -715,11 +715,15 @@ def step_in_full(results: Any) -> Optional[float]:
     return float(sum(t.own_seconds - t.wait_seconds for t in found) / steps)
 
 
-def contention_clause(results: Any) -> Optional[Tuple[str, str]]:
-    """(clause, advice) when FULL is below both IO and SYNTHETIC by more than 10 % and its step takes 5 % or
-    more longer than SYNTHETIC's: the loader slows the step (cores, the GIL, memory bandwidth)."""
+def contention_clause(results: Any, workers: int) -> Optional[Tuple[str, str]]:
+    """(clause, advice) when the loader has workers, FULL is below both IO and SYNTHETIC by more than 10 % and
+    its step takes 5 % or more longer than SYNTHETIC's: the workers slow the step (cores, the GIL, memory
+    bandwidth). Without workers FULL is below both by design (loading and the step run in series, which the
+    verdict says), and there are no workers to take fewer of or to pin: None."""
     from .schedule import Mode
 
+    if workers <= 0:
+        return None
     io, syn, full = (results.estimate(m).mean for m in (Mode.IO, Mode.SYNTHETIC, Mode.FULL))
     step = step_in_full(results)
     if io is None or syn is None or full is None or step is None or not syn or full >= 0.9 * min(io, syn):

@@ -29,8 +29,9 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (("complete",), "true when the schedule ran to its end and every trial it ran counted"),
     (
         ("exit_status",),
-        "the status benchy exits with under `exit_after_tests` (0, or 3 when a mode has no counted trial); null "
-        "in checkpoints, partial runs and with `exit_after_tests: false`",
+        "the status the process ends with, set by benchy (see Exit status): 0 or 3 under `exit_after_tests`, 4 "
+        "when the script ended before the schedule did; null in checkpoints, when a signal or an exception "
+        "ended the run, and when the script trains on (`exit_after_tests: false`)",
     ),
     (("loader", "other_loaders"), "the benchmarked wrapper (`BenchmarkDataLoader created at train.py:30`) and the plain ones"),
     (("counting",), "how samples are counted in a batch (see Counting samples)"),

@@ -345,7 +345,9 @@ def result_document(
         "steps_needed": snapshot.steps_needed,
         "epoch_length": snapshot.epoch_length,
         "epochs_needed": (
-            None if snapshot.steps_needed is None else Schedule.epochs_for(snapshot.steps_needed, snapshot.epoch_length)
+            snapshot.epochs_needed
+            if snapshot.epochs_needed is not None or snapshot.steps_needed is None
+            else Schedule.epochs_for(snapshot.steps_needed, snapshot.epoch_length)
         ),
         "epochs_started": snapshot.epochs_started,
         "interrupted": [

@@ -99,8 +99,9 @@ class NoExitHere:
 
 @dataclasses.dataclass(frozen=True)
 class WarmupDone:
-    """``nwarmup: auto`` decided: ``steady`` after ``done`` warm-ups (``change``: the last steps' median
-    step time against the steps before), or not steady at the bound."""
+    """``nwarmup: auto`` decided after ``done`` warm-ups (``change``: the last steps' median step time
+    against the steps before): ``steady`` when it moved by at most ``tolerance`` either way; otherwise it
+    rose by more (warm-up ended: more would not cure it) or still fell at the bound (``auto_max_warmup``)."""
 
     mode: Mode
     done: int

@@ -28,7 +28,8 @@ import threading
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ..core.outcomes import FailedRank, Interruption
-from ..core.schedule import Schedule, TrialSpec
+from ..core.schedule import TrialSpec
+from . import ending
 from . import events as ev
 from .sink import Progress
 
@@ -206,7 +207,7 @@ class Lifecycle:
                 steps,
                 needed,
                 length,
-                Schedule.epochs_for(needed, length),
+                s.epochs_needed() if length is not None else None,
                 record.where,
                 again,
                 failed,
@@ -226,7 +227,14 @@ class Lifecycle:
             if not s.planner.was_issued(spec):
                 s.outcomes = s.outcomes.lose(Interruption(spec, 0, why))
         self._stop()
-        sink.summary(s.snapshot(), exiting=False)
+        # A script that ended on its own before the schedule's end exits with EXIT_INCOMPLETE, so CI can
+        # tell the partial run from a complete one; one that raised keeps its own status, and a host
+        # benchy does not end (a Ray Train worker) keeps its own too.
+        status = ending.EXIT_INCOMPLETE if raised is None and host() is None else None
+        sink.summary(s.snapshot(), exiting=False, exit_status=status)
+        if status is not None:
+            sink.incomplete_exit(status)
+            ending.request(status)
 
     def _running(self) -> Tuple[Optional[TrialSpec], int]:
         """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""

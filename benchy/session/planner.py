@@ -171,8 +171,11 @@ class Planner:
         if done == 0:
             return True
         change = self._change.get(plan.mode)
-        steady = change is not None and change >= -STEADY_TOLERANCE
-        if steady or done >= plan.max_warmup:
+        # Warm-up ends once the step time no longer falls; it is *steady* only when it did not rise
+        # either (a step that got slower is not cured by more warm-up, and is said as such).
+        settled = change is not None and change >= -STEADY_TOLERANCE
+        if settled or done >= plan.max_warmup:
+            steady = change is not None and abs(change) <= STEADY_TOLERANCE
             self._note_warmup(plan, done, change, steady)
             return False
         return True

@@ -167,6 +167,7 @@ class Session:
         self._window: Optional[WindowRun] = None  # the window that runs (part-way) now
         self._counting: Optional[StepCounter] = None  # the FLOPs' counted step, while it runs
         self._primed = False  # the untimed step before the counted one was handed out
+        self._start_at = 0  # batches the loop had taken from its epoch when the benchmark began (benchy run)
         self._holder: Any = None  # the wrapper, kept alive while one of its epochs is out
         self.hidden: Optional[TrialSpec] = None  # the IO or side trial running now, if any
         self._side_said = False
@@ -290,6 +291,7 @@ class Session:
         if self._state == _NEW:
             if not self._registry.claim(self._record):
                 return inner
+            self._start_at = handed  # the schedule's steps start there: its epochs count from the epoch's start
             self._start()
         if self._state != _RUNNING:
             return inner
@@ -324,6 +326,7 @@ class Session:
             outcomes=self.outcomes,
             steps_needed=self.steps_needed() if self.schedule.window_plans else None,
             epoch_length=self._length,
+            epochs_needed=self.epochs_needed() if self.schedule.window_plans and self._length is not None else None,
         )
 
     def steps_needed(self) -> int:
@@ -332,13 +335,17 @@ class Session:
 
     def epochs_needed(self) -> Optional[int]:
         """The epochs of the loader's own length the loop runs to finish the schedule (at the most, an
-        estimate); None when the loader has no length (then :meth:`steps_needed` says it)."""
+        estimate), counted as the script counts them: from the start of the epoch the benchmark began in
+        (``benchy run`` begins it a few batches into a plain pass); None when the loader has no length
+        (then :meth:`steps_needed` says it)."""
         if self._length is None:
             try:
                 self._length = self._loader.length()
             except Exception:
                 self._length = None
-        return Schedule.epochs_for(self.steps_needed(), self._length) if self.schedule.window_plans else 1
+        if not self.schedule.window_plans:
+            return 1
+        return Schedule.epochs_for(self.steps_needed(), self._length, self._start_at)
 
     # --- the machine: what the next segment of the loop's epoch is -----------------------------
 
@@ -868,6 +875,7 @@ class Session:
             ctx.ranges is not None,
             self.steps_needed(),
             self._length,
+            self.epochs_needed() if self._length is not None else None,
         )
         self.life.install()
         self.planner.new_boundary()

@@ -9,7 +9,9 @@ status that CI can trust:
 
 * ``0``: every scheduled mode has at least one counted trial;
 * :data:`EXIT_MISSING_MODE` (3): the schedule ended but a scheduled mode has no counted
-  trial (every one of its trials was interrupted); the summary says which and why.
+  trial (every one of its trials was interrupted); the summary says which and why;
+* :data:`~benchy.core.exits.EXIT_INCOMPLETE` (4): the script ended on its own before the
+  schedule did (:mod:`benchy.session.ending` applies it at exit).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional
 
 from ..core.config import Config
+from ..core.exits import EXIT_MISSING_MODE
 from ..core.outcomes import FailedRank, Interruption
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule
@@ -32,8 +35,6 @@ from . import events as ev
 from .console import Output
 
 __all__ = ["EXIT_MISSING_MODE", "Progress", "ResultSink"]
-
-EXIT_MISSING_MODE = 3
 
 
 class Progress:
@@ -167,8 +168,15 @@ class ResultSink:
             if event.steady:
                 self.info(
                     f"{mode} warm-up: steady after {event.done} warm-up trial(s) (median step time of the last "
-                    f"steps {what} against the steps before; warm-up goes on while it falls by more than "
-                    f"{100 * event.tolerance:g} %)."
+                    f"steps {what} against the steps before, within {100 * event.tolerance:g} %; warm-up goes on "
+                    f"while it falls by more)."
+                )
+            elif event.change is not None and event.change > event.tolerance:
+                self.warning(
+                    f"{mode} warm-up: not steady after {event.done} warm-up trial(s): the median step time of "
+                    f"the last steps rose {what} against the steps before (warm-up makes steps faster, not "
+                    f"slower: another process, throttling or a growing cost in the step); more warm-up would "
+                    f"not cure it, so measuring begins, and the trials' intervals carry the variation."
                 )
             else:
                 self.info(
@@ -241,7 +249,14 @@ class ResultSink:
             )
 
     def started(
-        self, schedule: Schedule, config: Config, loader: str, nvtx: bool, steps_needed: int, epoch_length: Optional[int]
+        self,
+        schedule: Schedule,
+        config: Config,
+        loader: str,
+        nvtx: bool,
+        steps_needed: int,
+        epoch_length: Optional[int],
+        epochs: Optional[int] = None,
     ) -> None:
         """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it
         takes, the loader, NVTX, and a warning when every step is synchronized. The environment
@@ -259,8 +274,14 @@ class ResultSink:
         text = f"Schedule: {schedule.describe()}."
         if schedule.window_plans:
             upto = "" if schedule.windows_fewest == schedule.windows_needed else "up to "
-            epochs = Schedule.epochs_for(steps_needed, epoch_length)
-            span = f" ({epochs} epoch(s) of {epoch_length} batches)" if epochs is not None else ""
+            if epochs is None:
+                epochs = Schedule.epochs_for(steps_needed, epoch_length)
+            span = (
+                f": {epochs} epoch(s) of {epoch_length} batches in all are enough, counting the one running now "
+                f"(the most it may take)"
+                if epochs is not None
+                else ""
+            )
             text += (
                 f" SYNTHETIC and FULL trials are windows of steps in the training loop, back to back: "
                 f"{upto}about {steps_needed} steps{span}; the loop's epochs, len() and random streams stay "
@@ -293,8 +314,13 @@ class ResultSink:
             )
             return
         need = f"about {progress.steps_needed} steps"
+        more = f"about {max(1, progress.steps_needed - progress.steps)} more steps"
         if progress.epochs_needed is not None:
             need += f", {progress.epochs_needed} epoch(s) of {progress.epoch_length} batches"
+            more = (
+                f"{progress.epochs_needed} epochs in all ({max(1, progress.epochs_needed - progress.epochs)} more "
+                f"than this run; the most it may take)"
+            )
         hint = ""
         if progress.rebuilt:
             hint = (
@@ -305,8 +331,16 @@ class ResultSink:
         during = f" during trial {progress.running}" if progress.running else ""
         self.warning(
             f"the script stopped after {ran}{during}, before the benchy schedule's end ({need} in all: "
-            f"{self.schedule.describe()}); the results below are partial. Run it longer (more epochs or "
-            f"steps) to finish the schedule." + hint
+            f"{self.schedule.describe()}); the results below are partial. Run it for {more} to finish "
+            f"the schedule." + hint
+        )
+
+    def incomplete_exit(self, status: int) -> None:
+        """The script ended before the schedule: benchy ends the process with ``status``, said last."""
+        self.warning(
+            f"incomplete run: the process exits with status {status} (not the script's 0) once the script's "
+            f"exit handlers have run, so CI can tell a partial run from a complete one (benchy --help lists "
+            f"the statuses)."
         )
 
     def sweep(self, results: RunResults) -> None:
@@ -376,11 +410,12 @@ class ResultSink:
             epoch_batches=snapshot.epoch_length,
         )
 
-    def summary(self, snapshot: Snapshot, exiting: bool) -> None:
+    def summary(self, snapshot: Snapshot, exiting: bool, exit_status: Optional[int] = None) -> None:
         """The summary lines, the terminal table and the final JSON, from one :class:`Reading`.
 
         ``exiting``: benchy ends the process next (``exit_after_tests`` at the schedule's end),
-        so the JSON records the status it exits with; otherwise ``exit_status`` stays null.
+        so the JSON records the status it exits with; ``exit_status``: the status the process ends
+        with at exit (an incomplete run's); otherwise the JSON's ``exit_status`` stays null.
         """
         modes = self.schedule.modes
         lost = snapshot.outcomes.lost
@@ -397,9 +432,8 @@ class ResultSink:
         for line in printed:
             self.out.line(line)
         self.out.summary_table(results, modes, reading)
-        self.write_json(
-            snapshot, reading, final=True, exit_status=self.exit_status(results) if exiting else None, summary=printed
-        )
+        status = self.exit_status(results) if exiting else exit_status
+        self.write_json(snapshot, reading, final=True, exit_status=status, summary=printed)
 
     def end(self, results: RunResults, exit_after_tests: bool) -> None:
         """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""

@@ -5,6 +5,8 @@
   :data:`benchy.core.config_rules.RULES`) and what it does (:data:`~benchy.core.config_rules.MEANINGS`);
 * ``reference/_generated/lines.md``: every ``BENCHY::`` line kind (:data:`benchy.results.lines.LINE_KINDS`);
 * ``reference/_generated/json.md``: every key of the result JSON (:data:`benchy.results.keys.JSON_KEYS`);
+* ``reference/_generated/exits.md``: the exit statuses (:data:`benchy.core.exits.EXIT_STATUSES`, also in
+  ``benchy --help``);
 * ``reference/_generated/document.md``: what each key may hold, at every depth, as the reader checks it
   (:data:`benchy.results.document.DOCUMENT`), and the reader's bounds.
 
@@ -100,6 +102,15 @@ def document_table() -> str:
     return "\n".join(out) + "\n"
 
 
+def exits_table() -> str:
+    from benchy.core.exits import EXIT_STATUSES
+
+    out = ["| status | when |", "| --- | --- |"]
+    for status, text in EXIT_STATUSES:
+        out.append(f"| {_code(status) if status.isdigit() else status} | {_cell(text)} |")
+    return "\n".join(out) + "\n"
+
+
 def write(app: Any) -> None:
     out = os.path.join(app.srcdir, GENERATED)
     os.makedirs(out, exist_ok=True)
@@ -109,6 +120,7 @@ def write(app: Any) -> None:
         "lines.md": lines_table(),
         "json.md": json_table(),
         "document.md": document_table(),
+        "exits.md": exits_table(),
     }
     for name, text in files.items():
         path = os.path.join(out, name)

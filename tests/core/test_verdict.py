@@ -154,3 +154,58 @@ def test_the_one_change_most_likely_to_help_follows_the_biggest_loss() -> None:
     )
     assert choose_advice(_verdict("undecided"), waiting, False, True, False) is None
     assert choose_advice(_verdict("inconsistent: compute"), waiting, False, True, False) is None
+
+
+def test_a_saturated_cpu_decides_when_a_stage_seems_to_wait_off_the_cpu() -> None:
+    # A dataset generated in memory on a busy machine: the system metrics say the cores are saturated,
+    # the stage timers find __getitem__ mostly off the CPU (runnable, waiting for a core). The verdict
+    # must not say CPU-bound and then advise faster storage: the saturated CPU decides.
+    from benchy.core.results import RunResults
+    from benchy.core.stages import Stage, StageReport
+    from benchy.core.verdict import diagnosis
+
+    system = {"cpu_cores_busy": 0.75, "cpu_cores": 2, "cpu_util": 0.375, "rss_max_bytes": 1e9, "read_bytes_per_s": 0.0}
+    trials = [trial_result(Mode.IO, k, 80, 1.0, system=SystemFigures(1.0, other_cores_busy=1.2, **system)) for k in (1, 2)]
+    report = StageReport(
+        period=0.01,
+        throughput=800,
+        batches=100,
+        samples=800,
+        workers=0,
+        stages=[Stage("dataset", "main", 0.009, 0.9, off_cpu=0.7)],
+        unexplained=0.1,
+        worker_busy=None,
+        per_worker=[],
+        straggler=None,
+        out_of_order=0,
+        hol_share=0.0,
+        split="",
+        in_order=None,
+        free_cores=0.1,
+    )
+    results = RunResults(trials, stages=report)
+    assert report.waits_off_cpu
+    clauses = diagnosis(results, _verdict("data-loading"), 0, None)
+    text = "; ".join(clauses)
+    assert "the loader is CPU-bound: IO trials kept 0.75 cores busy of the 0.80 that other processes left free" in text
+    assert "that time off the CPU is time waiting for a core" in text
+    assert "storage" not in clauses[-1], clauses[-1]
+    assert clauses[-1] == "most likely to help: cheaper decoding and augmentation per sample (the cores are saturated)"
+
+
+def test_without_workers_a_busy_core_points_to_workers_and_no_contention_is_claimed() -> None:
+    # The demo's reading: no workers, one of two cores busy with loading, FULL below both IO and SYNTHETIC
+    # (loading and the step in series). Loader workers are the advice; "fewer workers" never is.
+    from benchy.core.results import RunResults
+    from benchy.core.verdict import diagnosis, loader_cause
+
+    system = {"cpu_cores_busy": 1.0, "cpu_cores": 2, "cpu_util": 0.5, "rss_max_bytes": 1e9, "read_bytes_per_s": 0.0}
+    trials = [trial_result(Mode.IO, k, 80, 1.0, system=SystemFigures(1.0, other_cores_busy=0.0, **system)) for k in (1, 2)]
+    trials += [trial_result(Mode.SYNTHETIC, k, 80, 0.25) for k in (1, 2)]
+    trials += [trial_result(Mode.FULL, k, 80, 1.3) for k in (1, 2)]
+    results = RunResults(trials)
+    cause = loader_cause(results, _verdict("data-loading"), 0)
+    assert cause is not None and cause[0].startswith("the loading runs in the training process (num_workers = 0)")
+    clauses = diagnosis(results, _verdict("data-loading"), 0, None)
+    assert clauses[-1] == "most likely to help: loader workers (num_workers > 0), up to the free cores", clauses
+    assert not any("fewer loader workers" in c for c in clauses)

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
-from helpers import ROOT, SUMMARY_RE
+from helpers import ROOT, SUMMARY_RE, run_python
 
 SCRIPTS = ROOT / "tests" / "scripts"
 VERDICT = re.compile(r"BENCHY::SUMMARY::VERDICT (data loading|compute) limits training", re.M)
@@ -63,9 +63,12 @@ def launch(
         else [sys.executable, path, *args, "--enable_benchy"]
     )
     start = time.monotonic()
-    proc = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-    )
+    if zero_edit:
+        proc = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
+    else:
+        proc = run_python(path, [*args, "--enable_benchy"], tmp_path, env, timeout)
     return Ran(proc, tmp_path, time.monotonic() - start)
 
 
@@ -103,16 +106,18 @@ def distinct(stdout: str) -> List[int]:
     [
         ("for", ["--epochs", "40"]),
         ("steps", ["--max_steps", "900"]),  # for step in range(max_steps): next(it), it cycling the loader
-        ("infinite", ["--max_steps", "900", "--workers", "2"]),  # the same over an endless IterableDataset
+        # With 2 workers a batch crosses processes (about a millisecond on a busy machine): a 10 ms step keeps
+        # compute the clear limit there too.
+        ("infinite", ["--max_steps", "900", "--workers", "2", "--step_ms", "10"]),  # over an endless IterableDataset
         ("break", ["--take", "7", "--epochs", "200"]),  # breaks out after 7 of 24 batches every epoch
-        ("iterable", ["--workers", "2", "--epochs", "60"]),  # an IterableDataset across 2 workers, no len()
-        ("persistent", ["--workers", "2", "--epochs", "40"]),
+        ("iterable", ["--workers", "2", "--epochs", "60", "--step_ms", "10"]),  # across 2 workers, no len()
+        ("persistent", ["--workers", "2", "--epochs", "40", "--step_ms", "10"]),
         ("for", ["--samples", "24", "--epochs", "200"]),  # an epoch of 6 batches, shorter than a trial of 50
     ],
     ids=["for", "steps-cycle", "infinite", "break", "iterable", "persistent", "short-epoch"],
 )
 def test_plain_loops(tmp_path: Path, pattern: str, args: List[str], zero_edit: bool) -> None:
-    # A 4 ms step against a loader of a few microseconds a batch: compute limits training, clearly.
+    # A 4 ms step (10 ms with workers) against a loader of microseconds a batch: compute limits training, clearly.
     ran = launch(tmp_path, "loops.py", "--pattern", pattern, "--step_ms", "4", *args, zero_edit=zero_edit)
     complete(ran)
     seen = epochs(ran.stdout)
@@ -125,6 +130,36 @@ def test_plain_loops(tmp_path: Path, pattern: str, args: List[str], zero_edit: b
         assert set(distinct(ran.stdout)) == {96}, distinct(ran.stdout)
     else:
         assert all(steps == length for steps, length in seen), seen
+
+
+@pytest.mark.parametrize("zero_edit", [True, False], ids=["benchy run", "one-line"])
+def test_the_epochs_the_script_must_run_are_said_right_and_a_short_run_exits_4(tmp_path: Path, zero_edit: bool) -> None:
+    # Under benchy run the benchmark begins a few batches into the first epoch (a plain pass until then):
+    # the epochs said are the script's own, counted from its first (the most the schedule may take). Fewer
+    # ends incomplete, with status 4 and how many more it needed; as many completes, with status 0.
+    small = {
+        "IO": {"nbatches": 10, "ntrials": 1, "nwarmup": 0},
+        "synthetic": {"nbatches": 10, "ntrials": 1, "nwarmup": 1},
+        "full": {"nbatches": 10, "ntrials": 1, "nwarmup": 1},
+    }
+    args = ["--samples", "40", "--step_ms", "1"]  # 10 batches an epoch
+    for name in ("short", "enough"):
+        (tmp_path / name).mkdir()
+    short = launch(tmp_path / "short", "loops.py", *args, "--epochs", "2", zero_edit=zero_edit, config=small)
+    assert short.returncode == 4, short
+    doc = short.doc()
+    needed = doc["epochs_needed"]
+    assert doc["complete"] is False and doc["exit_status"] == 4 and doc["epochs_started"] == 2 and needed > 2, doc
+    said = re.search(r"(\d+) epoch\(s\) of 10 batches in all are enough, counting the one running now", short.stdout)
+    assert said and int(said.group(1)) == needed, short
+    assert f"Run it for {needed} epochs in all ({needed - 2} more than this run; the most it may take)" in short.stdout
+    assert "USER::done" in short.stdout  # the script's own end ran: only then did the status change
+    enough = launch(tmp_path / "enough", "loops.py", *args, "--epochs", str(needed), zero_edit=zero_edit, config=small)
+    assert enough.returncode == 0, enough
+    # The epochs it took (the last window's, counted from the script's first epoch) are within those said.
+    last = max(t["window"]["end_epoch"] for t in enough.doc()["timeline"]["trials"] if t["window"] is not None)
+    assert 2 < last <= needed, (last, needed)
+    assert enough.doc()["complete"] is True and enough.doc()["exit_status"] == 0
 
 
 def test_a_ten_thousand_batch_epoch_costs_the_trials_steps_not_epochs(tmp_path: Path) -> None:

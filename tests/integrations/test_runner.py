@@ -88,7 +88,9 @@ def test_python_m_benchy_run_in_process_with_a_chosen_loader_and_a_subclass(tmp_
         ],
         small_config(nbatches=3, ntrials=2, nwarmup=1, exit_after_tests=False),
     )
-    assert proc.returncode == 0, proc.stderr
+    # 8 passes of the 4-batch val loader do not finish the schedule: an incomplete run (status 4), said so.
+    assert proc.returncode == 4, proc.stderr
+    assert "Run it for " in proc.stdout and "incomplete run: the process exits with status 4" in proc.stdout
     assert "USER::MyLoader of 48 samples" in proc.stdout  # the script's subclass works as before
     ((where, line, why, _),) = CHOSEN.findall(proc.stdout)
     assert where == str(SCRIPT) and int(line) == VAL_LINE and why == "--loader 2"

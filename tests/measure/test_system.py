@@ -98,18 +98,23 @@ def test_system_metrics_settings_are_checked() -> None:
 
 @pytest.mark.timing
 def test_a_sampler_counts_the_cpu_time_of_its_process() -> None:
+    import os
+
     sampler = SystemSampler(hz=50)
+    before, wall = os.times(), time.perf_counter()
     sampler.start()
     end = time.perf_counter() + 0.3
     while time.perf_counter() < end:
         pass
     figures = sampler.stop()
+    after, wall = os.times(), time.perf_counter() - wall
     # A Python loop holding the GIL leaves the thread few readings; CPU time is a difference of
     # cumulative counters, so it does not depend on how many readings there were.
     assert figures is not None and figures.readings is not None and figures.readings >= 1
-    # One thread spinning: a core, or what other processes left of the machine.
-    left = min(1.0, (figures.cpu_cores or 0) - (figures.other_cores_busy or 0.0))
-    assert 0.7 * left <= (figures.cpu_cores_busy or 0) <= 1.3, figures
+    # One thread spinning: the cores it kept busy are what the process's own CPU time says (a core on
+    # a quiet machine, less where other processes took their share), whatever the machine's load.
+    own = (after.user + after.system - before.user - before.system) / wall
+    assert 0.7 * own <= (figures.cpu_cores_busy or 0) <= 1.3 * own + 0.05, (figures, own)
     assert figures.rss_max_bytes > 10_000_000 and sampler.stop() is None
 
 
@@ -164,7 +169,7 @@ def burn(n: int) -> List[subprocess.Popen]:
 def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script) -> None:
     config = small_config(nbatches=40)
     args = ["--fetch_ms", "10", "--step_ms", "20", "--samples", "800", "--epochs", "3"]  # trials of 0.4 s (IO) to 1.2 s (FULL)
-    burners = burn(available_cores())
+    burners = burn(max(1, available_cores() // 2))  # half the cores: busy beyond busy_machine_share (a quarter)
     try:
         time.sleep(0.5)
         busy = run_script(config, *args)
@@ -177,7 +182,8 @@ def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script
     counted = [label for label in busy.trials if "WARMUP" not in label]
     assert sorted(doc["disturbed"]) == sorted(counted), doc["disturbed"]
     for mode in ("IO", "SYNTHETIC", "FULL"):
-        assert all(s["disturbed"] and s["other_cores_busy"] > 1.0 for s in doc[mode]["system"]), doc[mode]["system"]
+        busy = 0.25 * available_cores()  # busy_machine_share of the cores
+        assert all(s["disturbed"] and s["other_cores_busy"] > busy for s in doc[mode]["system"]), doc[mode]["system"]
     warned = [
         x
         for x in busy.stdout.splitlines()

@@ -78,7 +78,22 @@ def test_a_step_time_that_grows_is_not_warmup(tmp_path) -> None:
     session, stream = make(clock, lambda k: 0.002, sections)
     train(session, clock, lambda k: 0.01 * (1.0 + 0.01 * k))  # +1 % per step
     assert session.planner.warmups_used()["SYNTHETIC"] == 1
-    assert "SYNTHETIC warm-up: steady after 1 warm-up trial(s) (median step time of the last steps +" in stream.getvalue()
+    text = stream.getvalue()
+    assert "SYNTHETIC warm-up: steady" not in text  # a step time that rose is not called steady
+    assert "SYNTHETIC warm-up: not steady after 1 warm-up trial(s): the median step time of the last steps rose +" in text
+
+
+def test_a_step_time_within_the_tolerance_is_steady(tmp_path) -> None:
+    clock = FakeClock()
+    sections = {
+        "IO": {"ntrials": 2, "nwarmup": 1},
+        "synthetic": {"ntrials": 2, "nwarmup": "auto"},
+        "full": {"run_benchmark": False},
+    }
+    session, stream = make(clock, lambda k: 0.002, sections)
+    train(session, clock, lambda k: 0.01)
+    assert session.planner.warmups_used()["SYNTHETIC"] == 1
+    assert "SYNTHETIC warm-up: steady after 1 warm-up trial(s) (median step time of the last steps +0.0 %" in stream.getvalue()
 
 
 # --- warm-up until steady: a step time that decays over its first epochs --------------------

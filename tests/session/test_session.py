@@ -467,6 +467,9 @@ def test_at_exit_a_window_part_way_is_lost_and_the_steps_needed_said(tmp_path, m
     session, stream, _ = make(clock, batches=batches)
     run_epoch(session, clock)  # 2 untimed steps (the FLOPs), SYNTHETIC_1, then FULL_1 from the 7th batch
     session.life.at_exit()
+    from benchy.session import ending
+
+    assert ending.requested() == 4  # the process would end with EXIT_INCOMPLETE (the fixture forgets it)
     text = stream.getvalue()
     needed = session.steps_needed()
     during = " during trial FULL_1" if batches == 8 else ""

@@ -1,0 +1,80 @@
+"""A fork server for the test suite's script runs: a Python process that has imported torch and benchy
+once, and forks a fresh child for each script run (``python SCRIPT ARGS`` as a user runs it).
+
+Importing torch costs a process about 1.5 s of CPU, most of what a small script run costs; the suite
+runs hundreds. A child starts where the parent stands (torch and benchy imported, nothing run: no
+threads, no thread pools, no loader), then takes the run's working directory, environment, argv and
+standard streams and runs the script as ``__main__``; it ends as the interpreter ends a script (exit
+handlers, then the status: 0, ``sys.exit``'s, 1 after an uncaught exception's traceback, or a signal).
+
+Requests come as one JSON line on stdin: ``{"argv": [...], "cwd": ..., "env": {...}, "out": PATH,
+"err": PATH}``; the answer is one line: the child's pid (``{"pid": N}``), then its status once it
+ended (``{"status": S}``; negative: the signal that ended it, as ``subprocess`` says). Used by
+``helpers.run_python`` where the run's environment differs from the suite's only in names read at run
+time (``helpers.AT_RUN``; ``OMP_NUM_THREADS`` and ``TMPDIR`` are applied in the child as a new interpreter
+would); any other run gets a real new interpreter.
+"""
+
+import json
+import os
+import sys
+
+# Imported once, here, before any fork: a child pays for none of them.
+import torch
+
+import benchy
+import benchy.integrations.arguments
+import benchy.integrations.wrappers  # noqa: F401
+
+
+def _child(request: dict) -> None:
+    """In the forked child: become the script's process, run it, end as a script ends."""
+    import io
+    import runpy
+
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    for fd, path in ((1, request["out"]), (2, request["err"])):
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(handle, fd)
+        os.close(handle)
+    # Unbuffered standard streams, as PYTHONUNBUFFERED=1 gives a new interpreter.
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True, line_buffering=True)
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), write_through=True, line_buffering=True, errors="backslashreplace"
+    )
+    sys.__stdout__, sys.__stderr__, sys.__stdin__ = sys.stdout, sys.stderr, sys.stdin
+    import tempfile
+
+    tempfile.tempdir = None  # TMPDIR is read again at the first use
+    if "OMP_NUM_THREADS" in os.environ:  # read by torch at import, in a new interpreter
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    script = request["argv"][0]
+    sys.argv = list(request["argv"])
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    runpy.run_path(script, run_name="__main__")
+    raise SystemExit(0)
+
+
+def main() -> None:
+    for line in sys.stdin:
+        request = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(request)  # never returns: the script's end ends the child
+        sys.stdout.write(json.dumps({"pid": pid}) + "\n")
+        sys.stdout.flush()
+        _, status = os.waitpid(pid, 0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        sys.stdout.write(json.dumps({"status": code}) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
