@@ -116,14 +116,16 @@ def _others(start: tuple) -> Optional[float]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """A failing ``timing`` test reports the machine's load, so a busy machine is told from a bug; where
     other processes kept more than :data:`TOO_BUSY_CORES` busy during it, it says the machine was too
-    busy to tell (skipped, with the figures) instead of failing."""
+    busy to tell (skipped, with the figures) instead of failing. Only a failed assertion is a measurement the
+    load can spoil: an error (a bug in the test or the code) fails whatever the load."""
     outcome = yield
     report = outcome.get_result()
     if report.when == "call" and report.failed and item.get_closest_marker("timing") is not None:
         before = item.stash.get(_LOAD_BEFORE, "unknown")
         started = item.stash.get(_CPU_BEFORE, None)
         others = None if started is None else _others(started)
-        if others is not None and others > TOO_BUSY_CORES:
+        measured = call.excinfo is not None and call.excinfo.errisinstance(AssertionError)
+        if measured and others is not None and others > TOO_BUSY_CORES:
             report.outcome = "skipped"
             report.longrepr = (
                 str(item.path),

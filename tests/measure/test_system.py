@@ -182,8 +182,8 @@ def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script
     counted = [label for label in busy.trials if "WARMUP" not in label]
     assert sorted(doc["disturbed"]) == sorted(counted), doc["disturbed"]
     for mode in ("IO", "SYNTHETIC", "FULL"):
-        busy = 0.25 * available_cores()  # busy_machine_share of the cores
-        assert all(s["disturbed"] and s["other_cores_busy"] > busy for s in doc[mode]["system"]), doc[mode]["system"]
+        share = 0.25 * available_cores()  # busy_machine_share of the cores
+        assert all(s["disturbed"] and s["other_cores_busy"] > share for s in doc[mode]["system"]), doc[mode]["system"]
     warned = [
         x
         for x in busy.stdout.splitlines()
