@@ -49,6 +49,8 @@ LONGEST = (
     "test_plain_loops",
     "test_lightning_ddp_with_the_injected_distributed_sampler",
     "test_the_strict_build_fails",
+    "test_mypy_finds_no_issue",
+    "test_the_documentation_site_builds_strictly",
 )
 # Modules whose tests share an expensive fixture (a built wheel in a new environment, a browser, a compiled
 # NVTX recorder): one xdist worker runs each (``--dist loadgroup``), so the fixture is made once.

@@ -330,6 +330,9 @@ def children(slices: Sequence[TraceSlice], parent: TraceSlice) -> List[TraceSlic
 # Environment names a run may set or change and still be served by the fork server: read at run time (or, for
 # OMP_NUM_THREADS and TMPDIR, applied in the child as a new interpreter would apply them).
 AT_RUN = frozenset({"BENCHY_CONFIG_FILE", "BENCHY_RUN_NAME", "COLUMNS", "PYTHONUNBUFFERED", "TMPDIR", "OMP_NUM_THREADS"})
+# ... and for a zero-edit run, what `benchy run` sets: read by the runner at run time, and PYTHONPATH (the boot
+# directory) for the processes the script starts.
+AT_RUN_BOOT = AT_RUN | {"BENCHY_RUN_LOADER", "BENCHY_RUN_SWEEP", "PYTHONPATH"}
 ZYGOTE = ROOT / "tests" / "zygote.py"
 
 
@@ -361,14 +364,16 @@ class _Zygote:
             self.proc.kill()
             self.proc.wait()
 
-    def serves(self, env: Dict[str, str]) -> bool:
+    def serves(self, env: Dict[str, str], boot: bool = False) -> bool:
         import os
 
         base = dict(os.environ)
         names = set(base) | set(env)
-        return all(base.get(k) == env.get(k) for k in names - AT_RUN)
+        return all(base.get(k) == env.get(k) for k in names - (AT_RUN_BOOT if boot else AT_RUN))
 
-    def run(self, argv: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    def run(
+        self, argv: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float, boot: bool = False
+    ) -> subprocess.CompletedProcess:
         import os
         import select
         import signal
@@ -377,7 +382,14 @@ class _Zygote:
         assert proc.stdin is not None and proc.stdout is not None
         scratch = Path(tempfile.mkdtemp(prefix="zygote-", dir=str(SCRATCH[0]) if SCRATCH else None))
         out, err = scratch / "stdout", scratch / "stderr"
-        request = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": env, "out": str(out), "err": str(err)}
+        request = {
+            "argv": [str(a) for a in argv],
+            "cwd": str(cwd),
+            "env": env,
+            "out": str(out),
+            "err": str(err),
+            "boot": boot,
+        }
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
         pid = json.loads(proc.stdout.readline())["pid"]
@@ -408,6 +420,33 @@ def run_python(
         return ZYGOTE_SERVER.run(argv, cwd, env, timeout)
     return subprocess.run(
         [sys.executable, *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def run_zero_edit(
+    script: Union[str, Path], args: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float
+) -> subprocess.CompletedProcess:
+    """``benchy run -- python SCRIPT ARGS`` with the default loader choice: what the command sets in the
+    environment, then the script in a child of the fork server with the runner installed first, as the boot
+    ``sitecustomize`` installs it (the command's own parsing and exec are tested in ``test_runner.py``); a new
+    interpreter through the real command when the environment asks for one."""
+    import sys
+
+    from benchy.integrations import BOOT_DIR
+
+    served = dict(env)
+    served.setdefault("BENCHY_RUN_LOADER", "first")
+    served["PYTHONPATH"] = BOOT_DIR + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if ZYGOTE_SERVER.serves(served, boot=True):
+        return ZYGOTE_SERVER.run([str(script), *args], cwd, served, timeout, boot=True)
+    return subprocess.run(
+        [sys.executable, "-m", "benchy", "run", "--", sys.executable, str(script), *args],
         cwd=cwd,
         env=env,
         capture_output=True,

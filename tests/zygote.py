@@ -8,7 +8,8 @@ standard streams and runs the script as ``__main__``; it ends as the interpreter
 handlers, then the status: 0, ``sys.exit``'s, 1 after an uncaught exception's traceback, or a signal).
 
 Requests come as one JSON line on stdin: ``{"argv": [...], "cwd": ..., "env": {...}, "out": PATH,
-"err": PATH}``; the answer is one line: the child's pid (``{"pid": N}``), then its status once it
+"err": PATH, "boot": false}`` (``boot``: as ``benchy run -- python SCRIPT`` runs it, the runner installed
+first, as its boot ``sitecustomize`` does); the answer is one line: the child's pid (``{"pid": N}``), then its status once it
 ended (``{"status": S}``; negative: the signal that ended it, as ``subprocess`` says). Used by
 ``helpers.run_python`` where the run's environment differs from the suite's only in names read at run
 time (``helpers.AT_RUN``; ``OMP_NUM_THREADS`` and ``TMPDIR`` are applied in the child as a new interpreter
@@ -56,6 +57,12 @@ def _child(request: dict) -> None:
     script = request["argv"][0]
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(script))
+    if request.get("boot"):
+        # What `benchy run -- python SCRIPT` does in the new interpreter: its sitecustomize (the boot) installs
+        # the runner before the script runs (the environment, BENCHY_RUN_LOADER and PYTHONPATH, is the CLI's).
+        from benchy.integrations.runner import install
+
+        install()
     runpy.run_path(script, run_name="__main__")
     raise SystemExit(0)
 

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
-from helpers import ROOT, SUMMARY_RE, run_python
+from helpers import ROOT, SUMMARY_RE, run_python, run_zero_edit
 
 SCRIPTS = ROOT / "tests" / "scripts"
 VERDICT = re.compile(r"BENCHY::SUMMARY::VERDICT (data loading|compute) limits training", re.M)
@@ -63,7 +63,9 @@ def launch(
         else [sys.executable, path, *args, "--enable_benchy"]
     )
     start = time.monotonic()
-    if zero_edit:
+    if zero_edit and script in FORKED:
+        proc = run_zero_edit(path, list(args), tmp_path, env, timeout)
+    elif zero_edit:  # the frameworks' scripts: through the real command, in new interpreters
         proc = subprocess.run(
             command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
         )
@@ -71,6 +73,10 @@ def launch(
         proc = run_python(path, [*args, "--enable_benchy"], tmp_path, env, timeout)
     return Ran(proc, tmp_path, time.monotonic() - start)
 
+
+# Plain PyTorch scripts: their zero-edit runs fork from the suite's server (``helpers.run_zero_edit``); the
+# frameworks' (Lightning, Accelerate, the Hugging Face Trainer, Ray) run through the real command.
+FORKED = ("loops.py", "seeded_train.py")
 
 SUMMARY_ANYWHERE = re.compile(SUMMARY_RE.pattern.lstrip("^"), re.M)  # Ray prefixes its workers' lines
 
@@ -242,14 +248,7 @@ def test_a_seeded_run_sees_the_batches_it_sees_without_benchy(tmp_path: Path, wo
     mode = {"nbatches": 5, "ntrials": 2, "nwarmup": 1}
     config = {"global": {"exit_after_tests": False, "report_freq": 0}, "IO": mode, "synthetic": mode, "full": mode}
     args = ["--workers", str(workers), "--epochs", "14"]
-    plain = subprocess.run(
-        [sys.executable, str(SCRIPTS / "seeded_train.py"), *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-    )
+    plain = run_python(SCRIPTS / "seeded_train.py", args, tmp_path, dict(os.environ, OMP_NUM_THREADS="1"), 120)
     assert plain.returncode == 0, plain.stderr
     ran = launch(tmp_path, "seeded_train.py", *args, zero_edit=zero_edit, config=config)
     assert ran.returncode == 0 and "USER::done" in ran.stdout, ran

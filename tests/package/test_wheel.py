@@ -84,7 +84,11 @@ def venv(built: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pa
     proc = run([sys.executable, "-m", "venv", str(home)], ROOT, 120)
     assert proc.returncode == 0, proc.stderr
     started = time.perf_counter()
-    proc = run([str(home / "bin" / "pip"), "install", "-q", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])], ROOT, 900)
+    proc = run(
+        [str(home / "bin" / "pip"), "install", "-q", "--no-compile", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
+        ROOT,
+        900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     print(f"installed in {time.perf_counter() - started:.1f} s")
     return home
