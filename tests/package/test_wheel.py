@@ -85,7 +85,7 @@ def venv(built: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pa
     assert proc.returncode == 0, proc.stderr
     started = time.perf_counter()
     proc = run(
-        [str(home / "bin" / "pip"), "install", "-q", "--no-compile", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
+        [str(home / "bin" / "pip"), "install", "-q", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
         ROOT,
         900,
     )
