@@ -9,9 +9,11 @@ measured (the summary, the table, the JSON) and names what was not:
   3 when a mode has no counted trial); not inside a Ray Train worker, whose end Ray would report as
   a failed training: there the training goes on with the plain loader, and that is said.
 * :meth:`Lifecycle.at_exit`: the script ended first: the running window is lost, the trials not run
-  are listed, and how far the loop got is said against what the schedule needs. A rank that ends
-  with an uncaught exception says so in the job's rendezvous store, so that the ranks the launcher
-  stops next can name it.
+  are listed, and how far the loop got is said against what the schedule needs. A script that ended
+  on its own then exits with :data:`~benchy.core.exits.EXIT_INCOMPLETE` (4), applied by
+  :mod:`benchy.session.ending` after its exit handlers; one that raised keeps its status. A rank that
+  ends with an uncaught exception says so in the job's rendezvous store, so that the ranks the
+  launcher stops next can name it.
 * a signal (SIGTERM: Slurm's preemption and time-out, torchrun stopping the ranks after one
   failed): the running trial is named as interrupted, with the rank that failed first when one said
   so; then the signal takes its course: the handler that was there before (the script's or the

@@ -9,7 +9,7 @@ import pytest
 from helpers import small_config
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "stages_train.py"
-CONFIG = small_config(nbatches=16, ntrials=2, nwarmup=1)
+CONFIG = small_config(nbatches=16, ntrials=3, nwarmup=1)  # 3 trials a mode: a verdict decided on a busy machine too
 
 
 def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(run_script) -> None:
@@ -42,7 +42,7 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
     assert block["instrumentation_seconds_per_sample"] is not None
     assert doc["first_pass"]["steady_throughput"] == pytest.approx(doc["IO"]["mean"], rel=1e-6)
     # The counted IO trials are the loader's own, not the instrumented copy's.
-    assert doc["IO"]["trial_throughput"] and len(doc["IO"]["trial_throughput"]) == 2
+    assert doc["IO"]["trial_throughput"] and len(doc["IO"]["trial_throughput"]) == 3
     verdict = run.summary_line("VERDICT")
     assert verdict.startswith("data loading limits training")
     assert "the stage trials put the largest share of the loader's work in" in verdict

@@ -23,6 +23,7 @@ from helpers import ROOT, SUMMARY_RE, run_python, run_zero_edit
 
 SCRIPTS = ROOT / "tests" / "scripts"
 VERDICT = re.compile(r"BENCHY::SUMMARY::VERDICT (data loading|compute) limits training", re.M)
+ANY_VERDICT = re.compile(r"BENCHY::SUMMARY::VERDICT \S", re.M)
 
 
 class Ran:
@@ -81,12 +82,13 @@ FORKED = ("loops.py", "seeded_train.py")
 SUMMARY_ANYWHERE = re.compile(SUMMARY_RE.pattern.lstrip("^"), re.M)  # Ray prefixes its workers' lines
 
 
-def complete(ran: Ran, status: int = 0) -> dict:
-    """The run gave the three lines with numbers and a verdict, lost no trial, and ended as a complete run."""
+def complete(ran: Ran, status: int = 0, decided: bool = True) -> dict:
+    """The run gave the three lines with numbers and a verdict (``decided``: data loading or compute), lost no
+    trial, and ended as a complete run."""
     assert ran.returncode == status, ran
     found = {mode: float(mean) for mode, mean, _ in SUMMARY_ANYWHERE.findall(ran.stdout)}
     assert set(found) == {"IO", "SYNTHETIC", "FULL"} and all(v > 0 for v in found.values()), ran
-    assert VERDICT.search(ran.stdout), ran
+    assert (VERDICT if decided else ANY_VERDICT).search(ran.stdout), ran
     doc = ran.doc()
     assert doc["complete"] is True and doc["interrupted"] == [], ran
     assert all(doc[m]["n"] == 3 for m in ("IO", "SYNTHETIC", "FULL")), ran  # the defaults: 3 trials a mode
@@ -226,7 +228,9 @@ def test_ray_train_torch_trainer_as_it_is(tmp_path: Path) -> None:
     assert "USER::result True" in ran.stdout, ran
     assert ran.stdout.count("BENCHY::SUMMARY::FULL average trial throughput") == 1  # rank 0 for both
     assert "benchy does not end this process, a Ray Train worker" in ran.stdout
-    doc = complete(ran)
+    # Ray's two workers share the two cores with the suite's other tests: the verdict may be undecided there
+    # (a trial of a few steps at 5x the others'); what is tested is that Ray's job runs and reports whole.
+    doc = complete(ran, decided=False)
     assert doc["nranks"] == 2
     per_rank = [(int(s), int(n)) for s, n in re.findall(r"USER::rank \d epoch \d+ steps (\d+) len (\d+)", ran.stdout)]
     assert per_rank and set(per_rank) == {(32, 32)}  # half of 512 samples in batches of 8, each epoch whole
