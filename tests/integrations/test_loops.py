@@ -199,7 +199,7 @@ def test_a_ten_thousand_batch_epoch_costs_the_trials_steps_not_epochs(tmp_path: 
 )
 def test_hugging_face_trainer_as_it_is(tmp_path: Path, args: List[str]) -> None:
     ran = launch(tmp_path, "hf_trainer.py", *args)
-    doc = complete(ran)
+    doc = complete(ran, decided=False)  # the framework's run is what is tested
     assert "hf_trainer.py" in doc["loader"] or "transformers" in doc["loader"]
     accum = 2 if "--accum" in args else 1
     assert all(steps == -(-length // accum) and length == 24 for steps, length in epochs(ran.stdout)), epochs(ran.stdout)
@@ -208,14 +208,14 @@ def test_hugging_face_trainer_as_it_is(tmp_path: Path, args: List[str]) -> None:
 
 def test_lightning_as_it_is(tmp_path: Path) -> None:
     ran = launch(tmp_path, "lightning_script.py", "--samples", "96", "--epochs", "40")
-    complete(ran)
+    complete(ran, decided=False)  # the framework's run is what is tested
     found = [int(n) for n in re.findall(r"USER::rank 0 epoch \d+ batches (\d+)", ran.stdout)]
     assert found and set(found) == {24}, found
 
 
 def test_accelerate_as_it_is(tmp_path: Path) -> None:
     ran = launch(tmp_path, "accelerate_script.py", "--samples", "96", "--epochs", "40")
-    complete(ran)
+    complete(ran, decided=False)  # the framework's run is what is tested
     found = [int(n) for n in re.findall(r"USER::epoch \d+ samples (\d+)", ran.stdout)]
     assert found and set(found) == {96}, found
 
