@@ -418,14 +418,13 @@ def run_python(
     argv = [str(script), *args]
     if ZYGOTE_SERVER.serves(env):
         return ZYGOTE_SERVER.run(argv, cwd, env, timeout)
+    return _new_interpreter([sys.executable, *argv], cwd, env, timeout)
+
+
+def _new_interpreter(command: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """``command`` in a process of its own, its output captured, no input."""
     return subprocess.run(
-        [sys.executable, *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
+        list(command), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
     )
 
 
@@ -445,12 +444,4 @@ def run_zero_edit(
     served["PYTHONPATH"] = BOOT_DIR + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if ZYGOTE_SERVER.serves(served, boot=True):
         return ZYGOTE_SERVER.run([str(script), *args], cwd, served, timeout, boot=True)
-    return subprocess.run(
-        [sys.executable, "-m", "benchy", "run", "--", sys.executable, str(script), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    return _new_interpreter([sys.executable, "-m", "benchy", "run", "--", sys.executable, str(script), *args], cwd, env, timeout)

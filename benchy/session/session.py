@@ -875,7 +875,7 @@ class Session:
             ctx.ranges is not None,
             self.steps_needed(),
             self._length,
-            self.epochs_needed() if self._length is not None else None,
+            self.epochs_needed(),
         )
         self.life.install()
         self.planner.new_boundary()

@@ -256,7 +256,7 @@ class ResultSink:
         nvtx: bool,
         steps_needed: int,
         epoch_length: Optional[int],
-        epochs: Optional[int] = None,
+        epochs: Optional[int],
     ) -> None:
         """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it
         takes, the loader, NVTX, and a warning when every step is synchronized. The environment
@@ -274,8 +274,6 @@ class ResultSink:
         text = f"Schedule: {schedule.describe()}."
         if schedule.window_plans:
             upto = "" if schedule.windows_fewest == schedule.windows_needed else "up to "
-            if epochs is None:
-                epochs = Schedule.epochs_for(steps_needed, epoch_length)
             span = (
                 f": {epochs} epoch(s) of {epoch_length} batches in all are enough, counting the one running now "
                 f"(the most it may take)"
