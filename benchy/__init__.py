@@ -23,9 +23,6 @@ from .core.version import __version__
 from .results.configfile import load_config
 from .results.saved import ModeRun, Run
 from .results.schema import SCHEMA_VERSION, ResultFileError, load
-from .session import ending as _ending
-
-_ending.install()  # as early as benchy is loaded: an incomplete run's exit status (session.ending)
 
 if TYPE_CHECKING:
     from .integrations.arguments import add_arguments, data_loader, wrap

@@ -21,16 +21,6 @@ def _scratch_root(tmp_path_factory: pytest.TempPathFactory) -> None:
     ZYGOTE_SERVER.close()
 
 
-@pytest.fixture(autouse=True)
-def _no_exit_status_request():
-    """A test that runs a session's exit in the test process (``life.at_exit()``) asks for an incomplete
-    run's status (``session.ending``): checked there, and forgotten, so that pytest's own status stays."""
-    yield
-    from benchy.session import ending
-
-    ending.clear()
-
-
 TIMING_RERUNS = 2
 
 

@@ -332,7 +332,7 @@ def children(slices: Sequence[TraceSlice], parent: TraceSlice) -> List[TraceSlic
 AT_RUN = frozenset({"BENCHY_CONFIG_FILE", "BENCHY_RUN_NAME", "COLUMNS", "PYTHONUNBUFFERED", "TMPDIR", "OMP_NUM_THREADS"})
 # ... and for a zero-edit run, what `benchy run` sets: read by the runner at run time, and PYTHONPATH (the boot
 # directory) for the processes the script starts.
-AT_RUN_BOOT = AT_RUN | {"BENCHY_RUN_LOADER", "BENCHY_RUN_SWEEP", "PYTHONPATH"}
+AT_RUN_BOOT = AT_RUN | {"BENCHY_RUN_LOADER", "BENCHY_RUN_SWEEP", "BENCHY_RUN_STATUS_FILE", "PYTHONPATH"}
 ZYGOTE = ROOT / "tests" / "zygote.py"
 
 
@@ -433,15 +433,22 @@ def run_zero_edit(
 ) -> subprocess.CompletedProcess:
     """``benchy run -- python SCRIPT ARGS`` with the default loader choice: what the command sets in the
     environment, then the script in a child of the fork server with the runner installed first, as the boot
-    ``sitecustomize`` installs it (the command's own parsing and exec are tested in ``test_runner.py``); a new
-    interpreter through the real command when the environment asks for one."""
+    ``sitecustomize`` installs it, its status mapped as the command maps it (``core.exits.run_status`` on the
+    statuses its benchmarks recorded; the command's own parsing, waiting and signals are tested in
+    ``test_runner.py``); a new interpreter through the real command when the environment asks for one."""
     import sys
 
+    from benchy.core.exits import STATUS_ENV_VAR, run_status
     from benchy.integrations import BOOT_DIR
+    from benchy.results.files import read_statuses
 
     served = dict(env)
     served.setdefault("BENCHY_RUN_LOADER", "first")
     served["PYTHONPATH"] = BOOT_DIR + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    record = Path(scratch_dir()) / "status"
+    served[STATUS_ENV_VAR] = str(record)
     if ZYGOTE_SERVER.serves(served, boot=True):
-        return ZYGOTE_SERVER.run([str(script), *args], cwd, served, timeout, boot=True)
+        proc = ZYGOTE_SERVER.run([str(script), *args], cwd, served, timeout, boot=True)
+        proc.returncode = run_status(proc.returncode, read_statuses(str(record)))
+        return proc
     return _new_interpreter([sys.executable, "-m", "benchy", "run", "--", sys.executable, str(script), *args], cwd, env, timeout)

@@ -3,6 +3,7 @@ benchmarked, then read, compare, report and draw the result files.
 
     benchy summary RUN.json [--format text|csv|json|markdown]
     benchy compare BASE.json NEW.json [--threshold PCT] [--format text|markdown|json]
+    benchy check [RUN.json] [--fail-on-verdict REGEX] [--baseline BASE.json] [--threshold PCT]
     benchy report RUN.json ... [--csv OUT.csv] [--plot OUT.png] [--html OUT.html] [--format text|markdown]
     benchy plot RUN.json -o OUT.png [--timeline]
     benchy trace RUN.json -o TRACE.json [--max-events N]
@@ -22,10 +23,11 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 from typing import IO, Any, Dict, List, Optional, Sequence
 
-from ..core.exits import EXIT_BAD_INPUT, EXIT_OK, table_text
+from ..core.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, EXIT_REGRESSION, run_status, table_text
 from ..core.version import __version__
 from ..results import compare as comparing
 from ..results import lines
@@ -155,6 +157,56 @@ def _compare(args: argparse.Namespace) -> int:
         print_table(comparing.table(result), sys.stdout, fancy=_fancy())
         print(comparing.status_line(result))
     return result.exit_status
+
+
+# --- check ----------------------------------------------------------------------------------
+
+
+def advised_status(run: Run) -> int:
+    """The exit status a run's file advises for CI: its ``exit_status`` (0, 3, 4); for a file without one (older
+    versions, a parsed log), 0 when the run is complete, else 4."""
+    found = run.document.get("exit_status")
+    if isinstance(found, int) and not isinstance(found, bool):
+        return found
+    return EXIT_OK if run.complete else EXIT_INCOMPLETE
+
+
+def _check(args: argparse.Namespace) -> int:
+    """A CI check of a result file: the status its run advises first (4 incomplete, 3 a mode without a
+    counted trial), then the verdict against ``--fail-on-verdict`` and the modes against ``--baseline`` (1)."""
+    try:
+        pattern = re.compile(args.fail_on_verdict) if args.fail_on_verdict else None
+    except re.error as err:
+        return _fail("check", f"--fail-on-verdict {args.fail_on_verdict!r}: not a regular expression ({err})")
+    try:
+        run = load(args.path)
+        base = load(args.baseline) if args.baseline else None
+    except ResultFileError as err:
+        return _fail("check", str(err))
+    status = advised_status(run)
+    if status == EXIT_INCOMPLETE:
+        print(f"benchy check: {args.path} holds an incomplete run ({_progress(run.document)}): status {status}")
+        return status
+    if status != EXIT_OK:
+        print(f"benchy check: {args.path}: the schedule ended without a counted trial of every mode: status {status}")
+        return status
+    print(f"benchy check: {args.path} holds a complete run")
+    failed = False
+    if pattern is not None:
+        verdict = run.verdict or ""
+        if pattern.search(verdict):
+            print(f"benchy check: the verdict matches --fail-on-verdict {args.fail_on_verdict!r}: {verdict}")
+            failed = True
+        else:
+            print(f"benchy check: the verdict does not match --fail-on-verdict {args.fail_on_verdict!r}")
+    if base is not None:
+        result = comparing.compare_runs(base, run, threshold=args.threshold / 100.0, confidence=args.confidence)
+        if not result.changes:
+            return _fail("check", f"{args.baseline} and {args.path} have no mode in common")
+        print_table(comparing.table(result), sys.stdout, fancy=_fancy())
+        print(f"benchy check: {comparing.status_line(result)}")
+        failed = failed or result.exit_status != EXIT_OK
+    return EXIT_REGRESSION if failed else EXIT_OK
 
 
 # --- report ----------------------------------------------------------------------------------
@@ -326,8 +378,10 @@ def _run(args: argparse.Namespace) -> int:
     """Run the unmodified script with DataLoader replaced (see ``integrations.runner``).
 
     ``train.py ARGS`` runs here, in this process (what ``python -m benchy run`` and torchrun's
-    ``-m benchy run`` do); any other command (``python train.py``, ``torchrun ...``) replaces this
-    process, with ``PYTHONPATH`` set so that every Python process it starts replaces DataLoader."""
+    ``-m benchy run`` do); any other command (``python train.py``, ``torchrun ...``) runs as a child
+    process that this one waits for (:mod:`benchy.cli.child`), with ``PYTHONPATH`` set so that every
+    Python process it starts replaces DataLoader. Either way the status is the script's own, but an
+    incomplete run that ended with 0 is 4 (:func:`~benchy.core.exits.run_status`)."""
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
@@ -358,22 +412,29 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         return _fail(args.verb, str(err))
     if command[0].endswith(".py"):
-        from ..integrations.runner import install, run_script
+        from ..integrations.runner import advised_statuses, install, run_script
 
         install()
         try:
             run_script(command[0], command[1:])
         except FileNotFoundError as err:
             return _fail(args.verb, str(err).removeprefix("benchy run: "))
-        return EXIT_OK
-    from ..integrations import BOOT_DIR as boot
+        except SystemExit as done:  # the script's sys.exit: its status stands, unless it is 0
+            if done.code not in (None, 0):
+                raise
+        return run_status(EXIT_OK, advised_statuses())
+    import shutil
 
+    from ..integrations import BOOT_DIR as boot
+    from .child import run_child
+
+    if shutil.which(command[0], path=env.get("PATH")) is None and not os.path.isfile(command[0]):
+        return _fail(args.verb, f"cannot run {command[0]}: no such command")
     env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        os.execvpe(command[0], command, env)
+        return run_child(command, dict(env))
     except OSError as err:
         return _fail(args.verb, f"cannot run {command[0]}: {err.strerror or err}")
-    return EXIT_OK  # not reached
 
 
 def _percent(text: str) -> float:
@@ -427,6 +488,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     comp.add_argument("--format", choices=["text", "markdown", "json"], default="text")
     comp.set_defaults(handler=_compare)
+
+    check = sub.add_parser(
+        "check",
+        help="CI: exit with the status a run's result file advises (4 incomplete, 3 a mode without a counted trial), "
+        "else 1 when its verdict matches --fail-on-verdict or a mode regressed against --baseline",
+    )
+    check.add_argument("path", nargs="?", default="benchy_result.json", help="a result JSON (default: benchy_result.json)")
+    check.add_argument("--fail-on-verdict", metavar="REGEX", help="fail (1) when the verdict's text matches REGEX")
+    check.add_argument("--baseline", metavar="BASE.json", help="fail (1) when a mode regressed against this run")
+    check.add_argument(
+        "--threshold",
+        type=_percent,
+        default=5.0,
+        metavar="PCT",
+        help="with --baseline: a significant fall of more than PCT %% of the mean is a regression (default 5)",
+    )
+    check.add_argument(
+        "--confidence", type=_confidence, default=0.95, help="with --baseline: a change is significant when p < 1 - confidence"
+    )
+    check.set_defaults(handler=_check)
 
     rep = sub.add_parser("report", help="scalability table across runs (CSV, PNG and an HTML page on request)")
     rep.add_argument("runs", nargs="+", help="result JSONs, e.g. of 1, 2 and 4 ranks")

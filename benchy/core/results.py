@@ -504,7 +504,9 @@ class Snapshot:
     outcomes: Outcomes = field(default_factory=Outcomes)  # what became of the trials (lost ones, peeks, a signal)
     steps_needed: Optional[int] = None  # the loop's steps the schedule takes at the most (its estimate)
     epoch_length: Optional[int] = None  # the loader's own batches per epoch (None: it has no length)
-    epochs_needed: Optional[int] = None  # the epochs the script runs in all to finish the schedule (the estimate)
+    # The epochs of the loop's own length the script runs in all to finish the schedule (the estimate); None where
+    # that length is unknown, or too short for any number of epochs to hold a window.
+    epochs_needed: Optional[int] = None
 
 
 @dataclass(frozen=True)

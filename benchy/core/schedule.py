@@ -16,7 +16,7 @@ the next trial from the results so far.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
 from .config import AUTO, Config
@@ -212,6 +212,40 @@ class Schedule:
             crossings = max(0, -(-steps // useful) - 1)
             steps += crossings * (2 + queue_depth)
         return steps
+
+    @staticmethod
+    def min_epoch_steps(queue_depth: int = 0) -> int:
+        """The fewest steps an epoch of the loop must run for a window to measure a period in it: the period
+        its end cuts is left out, and before it the epoch's first period (left out too), or, with workers, the
+        ``queue_depth`` batches they hold ready and the one the epoch's first ask fetched, handed out untimed
+        before a FULL stretch (a SYNTHETIC one waits as many steps for the new pass's workers)."""
+        return queue_depth + 3
+
+    def with_nbatches(self, nbatches: int) -> Schedule:
+        """This schedule with every SYNTHETIC and FULL window ``nbatches`` long (IO on its own passes as it is)."""
+        plans = tuple(p if p.mode is Mode.IO else replace(p, nbatches=nbatches) for p in self.plans)
+        return replace(self, plans=plans)
+
+    def nbatches_to_fit(
+        self, steps: int, queue_depth: int = 0, epoch_length: Optional[int] = None, least: int = 5
+    ) -> Optional[int]:
+        """The longest windows, shorter than this schedule's and at least ``least`` steps, with which its windows
+        take at most ``steps`` steps of the loop (:meth:`steps_needed`, at the most); None: none fits."""
+        top = min((p.nbatches for p in self.window_plans), default=0) - 1
+
+        def fits(n: int) -> bool:
+            return self.with_nbatches(n).steps_needed(queue_depth, epoch_length) <= steps
+
+        if top < least or not fits(least):
+            return None
+        low, high = least, top  # fits(low) holds; the answer is in [low, high]
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(middle):
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     @staticmethod
     def epochs_for(steps: int, epoch_length: Optional[int], start: int = 0) -> Optional[int]:

@@ -39,6 +39,7 @@ from .whatif import WhatIf, contention_clause, from_results
 
 __all__ = [
     "BALANCE_TOLERANCE",
+    "MoreTrials",
     "Outcome",
     "Reading",
     "Verdict",
@@ -105,7 +106,36 @@ def busy_text(found: Sequence[TrialResult]) -> str:
     return ", ".join(parts)
 
 
-def busy_clause(results: RunResults) -> Optional[str]:
+@dataclass(frozen=True)
+class MoreTrials:
+    """How this run, as configured, gets more trials: what the verdict's undecided text and the busy-machine
+    clause tell the user to do (each can be followed: ``ntrials: auto`` is not advised where it is on)."""
+
+    auto: bool = False  # ntrials: auto already (stopped at auto_max_trials when the run ended)
+    max_trials: int = 8  # global.auto_max_trials
+    finished: bool = True  # the schedule ran to its end (else the script ended first)
+
+    def undecided(self) -> str:
+        """The advice of an undecided verdict."""
+        if not self.finished:
+            return "let the schedule finish (the warning above says how) for more trials"
+        if self.auto:
+            return f"raise global.auto_max_trials (now {self.max_trials}) or nbatches for more or longer trials"
+        return "run more or longer trials (ntrials: auto runs them until the answer is known)"
+
+    def outweigh(self) -> str:
+        """What makes trials on a busy machine count for less."""
+        if self.auto:
+            return (
+                f"rerun on a quiet machine, or raise global.auto_max_trials (now {self.max_trials}) so that more "
+                f"trials outweigh them"
+            )
+        if not self.finished:
+            return "rerun on a quiet machine"
+        return "rerun on a quiet machine, or with ntrials: auto so that more trials outweigh them"
+
+
+def busy_clause(results: RunResults, more: MoreTrials = MoreTrials()) -> Optional[str]:
     """The verdict's caveat when trials it rests on ran on a busy machine, with what to do."""
     found = disturbed_trials(results)
     if not found:
@@ -113,8 +143,7 @@ def busy_clause(results: RunResults) -> Optional[str]:
     total = sum(len(results.measured(m)) for m in Mode)
     return (
         f"{len(found)} of the {total} trials it rests on ran on a busy machine (other processes kept "
-        f"{busy_text(found)}): their throughputs are likely low, so rerun on a quiet machine, or with "
-        f"ntrials: auto so that more trials outweigh them"
+        f"{busy_text(found)}): their throughputs are likely low, so {more.outweigh()}"
     )
 
 
@@ -436,7 +465,7 @@ def balanced_bounds(tolerance: float = BALANCE_TOLERANCE) -> Tuple[float, float]
     return 1.0 - tolerance, 1.0 / (1.0 - tolerance)
 
 
-def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[Outcome, str]:
+def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float, more: MoreTrials) -> Tuple[Outcome, str]:
     """(outcome, text) of IO against SYNTHETIC: balanced, decided either way, or undecided.
 
     Balanced needs evidence, not two close means: the whole interval of SYNTHETIC/IO (at the
@@ -472,20 +501,24 @@ def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float) -> Tuple[Ou
         text = (
             f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, within 5 % of balanced, but with {c.n_a} IO and {c.n_b} "
             f"SYNTHETIC trials ({_interval_text(c)}) the two may still differ by more; balanced needs the "
-            f"interval inside {_x(low_ok)} to {_x(high_ok)}: run more or steadier trials (ntrials: auto runs "
-            f"them until the answer is known)"
+            f"interval inside {_x(low_ok)} to {_x(high_ok)}: {more.undecided()}"
         )
     else:
         outcome = Outcome.UNDECIDED
         text = (
             f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
-            f"({_interval_text(c)}) it may be 1; run more or longer trials (ntrials: auto runs them until "
-            f"the answer is known) to tell which side limits training"
+            f"({_interval_text(c)}) it may be 1; {more.undecided()} to tell which side limits training"
         )
     return outcome, text
 
 
-def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float], confidence: float = 0.95) -> Optional[Verdict]:
+def decide(
+    io: Sequence[float],
+    synthetic: Sequence[float],
+    full: Sequence[float],
+    confidence: float = 0.95,
+    more: MoreTrials = MoreTrials(),
+) -> Optional[Verdict]:
     """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
 
 
@@ -500,7 +533,7 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
         return None
     io_mean, syn_mean = float(np.mean(io)), float(np.mean(synthetic))
     record: Dict[str, Any] = {"io_vs_synthetic": _comparison_record(c, "IO", "SYNTHETIC", io, synthetic)}
-    outcome, text = _io_vs_synthetic(c, io_mean, syn_mean)
+    outcome, text = _io_vs_synthetic(c, io_mean, syn_mean, more)
     record["outcome"] = outcome.value
     if not full:
         return Verdict(text, outcome, record)
@@ -550,12 +583,15 @@ def decide(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float
     return Verdict(text, outcome, record)
 
 
-def verdict(results: RunResults, modes: Sequence[Mode], confidence: float = 0.95) -> Optional[Verdict]:
+def verdict(
+    results: RunResults, modes: Sequence[Mode], confidence: float = 0.95, more: MoreTrials = MoreTrials()
+) -> Optional[Verdict]:
     """:func:`decide` over the counted trials of the scheduled modes."""
     if Mode.IO not in modes or Mode.SYNTHETIC not in modes:
         return None
     values = {m: [t.throughput for t in results.measured(m)] for m in Mode}
-    return decide(values[Mode.IO], values[Mode.SYNTHETIC], values[Mode.FULL] if Mode.FULL in modes else [], confidence)
+    full = values[Mode.FULL] if Mode.FULL in modes else []
+    return decide(values[Mode.IO], values[Mode.SYNTHETIC], full, confidence, more)
 
 
 def verdict_text(found: Verdict, clauses: Sequence[str] = ()) -> str:
@@ -602,18 +638,20 @@ def read(
     whatif: bool = False,
     price: Optional[float] = None,
     epoch_batches: Optional[int] = None,
+    more: MoreTrials = MoreTrials(),
 ) -> Reading:
     """The :class:`Reading` of ``results``, every figure the outputs render worked out once:
     :func:`verdict`, then :func:`diagnosis` of it, with the step's FLOPs against ``peak_flops``
     (``global.peak_flops``) on ``world`` devices, the tokens (``tokens_source``: what was counted,
     with ``count: tokens``), the energy, each mode's system means and, with ``steps`` (the final
     summary: it reads every step), each mode's step profile (FULL's gives the stall claim); with ``whatif``,
-    the model of :mod:`benchy.core.whatif` (``price``: an hour's price; ``epoch_batches``: the epoch's length)."""
+    the model of :mod:`benchy.core.whatif` (``price``: an hour's price; ``epoch_batches``: the epoch's length);
+    ``more``: how this run gets more trials (what an undecided verdict advises)."""
     profiles = {m: p for m in modes if steps and (p := step_profile(results.measured(m))) is not None}
     systems = {m: s for m in modes if (s := system_means(results.measured(m))) is not None}
     full_profile = profiles.get(Mode.FULL)
-    found = verdict(results, modes, confidence)
-    busy = busy_clause(results) if found is not None else None
+    found = verdict(results, modes, confidence, more)
+    busy = busy_clause(results, more) if found is not None else None
     compute = compute_report(results.flops, results, world, peak_flops)
     tokens = None if tokens_source is None else token_report(results, modes, tokens_source)
     clauses = ([busy] if busy is not None else []) + diagnosis(results, found, workers, start, full_profile, compute, tokens)

@@ -29,17 +29,28 @@ import torch.utils.data.dataloader
 from torch.utils.data import DataLoader
 
 from ..core.config import AUTO
+from ..core.exits import EXIT_INCOMPLETE
 from ..measure.profiling import global_rank
 from ..results import lines
 from ..results.configfile import load_config
 from ..session.console import write_line
-from ..session.registry import creation_site
+from ..session.registry import REGISTRY, creation_site
 from ..session.session import LOOP_BATCHES
 
 # Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
 from .wrappers import dataloader_session
 
-__all__ = ["LOADER_ENV_VAR", "LOOP_BATCHES", "SWEEP_ENV_VAR", "RunnerDataLoader", "install", "installed"]
+__all__ = [
+    "LOADER_ENV_VAR",
+    "LOOP_BATCHES",
+    "SWEEP_ENV_VAR",
+    "RunnerDataLoader",
+    "advised_statuses",
+    "install",
+    "installed",
+    "parse_loader",
+    "run_script",
+]
 
 LOADER_ENV_VAR = "BENCHY_RUN_LOADER"  # "first" or N: set by `benchy run`; read by install()
 SWEEP_ENV_VAR = "BENCHY_RUN_SWEEP"  # "1": sweep num_workers (auto) unless the config has a sweep
@@ -168,7 +179,8 @@ def _none_chosen() -> None:
     )
     message = lines.warning(
         f"benchy run: nothing was benchmarked: {rule}. Pick one with --loader N "
-        f"(the N-th DataLoader created; {STATE.created} were)."
+        f"(the N-th DataLoader created; {STATE.created} were). benchy run reports status {EXIT_INCOMPLETE}, "
+        f"as for an incomplete run, where the script ends with 0."
     )
     write_line(message, sys.stdout, sys.stderr)
 
@@ -210,6 +222,14 @@ def parse_loader(text: str) -> Optional[int]:
             f"loop) or N >= 1 (the N-th DataLoader the script creates)"
         )
     return value
+
+
+def advised_statuses() -> List[int]:
+    """The exit status each benchmark of this process advises for CI, once the script has returned (``benchy
+    run``'s in-process form): a benchmark still running ends first, as at the interpreter's exit (its summary,
+    its JSON); empty when nothing was benchmarked."""
+    REGISTRY.end_all()
+    return REGISTRY.advised()
 
 
 def run_script(path: str, args: List[str]) -> None:

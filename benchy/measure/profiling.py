@@ -205,6 +205,20 @@ class TorchRanges:
         self._span: Any = None
         self.state = "waiting"  # waiting, profiling, done
         self.failed: Optional[str] = None  # why the profiler did not start
+        self._stretch_end: Optional[int] = None  # the step after the running stretch's last (None: not known)
+        self._last = self.first + self.count - 1  # the last step (or fetch) the profiled range names
+        self._seen = -1  # the last step (or fetch) pushed while profiling
+        self.held: Optional[Tuple[int, int]] = None  # the first and last the trace holds, once it ended
+
+    @property
+    def unit(self) -> str:
+        """What the profiled span is counted in: ``steps`` (a window), ``fetches`` (an IO trial)."""
+        return "fetches" if self._trigger is self.fetch else "steps"
+
+    def stretch(self, first: int, count: int) -> None:
+        """The window's next stretch hands out steps ``first`` to ``first + count - 1`` (the loop's epoch ends
+        after them, or the window does): a profile that begins in it ends with it, and its range says so."""
+        self._stretch_end = first + count
 
     def trial(self, spec: TrialSpec) -> Any:
         return self._trial
@@ -222,9 +236,9 @@ class TorchRanges:
             self.failed = f"torch.profiler could not start ({type(err).__name__}: {err})"
             return
         self.state = "profiling"
-        last = self.first + self.count - 1
-        which = "fetches" if self._trigger is self.fetch else "steps"
-        self._span = self._enter(f"benchy: {self._label} ({which} {self.first} to {last} profiled)")
+        if self._stretch_end is not None:  # the stretch ends before the steps planned: the range names those it holds
+            self._last = min(self._last, self._stretch_end - 1)
+        self._span = self._enter(f"benchy: {self._label} ({self.unit} {self.first} to {self._last} profiled)")
 
     def _end(self) -> None:
         for k in range(len(self._stack) - 1, -1, -1):  # ranges still open inside the span end with it
@@ -232,6 +246,16 @@ class TorchRanges:
             if rf is not None:
                 rf.__exit__(None, None, None)
                 self._stack[k] = None
+        self.held = (self.first, self._seen)
+        if self._seen < self._last:  # the loop left the window first (a break, an error): the trace says so
+            gone = (
+                f"{self.unit} {self._seen + 1} to {self._last}"
+                if self._seen + 1 < self._last
+                else f"{self.unit[:-1]} {self._last}"
+            )
+            self._enter(f"benchy: the loop left {self._label} after {self.unit[:-1]} {self._seen}: {gone} not profiled").__exit__(
+                None, None, None
+            )
         self._span.__exit__(None, None, None)
         self.state = "done"
         self._stop()
@@ -240,8 +264,10 @@ class TorchRanges:
         if attr is self._trigger:
             if self.state == "waiting" and attr.payload == self.first:
                 self._begin()
-            elif self.state == "profiling" and attr.payload == self.first + self.count:
+            elif self.state == "profiling" and attr.payload == self._last + 1:
                 self._end()
+            if self.state == "profiling":
+                self._seen = attr.payload
         nvtx = self._nvtx
         if nvtx is not None:
             target = nvtx.step if attr is self.step else nvtx.fetch if attr is self.fetch else None
@@ -329,7 +355,9 @@ class TorchProfiler:
             return
         self.costs[spec.label] = time.perf_counter() - started
         self.files.append(path)
-        self.events.append(f"{spec.label} profiled ({self._kinds}): {path}")
+        ranges = self._ranges
+        held = "" if ranges is None or ranges.held is None else f"; {ranges.unit} {ranges.held[0]} to {ranges.held[1]}"
+        self.events.append(f"{spec.label} profiled ({self._kinds}{held}): {path}")
 
     def close(self) -> None:
         """Stop a capture still running (its trial ended early or raised), say why one did not start;

@@ -36,6 +36,8 @@ class Source(Protocol):
 
     def keep(self, batch: Any) -> None: ...
 
+    def pass_length(self, batches: int) -> None: ...
+
 
 class BatchSource:
     """Batches from ``make_iterator()``, restarting it when a pass ends."""
@@ -49,6 +51,7 @@ class BatchSource:
         self.passes = 0
         self.startups: List[float] = []  # each pass's time from iter() to its first batch
         self.pass_starts: List[float] = []  # each pass's iter(), on the clock (as ``startups``, once it delivered)
+        self.lengths: List[int] = []  # the batches of each pass a trial ran from its first batch to its end
 
     def next_function(self) -> Callable[[], Any]:
         """The bound ``__next__`` of the current pass (started if needed), for hot loops."""
@@ -98,6 +101,10 @@ class BatchSource:
     def keep(self, batch: Any) -> None:
         """Hold ``batch`` for the next :meth:`fetch`."""
         self._pending = batch
+
+    def pass_length(self, batches: int) -> None:
+        """A trial saw a whole pass of ``batches`` batches (a loader without ``len()`` shows its length so)."""
+        self.lengths.append(batches)
 
     @property
     def has_pending(self) -> bool:
@@ -156,3 +163,6 @@ class CopyingSource:
 
     def keep(self, batch: Any) -> None:
         return None
+
+    def pass_length(self, batches: int) -> None:
+        self._source.pass_length(batches)

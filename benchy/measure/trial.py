@@ -17,8 +17,9 @@ a period (``stamps[i]`` to ``stamps[i+1]``) holds one step and, in FULL, one fet
 * FULL hands out the epoch's own batches; after each step it fetches the next, so the window's last
   period holds a fetch too, and that batch is handed out next (it is the epoch's next batch).
 
-The epoch ends where the loader's pass ends; where the loader has a length and a cached batch took
-some of its steps, at that length, so every epoch has the loader's own number of steps.
+The epoch ends where the loader's pass ends: a cached hand-out takes the place of one batch of the
+pass, which the machine takes from the pass (and drops) before the next real hand-out, so every epoch
+has the pass's own number of steps and consumes it as the plain loop does.
 
 Everything else (device sync, the optional barrier, statistics, printing, collectives, the choice
 of the next segment) happens at segment boundaries; a periodic line runs every ``report_freq``
@@ -118,7 +119,7 @@ class EpochState:
     __slots__ = (
         "__weakref__",
         "annotated",
-        "capped",
+        "cached_from",
         "closed",
         "exhausted",
         "handed",
@@ -128,10 +129,12 @@ class EpochState:
         "inner_next",
         "limit",
         "made",
+        "owed",
         "pending",
         "queue_ready",
         "role",
         "settled",
+        "short",
         "side_from",
         "window",
     )
@@ -139,13 +142,18 @@ class EpochState:
     def __init__(self, inner: Iterator[Any], limit: int, made: float, annotated: bool) -> None:
         self.inner = inner  # the loader's own iterator for this pass, made at the wrapper's iter()
         self.inner_next: Callable[[], Any] = inner.__next__
-        self.limit = limit  # the loader's own number of batches per epoch (-1: no length)
+        self.limit = limit  # the pass's batches, as far as known (the loader's len(); -1: unknown)
         self.made = made  # the clock when the pass was made (its start-up runs from here)
         self.annotated = annotated  # the loop pushes NVTX ranges (else a window with ranges is delegated)
         self.handed = 0  # batches handed out in this epoch
         self.pending: Any = NO_BATCH  # a batch of this pass fetched and not handed out yet
-        self.capped = False  # a cached batch took a step: the epoch ends at ``limit`` steps
-        self.exhausted = False  # the pass ended (StopIteration), or the epoch reached its length
+        # The machine's: batches of the pass that cached hand-outs took the place of, not yet taken from it
+        # (taken before the next real hand-out, so that the pass is consumed as the plain loop consumes it),
+        # and where the running cached segment began (-1: the running segment hands out real batches).
+        self.owed = 0
+        self.cached_from = -1
+        self.exhausted = False  # the pass ended (StopIteration)
+        self.short = 0  # the machine's: hand-outs past the pass's end (a cached stretch ran beyond it)
         self.closed = False  # the loop let go of the iterator
         self.role = 0  # the machine's: 0 undecided, 1 the loop's epoch, 2 a side iterator (a peek)
         self.index = 0  # the machine's: which epoch of the benchmark this is (1 = the first)
@@ -244,6 +252,7 @@ def _io_annotated(args: IOArgs) -> TrialResult:
     sbuf, zbuf, chunk = stamps.buf, sizes.buf, len(stamps.buf)
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
+    began = -1  # the fetch whose batch was the first of the running pass, when it began in this trial
     push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch  # nvtx
     depth = 0  # nvtx
     try:
@@ -269,6 +278,9 @@ def _io_annotated(args: IOArgs) -> TrialResult:
                 except StopIteration:
                     if not each and c0 + k >= 2:
                         sizes.set(c0 + k - 2, counter(batch))  # it ended its pass
+                    if began >= 0:
+                        source.pass_length(c0 + k - began)  # a whole pass, seen in this trial
+                    began = c0 + k
                     nxt, batch = source.new_pass()
                 pop()  # nvtx
                 if each:
@@ -319,12 +331,12 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
                 continue
             if kind == PLAIN:
                 count = seg.steps
-                if count < 0 and not ep.capped and ep.pending is NO_BATCH:
+                if count < 0 and ep.pending is NO_BATCH:
                     yield from ep.inner  # the rest of the pass, as the loader gives it
                     ep.exhausted = True
                     continue
                 if count < 0:
-                    count = sys.maxsize if ep.limit < 0 or not ep.capped else ep.limit - handed
+                    count = sys.maxsize
                 batch = ep.pending
                 ep.pending = NO_BATCH
                 if count <= 0:

@@ -140,6 +140,8 @@ class WindowRun:
         self.placed[-1] = Placed(epoch, step, count)
         if count == 0:
             self.placed.pop()
+            if not self.placed:
+                self.started = False  # its first segment ended before its first hand-out: begin() did not run
             return finished
         if step == 0:
             self._leave_out(first)

@@ -16,7 +16,16 @@ import numpy as np
 
 from ..core.config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
 
-__all__ = ["publish", "remove_matching", "remove_stale_temporaries", "write_atomic", "write_document", "write_json_atomic"]
+__all__ = [
+    "append_status",
+    "publish",
+    "read_statuses",
+    "remove_matching",
+    "remove_stale_temporaries",
+    "write_atomic",
+    "write_document",
+    "write_json_atomic",
+]
 
 
 STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a killed writer's
@@ -152,3 +161,25 @@ def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = 
 def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
     """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
     write_atomic(path, lambda handle: write_document(handle, document))
+
+
+def append_status(path: str, status: int) -> None:
+    """One benchmark's advised exit status, appended to ``path`` as a line of its own (``benchy run``'s
+    record: every rank and process of the command appends to the one file; a line this short is written
+    whole by one ``write`` in append mode)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, f"{int(status)}\n".encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def read_statuses(path: str) -> List[int]:
+    """The statuses :func:`append_status` recorded in ``path`` (none when it does not exist; a line that is
+    not a status, from a writer killed mid-line, is left out)."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return []
+    return [int(line) for line in text.split() if line.isdigit()]

@@ -29,9 +29,11 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (("complete",), "true when the schedule ran to its end and every trial it ran counted"),
     (
         ("exit_status",),
-        "the status the process ends with, set by benchy (see Exit status): 0 or 3 under `exit_after_tests`, 4 "
-        "when the script ended before the schedule did; null in checkpoints, when a signal or an exception "
-        "ended the run, and when the script trains on (`exit_after_tests: false`)",
+        "the status benchy advises for CI (see Exit status): 0 once the schedule ended with every mode counted, "
+        "3 when a mode has none (the status benchy ends the process with under `exit_after_tests`), 4 in a "
+        "checkpoint and wherever the benchmark did not finish (the script ended first, a signal, an error); "
+        "`benchy run` and `benchy check` report it, the script's own process keeps its status; null in files "
+        "of older versions that did not say",
     ),
     (("loader", "other_loaders"), "the benchmarked wrapper (`BenchmarkDataLoader created at train.py:30`) and the plain ones"),
     (("counting",), "how samples are counted in a batch (see Counting samples)"),
@@ -57,9 +59,11 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
     (
         ("steps_needed", "epoch_length", "epochs_needed", "epochs_started"),
         "the most steps of the loop the schedule's windows take (an estimate made before they run), the "
-        "loader's own batches per epoch (null without a length), the epochs of that length those steps take "
-        "(null without a length), and how many epochs the loop started since the benchmark began (a peek, an "
-        "epoch that ended after at most one batch, is not one: see `peeks`)",
+        "loader's own batches per epoch (null without a length), the epochs of the loop's own length those "
+        "steps take (the loader's, or the steps the loop took of each where it leaves every epoch early; null "
+        "where that length is unknown, or too short for a window to measure anything in it), and how many "
+        "epochs the loop started since the benchmark began (a peek, an epoch that ended after at most one "
+        "batch, is not one: see `peeks`)",
     ),
     (
         ("schedule",),

@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.results import RunResults, Snapshot, StepRates, TrialResult
-from ..core.schedule import Mode, Schedule
+from ..core.schedule import Mode
 from ..core.stats import estimate, finite
 from ..core.sweep import best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
@@ -344,11 +344,7 @@ def result_document(
         "nranks": nranks,
         "steps_needed": snapshot.steps_needed,
         "epoch_length": snapshot.epoch_length,
-        "epochs_needed": (
-            snapshot.epochs_needed
-            if snapshot.epochs_needed is not None or snapshot.steps_needed is None
-            else Schedule.epochs_for(snapshot.steps_needed, snapshot.epoch_length)
-        ),
+        "epochs_needed": snapshot.epochs_needed,
         "epochs_started": snapshot.epochs_started,
         "interrupted": [
             {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}

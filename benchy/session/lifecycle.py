@@ -2,18 +2,20 @@
 
 :class:`Lifecycle` installs the hooks when the benchmark starts (the at-exit hook; the SIGTERM handler
 where signals can be set) and removes the signal handler when it ends. Each ending keeps what was
-measured (the summary, the table, the JSON) and names what was not:
+measured (the summary, the table, the JSON), names what was not, and records the exit status benchy
+advises for CI (:meth:`Lifecycle.advise`: 0, 3 or 4, in the JSON's ``exit_status`` and, under ``benchy
+run``, in the record its parent reads):
 
 * :meth:`Lifecycle.finish`: the schedule is over. With ``exit_after_tests`` the process ends here,
   the one place benchy ends it, with the status of :class:`~benchy.session.sink.ResultSink` (0, or
   3 when a mode has no counted trial); not inside a Ray Train worker, whose end Ray would report as
   a failed training: there the training goes on with the plain loader, and that is said.
 * :meth:`Lifecycle.at_exit`: the script ended first: the running window is lost, the trials not run
-  are listed, and how far the loop got is said against what the schedule needs. A script that ended
-  on its own then exits with :data:`~benchy.core.exits.EXIT_INCOMPLETE` (4), applied by
-  :mod:`benchy.session.ending` after its exit handlers; one that raised keeps its status. A rank that
-  ends with an uncaught exception says so in the job's rendezvous store, so that the ranks the
-  launcher stops next can name it.
+  are listed, and how far the loop got is said against what the schedule needs. The process ends as
+  the script makes it end, its status and every exit handler its own: the run is said incomplete
+  (status 4 advised), and ``benchy run`` or ``benchy check`` turn that into CI's failing status. A
+  rank that ends with an uncaught exception says so in the job's rendezvous store, so that the ranks
+  the launcher stops next can name it.
 * a signal (SIGTERM: Slurm's preemption and time-out, torchrun stopping the ranks after one
   failed): the running trial is named as interrupted, with the rank that failed first when one said
   so; then the signal takes its course: the handler that was there before (the script's or the
@@ -29,9 +31,10 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
+from ..core.exits import EXIT_INCOMPLETE, STATUS_ENV_VAR
 from ..core.outcomes import FailedRank, Interruption
 from ..core.schedule import TrialSpec
-from . import ending
+from ..results.files import append_status
 from . import events as ev
 from .sink import Progress
 
@@ -65,6 +68,11 @@ class Lifecycle:
         self._session = session
         self._previous: Any = None
         self._exiting = False  # inside the interpreter's exit: never end the process from here
+
+    @property
+    def exiting(self) -> bool:
+        """Inside the interpreter's exit (the at-exit hook runs): no loader pass is started or advanced."""
+        return self._exiting
 
     # --- hooks --------------------------------------------------------------------------------
 
@@ -125,7 +133,9 @@ class Lifecycle:
         exit_after = s.config.general.exit_after_tests
         where = host() if exit_after else None
         ends = exit_after and where is None and not self._exiting
-        sink.summary(s.snapshot(), exiting=ends)
+        status = sink.exit_status(s.results)
+        self.advise(status)
+        sink.summary(s.snapshot(), exit_status=status)
         if where is not None:
             sink.say(ev.NoExitHere(where))
         if not self._exiting:
@@ -139,11 +149,12 @@ class Lifecycle:
         s.outcomes = s.outcomes.with_failed(failed)
         s.lose(Interruption(spec, spec.nbatches, "the ranks could not exchange its results"))
         self._stop()
+        self.advise(EXIT_INCOMPLETE)
         try:
             s.ctx.out.trial_ended()
             if failed:
                 s.sink.say(ev.RankFailed(failed))
-            s.sink.summary(s.snapshot(), exiting=False)
+            s.sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
         except Exception:
             pass
 
@@ -161,11 +172,12 @@ class Lifecycle:
             s.outcomes = s.outcomes.lose(
                 Interruption(running, measured, f"interrupted by {name} after {measured} of {running.nbatches} steps{who}")
             )
+        self.advise(EXIT_INCOMPLETE)
         try:
             s.ctx.out.trial_ended()
             s.sink.say(ev.Signalled(name, running, measured, failed))
             self._stop()
-            s.sink.summary(s.snapshot(), exiting=False)
+            s.sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
         except Exception:  # the signal must take its course whatever happens here
             pass
 
@@ -200,21 +212,31 @@ class Lifecycle:
         again = sum(
             1 for r in s.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
         )
-        length = s.epoch_length
+        per = s.loop_epoch()
         needed = s.steps_needed()
         steps = s.steps_taken()
+        epochs = s.epochs_needed()
+        if epochs is not None and per is not None and epochs <= s.epochs_started:
+            # The estimate fell short of this very run: count the epochs the steps still missing take.
+            epochs = s.epochs_started + -(-max(1, needed - steps) // per)
+        depth = s.runner.queue_depth
+        fits = s.schedule.nbatches_to_fit(steps, depth, per) if epochs is not None or per is None else None
         sink.stopped_early(
             Progress(
                 s.epochs_started,
                 steps,
                 needed,
-                length,
-                s.epochs_needed() if length is not None else None,
+                per,
+                epochs,
                 record.where,
                 again,
                 failed,
                 raised,
                 None if running is None else running.label,
+                left_early=s.left_early,
+                min_steps=s.min_epoch_steps(),
+                queue_depth=depth,
+                fits=fits,
             )
         )
         why = (
@@ -229,14 +251,27 @@ class Lifecycle:
             if not s.planner.was_issued(spec):
                 s.outcomes = s.outcomes.lose(Interruption(spec, 0, why))
         self._stop()
-        # A script that ended on its own before the schedule's end exits with EXIT_INCOMPLETE, so CI can
-        # tell the partial run from a complete one; one that raised keeps its own status, and a host
-        # benchy does not end (a Ray Train worker) keeps its own too.
-        status = ending.EXIT_INCOMPLETE if raised is None and host() is None else None
-        sink.summary(s.snapshot(), exiting=False, exit_status=status)
-        if status is not None:
-            sink.incomplete_exit(status)
-            ending.request(status)
+        # The process ends as the script makes it end (its status, every exit handler): the run is said
+        # incomplete, and a tool that owns the process (benchy run, benchy check) fails the CI job with 4.
+        self.advise(EXIT_INCOMPLETE)
+        sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
+        if raised is None:
+            sink.incomplete()
+
+    def advise(self, status: int) -> None:
+        """The exit status benchy advises for CI (0 complete, 3 a mode without a counted trial, 4 incomplete):
+        kept by the session and, under ``benchy run``, appended to the record its parent reads (once per
+        benchmark: every ending stops the benchmark first)."""
+        s = self._session
+        if s.advised is not None:
+            return
+        s.advised = s.record.advised = status
+        path = os.environ.get(STATUS_ENV_VAR)
+        if path:
+            try:
+                append_status(path, status)
+            except OSError:  # the parent's record is gone: it reports the run as incomplete
+                pass
 
     def _running(self) -> Tuple[Optional[TrialSpec], int]:
         """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""

@@ -19,9 +19,11 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import weakref
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Set
+from typing import Any, Callable, List, Optional, Set
 
+from ..core.exits import EXIT_INCOMPLETE
 from ..results import lines
 from .console import write_line
 
@@ -65,6 +67,8 @@ class Record:
     benchmarked: bool = False
     finished: bool = False
     copied: bool = False  # copied or pickled: the copy may be the one iterated (another process)
+    advised: Optional[int] = None  # the exit status its benchmark advised for CI, once it ended
+    session: Optional[weakref.ReferenceType[Any]] = None  # its benchmark's session, while it lives
 
 
 class Registry:
@@ -102,6 +106,19 @@ class Registry:
             self.owner = record
             record.benchmarked = True
         return record.benchmarked
+
+    def end_all(self) -> None:
+        """End every benchmark of this process that still runs, as the interpreter's exit would (the script
+        returned: ``benchy run``'s in-process form reports the run's status before the exit handlers run)."""
+        for record in self.records:
+            session = None if record.session is None else record.session()
+            if session is not None and session.running:
+                session.life.at_exit()
+
+    def advised(self) -> List[int]:
+        """The exit status each benchmark of this process advises for CI (0, 3, or 4 for one that did not
+        finish); empty when none ran."""
+        return [EXIT_INCOMPLETE if r.advised is None else r.advised for r in self.records if r.benchmarked]
 
     def others(self) -> List[str]:
         """``kind at where`` of every wrapper that is not the benchmarked one."""

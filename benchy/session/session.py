@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator, List, Optional
 
 from ..core.config import Config
 from ..core.diagnostics import DIAGNOSTIC_WINDOWS, ContentionRun, StepParts
+from ..core.exits import EXIT_INCOMPLETE
 from ..core.outcomes import Interruption, Outcomes
 from ..core.results import RunResults, ScheduleState, Snapshot, TrialResult, folded
 from ..core.schedule import Mode, Schedule, TrialSpec
@@ -49,7 +50,7 @@ from ..core.startup import Startup, startup
 from ..core.sweep import queue_depth
 from ..measure.diagnostics import Drainer, StepHooks
 from ..measure.flops import StepCounter
-from ..measure.profiling import CudaProfilerApi, global_rank
+from ..measure.profiling import CudaProfilerApi, TorchRanges, global_rank
 from ..measure.ranks import DistributedError, agree, combine
 from ..measure.rng import kept
 from ..measure.stages import Instrumented
@@ -161,6 +162,7 @@ class Session:
         self._pid = os.getpid()
         self._registry = registry
         self._record = registry.register(loader.kind, loader.where)
+        self._record.session = weakref.ref(self)
         self._passes = 0  # the loop's iter() calls that took the epoch's role, peeks included
         self.steps = 0  # the loop's steps since then (its epochs' hand-outs, at their boundaries)
         self._owner: Optional[weakref.ReferenceType[EpochState]] = None
@@ -172,9 +174,13 @@ class Session:
         self.hidden: Optional[TrialSpec] = None  # the IO or side trial running now, if any
         self._side_said = False
         self._length: Optional[int] = None  # the loader's own batches per epoch, read at each iter()
+        self._seen: Optional[int] = None  # without len(): the fewest batches of a pass the loop ran to its end
+        self._whole = 0  # the loop's epochs that ran to their pass's end
+        self._left_after: Optional[int] = None  # the most steps the loop took of an epoch it left part-way
         self._diagnostics: List[str] = list(self.schedule.diagnostics)  # diagnostic windows still to run
         self.diagnosing = False  # the counted schedule is over and the diagnostic windows run
         self._helper: Any = None  # what runs beside the running diagnostic window (measure.diagnostics)
+        self.advised: Optional[int] = None  # the exit status benchy advises for CI, once the benchmark ended
         self.life = Lifecycle(self)
 
     # --- public -------------------------------------------------------------------------------
@@ -229,6 +235,11 @@ class Session:
     def epoch_length(self) -> Optional[int]:
         """The loader's own batches per epoch, as read at the last ``iter()`` (None: no length)."""
         return self._length
+
+    def advised_status(self) -> int:
+        """The exit status benchy advises for CI: 0 or 3 once the schedule ended (see ``ResultSink``), else
+        :data:`~benchy.core.exits.EXIT_INCOMPLETE` (the benchmark has not finished, or ended early)."""
+        return EXIT_INCOMPLETE if self.advised is None else self.advised
 
     def steps_taken(self) -> int:
         """The loop's steps since the benchmark started (the running epoch's counted live)."""
@@ -326,47 +337,112 @@ class Session:
             outcomes=self.outcomes,
             steps_needed=self.steps_needed() if self.schedule.window_plans else None,
             epoch_length=self._length,
-            epochs_needed=self.epochs_needed() if self.schedule.window_plans and self._length is not None else None,
+            epochs_needed=self.epochs_needed() if self.schedule.window_plans else None,
         )
 
-    def steps_needed(self) -> int:
-        """The loop's steps the windows take at the most (an estimate made before they run)."""
-        return self.schedule.steps_needed(self.runner.queue_depth, self._length)
-
-    def epochs_needed(self) -> Optional[int]:
-        """The epochs of the loader's own length the loop runs to finish the schedule (at the most, an
-        estimate), counted as the script counts them: from the start of the epoch the benchmark began in
-        (``benchy run`` begins it a few batches into a plain pass); None when the loader has no length
-        (then :meth:`steps_needed` says it)."""
+    def loop_epoch(self) -> Optional[int]:
+        """The steps of the loop's own epoch: where it has left every epoch part-way (a loop that breaks out),
+        the most it took of one; else the loader's (its ``len()``, or the length its passes showed); None:
+        unknown."""
+        if self.left_early:
+            return self._left_after
         if self._length is None:
             try:
                 self._length = self._loader.length()
             except Exception:
                 self._length = None
+        return self._length if self._length is not None else self._pass_length()
+
+    @property
+    def left_early(self) -> bool:
+        """The loop has left every epoch part-way so far (:meth:`loop_epoch` is how much it took of one)."""
+        return self._left_after is not None and not self._whole
+
+    def min_epoch_steps(self) -> int:
+        """The fewest steps an epoch of the loop must run for a window to measure anything in it."""
+        return Schedule.min_epoch_steps(self.runner.queue_depth)
+
+    def steps_needed(self) -> int:
+        """The loop's steps the windows take at the most (an estimate made before they run), in epochs of the
+        loop's own length (:meth:`loop_epoch`; in epochs long enough to hold them where that is too short)."""
+        per = self.loop_epoch()
+        return self.schedule.steps_needed(self.runner.queue_depth, per if per is None or per >= self.min_epoch_steps() else None)
+
+    def epochs_needed(self) -> Optional[int]:
+        """The epochs of the loop's own length (:meth:`loop_epoch`) it runs to finish the schedule (at the most,
+        an estimate), counted as the script counts them: from the start of the epoch the benchmark began in
+        (``benchy run`` begins it a few batches into a plain pass); None when that length is unknown (then
+        :meth:`steps_needed` says it) or too short to hold a window (:meth:`min_epoch_steps`): no number of
+        such epochs finishes the schedule."""
         if not self.schedule.window_plans:
             return 1
-        return Schedule.epochs_for(self.steps_needed(), self._length, self._start_at)
+        per = self.loop_epoch()
+        if per is None or per < self.min_epoch_steps():
+            return None
+        return Schedule.epochs_for(self.steps_needed(), per, self._start_at)
 
     # --- the machine: what the next segment of the loop's epoch is -----------------------------
 
     def segment(self, ep: EpochState) -> Segment:
         """At a boundary of epoch ``ep`` (its first ``next()``, or a segment's end): the next segment."""
+        found = self._decide(ep)
+        ep.cached_from = ep.handed if found.kind in (CACHED, SYNTHETIC) else -1
+        return found
+
+    def _decide(self, ep: EpochState) -> Segment:
         if ep.role == _UNDECIDED:
             self._take_role(ep)
         if ep.role == _SIDE:
             return self._side_segment(ep)
         self._after_segment(ep)
         if self._state != _RUNNING:
-            return Segment(END) if _ended(ep) else Segment(PLAIN)
-        if _ended(ep):
-            self._let_go(ep)  # the loop's epoch is over: its steps count in the run's
-            return Segment(END)
+            return self._plain_rest(ep)
+        if ep.exhausted:
+            return self._epoch_over(ep)
         w = self._window
         if w is None:
             w = self._next_window(ep)
             if w is None:  # the schedule is over (exit_after_tests ended the process if it was on)
-                return Segment(END) if _ended(ep) else Segment(PLAIN)
+                return self._plain_rest(ep)
         return self._window_segment(ep, w)
+
+    def _plain_rest(self, ep: EpochState) -> Segment:
+        """The rest of the epoch, plain (the benchmark is over): the batches cached hand-outs took first."""
+        self._repay(ep)
+        return Segment(END) if ep.exhausted else Segment(PLAIN)
+
+    def _epoch_over(self, ep: EpochState) -> Segment:
+        """The loop's epoch ended with its pass: its steps count in the run's; its length is known now."""
+        self._whole += 1
+        if self._length is None and ep.handed > ep.short:
+            whole = ep.handed - ep.short  # a loader without len(): its passes' lengths as seen
+            self._seen = whole if self._seen is None else min(self._seen, whole)
+        self._let_go(ep)
+        return Segment(END)
+
+    def _repay(self, ep: EpochState) -> None:
+        """The batches of ``ep``'s pass that cached hand-outs took the place of, taken from the pass now and
+        dropped (the batch fetched for the loop's ask first), before the loop's next real batch or the
+        epoch's end: the pass is consumed batch for batch as the plain loop consumes it (its length, its
+        sampler's and workers' random draws), so that the epochs after the schedule see the plain run's
+        batches. Never inside a window: between windows, untimed."""
+        owed, ep.owed = ep.owed, 0
+        while owed > 0 and not ep.exhausted:
+            owed -= 1
+            if ep.pending is not NO_BATCH:
+                ep.pending = NO_BATCH
+                continue
+            try:
+                ep.inner_next()
+            except StopIteration:  # a cached stretch ran past the end of a pass of unknown length
+                ep.exhausted = True
+                ep.short = owed + 1
+
+    def _account(self, ep: EpochState) -> None:
+        """The cached segment that just ended (or was left): its hand-outs are owed to the pass."""
+        if ep.cached_from >= 0:
+            ep.owed += ep.handed - ep.cached_from
+            ep.cached_from = -1
 
     def closed(self, ep: EpochState, seg: Optional[Segment], count: int) -> None:
         """The loop let go of epoch ``ep`` part-way (a break, a peek's temporary iterator, a replaced one)."""
@@ -377,10 +453,25 @@ class Session:
         if self._counting is not None:
             self._counting.leave(completed=False)
             self._counting = None
+        self._account(ep)
+        self._repay_left(ep)
         handed, ep.handed = ep.handed, 0
         self.steps += handed
         if handed <= 1:  # next(iter(loader)): a peek, not an epoch; the window goes on in the next one
             self.outcomes = self.outcomes.peek()
+        else:  # the loop left its epoch part-way (a break): its own epoch is that long
+            self._left_after = max(self._left_after or 0, handed)
+
+    def _repay_left(self, ep: EpochState) -> None:
+        """A pass the loop left part-way is repaid too (its sampler and workers drew as for the plain loop's
+        asks); what the loader raises there is not the loop's: it asked for nothing more."""
+        if ep.exhausted or self.life.exiting:
+            ep.owed = 0
+            return
+        try:
+            self._repay(ep)
+        except Exception:
+            ep.owed = 0
 
     @property
     def epochs_started(self) -> int:
@@ -440,11 +531,14 @@ class Session:
             self.runner.decide(ep.pending)
 
     def _let_go(self, old: EpochState) -> None:
-        """The loop moved on from ``old`` (its epoch ended, or a new one took over): its running segment ends."""
+        """The loop moved on from ``old`` (its epoch ended, or a new one took over): its running segment ends,
+        and its pass is repaid what cached hand-outs took."""
         self._close_segment(old)
         if self._counting is not None:
             self._counting.leave(completed=False)
             self._counting = None
+        self._account(old)
+        self._repay_left(old)
         self.steps += old.handed
         old.handed = 0
         old.role = _SIDE
@@ -483,14 +577,15 @@ class Session:
         return ep.handed + (0 if w is None else w.open_count())
 
     def _complete(self, ep: EpochState) -> bool:
-        """``ep`` ended, or handed out the loader's own number of batches (it ends at the next ask)."""
-        return _ended(ep) or (ep.limit >= 0 and self._epoch_handed(ep) >= ep.limit)
+        """``ep`` ended, or handed out its pass's number of batches (it ends at the next ask)."""
+        return ep.exhausted or (ep.limit >= 0 and self._epoch_handed(ep) >= ep.limit)
 
     # --- windows ------------------------------------------------------------------------------
 
     def _after_segment(self, ep: EpochState) -> None:
-        """What the segment that just ended did: the FLOPs' count ends; a window's stretch is settled,
-        and a window it finished is counted."""
+        """What the segment that just ended did: its cached hand-outs are owed to the pass; the FLOPs' count
+        ends; a window's stretch is settled, and a window it finished is counted."""
+        self._account(ep)
         if self._counting is not None:
             self._counting.leave(completed=True)
             self._counting = None
@@ -539,24 +634,36 @@ class Session:
             self._window = self.runner.window(spec, ctx.out, ranges)
             return self._window
 
+    def _room(self, ep: EpochState) -> int:
+        """Steps left in ``ep``'s pass, as far as its length is known (a SYNTHETIC stretch stops there)."""
+        return ep.limit - ep.handed if ep.limit >= 0 else sys.maxsize
+
     def _window_segment(self, ep: EpochState, w: WindowRun) -> Segment:
         spec, runner = w.spec, self.runner
-        room = ep.limit - ep.handed if ep.limit >= 0 else sys.maxsize  # steps left in the loader's own epoch
         depth = runner.queue_depth
         if spec.mode is Mode.FULL:
+            self._repay(ep)  # real batches from here: the pass first takes what cached hand-outs took
+            if ep.exhausted or self._room(ep) <= 0:  # the pass is at its end: the window begins in the next
+                return self._pass_rest(ep)
             if depth > 0 and not ep.queue_ready:
                 ep.queue_ready = ep.settled = True
                 # The ready batches, fresh from the workers (a batch already held is handed out first).
-                lead = min(depth + int(ep.pending is not NO_BATCH), room - 2)
+                lead = min(depth + int(ep.pending is not NO_BATCH), self._room(ep) - 2)
                 if lead > 0:  # the batches the workers hold ready, handed out untimed
                     return Segment(PLAIN, lead)
-            if not ep.capped:
-                room = sys.maxsize  # real batches only in this epoch: its pass ends where it ends
+            room = sys.maxsize  # real batches: the window's stretch runs until the pass ends
         else:
+            if ep.limit < 0:  # a pass of unknown length: repaid at every window, so that its end shows
+                self._repay(ep)
+                if ep.exhausted:
+                    return self._epoch_over(ep)
+            room = self._room(ep)
+            if room <= 0:  # the pass's steps are all taken: it is repaid, and ends at the next ask
+                return self._pass_rest(ep)
             if runner.cached is NOTHING:
                 batch = self._take_real(ep)
                 if batch is NOTHING:
-                    return Segment(END)
+                    return self._epoch_over(ep)
                 runner.keep_cached(batch)
             w.constant_samples(runner.synthetic_samples or 0)
             if depth > 0 and not ep.settled:
@@ -565,10 +672,8 @@ class Session:
                 ep.settled = True
                 settle = min(depth, room - 2)
                 if settle > 0:
-                    ep.capped = ep.limit >= 0
                     return Segment(CACHED, settle, batch=runner.cached)
             if runner.count_due(spec) and room >= 3:
-                ep.capped = ep.limit >= 0
                 ep.queue_ready = False
                 if not self._primed:
                     # One untimed step on the cached batch first: a loop that fetches one batch ahead runs the
@@ -581,14 +686,14 @@ class Session:
         quota = w.quota(ep.handed)
         steps = min(quota, room)
         if steps <= 0:
-            ep.exhausted = True
-            return Segment(END)
+            return self._pass_rest(ep)
         resume = w.started
         w.started = True
+        if isinstance(w.args.ranges, TorchRanges):  # the profiled warm-up: its trace names the steps this stretch holds
+            w.args.ranges.stretch(w.stamps.done, min(steps, self._room(ep)))
         w.open_segment(ep.index, ep.handed, steps)
         ep.window = w
         if spec.mode is Mode.SYNTHETIC:
-            ep.capped = ep.limit >= 0
             ep.queue_ready = False  # the workers fill their queue while cached batches are handed out
         kind = SYNTHETIC if spec.mode is Mode.SYNTHETIC else FULL
         batch = runner.cached if kind == SYNTHETIC else None
@@ -598,16 +703,26 @@ class Session:
             return Segment(kind, steps, w, batch, steps == quota, resume, delegate=delegate)
         return Segment(kind, steps, w, batch, finishes=steps == quota, resume=resume)
 
+    def _pass_rest(self, ep: EpochState) -> Segment:
+        """The window cannot go on in this epoch (its pass's known length is reached): the pass is repaid,
+        and what it still holds (nothing, where its length was right) is handed out plain and counted."""
+        self._repay(ep)
+        if ep.exhausted:
+            return self._epoch_over(ep)
+        return Segment(PLAIN, sys.maxsize)
+
     def _take_real(self, ep: EpochState) -> Any:
-        """A real batch of ``ep`` for the cached one (the pending batch, else the next); NOTHING at its end."""
+        """A real batch of ``ep`` for the cached one (the pending batch, else the next; one batch of the pass,
+        so one hand-out fewer is owed to it); NOTHING at its end."""
         batch, ep.pending = ep.pending, NO_BATCH
-        if batch is not NO_BATCH:
-            return batch
-        try:
-            return ep.inner_next()
-        except StopIteration:
-            ep.exhausted = True
-            return NOTHING
+        if batch is NO_BATCH:
+            try:
+                batch = ep.inner_next()
+            except StopIteration:
+                ep.exhausted = True
+                return NOTHING
+        ep.owed -= 1
+        return batch
 
     # --- the diagnostic windows (after the counted ones) -------------------------------------------
 
@@ -823,7 +938,8 @@ class Session:
         except Exception:
             length = None
         self._length = length
-        ep = EpochState(inner, -1 if length is None else length, made, self.runner.ranges is not None)
+        limit = length if length is not None else self._pass_length()
+        ep = EpochState(inner, -1 if limit is None else limit, made, self.runner.ranges is not None)
         ep.handed = handed
         ep.settled = handed > 0  # a pass adopted part-way (benchy run) started its workers long ago
         if not self.runner.counter_known:
@@ -832,6 +948,12 @@ class Session:
             self._take_role(ep)
         ep.holder = self._loader.owner()
         return epoch_loop(EpochArgs(ep, self, self.clock), self._counter(), self.config.general.report_freq > 0)
+
+    def _pass_length(self) -> Optional[int]:
+        """A loader without ``len()``: its passes' length as seen (the shortest of the loop's whole passes and
+        of those benchy's own IO trials ran through), so that a SYNTHETIC stretch stops at it; None: unknown."""
+        seen = self.runner.pass_lengths + ([] if self._seen is None else [self._seen])
+        return min(seen) if seen else None
 
     def _counter(self) -> Optional[Callable[[Any], int]]:
         return self.runner.counter() if self.runner.counter_known else None
@@ -876,6 +998,7 @@ class Session:
             self.steps_needed(),
             self._length,
             self.epochs_needed(),
+            self.min_epoch_steps(),
         )
         self.life.install()
         self.planner.new_boundary()
@@ -914,8 +1037,3 @@ class Session:
 
     def _say(self, event: ev.Event) -> None:
         self.sink.say(event)
-
-
-def _ended(ep: EpochState) -> bool:
-    """The epoch is over: its pass ended, or a cached batch took steps and it reached the loader's length."""
-    return ep.exhausted or (ep.capped and 0 <= ep.limit <= ep.handed)

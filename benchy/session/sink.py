@@ -9,9 +9,12 @@ status that CI can trust:
 
 * ``0``: every scheduled mode has at least one counted trial;
 * :data:`EXIT_MISSING_MODE` (3): the schedule ended but a scheduled mode has no counted
-  trial (every one of its trials was interrupted); the summary says which and why;
-* :data:`~benchy.core.exits.EXIT_INCOMPLETE` (4): the script ended on its own before the
-  schedule did (:mod:`benchy.session.ending` applies it at exit).
+  trial (every one of its trials was interrupted); the summary says which and why.
+
+Every result file carries the status benchy advises for CI (``exit_status``): those two, and
+:data:`~benchy.core.exits.EXIT_INCOMPLETE` (4) in a checkpoint and where the benchmark did not finish
+(the script ended first, a signal, an error). benchy never applies 4 to the script's own process: a
+tool that owns it does (``benchy run``, ``benchy check``).
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ import sys
 from typing import Any, Callable, Dict, List, Optional
 
 from ..core.config import Config
-from ..core.exits import EXIT_MISSING_MODE
+from ..core.exits import EXIT_INCOMPLETE, EXIT_MISSING_MODE
 from ..core.outcomes import FailedRank, Interruption
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule
-from ..core.verdict import Reading, read
+from ..core.verdict import MoreTrials, Reading, read
 from ..measure.environment import environment
 from ..results import lines, steps
 from ..results.files import remove_stale_temporaries, write_json_atomic
@@ -38,7 +41,12 @@ __all__ = ["EXIT_MISSING_MODE", "Progress", "ResultSink"]
 
 
 class Progress:
-    """How far the loop got when the script ended before the schedule did (for :meth:`ResultSink.stopped_early`)."""
+    """How far the loop got when the script ended before the schedule did (for :meth:`ResultSink.stopped_early`).
+
+    ``epoch_length``: the loop's own epoch (the loader's length, or the most steps the loop took of an epoch
+    it left part-way: ``left_early``); ``epochs_needed``: the epochs of that length the schedule takes in all
+    (None: unknown, or too short); ``min_steps``: the fewest steps an epoch must run to hold a window;
+    ``fits``: the longest windows (``nbatches``) that fit the schedule into the steps this run took."""
 
     def __init__(
         self,
@@ -52,10 +60,21 @@ class Progress:
         failed: Optional[Interruption],
         raised: Optional[str],
         running: Optional[str],
+        *,
+        left_early: bool = False,
+        min_steps: int = 3,
+        queue_depth: int = 0,
+        fits: Optional[int] = None,
     ) -> None:
         self.epochs, self.steps, self.steps_needed = epochs, steps, steps_needed
         self.epoch_length, self.epochs_needed = epoch_length, epochs_needed
         self.where, self.rebuilt, self.failed, self.raised, self.running = where, rebuilt, failed, raised, running
+        self.left_early, self.min_steps, self.queue_depth, self.fits = left_early, min_steps, queue_depth, fits
+
+    @property
+    def too_short(self) -> bool:
+        """The loop's epochs are too short to hold a window: no number of them finishes the schedule."""
+        return self.epoch_length is not None and self.epoch_length < self.min_steps
 
 
 def _ranks_text(failed: Any) -> str:
@@ -257,6 +276,7 @@ class ResultSink:
         steps_needed: int,
         epoch_length: Optional[int],
         epochs: Optional[int],
+        min_steps: int = 3,
     ) -> None:
         """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it
         takes, the loader, NVTX, and a warning when every step is synchronized. The environment
@@ -278,6 +298,9 @@ class ResultSink:
                 f": {epochs} epoch(s) of {epoch_length} batches in all are enough, counting the one running now "
                 f"(the most it may take)"
                 if epochs is not None
+                else f"; but epochs of {epoch_length} batches are too short to hold a window (each must run at least "
+                f"{min_steps} steps), so no number of them finishes it"
+                if epoch_length is not None and epoch_length < min_steps
                 else ""
             )
             text += (
@@ -285,6 +308,12 @@ class ResultSink:
                 f"{upto}about {steps_needed} steps{span}; the loop's epochs, len() and random streams stay "
                 f"its own."
             )
+        text += (
+            " At the schedule's end: the summary, then benchy ends the process (exit_after_tests: true)."
+            if config.general.exit_after_tests
+            else " At the schedule's end: the summary, then the loop goes on with the plain loader and the "
+            "process ends as the script ends it (exit_after_tests: false)."
+        )
         self.info(text)
         if schedule.window_plans:
             self.info(f"Benchmarking the {loader}.")
@@ -312,32 +341,64 @@ class ResultSink:
             )
             return
         need = f"about {progress.steps_needed} steps"
+        during = f" during trial {progress.running}" if progress.running else ""
+        stopped = f"the script stopped after {ran}{during}, before the benchy schedule's end"
+        if progress.too_short:
+            each = (
+                f"the loop leaves each epoch after {progress.epoch_length} step(s)"
+                if progress.left_early
+                else f"its epochs are {progress.epoch_length} step(s) long"
+            )
+            ready = (
+                f", and before it the {progress.queue_depth} batches the loader's workers hold ready and the one the "
+                f"epoch's first step fetched go by untimed"
+                if progress.queue_depth
+                else ", and so is its first"
+            )
+            self.warning(
+                f"{stopped} (its windows take {need} in epochs long enough to hold them: {self.schedule.describe()}); the "
+                f"results below are partial. The epochs are "
+                f"too short to hold a window: {each}, and a window measures nothing in an epoch of fewer than "
+                f"{progress.min_steps} steps (the period an epoch's end cuts is left out{ready}), so no number of such "
+                f"epochs finishes the schedule. Let each epoch run at least {progress.min_steps} steps." + self._rebuilt(progress)
+            )
+            return
         more = f"about {max(1, progress.steps_needed - progress.steps)} more steps"
         if progress.epochs_needed is not None:
-            need += f", {progress.epochs_needed} epoch(s) of {progress.epoch_length} batches"
+            need += (
+                f", {progress.epochs_needed} epoch(s) of {progress.epoch_length} {'steps' if progress.left_early else 'batches'}"
+            )
             more = (
                 f"{progress.epochs_needed} epochs in all ({max(1, progress.epochs_needed - progress.epochs)} more "
                 f"than this run; the most it may take)"
             )
-        hint = ""
-        if progress.rebuilt:
-            hint = (
-                f" {progress.rebuilt} more wrapped loader(s) were built at {progress.where} and iterated as plain "
-                f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
-                f"once, before the epoch loop."
-            )
-        during = f" during trial {progress.running}" if progress.running else ""
+        fits = (
+            f", or make every window shorter so that the schedule fits in the {progress.steps} steps this run took "
+            f"(nbatches: {progress.fits} in the synthetic and full sections of a config file)"
+            if progress.fits is not None
+            else ""
+        )
         self.warning(
-            f"the script stopped after {ran}{during}, before the benchy schedule's end ({need} in all: "
-            f"{self.schedule.describe()}); the results below are partial. Run it for {more} to finish "
-            f"the schedule." + hint
+            f"{stopped} ({need} in all: {self.schedule.describe()}); the results below are partial. Run it for "
+            f"{more} to finish the schedule{fits}." + self._rebuilt(progress)
         )
 
-    def incomplete_exit(self, status: int) -> None:
-        """The script ended before the schedule: benchy ends the process with ``status``, said last."""
+    @staticmethod
+    def _rebuilt(progress: Progress) -> str:
+        if not progress.rebuilt:
+            return ""
+        return (
+            f" {progress.rebuilt} more wrapped loader(s) were built at {progress.where} and iterated as plain "
+            f"loaders: a script that builds a new loader every epoch never finishes the schedule; build it "
+            f"once, before the epoch loop."
+        )
+
+    def incomplete(self) -> None:
+        """The script ended before the schedule: what status CI gets, said last."""
         self.warning(
-            f"incomplete run: the process exits with status {status} (not the script's 0) once the script's "
-            f"exit handlers have run, so CI can tell a partial run from a complete one (benchy --help lists "
+            f"incomplete run: the script's exit status and exit handlers stay its own; benchy run (where the "
+            f"script ends with 0) and benchy check {self.config.output_path} report status {EXIT_INCOMPLETE} "
+            f"(the JSON's exit_status), so CI can tell a partial run from a complete one (benchy --help lists "
             f"the statuses)."
         )
 
@@ -386,8 +447,9 @@ class ResultSink:
             self.info(f"removed {len(removed)} stale temporary file(s) left by an interrupted benchy run: " + ", ".join(removed))
 
     def checkpoint(self, snapshot: Snapshot) -> None:
-        """The JSON after a trial: no per-step lists and no stall claim, so it costs the new trial only."""
-        self.write_json(snapshot, self._reading(snapshot, steps=False), final=False)
+        """The JSON after a trial: no per-step lists and no stall claim, so it costs the new trial only; an
+        unfinished run, so its ``exit_status`` is :data:`EXIT_INCOMPLETE`."""
+        self.write_json(snapshot, self._reading(snapshot, steps=False), final=False, exit_status=EXIT_INCOMPLETE)
 
     # --- the end ------------------------------------------------------------------------------
 
@@ -406,14 +468,17 @@ class ResultSink:
             whatif=g.whatif and steps,  # the final summary's: a checkpoint does not work the model out
             price=g.price_per_hour,
             epoch_batches=snapshot.epoch_length,
+            more=MoreTrials(
+                auto=any(p.ntrials is None for p in self.schedule.plans if p.mode in (Mode.IO, Mode.SYNTHETIC)),
+                max_trials=g.auto_max_trials,
+                finished=snapshot.finished,
+            ),
         )
 
-    def summary(self, snapshot: Snapshot, exiting: bool, exit_status: Optional[int] = None) -> None:
-        """The summary lines, the terminal table and the final JSON, from one :class:`Reading`.
-
-        ``exiting``: benchy ends the process next (``exit_after_tests`` at the schedule's end),
-        so the JSON records the status it exits with; ``exit_status``: the status the process ends
-        with at exit (an incomplete run's); otherwise the JSON's ``exit_status`` stays null.
+    def summary(self, snapshot: Snapshot, exit_status: int) -> None:
+        """The summary lines, the terminal table and the final JSON, from one :class:`Reading`;
+        ``exit_status``: the status benchy advises for CI (0, 3, or 4 for a benchmark that did not
+        finish), the JSON's ``exit_status``.
         """
         modes = self.schedule.modes
         lost = snapshot.outcomes.lost
@@ -430,8 +495,7 @@ class ResultSink:
         for line in printed:
             self.out.line(line)
         self.out.summary_table(results, modes, reading)
-        status = self.exit_status(results) if exiting else exit_status
-        self.write_json(snapshot, reading, final=True, exit_status=status, summary=printed)
+        self.write_json(snapshot, reading, final=True, exit_status=exit_status, summary=printed)
 
     def end(self, results: RunResults, exit_after_tests: bool) -> None:
         """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""

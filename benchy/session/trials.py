@@ -115,6 +115,7 @@ class TrialRunner:
         # loop's own epochs and benchy's own passes.
         self.startups: List[float] = []
         self.pass_starts: List[float] = []
+        self.pass_lengths: List[int] = []  # whole passes benchy's own IO trials saw (a loader without len())
         # The trial clock's readings plus this are Unix seconds: taken once, so the timeline's times
         # keep the clock's resolution and order (``time.time()`` may be stepped by NTP during a run).
         self.unix_offset = time.time() - clock()
@@ -192,6 +193,7 @@ class TrialRunner:
             self.keep_cached(source.pending)
         self.startups += source.startups
         self.pass_starts += source.pass_starts
+        self.pass_lengths += source.lengths
         try:
             source.close()
         finally:

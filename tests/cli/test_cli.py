@@ -406,3 +406,36 @@ def test_the_command_and_load_do_not_import_torch() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=DATA, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+# --- benchy check: a CI job's status from a result file ---------------------------------------------------
+
+
+def test_check_exits_with_the_status_the_run_advises_then_the_verdict_and_baseline(tmp_path: Path) -> None:
+    run = DATA / "results" / "v4" / "benchy_result.json"  # a complete run, its verdict "data loading limits training"
+    done = benchy("check", str(run))
+    assert done.returncode == 0 and done.stdout == f"benchy check: {run} holds a complete run\n", done
+    doc = json.loads(run.read_text())
+    for status, changes in ((4, {"complete": False, "exit_status": 4}), (3, {"exit_status": 3})):
+        path = tmp_path / f"advised-{status}.json"
+        path.write_text(json.dumps(dict(doc, **changes)))
+        found = benchy("check", str(path))
+        assert found.returncode == status, found
+    assert "holds an incomplete run (" in benchy("check", str(tmp_path / "advised-4.json")).stdout
+    # An older file without exit_status: its `complete` decides.
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(dict(doc, complete=False, exit_status=None)))
+    assert benchy("check", str(older)).returncode == 4
+    # The verdict against a regular expression, the modes against a baseline (benchy compare's rule): 1.
+    matched = benchy("check", str(run), "--fail-on-verdict", "^data loading limits training")
+    assert matched.returncode == 1 and "the verdict matches --fail-on-verdict '^data loading limits training'" in matched.stdout
+    assert benchy("check", str(run), "--fail-on-verdict", "^compute").returncode == 0
+    regressed = benchy("check", str(DATA / "compare" / "regressed.json"), "--baseline", str(DATA / "compare" / "base.json"))
+    assert regressed.returncode == 1 and "benchy check: REGRESSION: " in regressed.stdout, regressed
+    noise = benchy("check", str(DATA / "compare" / "noise.json"), "--baseline", str(DATA / "compare" / "base.json"))
+    assert noise.returncode == 0, noise
+    # Bad input: the file or the expression named, status 2.
+    missing = benchy("check", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2 and "nope.json" in missing.stderr
+    bad = benchy("check", str(run), "--fail-on-verdict", "(")
+    assert bad.returncode == 2 and "--fail-on-verdict '(': not a regular expression" in bad.stderr

@@ -113,3 +113,27 @@ def test_steps_needed_covers_the_windows_their_lead_ins_and_the_epochs_they_span
         load_config(overrides={"synthetic": {"ntrials": "auto"}, "full": {"ntrials": "auto"}}, environ={})
     )
     assert fewest.steps_needed(longest=False) < fewest.steps_needed()
+
+
+def test_an_epoch_must_run_past_its_left_out_periods_and_ready_batches_to_hold_a_window() -> None:
+    # Without workers an epoch's first period and the one its end cuts are left out: 3 steps measure one period.
+    assert Schedule.min_epoch_steps(0) == 3
+    # With 2 workers x prefetch_factor 2, the 4 ready batches and the one the epoch's first ask fetched go first.
+    assert Schedule.min_epoch_steps(4) == 7
+
+
+def test_the_windows_that_fit_a_run_are_the_longest_whose_steps_it_holds() -> None:
+    schedule = Schedule.from_config(load_config(environ={}))  # windows of 50
+    assert schedule.with_nbatches(50) == schedule
+    shorter = schedule.with_nbatches(8)
+    assert [p.nbatches for p in shorter.plans] == [50, 8, 8]  # IO runs on benchy's own passes: as it was
+    for steps, epoch in ((120, 12), (300, 24), (300, None)):
+        found = schedule.nbatches_to_fit(steps, 0, epoch)
+        assert found is not None and 5 <= found < 50
+        assert (
+            schedule.with_nbatches(found).steps_needed(0, epoch)
+            <= steps
+            < schedule.with_nbatches(found + 1).steps_needed(0, epoch)
+        )
+    assert schedule.nbatches_to_fit(20, 0, 12) is None  # not even windows of 5 fit in 20 steps
+    assert schedule.nbatches_to_fit(10**6, 0, 12) == 49  # shorter than its own, at the most

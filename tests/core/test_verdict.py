@@ -209,3 +209,23 @@ def test_without_workers_a_busy_core_points_to_workers_and_no_contention_is_clai
     clauses = diagnosis(results, _verdict("data-loading"), 0, None)
     assert clauses[-1] == "most likely to help: loader workers (num_workers > 0), up to the free cores", clauses
     assert not any("fewer loader workers" in c for c in clauses)
+
+
+def test_an_undecided_verdict_advises_what_this_run_can_change() -> None:
+    from benchy.core.verdict import MoreTrials
+
+    io, synthetic = [100.0, 180.0], [120.0, 60.0]  # close, and wide apart: undecided
+    fixed = decide(io, synthetic, [])
+    assert fixed is not None and fixed.outcome is Outcome.UNDECIDED
+    assert "run more or longer trials (ntrials: auto runs them until the answer is known)" in fixed.text
+    auto = decide(io, synthetic, [], more=MoreTrials(auto=True, max_trials=8))
+    assert auto is not None and "raise global.auto_max_trials (now 8) or nbatches for more or longer trials" in auto.text
+    assert "ntrials: auto" not in auto.text  # it is on already
+    short = decide(io, synthetic, [], more=MoreTrials(finished=False))
+    assert short is not None and "let the schedule finish (the warning above says how) for more trials" in short.text
+    assert (
+        MoreTrials(auto=True, max_trials=3)
+        .outweigh()
+        .endswith("raise global.auto_max_trials (now 3) so that more trials outweigh them")
+    )
+    assert MoreTrials(finished=False).outweigh() == "rerun on a quiet machine"

@@ -303,7 +303,7 @@ def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
     procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--batches", "12", "--no_allreduce"], timeout_s=5)
     rank0, rank1 = finish(procs, timeout=120)
     assert rank0 is not None and rank1 is not None, "a rank hung"
-    assert rank1[0] == 4  # it simply stopped asking for epochs: an incomplete run on that rank (EXIT_INCOMPLETE)
+    assert rank1[0] == 0  # it simply stopped asking for epochs: an incomplete run on that rank, its status its own
     assert rank0[0] == 1 and "trial SYNTHETIC_1" in rank0[2] and "rank(s) 1 did not report" in rank0[2], rank0
 
 

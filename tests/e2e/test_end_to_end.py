@@ -95,12 +95,14 @@ def test_transparent_after_the_schedule(run_script) -> None:
     # Every epoch is the loader's own, full length, during the schedule and after it.
     assert [run.epochs[e] for e in range(12)] == [(6, 6)] * 12
     assert run.stdout.index("BENCHY::SUMMARY::FULL") < run.stdout.index("USER::epoch 11 ")
-    assert run.result()["complete"] is True and run.result()["exit_status"] is None
+    assert run.result()["complete"] is True and run.result()["exit_status"] == 0  # the status advised for CI
 
 
 def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
     run = run_script(small_config(), "--epochs", "1")  # 16 batches; the schedule needs about 40 steps
-    assert run.returncode == 4, run  # EXIT_INCOMPLETE: CI tells the partial run from a complete one
+    # The script's own status: benchy does not end a process it did not say it would end. The JSON says the
+    # run is incomplete (exit_status 4: what benchy run and benchy check report to CI).
+    assert run.returncode == 0, run
     doc = run.result()
     needed, epochs = doc["steps_needed"], doc["epochs_needed"]
     assert epochs == -(-needed // 16) and epochs > 1
@@ -110,7 +112,7 @@ def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
         f"before the benchy schedule's end (about {needed} steps, {epochs} epoch(s) of 16 batches in all"
     ) in run.stdout
     assert f"Run it for {epochs} epochs in all ({epochs - 1} more than this run; the most it may take)" in run.stdout
-    assert "incomplete run: the process exits with status 4" in run.stdout
+    assert "incomplete run: the script's exit status and exit handlers stay its own; benchy run" in run.stdout
     assert run.summary["IO"][0] > 0
     assert "BENCHY::SUMMARY::FULL average trial throughput: n/a (no completed trial)" in run.stdout
     assert doc["complete"] is False and doc["epochs_started"] == 1
@@ -315,12 +317,13 @@ def test_the_ci_recipe_writes_a_baseline_then_fails_on_a_regression_or_a_verdict
         block["interval"] = 0.002 * fast
     (tmp_path / "base.json").write_text(json.dumps(doc))
     second = recipe_run()
-    assert second.returncode == 1 and "a mode regressed against base.json" in second.stderr, second.stdout + second.stderr
+    assert second.returncode == 1 and "benchy check: REGRESSION: " in second.stdout, second.stdout + second.stderr
+    assert "ci: benchy check failed with status 1" in second.stderr
     # The verdicts the job fails on are the caller's choice (a regular expression): here, any verdict.
     anything = "limits training|balanced|undecided|inconsistent"
     third = recipe_run(FAIL_ON_VERDICT=anything)
-    assert third.returncode == 1 and f"the verdict matches '{anything}'" in third.stderr, third.stdout + third.stderr
-    # A run that ends before the schedule (too few epochs) fails the job with benchy's status 4.
+    assert third.returncode == 1 and f"the verdict matches --fail-on-verdict '{anything}'" in third.stdout, third.stdout
+    # A run that ends before the schedule (too few epochs) fails the job with benchy run's status 4.
     short = subprocess.run(
         ["bash", str(recipe), "base.json", *script[:-4], "--epochs", "1", "--step_ms", "5"],
         cwd=tmp_path,
@@ -329,7 +332,7 @@ def test_the_ci_recipe_writes_a_baseline_then_fails_on_a_regression_or_a_verdict
         text=True,
         timeout=300,
     )
-    assert short.returncode == 1 and "ended with status 4" in short.stderr, short.stdout + short.stderr
+    assert short.returncode == 4 and "ended with status 4" in short.stderr, short.stdout + short.stderr
 
 
 def test_summary_command_reprints_a_result(run_script) -> None:
@@ -337,7 +340,7 @@ def test_summary_command_reprints_a_result(run_script) -> None:
     import sys
 
     run = run_script(small_config(), "--epochs", "1")
-    assert run.returncode == 4, run  # incomplete
+    assert run.returncode == 0 and run.result()["exit_status"] == 4, run  # incomplete: the script's status stays
     proc = subprocess.run(
         [sys.executable, "-m", "benchy", "summary", str(run.json_path)], capture_output=True, text=True, timeout=60
     )
@@ -345,6 +348,11 @@ def test_summary_command_reprints_a_result(run_script) -> None:
     printed = [x for x in run.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::")]
     assert proc.stdout.splitlines()[: len(printed)] == printed
     assert "holds an incomplete run" in proc.stdout
+    # benchy check turns the file's advised status into CI's: 4, with how far the run got.
+    check = subprocess.run(
+        [sys.executable, "-m", "benchy", "check", str(run.json_path)], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 4 and "holds an incomplete run (" in check.stdout, check.stdout + check.stderr
     bad = subprocess.run(
         [sys.executable, "-m", "benchy", "summary", str(run.workdir / "nope.json")], capture_output=True, text=True, timeout=60
     )

@@ -45,7 +45,7 @@ def test_profiler_torch_profiles_an_extra_full_warmup_and_the_trace_holds_the_mo
     path = run.workdir / "benchy_result.profile" / "rank0.FULL_WARMUP_2.pt.trace.json"
     said = [x for x in run.stdout.splitlines() if x.startswith("BENCHY::INFO::Message: torch.profiler (rank 0)")]
     assert said == [
-        f"BENCHY::INFO::Message: torch.profiler (rank 0): FULL_WARMUP_2 profiled (CPU): {path}; an extra "
+        f"BENCHY::INFO::Message: torch.profiler (rank 0): FULL_WARMUP_2 profiled (CPU; steps 2 to 6): {path}; an extra "
         f"warm-up, not counted. Open it in https://ui.perfetto.dev, chrome://tracing or TensorBoard's "
         f"profiler plugin."
     ], said
@@ -107,3 +107,25 @@ def test_two_ranks_under_torchrun_each_profile_and_save_their_steps(tmp_path: Pa
     check_trace(text)
     meta = [e["args"]["name"] for e in json.loads(text)["traceEvents"] if e["name"] == "process_name"]
     assert meta == ["rank 0 (steps)", "rank 1 (steps)"]
+
+
+def test_every_trace_holds_the_steps_its_range_names_where_windows_span_short_epochs(run_script) -> None:
+    # Epochs of 6 batches and windows of 10 steps: every window spans epochs, so the profiled warm-ups' stretches
+    # end at epochs' ends. Each trace's range names the steps it holds, and holds exactly those.
+    import re
+
+    config = small_config(nbatches=10, ntrials=1, nwarmup=1, profiler="torch", profiler_capture=["SYNTHETIC", "FULL"])
+    run = run_script(config, "--samples", "24", "--batch_size", "4", "--epochs", "30")
+    assert run.returncode == 0, run
+    folder = run.workdir / "benchy_result.profile"
+    traces = sorted(p.name for p in folder.iterdir())
+    assert traces == ["rank0.FULL_WARMUP_2.pt.trace.json", "rank0.SYNTHETIC_WARMUP_2.pt.trace.json"], traces
+    for name in traces:
+        label = name.split(".")[1]
+        events = json.loads((folder / name).read_text())["traceEvents"]
+        (span,) = ranges(events, f"benchy: {label} (")
+        first, last = map(int, re.fullmatch(rf"benchy: {label} \(steps (\d+) to (\d+) profiled\)", span["name"]).groups())
+        held = [int(e["name"].rsplit(" ", 1)[1]) for e in ranges(events, "benchy: step ") if inside(span, e)]
+        assert held == list(range(first, last + 1)), (name, span["name"], held)
+        said = f"{label} profiled (CPU; steps {first} to {last}): {folder / name}"
+        assert said in run.stdout, run

@@ -58,23 +58,25 @@ def synthetic(label: str, first: int, count: int) -> List[Event]:
     return [("PUSH", label, "")] + [e for k in range(first, first + count) for e in step(k)] + [("POP", "", "")]
 
 
-def full(label: str, first: int, count: int) -> List[Event]:
-    """A FULL window's stretch that begins on a batch already held (no fetch before its first step)."""
+def full(label: str, first: int, count: int, held: bool = True) -> List[Event]:
+    """A FULL window's stretch: on a batch already held (no fetch before its first step), or (``held``
+    false: after a SYNTHETIC window, whose cached steps the pass was repaid for) fetching its first."""
     body = [e for k in range(first, first + count) for e in step(k) + fetch(k + 1)]
-    return [("PUSH", label, "")] + body + [("POP", "", "")]
+    return [("PUSH", label, "")] + ([] if held else fetch(first)) + body + [("POP", "", "")]
 
 
 N = 3
 CONFIG = small_config(nbatches=N, ntrials=1, nwarmup=1)
 # One epoch of 100 batches holds the whole schedule: SYNTHETIC_WARMUP_1 from the epoch's step 0 (4
-# hand-outs: its first period is left out), FULL_WARMUP_1 (3, on the epoch's first batch, held since
-# the epoch began), 2 untimed steps around the FLOPs' count, SYNTHETIC_1 (3), FULL_1 (3, on the batch
-# that closed FULL_WARMUP_1).
+# hand-outs: its first period is left out), FULL_WARMUP_1 (3; before it, untimed and outside any range,
+# the pass gives up the 4 batches the cached steps took the places of, the epoch's first among them, so
+# the window fetches its first batch), 2 untimed steps around the FLOPs' count, SYNTHETIC_1 (3), FULL_1
+# (3, fetching its first too).
 EXPECTED = (
     io_trial("IO_WARMUP_1", N)
     + io_trial("IO_1", N)
     + synthetic("SYNTHETIC_WARMUP_1", 0, N + 1)
-    + full("FULL_WARMUP_1", 0, N)
+    + full("FULL_WARMUP_1", 0, N, held=False)
     + synthetic("SYNTHETIC_1", 0, N)
 )
 FULL_1_STEP = (N + 1) + N + 2 + N  # the epoch's step of FULL_1's first batch
@@ -97,7 +99,7 @@ def test_exact_range_tree_of_a_full_run(run_recorded) -> None:
     assert "NVTX: a tool is attached" in run.stdout
     # Then the diagnostic window PARTS_1 (5 steps: half a trial, at least 5; no workers, so no CONTENTION_1);
     # the emulated-step trials push no range.
-    assert events == EXPECTED + full("FULL_1", 0, N) + synthetic("PARTS_1", 0, 5)
+    assert events == EXPECTED + full("FULL_1", 0, N, held=False) + synthetic("PARTS_1", 0, 5)
     assert_balanced(events)
     assert run.result()["profiler"]["nvtx_tool_attached"] is True
 
@@ -105,7 +107,7 @@ def test_exact_range_tree_of_a_full_run(run_recorded) -> None:
 def test_exception_in_the_step_closes_the_step_and_trial(run_recorded) -> None:
     run, events = run_recorded("--raise_at", f"0:{FULL_1_STEP + 1}")  # FULL_1's second step raises
     assert run.returncode == 1 and "RuntimeError: boom" in run.stderr
-    tail = [("PUSH", "FULL_1", "")] + step(0) + fetch(1) + [("PUSH", "step", "1"), ("POP", "", ""), ("POP", "", "")]
+    tail = [("PUSH", "FULL_1", "")] + fetch(0) + step(0) + fetch(1) + [("PUSH", "step", "1"), ("POP", "", ""), ("POP", "", "")]
     assert events == EXPECTED + tail
     assert_balanced(events)
 
@@ -117,6 +119,7 @@ def test_loop_breaking_out_closes_the_step_and_trial_and_the_window_goes_on(run_
     # two more steps in the next epoch (from its step 0, whose first period is left out too).
     tail = (
         [("PUSH", "FULL_1", "")]
+        + fetch(0)
         + step(0)
         + fetch(1)
         + step(1)
@@ -133,16 +136,18 @@ def test_loop_breaking_out_closes_the_step_and_trial_and_the_window_goes_on(run_
 
 def test_loader_raising_closes_the_fetch_and_trial(run_recorded) -> None:
     # Batches read before FULL_WARMUP_1's fetch 2: benchy's own pass 1 + IO_WARMUP_1's 3 + IO_1's 3 (each
-    # opens on the batch the one before kept); the loop's epoch its first (held while the cached batch
-    # runs SYNTHETIC_WARMUP_1), FULL_WARMUP_1 one more. The loader fails on the first sample after those.
+    # opens on the batch the one before kept); the loop's epoch N + 1 (its first, fetched when it began, and
+    # N more: the places of SYNTHETIC_WARMUP_1's N + 1 cached steps, given up before FULL_WARMUP_1), then
+    # FULL_WARMUP_1's fetches 0 and 1. The loader fails on the first sample after those.
     # The stage trials read the same dataset (through a copy of the loader): off, so the count holds.
-    failing_sample = 4 * (1 + 2 * N + 1 + 1) + 1
+    failing_sample = 4 * (1 + 2 * N + (N + 1) + 2) + 1
     run, events = run_recorded(
         "--loader_raise_after", str(failing_sample), config=small_config(nbatches=N, ntrials=1, nwarmup=1, stages=False)
     )
     assert run.returncode == 1 and "OSError: cannot read sample" in run.stderr
     tail = (
         [("PUSH", "FULL_WARMUP_1", "")]
+        + fetch(0)
         + step(0)
         + fetch(1)
         + step(1)

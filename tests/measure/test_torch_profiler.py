@@ -55,6 +55,62 @@ def test_start_and_stop_come_at_the_profiled_steps_edges() -> None:
     assert calls == ["start", "stop"]  # stopped when the trial's range closed
 
 
+def synthetic_stretch(ranges: Any, spec: TrialSpec, first: int, count: int) -> None:
+    """One stretch of a SYNTHETIC window (measure.trial's annotated loop): its steps, no fetch."""
+    ranges.push(ranges.trial(spec))
+    for k in range(first, first + count):
+        ranges.step.payload = k
+        ranges.push(ranges.step)
+        ranges.pop()
+    ranges.pop()
+
+
+def named(events: List[Any]) -> List[str]:
+    return [e["name"] for e in sorted(events, key=lambda e: e["ts"]) if e.get("ph") == "X" and e["name"].startswith("benchy")]
+
+
+def test_a_stretch_cut_by_its_epoch_end_names_the_steps_it_holds(tmp_path: Path) -> None:
+    # SYNTHETIC_WARMUP_2 spans epochs: its first stretch holds steps 0 to 3 (the loop's epoch ends there), its
+    # second steps 4 on. The profile starts at step 2 and ends with the stretch: its range says steps 2 to 3,
+    # and the trace holds those two, as the event says.
+    profiler = TorchProfiler("single", 0, str(tmp_path), 5)
+    spec = TrialSpec(Mode.SYNTHETIC, 2, True, 10, profiled=True)
+    ranges = profiler.ranges(spec, None)
+    assert isinstance(ranges, TorchRanges)
+    ranges.stretch(0, 4)
+    synthetic_stretch(ranges, spec, 0, 4)
+    ranges.stretch(4, 7)
+    synthetic_stretch(ranges, spec, 4, 7)
+    profiler.close()
+    path = tmp_path / "rank0.SYNTHETIC_WARMUP_2.pt.trace.json"
+    assert profiler.events == [f"SYNTHETIC_WARMUP_2 profiled (CPU; steps 2 to 3): {path}"]
+    assert named(json.loads(path.read_text())["traceEvents"]) == [
+        "benchy: SYNTHETIC_WARMUP_2 (steps 2 to 3 profiled)",
+        "benchy: step 2",
+        "benchy: step 3",
+    ]
+
+
+def test_a_loop_that_leaves_the_window_early_is_named_in_the_trace(tmp_path: Path) -> None:
+    # The loop breaks out after step 3 where the stretch was to run on (its epoch's end unknown ahead): the
+    # range named steps 2 to 6, and a marker inside it says which were not profiled.
+    profiler = TorchProfiler("single", 0, str(tmp_path), 5)
+    spec = TrialSpec(Mode.SYNTHETIC, 2, True, 10, profiled=True)
+    ranges = profiler.ranges(spec, None)
+    assert isinstance(ranges, TorchRanges)
+    ranges.stretch(0, 11)
+    synthetic_stretch(ranges, spec, 0, 4)  # the loop left after step 3: the trial's range closes there
+    profiler.close()
+    path = tmp_path / "rank0.SYNTHETIC_WARMUP_2.pt.trace.json"
+    assert profiler.events == [f"SYNTHETIC_WARMUP_2 profiled (CPU; steps 2 to 3): {path}"]
+    assert named(json.loads(path.read_text())["traceEvents"]) == [
+        "benchy: SYNTHETIC_WARMUP_2 (steps 2 to 6 profiled)",
+        "benchy: step 2",
+        "benchy: step 3",
+        "benchy: the loop left SYNTHETIC_WARMUP_2 after step 3: steps 4 to 6 not profiled",
+    ]
+
+
 def test_a_profiler_that_cannot_start_leaves_the_training_alone() -> None:
     spec = TrialSpec(Mode.FULL, 2, True, 8, profiled=True)
 
@@ -77,7 +133,7 @@ def test_a_real_capture_holds_the_steps_work_inside_benchy_ranges(tmp_path: Path
     full_loop(ranges, spec, lambda: a @ a)
     profiler.close()
     path = tmp_path / "rank0.FULL_WARMUP_2.pt.trace.json"
-    assert profiler.files == [str(path)] and profiler.events == [f"FULL_WARMUP_2 profiled (CPU): {path}"]
+    assert profiler.files == [str(path)] and profiler.events == [f"FULL_WARMUP_2 profiled (CPU; steps 2 to 4): {path}"]
     events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("ph") == "X"]
     names = [e["name"] for e in sorted(events, key=lambda e: e["ts"]) if e["name"].startswith("benchy")]
     assert names == [

@@ -296,19 +296,6 @@ def test_a_window_spans_epochs_leaving_out_the_period_that_crosses_each_end(vari
     assert sorted(w.left_out) == [0, 3, 4, 7, 8, 11, 12] and loops.balanced()
 
 
-def test_a_cached_batch_s_steps_count_in_the_epoch_s_own_length(variant: str) -> None:
-    """With a length, an epoch that handed out cached batches ends at that length: the loader's own."""
-    t = FakeClock()
-    loops = Loops(variant, t)
-    data = loader(t, 10, 8, fetch=0.01)
-    w = loops.window(Mode.SYNTHETIC, 6, constant=8)
-    script = Script([("PLAIN", 2), ("SYNTHETIC", 6, w), ("PLAIN", -1)], cached=[0] * 8)
-    ep = EpochState(iter(data), 10, t.now, loops.annotated)
-    ep.capped = True  # what the session sets when it hands out a cached batch in an epoch with a length
-    assert drive(epoch_loop(EpochArgs(ep, script, t.clock), loops.counter(), True), t, 0.01) == 10
-    assert type(data).fetched == 4  # 2 before the window, 2 after it: the 4 of the pass's last 8 it never made
-
-
 def test_a_loop_that_breaks_is_heard_and_the_window_leaves_that_period_out(variant: str) -> None:
     t = FakeClock()
     loops = Loops(variant, t)

@@ -61,7 +61,7 @@ def test_result_document_has_original_keys_and_ours() -> None:
     lost = Outcomes().lose(Interruption(TrialSpec(Mode.FULL, 1, False, 4), 2, "loop stopped"))
     modes = [Mode.IO, Mode.FULL]
     doc = result_document(
-        snapshot(results=results, outcomes=lost, steps_needed=100, epoch_length=24),
+        snapshot(results=results, outcomes=lost, steps_needed=100, epoch_length=24, epochs_needed=5),
         modes,
         read(results, modes, 0.95, 0, None, steps=True),
         config={"global": {}},

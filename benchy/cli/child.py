@@ -1,0 +1,109 @@
+"""``benchy run -- COMMAND``: the command as a child process that benchy waits for (no torch).
+
+The command runs with ``PYTHONPATH`` set so that every Python process it starts replaces ``DataLoader``
+(the boot ``sitecustomize``), and with :data:`~benchy.core.exits.STATUS_ENV_VAR` naming a record each
+benchmark in those processes appends the status it advises to. This process only waits:
+
+* the signals it receives reach the command: SIGTERM (Slurm's preemption and time-out, a CI runner's
+  cancel, torchrun stopping its workers), SIGUSR1 and SIGUSR2 (Slurm's ``--signal`` warnings) always;
+  SIGINT, SIGQUIT and SIGHUP unless the terminal sent them, which it does to the command as well (both
+  are in the terminal's foreground process group; the command stays in this process's group, so that
+  it keeps the terminal for input, Ctrl-C and Ctrl-Z as without benchy);
+* its status is the command's (:func:`~benchy.core.exits.run_status`), except where the command ended
+  with 0 and the benchmark did not finish (4) or a mode has no counted trial (3); a command ended by a
+  signal ends this process by the same signal.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..core.exits import STATUS_ENV_VAR, run_status
+from ..results.files import read_statuses
+
+__all__ = ["ALWAYS_FORWARDED", "TERMINAL_SIGNALS", "forwarded", "run_child"]
+
+ALWAYS_FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)  # a terminal sends these to its foreground group
+
+
+def _terminal_foreground() -> bool:
+    """This process's group is the foreground group of its controlling terminal (a signal the terminal sends
+    reaches every process of the group, the command's included)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False  # no controlling terminal: every signal here was sent to this process by another
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def forwarded(signum: int, foreground: bool) -> bool:
+    """Whether a signal this process received is sent on to the command (see the module): always
+    :data:`ALWAYS_FORWARDED`; :data:`TERMINAL_SIGNALS` only when this process is not in the terminal's
+    foreground group (``foreground``), where the terminal would have sent it to the command too."""
+    return signum in ALWAYS_FORWARDED or (signum in TERMINAL_SIGNALS and not foreground)
+
+
+def run_child(command: Sequence[str], env: Dict[str, str]) -> int:
+    """Run ``command`` with ``env`` (plus the status record), forward signals, wait; the status this process
+    ends with (or, where a signal ended the command, this process ends by the same signal)."""
+    record_dir = tempfile.mkdtemp(prefix="benchy-run-")
+    record = os.path.join(record_dir, "status")
+    child: Optional[subprocess.Popen[Any]] = None
+    previous: Dict[int, Any] = {}
+    early: List[int] = []  # received before the command started: sent to it once it has
+
+    def forward(signum: int, frame: Any) -> None:
+        if not forwarded(signum, _terminal_foreground()):
+            return
+        if child is None:
+            early.append(signum)
+        elif child.returncode is None:
+            try:
+                child.send_signal(signum)
+            except OSError:  # it has just ended
+                pass
+
+    try:
+        for sig in (*ALWAYS_FORWARDED, *TERMINAL_SIGNALS):
+            previous[int(sig)] = signal.signal(sig, forward)
+        child = subprocess.Popen(list(command), env=dict(env, **{STATUS_ENV_VAR: record}))
+        for number in early:
+            child.send_signal(number)
+        status = child.wait()
+        advised = read_statuses(record)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        shutil.rmtree(record_dir, ignore_errors=True)
+    if status < 0:
+        _end_by_signal(-status)
+        return 128 - status  # the signal did not end this process (it is blocked or ignored here)
+    return run_status(status, advised)
+
+
+def _end_by_signal(signum: int) -> None:
+    """End this process by ``signum``, as the command ended (its default action; no core file of this one)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+        os.kill(os.getpid(), signum)
+    except (OSError, ValueError):
+        return
