@@ -163,6 +163,7 @@ def benchy_run(loader: str, nvtx: bool, batches: List[Any], n: int, out_dir: str
             "report_freq": FREQ[0],
             "flops": False,
             "stages": False,
+            "whatif": False,  # no diagnostic windows or emulated trials: the three trials' loops are measured
             "nvtx": nvtx,
         },  # nvtx: false, benchy's plain loops
         "IO": mode,
