@@ -458,6 +458,23 @@ def _positive(text: str) -> int:
     return value
 
 
+def _regression_options(parser: argparse.ArgumentParser, when: str = "") -> None:
+    """``--threshold`` and ``--confidence``: what a regression is (``benchy compare``'s test)."""
+    parser.add_argument(
+        "--threshold",
+        type=_percent,
+        default=5.0,
+        metavar="PCT",
+        help=f"{when}a significant fall of more than PCT %% of the mean is a regression (default 5)",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=_confidence,
+        default=0.95,
+        help=f"{when}a change is significant when p < 1 - confidence (default 0.95)",
+    )
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="benchy",
@@ -476,16 +493,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     comp = sub.add_parser("compare", help="compare two runs mode by mode (exit 1 on a significant regression)")
     comp.add_argument("base", help="the reference result JSON")
     comp.add_argument("new", help="the result JSON to check")
-    comp.add_argument(
-        "--threshold",
-        type=_percent,
-        default=5.0,
-        metavar="PCT",
-        help="a significant fall of more than PCT %% of the mean is a regression (default 5)",
-    )
-    comp.add_argument(
-        "--confidence", type=_confidence, default=0.95, help="a change is significant when p < 1 - confidence (default 0.95)"
-    )
+    _regression_options(comp)
     comp.add_argument("--format", choices=["text", "markdown", "json"], default="text")
     comp.set_defaults(handler=_compare)
 
@@ -497,16 +505,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     check.add_argument("path", nargs="?", default="benchy_result.json", help="a result JSON (default: benchy_result.json)")
     check.add_argument("--fail-on-verdict", metavar="REGEX", help="fail (1) when the verdict's text matches REGEX")
     check.add_argument("--baseline", metavar="BASE.json", help="fail (1) when a mode regressed against this run")
-    check.add_argument(
-        "--threshold",
-        type=_percent,
-        default=5.0,
-        metavar="PCT",
-        help="with --baseline: a significant fall of more than PCT %% of the mean is a regression (default 5)",
-    )
-    check.add_argument(
-        "--confidence", type=_confidence, default=0.95, help="with --baseline: a change is significant when p < 1 - confidence"
-    )
+    _regression_options(check, "with --baseline: ")
     check.set_defaults(handler=_check)
 
     rep = sub.add_parser("report", help="scalability table across runs (CSV, PNG and an HTML page on request)")

@@ -81,17 +81,24 @@ def test_the_loops_epochs_keep_their_length_during_and_after_the_schedule(tmp_pa
     assert sum(spans[label]["left_out"] for label in windows(session)) >= 1  # a window crossed an epoch's end
 
 
+def synthetic_only(clock: FakeClock, batches: int, nbatches: int, ntrials: int, **facts: Any) -> Any:
+    """A session of SYNTHETIC windows only, over a fake loader of ``batches`` batches (``length=None``: no len())."""
+    session, _, _ = make(
+        clock,
+        batches=batches,
+        IO={"run_benchmark": False},
+        full={"run_benchmark": False},
+        synthetic={"nbatches": nbatches, "ntrials": ntrials},
+        global_={"exit_after_tests": False, "flops": False},
+        **facts,
+    )
+    return session
+
+
 def test_synthetic_steps_take_the_epoch_s_places_and_ask_the_loader_for_nothing(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session, _, _ = make(
-        clock,
-        batches=20,
-        IO={"run_benchmark": False},
-        full={"run_benchmark": False},
-        synthetic={"nbatches": 5, "ntrials": 2},
-        global_={"exit_after_tests": False, "flops": False},
-    )
+    session = synthetic_only(clock, 20, 5, 2)
     assert run_epoch(session, clock) == 20 and session.done  # the loader's own length, though 11 steps got the cached batch
     # No fetch inside a window: each took its 5 steps of 0.02 s exactly (a fetch costs 0.01 s here). The pass is
     # still consumed as the plain loop consumes it: the batches the cached steps took the places of are taken
@@ -103,15 +110,7 @@ def test_synthetic_steps_take_the_epoch_s_places_and_ask_the_loader_for_nothing(
 def test_an_epoch_without_a_length_keeps_its_own_length_too(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session, _, _ = make(
-        clock,
-        batches=20,
-        length=None,
-        IO={"run_benchmark": False},
-        full={"run_benchmark": False},
-        synthetic={"nbatches": 5, "ntrials": 2},
-        global_={"exit_after_tests": False, "flops": False},
-    )
+    session = synthetic_only(clock, 20, 5, 2, length=None)
     # The cached steps took the places of the pass's batches, repaid after the windows: the pass's own 20 steps.
     assert run_epoch(session, clock) == 20 and clock.fetches == 20
     assert run_epoch(session, clock) == 20  # after the schedule: the loader's own
@@ -124,15 +123,7 @@ def test_a_loader_without_a_length_is_taken_to_be_as_long_as_its_last_pass(tmp_p
     # epochs keep it.
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
-    session, _, _ = make(
-        clock,
-        batches=12,
-        length=None,
-        IO={"run_benchmark": False},
-        full={"run_benchmark": False},
-        synthetic={"nbatches": 10, "ntrials": 3},
-        global_={"exit_after_tests": False, "flops": False},
-    )
+    session = synthetic_only(clock, 12, 10, 3, length=None)
     assert run_epoch(session, clock) == 21
     later = [run_epoch(session, clock) for _ in range(4)]
     assert session.done and later == [12] * 4 and clock.fetches == 12 * 5
