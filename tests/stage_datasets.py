@@ -12,7 +12,6 @@ from typing import Any, Callable, DefaultDict, List, Sequence
 import torch
 from torch.utils.data import IterableDataset, default_collate, get_worker_info
 
-
 SPENT: DefaultDict[str, List[float]] = defaultdict(list)
 """What the sleeps of :class:`Stream` and :class:`SlowCollate` really took in this process, by class name:
 a loaded machine oversleeps each call by a share of a millisecond, so a test compares with these, not with
