@@ -162,7 +162,7 @@ class ComputeReport:
         mix = ", ".join(f"{100 * v / c.total:.0f} % {k}" for k, v in sorted(c.by_dtype.items(), key=lambda kv: -kv[1]))
         out = (
             f"{_flop(c.total)} a step, {_flop(self.per_sample or 0.0)} a sample (torch FlopCounterMode, one "
-            f"untimed step before {c.label}, on the cached batch of {c.samples} samples; {mix})"
+            f"untimed step of the loop after the verdict ({c.label}), on the cached batch of {c.samples} samples; {mix})"
         )
         if c.unknown:
             out += f"; not counted, no formula: {', '.join(c.unknown)} (the figures are a lower bound)"

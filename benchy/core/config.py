@@ -81,14 +81,15 @@ ConfigError.__module__ = "benchy"  # tracebacks show benchy.ConfigError, the pub
 class ModeConfig:
     """One trial kind (IO, synthetic or full).
 
-    ``ntrials`` and ``nwarmup`` may be ``"auto"``: trials until the answer is known, warm-ups
-    until the step time is steady (bounded by ``global.auto_max_trials`` / ``auto_max_warmup``).
+    ``ntrials`` and ``nwarmup`` are ``"auto"`` by default: trials until the answer is known, in windows
+    short first and growing up to ``nbatches``, and warm-ups until the step time is steady (bounded by
+    ``global.auto_max_trials`` / ``auto_max_warmup``); a number fixes the count (every window ``nbatches``).
     """
 
     run_benchmark: bool = True
     nbatches: int = 50
-    ntrials: Union[int, str] = 3
-    nwarmup: Union[int, str] = 1
+    ntrials: Union[int, str] = AUTO
+    nwarmup: Union[int, str] = AUTO
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class GlobalConfig:
     auto_precision: float = 0.02
     auto_max_trials: int = 8
     auto_max_warmup: int = 4
+    loop_steps: Union[int, str] = AUTO
     save_steps: Union[bool, str] = True
     system_metrics: bool = True
     system_metrics_hz: float = 10.0

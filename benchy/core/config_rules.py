@@ -172,6 +172,11 @@ GLOBAL_RULES: Dict[str, _Rule] = {
     ),
     "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
     "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
+    "loop_steps": (
+        _or_auto(_int_at_least(1, 1 << 40)),
+        "'auto' (a Hugging Face or Lightning Trainer's planned steps, else unknown) or an integer >= 1: the steps "
+        "the training loop takes in all",
+    ),
     "save_steps": (lambda v: _is_bool(v) or v == "all", "true (rank 0's per-step files), 'all' (every rank's) or false"),
     "system_metrics": (_is_bool, "true or false"),
     "io_h2d": (_is_bool, "true or false"),
@@ -217,8 +222,9 @@ GLOBAL_RULES: Dict[str, _Rule] = {
 MEANINGS: Dict[str, Dict[str, str]] = {
     "mode": {
         "run_benchmark": "run this mode's trials (at least one mode must run)",
-        "nbatches": "batches in each trial of the mode (and in each warm-up)",
-        "ntrials": "counted trials of the mode; `auto`: trials until the answer is known (the adaptive schedule)",
+        "nbatches": "batches in each trial of the mode (and in each warm-up); with `ntrials: auto`, the longest "
+        "(windows start at 8 and grow)",
+        "ntrials": "counted trials of the mode; `auto`: trials until the verdict is decided, in short windows first",
         "nwarmup": "warm-up trials before the counted ones (not counted); `auto`: until the step time is steady",
     },
     "global": {
@@ -241,6 +247,9 @@ MEANINGS: Dict[str, Dict[str, str]] = {
         "auto_precision": "with `ntrials: auto`, stop when the interval's half-width is this share of the mean",
         "auto_max_trials": "with `ntrials: auto`, at most this many trials per mode",
         "auto_max_warmup": "with `nwarmup: auto`, at most this many warm-up trials per mode",
+        "loop_steps": "the steps the training loop takes in all, so that the windows fit inside it; `auto`: a "
+        "Hugging Face Trainer's `max_steps` or a Lightning Trainer's `estimated_stepping_batches` where one runs "
+        "the loop, else unknown",
         "save_steps": "each trial's per-step times in `<output name>.steps/<trial>.npy`, written once; `all`: every "
         "rank's (rank r in `rank<r>/`)",
         "system_metrics": "sample CPU, memory, storage reads (and the GPU with nvidia-ml-py) during each trial",

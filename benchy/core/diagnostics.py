@@ -1,4 +1,4 @@
-"""The two diagnostic windows at the schedule's end, as values (pure, no torch).
+"""The two diagnostic windows after the verdict, as values (pure, no torch).
 
 ``PARTS_1`` splits the step into forward, backward, optimizer step and the rest of the loop
 (:class:`StepParts`); ``CONTENTION_1`` times the step while the loader's workers run beside it
@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
-__all__ = ["DIAGNOSTIC_WINDOWS", "ContentionRun", "StepParts"]
-
-DIAGNOSTIC_WINDOWS = ("CONTENTION", "PARTS")  # the variants of the SYNTHETIC windows at the schedule's end
+__all__ = ["ContentionRun", "StepParts"]
 
 
 @dataclass(frozen=True)

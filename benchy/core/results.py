@@ -428,8 +428,10 @@ def folded(result: TrialResult) -> TrialResult:
 
 @dataclass(frozen=True)
 class ScheduleState:
-    """The schedule as it ran: its plan (adaptive, precision, windows at the most and the fewest), the
-    trials in the order they ran, the warm-ups run per mode, the verdict's confidence, why it stopped."""
+    """The schedule as it ran: its plan (adaptive, precision, windows at the most and the fewest), the trials in
+    the order they ran, the warm-ups run per mode, the verdict's confidence, why measuring stopped (a
+    :class:`~benchy.core.machine.Stop` value), the extras planned and those not run (with why: ``ended``, the
+    script ended first; ``horizon``, the loop's known length left no room), and the loop's known length."""
 
     adaptive: bool
     precision: float
@@ -438,10 +440,14 @@ class ScheduleState:
     order: Tuple[str, ...]
     warmups: Mapping[str, int]
     decision_confidence: float
-    stop_reason: Optional[str]
+    stop: Optional[str]
+    extras: Tuple[str, ...] = ()
+    extras_not_run: Tuple[Tuple[str, str], ...] = ()
+    horizon: Optional[int] = None
+    stopped_at: Optional[int] = None  # the loop's steps from the benchmark's start until measuring stopped
 
     def to_dict(self) -> Dict[str, Any]:
-        """The JSON's ``schedule``."""
+        """The JSON's ``schedule`` (its ``stop_reason`` in words is added where the document is made)."""
         return {
             "adaptive": self.adaptive,
             "precision": self.precision,
@@ -450,7 +456,11 @@ class ScheduleState:
             "order": list(self.order),
             "warmups": dict(self.warmups),
             "decision_confidence": self.decision_confidence,
-            "stop_reason": self.stop_reason,
+            "stop": self.stop,
+            "extras": list(self.extras),
+            "extras_not_run": dict(self.extras_not_run),
+            "loop_steps": self.horizon,
+            "measuring_steps": self.stopped_at,
         }
 
 
@@ -507,6 +517,8 @@ class Snapshot:
     # The epochs of the loop's own length the script runs in all to finish the schedule (the estimate); None where
     # that length is unknown, or too short for any number of epochs to hold a window.
     epochs_needed: Optional[int] = None
+    steps_taken: Optional[int] = None  # the loop's steps since the benchmark began
+    likely_steps: Optional[int] = None  # the further steps a decision would likely take (None: decided, or unknown)
 
 
 @dataclass(frozen=True)

@@ -1,31 +1,48 @@
-"""Which trials run, and in which order (pure, no torch).
+"""The plan of a benchmark, as data (pure, no torch): the trial kinds, what each mode may run, and the
+windows' lengths.
 
-IO warm-ups and trials run first, on a pass of benchy's own, hidden inside the first ``iter()``.
-After that the training loop's steps are cut into *windows*, one trial each, back to back: the
-SYNTHETIC warm-ups, then the FULL warm-ups, then the measured SYNTHETIC and FULL trials
-interleaved in the order S F F S S F F S ..., so that a step time that still drifts (slowly
-warming caches, allocator, clocks) is charged to both modes alike: a drift that is linear in time
-cancels exactly over each S F F S block. A window may begin anywhere in an epoch and may span
-epochs; the loop's epochs and ``len()`` stay the loader's own (``benchy.measure.window``).
-
-``ntrials: auto`` and ``nwarmup: auto`` make the schedule adaptive: the :class:`Schedule`
-states the bounds (and the order the trials take), :class:`benchy.session.planner.Planner` decides
-the next trial from the results so far.
+IO trials run on passes of benchy's own, hidden from the training loop: before its first batch, and
+between windows where more are needed. SYNTHETIC and FULL trials are *windows* of the loop's own
+steps (``benchy.measure.window``): they alternate from the loop's first batch in the order
+S F F S S F F S ..., warm-ups included, so that a step time that still drifts (slowly warming caches,
+allocator, clocks) is charged to both modes alike. With ``ntrials: auto`` (the default) windows are
+short first and grow (:data:`FIRST_WINDOW`, then :data:`GROWTH` times longer each, up to ``nbatches``),
+so that a short run holds many trials; with a fixed ``ntrials`` every window is ``nbatches`` long.
+:mod:`benchy.core.machine` walks the plan: which trial runs next, when the schedule stops, and the
+extras that follow the verdict.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from .config import AUTO, Config
-from .diagnostics import DIAGNOSTIC_WINDOWS
 
-__all__ = ["MIN_AUTO_TRIALS", "Mode", "ModePlan", "Schedule", "TrialSpec", "abba_first", "interleave"]
+__all__ = [
+    "EXTRAS",
+    "FIRST_WINDOW",
+    "GROWTH",
+    "MIN_AUTO_TRIALS",
+    "MIN_WINDOW",
+    "Extra",
+    "Mode",
+    "ModePlan",
+    "Schedule",
+    "TrialSpec",
+    "abba_first",
+]
 
 # ntrials auto: the fewest trials a mode gets (an interval needs two).
 MIN_AUTO_TRIALS = 2
+# ntrials auto: the first window of each mode (warm-up included) and IO's first trial, in steps or batches;
+# each further one GROWTH times the one before, up to nbatches.
+FIRST_WINDOW = 8
+GROWTH = 1.25
+# The shortest window the schedule shrinks one to, where the loop's known length leaves no room for more.
+MIN_WINDOW = 5
 
 
 class Mode(str, enum.Enum):
@@ -36,30 +53,54 @@ class Mode(str, enum.Enum):
     FULL = "FULL"
 
 
+class Extra(str, enum.Enum):
+    """What runs after the verdict, most useful first (:mod:`benchy.core.machine` orders them by the verdict):
+    the step's FLOPs (two untimed steps of the loop on the cached batch), the loader's stage trials and its
+    host-to-device copies (on benchy's own passes), the step's parts and the step beside the loader running
+    flat out (windows of the loop, never counted), and the what-if model's emulated-step check (benchy's own
+    pass). The value names it in the JSON and the output."""
+
+    FLOPS = "FLOPS"
+    STAGES = "STAGES"
+    H2D = "H2D"
+    PARTS = "PARTS"
+    CONTENTION = "CONTENTION"
+    EMULATED = "EMULATED"
+
+    @property
+    def in_loop(self) -> bool:
+        """It takes steps of the training loop (else it runs on benchy's own pass, between two steps)."""
+        return self in (Extra.FLOPS, Extra.PARTS, Extra.CONTENTION)
+
+
+EXTRAS = tuple(Extra)
+
+
 @dataclass(frozen=True)
 class TrialSpec:
-    """One planned trial. ``index`` counts from 1 within (mode, warm-up or not)."""
+    """One planned trial. ``index`` counts from 1 within (mode or variant, warm-up or not)."""
 
     mode: Mode
     index: int
     warmup: bool
     nbatches: int
-    variant: str = ""  # "H2D": an IO trial that also copies each batch to the accelerator
+    variant: str = ""  # "H2D", "STAGES", "EMULATED", "PARTS", "CONTENTION", "SWEEP<j>": a trial outside the modes
     # profiler: torch: the one extra warm-up of its kind, run under torch.profiler after the others
     # (a warm-up: never counted; labelled as one, so every reader of the output knows it).
     profiled: bool = False
 
     @property
     def label(self) -> str:
-        """``FULL_2``, ``FULL_WARMUP_1`` or ``H2D_1`` (an IO_H2D trial): the tag used in the output
-        lines (never ``IO_...`` for a variant, so that a pattern for IO lines does not catch it)."""
+        """``FULL_2``, ``FULL_WARMUP_1`` or ``H2D_1`` (a variant): the tag used in the output lines (never
+        ``IO_...`` for a variant, so that a pattern for IO lines does not catch it)."""
         middle = "_WARMUP_" if self.warmup else "_"
         return f"{self.variant or self.mode.value}{middle}{self.index}"
 
 
 @dataclass(frozen=True)
 class ModePlan:
-    """One mode's share of the schedule; ``None`` counts are ``auto``, with their bounds."""
+    """One mode's share of the plan; ``None`` counts are ``auto``, with their bounds. ``first``: the first
+    window's length (``nbatches`` with a fixed ``ntrials``)."""
 
     mode: Mode
     nbatches: int
@@ -68,6 +109,16 @@ class ModePlan:
     max_warmup: int
     max_trials: int
     profiled: bool = False  # one extra warm-up, under torch.profiler, after the warm-ups (profiler: torch)
+    first: int = 0  # 0: nbatches
+    growth: float = 1.0
+
+    def length(self, k: int) -> int:
+        """The ``k``-th window (or IO trial) of the mode, warm-ups included, from 0."""
+        longest = self.nbatches
+        first = min(longest, self.first or longest)
+        if self.growth <= 1.0 or first >= longest:
+            return first
+        return min(longest, math.ceil(first * self.growth**k - 1e-9))
 
     @property
     def most_warmups(self) -> int:
@@ -85,46 +136,22 @@ class ModePlan:
     def fewest_trials(self) -> int:
         return min(MIN_AUTO_TRIALS, self.max_trials) if self.ntrials is None else self.ntrials
 
-    def describe(self) -> str:
-        warm = f"{self.nwarmup}" if self.nwarmup is not None else f"auto (1 to {self.max_warmup})"
-        trials = f"{self.ntrials}" if self.ntrials is not None else f"auto ({self.fewest_trials} to {self.max_trials})"
-        hidden = " on a pass of its own" if self.mode is Mode.IO else ""
-        profiled = " + 1 profiled warm-up" if self.profiled else ""
-        return f"{self.mode.value} {warm} warm-up{profiled} + {trials} x {self.nbatches} batches{hidden}"
-
 
 def abba_first(position: int) -> bool:
     """True where the pattern a b b a a b b a ... has ``a`` at ``position`` (from 0)."""
     return (position // 2 + position) % 2 == 0
 
 
-def interleave(first: List[TrialSpec], second: List[TrialSpec]) -> List[TrialSpec]:
-    """``first`` and ``second`` in the order a b b a a b b a ..., the rest of the longer one last."""
-    out: List[TrialSpec] = []
-    a, b = list(first), list(second)
-    position = 0
-    while a or b:
-        source = a if (abba_first(position) and a) or not b else b
-        out.append(source.pop(0))
-        position += 1
-    return out
-
-
 @dataclass(frozen=True)
 class Schedule:
-    """The plan: modes that run, their counts or ``auto`` bounds, and the trial order."""
+    """The plan: modes that run, their counts or ``auto`` bounds and windows, the precision an ``auto`` mode
+    stops at, the extras enabled, and how many steps of the loop it may take in all (``horizon``: known ahead
+    for a Hugging Face Trainer, a Lightning Trainer or ``global.loop_steps``; None: unknown)."""
 
     plans: Tuple[ModePlan, ...]
     precision: float = 0.02
-    # The diagnostic windows after the last counted one (``core.diagnostics``: ``whatif``), each as long as a
-    # SYNTHETIC window; never counted in a mode.
-    diagnostics: Tuple[str, ...] = ()
-
-    @property
-    def diagnostic_steps(self) -> int:
-        """The steps of each diagnostic window: half a SYNTHETIC trial, at least 5 (a mean needs few)."""
-        synthetic = self.plan(Mode.SYNTHETIC)
-        return 0 if synthetic is None else max(5, synthetic.nbatches // 2)
+    extras: Tuple[Extra, ...] = ()
+    horizon: Optional[int] = None
 
     @classmethod
     def from_config(cls, config: Config) -> Schedule:
@@ -135,20 +162,33 @@ class Schedule:
             section = config.mode(mode.value)
             if not section.run_benchmark:
                 continue
+            auto = section.ntrials == AUTO
             plans.append(
                 ModePlan(
                     mode,
                     section.nbatches,
                     None if section.nwarmup == AUTO else int(section.nwarmup),
-                    None if section.ntrials == AUTO else int(section.ntrials),
+                    None if auto else int(section.ntrials),
                     g.auto_max_warmup,
                     g.auto_max_trials,
                     mode.value in profiled,
+                    first=min(FIRST_WINDOW, section.nbatches) if auto else section.nbatches,
+                    growth=GROWTH if auto else 1.0,
                 )
             )
-        synthetic = any(p.mode is Mode.SYNTHETIC for p in plans)
-        diagnostics = DIAGNOSTIC_WINDOWS if g.whatif and synthetic else ()
-        return cls(tuple(plans), float(g.auto_precision), diagnostics)
+        modes = {p.mode for p in plans}
+        synthetic, io = Mode.SYNTHETIC in modes, Mode.IO in modes
+        enabled = {
+            Extra.FLOPS: g.flops and synthetic and config.synthetic.ntrials != 0,
+            Extra.STAGES: g.stages and io,
+            Extra.H2D: g.io_h2d and io,
+            Extra.PARTS: g.whatif and synthetic,
+            Extra.CONTENTION: g.whatif and synthetic,
+            Extra.EMULATED: g.whatif and synthetic and io,
+        }
+        extras = tuple(e for e in EXTRAS if enabled[e])
+        horizon = g.loop_steps if isinstance(g.loop_steps, int) else None
+        return cls(tuple(plans), float(g.auto_precision), extras, horizon)
 
     def plan(self, mode: Mode) -> Optional[ModePlan]:
         for p in self.plans:
@@ -158,23 +198,28 @@ class Schedule:
 
     @property
     def modes(self) -> Tuple[Mode, ...]:
-        """Modes that run, in schedule order (IO, SYNTHETIC, FULL)."""
+        """Modes that run, in plan order (IO, SYNTHETIC, FULL)."""
         return tuple(p.mode for p in self.plans)
 
     @property
     def adaptive(self) -> bool:
-        """True when some count is ``auto``: the order below is then the longest possible one."""
+        """True when some count is ``auto``."""
         return any(p.nwarmup is None or p.ntrials is None for p in self.plans)
+
+    @property
+    def stops_early(self) -> bool:
+        """Some mode's trials are ``auto``: the schedule stops once the verdict is decided."""
+        return any(p.ntrials is None for p in self.plans)
 
     @property
     def decision_confidence(self) -> float:
         """Confidence of the IO-vs-SYNTHETIC decision: 99 % when trials stop adaptively.
 
-        ``ntrials: auto`` looks at the decision after every trial and stops at the first
-        decided look; testing each look at 1 % keeps the chance of a wrong decision over up
-        to ten looks near 5 % (Pocock's boundary for 10 looks is 1.06 %).
+        ``ntrials: auto`` looks at the decision after every trial and stops at the first decided look;
+        testing each look at 1 % keeps the chance of a wrong decision over up to ten looks near 5 %
+        (Pocock's boundary for 10 looks is 1.06 %).
         """
-        return 0.99 if any(p.ntrials is None for p in self.plans) else 0.95
+        return 0.99 if self.stops_early else 0.95
 
     @property
     def window_plans(self) -> Tuple[ModePlan, ...]:
@@ -190,117 +235,27 @@ class Schedule:
         """The fewest windows it can take (``windows_needed`` when nothing is ``auto``)."""
         return sum(p.fewest_warmups + int(p.profiled) + p.fewest_trials for p in self.window_plans)
 
-    def steps_needed(self, queue_depth: int = 0, epoch_length: Optional[int] = None, longest: bool = True) -> int:
-        """The training loop's steps the windows take (``longest``: at the most), an estimate made before
-        they run: each window's ``nbatches``; before each FULL window, ``queue_depth`` steps that take the
-        batches the loader's workers hold ready (untimed); the two untimed steps around the FLOPs' count;
-        the first period of the first epoch; the diagnostic windows at the end; and, with a loader of
-        ``epoch_length`` batches, for each epoch a window runs into, its first and last periods (left out)
-        and the steps that let a new pass's workers start (``queue_depth``)."""
-        steps, fulls = 0, 0
-        for p in self.window_plans:
-            count = (p.most_warmups + p.most_trials if longest else p.fewest_warmups + p.fewest_trials) + int(p.profiled)
-            steps += count * p.nbatches
-            if p.mode is Mode.FULL:
-                fulls = count
-        if not steps:
-            return 0
-        steps += len(self.diagnostics) * self.diagnostic_steps
-        steps += fulls * queue_depth + 2 + 1
-        if epoch_length is not None and epoch_length > 0:
-            useful = max(1, epoch_length - 2 - queue_depth)  # an epoch's steps a window can measure
-            crossings = max(0, -(-steps // useful) - 1)
-            steps += crossings * (2 + queue_depth)
-        return steps
-
-    @staticmethod
-    def min_epoch_steps(queue_depth: int = 0) -> int:
-        """The fewest steps an epoch of the loop must run for a window to measure a period in it: the period
-        its end cuts is left out, and before it the epoch's first period (left out too), or, with workers, the
-        ``queue_depth`` batches they hold ready and the one the epoch's first ask fetched, handed out untimed
-        before a FULL stretch (a SYNTHETIC one waits as many steps for the new pass's workers)."""
-        return queue_depth + 3
+    @property
+    def diagnostic_steps(self) -> int:
+        """The steps of each diagnostic window (PARTS, CONTENTION): half the longest SYNTHETIC window, at least
+        :data:`MIN_WINDOW` (a mean needs few)."""
+        synthetic = self.plan(Mode.SYNTHETIC)
+        return 0 if synthetic is None else max(MIN_WINDOW, synthetic.nbatches // 2)
 
     def with_nbatches(self, nbatches: int) -> Schedule:
-        """This schedule with every SYNTHETIC and FULL window ``nbatches`` long (IO on its own passes as it is)."""
-        plans = tuple(p if p.mode is Mode.IO else replace(p, nbatches=nbatches) for p in self.plans)
+        """This plan with every SYNTHETIC and FULL window at most ``nbatches`` long (IO as it is)."""
+        plans = tuple(
+            p if p.mode is Mode.IO else replace(p, nbatches=nbatches, first=min(p.first or p.nbatches, nbatches))
+            for p in self.plans
+        )
         return replace(self, plans=plans)
 
-    def nbatches_to_fit(
-        self, steps: int, queue_depth: int = 0, epoch_length: Optional[int] = None, least: int = 5
-    ) -> Optional[int]:
-        """The longest windows, shorter than this schedule's and at least ``least`` steps, with which its windows
-        take at most ``steps`` steps of the loop (:meth:`steps_needed`, at the most); None: none fits."""
-        top = min((p.nbatches for p in self.window_plans), default=0) - 1
-
-        def fits(n: int) -> bool:
-            return self.with_nbatches(n).steps_needed(queue_depth, epoch_length) <= steps
-
-        if top < least or not fits(least):
-            return None
-        low, high = least, top  # fits(low) holds; the answer is in [low, high]
-        while low < high:
-            middle = (low + high + 1) // 2
-            if fits(middle):
-                low = middle
-            else:
-                high = middle - 1
-        return low
-
-    @staticmethod
-    def epochs_for(steps: int, epoch_length: Optional[int], start: int = 0) -> Optional[int]:
-        """Epochs of ``epoch_length`` batches the loop runs to take ``steps`` steps from step ``start``
-        of its first epoch (None: the loader has no length)."""
-        if epoch_length is None or epoch_length <= 0:
-            return None
-        return max(1, -(-(steps + start) // epoch_length))
-
-    def _specs(self, mode: Mode, longest: bool) -> Tuple[List[TrialSpec], List[TrialSpec]]:
-        p = self.plan(mode)
-        if p is None:
-            return [], []
-        nw = p.most_warmups if longest else p.fewest_warmups
-        nt = p.most_trials if longest else p.fewest_trials
-        profiled = [TrialSpec(mode, nw + 1, True, p.nbatches, profiled=True)] if p.profiled else []
-        return (
-            [TrialSpec(mode, k, True, p.nbatches) for k in range(1, nw + 1)] + profiled,
-            [TrialSpec(mode, k, False, p.nbatches) for k in range(1, nt + 1)],
-        )
-
-    def order(self, longest: bool = True) -> Tuple[Tuple[TrialSpec, ...], Tuple[TrialSpec, ...]]:
-        """(hidden IO trials, the windows in order) as they run with fixed counts.
-
-        With ``auto`` counts, ``longest`` gives the order at the bounds, else at the fewest;
-        IO trials beyond the fewest may also run hidden between later windows.
-        """
-        io_warm, io = self._specs(Mode.IO, longest)
-        syn_warm, syn = self._specs(Mode.SYNTHETIC, longest)
-        full_warm, full = self._specs(Mode.FULL, longest)
-        return tuple(io_warm + io), tuple(syn_warm + full_warm + interleave(syn, full))
-
-    @property
-    def hidden(self) -> Tuple[TrialSpec, ...]:
-        """The IO trials of the first ``iter()`` (fixed counts)."""
-        return self.order()[0]
-
-    @property
-    def windows(self) -> Tuple[TrialSpec, ...]:
-        """The SYNTHETIC and FULL windows, in order (fixed counts; with ``auto``, the longest order)."""
-        return self.order()[1]
-
-    def describe(self) -> str:
-        """One line for the start-up message, e.g. ``IO 1 warm-up + 3 x 50 batches on a pass of its own; ...``."""
-        text = "; ".join(p.describe() for p in self.plans)
-        if self.diagnostics:
-            text += (
-                f"; then {' and '.join(self.diagnostics)} windows of {self.diagnostic_steps} steps each "
-                f"(the step beside the loader's workers, the step's parts: diagnostic, not counted)"
-            )
-        return text
+    def with_horizon(self, horizon: Optional[int]) -> Schedule:
+        return replace(self, horizon=horizon)
 
     def fingerprint(self) -> Dict[str, object]:
         """What every rank must agree on: each mode's counts and bounds (``IO.nbatches``, ...)."""
-        out: Dict[str, object] = {"precision": self.precision}
+        out: Dict[str, object] = {"precision": self.precision, "extras": ",".join(e.value for e in self.extras)}
         if self.plans:  # the bounds are global: every plan holds the same ones
             out["auto_max_trials"], out["auto_max_warmup"] = self.plans[0].max_trials, self.plans[0].max_warmup
         for mode in Mode:
@@ -312,11 +267,3 @@ class Schedule:
                 out[f"{mode.value}.nwarmup"] = AUTO if p.nwarmup is None else p.nwarmup
                 out[f"{mode.value}.profiled"] = p.profiled
         return out
-
-    def to_dict(self) -> Dict[str, object]:
-        return {
-            "adaptive": self.adaptive,
-            "precision": self.precision,
-            "windows_needed": self.windows_needed,
-            "windows_fewest": self.windows_fewest,
-        }

@@ -33,7 +33,7 @@ from .results import RunResults, TrialResult
 from .schedule import Mode
 from .stages import HOL_SHARE, FirstPass, StageReport
 from .startup import Startup
-from .stats import Comparison, Estimate, compare_log, estimate, finite
+from .stats import Comparison, Estimate, compare_log, estimate, finite, t_quantile
 from .sweep import feed_advice, feed_clause
 from .whatif import WhatIf, contention_clause, from_results
 
@@ -60,6 +60,7 @@ __all__ = [
     "read",
     "stages_clause",
     "system_means",
+    "trials_to_decide",
     "verdict",
     "verdict_text",
 ]
@@ -114,11 +115,13 @@ class MoreTrials:
     auto: bool = False  # ntrials: auto already (stopped at auto_max_trials when the run ended)
     max_trials: int = 8  # global.auto_max_trials
     finished: bool = True  # the schedule ran to its end (else the script ended first)
+    likely: Optional[int] = None  # the loop's further steps a decision would likely take (None: unknown)
 
     def undecided(self) -> str:
         """The advice of an undecided verdict."""
         if not self.finished:
-            return "let the schedule finish (the warning above says how) for more trials"
+            steps = f"; a decision would likely take about {self.likely} more steps" if self.likely is not None else ""
+            return f"let the schedule run on (the warning above says how) for more trials{steps}"
         if self.auto:
             return f"raise global.auto_max_trials (now {self.max_trials}) or nbatches for more or longer trials"
         return "run more or longer trials (ntrials: auto runs them until the answer is known)"
@@ -482,8 +485,8 @@ def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float, more: MoreT
             f"within 5 % of each other (SYNTHETIC/IO {_x(c.ratio)}, {_interval_text(c)}); speeding up one alone "
             f"gains little"
         )
-    elif low is not None and high is not None and (low > 1.0 or high < 1.0):
-        if low > 1.0:
+    elif low is not None and high is not None and (low > high_ok or high < low_ok):
+        if low > high_ok:
             outcome = Outcome.DATA_LOADING
             text = (
                 f"data loading limits training: IO {io_mean:.3f} < SYNTHETIC {syn_mean:.3f} samples/s; "
@@ -507,7 +510,8 @@ def _io_vs_synthetic(c: Comparison, io_mean: float, syn_mean: float, more: MoreT
         outcome = Outcome.UNDECIDED
         text = (
             f"undecided: SYNTHETIC/IO is {_x(c.ratio)}, but with {c.n_a} IO and {c.n_b} SYNTHETIC trials "
-            f"({_interval_text(c)}) it may be 1; {more.undecided()} to tell which side limits training"
+            f"({_interval_text(c)}) the two may be within 5 % of each other; {more.undecided()} to tell which side "
+            f"limits training"
         )
     return outcome, text
 
@@ -522,10 +526,10 @@ def decide(
     """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
 
 
-    IO against SYNTHETIC is a ratio test on a log scale (:func:`compare_log`): decided when
-    the interval of SYNTHETIC/IO (``confidence``, 95 % by default; 99 % when trials stop
-    adaptively, see ``session.planner``) excludes 1, balanced when the two means are within 5 %,
-    undecided otherwise. FULL is then read against the slower of the two; FULL above it beyond
+    IO against SYNTHETIC is a ratio test on a log scale (:func:`compare_log`): a side when the
+    interval of SYNTHETIC/IO (``confidence``, 95 % by default; 99 % when trials stop adaptively,
+    see ``core.machine``) lies beyond 5 % either way, balanced when it lies within 5 %, undecided
+    otherwise. FULL is then read against the slower of the two; FULL above it beyond
     the interval (and by more than 5 %) cannot be, and is named as an inconsistent measurement.
     """
     c = compare_log(io, synthetic, confidence)
@@ -581,6 +585,30 @@ def decide(
                 "contention between loader workers and the step)"
             )
     return Verdict(text, outcome, record)
+
+
+def trials_to_decide(io: Sequence[float], synthetic: Sequence[float], confidence: float, most: int = 64) -> Optional[int]:
+    """How many more trials a side (IO's come with SYNTHETIC's) would likely decide IO against SYNTHETIC, if the
+    means and spreads seen so far held: the fewest ``k`` up to ``most`` with which the ratio's interval lies beyond
+    the balanced band (a side) or within it; 0: decided now; None: not within ``most`` (the sides too close to tell), or
+    too few trials to estimate a spread (two a side)."""
+    la, lb = np.log(np.asarray(io, dtype=float)), np.log(np.asarray(synthetic, dtype=float))
+    if la.size < 2 or lb.size < 2 or not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
+        return None
+    diff = abs(float(lb.mean() - la.mean()))
+    va, vb = float(la.var(ddof=1)), float(lb.var(ddof=1))
+    band = -math.log(balanced_bounds()[0])
+    for k in range(0, most + 1):
+        na, nb = la.size + k, lb.size + k
+        sa, sb = va / na, vb / nb
+        se = math.sqrt(sa + sb)
+        if se == 0.0:
+            return k
+        df = max(1, math.floor((sa + sb) ** 2 / ((sa * sa) / (na - 1) + (sb * sb) / (nb - 1))))
+        half = t_quantile(confidence, df) * se
+        if diff - half > band or diff + half < band:
+            return k
+    return None
 
 
 def verdict(

@@ -8,8 +8,9 @@ of the window was made (whatever its segment), ``stamps[h]`` when the clock stop
 end falls in another epoch than its start (the last of a segment that did not finish the window:
 the loop's epoch ended, it stopped early, or another iterator took over) holds the loop's own work
 between epochs and the next pass's start-up; it is *left out* and the window takes one more step.
-So is the first period of a segment that begins an epoch (its step 0): a loop that fetches one batch
-ahead asks for its second batch before it runs any step, so that period may hold no step at all.
+So is the first period of a segment that begins an epoch (its step 0), unless the loop is known not to
+fetch ahead: a loop that fetches one batch ahead asks for its second batch before it runs any step, so
+that period may hold no step at all.
 So the window's result is ``n`` measured periods, whatever the epochs did.
 """
 
@@ -74,6 +75,12 @@ class WindowRun:
         self.started = False  # the first segment ran its begin()
         self.done = False  # the clock stopped: the window has its ``n`` periods
         self.discarded = False  # restarted elsewhere (another iterator took the loop over): ignore
+        # The workers may hold ready batches when it begins (benchy reported or ran a trial of its own since the
+        # loop's last real batch): a FULL window then starts after a lead-in of that many untimed batches.
+        self.lead_in = True
+        # The loop is known not to fetch a batch ahead: the first period of a segment at an epoch's start holds
+        # its step, and is measured (else it is left out: it may hold no step at all).
+        self.sound_first = False
         self.fetched: Optional[float] = None  # FULL: when the last fetch returned, before the closing sync
         self.finish_at: Optional[float] = None  # the clock's stop, taken by the segment that finished it
         self.next_report = args.freq if (args.report is not None and 0 < args.freq < self.n) else -1
@@ -98,7 +105,9 @@ class WindowRun:
 
     def restarted(self) -> WindowRun:
         """A new run of this window, from its first step (another iterator took the loop over part-way)."""
-        return WindowRun(self.args)
+        again = WindowRun(self.args)
+        again.sound_first = self.sound_first
+        return again
 
     @property
     def measured(self) -> int:
@@ -107,8 +116,8 @@ class WindowRun:
 
     def quota(self, step: int) -> int:
         """Hand-outs a segment beginning at ``step`` of its epoch needs to finish the window, if nothing
-        interrupts it (one more at an epoch's step 0, whose first period is left out)."""
-        return self.n - self.measured + int(step == 0)
+        interrupts it (one more at an epoch's step 0, whose first period is left out unless it is sound)."""
+        return self.n - self.measured + int(step == 0 and not self.sound_first)
 
     def open_segment(self, epoch: int, step: int, count: int) -> None:
         """A segment of up to ``count`` hand-outs starts at ``step`` of ``epoch``: room in the series."""
@@ -143,7 +152,7 @@ class WindowRun:
             if not self.placed:
                 self.started = False  # its first segment ended before its first hand-out: begin() did not run
             return finished
-        if step == 0:
+        if step == 0 and not self.sound_first:
             self._leave_out(first)
         if not finished:
             self._leave_out(handed - 1)

@@ -781,6 +781,11 @@ SCHEDULE = Obj(
         "warmups": MapOf(COUNT, "modes"),
         "decision_confidence": Opt(NUMBER),
         "stop_reason": Opt(TEXT),
+        "stop": Opt(TEXT),
+        "extras": ListOf(TEXT),
+        "extras_not_run": MapOf(TEXT, "extras"),
+        "loop_steps": Opt(COUNT),
+        "measuring_steps": Opt(COUNT),
     }
 )
 H2D = Obj(
@@ -824,6 +829,7 @@ DOCUMENT = Obj(
         "steps_needed": Opt(COUNT),
         "epoch_length": Opt(COUNT),
         "epochs_needed": Opt(COUNT),
+        "steps_taken": Opt(COUNT),
         "epochs_started": Opt(COUNT),
         "interrupted": ListOf(
             Obj(

@@ -57,19 +57,23 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
         "`persistent_workers`; null before any pass",
     ),
     (
-        ("steps_needed", "epoch_length", "epochs_needed", "epochs_started"),
+        ("steps_needed", "epoch_length", "epochs_needed", "epochs_started", "steps_taken"),
         "the most steps of the loop the schedule's windows take (an estimate made before they run), the "
         "loader's own batches per epoch (null without a length), the epochs of the loop's own length those "
         "steps take (the loader's, or the steps the loop took of each where it leaves every epoch early; null "
         "where that length is unknown, or too short for a window to measure anything in it), and how many "
         "epochs the loop started since the benchmark began (a peek, an epoch that ended after at most one "
-        "batch, is not one: see `peeks`)",
+        "batch, is not one: see `peeks`), and the loop's steps since the benchmark began",
     ),
     (
         ("schedule",),
         "`adaptive` (some count is `auto`), `precision`, `windows_needed`, `windows_fewest` (SYNTHETIC and FULL "
         "windows at the most and the fewest), `order` (the trials in the order they ran), `warmups` (warm-up "
-        "trials run per mode), `decision_confidence`, `stop_reason`",
+        "trials run per mode), `decision_confidence`, `stop` (why measuring ended: `decided`, `precise`, `budget`, "
+        "`all-ran`, `horizon`, `nothing`) and `stop_reason` (the same in words), `extras` (what runs after the verdict, "
+        "most useful first), `extras_not_run` (each one not run, and why), `loop_steps` (the loop's steps in all, "
+        "where known: the windows fit inside them), `measuring_steps` (the loop's steps from the benchmark's start until "
+        "measuring stopped: the steps the verdict took)",
     ),
     (
         ("steps_dir",),

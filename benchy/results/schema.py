@@ -15,6 +15,10 @@ Version history (``schema_version``; :mod:`benchy.results.keys` describes every 
    ``steps_needed`` and ``epoch_length``; ``epochs_needed`` derived from them (null without a
    length); ``side_iterators`` and ``failed_ranks``; ``rerun`` is always empty (no trial runs again).
    A file upgraded from an older version has null for each (``epochs_needed`` is kept).
+5. The anytime schedule: ``steps_taken`` (the loop's steps since the benchmark began) and, in ``schedule``,
+   ``stop`` (why measuring ended, a code beside ``stop_reason``'s words), ``extras`` and ``extras_not_run``,
+   ``loop_steps`` (the loop's known length) and ``measuring_steps`` (the steps the verdict took); null or
+   empty in a file upgraded from an older version.
 
 :func:`upgrade` maps any readable version to the current one, step by step
 (``_UPGRADES[v]`` turns version ``v`` into ``v + 1``); :func:`read_run` then builds the
@@ -31,7 +35,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.results import RunResults, Snapshot, StepRates, TrialResult
+from ..core.results import RunResults, ScheduleState, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode
 from ..core.stats import estimate, finite
 from ..core.sweep import best, cheapest_enough, smallest_within
@@ -53,7 +57,7 @@ __all__ = [
     "upgrade",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MODE_KEYS = tuple(m.value for m in Mode)
 
 
@@ -304,6 +308,42 @@ def sweep_block(results: RunResults) -> Optional[Dict[str, Any]]:
     }
 
 
+def schedule_block(state: ScheduleState) -> Dict[str, Any]:
+    """The JSON's ``schedule``: the state's codes, and why measuring stopped in words (``stop_reason``)."""
+    block = state.to_dict()
+    block["stop_reason"] = (
+        None if state.stop is None else stop_words(state.stop, state.decision_confidence, state.precision, state.horizon)
+    )
+    block["extras_not_run"] = {name: NOT_RUN[why] for name, why in state.extras_not_run}
+    return block
+
+
+NOT_RUN = {
+    "ended": "the script ended before it ran",
+    "horizon": "the loop's known length left no room for its steps",
+}
+
+
+def stop_words(
+    stop: str, confidence: float, precision: float, horizon: Optional[int], capped: Sequence[str] = (), most: Optional[int] = None
+) -> str:
+    """Why measuring ended, in words (``stop``: a :class:`~benchy.core.machine.Stop` value; ``capped``: the modes at
+    ``auto_max_trials``, ``most``)."""
+    if stop == "decided":
+        return f"the verdict is decided ({100 * confidence:g} % confidence)"
+    if stop == "precise":
+        return f"every interval is within {100 * precision:g} % of its mean"
+    if stop == "budget":
+        bound = f" ({most})" if most is not None else ""
+        modes = f" for {', '.join(capped)}" if capped else ""
+        return f"auto_max_trials{bound} reached{modes} before the answer was known"
+    if stop == "all-ran":
+        return "every scheduled trial ran"
+    if stop == "horizon":
+        return f"the loop's {horizon} steps left no room for another window"
+    return "no mode needs more trials"
+
+
 def result_document(
     snapshot: Snapshot,
     modes: Sequence[Mode],
@@ -346,6 +386,7 @@ def result_document(
         "epoch_length": snapshot.epoch_length,
         "epochs_needed": snapshot.epochs_needed,
         "epochs_started": snapshot.epochs_started,
+        "steps_taken": snapshot.steps_taken,
         "interrupted": [
             {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
             for i in outcomes.lost
@@ -361,7 +402,7 @@ def result_document(
         "environment": dict(environment),
         "profiler": snapshot.profiler.to_dict(),
         "steps_dir": steps_dir,
-        "schedule": snapshot.schedule.to_dict(),
+        "schedule": schedule_block(snapshot.schedule),
         "lookahead": snapshot.lookahead,
         "counting": snapshot.counting,
         "loader": snapshot.loader,
@@ -439,7 +480,25 @@ def _v3_to_v4(doc: Dict[str, Any]) -> Dict[str, Any]:
     return doc
 
 
-_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 4 to 5: the schedule was not anytime; nothing recorded of its steps taken, its stop or its extras."""
+    doc.setdefault("steps_taken", None)
+    schedule = doc.get("schedule")
+    if isinstance(schedule, dict):
+        for key in ("stop", "loop_steps", "measuring_steps"):
+            schedule.setdefault(key, None)
+        schedule.setdefault("extras", [])
+        schedule.setdefault("extras_not_run", {})
+    doc["schema_version"] = 5
+    return doc
+
+
+_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+}
 
 
 def upgrade(document: Mapping[str, Any], where: str = "the document", *, in_place: bool = False) -> Tuple[Dict[str, Any], int]:

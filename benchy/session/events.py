@@ -10,7 +10,7 @@ import dataclasses
 from typing import Optional, Tuple, Union
 
 from ..core.outcomes import FailedRank, Interruption
-from ..core.schedule import Mode, TrialSpec
+from ..core.schedule import TrialSpec
 
 __all__ = [
     "CaptureRange",
@@ -23,7 +23,7 @@ __all__ = [
     "LookaheadFound",
     "NoExitHere",
     "RankFailed",
-    "ScheduleStopped",
+    "SideFailed",
     "SideServed",
     "Signalled",
     "StagesStarted",
@@ -36,7 +36,6 @@ __all__ = [
     "SweepUnavailable",
     "TraceWritten",
     "TrialLost",
-    "WarmupDone",
 ]
 
 
@@ -95,27 +94,6 @@ class NoExitHere:
     Ray Train worker): the training goes on with the plain loader."""
 
     host: str
-
-
-@dataclasses.dataclass(frozen=True)
-class WarmupDone:
-    """``nwarmup: auto`` decided after ``done`` warm-ups (``change``: the last steps' median step time
-    against the steps before): ``steady`` when it moved by at most ``tolerance`` either way; otherwise it
-    rose by more (warm-up ended: more would not cure it) or still fell at the bound (``auto_max_warmup``)."""
-
-    mode: Mode
-    done: int
-    change: Optional[float]
-    steady: bool
-    tolerance: float
-
-
-@dataclasses.dataclass(frozen=True)
-class ScheduleStopped:
-    """An adaptive schedule is done: the trials run (``counts``, in words) and why it stopped."""
-
-    counts: str
-    reason: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,6 +184,14 @@ class StagesStopped:
 
 
 @dataclasses.dataclass(frozen=True)
+class SideFailed:
+    """An extra raised: only it is lost."""
+
+    extra: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
 class CaptureRange:
     """What the cudaProfilerStart/Stop capture range did (``events``: each call, or why none), said once."""
 
@@ -232,8 +218,6 @@ Event = Union[
     Signalled,
     RankFailed,
     NoExitHere,
-    WarmupDone,
-    ScheduleStopped,
     CounterNote,
     SweepUnavailable,
     SweepStarted,
@@ -246,4 +230,5 @@ Event = Union[
     StagesStopped,
     EmulatedStarted,
     EmulatedSkipped,
+    SideFailed,
 ]

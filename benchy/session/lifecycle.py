@@ -1,25 +1,26 @@
 """A benchmark's endings: the schedule's end, the script's exit before it, a signal, a failed exchange.
 
-:class:`Lifecycle` installs the hooks when the benchmark starts (the at-exit hook; the SIGTERM handler
-where signals can be set) and removes the signal handler when it ends. Each ending keeps what was
-measured (the summary, the table, the JSON), names what was not, and records the exit status benchy
-advises for CI (:meth:`Lifecycle.advise`: 0, 3 or 4, in the JSON's ``exit_status`` and, under ``benchy
-run``, in the record its parent reads):
+:class:`Lifecycle` installs the hooks when the benchmark starts (the at-exit hook; the SIGTERM handler where
+signals can be set) and removes the signal handler when it ends. It reaches its session only through
+:class:`Ended` (what it reads, and the session's own methods for what changes). Each ending keeps what was
+measured (the summary, the table, the JSON), names what was not, and records the exit status benchy advises
+for CI (:meth:`Lifecycle.advise`: 0, 3 or 4, in the JSON's ``exit_status`` and, under ``benchy run``, in the
+record its parent reads):
 
-* :meth:`Lifecycle.finish`: the schedule is over. With ``exit_after_tests`` the process ends here,
-  the one place benchy ends it, with the status of :class:`~benchy.session.sink.ResultSink` (0, or
-  3 when a mode has no counted trial); not inside a Ray Train worker, whose end Ray would report as
-  a failed training: there the training goes on with the plain loader, and that is said.
-* :meth:`Lifecycle.at_exit`: the script ended first: the running window is lost, the trials not run
-  are listed, and how far the loop got is said against what the schedule needs. The process ends as
-  the script makes it end, its status and every exit handler its own: the run is said incomplete
-  (status 4 advised), and ``benchy run`` or ``benchy check`` turn that into CI's failing status. A
-  rank that ends with an uncaught exception says so in the job's rendezvous store, so that the ranks
-  the launcher stops next can name it.
-* a signal (SIGTERM: Slurm's preemption and time-out, torchrun stopping the ranks after one
-  failed): the running trial is named as interrupted, with the rank that failed first when one said
-  so; then the signal takes its course: the handler that was there before (the script's or the
-  launcher's) runs, or the default action ends the process with the signal's status.
+* :meth:`Lifecycle.finish`: the schedule is over. With ``exit_after_tests`` the process ends here, the one
+  place benchy ends it, with the status of :class:`~benchy.session.sink.ResultSink` (0, or 3 when a mode has
+  no counted trial); not inside a Ray Train worker, whose end Ray would report as a failed training: there
+  the training goes on with the plain loader, and that is said.
+* :meth:`Lifecycle.at_exit`: the script ended first. Where measuring was over (the verdict stands) the run is
+  complete: the extras not run are named, and the summary is the schedule's end's. Else the running window is
+  lost, and how far the loop got is said against what a decision needs. The process ends as the script makes
+  it end, its status and every exit handler its own: the run is said incomplete (status 4 advised), and
+  ``benchy run`` or ``benchy check`` turn that into CI's failing status. A rank that ends with an uncaught
+  exception says so in the job's rendezvous store, so that the ranks the launcher stops next can name it.
+* a signal (SIGTERM: Slurm's preemption and time-out, torchrun stopping the ranks after one failed): the
+  running trial is named as interrupted, with the rank that failed first when one said so; then the signal
+  takes its course: the handler that was there before (the script's or the launcher's) runs, or the default
+  action ends the process with the signal's status.
 """
 
 from __future__ import annotations
@@ -29,19 +30,19 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import Any, Optional, Protocol, Tuple
 
+from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, STATUS_ENV_VAR
-from ..core.outcomes import FailedRank, Interruption
+from ..core.outcomes import FailedRank, Interruption, Outcomes
+from ..core.results import RunResults, Snapshot
 from ..core.schedule import TrialSpec
 from ..results.files import append_status
 from . import events as ev
+from .context import RunContext
 from .sink import Progress
 
-if TYPE_CHECKING:
-    from .session import Session
-
-__all__ = ["Lifecycle", "host"]
+__all__ = ["Ended", "Lifecycle", "host"]
 
 
 def host() -> Optional[str]:
@@ -61,10 +62,54 @@ def host() -> Optional[str]:
     return "Ray Train worker" if "ray.train" in sys.modules else "Ray worker"
 
 
+class Ended(Protocol):
+    """What the endings need of a session."""
+
+    pid: int
+    config: Config
+    results: RunResults
+    outcomes: Outcomes
+    advised: Optional[int]
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def ctx(self) -> RunContext: ...
+
+    def stop(self, why: str) -> None: ...
+
+    def snapshot(self) -> Snapshot: ...
+
+    def running_trial(self) -> Tuple[Optional[TrialSpec], int]: ...
+
+    def interrupt(self, item: Interruption) -> None: ...
+
+    def signalled(self, name: str, failed: Tuple[FailedRank, ...]) -> None: ...
+
+    def failed_ranks(self, failed: Tuple[FailedRank, ...]) -> None: ...
+
+    def progress(self, raised: Optional[str], failed: Optional[Interruption], running: Optional[str]) -> Progress: ...
+
+    def finish_results(self, final: bool) -> None: ...
+
+    def not_run(self) -> Tuple[TrialSpec, ...]: ...
+
+    def steps_taken(self) -> int: ...
+
+    @property
+    def epochs_started(self) -> int: ...
+
+    def set_advised(self, status: int) -> None: ...
+
+
 class Lifecycle:
     """The endings of one session's benchmark (see the module)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Ended) -> None:
         self._session = session
         self._previous: Any = None
         self._exiting = False  # inside the interpreter's exit: never end the process from here
@@ -112,24 +157,17 @@ class Lifecycle:
     def _stop(self) -> None:
         """The benchmark is over, whichever way: no more windows; benchy's own pass and cached batch let go."""
         s = self._session
-        s.stop()
+        s.stop("the script ended before it was complete" if self._exiting else "the benchmark ended before it was complete")
         self.restore()
-        if s.results.flops is None:
-            s.results = s.results.changed(flops=s.runner.flops(final=True))
-        try:
-            s.runner.close()
-        except Exception:  # a worker already gone
-            pass
+        s.finish_results(final=True)
         self._close_profiler("at the end of the benchmark" if not self._exiting else "at exit")
 
     def finish(self) -> None:
-        """The schedule is over: summary, table and final JSON; then the process ends
-        (``exit_after_tests``) or the loader is the plain one from here on."""
+        """The schedule is over (or the script ended once the verdict stood): summary, table and final JSON; then
+        the process ends (``exit_after_tests``) or the loader is the plain one from here on."""
         s = self._session
-        if not self._exiting:  # at the interpreter's exit no new loader pass is started
-            s.run_checks()
         self._stop()
-        sink = s.sink
+        sink = s.ctx.sink
         exit_after = s.config.general.exit_after_tests
         where = host() if exit_after else None
         ends = exit_after and where is None and not self._exiting
@@ -142,62 +180,61 @@ class Lifecycle:
             sink.end(s.results, ends)
 
     def exchange_failed(self, spec: TrialSpec) -> None:
-        """The ranks could not exchange ``spec``'s results: keep what was measured and print it, as a
-        single-rank run prints it, naming a rank that said it failed; the caller raises."""
+        """The ranks could not exchange ``spec``'s results: keep what was measured and print it, as a single-rank
+        run prints it, naming a rank that said it failed; the caller raises."""
         s = self._session
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
-        s.outcomes = s.outcomes.with_failed(failed)
-        s.lose(Interruption(spec, spec.nbatches, "the ranks could not exchange its results"))
+        s.failed_ranks(failed)
+        s.interrupt(Interruption(spec, spec.nbatches, "the ranks could not exchange its results"))
         self._stop()
         self.advise(EXIT_INCOMPLETE)
         try:
             s.ctx.out.trial_ended()
             if failed:
-                s.sink.say(ev.RankFailed(failed))
-            s.sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
+                s.ctx.sink.say(ev.RankFailed(failed))
+            s.ctx.sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
         except Exception:
             pass
 
     def on_signal(self, name: str) -> None:
-        """A signal ends the benchmark: the running trial is named as interrupted (with the rank that
-        failed first, when one said so); the summary is printed and the JSON written."""
+        """A signal ends the benchmark: the running trial is named as interrupted (with the rank that failed first,
+        when one said so); the summary is printed and the JSON written."""
         s = self._session
         if os.getpid() != s.pid or not s.running:
             return
-        running, measured = self._running()
+        running, measured = s.running_trial()
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
-        s.outcomes = s.outcomes.signalled(name).with_failed(failed)
+        s.signalled(name, failed)
         if running is not None:
             who = f"; rank {failed[0].rank} failed first ({failed[0].reason})" if failed else ""
-            s.outcomes = s.outcomes.lose(
+            s.interrupt(
                 Interruption(running, measured, f"interrupted by {name} after {measured} of {running.nbatches} steps{who}")
             )
         self.advise(EXIT_INCOMPLETE)
         try:
             s.ctx.out.trial_ended()
-            s.sink.say(ev.Signalled(name, running, measured, failed))
+            s.ctx.sink.say(ev.Signalled(name, running, measured, failed))
             self._stop()
-            s.sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
+            s.ctx.sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
         except Exception:  # the signal must take its course whatever happens here
             pass
 
     def at_exit(self) -> None:
-        """At interpreter exit, when the script ended before the schedule did: say so, with what the
-        schedule needs, and keep what was measured (summary and JSON)."""
+        """At interpreter exit, when the script ended before the schedule did: say so, with what a decision needs,
+        and keep what was measured (summary and JSON)."""
         s = self._session
         if os.getpid() != s.pid or not s.running:
             return
         self._exiting = True
-        if s.diagnosing:  # the counted schedule is complete: only the diagnostic windows are cut short
-            s.abandon_diagnostics("the script ended before the diagnostic windows were complete")
-            s.ctx.out.trial_ended()
+        s.ctx.out.trial_ended()
+        if s.complete:  # the verdict stands: the extras not run are named, and the run is complete
             self.finish()
             return
         died = getattr(sys, "last_value", None)  # set when an uncaught exception ends the script
         raised = None if died is None or isinstance(died, SystemExit) else f"{type(died).__name__}: {died}"
         if raised is not None and s.ctx.world > 1:
             s.ctx.comm.report_failure(raised)
-        running, measured = self._running()
+        running, measured = s.running_trial()
         failed = next((i for i in reversed(s.outcomes.lost) if i.error), None)
         if running is not None:
             why = (
@@ -205,67 +242,34 @@ class Lifecycle:
                 if raised is not None
                 else "the script ended before the trial's window was complete"
             )
-            s.outcomes = s.outcomes.lose(Interruption(running, measured, why, error=raised is not None))
-        s.ctx.out.trial_ended()
-        sink = s.sink
-        record = s.record
-        again = sum(
-            1 for r in s.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
-        )
-        per = s.loop_epoch()
-        needed = s.steps_needed()
-        steps = s.steps_taken()
-        epochs = s.epochs_needed()
-        if epochs is not None and per is not None and epochs <= s.epochs_started:
-            # The estimate fell short of this very run: count the epochs the steps still missing take.
-            epochs = s.epochs_started + -(-max(1, needed - steps) // per)
-        depth = s.runner.queue_depth
-        fits = s.schedule.nbatches_to_fit(steps, depth, per) if epochs is not None or per is None else None
-        sink.stopped_early(
-            Progress(
-                s.epochs_started,
-                steps,
-                needed,
-                per,
-                epochs,
-                record.where,
-                again,
-                failed,
-                raised,
-                None if running is None else running.label,
-                left_early=s.left_early,
-                min_steps=s.min_epoch_steps(),
-                queue_depth=depth,
-                fits=fits,
-            )
-        )
+            s.interrupt(Interruption(running, measured, why, error=raised is not None))
+        sink = s.ctx.sink
+        sink.stopped_early(s.progress(raised, failed, None if running is None else running.label))
         why = (
             f"not run: trial {failed.spec.label} raised"
             if failed is not None
             else f"not run: the script ended with {raised}"
             if raised is not None
-            else f"not run: the script stopped after {s.epochs_started} epoch(s), {steps} step(s)"
+            else f"not run: the script stopped after {s.epochs_started} epoch(s), {s.steps_taken()} step(s)"
         )
-        _, windows = s.schedule.order(longest=not s.schedule.adaptive)
-        for spec in windows:
-            if not s.planner.was_issued(spec):
-                s.outcomes = s.outcomes.lose(Interruption(spec, 0, why))
+        for spec in s.not_run():
+            s.interrupt(Interruption(spec, 0, why))
         self._stop()
-        # The process ends as the script makes it end (its status, every exit handler): the run is said
-        # incomplete, and a tool that owns the process (benchy run, benchy check) fails the CI job with 4.
+        # The process ends as the script makes it end (its status, every exit handler): the run is said incomplete,
+        # and a tool that owns the process (benchy run, benchy check) fails the CI job with 4.
         self.advise(EXIT_INCOMPLETE)
         sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
         if raised is None:
             sink.incomplete()
 
     def advise(self, status: int) -> None:
-        """The exit status benchy advises for CI (0 complete, 3 a mode without a counted trial, 4 incomplete):
-        kept by the session and, under ``benchy run``, appended to the record its parent reads (once per
-        benchmark: every ending stops the benchmark first)."""
+        """The exit status benchy advises for CI (0 complete, 3 a mode without a counted trial, 4 incomplete): kept
+        by the session and, under ``benchy run``, appended to the record its parent reads (once per benchmark:
+        every ending stops the benchmark first)."""
         s = self._session
         if s.advised is not None:
             return
-        s.advised = s.record.advised = status
+        s.set_advised(status)
         path = os.environ.get(STATUS_ENV_VAR)
         if path:
             try:
@@ -273,17 +277,7 @@ class Lifecycle:
             except OSError:  # the parent's record is gone: it reports the run as incomplete
                 pass
 
-    def _running(self) -> Tuple[Optional[TrialSpec], int]:
-        """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""
-        s = self._session
-        if s.hidden is not None:
-            return s.hidden, 0
-        w = s.window
-        if w is None:
-            return None, 0
-        return w.spec, max(0, w.measured + max(0, w.open_count() - 1))
-
     def _close_profiler(self, when: str) -> None:
         s = self._session
         for event in s.ctx.profilers.close(when):
-            s.sink.say(event)
+            s.ctx.sink.say(event)

@@ -1,131 +1,66 @@
-"""One benchmark run: the window state machine (what the training loop's next batch is).
+"""One benchmark run: a thin coordinator of the schedule's machine, the trial loops and the sink.
 
-``iterate()`` is what a wrapper's ``__iter__`` returns. Its first call starts the benchmark: the
-hidden IO trials (and the sweep, IO_H2D and the stage trials) run on passes of benchy's own, with
-the user's random streams kept as they were (:mod:`benchy.measure.rng`). Each call then returns an
-*epoch* (:func:`~benchy.measure.trial.epoch_loop`) over a new pass of the loader, made at that
-``iter()`` as the plain loader makes it; once the schedule is over, the plain loader's own iterator.
-
-At each boundary of the loop's epoch, :meth:`Session.segment` decides what comes next:
-
-* the SYNTHETIC and FULL trials are *windows* of steps, back to back (the planner's order); a
-  window may begin at any step and may span epochs (:mod:`benchy.measure.window`). The loop's epochs
-  keep their own length: where the loader has a length and a cached batch took some of an epoch's
-  steps, the epoch ends at that length; ``len()`` is never changed;
-* before a FULL window (or its stretch in a new epoch) whose loader may hold ready batches, the loop
-  takes that many real batches untimed (the *lead-in*), so that no window starts on free batches;
-* the FLOPs are counted on one untimed step on the cached batch, before the first measured SYNTHETIC;
-* IO trials that become due between windows (``ntrials: auto``) run there, hidden.
-
-Which ``iter()`` is the loop's: the first to ask for a batch, and later each new one that asks
-while the loop's current epoch has ended, reached its length, or was let go. One that asks while
-the loop's epoch is still part-way and held (a peek, ``next(iter(loader))`` inside the loop) is a
-*side* iterator: the plain loader serves it; if it goes on for :data:`LOOP_BATCHES` batches while
-the loop's epoch does not move, it is the loop's after all and takes the window over.
-
-What became of each trial is one :class:`~benchy.core.outcomes.Outcomes` value; what the session
-has to say goes to the sink as events (:mod:`benchy.session.events`); everything that depends on
-the rank is one :class:`~benchy.session.context.RunContext`; the endings (the schedule's end, the
-script's exit, a signal) are :class:`~benchy.session.lifecycle.Lifecycle`'s. One benchmark at a
-time per process: the first wrapper iterated runs it (see ``registry``).
+``iterate()`` is what a wrapper's ``__iter__`` returns. Its first call begins the benchmark: the machine
+(:mod:`benchy.core.machine`) hears :class:`~benchy.core.machine.Begin`, and each action it returns is carried
+out here: an IO trial or a hidden side (on passes of benchy's own, with the user's random streams kept by
+:mod:`benchy.measure.rng`) now; a window or the FLOPs' count when the loop asks for its next work
+(:class:`~benchy.session.loop.Loop` places them in the loop's epochs); the end (the summary, and the process
+ended with ``exit_after_tests``). Each trial's outcome goes back to the machine as an event. What the session
+has to say goes to the sink as events (:mod:`benchy.session.events`); everything that depends on the rank is
+one :class:`~benchy.session.context.RunContext`; the endings (the schedule's end, the script's exit, a signal)
+are :class:`~benchy.session.lifecycle.Lifecycle`'s. One benchmark at a time per process: the first wrapper
+iterated runs it (see ``registry``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import enum
 import os
 import statistics
 import sys
 import time
 import weakref
-from typing import Any, Callable, Iterator, List, Optional
+from array import array
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
+from ..core import machine as m
 from ..core.config import Config
-from ..core.diagnostics import DIAGNOSTIC_WINDOWS, ContentionRun, StepParts
-from ..core.exits import EXIT_INCOMPLETE
 from ..core.outcomes import Interruption, Outcomes
 from ..core.results import RunResults, ScheduleState, Snapshot, TrialResult, folded
-from ..core.schedule import Mode, Schedule, TrialSpec
+from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..core.startup import Startup, startup
 from ..core.sweep import queue_depth
-from ..measure.diagnostics import Drainer, StepHooks
-from ..measure.flops import StepCounter
-from ..measure.profiling import CudaProfilerApi, TorchRanges, global_rank
+from ..core.verdict import trials_to_decide
+from ..measure.horizon import loop_horizon
+from ..measure.profiling import CudaProfilerApi
 from ..measure.ranks import DistributedError, agree, combine
 from ..measure.rng import kept
-from ..measure.stages import Instrumented
-from ..measure.trial import (
-    CACHED,
-    END,
-    FULL,
-    NO_BATCH,
-    PLAIN,
-    SYNTHETIC,
-    EpochArgs,
-    EpochState,
-    Segment,
-    epoch_loop,
-)
 from ..measure.window import WindowRun
 from . import events as ev
 from .console import Output
 from .context import RunContext
 from .lifecycle import Lifecycle
-from .planner import Planner
+from .loop import LOOP_BATCHES, FlopsWork, LoaderFacts, Loop, Work
 from .registry import REGISTRY, Registry
-from .side_trials import Sweeper, run_emulated, run_h2d, run_stages, run_sweep
-from .sink import ResultSink
-from .trials import NOTHING, OwnPasses, TrialRunner
+from .sides import HIDDEN, WINDOWS, SideEnv
+from .sides import sweep as sweep_side
+from .sink import Progress, ResultSink
+from .trials import OwnPasses, TrialRunner
 
 __all__ = ["LOOP_BATCHES", "LoaderFacts", "Session"]
 
-_NEW, _RUNNING, _DONE, _PLAIN = "new", "running", "done", "plain"
-_UNDECIDED, _OWNER, _SIDE = 0, 1, 2
 
-# A side iterator that hands out this many batches while the loop's epoch does not move is the loop's.
-LOOP_BATCHES = 3
+# A pause of benchy's between two FULL windows shorter than this share of a period needs no lead-in before the second.
+PAUSE_SHARE = 0.1
 
 
-@dataclasses.dataclass(frozen=True)
-class LoaderFacts:
-    """What a wrapper knows of its loader, handed to its session (built by ``integrations.wrappers``)."""
-
-    make_iterator: Callable[[], Iterator[Any]]  # the plain loader's iterator (a new pass, as the loop's iter())
-    batch_size: Optional[int]  # counted when a batch holds nothing with a leading dimension
-    kind: str = "loader"  # the wrapper's class name, for the output
-    where: str = "<unknown>"  # file:line where the script built it
-    queue_depth: int = 0  # batches its workers hold ready (workers x prefetch_factor)
-    workers: int = 0  # num_workers (0: loads in the main process, or unknown)
-    persistent: bool = False  # DataLoader(persistent_workers=True)
-    length: Callable[[], Optional[int]] = lambda: None  # len() of the loader itself (None: it has none)
-    batch_samples: Optional[int] = None  # samples in every batch but a pass's last, when guaranteed
-    sweeper: Optional[Sweeper] = None  # makes the loader's variants for a sweep (BenchmarkDataLoader only)
-    instrument: Optional[Callable[[], Instrumented]] = None  # an instrumented copy for the stage trials (DataLoaders)
-    # benchy's own passes (IO trials), apart from the loop's; by default new passes of the loader itself.
-    own: Optional[Callable[[], OwnPasses]] = None
-    # The torch.Generator objects the loader draws from (kept through benchy's own passes).
-    generators: Callable[[], List[Any]] = lambda: []
-    # The wrapper itself, by a weak reference: the session holds it only while an epoch is out, so that
-    # a loop over a temporary wrapper (``for x in Wrapper(...)``) keeps it, and a dropped wrapper is freed
-    # with its workers as a plain DataLoader is.
-    owner: Callable[[], Any] = lambda: None
-
-
-class _Side:
-    """A machine that runs one segment of an epoch in another variant of the loop, then hands back."""
-
-    def __init__(self, session: Session, segment: Segment) -> None:
-        self._session, self._segment = session, segment
-
-    def segment(self, epoch: EpochState) -> Segment:
-        found, self._segment = self._segment, Segment(END)
-        return found
-
-    def closed(self, epoch: EpochState, segment: Optional[Segment], count: int) -> None:
-        self._session.closed(epoch, segment, count)
-
-    def failed(self, epoch: EpochState, segment: Segment, error: BaseException) -> None:
-        self._session.failed(epoch, segment, error)
+class State(enum.Enum):
+    NEW = "new"  # no iter() yet
+    RUNNING = "running"
+    DONE = "done"  # the schedule is over, whichever way
+    PLAIN = "plain"  # another loader runs the benchmark, or a copy made after it finished
 
 
 class Session:
@@ -145,7 +80,7 @@ class Session:
     ) -> None:
         self.config = config
         self.schedule = Schedule.from_config(config)
-        self.planner = Planner(self.schedule)
+        self.machine = m.start(self.schedule)
         self.results = RunResults()
         self.outcomes = Outcomes()
         self.clock = clock
@@ -156,53 +91,56 @@ class Session:
         self.runner = TrialRunner(
             config, own, loader.batch_size, clock, constant=loader.batch_samples, queue_depth=loader.queue_depth, say=self._say
         )
+        self.loop = Loop(self, loader, self.runner, clock, config.general.report_freq > 0)
         self._output, self._profiler_api, self._exit = output, profiler_api, exit
         self._ctx: Optional[RunContext] = None
-        self._state = _NEW
-        self._pid = os.getpid()
-        self._registry = registry
-        self._record = registry.register(loader.kind, loader.where)
-        self._record.session = weakref.ref(self)
-        self._passes = 0  # the loop's iter() calls that took the epoch's role, peeks included
-        self.steps = 0  # the loop's steps since then (its epochs' hand-outs, at their boundaries)
-        self._owner: Optional[weakref.ReferenceType[EpochState]] = None
-        self._window: Optional[WindowRun] = None  # the window that runs (part-way) now
-        self._counting: Optional[StepCounter] = None  # the FLOPs' counted step, while it runs
-        self._primed = False  # the untimed step before the counted one was handed out
-        self._start_at = 0  # batches the loop had taken from its epoch when the benchmark began (benchy run)
-        self._holder: Any = None  # the wrapper, kept alive while one of its epochs is out
+        self._state = State.NEW
+        self.pid = os.getpid()  # the process the benchmark runs in (a forked child is not it)
+        self.registry = registry
+        self.record = registry.register(loader.kind, loader.where)
+        self.record.session = weakref.ref(self)
         self.hidden: Optional[TrialSpec] = None  # the IO or side trial running now, if any
+        self._action: Optional[m.Action] = None  # the machine's last action, waiting for the loop (a window, ...)
+        self._side: Optional[Tuple[Extra, Any]] = None  # the running side window's kind and helper
         self._side_said = False
-        self._length: Optional[int] = None  # the loader's own batches per epoch, read at each iter()
-        self._seen: Optional[int] = None  # without len(): the fewest batches of a pass the loop ran to its end
-        self._whole = 0  # the loop's epochs that ran to their pass's end
-        self._left_after: Optional[int] = None  # the most steps the loop took of an epoch it left part-way
-        self._diagnostics: List[str] = list(self.schedule.diagnostics)  # diagnostic windows still to run
-        self.diagnosing = False  # the counted schedule is over and the diagnostic windows run
-        self._helper: Any = None  # what runs beside the running diagnostic window (measure.diagnostics)
+        # The last FULL window: when its clock stopped and its median period. A FULL window right after it, with
+        # nothing of benchy's between but far less than a period, needs no lead-in: the workers had no time to
+        # make a batch more than in FULL's steady state.
+        self._full: Optional[Tuple[float, float]] = None
+        self._warm: Dict[Mode, array[float]] = {}  # each mode's latest warm-up periods (nwarmup: auto)
         self.advised: Optional[int] = None  # the exit status benchy advises for CI, once the benchmark ended
+        self.stopped_at: Optional[int] = None  # the loop's steps when measuring stopped (the verdict decided, ...)
         self.life = Lifecycle(self)
 
-    # --- public -------------------------------------------------------------------------------
+    # --- what the wrappers and the endings read ---------------------------------------------------
 
     @property
     def done(self) -> bool:
         """True once the schedule is over, or when another loader is the benchmarked one."""
-        return self._state in (_DONE, _PLAIN)
+        return self._state in (State.DONE, State.PLAIN)
 
     @property
     def running(self) -> bool:
-        return self._state == _RUNNING
+        return self._state is State.RUNNING
+
+    @property
+    def exiting(self) -> bool:
+        return self.life.exiting
 
     @property
     def benchmarked(self) -> bool:
         """True when this wrapper is the one benchmarked in its process (decided at first iter())."""
-        return self._record.benchmarked
+        return self.record.benchmarked
+
+    @property
+    def complete(self) -> bool:
+        """Measuring is over (the verdict stands, or the plan ran): a script that ends now leaves a complete run."""
+        return self.machine.decided_phase
 
     @property
     def window(self) -> Optional[WindowRun]:
         """The window that runs now (None between windows)."""
-        return self._window
+        return self.loop.window
 
     @property
     def ctx(self) -> RunContext:
@@ -218,99 +156,41 @@ class Session:
         return self.ctx.sink
 
     @property
-    def record(self) -> Any:
-        """This wrapper's entry in the registry (kind, where it was built, what became of it)."""
-        return self._record
-
-    @property
-    def registry(self) -> Registry:
-        return self._registry
-
-    @property
-    def pid(self) -> int:
-        """The process the benchmark runs in (a forked child is not it)."""
-        return self._pid
-
-    @property
     def epoch_length(self) -> Optional[int]:
-        """The loader's own batches per epoch, as read at the last ``iter()`` (None: no length)."""
-        return self._length
+        return self.loop.length
+
+    @property
+    def epochs_started(self) -> int:
+        return self.loop.epochs_started
 
     def advised_status(self) -> int:
-        """The exit status benchy advises for CI: 0 or 3 once the schedule ended (see ``ResultSink``), else
-        :data:`~benchy.core.exits.EXIT_INCOMPLETE` (the benchmark has not finished, or ended early)."""
-        return EXIT_INCOMPLETE if self.advised is None else self.advised
+        """The exit status benchy advises for CI: 0 or 3 once the schedule ended, else 4 (incomplete)."""
+        return 4 if self.advised is None else self.advised
 
     def steps_taken(self) -> int:
-        """The loop's steps since the benchmark started (the running epoch's counted live)."""
-        owner = self._current()
-        return self.steps + (0 if owner is None else self._epoch_handed(owner))
+        return self.loop.steps_taken()
 
-    def stop(self) -> None:
-        """The benchmark is over, whichever way: no window runs from here on."""
-        self._state = _DONE
-        self._record.finished = True
-        if self._window is not None:
-            self._window.discarded = True
-        self._window = None
-        self._stop_helper()
+    def steps_needed(self, decided_after: Optional[int] = None) -> int:
+        """The loop's steps the schedule takes at the most (``decided_after``: where the verdict is decided after that
+        many SYNTHETIC trials), an estimate, in epochs of the loop's own length (long enough to hold a window)."""
+        per = self.loop.loop_epoch()
+        fits = per is None or per >= m.min_epoch_steps(self.runner.queue_depth)
+        return m.steps_of(self.schedule, self.runner.queue_depth, per if fits else None, decided_after)
 
-    def abandon_diagnostics(self, why: str) -> None:
-        """The diagnostic windows end here, unfinished (the script ended during them): said in the results."""
-        left = ([self._window.spec.label] if self._window is not None else []) + [f"{d}_1" for d in self._diagnostics]
-        self._diagnostics = []
-        if self._window is not None:
-            self._window.discarded = True
-            self._window = None
-        self._stop_helper()
-        if left:
-            self.results = self.results.changed(
-                diagnostics_skipped=(*self.results.diagnostics_skipped, f"{', '.join(left)}: {why}")
-            )
-
-    def lose(self, item: Interruption) -> None:
-        """A trial that did not count: recorded and said (never raises)."""
-        self._lose(item)
-
-    def copied(self) -> bool:
-        """A copy or pickle of the wrapper is being made: returns whether this benchmark is over
-        (the copy is then the plain loader; otherwise it is a new wrapper that has measured nothing)."""
-        self._record.copied = True
-        return self.done
-
-    def retire(self) -> None:
-        """This wrapper is the plain loader for good (a copy of a wrapper whose benchmark is over)."""
-        self._state = _PLAIN
-        self._record.iterated = self._record.finished = True
-
-    def iterate(self) -> Iterator[Any]:
-        """The iterator for the loop's next ``iter()``: an epoch while the schedule runs, else the plain one."""
-        if self._state in (_DONE, _PLAIN):
-            return iter(self._loader.make_iterator())
-        if self._state == _NEW:
-            if not self._registry.claim(self._record):
-                return self._become_plain()
-            self._start()
-            if self._state != _RUNNING:  # only IO was scheduled: it ran, and the schedule is over
-                return iter(self._loader.make_iterator())
-        made = self.clock()  # before iter(): the pass's start-up includes starting its workers
-        return self._epoch(iter(self._loader.make_iterator()), made)
-
-    def adopt(self, inner: Iterator[Any], handed: int) -> Iterator[Any]:
-        """The loop's epoch from here on, over ``inner`` (a pass that has handed out ``handed`` batches
-        already): ``benchy run`` chose this loader part-way through a plain pass. Starts the benchmark."""
-        if self._state == _NEW:
-            if not self._registry.claim(self._record):
-                return inner
-            self._start_at = handed  # the schedule's steps start there: its epochs count from the epoch's start
-            self._start()
-        if self._state != _RUNNING:
-            return inner
-        return self._epoch(inner, self.clock(), handed)
+    def epochs_needed(self) -> Optional[int]:
+        """The epochs of the loop's own length it runs to finish the schedule (at the most), counted as the script
+        counts them; None where that length is unknown or too short to hold a window."""
+        if not self.schedule.window_plans:
+            return 1
+        per = self.loop.loop_epoch()
+        if per is None or per < m.min_epoch_steps(self.runner.queue_depth):
+            return None
+        return m.epochs_for(self.steps_needed(), per, self.loop.start_at)
 
     def snapshot(self) -> Snapshot:
         """What the sink needs besides the results, as one value."""
-        ctx = self.ctx
+        state, ctx = self.machine, self.ctx
+        windows = bool(self.schedule.window_plans)
         return Snapshot(
             results=self.results,
             schedule=ScheduleState(
@@ -319,659 +199,248 @@ class Session:
                 windows_needed=self.schedule.windows_needed,
                 windows_fewest=self.schedule.windows_fewest,
                 order=tuple(t.label for t in self.results.trials),
-                warmups=self.planner.warmups_used(),
+                warmups=state.warmups_used(),
                 decision_confidence=self.schedule.decision_confidence,
-                stop_reason=self.planner.stop_reason,
+                stop=None if state.stop is None else state.stop.value,
+                extras=tuple(e.value for e in self.schedule.extras),
+                extras_not_run=tuple((e.value, "horizon") for e in state.skipped)
+                + tuple((e.value, "ended") for e in state.extras),
+                horizon=self.schedule.horizon,
+                stopped_at=self.stopped_at,
             ),
-            epochs_started=self.epochs_started,
-            finished=self._state == _DONE and self.planner.peek(self.results, fresh=True) is None,
+            epochs_started=self.loop.epochs_started,
+            finished=self.complete and self._state is State.DONE,
             profiler=ctx.profilers.block(self.runner.ranges is not None),
             synthetic_batch_samples=self.runner.synthetic_samples,
             lookahead=self.runner.lookahead,
             counting=self.runner.counting,
-            loader=f"{self._record.kind} created at {self._record.where}",
-            other_loaders=tuple(self._registry.others()),
+            loader=f"{self.record.kind} created at {self.record.where}",
+            other_loaders=tuple(self.registry.others()),
             workers=self._workers,
             startup=self._startup(),
             tokens=None if self.runner.tokens is None else self.runner.tokens.source,
             outcomes=self.outcomes,
-            steps_needed=self.steps_needed() if self.schedule.window_plans else None,
-            epoch_length=self._length,
-            epochs_needed=self.epochs_needed() if self.schedule.window_plans else None,
+            steps_needed=self.steps_needed() if windows else None,
+            epoch_length=self.loop.length,
+            epochs_needed=self.epochs_needed() if windows else None,
+            steps_taken=self.loop.steps_taken() if windows else None,
+            likely_steps=None if self.complete or not windows else self._likely_more(),
         )
 
-    def loop_epoch(self) -> Optional[int]:
-        """The steps of the loop's own epoch: where it has left every epoch part-way (a loop that breaks out),
-        the most it took of one; else the loader's (its ``len()``, or the length its passes showed); None:
-        unknown."""
-        if self.left_early:
-            return self._left_after
-        if self._length is None:
-            try:
-                self._length = self._loader.length()
-            except Exception:
-                self._length = None
-        return self._length if self._length is not None else self._pass_length()
+    # --- what the wrappers call -------------------------------------------------------------------
 
-    @property
-    def left_early(self) -> bool:
-        """The loop has left every epoch part-way so far (:meth:`loop_epoch` is how much it took of one)."""
-        return self._left_after is not None and not self._whole
+    def iterate(self) -> Iterator[Any]:
+        """The iterator for the loop's next ``iter()``: an epoch while the schedule runs, else the plain one."""
+        if self._state in (State.DONE, State.PLAIN):
+            return iter(self._loader.make_iterator())
+        if self._state is State.NEW:
+            if not self.registry.claim(self.record):
+                return self._become_plain()
+            self._begin()
+            if self._state is not State.RUNNING:  # only IO was scheduled: it ran, and the schedule is over
+                return iter(self._loader.make_iterator())
+        made = self.clock()  # before iter(): the pass's start-up includes starting its workers
+        return self.loop.epoch(iter(self._loader.make_iterator()), made)
 
-    def min_epoch_steps(self) -> int:
-        """The fewest steps an epoch of the loop must run for a window to measure anything in it."""
-        return Schedule.min_epoch_steps(self.runner.queue_depth)
+    def adopt(self, inner: Iterator[Any], handed: int) -> Iterator[Any]:
+        """The loop's epoch from here on, over ``inner`` (a pass that has handed out ``handed`` batches already):
+        ``benchy run`` chose this loader part-way through a plain pass. Begins the benchmark."""
+        if self._state is State.NEW:
+            if not self.registry.claim(self.record):
+                return inner
+            self.loop.start_at = handed  # the schedule's steps start there: its epochs count from the epoch's start
+            self._begin()
+        if self._state is not State.RUNNING:
+            return inner
+        return self.loop.epoch(inner, self.clock(), handed)
 
-    def steps_needed(self) -> int:
-        """The loop's steps the windows take at the most (an estimate made before they run), in epochs of the
-        loop's own length (:meth:`loop_epoch`; in epochs long enough to hold them where that is too short)."""
-        per = self.loop_epoch()
-        return self.schedule.steps_needed(self.runner.queue_depth, per if per is None or per >= self.min_epoch_steps() else None)
+    def copied(self) -> bool:
+        """A copy or pickle of the wrapper is being made: whether this benchmark is over (the copy is then the
+        plain loader; otherwise it is a new wrapper that has measured nothing)."""
+        self.record.copied = True
+        return self.done
 
-    def epochs_needed(self) -> Optional[int]:
-        """The epochs of the loop's own length (:meth:`loop_epoch`) it runs to finish the schedule (at the most,
-        an estimate), counted as the script counts them: from the start of the epoch the benchmark began in
-        (``benchy run`` begins it a few batches into a plain pass); None when that length is unknown (then
-        :meth:`steps_needed` says it) or too short to hold a window (:meth:`min_epoch_steps`): no number of
-        such epochs finishes the schedule."""
-        if not self.schedule.window_plans:
-            return 1
-        per = self.loop_epoch()
-        if per is None or per < self.min_epoch_steps():
-            return None
-        return Schedule.epochs_for(self.steps_needed(), per, self._start_at)
+    def retire(self) -> None:
+        """This wrapper is the plain loader for good (a copy of a wrapper whose benchmark is over)."""
+        self._state = State.PLAIN
+        self.record.iterated = self.record.finished = True
 
-    # --- the machine: what the next segment of the loop's epoch is -----------------------------
+    # --- the loop's driver (session.loop.Driver) ---------------------------------------------------
 
-    def segment(self, ep: EpochState) -> Segment:
-        """At a boundary of epoch ``ep`` (its first ``next()``, or a segment's end): the next segment."""
-        found = self._decide(ep)
-        ep.cached_from = ep.handed if found.kind in (CACHED, SYNTHETIC) else -1
-        return found
-
-    def _decide(self, ep: EpochState) -> Segment:
-        if ep.role == _UNDECIDED:
-            self._take_role(ep)
-        if ep.role == _SIDE:
-            return self._side_segment(ep)
-        self._after_segment(ep)
-        if self._state != _RUNNING:
-            return self._plain_rest(ep)
-        if ep.exhausted:
-            return self._epoch_over(ep)
-        w = self._window
-        if w is None:
-            w = self._next_window(ep)
-            if w is None:  # the schedule is over (exit_after_tests ended the process if it was on)
-                return self._plain_rest(ep)
-        return self._window_segment(ep, w)
-
-    def _plain_rest(self, ep: EpochState) -> Segment:
-        """The rest of the epoch, plain (the benchmark is over): the batches cached hand-outs took first."""
-        self._repay(ep)
-        return Segment(END) if ep.exhausted else Segment(PLAIN)
-
-    def _epoch_over(self, ep: EpochState) -> Segment:
-        """The loop's epoch ended with its pass: its steps count in the run's; its length is known now."""
-        self._whole += 1
-        if self._length is None and ep.handed > ep.short:
-            whole = ep.handed - ep.short  # a loader without len(): its passes' lengths as seen
-            self._seen = whole if self._seen is None else min(self._seen, whole)
-        self._let_go(ep)
-        return Segment(END)
-
-    def _repay(self, ep: EpochState) -> None:
-        """The batches of ``ep``'s pass that cached hand-outs took the place of, taken from the pass now and
-        dropped (the batch fetched for the loop's ask first), before the loop's next real batch or the
-        epoch's end: the pass is consumed batch for batch as the plain loop consumes it (its length, its
-        sampler's and workers' random draws), so that the epochs after the schedule see the plain run's
-        batches. Never inside a window: between windows, untimed."""
-        owed, ep.owed = ep.owed, 0
-        while owed > 0 and not ep.exhausted:
-            owed -= 1
-            if ep.pending is not NO_BATCH:
-                ep.pending = NO_BATCH
-                continue
-            try:
-                ep.inner_next()
-            except StopIteration:  # a cached stretch ran past the end of a pass of unknown length
-                ep.exhausted = True
-                ep.short = owed + 1
-
-    def _account(self, ep: EpochState) -> None:
-        """The cached segment that just ended (or was left): its hand-outs are owed to the pass."""
-        if ep.cached_from >= 0:
-            ep.owed += ep.handed - ep.cached_from
-            ep.cached_from = -1
-
-    def closed(self, ep: EpochState, seg: Optional[Segment], count: int) -> None:
-        """The loop let go of epoch ``ep`` part-way (a break, a peek's temporary iterator, a replaced one)."""
-        ep.closed = True
-        if ep.role != _OWNER or self._state != _RUNNING or self._current() is not ep:
-            return
-        self._close_segment(ep)
-        if self._counting is not None:
-            self._counting.leave(completed=False)
-            self._counting = None
-        self._account(ep)
-        self._repay_left(ep)
-        handed, ep.handed = ep.handed, 0
-        self.steps += handed
-        if handed <= 1:  # next(iter(loader)): a peek, not an epoch; the window goes on in the next one
-            self.outcomes = self.outcomes.peek()
-        else:  # the loop left its epoch part-way (a break): its own epoch is that long
-            self._left_after = max(self._left_after or 0, handed)
-
-    def _repay_left(self, ep: EpochState) -> None:
-        """A pass the loop left part-way is repaid too (its sampler and workers drew as for the plain loop's
-        asks); what the loader raises there is not the loop's: it asked for nothing more."""
-        if ep.exhausted or self.life.exiting:
-            ep.owed = 0
-            return
-        try:
-            self._repay(ep)
-        except Exception:
-            ep.owed = 0
-
-    @property
-    def epochs_started(self) -> int:
-        """The loop's epochs since the benchmark started (1 = the first); a peek (``next(iter(loader))``,
-        an epoch that ended after at most one batch) is not one."""
-        return self._passes - self.outcomes.peeks
-
-    def failed(self, ep: EpochState, seg: Segment, error: BaseException) -> None:
-        """The loader raised inside a segment of the loop's epoch: the running window is lost."""
-        if ep.role != _OWNER or self._state != _RUNNING:
-            return
-        w = self._window
-        self._close_segment(ep)
-        if w is not None and seg.window is w:
-            self._lose(Interruption(w.spec, w.measured, f"the data loader raised {type(error).__name__}: {error}", error=True))
-
-    # --- roles --------------------------------------------------------------------------------
-
-    def _current(self) -> Optional[EpochState]:
-        return None if self._owner is None else self._owner()
-
-    def _take_role(self, ep: EpochState) -> None:
-        owner = self._current()
-        if owner is not None and owner is not ep and not owner.closed and not self._complete(owner):
-            ep.role = _SIDE
-            ep.side_from = self._progress()
-            self.outcomes = self.outcomes.side()
-            if not self._side_said and self._state == _RUNNING:
-                self._side_said = True
-                self._say(ev.SideServed(None if self._window is None else self._window.spec.label))
-            return
-        if owner is not None and owner is not ep:
-            self._let_go(owner)
-        self._own(ep)
-
-    def _own(self, ep: EpochState) -> None:
-        """``ep`` is the loop's epoch: its first batch is fetched now (the pass's start-up, measured)."""
-        ep.role = _OWNER
-        ep.side_from = -1
-        self._owner = weakref.ref(ep)
-        self._passes += 1
-        ep.index = self.epochs_started  # a peek before it ended is not counted: the epoch takes its number
-        if self._state != _RUNNING or ep.exhausted:
-            return
-        if ep.pending is NO_BATCH:
-            try:
-                ep.pending = ep.inner_next()
-            except StopIteration:
-                ep.exhausted = True
-                return
-            except BaseException as err:
-                self.failed(ep, Segment(PLAIN, window=self._window), err)
-                raise
-            if not ep.handed:  # the pass's first batch: its start-up, from the iter() that made it
-                self.runner.note_pass(ep.made, self.clock())
-        if not self.runner.counter_known:
-            self.runner.decide(ep.pending)
-
-    def _let_go(self, old: EpochState) -> None:
-        """The loop moved on from ``old`` (its epoch ended, or a new one took over): its running segment ends,
-        and its pass is repaid what cached hand-outs took."""
-        self._close_segment(old)
-        if self._counting is not None:
-            self._counting.leave(completed=False)
-            self._counting = None
-        self._account(old)
-        self._repay_left(old)
-        self.steps += old.handed
-        old.handed = 0
-        old.role = _SIDE
-        old.side_from = -1  # a stale iterator the loop advances again is served plain, never the loop's
-
-    def _side_segment(self, ep: EpochState) -> Segment:
-        """A side iterator's segment: plain batches; after :data:`LOOP_BATCHES`, if the loop's epoch did
-        not move meanwhile, this one is the loop's after all."""
-        if ep.exhausted:
-            return Segment(END)
-        if ep.side_from >= 0 and ep.handed >= LOOP_BATCHES:
-            moved = self._progress() != ep.side_from
-            ep.side_from = -1
-            owner = self._current()
-            if not moved and self._state == _RUNNING and owner is not None and owner is not ep:
-                self._let_go(owner)
-                if self._window is not None:  # it starts again here, from its first step
-                    self._window.discarded = True
-                    self._window = self._window.restarted()
-                self._own(ep)
-                return self.segment(ep)
-        if ep.side_from >= 0:
-            return Segment(PLAIN, LOOP_BATCHES - ep.handed)
-        return Segment(PLAIN)
-
-    def _progress(self) -> int:
-        """How far the loop's epoch has gone (its hand-outs, counted live inside a window's stretch)."""
-        owner = self._current()
-        if owner is None:
-            return -1
-        return self.steps + self._epoch_handed(owner)
-
-    def _epoch_handed(self, ep: EpochState) -> int:
-        """Batches ``ep`` handed out so far (live: a window's running stretch counts from its series)."""
-        w = ep.window
-        return ep.handed + (0 if w is None else w.open_count())
-
-    def _complete(self, ep: EpochState) -> bool:
-        """``ep`` ended, or handed out its pass's number of batches (it ends at the next ask)."""
-        return ep.exhausted or (ep.limit >= 0 and self._epoch_handed(ep) >= ep.limit)
-
-    # --- windows ------------------------------------------------------------------------------
-
-    def _after_segment(self, ep: EpochState) -> None:
-        """What the segment that just ended did: its cached hand-outs are owed to the pass; the FLOPs' count
-        ends; a window's stretch is settled, and a window it finished is counted."""
-        self._account(ep)
-        if self._counting is not None:
-            self._counting.leave(completed=True)
-            self._counting = None
-        w = ep.window
-        if w is None:
-            return
-        ep.window = None
-        if w.discarded or w is not self._window:
-            return
-        if w.close_segment():
-            self._window_done(w)
-
-    def _close_segment(self, ep: EpochState) -> None:
-        """``ep``'s running window stretch ends where it is (its last period is left out)."""
-        w = ep.window
-        if w is None:
-            return
-        ep.window = None
-        count = w.open_count()
-        ep.handed += count
-        if not w.discarded and w is self._window:
-            w.close_segment()
-
-    def _next_window(self, ep: EpochState) -> Optional[WindowRun]:
-        """The next window, after the IO trials that are due between windows; None: the schedule is over."""
-        while True:
-            due = self.planner.peek(self.results)
-            if due is not None and due.mode is Mode.IO:
-                self._io_block()
-                ep.queue_ready = False  # the loop's loader filled its queue meanwhile
-                continue
-            spec = self.planner.next(self.results)
-            self._notes()
-            if spec is None:
-                spec = self._next_diagnostic()
-                if isinstance(self._helper, Drainer):
-                    # The fork's copy-on-write and the new workers' start slow the first steps after it:
-                    # untimed, as after a new pass of the loop's own workers.
-                    ep.settled = False
-            if spec is None:
-                self.life.finish()
-                return None
-            ctx = self.ctx
-            ctx.out.trial_started(spec)
-            ranges = ctx.profilers.before_trial(spec, self.runner.ranges)
-            self._window = self.runner.window(spec, ctx.out, ranges)
-            return self._window
-
-    def _room(self, ep: EpochState) -> int:
-        """Steps left in ``ep``'s pass, as far as its length is known (a SYNTHETIC stretch stops there)."""
-        return ep.limit - ep.handed if ep.limit >= 0 else sys.maxsize
-
-    def _window_segment(self, ep: EpochState, w: WindowRun) -> Segment:
-        spec, runner = w.spec, self.runner
-        depth = runner.queue_depth
-        if spec.mode is Mode.FULL:
-            self._repay(ep)  # real batches from here: the pass first takes what cached hand-outs took
-            if ep.exhausted or self._room(ep) <= 0:  # the pass is at its end: the window begins in the next
-                return self._pass_rest(ep)
-            if depth > 0 and not ep.queue_ready:
-                ep.queue_ready = ep.settled = True
-                # The ready batches, fresh from the workers (a batch already held is handed out first).
-                lead = min(depth + int(ep.pending is not NO_BATCH), self._room(ep) - 2)
-                if lead > 0:  # the batches the workers hold ready, handed out untimed
-                    return Segment(PLAIN, lead)
-            room = sys.maxsize  # real batches: the window's stretch runs until the pass ends
-        else:
-            if ep.limit < 0:  # a pass of unknown length: repaid at every window, so that its end shows
-                self._repay(ep)
-                if ep.exhausted:
-                    return self._epoch_over(ep)
-            room = self._room(ep)
-            if room <= 0:  # the pass's steps are all taken: it is repaid, and ends at the next ask
-                return self._pass_rest(ep)
-            if runner.cached is NOTHING:
-                batch = self._take_real(ep)
-                if batch is NOTHING:
-                    return self._epoch_over(ep)
-                runner.keep_cached(batch)
-            w.constant_samples(runner.synthetic_samples or 0)
-            if depth > 0 and not ep.settled:
-                # A new pass started its workers: the first steps after it pay for that (the copy-on-write
-                # of the training process's memory after the fork, the workers' start): untimed here.
-                ep.settled = True
-                settle = min(depth, room - 2)
-                if settle > 0:
-                    return Segment(CACHED, settle, batch=runner.cached)
-            if runner.count_due(spec) and room >= 3:
-                ep.queue_ready = False
-                if not self._primed:
-                    # One untimed step on the cached batch first: a loop that fetches one batch ahead runs the
-                    # step on the batch before the counted hand-out, and at an epoch's first batch none.
-                    self._primed = True
-                    return Segment(CACHED, 1, batch=runner.cached)
-                self._primed = False
-                self._counting = runner.start_count(spec)
-                return Segment(CACHED, 1, batch=runner.cached)
-        quota = w.quota(ep.handed)
-        steps = min(quota, room)
-        if steps <= 0:
-            return self._pass_rest(ep)
-        resume = w.started
-        w.started = True
-        if isinstance(w.args.ranges, TorchRanges):  # the profiled warm-up: its trace names the steps this stretch holds
-            w.args.ranges.stretch(w.stamps.done, min(steps, self._room(ep)))
-        w.open_segment(ep.index, ep.handed, steps)
-        ep.window = w
-        if spec.mode is Mode.SYNTHETIC:
-            ep.queue_ready = False  # the workers fill their queue while cached batches are handed out
-        kind = SYNTHETIC if spec.mode is Mode.SYNTHETIC else FULL
-        batch = runner.cached if kind == SYNTHETIC else None
-        if w.args.ranges is not None and not ep.annotated:  # the running variant pushes no ranges
-            one = Segment(kind, steps, w, batch, finishes=steps == quota, resume=resume)
-            delegate = epoch_loop(EpochArgs(ep, _Side(self, one), self.clock), self._counter(), True, nvtx=True)
-            return Segment(kind, steps, w, batch, steps == quota, resume, delegate=delegate)
-        return Segment(kind, steps, w, batch, finishes=steps == quota, resume=resume)
-
-    def _pass_rest(self, ep: EpochState) -> Segment:
-        """The window cannot go on in this epoch (its pass's known length is reached): the pass is repaid,
-        and what it still holds (nothing, where its length was right) is handed out plain and counted."""
-        self._repay(ep)
-        if ep.exhausted:
-            return self._epoch_over(ep)
-        return Segment(PLAIN, sys.maxsize)
-
-    def _take_real(self, ep: EpochState) -> Any:
-        """A real batch of ``ep`` for the cached one (the pending batch, else the next; one batch of the pass,
-        so one hand-out fewer is owed to it); NOTHING at its end."""
-        batch, ep.pending = ep.pending, NO_BATCH
-        if batch is NO_BATCH:
-            try:
-                batch = ep.inner_next()
-            except StopIteration:
-                ep.exhausted = True
-                return NOTHING
-        ep.owed -= 1
-        return batch
-
-    # --- the diagnostic windows (after the counted ones) -------------------------------------------
-
-    def _next_diagnostic(self) -> Optional[TrialSpec]:
-        """The next diagnostic window (its helper started beside it), or None when none is left."""
-        plan = self.schedule.plan(Mode.SYNTHETIC)
-        while self._diagnostics and plan is not None:
-            name = self._diagnostics.pop(0)
-            self.diagnosing = True
-            spec = TrialSpec(Mode.SYNTHETIC, 1, False, self.schedule.diagnostic_steps, variant=name)
-            try:
-                self._helper = self._start_helper(name)
-            except Exception as err:  # a loader or hooks that cannot start: only this diagnosis is lost
-                self._helper = None
-                self._skip_diagnostic(f"{spec.label}: could not start ({type(err).__name__}: {err})")
-                continue
-            if self._helper is None:
-                continue
-            return spec
+    def next_work(self) -> Optional[Work]:
+        """The loop's next window (or the FLOPs' count); None once the schedule is over."""
+        action, self._action = self._action, None
+        if isinstance(action, m.OpenWindow):
+            return self._window(action.spec)
+        if isinstance(action, m.RunExtra) and action.extra is Extra.FLOPS:
+            return FlopsWork()
+        if isinstance(action, m.RunExtra) and action.spec is not None:
+            side = WINDOWS[action.extra]
+            helper, self.results = side.start(self._env(), self.results)
+            if helper is None:
+                self._feed(m.ExtraEnded(action.extra))
+                return self.next_work()
+            self._side = (action.extra, helper)
+            self.loop.settle = action.extra is Extra.CONTENTION  # the fork's copy-on-write: first steps untimed
+            return self._window(action.spec)
         return None
 
-    def _start_helper(self, name: str) -> Any:
-        if name == "PARTS":
-            hooks = StepHooks()
-            hooks.install()
-            return hooks
-        if not self._workers:
-            self._skip_diagnostic("CONTENTION_1: no loader workers (the loading runs on the training thread, in FULL only)")
-            return None
-        drainer = Drainer(self.runner.own.fresh)  # a forked process's pass: its random draws are its own
-        drainer.start()
-        drainer.wait_running(2 * max(1, self.runner.queue_depth) + 1)  # past the workers' first prefetching
-        return drainer
-
-    def _stop_helper(self) -> Any:
-        helper, self._helper = self._helper, None
-        if isinstance(helper, StepHooks):
-            helper.remove()
-        elif isinstance(helper, Drainer):
-            helper.stop()
-        return helper
-
-    def _skip_diagnostic(self, why: str) -> None:
-        self.results = self.results.changed(diagnostics_skipped=(*self.results.diagnostics_skipped, why))
-
-    def _diagnostic_done(self, w: WindowRun) -> None:
-        """A diagnostic window measured its periods: its figures recorded (never counted in a mode)."""
-        self._window = None
-        owner = self._current()
-        if owner is not None:
-            owner.queue_ready = False
-        helper = self._stop_helper()
-        result = self.runner.with_system(w.result())
-        steps = len(result.step_seconds)
-        period = result.own_seconds / steps if steps else 0.0
-        if isinstance(helper, StepHooks):
-            t = helper.times
-            parts = StepParts.from_times(
-                result.label, period, steps, t.seconds, t.forward, t.backward, t.optimizer, (t.forwards, t.backwards, t.steps)
-            )
-            self.results = self.results.changed(parts=parts)
-        elif isinstance(helper, Drainer):
-            # The median step: a loader flat out gives the step bursts of waits for a core, which its mean
-            # over a short window overstates.
-            median = result.median_period or period
-            run = ContentionRun(result.label, median, steps, helper.batches, helper.seconds, helper.ended)
-            self.results = self.results.changed(contention=run)
-        self.results = self.results.changed(diagnostics=(*self.results.diagnostics, folded(result)))
-        self.sink.trial(result)
-        if not self._diagnostics:
-            self.life.finish()
-
-    def _window_done(self, w: WindowRun) -> None:
-        """A window measured its periods: its result counts (exchanged with the other ranks)."""
-        if w.spec.variant in DIAGNOSTIC_WINDOWS:
-            self._diagnostic_done(w)
-            return
-        self._window = None
-        owner = self._current()
-        if owner is not None:
-            owner.queue_ready = False  # the workers refill their queue while benchy reports (a lead-in follows)
-        if self.runner.lookahead is None and w.spec.mode is Mode.SYNTHETIC:
+    def window_done(self, w: WindowRun) -> None:
+        """A window measured its periods: a side window's figures recorded; a trial counted."""
+        result = self.runner.finish(w.result()) if not w.spec.variant else self.runner.with_system(w.result())
+        if self.runner.lookahead is None and w.spec.mode is Mode.SYNTHETIC and not w.spec.variant:
             self.runner.lookahead = w.fetches_ahead()
             if self.runner.lookahead:
                 self._say(ev.LookaheadFound())
-        result = w.result()
-        result = self.runner.finish(result)
-        if self.results.flops is None:
-            self.results = self.results.changed(flops=self.runner.flops(final=False))
+        if self._side is not None:
+            extra, helper = self._side
+            self._side = None
+            self.results = WINDOWS[extra].finish(self._env(), helper, result, self.results)
+            self.results = self.results.changed(diagnostics=(*self.results.diagnostics, folded(result)))
+            self.sink.trial(result)
+            self._feed(m.ExtraEnded(extra))
+            return
+        period = result.median_period
+        self._full = (self.clock(), period) if w.spec.mode is Mode.FULL and period else None
         self._count(result)
 
-    def _count(self, result: TrialResult, checkpoint: bool = True) -> None:
-        """A scheduled trial that counted: exchanged with the other ranks, recorded, said; then the next."""
-        plan = self.schedule.plan(result.mode)
-        auto_warmup = result.spec.warmup and plan is not None and plan.nwarmup is None
-        ctx = self.ctx
-        try:
-            change = self.planner.warmup_change(result) if auto_warmup else None
-            result, change = combine(ctx.comm, result, change, self.config.general.dist_rank_lists)
-        except DistributedError:
-            self.life.exchange_failed(result.spec)
-            raise
-        self.results = self.results.add_trial(result)
-        self.outcomes = self.outcomes.count()
-        if auto_warmup:
-            self.planner.record_warmup(result.mode, change)
-        self._profiler_after(result.spec)
-        ctx.sink.trial(result)
-        if result.mode is not Mode.IO:
-            self.planner.new_boundary()
-            over = self.planner.peek(self.results, fresh=False) is None
-            self._notes()
-            if over and not self._diagnostics:
-                self.life.finish()
-                return
-        self._notes()
-        if checkpoint:
-            ctx.sink.checkpoint(self.snapshot())
+    def flops_done(self, work: FlopsWork, completed: bool) -> None:
+        self.results = self.results.changed(flops=self.runner.flops(final=False))
+        self._feed(m.ExtraEnded(Extra.FLOPS))
 
-    def _lose(self, item: Interruption) -> None:
-        """A trial that did not count: recorded and said (never raises); a diagnostic window's loss costs only its
-        diagnosis (said in the results, not counted as a lost trial)."""
-        if self._window is not None and self._window.spec == item.spec:
-            self._window.discarded = True
-            self._window = None
+    def lose(self, item: Interruption) -> None:
+        """A trial that did not count: recorded and said (never raises); a side window's loss costs only its figures."""
+        if self.loop.window is not None and self.loop.window.spec == item.spec:
+            self.loop.discard()
         self.runner.sampler.stop()
-        if item.spec.variant in DIAGNOSTIC_WINDOWS:
-            self._stop_helper()
-            self._skip_diagnostic(f"{item.spec.label}: {item.reason}")
+        if self._side is not None and item.spec.variant == self._side[0].value:
+            self._stop_side(f"{item.spec.label}: {item.reason}")
+            self._feed(m.ExtraEnded(Extra(item.spec.variant)))
             return
-        self.outcomes = self.outcomes.lose(item)
+        self.interrupt(item)
         try:
             self._profiler_after(item.spec)
             self._say(ev.TrialLost(item))
             self.sink.checkpoint(self.snapshot())
         except Exception:  # during interpreter shutdown stdout may be gone
             pass
+        if self.running and item.spec.mode is not Mode.IO:
+            self._feed(m.Lost(item.spec, self._room()))
 
-    # --- benchy's own passes ------------------------------------------------------------------
+    def side_served(self) -> None:
+        self.outcomes = self.outcomes.side()
+        if not self._side_said and self.running:
+            self._side_said = True
+            w = self.loop.window
+            self._say(ev.SideServed(None if w is None else w.spec.label))
 
-    def _io_block(self, first: bool = False) -> None:
-        """The IO trials due now, on a pass of benchy's own, hidden from the loop, with the user's random
-        streams kept; at the first, the sweep before them and IO_H2D and the stage trials after."""
-        runner, ctx = self.runner, self.ctx
-        with kept(self._loader.generators()):
-            try:
-                if first:
-                    applied = run_sweep(self.config, self._loader.sweeper, runner, ctx.sink, self, self._loader.batch_size)
-                    if applied is not None:
-                        self._workers = applied.num_workers
-                        runner.queue_depth = queue_depth(applied.num_workers, applied.prefetch_factor)
-                ran = False
-                while True:
-                    spec = self.planner.peek(self.results)
-                    if spec is None or spec.mode is not Mode.IO:
-                        break
-                    self.planner.issue(spec)
-                    self._notes()
-                    # Every IO trial starts with the batches the workers hold ready taken, untimed: the state
-                    # of a plain loop that drains the loader as fast as it can (its queue is empty). Between
-                    # IO trials benchy builds results and writes lines, and the workers fill their queue.
-                    if ran or not first:
-                        runner.drain()
-                    ran = True
-                    self._io_trial(spec)
-                if first and ran:
-                    run_h2d(self.config, self._h2d_copy, runner, ctx.sink, self, self._running)
-                    run_stages(self.config, self._loader.instrument, runner, ctx.sink, self, self._running, self._loader.kind)
-            finally:
-                runner.close_own()
-        self._notes()
-        ctx.sink.checkpoint(self.snapshot())
+    def peeked(self) -> None:
+        self.outcomes = self.outcomes.peek()
 
-    def run_checks(self) -> None:
-        """At the schedule's end, before the summary: the what-if model's emulated-step trials, on a pass of
-        benchy's own with the user's random streams kept (``side_trials.run_emulated``)."""
-        runner, ctx = self.runner, self.ctx
-        with kept(self._loader.generators()):
-            try:
-                run_emulated(self.config, runner, ctx.sink, self, self._running, self._workers)
-            except Exception as err:  # the check costs only itself: the summary still comes
-                self.hidden = None
-                why = f"the emulated-step trials raised {type(err).__name__}: {err}"
-                self.results = self.results.changed(emulated_skipped=why)
-                self._say(ev.EmulatedSkipped(why))
-            finally:
-                runner.close_own()
+    # --- what the endings call ---------------------------------------------------------------------
 
-    def _io_trial(self, spec: TrialSpec) -> None:
-        ctx = self.ctx
-        ctx.out.trial_started(spec)
-        ranges = ctx.profilers.before_trial(spec, self.runner.ranges)
-        self.hidden = spec
+    def stop(self, why: str) -> None:
+        """The benchmark is over, whichever way: no window runs from here on; a running side window is cut short (``why``)."""
+        self._state = State.DONE
+        self.record.finished = True
+        work = self.loop.discard()
+        if self._side is not None and isinstance(work, WindowRun):
+            self._stop_side(f"{work.spec.label}: {why}")
+
+    def interrupt(self, item: Interruption) -> None:
+        """A trial that did not count, recorded (the endings say why)."""
+        self.outcomes = self.outcomes.lose(item)
+
+    def signalled(self, name: str, failed: Tuple[Any, ...]) -> None:
+        self.outcomes = self.outcomes.signalled(name).with_failed(failed)
+
+    def failed_ranks(self, failed: Tuple[Any, ...]) -> None:
+        self.outcomes = self.outcomes.with_failed(failed)
+
+    def set_advised(self, status: int) -> None:
+        self.advised = self.record.advised = status
+
+    def finish_results(self, final: bool) -> None:
+        """The benchmark is over: the FLOPs' count or why there is none; benchy's own pass and cached batch let go."""
+        if self.results.flops is None:
+            reached = self.machine.decided_phase and Extra.FLOPS in self.machine.skipped
+            self.results = self.results.changed(flops=self.runner.flops(final=final, reached=reached))
         try:
-            result = self.runner.io(spec, ctx.out, ranges)
-        except BaseException as err:
-            self.hidden = None
-            self._lose(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}", error=True))
-            raise
-        self.hidden = None
-        # No JSON between IO trials: a pause there lets loader workers fill their queue.
-        self._count(self.runner.finish(result), checkpoint=False)
+            self.runner.close()
+        except Exception:  # a worker already gone
+            pass
 
-    def _running(self, spec: Optional[TrialSpec]) -> None:
-        self.hidden = spec
+    def progress(self, raised: Optional[str], failed: Optional[Interruption], running: Optional[str]) -> Progress:
+        """How far the loop got, against what a decision would likely take and the schedule's bound."""
+        per, steps, depth = self.loop.loop_epoch(), self.loop.steps_taken(), self.runner.queue_depth
+        bound = self.steps_needed()
+        epochs = self.epochs_needed()
+        if epochs is not None and per is not None and epochs <= self.loop.epochs_started:
+            # The estimate fell short of this very run: count the epochs the steps still missing take.
+            epochs = self.loop.epochs_started + -(-max(1, bound - steps) // per)
+        likely = self._likely_more()
+        likely_epochs = None
+        if likely is not None and epochs is not None and per is not None:
+            likely_epochs = max(self.loop.epochs_started + 1, m.epochs_for(steps + likely, per, self.loop.start_at) or 0)
+        fits = None
+        if not self.schedule.stops_early and (epochs is not None or per is None):
+            fits = m.nbatches_to_fit(self.schedule, steps, depth, per)
+        record = self.record
+        again = sum(
+            1 for r in self.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
+        )
+        return Progress(
+            self.loop.epochs_started, steps, bound, per, epochs, record.where, again, failed, raised, running,
+            left_early=self.loop.left_early, min_steps=m.min_epoch_steps(depth), queue_depth=depth, fits=fits,
+            likely=likely, likely_epochs=likely_epochs,
+        )  # fmt: skip
 
-    # --- set-up -------------------------------------------------------------------------------
+    def _likely_more(self) -> Optional[int]:
+        """The loop's steps a decision would likely still take (None: the sides are too close to tell in the
+        schedule's bound), from the trials so far (:func:`~benchy.core.verdict.trials_to_decide`)."""
+        io, syn = ([t.throughput for t in self.results.measured(mode)] for mode in (Mode.IO, Mode.SYNTHETIC))
+        if len(io) >= 2 and len(syn) >= 2:
+            more = trials_to_decide(io, syn, self.schedule.decision_confidence, self.schedule.plans[0].max_trials)
+            if more is None:
+                return None
+        else:
+            more = max(1, 3 - len(syn))  # a gap of 2x or more decides with about three trials a side
+        state, steps = self.machine, 0
+        for mode in (Mode.SYNTHETIC, Mode.FULL):
+            plan = self.schedule.plan(mode)
+            if plan is None:
+                continue
+            start = state.windows(mode)
+            warm = 1 if state.issued(mode) == 0 and mode not in state.warm else 0
+            steps += sum(plan.length(start + i) for i in range(more + warm))
+            if mode is Mode.FULL:
+                steps += (more + warm) * self.runner.queue_depth
+        return max(1, steps)
 
-    def _epoch(self, inner: Iterator[Any], made: float, handed: int = 0) -> Iterator[Any]:
-        """An epoch of the loop over ``inner`` (made at ``made``), the wrapper kept alive while it is out."""
-        try:
-            length = self._loader.length()
-        except Exception:
-            length = None
-        self._length = length
-        limit = length if length is not None else self._pass_length()
-        ep = EpochState(inner, -1 if limit is None else limit, made, self.runner.ranges is not None)
-        ep.handed = handed
-        ep.settled = handed > 0  # a pass adopted part-way (benchy run) started its workers long ago
-        if not self.runner.counter_known:
-            # No IO trial ran: the count is decided from this pass's first batch, fetched now.
-            ep.role = _UNDECIDED
-            self._take_role(ep)
-        ep.holder = self._loader.owner()
-        return epoch_loop(EpochArgs(ep, self, self.clock), self._counter(), self.config.general.report_freq > 0)
+    def not_run(self) -> Tuple[TrialSpec, ...]:
+        """With fixed counts, the planned windows that were not issued (an ``auto`` plan names no trials it might have
+        run: the warning says what a decision would likely take)."""
+        if self.schedule.stops_early:
+            return ()
+        state = self.machine
+        planned = [a.spec for a, _ in m.longest_run(self.schedule, self.runner.queue_depth) if isinstance(a, m.OpenWindow)]
+        return tuple(spec for spec in planned if spec.index > state.issued(spec.mode, warmup=spec.warmup))
 
-    def _pass_length(self) -> Optional[int]:
-        """A loader without ``len()``: its passes' length as seen (the shortest of the loop's whole passes and
-        of those benchy's own IO trials ran through), so that a SYNTHETIC stretch stops at it; None: unknown."""
-        seen = self.runner.pass_lengths + ([] if self._seen is None else [self._seen])
-        return min(seen) if seen else None
+    def running_trial(self) -> Tuple[Optional[TrialSpec], int]:
+        """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""
+        if self.hidden is not None:
+            return self.hidden, 0
+        w = self.loop.window
+        if w is None:
+            return None, 0
+        return w.spec, max(0, w.measured + max(0, w.open_count() - 1))
 
-    def _counter(self) -> Optional[Callable[[Any], int]]:
-        return self.runner.counter() if self.runner.counter_known else None
+    # --- the machine ----------------------------------------------------------------------------
 
-    def _become_plain(self) -> Iterator[Any]:
-        self._state = _PLAIN
-        owner = self._registry.owner
-        where = self._record.where
-        if global_rank() == 0 and where not in self._registry.noted:  # once per creation site
-            self._registry.noted.add(where)
-            running = f"{owner.kind} created at {owner.where}" if owner is not None else None
-            self._say(ev.LoaderPlain(self._record.kind, where, running, owner is not None and owner.where == where))
-        return iter(self._loader.make_iterator())
-
-    def _start(self) -> None:
-        """The benchmark starts (at the first ``iter()``, every rank together): the run's context, the
-        schedule check across ranks, the start-up lines, then the IO trials before the loop's first batch."""
-        self._state = _RUNNING
+    def _begin(self) -> None:
+        """The benchmark begins (at the first ``iter()``, every rank together): the run's context, the plan's check
+        across ranks, the start-up lines, the sweep, then the machine's first actions (IO trials, hidden)."""
+        self._state = State.RUNNING
         try:
             ctx = self._ctx = RunContext.start(
                 self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
@@ -979,61 +448,177 @@ class Session:
             if ctx.world > 1:
                 agree(ctx.comm, self.schedule.fingerprint(), self.config.general.dist_rank_lists)
         except DistributedError:
-            self._state = _DONE
-            self._record.finished = True
+            self._state = State.DONE
+            self.record.finished = True
             raise
-        self.runner.world = ctx.world
-        self.runner.barrier = ctx.barrier
-        self.runner.ranges = ctx.ranges
-        try:
-            self._length = self._loader.length()
-        except Exception:
-            self._length = None
+        self.runner.world, self.runner.barrier, self.runner.ranges = ctx.world, ctx.barrier, ctx.ranges
+        self.loop.read_length()
+        if self.schedule.horizon is None and self.config.general.loop_steps == "auto" and self.schedule.window_plans:
+            found = loop_horizon()
+            if found is not None:  # from now: the schedule's count is from the loop's first batch
+                self.schedule = self.schedule.with_horizon(found + self.loop.start_at)
+                self.machine = m.start(self.schedule)
         ctx.sink.clean_stale()
-        ctx.sink.started(
-            self.schedule,
-            self.config,
-            f"{self._record.kind} created at {self._record.where}",
-            ctx.ranges is not None,
-            self.steps_needed(),
-            self._length,
-            self.epochs_needed(),
-            self.min_epoch_steps(),
-        )
+        ctx.sink.started(self.schedule, self.config, self.snapshot(), ctx.ranges is not None, self.runner.queue_depth)
         self.life.install()
-        self.planner.new_boundary()
-        first = self.planner.peek(self.results)
-        if first is not None and first.mode is Mode.IO:
-            self._io_block(first=True)
-        if self.planner.peek(self.results) is None:
+        with kept(self._loader.generators()):
+            try:
+                self.results = sweep_side.run(self._env(), self.results)
+            finally:
+                self.runner.close_own()
+        if self.results.sweep_applied is not None:
+            self._workers = self.results.sweep_applied.num_workers
+            self.runner.queue_depth = queue_depth(self._workers, self.results.sweep_applied.prefetch_factor)
+        self._feed(m.Begin(self.runner.queue_depth, self._room()))
+
+    def _room(self) -> Optional[int]:
+        horizon = self.schedule.horizon
+        return None if horizon is None else max(0, horizon - self.loop.start_at - self.loop.steps_taken())
+
+    def _feed(self, event: m.Event) -> None:
+        """``event`` to the machine; its hidden actions carried out now (on benchy's own pass), until one for the
+        loop (kept for :meth:`next_work`) or the end."""
+        self.machine, (action,) = m.transition(self.machine, event)
+        self._notes()
+        if self.stopped_at is None and self.machine.stop is not None:
+            self.stopped_at = self.loop.steps_taken()
+        ran = False
+        with contextlib.ExitStack() as stack:
+            while isinstance(action, m.RunIO) or (isinstance(action, m.RunExtra) and action.extra in HIDDEN):
+                if not ran:  # one pass of benchy's own for the lot, the user's random streams kept through it
+                    ran, self._full = True, None
+                    stack.enter_context(kept(self._loader.generators()))
+                    stack.callback(self.runner.close_own)
+                if isinstance(action, m.RunIO):
+                    first = self.machine.issued(Mode.IO) + self.machine.issued(Mode.IO, warmup=True) == 1
+                    event = self._io_trial(action.spec, first)
+                else:
+                    event = self._hidden_side(action.extra)
+                self.machine, (action,) = m.transition(self.machine, event)
+                self._notes()
+        if ran:
+            self.sink.checkpoint(self.snapshot())
+        if isinstance(action, m.Finish):
             self.life.finish()
+        else:
+            self._action = action
+
+    def _io_trial(self, spec: TrialSpec, first: bool) -> m.Event:
+        """One IO trial on benchy's own pass. Every IO trial but the first starts with the batches the workers
+        hold ready taken, untimed: the state of a plain loop that drains the loader as fast as it can."""
+        ctx = self.ctx
+        if not first:
+            self.runner.drain()
+        ctx.out.trial_started(spec)
+        ranges = ctx.profilers.before_trial(spec, self.runner.ranges)
+        self.hidden = spec
+        try:
+            result = self.runner.io(spec, ctx.out, ranges)
+        except BaseException as err:
+            self.hidden = None
+            self.lose(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}", error=True))
+            raise
+        self.hidden = None
+        return self._count(self.runner.finish(result), feed=False)
+
+    def _hidden_side(self, extra: Extra) -> m.Event:
+        """A hidden extra; one that raises costs only itself (said, and recorded as skipped)."""
+        try:
+            self.results = HIDDEN[extra](self._env(), self.results)
+        except Exception as err:
+            self.hidden = None
+            why = f"{extra.value}: raised {type(err).__name__}: {err}"
+            self.results = self.results.changed(diagnostics_skipped=(*self.results.diagnostics_skipped, why))
+            self._say(ev.SideFailed(extra.value, why))
+        return m.ExtraEnded(extra, self._room())
+
+    def _window(self, spec: TrialSpec) -> WindowRun:
+        ctx = self.ctx
+        ctx.out.trial_started(spec)
+        ranges = ctx.profilers.before_trial(spec, self.runner.ranges)
+        w = self.runner.window(spec, ctx.out, ranges)
+        w.sound_first = self.runner.lookahead is False
+        last, self._full = self._full, None
+        w.lead_in = not (last is not None and spec.mode is Mode.FULL and self.clock() - last[0] < PAUSE_SHARE * last[1])
+        return w
+
+    def _count(self, result: TrialResult, feed: bool = True) -> m.Event:
+        """A scheduled trial that counted: exchanged with the other ranks, recorded, said; then the machine hears it."""
+        plan = self.schedule.plan(result.mode)
+        auto_warmup = result.spec.warmup and not result.spec.profiled and plan is not None and plan.nwarmup is None
+        ctx = self.ctx
+        try:
+            change = self._warmup_change(result) if auto_warmup else None
+            result, change = combine(ctx.comm, result, change, self.config.general.dist_rank_lists)
+        except DistributedError:
+            self.life.exchange_failed(result.spec)
+            raise
+        self.results = self.results.add_trial(result)
+        self.outcomes = self.outcomes.count()
+        self._profiler_after(result.spec)
+        ctx.sink.trial(result)
+        event = m.Counted(result.spec, change, m.judge(self.results, self.schedule), self._room())
+        if feed:
+            self.sink.checkpoint(self.snapshot())
+            self._feed(event)
+        return event
+
+    def _warmup_change(self, result: TrialResult) -> Optional[float]:
+        """How much this mode's step time still changes over its latest warm-up steps (no more kept than it reads)."""
+        new = result.step_seconds
+        periods = self._warm.get(result.mode, array("d")) + new
+        self._warm[result.mode] = periods[-max(10, len(new)) :]
+        return m.warmup_change(periods, len(new) // 2)
+
+    def _stop_side(self, why: str) -> None:
+        side, self._side = self._side, None
+        if side is not None:
+            extra, helper = side
+            WINDOWS[extra].stop(helper)
+            self.results = self.results.changed(diagnostics_skipped=(*self.results.diagnostics_skipped, why))
+
+    def _env(self) -> SideEnv:
+        return SideEnv(self.config, self.runner, self.sink, self._loader, self._workers, self._running, self._h2d_copy)
+
+    def _running(self, spec: Optional[TrialSpec]) -> None:
+        self.hidden = spec
+
+    def _become_plain(self) -> Iterator[Any]:
+        self._state = State.PLAIN
+        owner = self.registry.owner
+        where = self.record.where
+        if self.ctx.rank == 0 and where not in self.registry.noted:  # once per creation site
+            self.registry.noted.add(where)
+            running = f"{owner.kind} created at {owner.where}" if owner is not None else None
+            self._say(ev.LoaderPlain(self.record.kind, where, running, owner is not None and owner.where == where))
+        return iter(self._loader.make_iterator())
 
     def _startup(self) -> Optional[Startup]:
         """The loader's start-up per pass, against an ordinary batch (IO) and an ordinary FULL step."""
         medians = [t.median_period for t in self.results.trials if t.mode is Mode.IO and t.median_period is not None]
-        batch = float(statistics.median(medians)) if medians else None
         full = [t.median_period for t in self.results.measured(Mode.FULL) if t.median_period is not None]
-        per_batch = float(statistics.median(full)) if full else None
         return startup(
             self.runner.startups,
             workers=self._workers,
             persistent=self._loader.persistent,
-            epoch_batches=self._length,
-            batch_seconds=batch,
-            full_batch_seconds=per_batch,
+            epoch_batches=self.loop.length,
+            batch_seconds=float(statistics.median(medians)) if medians else None,
+            full_batch_seconds=float(statistics.median(full)) if full else None,
             started=[self.runner.unix(t) for t in self.runner.pass_starts],
         )
 
     def _profiler_after(self, spec: TrialSpec) -> None:
-        profilers = self.ctx.profilers
-        more = any(self.planner.may_run(m, self.results) for m in profilers.kinds)
-        for event in profilers.after_trial(spec, more):
+        more = any(self.machine.may_run(mode) for mode in self.ctx.profilers.kinds)
+        for event in self.ctx.profilers.after_trial(spec, more):
             self._say(event)
 
     def _notes(self) -> None:
-        """What the planner decided (warm-ups steady, why the trials stopped), said once each."""
-        while self.planner.events:
-            self._say(self.planner.events.pop(0))
+        """What the machine noted (a warm-up ended, measuring stopped), said once each."""
+        notes = self.machine.notes
+        if notes:
+            self.machine = dataclasses.replace(self.machine, notes=())
+            for note in notes:
+                self._say(note)
 
-    def _say(self, event: ev.Event) -> None:
+    def _say(self, event: Any) -> None:
         self.sink.say(event)

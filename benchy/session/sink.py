@@ -19,62 +19,86 @@ tool that owns it does (``benchy run``, ``benchy check``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from typing import Any, Callable, Dict, List, Optional
 
+from ..core import machine as m
 from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, EXIT_MISSING_MODE
 from ..core.outcomes import FailedRank, Interruption
 from ..core.results import RunResults, Snapshot, TrialResult
-from ..core.schedule import Mode, Schedule
+from ..core.schedule import Mode, ModePlan, Schedule
 from ..core.verdict import MoreTrials, Reading, read
 from ..measure.environment import environment
 from ..results import lines, steps
 from ..results.files import remove_stale_temporaries, write_json_atomic
-from ..results.schema import result_document
+from ..results.schema import result_document, stop_words
 from ..results.summary import summary_lines, sweep_table
 from . import events as ev
 from .console import Output
 
-__all__ = ["EXIT_MISSING_MODE", "Progress", "ResultSink"]
+__all__ = ["EXIT_MISSING_MODE", "Progress", "ResultSink", "describe"]
 
 
+@dataclasses.dataclass(frozen=True)
 class Progress:
-    """How far the loop got when the script ended before the schedule did (for :meth:`ResultSink.stopped_early`).
+    """How far the loop got when the script ended before the verdict was decided (for
+    :meth:`ResultSink.stopped_early`).
 
-    ``epoch_length``: the loop's own epoch (the loader's length, or the most steps the loop took of an epoch
-    it left part-way: ``left_early``); ``epochs_needed``: the epochs of that length the schedule takes in all
-    (None: unknown, or too short); ``min_steps``: the fewest steps an epoch must run to hold a window;
-    ``fits``: the longest windows (``nbatches``) that fit the schedule into the steps this run took."""
+    ``steps_needed``: the schedule's steps at the most; ``epoch_length``: the loop's own epoch (the loader's
+    length, or the most steps the loop took of an epoch it left part-way: ``left_early``); ``epochs_needed``: the
+    epochs of that length the schedule takes at the most (None: unknown, or too short); ``likely``: the further
+    steps a decision would likely take (None: the sides are too close to tell within the bound), and
+    ``likely_epochs`` the epochs in all that makes; ``min_steps``: the fewest steps an epoch must run to hold a
+    window; ``fits``: with fixed counts, the longest windows (``nbatches``) that fit the steps this run took."""
 
-    def __init__(
-        self,
-        epochs: int,
-        steps: int,
-        steps_needed: int,
-        epoch_length: Optional[int],
-        epochs_needed: Optional[int],
-        where: str,
-        rebuilt: int,
-        failed: Optional[Interruption],
-        raised: Optional[str],
-        running: Optional[str],
-        *,
-        left_early: bool = False,
-        min_steps: int = 3,
-        queue_depth: int = 0,
-        fits: Optional[int] = None,
-    ) -> None:
-        self.epochs, self.steps, self.steps_needed = epochs, steps, steps_needed
-        self.epoch_length, self.epochs_needed = epoch_length, epochs_needed
-        self.where, self.rebuilt, self.failed, self.raised, self.running = where, rebuilt, failed, raised, running
-        self.left_early, self.min_steps, self.queue_depth, self.fits = left_early, min_steps, queue_depth, fits
+    epochs: int
+    steps: int
+    steps_needed: int
+    epoch_length: Optional[int]
+    epochs_needed: Optional[int]
+    where: str
+    rebuilt: int
+    failed: Optional[Interruption]
+    raised: Optional[str]
+    running: Optional[str]
+    left_early: bool = False
+    min_steps: int = 3
+    queue_depth: int = 0
+    fits: Optional[int] = None
+    likely: Optional[int] = None
+    likely_epochs: Optional[int] = None
 
     @property
     def too_short(self) -> bool:
         """The loop's epochs are too short to hold a window: no number of them finishes the schedule."""
         return self.epoch_length is not None and self.epoch_length < self.min_steps
+
+
+# A warm-up's rise in step time up to this share is said as information, beyond it as a warning.
+NOISY_RISE = 0.25
+
+
+def _plan_text(p: ModePlan) -> str:
+    warm = f"{p.nwarmup} warm-up" if p.nwarmup is not None else f"warm-ups until steady (1 to {p.max_warmup})"
+    profiled = " + 1 profiled warm-up" if p.profiled else ""
+    hidden = " on passes of its own" if p.mode is Mode.IO else ""
+    if p.ntrials is not None:
+        return f"{p.mode.value} {warm}{profiled} + {p.ntrials} x {p.nbatches} batches{hidden}"
+    first = p.length(0)
+    size = f"{first} growing to {p.nbatches}" if first < p.nbatches else f"{p.nbatches}"
+    return f"{p.mode.value} {warm}{profiled} + {p.fewest_trials} to {p.max_trials} trials of {size} batches{hidden}"
+
+
+def describe(schedule: Schedule) -> str:
+    """The plan in one line, e.g. ``IO warm-ups until steady (1 to 4) + 2 to 8 trials of 8 growing to 50 batches on
+    passes of its own; ...; then the extras: FLOPS, STAGES, ...``."""
+    text = "; ".join(_plan_text(p) for p in schedule.plans)
+    if schedule.extras:
+        text += f"; then the extras, most useful first: {', '.join(e.value for e in schedule.extras)}"
+    return text
 
 
 def _ranks_text(failed: Any) -> str:
@@ -181,7 +205,7 @@ class ResultSink:
                 f"exit_after_tests: benchy does not end this process, a {event.host} ({event.host.split()[0]} "
                 f"would report the training as failed); the training goes on with the plain loader."
             )
-        elif isinstance(event, ev.WarmupDone):
+        elif isinstance(event, m.WarmupEnded):
             what = "n/a" if event.change is None else f"{100.0 * event.change:+.1f} %"
             mode = event.mode.value
             if event.steady:
@@ -189,6 +213,13 @@ class ResultSink:
                     f"{mode} warm-up: steady after {event.done} warm-up trial(s) (median step time of the last "
                     f"steps {what} against the steps before, within {100 * event.tolerance:g} %; warm-up goes on "
                     f"while it falls by more)."
+                )
+            elif event.change is not None and event.tolerance < event.change <= NOISY_RISE:
+                self.info(
+                    f"{mode} warm-up: over after {event.done} warm-up trial(s): the median step time of the last "
+                    f"steps moved {what} against the steps before (noise in a short window, or a step that gets "
+                    f"slower: more warm-up would not cure it); measuring begins, and the trials' intervals carry "
+                    f"the variation."
                 )
             elif event.change is not None and event.change > event.tolerance:
                 self.warning(
@@ -203,8 +234,16 @@ class ResultSink:
                     f"step time still changed {what}); measuring anyway: its first trials may be slower than "
                     f"later ones. Raise global.auto_max_warmup or nbatches."
                 )
-        elif isinstance(event, ev.ScheduleStopped):
-            self.info(f"Schedule: done after {event.counts}: {event.reason}.")
+        elif isinstance(event, m.Stopped):
+            counts = ", ".join(f"{mode.value} {w} warm-up + {t}" for mode, w, t in event.counts)
+            s = self.schedule
+            capped = [mode.value for mode in event.capped]
+            most = s.plans[0].max_trials if s.plans else None
+            why = stop_words(event.stop.value, s.decision_confidence, s.precision, s.horizon, capped, most)
+            self.info(f"Schedule: done after {counts}: {why}.")
+        elif isinstance(event, ev.SideFailed):
+            self.out.trial_ended()
+            self.warning(f"{event.reason}; only it is lost.")
         elif isinstance(event, ev.CounterNote):
             self.warning(event.text)
         elif isinstance(event, ev.SweepUnavailable):
@@ -267,20 +306,10 @@ class ResultSink:
                 f"https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}"
             )
 
-    def started(
-        self,
-        schedule: Schedule,
-        config: Config,
-        loader: str,
-        nvtx: bool,
-        steps_needed: int,
-        epoch_length: Optional[int],
-        epochs: Optional[int],
-        min_steps: int = 3,
-    ) -> None:
-        """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it
-        takes, the loader, NVTX, and a warning when every step is synchronized. The environment
-        (with the start time that names the run by default) is read now."""
+    def started(self, schedule: Schedule, config: Config, snapshot: Snapshot, nvtx: bool, queue_depth: int) -> None:
+        """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it takes,
+        the loader, NVTX, and a warning when every step is synchronized. The environment (with the start time that
+        names the run by default) is read now."""
         self._environment = environment(self.world)
         if self.world > 1:
             self.info(
@@ -291,9 +320,10 @@ class ResultSink:
             self.info("Using default benchy configuration.")
         else:
             self.info(f"Using benchy configuration from {config.source}.")
-        text = f"Schedule: {schedule.describe()}."
+        text = f"Schedule: {describe(schedule)}."
         if schedule.window_plans:
-            upto = "" if schedule.windows_fewest == schedule.windows_needed else "up to "
+            epoch_length, epochs, most = snapshot.epoch_length, snapshot.epochs_needed, snapshot.steps_needed
+            min_steps = m.min_epoch_steps(queue_depth)
             span = (
                 f": {epochs} epoch(s) of {epoch_length} batches in all are enough, counting the one running now "
                 f"(the most it may take)"
@@ -303,10 +333,17 @@ class ResultSink:
                 if epoch_length is not None and epoch_length < min_steps
                 else ""
             )
+            stops = (
+                f"; it stops as soon as the verdict is decided (sides 2x apart: typically within "
+                f"{m.steps_of(schedule, queue_depth, None, decided_after=3, verdict_only=True)} steps)"
+                if schedule.stops_early
+                else ""
+            )
+            fit = f", fitted into the loop's {schedule.horizon} steps" if schedule.horizon is not None else ""
             text += (
-                f" SYNTHETIC and FULL trials are windows of steps in the training loop, back to back: "
-                f"{upto}about {steps_needed} steps{span}; the loop's epochs, len() and random streams stay "
-                f"its own."
+                f" SYNTHETIC and FULL trials are windows of steps in the training loop, alternating from its first "
+                f"step{stops}; at most about {most} steps{fit}{span}; the loop's epochs, len() and random streams "
+                f"stay its own."
             )
         text += (
             " At the schedule's end: the summary, then benchy ends the process (exit_after_tests: true)."
@@ -316,7 +353,7 @@ class ResultSink:
         )
         self.info(text)
         if schedule.window_plans:
-            self.info(f"Benchmarking the {loader}.")
+            self.info(f"Benchmarking the {snapshot.loader}.")
         if nvtx:
             self.info("NVTX: a tool is attached; ranges per trial, step and fetch in domain 'benchy'.")
         if config.general.sync_every_step:
@@ -356,22 +393,43 @@ class ResultSink:
                 else ", and so is its first"
             )
             self.warning(
-                f"{stopped} (its windows take {need} in epochs long enough to hold them: {self.schedule.describe()}); the "
+                f"{stopped} (its windows take {need} in epochs long enough to hold them: {describe(self.schedule)}); the "
                 f"results below are partial. The epochs are "
                 f"too short to hold a window: {each}, and a window measures nothing in an epoch of fewer than "
                 f"{progress.min_steps} steps (the period an epoch's end cuts is left out{ready}), so no number of such "
                 f"epochs finishes the schedule. Let each epoch run at least {progress.min_steps} steps." + self._rebuilt(progress)
             )
             return
-        more = f"about {max(1, progress.steps_needed - progress.steps)} more steps"
+        unit = "steps" if progress.left_early else "batches"
+        most = f"about {max(1, progress.steps_needed - progress.steps)} more steps"
         if progress.epochs_needed is not None:
-            need += (
-                f", {progress.epochs_needed} epoch(s) of {progress.epoch_length} {'steps' if progress.left_early else 'batches'}"
-            )
-            more = (
+            need += f", {progress.epochs_needed} epoch(s) of {progress.epoch_length} {unit}"
+            most = (
                 f"{progress.epochs_needed} epochs in all ({max(1, progress.epochs_needed - progress.epochs)} more "
                 f"than this run; the most it may take)"
             )
+        if self.schedule.stops_early:
+            if progress.likely is None:
+                likely = (
+                    "The sides are too close to tell from the trials so far: a decision may take the whole schedule. "
+                    f"Run it for {most}."
+                )
+            elif progress.likely_epochs is not None:
+                likely = (
+                    f"From the trials so far, a decision would likely take about {progress.likely} more steps: run it "
+                    f"for {progress.likely_epochs} epochs in all ({max(1, progress.likely_epochs - progress.epochs)} "
+                    f"more than this run), or, to be sure, {most}."
+                )
+            else:
+                likely = (
+                    f"From the trials so far, a decision would likely take about {progress.likely} more steps of the "
+                    f"loop ({most} at the most)."
+                )
+            self.warning(
+                f"the script stopped after {ran}{during}, before the verdict was decided ({need} in all at the most: "
+                f"{describe(self.schedule)}); the results below are partial. {likely}" + self._rebuilt(progress)
+            )
+            return
         fits = (
             f", or make every window shorter so that the schedule fits in the {progress.steps} steps this run took "
             f"(nbatches: {progress.fits} in the synthetic and full sections of a config file)"
@@ -379,8 +437,8 @@ class ResultSink:
             else ""
         )
         self.warning(
-            f"{stopped} ({need} in all: {self.schedule.describe()}); the results below are partial. Run it for "
-            f"{more} to finish the schedule{fits}." + self._rebuilt(progress)
+            f"{stopped} ({need} in all: {describe(self.schedule)}); the results below are partial. Run it for "
+            f"{most} to finish the schedule{fits}." + self._rebuilt(progress)
         )
 
     @staticmethod
@@ -449,11 +507,11 @@ class ResultSink:
     def checkpoint(self, snapshot: Snapshot) -> None:
         """The JSON after a trial: no per-step lists and no stall claim, so it costs the new trial only; an
         unfinished run, so its ``exit_status`` is :data:`EXIT_INCOMPLETE`."""
-        self.write_json(snapshot, self._reading(snapshot, steps=False), final=False, exit_status=EXIT_INCOMPLETE)
+        self.write_json(snapshot, self.reading(snapshot, steps=False), final=False, exit_status=EXIT_INCOMPLETE)
 
     # --- the end ------------------------------------------------------------------------------
 
-    def _reading(self, snapshot: Snapshot, *, steps: bool) -> Reading:
+    def reading(self, snapshot: Snapshot, *, steps: bool = True) -> Reading:
         g = self.config.general
         return read(
             snapshot.results,
@@ -472,6 +530,7 @@ class ResultSink:
                 auto=any(p.ntrials is None for p in self.schedule.plans if p.mode in (Mode.IO, Mode.SYNTHETIC)),
                 max_trials=g.auto_max_trials,
                 finished=snapshot.finished,
+                likely=snapshot.likely_steps,
             ),
         )
 
@@ -490,7 +549,7 @@ class ResultSink:
         # The step profiles (the verdict's stall claim, the STEPS lines, the JSON's steps) read every
         # step: worked out here only, once, in the reading every output renders from.
         results = snapshot.results
-        reading = self._reading(snapshot, steps=True)
+        reading = self.reading(snapshot, steps=True)
         printed = summary_lines(results, modes, reading, snapshot.workers, self.world)
         for line in printed:
             self.out.line(line)

@@ -104,10 +104,7 @@ class TrialRunner:
         # count: tokens: the tokens of each trial's batches, added up by the counter itself.
         self.tokens: Optional[TokenTally] = None
         self._synthetic_tokens: Any = None
-        # FLOPs: one untimed step on the cached batch before the first measured SYNTHETIC window (see
-        # measure.flops), once the loop is known to fetch one batch ahead or not.
-        synthetic = config.synthetic
-        self._flops_due = general.flops and synthetic.run_benchmark and synthetic.ntrials != 0
+        # FLOPs: one untimed step of the loop on the cached batch after the verdict (see measure.flops).
         self.step_counter: Optional[StepCounter] = None
         self.world = 1  # ranks (set when the benchmark starts)
         self.own_blocks = 0  # blocks of IO trials run on benchy's own passes
@@ -209,9 +206,9 @@ class TrialRunner:
         for _ in range(self.queue_depth):
             source.fetch()
 
-    def flops(self, final: bool) -> Optional[FlopCount]:
-        """The counted step's FLOPs; None while it may still come (or ``flops: false``); at the end
-        (``final``), why there are none."""
+    def flops(self, final: bool, reached: bool = True) -> Optional[FlopCount]:
+        """The counted step's FLOPs; None while it may still come (or ``flops: false``); at the end (``final``),
+        why there are none (``reached``: the schedule got as far as the count)."""
         counter = self.step_counter
         if counter is not None and (counter.completed or not final):
             return counter.count
@@ -230,28 +227,17 @@ class TrialRunner:
                 f"run of 15 on the CPU (gloo); run one process to count the step's FLOPs"
             )
         if not (synthetic.run_benchmark and synthetic.ntrials != 0):
-            return FlopCount(
-                skipped="SYNTHETIC did not run: the FLOPs are counted on one untimed step on the cached "
-                "batch before the first measured SYNTHETIC trial"
-            )
+            return FlopCount(skipped="SYNTHETIC did not run: the FLOPs are counted on one untimed step on the cached batch")
         if final:
             return FlopCount(
-                skipped="no untimed step could be counted: the count takes one step on the cached batch "
-                "just before the first measured SYNTHETIC trial, which did not start"
+                skipped="not counted: the count takes one untimed step of the loop on the cached batch after the "
+                "verdict, and " + ("the loop's known length left no room for it" if reached else "the script ended before it")
             )
         return None
 
-    def count_due(self, spec: TrialSpec) -> bool:
-        """Whether the FLOPs' counted step runs now, before ``spec``: the first measured SYNTHETIC window,
-        on one rank."""
-        counter = self.step_counter
-        due = self._flops_due or (counter is not None and not counter.completed)  # a peek took the last one
-        return due and self.world == 1 and spec.mode is Mode.SYNTHETIC and not spec.warmup and self.cached is not NOTHING
-
-    def start_count(self, spec: TrialSpec) -> StepCounter:
-        """The FLOP counter for the untimed step before ``spec``, entered now."""
-        self._flops_due = False
-        counter = StepCounter(self.synthetic_samples or 0, spec.label, spec)
+    def start_count(self) -> StepCounter:
+        """The FLOP counter for the untimed step handed out now, entered."""
+        counter = StepCounter(self.synthetic_samples or 0, "FLOPS_1")
         self.step_counter = counter
         counter.enter()
         return counter

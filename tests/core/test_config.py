@@ -17,7 +17,7 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_defaults_match_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_defaults_match_the_original_but_the_counts_are_auto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     cfg = load_config(environ={})
     assert cfg.source == "defaults"
@@ -29,14 +29,14 @@ def test_defaults_match_the_original(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert cfg.output_path == str(tmp_path / "benchy_result.json")
     for mode in ("IO", "SYNTHETIC", "FULL"):
         m = cfg.mode(mode)
-        assert (m.run_benchmark, m.nbatches, m.ntrials, m.nwarmup) == (True, 50, 3, 1)
+        assert (m.run_benchmark, m.nbatches, m.ntrials, m.nwarmup) == (True, 50, "auto", "auto")
 
 
 def test_partial_file_merges_key_by_key(tmp_path: Path) -> None:
     path = write(tmp_path, "IO:\n  ntrials: 7\n")
     cfg = load_config(path, environ={})
     assert cfg.io.ntrials == 7
-    assert (cfg.io.nbatches, cfg.io.nwarmup, cfg.io.run_benchmark) == (50, 1, True)
+    assert (cfg.io.nbatches, cfg.io.nwarmup, cfg.io.run_benchmark) == (50, "auto", True)
     assert cfg.full == Config().full and cfg.general.report_freq == 10
 
 

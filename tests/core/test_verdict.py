@@ -24,8 +24,10 @@ def test_verdicts() -> None:
     assert text(io, syn, full).startswith("data loading limits training")
     assert text(syn, io).startswith("compute limits training")
     assert text([99.0, 100.0, 101.0], [100.0, 101.0, 99.5]).startswith("balanced")
-    # A real 3 % gap, its interval (1.00x to 1.06x) not inside 5 % either way: the side is named.
-    assert text([99.0, 100.0, 101.0], [102.0, 103.0, 104.0]).startswith("data loading limits training")
+    # A real 3 % gap, its interval (1.00x to 1.06x) neither inside 5 % either way nor beyond it: undecided; a side
+    # is named only beyond 5 % (a 10 % gap, its interval 1.07x to 1.13x).
+    assert text([99.0, 100.0, 101.0], [102.0, 103.0, 104.0]).startswith("undecided: SYNTHETIC/IO is 1.03x, within 5 %")
+    assert text([99.0, 100.0, 101.0], [109.0, 110.0, 111.0]).startswith("data loading limits training")
     # Serial estimate 100*300/400 = 75: FULL 74 is explained by no overlap, FULL 40 is not.
     assert "they do not overlap" in text([99, 100, 101], [299, 300, 301], [73, 74, 75])
     assert "below even loading and computing one after the other" in text([99, 100, 101], [299, 300, 301], [39, 40, 41])
@@ -222,7 +224,9 @@ def test_an_undecided_verdict_advises_what_this_run_can_change() -> None:
     assert auto is not None and "raise global.auto_max_trials (now 8) or nbatches for more or longer trials" in auto.text
     assert "ntrials: auto" not in auto.text  # it is on already
     short = decide(io, synthetic, [], more=MoreTrials(finished=False))
-    assert short is not None and "let the schedule finish (the warning above says how) for more trials" in short.text
+    assert short is not None and "let the schedule run on (the warning above says how) for more trials" in short.text
+    likely = decide(io, synthetic, [], more=MoreTrials(finished=False, likely=120))
+    assert likely is not None and "a decision would likely take about 120 more steps" in likely.text
     assert (
         MoreTrials(auto=True, max_trials=3)
         .outweigh()

@@ -67,19 +67,19 @@ def full(label: str, first: int, count: int, held: bool = True) -> List[Event]:
 
 N = 3
 CONFIG = small_config(nbatches=N, ntrials=1, nwarmup=1)
-# One epoch of 100 batches holds the whole schedule: SYNTHETIC_WARMUP_1 from the epoch's step 0 (4
-# hand-outs: its first period is left out), FULL_WARMUP_1 (3; before it, untimed and outside any range,
-# the pass gives up the 4 batches the cached steps took the places of, the epoch's first among them, so
-# the window fetches its first batch), 2 untimed steps around the FLOPs' count, SYNTHETIC_1 (3), FULL_1
-# (3, fetching its first too).
-EXPECTED = (
+# One epoch of 100 batches holds the whole schedule: SYNTHETIC_WARMUP_1 from the epoch's step 0 (4 hand-outs: its
+# first period is left out), FULL_WARMUP_1 (3; before it, untimed and outside any range, the pass gives up the 4
+# batches the cached steps took the places of, the epoch's first among them, so the window fetches its first
+# batch), FULL_1 (3, on the batch FULL_WARMUP_1's last period fetched), SYNTHETIC_1 (3); then the extras: the
+# FLOPs' 2 untimed steps, outside any range, and PARTS_1.
+BEFORE_FULL_1 = (
     io_trial("IO_WARMUP_1", N)
     + io_trial("IO_1", N)
     + synthetic("SYNTHETIC_WARMUP_1", 0, N + 1)
     + full("FULL_WARMUP_1", 0, N, held=False)
-    + synthetic("SYNTHETIC_1", 0, N)
 )
-FULL_1_STEP = (N + 1) + N + 2 + N  # the epoch's step of FULL_1's first batch
+EXPECTED = BEFORE_FULL_1 + full("FULL_1", 0, N) + synthetic("SYNTHETIC_1", 0, N)
+FULL_1_STEP = (N + 1) + N  # the epoch's step of FULL_1's first batch
 
 
 @pytest.fixture
@@ -97,9 +97,9 @@ def test_exact_range_tree_of_a_full_run(run_recorded) -> None:
     run, events = run_recorded()
     assert run.returncode == 0, run
     assert "NVTX: a tool is attached" in run.stdout
-    # Then the diagnostic window PARTS_1 (5 steps: half a trial, at least 5; no workers, so no CONTENTION_1);
-    # the emulated-step trials push no range.
-    assert events == EXPECTED + full("FULL_1", 0, N, held=False) + synthetic("PARTS_1", 0, 5)
+    # Then the side window PARTS_1 (5 steps: half a trial, at least 5; no workers, so no CONTENTION_1); the stage
+    # trials and the emulated-step trials push no range.
+    assert events == EXPECTED + synthetic("PARTS_1", 0, 5)
     assert_balanced(events)
     assert run.result()["profiler"]["nvtx_tool_attached"] is True
 
@@ -107,8 +107,8 @@ def test_exact_range_tree_of_a_full_run(run_recorded) -> None:
 def test_exception_in_the_step_closes_the_step_and_trial(run_recorded) -> None:
     run, events = run_recorded("--raise_at", f"0:{FULL_1_STEP + 1}")  # FULL_1's second step raises
     assert run.returncode == 1 and "RuntimeError: boom" in run.stderr
-    tail = [("PUSH", "FULL_1", "")] + fetch(0) + step(0) + fetch(1) + [("PUSH", "step", "1"), ("POP", "", ""), ("POP", "", "")]
-    assert events == EXPECTED + tail
+    tail = [("PUSH", "FULL_1", "")] + step(0) + fetch(1) + [("PUSH", "step", "1"), ("POP", "", ""), ("POP", "", "")]
+    assert events == BEFORE_FULL_1 + tail
     assert_balanced(events)
 
 
@@ -119,15 +119,14 @@ def test_loop_breaking_out_closes_the_step_and_trial_and_the_window_goes_on(run_
     # two more steps in the next epoch (from its step 0, whose first period is left out too).
     tail = (
         [("PUSH", "FULL_1", "")]
-        + fetch(0)
         + step(0)
         + fetch(1)
         + step(1)
         + fetch(2)
         + [("PUSH", "step", "2"), ("POP", "", ""), ("POP", "", "")]
     )
-    assert events[: len(EXPECTED) + len(tail)] == EXPECTED + tail
-    rest = events[len(EXPECTED) + len(tail) :]
+    assert events[: len(BEFORE_FULL_1) + len(tail)] == BEFORE_FULL_1 + tail
+    rest = events[len(BEFORE_FULL_1) + len(tail) :]
     # The new epoch's first batch was fetched when it began (untimed, outside any range): step 3 holds it.
     assert rest[0] == ("PUSH", "FULL_1", "") and rest[1] == ("PUSH", "step", "3")
     assert_balanced(events)

@@ -20,7 +20,8 @@ def _train(session, clock: FakeClock, stop_in_diagnostics: int = -1) -> int:
             optimizer.step()
             clock.now += 0.02
             steps += 1
-            if session.diagnosing:
+            w = session.window
+            if w is not None and w.spec.variant in ("PARTS", "CONTENTION"):
                 inside += 1
                 if inside == stop_in_diagnostics:
                     return steps
@@ -34,7 +35,7 @@ def test_the_step_is_split_into_forward_backward_optimizer_and_the_rest(tmp_path
     made = make_session(clock, batches=40, global_={"whatif": True})
     _train(made.session, clock)
     text = made.stream.getvalue()
-    assert "then CONTENTION and PARTS windows of 5 steps each" in text
+    assert "then the extras, most useful first: FLOPS, STAGES, H2D, PARTS, CONTENTION, EMULATED" in text
     assert "BENCHY::PARTS_1::Trial Throughput:" in text and "CONTENTION_1" not in text.split("Schedule:")[1].split("\n", 1)[1]
     parts = made.session.results.parts
     assert parts is not None and parts.forwards >= 5 and parts.backwards >= 5 and parts.optimizer_steps >= 5
@@ -60,7 +61,7 @@ def test_a_script_that_ends_during_the_diagnostic_windows_keeps_a_complete_run(t
     made.session.life.at_exit()
     doc = read_json(made.session)
     assert doc["complete"] is True and doc["interrupted"] == [] and doc["verdict"]
-    assert any("the script ended before the diagnostic windows were complete" in s for s in doc["diagnostics"]["skipped"])
+    assert "PARTS_1: the script ended before it was complete" in doc["diagnostics"]["skipped"]
     assert made.exits == []  # at the interpreter's exit benchy ends nothing
     assert torch.autograd.backward.__module__ == "torch.autograd"
 

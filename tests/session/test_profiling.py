@@ -8,6 +8,7 @@ import pytest
 from helpers import FakeClock, Made, make_session, small_config, until_done
 
 from benchy import Mode, Schedule, load_config
+from benchy.core import machine as m
 from benchy.measure.profiling import ProfilerWindow
 
 
@@ -26,9 +27,14 @@ class FakeApi:
         self.calls.append("stop")
 
 
+FIXED = {mode: {"ntrials": 3, "nwarmup": 1} for mode in ("IO", "synthetic", "full")}
+
+
 def order():
-    s = Schedule.from_config(load_config(environ={}))
-    return s.hidden + s.windows
+    """The trials of the original's schedule (1 warm-up and 3 trials a mode), in the order they run: IO's, then the
+    windows S F F S ... (the last SYNTHETIC_3, after FULL_3)."""
+    s = Schedule.from_config(load_config(overrides=FIXED, environ={}))
+    return [a.spec for a, _ in m.longest_run(s) if isinstance(a, (m.RunIO, m.OpenWindow))]
 
 
 def walk(window: ProfilerWindow, api: FakeApi) -> List[str]:
@@ -48,8 +54,8 @@ def walk(window: ProfilerWindow, api: FakeApi) -> List[str]:
 def test_single_mode_on_rank_0_wraps_the_whole_benchmark() -> None:
     api = FakeApi()
     w = ProfilerWindow("single", 0, list(Mode), api=api)
-    assert walk(w, api) == ["start before IO_WARMUP_1", "stop after FULL_3"]
-    assert w.events == ["cudaProfilerStart before IO_WARMUP_1", "cudaProfilerStop after FULL_3"]
+    assert walk(w, api) == ["start before IO_WARMUP_1", "stop after SYNTHETIC_3"]
+    assert w.events == ["cudaProfilerStart before IO_WARMUP_1", "cudaProfilerStop after SYNTHETIC_3"]
 
 
 @pytest.mark.parametrize("mode, rank", [("single", 1), ("none", 0)])
@@ -63,7 +69,7 @@ def test_ranks_not_chosen_make_no_call(mode: str, rank: int) -> None:
 
 def test_all_mode_profiles_every_rank() -> None:
     api = FakeApi()
-    assert walk(ProfilerWindow("all", 3, list(Mode), api=api), api) == ["start before IO_WARMUP_1", "stop after FULL_3"]
+    assert walk(ProfilerWindow("all", 3, list(Mode), api=api), api) == ["start before IO_WARMUP_1", "stop after SYNTHETIC_3"]
 
 
 def test_capture_narrowed_to_full() -> None:
@@ -145,7 +151,7 @@ def test_session_stops_the_profiler_before_the_summary() -> None:
     out = stream.getvalue()
     assert out.index(
         "Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): cudaProfilerStart "
-        "before IO_WARMUP_1; cudaProfilerStop after FULL_1"
+        "before IO_WARMUP_1; cudaProfilerStop after SYNTHETIC_1"
     ) < out.index("BENCHY::SUMMARY::IO")
 
 

@@ -1,0 +1,658 @@
+"""The schedule as a state machine (pure: no torch, no text, no clock).
+
+A session feeds :func:`transition` one event at a time (the benchmark began, a trial counted or was lost,
+an extra ended) and carries out the actions it returns: an IO trial on benchy's own pass (now, between two
+steps of the loop), a SYNTHETIC or FULL window (the loop's next steps), an extra, or the end. Everything the
+machine decides follows from :class:`~benchy.core.schedule.Schedule` (the plan, as data) and the events:
+
+* **Measuring** (:attr:`Phase.MEASURING`). IO's warm-ups and its fewest trials run first, before the loop's
+  first batch. Then SYNTHETIC and FULL windows alternate, S F F S S F F S ..., from the first one: a mode's
+  windows are warm-ups until its step time is steady (``nwarmup: auto``: the median of the last steps fell
+  by no more than :data:`STEADY_TOLERANCE` against the steps before, which the session measures and hands
+  over in :class:`Counted`), then, with ``profiler: torch``, one profiled warm-up, then counted trials. With
+  ``ntrials: auto`` windows are short first and grow (``ModePlan.length``), and measuring stops as soon as
+  the verdict is decided (the :class:`Judgement` handed over after each counted trial; FULL gets its
+  fewest trials), or every ``auto`` mode's interval is within the precision, or the trials reach
+  ``auto_max_trials``. An IO trial beyond the fewest runs between two windows, one per boundary, when IO
+  is the less precise side. Where the loop's length is known (``room`` in the events: the steps left), a
+  window is shortened to fit, down to :data:`~benchy.core.schedule.MIN_WINDOW` steps; none fits: measuring
+  stops.
+* **Extras** (:attr:`Phase.EXTRAS`): the plan's extras, most useful first for the verdict measuring ended
+  with (:func:`extras_order`); one that takes the loop's steps is left out where they do not fit.
+* **Done** (:attr:`Phase.DONE`): :class:`Finish`, with why measuring stopped (:class:`Stop`).
+
+Notes for the log (a mode's warm-up ended, measuring stopped) collect in :attr:`State.notes`, as values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from dataclasses import dataclass
+from typing import FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .results import RunResults
+from .schedule import MIN_AUTO_TRIALS, MIN_WINDOW, Extra, Mode, ModePlan, Schedule, TrialSpec, abba_first
+from .verdict import Outcome, verdict
+
+__all__ = [
+    "STEADY_TOLERANCE",
+    "Action",
+    "Begin",
+    "Counted",
+    "Event",
+    "ExtraEnded",
+    "Finish",
+    "Judgement",
+    "Lost",
+    "Note",
+    "OpenWindow",
+    "Phase",
+    "RunExtra",
+    "RunIO",
+    "State",
+    "Stop",
+    "Stopped",
+    "WarmupEnded",
+    "epochs_for",
+    "extras_order",
+    "judge",
+    "longest_run",
+    "min_epoch_steps",
+    "nbatches_to_fit",
+    "start",
+    "steps_of",
+    "transition",
+    "warmup_change",
+]
+
+# nwarmup auto: a step time whose median fell by at most this share is steady.
+STEADY_TOLERANCE = 0.05
+# nwarmup auto: the fewest steps in each of the two halves compared.
+MIN_STEADY_WINDOW = 4
+# Steps the FLOPs' count takes: one untimed step on the cached batch, then the counted one.
+FLOPS_STEPS = 2
+
+
+class Phase(str, enum.Enum):
+    NEW = "new"
+    MEASURING = "measuring"
+    EXTRAS = "extras"
+    DONE = "done"
+
+
+class Stop(str, enum.Enum):
+    """Why measuring ended (the JSON's ``schedule.stop``)."""
+
+    DECIDED = "decided"  # the verdict is decided (and FULL has its fewest trials)
+    PRECISE = "precise"  # every auto mode's interval is within the precision
+    BUDGET = "budget"  # auto_max_trials reached before the answer was known
+    ALL_RAN = "all-ran"  # fixed counts: every scheduled trial ran
+    HORIZON = "horizon"  # the loop's known length leaves no room for another window
+    NOTHING = "nothing"  # no mode needs more trials (only IO is scheduled, say)
+
+
+# --- what the session hands over --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The evidence after a counted trial: the verdict is ``decided`` (as ``outcome``), the modes whose
+    interval is within the precision, and whether IO is the less precise side of the comparison."""
+
+    decided: bool = False
+    outcome: Optional[Outcome] = None
+    precise: FrozenSet[Mode] = frozenset()
+    io_wider: bool = True
+
+
+@dataclass(frozen=True)
+class Begin:
+    """The benchmark begins (the loop's first ``iter()``): ``queue_depth``, the batches the loader's workers
+    hold ready (the lead-in before a FULL window); ``room``, the loop's steps left where known."""
+
+    queue_depth: int = 0
+    room: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Counted:
+    """``spec`` counted; ``change``: for an ``auto`` warm-up, how much its step time still changes (None: too
+    few steps); ``judgement``: the evidence with it."""
+
+    spec: TrialSpec
+    change: Optional[float] = None
+    judgement: Judgement = Judgement()
+    room: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Lost:
+    """``spec`` did not count (the loader raised inside it, ...)."""
+
+    spec: TrialSpec
+    room: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ExtraEnded:
+    """An extra ran (or could not run: the session says why)."""
+
+    extra: Extra
+    room: Optional[int] = None
+
+
+Event = Union[Begin, Counted, Lost, ExtraEnded]
+
+
+@dataclass(frozen=True)
+class RunIO:
+    """An IO trial on benchy's own pass, now (hidden from the loop)."""
+
+    spec: TrialSpec
+
+
+@dataclass(frozen=True)
+class OpenWindow:
+    """A SYNTHETIC or FULL window: the loop's next steps."""
+
+    spec: TrialSpec
+
+
+@dataclass(frozen=True)
+class RunExtra:
+    """An extra; ``spec``: the window of one that takes the loop's steps (PARTS, CONTENTION), else None."""
+
+    extra: Extra
+    spec: Optional[TrialSpec] = None
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The schedule is over."""
+
+    stop: Stop
+
+
+Action = Union[RunIO, OpenWindow, RunExtra, Finish]
+
+
+@dataclass(frozen=True)
+class WarmupEnded:
+    """``nwarmup: auto`` ended ``mode``'s warm-up after ``done`` warm-ups (``change``: the last steps' median
+    step time against the steps before): ``steady`` when it moved by at most ``tolerance`` either way; else it
+    rose by more (more warm-up would not cure it) or still fell at the bound (``auto_max_warmup``)."""
+
+    mode: Mode
+    done: int
+    change: Optional[float]
+    steady: bool
+    tolerance: float = STEADY_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Measuring ended (an adaptive schedule's): why, and the warm-ups and trials each mode ran."""
+
+    stop: Stop
+    counts: Tuple[Tuple[Mode, int, int], ...]
+    capped: Tuple[Mode, ...] = ()  # Stop.BUDGET: the modes at auto_max_trials
+
+
+Note = Union[WarmupEnded, Stopped]
+
+
+def judge(results: RunResults, schedule: Schedule) -> Judgement:
+    """The evidence in ``results``: the verdict (IO against SYNTHETIC, at the plan's decision confidence, with at
+    least :data:`~benchy.core.schedule.MIN_AUTO_TRIALS` counted trials a side), each mode's precision, and which
+    side of the comparison is the less precise."""
+    widths = {mode: _relative_width(results, mode) for mode in Mode}
+    precise = frozenset(mode for mode, w in widths.items() if w <= schedule.precision)
+    io_wider = widths[Mode.IO] >= widths[Mode.SYNTHETIC]
+    if any(len(results.measured(mode)) < MIN_AUTO_TRIALS for mode in (Mode.IO, Mode.SYNTHETIC)):
+        return Judgement(False, None, precise, io_wider)
+    found = verdict(results, schedule.modes, schedule.decision_confidence)  # None without IO or SYNTHETIC
+    if found is None:
+        return Judgement(False, None, precise, io_wider)
+    return Judgement(found.decided, found.outcome, precise, io_wider)
+
+
+def _relative_width(results: RunResults, mode: Mode) -> float:
+    est = results.estimate(mode)
+    if est.mean is None or est.half_width is None or est.mean <= 0:
+        return math.inf
+    return est.half_width / est.mean
+
+
+def warmup_change(periods: Sequence[float], window: int) -> Optional[float]:
+    """median(last ``window``) / median(the ``window`` before) - 1 (negative: steps got faster); None with too few
+    periods (``window`` is at least :data:`MIN_STEADY_WINDOW`)."""
+    k = max(MIN_STEADY_WINDOW, int(window))
+    if len(periods) < 2 * k:
+        return None
+    data = np.asarray(periods[-2 * k :], dtype=float)
+    before, last = float(np.median(data[:k])), float(np.median(data[k:]))
+    if not (before > 0 and math.isfinite(before) and math.isfinite(last)):
+        return None
+    return last / before - 1.0
+
+
+# --- the state --------------------------------------------------------------------------------------
+
+_INDEX = {Mode.IO: 0, Mode.SYNTHETIC: 1, Mode.FULL: 2}
+Counts = Tuple[int, int, int]
+
+
+def _get(counts: Counts, mode: Mode) -> int:
+    return counts[_INDEX[mode]]
+
+
+def _plus(counts: Counts, mode: Mode) -> Counts:
+    values = list(counts)
+    values[_INDEX[mode]] += 1
+    return (values[0], values[1], values[2])
+
+
+@dataclass(frozen=True)
+class State:
+    """Where the schedule is: its plan and everything decided so far (a frozen value)."""
+
+    schedule: Schedule
+    phase: Phase = Phase.NEW
+    warmups: Counts = (0, 0, 0)  # warm-ups issued per mode (the profiled one included)
+    trials: Counts = (0, 0, 0)  # counted trials issued per mode
+    position: int = 0  # SYNTHETIC and FULL windows issued: the place in S F F S
+    changes: Tuple[Optional[float], Optional[float], Optional[float]] = (None, None, None)
+    warm: FrozenSet[Mode] = frozenset()  # modes whose warm-up is over
+    profiled: FrozenSet[Mode] = frozenset()  # modes whose profiled warm-up was issued
+    boundary: int = 0  # window boundaries so far
+    io_boundary: int = -1  # the boundary of the last extra IO trial
+    judgement: Judgement = Judgement()
+    queue_depth: int = 0
+    room: Optional[int] = None  # the loop's steps left, where known
+    stop: Optional[Stop] = None
+    outcome: Optional[Outcome] = None  # the verdict when measuring stopped (orders the extras)
+    extras: Tuple[Extra, ...] = ()  # still to run
+    skipped: Tuple[Extra, ...] = ()  # extras left out: their steps did not fit the loop's known length
+    notes: Tuple[Note, ...] = ()
+    synthetic_length: int = 0  # the last SYNTHETIC window's length
+
+    def issued(self, mode: Mode, *, warmup: bool = False) -> int:
+        return _get(self.warmups if warmup else self.trials, mode)
+
+    def windows(self, mode: Mode) -> int:
+        """Windows (or IO trials) issued for ``mode``, warm-ups included: the index of its next length."""
+        return _get(self.warmups, mode) + _get(self.trials, mode)
+
+    @property
+    def measuring(self) -> bool:
+        return self.phase is Phase.MEASURING
+
+    @property
+    def decided_phase(self) -> bool:
+        """Measuring is over (extras or done): a script that ends now leaves a complete run."""
+        return self.phase in (Phase.EXTRAS, Phase.DONE)
+
+    def warmups_used(self) -> dict[str, int]:
+        return {p.mode.value: self.issued(p.mode, warmup=True) for p in self.schedule.plans}
+
+    def may_run(self, mode: Mode) -> bool:
+        """Whether a trial of ``mode`` may still be issued."""
+        plan = self.schedule.plan(mode)
+        if plan is None or not self.measuring:
+            return False
+        return _warming(self, plan) or _profile_due(self, plan) or _needs(self, mode)
+
+    def counts(self) -> Tuple[Tuple[Mode, int, int], ...]:
+        return tuple((p.mode, self.issued(p.mode, warmup=True), self.issued(p.mode)) for p in self.schedule.plans)
+
+
+def start(schedule: Schedule) -> State:
+    return State(schedule)
+
+
+# --- the transition ---------------------------------------------------------------------------------
+
+
+def transition(state: State, event: Event) -> Tuple[State, Tuple[Action, ...]]:
+    """The next state and what to do now (one action)."""
+    room = event.room
+    if isinstance(event, Begin):
+        if state.phase is not Phase.NEW:
+            raise ValueError(f"Begin: expected the phase {Phase.NEW.value}, got {state.phase.value}")
+        state = dataclasses.replace(state, phase=Phase.MEASURING, queue_depth=event.queue_depth, boundary=1)
+    elif isinstance(event, Counted):
+        spec = event.spec
+        if spec.variant == "" and spec.warmup and not spec.profiled:
+            changes = list(state.changes)
+            changes[_INDEX[spec.mode]] = event.change
+            state = dataclasses.replace(state, changes=(changes[0], changes[1], changes[2]))
+        state = dataclasses.replace(state, judgement=event.judgement)
+        if spec.mode is not Mode.IO and spec.variant == "":
+            state = dataclasses.replace(state, boundary=state.boundary + 1)
+    elif isinstance(event, Lost):
+        if event.spec.mode is not Mode.IO and event.spec.variant == "":
+            state = dataclasses.replace(state, boundary=state.boundary + 1)
+    state = dataclasses.replace(state, room=room)
+    state, action = _next(state)
+    return state, (action,)
+
+
+def _next(state: State) -> Tuple[State, Action]:
+    if state.phase is Phase.NEW:
+        raise ValueError("the schedule has not begun: send Begin first")
+    if state.phase is Phase.MEASURING:
+        state = _settle(state)
+        spec = _io_warmup_or_fewest(state)
+        if spec is not None:
+            return _issue(state, spec), RunIO(spec)
+        window = _next_window(state)
+        if _io_needed(state) and (window is None or _io_due(state)):
+            spec = _spec(state, Mode.IO, warmup=False)
+            state = dataclasses.replace(_issue(state, spec), io_boundary=state.boundary)
+            return state, RunIO(spec)
+        if window is not None:
+            return _issue(state, window), OpenWindow(window)
+        state = _stop_measuring(state)
+    if state.phase is Phase.EXTRAS:
+        extras, skipped = list(state.extras), list(state.skipped)
+        while extras:
+            extra = extras.pop(0)
+            spec = _extra_spec(state, extra)
+            need = FLOPS_STEPS if extra is Extra.FLOPS else (spec.nbatches + 2 if spec is not None else 0)
+            if extra.in_loop and state.room is not None and need > state.room:
+                skipped.append(extra)
+                continue
+            return dataclasses.replace(state, extras=tuple(extras), skipped=tuple(skipped)), RunExtra(extra, spec)
+        state = dataclasses.replace(state, extras=(), skipped=tuple(skipped), phase=Phase.DONE)
+    assert state.stop is not None
+    return state, Finish(state.stop)
+
+
+def _settle(state: State) -> State:
+    """Note each ``auto`` warm-up that has just ended (once)."""
+    for plan in state.schedule.plans:
+        mode = plan.mode
+        if mode in state.warm or plan.nwarmup is not None or state.issued(mode, warmup=True) == 0:
+            continue
+        if _warming(state, plan):
+            continue
+        change = _get_change(state, mode)
+        steady = change is not None and abs(change) <= STEADY_TOLERANCE
+        note = WarmupEnded(mode, state.issued(mode, warmup=True) - int(mode in state.profiled), change, steady)
+        state = dataclasses.replace(state, warm=state.warm | {mode}, notes=state.notes + (note,))
+    return state
+
+
+def _get_change(state: State, mode: Mode) -> Optional[float]:
+    return state.changes[_INDEX[mode]]
+
+
+def _issue(state: State, spec: TrialSpec) -> State:
+    if spec.warmup:
+        state = dataclasses.replace(state, warmups=_plus(state.warmups, spec.mode))
+        if spec.profiled:
+            state = dataclasses.replace(state, profiled=state.profiled | {spec.mode})
+    else:
+        state = dataclasses.replace(state, trials=_plus(state.trials, spec.mode))
+    if spec.mode is not Mode.IO:
+        state = dataclasses.replace(state, position=state.position + 1)
+        if spec.mode is Mode.SYNTHETIC:
+            state = dataclasses.replace(state, synthetic_length=spec.nbatches)
+    return state
+
+
+def _spec(state: State, mode: Mode, *, warmup: bool, profiled: bool = False, length: Optional[int] = None) -> TrialSpec:
+    plan = state.schedule.plan(mode)
+    assert plan is not None
+    n = plan.length(state.windows(mode)) if length is None else length
+    return TrialSpec(mode, state.issued(mode, warmup=warmup) + 1, warmup, n, profiled=profiled)
+
+
+def _warming(state: State, plan: ModePlan) -> bool:
+    """True while ``plan``'s mode still has a warm-up to run."""
+    mode = plan.mode
+    done = state.issued(mode, warmup=True)
+    if state.issued(mode) > 0 or mode in state.profiled:
+        return False  # measured trials started, or the profiled warm-up that ends warming up: it is over
+    if plan.nwarmup is not None:
+        return done < plan.nwarmup
+    if done == 0:
+        return True
+    change = _get_change(state, mode)
+    # Warm-up ends once the step time no longer falls (a step that got slower is not cured by more warm-up).
+    settled = change is not None and change >= -STEADY_TOLERANCE
+    return not (settled or done >= plan.max_warmup)
+
+
+def _profile_due(state: State, plan: ModePlan) -> bool:
+    """The mode's profiled warm-up is next: its warm-ups are over and no measured trial ran yet."""
+    return plan.profiled and plan.mode not in state.profiled and state.issued(plan.mode) == 0 and not _warming(state, plan)
+
+
+def _needs(state: State, mode: Mode) -> bool:
+    """Whether ``mode`` needs another measured trial."""
+    plan = state.schedule.plan(mode)
+    if plan is None:
+        return False
+    issued = state.issued(mode)
+    if issued < plan.fewest_trials:
+        return True
+    if plan.ntrials is not None or issued >= plan.max_trials:
+        return False
+    return not (state.judgement.decided or mode in state.judgement.precise)
+
+
+def _io_warmup_or_fewest(state: State) -> Optional[TrialSpec]:
+    plan = state.schedule.plan(Mode.IO)
+    if plan is None:
+        return None
+    if _warming(state, plan):
+        return _spec(state, Mode.IO, warmup=True)
+    if _profile_due(state, plan):
+        return _spec(state, Mode.IO, warmup=True, profiled=True)
+    if state.issued(Mode.IO) < plan.fewest_trials:
+        return _spec(state, Mode.IO, warmup=False)
+    return None
+
+
+def _io_needed(state: State) -> bool:
+    return _needs(state, Mode.IO) and not any(_warming(state, p) for p in state.schedule.window_plans)
+
+
+def _io_due(state: State) -> bool:
+    """One extra IO trial per boundary, when IO is the less precise side."""
+    return state.io_boundary != state.boundary and state.judgement.io_wider
+
+
+def _lead(state: State, mode: Mode) -> int:
+    """Untimed steps before a window and periods it may leave out: the workers' ready batches before FULL,
+    and two periods (an epoch's end, its first)."""
+    return (state.queue_depth + 1 if mode is Mode.FULL else 0) + 2
+
+
+def _next_window(state: State) -> Optional[TrialSpec]:
+    """The next SYNTHETIC or FULL window (S F F S ..., warm-ups included), shortened to the loop's room; None
+    when no mode needs one or none fits."""
+    wanted: List[Tuple[Mode, bool, bool]] = []  # (mode, warm-up, profiled)
+    for plan in state.schedule.window_plans:
+        if _warming(state, plan):
+            wanted.append((plan.mode, True, False))
+        elif _profile_due(state, plan):
+            wanted.append((plan.mode, True, True))
+        elif _needs(state, plan.mode):
+            wanted.append((plan.mode, False, False))
+    if not wanted:
+        return None
+    if len(wanted) == 2:
+        pick = wanted[0] if abba_first(state.position) else wanted[1]
+    else:
+        pick = wanted[0]
+    mode, warmup, profiled = pick
+    chosen = state.schedule.plan(mode)
+    assert chosen is not None
+    length = chosen.length(state.windows(mode))
+    if state.room is not None:
+        length = min(length, state.room - _lead(state, mode))
+        if length < min(MIN_WINDOW, chosen.nbatches):
+            return None
+    return _spec(state, mode, warmup=warmup, profiled=profiled, length=length)
+
+
+def _stop_reason(state: State) -> Stop:
+    schedule = state.schedule
+    if not schedule.window_plans and schedule.plan(Mode.IO) is None:
+        return Stop.NOTHING
+    if state.room is not None and any(_warming(state, p) or _needs(state, p.mode) for p in schedule.window_plans):
+        return Stop.HORIZON
+    if not schedule.stops_early:
+        return Stop.ALL_RAN
+    if state.judgement.decided:
+        return Stop.DECIDED
+    auto = [p for p in schedule.plans if p.ntrials is None]
+    if auto and all(p.mode in state.judgement.precise for p in auto):
+        return Stop.PRECISE
+    if any(state.issued(p.mode) >= p.max_trials for p in auto):
+        return Stop.BUDGET
+    return Stop.NOTHING
+
+
+def _stop_measuring(state: State) -> State:
+    stop = _stop_reason(state)
+    outcome = state.judgement.outcome
+    extras = extras_order(state.schedule.extras, outcome if state.judgement.decided else None)
+    capped = tuple(p.mode for p in state.schedule.plans if p.ntrials is None and state.issued(p.mode) >= p.max_trials)
+    notes = state.notes + (
+        (Stopped(stop, state.counts(), capped if stop is Stop.BUDGET else ()),) if state.schedule.adaptive else ()
+    )
+    return dataclasses.replace(state, phase=Phase.EXTRAS, stop=stop, outcome=outcome, extras=extras, notes=notes)
+
+
+_ORDERS = {
+    # data loading limits: why the loader is slow first (its stages, its copies), then what the step does beside it
+    Outcome.DATA_LOADING: (Extra.STAGES, Extra.H2D, Extra.CONTENTION, Extra.FLOPS, Extra.PARTS, Extra.EMULATED),
+    # compute limits: what the step is made of first (its FLOPs and MFU, its parts)
+    Outcome.COMPUTE: (Extra.FLOPS, Extra.PARTS, Extra.H2D, Extra.CONTENTION, Extra.STAGES, Extra.EMULATED),
+}
+_DEFAULT_ORDER = (Extra.FLOPS, Extra.STAGES, Extra.H2D, Extra.PARTS, Extra.CONTENTION, Extra.EMULATED)
+
+
+def extras_order(enabled: Tuple[Extra, ...], outcome: Optional[Outcome]) -> Tuple[Extra, ...]:
+    """The enabled extras, most useful first for ``outcome`` (the emulated check, which tests the what-if model
+    the others feed, always last)."""
+    order = _ORDERS.get(outcome, _DEFAULT_ORDER) if outcome is not None else _DEFAULT_ORDER
+    return tuple(e for e in order if e in enabled)
+
+
+def _extra_spec(state: State, extra: Extra) -> Optional[TrialSpec]:
+    if extra not in (Extra.PARTS, Extra.CONTENTION):
+        return None
+    steps = state.schedule.diagnostic_steps
+    if state.room is not None:
+        steps = min(steps, state.room - 2)
+    return TrialSpec(Mode.SYNTHETIC, 1, False, max(1, steps), variant=extra.value)
+
+
+# --- the plan's length ------------------------------------------------------------------------------
+
+
+def longest_run(schedule: Schedule, queue_depth: int = 0, decided_after: Optional[int] = None) -> Iterator[Tuple[Action, int]]:
+    """The actions of a run whose verdict is never decided (``decided_after``: decided once SYNTHETIC has that many
+    counted trials) and whose warm-ups end as late as they may, each with the loop's steps it takes: the most the
+    plan can take. With a known horizon, the room left is handed over as a session would."""
+    taken, previous = 1, None  # the first period of the first epoch
+
+    def room() -> Optional[int]:
+        return None if schedule.horizon is None else max(0, schedule.horizon - taken)
+
+    state, actions = transition(start(schedule), Begin(queue_depth, room()))
+    while True:
+        action = actions[0]
+        steps = 0
+        if isinstance(action, OpenWindow):
+            mode = action.spec.mode
+            steps = action.spec.nbatches + (queue_depth if mode is Mode.FULL and previous is not Mode.FULL else 0)
+            previous = mode
+        elif isinstance(action, RunExtra) and action.extra.in_loop:
+            steps = FLOPS_STEPS if action.spec is None else action.spec.nbatches
+            previous = None
+        taken += steps
+        yield action, steps
+        if isinstance(action, Finish):
+            return
+        if isinstance(action, RunExtra):
+            state, actions = transition(state, ExtraEnded(action.extra, room()))
+            continue
+        spec = action.spec
+        decided = decided_after is not None and state.issued(Mode.SYNTHETIC) >= decided_after
+        change = 0.0 if decided_after is not None else None  # steady at once when a decision is assumed
+        judgement = Judgement(decided=decided, outcome=Outcome.COMPUTE if decided else None)
+        state, actions = transition(state, Counted(spec, change, judgement, room()))
+
+
+def steps_of(
+    schedule: Schedule,
+    queue_depth: int = 0,
+    epoch_length: Optional[int] = None,
+    decided_after: Optional[int] = None,
+    *,
+    verdict_only: bool = False,
+) -> int:
+    """The loop's steps the plan takes (:func:`longest_run`), an estimate made before it runs: each window's
+    length; before each FULL window after a SYNTHETIC one, ``queue_depth`` untimed steps that take the batches
+    the workers hold ready; the extras' steps; the first period of the first epoch; and, with a loader of
+    ``epoch_length`` batches, for each epoch a window runs into, its first and last periods (left out) and the
+    steps that let a new pass's workers start (``queue_depth``). With a known horizon, at most the horizon.
+    ``verdict_only``: up to the end of measuring (the extras left out)."""
+    steps = sum(n for a, n in longest_run(schedule, queue_depth, decided_after) if not (verdict_only and isinstance(a, RunExtra)))
+    if not steps:
+        return 0
+    steps += 1
+    if epoch_length is not None and epoch_length > 0:
+        useful = max(1, epoch_length - 2 - queue_depth)  # an epoch's steps a window can measure
+        crossings = max(0, math.ceil(steps / useful) - 1)
+        steps += crossings * (2 + queue_depth)
+    if schedule.horizon is not None:
+        steps = min(steps, schedule.horizon)
+    return steps
+
+
+def min_epoch_steps(queue_depth: int = 0) -> int:
+    """The fewest steps an epoch of the loop must run for a window to measure a period in it: the period its
+    end cuts is left out, and before it the epoch's first period (left out too), or, with workers, the
+    ``queue_depth`` batches they hold ready and the one the epoch's first ask fetched, handed out untimed
+    before a FULL stretch."""
+    return queue_depth + 3
+
+
+def epochs_for(steps: int, epoch_length: Optional[int], start_at: int = 0) -> Optional[int]:
+    """Epochs of ``epoch_length`` batches the loop runs to take ``steps`` steps from step ``start_at`` of its first
+    epoch (None: the loader has no length)."""
+    if epoch_length is None or epoch_length <= 0:
+        return None
+    return max(1, math.ceil((steps + start_at) / epoch_length))
+
+
+def nbatches_to_fit(
+    schedule: Schedule, steps: int, queue_depth: int = 0, epoch_length: Optional[int] = None, least: int = MIN_WINDOW
+) -> Optional[int]:
+    """The longest windows, shorter than the plan's and at least ``least`` steps, with which its windows take at
+    most ``steps`` steps of the loop (:func:`steps_of`); None: none fits."""
+    top = min((p.nbatches for p in schedule.window_plans), default=0) - 1
+
+    def fits(n: int) -> bool:
+        return steps_of(schedule.with_nbatches(n), queue_depth, epoch_length) <= steps
+
+    if top < least or not fits(least):
+        return None
+    low, high = least, top
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low

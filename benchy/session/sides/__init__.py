@@ -1,0 +1,73 @@
+"""Trials beside the schedule, behind one interface: the loader sweep before it, and the extras after the verdict
+(glue, no hot loop).
+
+Each kind is one module. A *hidden* side (:data:`HIDDEN`: the sweep, the stage trials, IO_H2D, the emulated-step
+check) runs on passes of benchy's own, between two steps of the loop, with the user's random streams kept by the
+session: it takes a :class:`SideEnv` and the results so far, and returns the results with its findings. A side
+*window* (:data:`WINDOWS`: PARTS, CONTENTION) is a window of the loop's own steps with something beside it:
+:meth:`SideWindow.start` before its first step (a helper, or None with the results saying why it did not run),
+:meth:`SideWindow.finish` with the window's result, :meth:`SideWindow.stop` wherever it ends. What a side has
+to say goes to the sink as events; its trial lines through it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple
+
+from ...core.config import Config
+from ...core.results import RunResults, TrialResult
+from ...core.schedule import Extra, TrialSpec
+from ..sink import ResultSink
+from ..trials import TrialRunner
+
+__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "HIDDEN", "WINDOWS", "Side", "SideEnv", "SideWindow", "side_counts"]
+
+AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
+
+
+@dataclasses.dataclass(frozen=True)
+class SideEnv:
+    """What a side may use: the config, the session's trial runner (benchy's own passes, the clock, the system
+    sampler) and sink, the loader's facts, its workers now, and ``running`` (told which trial runs, for a signal
+    that comes during it)."""
+
+    config: Config
+    runner: TrialRunner
+    sink: ResultSink
+    loader: Any  # session.loop.LoaderFacts
+    workers: int
+    running: Callable[[Optional[TrialSpec]], None]
+    h2d_copy: Optional[Callable[[Any], Any]] = None  # an injected IO_H2D copy (tests), else the accelerator's
+
+
+class Side(Protocol):
+    def __call__(self, env: SideEnv, results: RunResults) -> RunResults: ...
+
+
+class SideWindow(Protocol):
+    def start(self, env: SideEnv, results: RunResults) -> Tuple[Any, RunResults]: ...
+
+    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults) -> RunResults: ...
+
+    def stop(self, helper: Any) -> None: ...
+
+
+def side_counts(config: Config) -> Tuple[int, int]:
+    """(trials, warm-ups) of each side trial series: IO's own, or 3 and 1 where IO's are ``auto``."""
+    io = config.io
+    ntrials = io.ntrials if isinstance(io.ntrials, int) and io.ntrials > 0 else AUTO_TRIALS
+    nwarmup = io.nwarmup if isinstance(io.nwarmup, int) else AUTO_WARMUPS
+    return ntrials, nwarmup
+
+
+def _registry() -> Tuple[Dict[Extra, Side], Dict[Extra, SideWindow]]:
+    from . import emulated, h2d, stages, windows
+
+    return (
+        {Extra.STAGES: stages.run, Extra.H2D: h2d.run, Extra.EMULATED: emulated.run},
+        {Extra.PARTS: windows.Parts(), Extra.CONTENTION: windows.Contention()},
+    )
+
+
+HIDDEN, WINDOWS = _registry()

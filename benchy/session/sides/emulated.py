@@ -1,0 +1,54 @@
+"""EMULATED: the what-if model's check, last of the extras: the real loader (benchy's own pass) with the training
+step replaced by a calibrated wait ``k`` times shorter than SYNTHETIC's step (:mod:`benchy.measure.emulate`),
+``k`` where the model (:mod:`benchy.core.whatif`) says loading starts to limit FULL (1 when it limits now, 10
+past that): a measurement of the model's prediction there. IO's warm-ups and trial count
+(:func:`~benchy.session.sides.side_counts`); never counted in a mode (a hidden side)."""
+
+from __future__ import annotations
+
+from ...core.results import RunResults, folded
+from ...core.schedule import Mode, TrialSpec
+from ...core.verdict import system_means
+from ...core.whatif import SPEEDUPS, faster, from_results
+from ...measure.emulate import EmulatedStep
+from ...measure.source import CopyingSource
+from ..events import EmulatedSkipped, EmulatedStarted
+from . import SideEnv, side_counts
+
+__all__ = ["run"]
+
+
+def run(env: SideEnv, results: RunResults) -> RunResults:
+    config, sink, runner = env.config, env.sink, env.runner
+    if not config.general.whatif:
+        return results
+    systems = {m: s for m in (Mode.IO, Mode.SYNTHETIC) if (s := system_means(results.measured(m))) is not None}
+    model = from_results(results, systems, env.workers)
+    if model is None:
+        return results.changed(emulated_skipped="no counted IO and SYNTHETIC trials to build the model from")
+    k = model.flip if model.flip is not None else max(SPEEDUPS)
+    k = max(1.0, k)
+    step = faster(model.inputs.step[1], model.inputs.step_fixed, k)
+    cpu = step * max(0.0, min(1.0, model.inputs.step_cores))
+    ntrials, nwarmup = side_counts(config)
+    nbatches = config.io.nbatches
+    sink.say(EmulatedStarted(k, step, cpu, nwarmup, ntrials, nbatches))
+    results = results.changed(emulated_speedup=k)
+    source = CopyingSource(runner.open_own(), EmulatedStep(step, cpu))
+    specs = [TrialSpec(Mode.IO, j, True, nbatches, variant="EMULATED") for j in range(1, nwarmup + 1)]
+    specs += [TrialSpec(Mode.IO, j, False, nbatches, variant="EMULATED") for j in range(1, ntrials + 1)]
+    runner.drain()
+    for spec in specs:
+        env.running(spec)
+        sink.out.trial_started(spec)
+        try:
+            result = runner.side(spec, source, runner.counter())
+        except Exception as err:  # the loader fails here: the model goes unchecked, the summary still comes
+            why = f"{spec.label} raised {type(err).__name__}: {err}"
+            sink.say(EmulatedSkipped(why))
+            return results.changed(emulated_skipped=why)
+        finally:
+            env.running(None)
+        results = results.changed(emulated=(*results.emulated, folded(result)))
+        sink.trial(result)
+    return results

@@ -1,0 +1,50 @@
+"""IO_H2D: the IO trials again, copying each batch to the accelerator (a hidden side, after the verdict)."""
+
+from __future__ import annotations
+
+from ...core.results import RunResults
+from ...core.schedule import Mode, TrialSpec
+from ...measure.device import accelerator_in_use, copier
+from ...measure.source import CopyingSource
+from ..events import H2DSkipped
+from . import SideEnv, side_counts
+
+__all__ = ["run"]
+
+
+def run(env: SideEnv, results: RunResults) -> RunResults:
+    """Run when the program has an accelerator in use (a model moved to the GPU), as many as IO's trials
+    (:func:`side_counts`), this rank's own, on benchy's own pass; said and recorded as skipped otherwise.
+    ``env.h2d_copy``: an injected copy (tests), else the accelerator's."""
+    config, sink, runner = env.config, env.sink, env.runner
+    if not config.general.io_h2d:
+        return results.changed(h2d_skipped="io_h2d: false")
+    device, copy = "the injected copy", env.h2d_copy
+    if copy is None:
+        found = accelerator_in_use()
+        if found is None:
+            why = "no accelerator in use (the run computes on the CPU)"
+            sink.say(H2DSkipped(why))
+            return results.changed(h2d_skipped=why)
+        copy, device = copier(found), found
+    results = results.changed(h2d_device=device)
+    own = runner.open_own()
+    source = CopyingSource(own, copy)
+    ntrials, _ = side_counts(config)
+    runner.drain()
+    for k in range(1, ntrials + 1):
+        spec = TrialSpec(Mode.IO, k, False, config.io.nbatches, variant="H2D")
+        env.running(spec)
+        sink.out.trial_started(spec)
+        try:
+            result = runner.side(spec, source, runner.counter())
+        except Exception as err:  # a copy that fails (device memory, an odd batch) costs only this
+            why = f"{spec.label} raised {type(err).__name__}: {err}"
+            sink.say(H2DSkipped(why, stopped=True))
+            return results.changed(h2d_skipped=why)
+        finally:
+            env.running(None)
+        results = results.add_h2d(result)
+        sink.trial(result)
+    own.drop_pending()
+    return results

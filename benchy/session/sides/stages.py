@@ -1,0 +1,92 @@
+"""STAGES: diagnostic IO trials on an instrumented copy of the loader (``measure.stages``): each stage and each
+worker timed (a hidden side, after the verdict). One warm-up (the copy's first pass starts its workers), then
+IO's trial count (:func:`~benchy.session.sides.side_counts`) up to :data:`STAGE_TRIALS`; not counted in IO."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from ...core.results import RunResults, Span, TrialResult
+from ...core.schedule import Mode, TrialSpec
+from ...core.stages import StageTrial, WorkerMemory, analyse
+from ...core.verdict import system_means
+from ...measure.source import BatchSource
+from ...measure.stages import has_in_order, stage_trial, timer_cost
+from ...measure.system import worker_memory
+from ..events import StagesStarted, StagesStopped
+from . import SideEnv, side_counts
+
+__all__ = ["STAGE_TRIALS", "run"]
+
+STAGE_TRIALS = 2  # stage trials after their one warm-up, at most (shares need few; each costs an IO trial)
+
+
+def run(env: SideEnv, results: RunResults) -> RunResults:
+    config, sink, runner = env.config, env.sink, env.runner
+    if not config.general.stages:
+        return results.changed(stages_skipped="stages: false")
+    make = env.loader.instrument
+    if make is None:
+        return results.changed(
+            stages_skipped=(
+                f"only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the loader benchy run chose); "
+                f"this is a {env.loader.kind}"
+            )
+        )
+    ntrials, nwarmup = min(STAGE_TRIALS, side_counts(config)[0]), 1
+    nbatches = config.io.nbatches
+    trials: List[StageTrial] = []
+    source: Optional[BatchSource] = None
+    memory: List[WorkerMemory] = []
+    spec: Optional[TrialSpec] = None
+    try:
+        made = make()
+        sink.say(StagesStarted(nwarmup, ntrials, nbatches, made.workers, made.plan.split))
+        source = BatchSource(lambda: iter(made.loader), runner.clock)
+        counter = runner.counter()
+        specs = [TrialSpec(Mode.IO, k, True, nbatches, variant="STAGES") for k in range(1, nwarmup + 1)]
+        specs += [TrialSpec(Mode.IO, k, False, nbatches, variant="STAGES") for k in range(1, ntrials + 1)]
+        for spec in specs:
+            env.running(spec)
+            sink.out.trial_started(spec)
+            began = runner.clock()
+            found = stage_trial(spec.label, spec.warmup, nbatches, source.fetch, counter, made)
+            results = results.add_span(Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup))
+            env.running(None)
+            trials.append(found)
+            sink.trial(TrialResult(spec, found.samples, found.seconds))
+            if not spec.warmup:
+                memory = _largest(memory, worker_memory(source.worker_pids()))
+        spec = None
+        means = system_means(results.measured(Mode.IO))
+        free = (
+            None
+            if means is None
+            else max(0.0, means["cpu_cores"] - means["cpu_cores_busy"] - (means.get("other_cores_busy") or 0.0))
+        )
+        report = analyse(trials, in_order=has_in_order(), split=made.plan.split, free_cores=free, memory=memory)
+        if report is not None:
+            report.instrumentation = timer_cost(len(made.plan.names))
+        results = results.changed(stages=report)
+    except Exception as err:  # a loader that cannot be copied or timed costs only this diagnosis
+        env.running(None)
+        where = f" in {spec.label}" if spec is not None else ""
+        why = f"the instrumented loader raised {type(err).__name__}{where}: {err}"
+        results = results.changed(stages_skipped=why)
+        sink.say(StagesStopped(why))
+    finally:
+        if source is not None:
+            try:
+                source.close()
+            except Exception:  # a worker already gone
+                pass
+    return results
+
+
+def _largest(before: List[WorkerMemory], now: List[WorkerMemory]) -> List[WorkerMemory]:
+    """Per worker, the reading with the larger unique set size."""
+    found = {m.worker: m for m in before}
+    for m in now:
+        if m.worker not in found or m.uss > found[m.worker].uss:
+            found[m.worker] = m
+    return [found[k] for k in sorted(found)]

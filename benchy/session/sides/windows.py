@@ -1,0 +1,58 @@
+"""The side windows after the verdict: ``PARTS_1`` splits the step into forward, backward, optimizer step and the
+rest of the loop (global hooks on only there); ``CONTENTION_1`` times the step while the loader's workers run
+flat out beside it, in a process of their own (``measure.diagnostics``). Both are windows of the loop's steps on
+the cached batch, never counted in a mode; both feed the what-if model."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from ...core.diagnostics import ContentionRun, StepParts
+from ...core.results import RunResults, TrialResult
+from ...measure.diagnostics import Drainer, StepHooks
+from . import SideEnv
+
+__all__ = ["Contention", "Parts"]
+
+
+class Parts:
+    def start(self, env: SideEnv, results: RunResults) -> Tuple[Any, RunResults]:
+        hooks = StepHooks()
+        hooks.install()
+        return hooks, results
+
+    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults) -> RunResults:
+        helper.remove()
+        t = helper.times
+        steps = len(result.step_seconds)
+        period = result.own_seconds / steps if steps else 0.0
+        counts = (t.forwards, t.backwards, t.steps)
+        parts = StepParts.from_times(result.label, period, steps, t.seconds, t.forward, t.backward, t.optimizer, counts)
+        return results.changed(parts=parts)
+
+    def stop(self, helper: Any) -> None:
+        helper.remove()
+
+
+class Contention:
+    def start(self, env: SideEnv, results: RunResults) -> Tuple[Optional[Any], RunResults]:
+        if not env.workers:
+            why = "CONTENTION_1: no loader workers (the loading runs on the training thread, in FULL only)"
+            return None, results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
+        drainer = Drainer(env.runner.own.fresh)  # a forked process's pass: its random draws are its own
+        drainer.start()
+        drainer.wait_running(2 * max(1, env.runner.queue_depth) + 1)  # past the workers' first prefetching
+        return drainer, results
+
+    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults) -> RunResults:
+        helper.stop()
+        steps = len(result.step_seconds)
+        period = result.own_seconds / steps if steps else 0.0
+        # The median step: a loader flat out gives the step bursts of waits for a core, which its mean over a
+        # short window overstates.
+        median = result.median_period or period
+        run = ContentionRun(result.label, median, steps, helper.batches, helper.seconds, helper.ended)
+        return results.changed(contention=run)
+
+    def stop(self, helper: Any) -> None:
+        helper.stop()

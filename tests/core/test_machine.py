@@ -1,0 +1,271 @@
+"""The window machine, on synthetic event streams (no torch, no clock): every stream of events a session can hand
+it, drawn by hypothesis, and the rules the schedule promises checked on what it does."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import List, Optional, Tuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchy import Mode, Schedule, load_config
+from benchy.core import machine as m
+from benchy.core.schedule import Extra, TrialSpec, abba_first
+from benchy.core.verdict import Outcome
+
+
+def plan(**overrides) -> Schedule:
+    return Schedule.from_config(load_config(overrides=overrides, environ={}))
+
+
+Step = Tuple[m.Action, m.State]
+
+
+def drive(
+    schedule: Schedule,
+    decide_after: Optional[int] = None,
+    change: Optional[float] = 0.0,
+    queue_depth: int = 0,
+    room: Optional[int] = None,
+    outcome: Outcome = Outcome.COMPUTE,
+) -> List[Step]:
+    """The actions of a run whose warm-ups change by ``change`` and whose verdict is decided once SYNTHETIC has
+    ``decide_after`` counted trials (never: None); ``room``: the loop's steps, used up by each window."""
+    taken = 0
+    state, actions = m.transition(m.start(schedule), m.Begin(queue_depth, room))
+    out: List[Step] = []
+    while True:
+        action = actions[0]
+        out.append((action, state))
+        if isinstance(action, m.Finish) or len(out) > 500:
+            return out
+        left = None if room is None else room - taken
+        if isinstance(action, m.RunExtra):
+            taken += 2 if action.spec is None else action.spec.nbatches
+            state, actions = m.transition(state, m.ExtraEnded(action.extra, None if room is None else room - taken))
+            continue
+        spec = action.spec
+        if isinstance(action, m.OpenWindow):
+            taken += spec.nbatches + (queue_depth + 1 if spec.mode is Mode.FULL else 0)
+            left = None if room is None else room - taken
+        decided = decide_after is not None and state.issued(Mode.SYNTHETIC) >= decide_after
+        judgement = m.Judgement(decided, outcome if decided else None)
+        state, actions = m.transition(state, m.Counted(spec, change if spec.warmup else None, judgement, left))
+
+
+def labels(steps: List[Step], kind: type) -> List[str]:
+    return [a.spec.label for a, _ in steps if isinstance(a, kind)]
+
+
+def test_fixed_counts_run_exactly_their_trials_in_the_alternating_order() -> None:
+    fixed = {mode: {"ntrials": 3, "nwarmup": 1} for mode in ("IO", "synthetic", "full")}
+    steps = drive(plan(**fixed))
+    assert labels(steps, m.RunIO) == ["IO_WARMUP_1", "IO_1", "IO_2", "IO_3"]
+    assert labels(steps, m.OpenWindow) == [
+        "SYNTHETIC_WARMUP_1",
+        "FULL_WARMUP_1",
+        "FULL_1",
+        "SYNTHETIC_1",
+        "SYNTHETIC_2",
+        "FULL_2",
+        "FULL_3",
+        "SYNTHETIC_3",
+    ]
+    assert all(a.spec.nbatches == 50 for a, _ in steps if isinstance(a, m.OpenWindow))
+    assert steps[-1][0] == m.Finish(m.Stop.ALL_RAN)
+
+
+def test_interleaving_cancels_a_linear_drift_over_each_block_of_four() -> None:
+    counts = {"ntrials": 4, "nwarmup": 0}
+    order = labels(drive(plan(synthetic=counts, full=counts)), m.OpenWindow)
+    assert order == ["SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2", "SYNTHETIC_3", "FULL_3", "FULL_4", "SYNTHETIC_4"]
+    syn = [k for k, label in enumerate(order) if label.startswith("SYN")]
+    full = [k for k, label in enumerate(order) if label.startswith("FULL")]
+    assert sum(syn) == sum(full)
+
+
+def test_the_default_schedule_stops_at_the_decision_and_the_extras_follow_most_useful_first() -> None:
+    steps = drive(plan(), decide_after=3, outcome=Outcome.DATA_LOADING)
+    windows = labels(steps, m.OpenWindow)
+    assert windows[:3] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "FULL_1"]  # S F F S from the first window
+    assert windows[-1] == "SYNTHETIC_3" and windows.count("FULL_2") == 1  # FULL has its fewest (2)
+    extras = [a.extra for a, _ in steps if isinstance(a, m.RunExtra)]
+    assert extras == list(m.extras_order(tuple(Extra), Outcome.DATA_LOADING))
+    assert extras[0] is Extra.STAGES and extras[-1] is Extra.EMULATED
+    assert steps[-1][0] == m.Finish(m.Stop.DECIDED)
+    notes = [n for _, state in steps for n in state.notes]
+    assert any(isinstance(n, m.Stopped) and n.stop is m.Stop.DECIDED for n in notes)
+    lengths = [a.spec.nbatches for a, _ in steps if isinstance(a, m.OpenWindow) and a.spec.mode is Mode.SYNTHETIC]
+    assert lengths == sorted(lengths) and lengths[0] == 8  # short first, growing
+
+
+def test_compute_bound_runs_the_flops_count_and_the_parts_first() -> None:
+    extras = [a.extra for a, _ in drive(plan(), decide_after=3, outcome=Outcome.COMPUTE) if isinstance(a, m.RunExtra)]
+    assert extras[:2] == [Extra.FLOPS, Extra.PARTS]
+
+
+def test_a_warmup_goes_on_while_the_step_time_falls_and_stops_at_its_bound() -> None:
+    falling = labels(drive(plan(), decide_after=3, change=-0.2), m.OpenWindow)
+    assert [x for x in falling if x.startswith("SYNTHETIC_WARMUP")] == [f"SYNTHETIC_WARMUP_{k}" for k in range(1, 5)]
+    steady = labels(drive(plan(), decide_after=3, change=-0.01), m.OpenWindow)
+    assert [x for x in steady if "WARMUP" in x] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1"]
+    slower = drive(plan(), decide_after=3, change=+0.3)  # rose: more warm-up would not cure it
+    notes = [n for _, s in slower for n in s.notes if isinstance(n, m.WarmupEnded)]
+    assert notes and all(n.done == 1 and not n.steady for n in notes)
+
+
+def test_never_decided_stops_at_the_budget() -> None:
+    steps = drive(plan(), decide_after=None)
+    assert steps[-1][0] == m.Finish(m.Stop.BUDGET)
+    windows = labels(steps, m.OpenWindow)
+    assert sum(1 for x in windows if x.startswith("SYNTHETIC_") and "WARMUP" not in x) == 8
+
+
+def test_a_known_loop_length_fits_the_windows_inside_it() -> None:
+    steps = drive(plan(), decide_after=None, room=150, queue_depth=4)
+    used = sum(a.spec.nbatches + (5 if a.spec.mode is Mode.FULL else 0) for a, _ in steps if isinstance(a, m.OpenWindow))
+    assert used <= 150
+    assert steps[-1][0] == m.Finish(m.Stop.HORIZON)
+    assert Extra.PARTS in steps[-1][1].skipped  # no room left for a window of 25
+
+
+def test_the_profiled_warmup_follows_the_warmups_and_is_never_counted() -> None:
+    steps = drive(plan(**{"global": {"profiler": "torch", "profiler_capture": ["FULL"]}}), decide_after=3)
+    full = [a.spec for a, _ in steps if isinstance(a, m.OpenWindow) and a.spec.mode is Mode.FULL]
+    assert [(s.label, s.profiled) for s in full[:3]] == [("FULL_WARMUP_1", False), ("FULL_WARMUP_2", True), ("FULL_1", False)]
+
+
+# --- every stream -----------------------------------------------------------------------------------
+
+judgements = st.builds(
+    m.Judgement,
+    st.booleans(),
+    st.sampled_from([None, *Outcome]),
+    st.frozensets(st.sampled_from(list(Mode))),
+    st.booleans(),
+)
+changes = st.one_of(st.none(), st.floats(-0.5, 0.5))
+rooms = st.one_of(st.none(), st.integers(0, 2000))
+counts = st.one_of(st.just("auto"), st.integers(1, 4))
+plans = st.builds(
+    lambda n, t, w, nb, extras, io: plan(
+        IO={"run_benchmark": io, "ntrials": t, "nwarmup": w},
+        synthetic={"ntrials": t, "nwarmup": w, "nbatches": nb},
+        full={"ntrials": t, "nwarmup": w, "nbatches": nb},
+        **{"global": {"auto_max_trials": n, "whatif": extras, "flops": extras}},
+    ),
+    st.integers(2, 6),
+    counts,
+    counts,
+    st.integers(1, 60),
+    st.booleans(),
+    st.booleans(),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plans, st.data(), st.integers(0, 8))
+def test_every_event_stream_keeps_the_schedules_rules(schedule: Schedule, data: st.DataObject, depth: int) -> None:
+    state = m.start(schedule)
+    before = state
+    state, actions = m.transition(state, m.Begin(depth, data.draw(rooms)))
+    assert before == m.start(schedule)  # the transition made a new state: the old one is as it was
+    windows: List[TrialSpec] = []
+    extras: List[Extra] = []
+    finished = False
+    for _ in range(400):
+        assert len(actions) == 1
+        action = actions[0]
+        if isinstance(action, m.Finish):
+            finished = True
+            again, more = m.transition(state, m.ExtraEnded(Extra.FLOPS))
+            assert more == (action,)  # the end stays the end
+            break
+        if isinstance(action, m.RunExtra):
+            assert state.phase is m.Phase.EXTRAS and action.extra in schedule.extras and action.extra not in extras
+            extras.append(action.extra)
+            state, actions = m.transition(state, m.ExtraEnded(action.extra, data.draw(rooms)))
+            continue
+        spec = action.spec
+        assert state.phase is m.Phase.MEASURING
+        p = schedule.plan(spec.mode)
+        assert p is not None and 1 <= spec.nbatches <= p.nbatches
+        if isinstance(action, m.OpenWindow):
+            assert spec.mode is not Mode.IO
+            if state.room is not None:
+                assert spec.nbatches + (depth + 1 if spec.mode is Mode.FULL else 0) + 2 <= state.room
+            windows.append(spec)
+        else:
+            assert spec.mode is Mode.IO
+        # Counts within their bounds.
+        assert state.issued(spec.mode) <= p.most_trials
+        assert state.issued(spec.mode, warmup=True) <= p.most_warmups + int(p.profiled)
+        event: m.Event
+        if data.draw(st.integers(0, 9)) == 0 and isinstance(action, m.OpenWindow):
+            event = m.Lost(spec, data.draw(rooms))
+        else:
+            event = m.Counted(spec, data.draw(changes) if spec.warmup else None, data.draw(judgements), data.draw(rooms))
+        state, actions = m.transition(state, event)
+    assert finished
+    # The extras ran in their order for the verdict measuring ended with, less those left out for room.
+    expected = m.extras_order(schedule.extras, state.outcome if state.judgement.decided else None)
+    assert extras == [e for e in expected if e not in state.skipped]
+    # Each mode's windows are short first and never shrink, but to fit the room left.
+    for mode in (Mode.SYNTHETIC, Mode.FULL):
+        p = schedule.plan(mode)
+        mine = [w.nbatches for w in windows if w.mode is mode]
+        if p is not None and mine and state.room is None and all(r is None for r in [state.room]):
+            assert mine[0] <= p.length(0) or mine[0] <= p.nbatches
+    # A fixed plan without room limits runs every trial it names.
+    if not schedule.stops_early and state.stop is m.Stop.ALL_RAN:
+        for p in schedule.window_plans:
+            assert state.issued(p.mode) == p.ntrials
+
+
+@given(st.integers(0, 40))
+def test_abba_positions(n: int) -> None:
+    pattern = "".join("a" if abba_first(k) else "b" for k in range(n))
+    assert pattern == ("abba" * 11)[:n]
+
+
+def test_the_steps_of_the_plan_cover_its_windows_and_fit_a_known_length() -> None:
+    s = plan()
+    assert m.steps_of(s, 0, decided_after=3, verdict_only=True) <= 150  # the default's typical decision
+    assert m.steps_of(s) > m.steps_of(s, decided_after=3) > m.steps_of(s, decided_after=3, verdict_only=True)
+    assert m.steps_of(s.with_horizon(289), 4, 24) <= 289
+    assert m.steps_of(plan(synthetic={"run_benchmark": False}, full={"run_benchmark": False})) == 0
+    assert m.min_epoch_steps(0) == 3 and m.min_epoch_steps(4) == 7
+    assert m.epochs_for(100, 24) == 5 and m.epochs_for(100, None) is None and m.epochs_for(10, 10_000) == 1
+
+
+def test_the_windows_that_fit_a_run_are_the_longest_whose_steps_it_holds() -> None:
+    fixed = plan(**{mode: {"ntrials": 3, "nwarmup": 1} for mode in ("IO", "synthetic", "full")})
+    for steps, epoch in ((120, 12), (300, 24), (300, None)):
+        found = m.nbatches_to_fit(fixed, steps, 0, epoch)
+        assert found is not None and 5 <= found < 50
+        assert m.steps_of(fixed.with_nbatches(found), 0, epoch) <= steps < m.steps_of(fixed.with_nbatches(found + 1), 0, epoch)
+    assert m.nbatches_to_fit(fixed, 20, 0, 12) is None
+
+
+def test_a_warmup_change_needs_enough_periods() -> None:
+    assert m.warmup_change([1.0] * 7, 3) is None
+    assert m.warmup_change([2.0] * 4 + [1.0] * 4, 4) == pytest.approx(-0.5)
+
+
+def test_judge_needs_two_trials_a_side_and_names_the_wider_side() -> None:
+    from benchy.core.results import RunResults, TrialResult
+
+    def trials(mode: Mode, rates: List[float]) -> List[TrialResult]:
+        return [TrialResult(TrialSpec(mode, k + 1, False, 10), int(r), 1.0) for k, r in enumerate(rates)]
+
+    s = plan()
+    one = RunResults(trials=tuple(trials(Mode.IO, [100, 101]) + trials(Mode.SYNTHETIC, [300])))
+    assert not m.judge(one, s).decided
+    clear = RunResults(trials=tuple(trials(Mode.IO, [100, 101, 99]) + trials(Mode.SYNTHETIC, [300, 302, 301])))
+    found = m.judge(clear, s)
+    assert found.decided and found.outcome is Outcome.DATA_LOADING
+    wide = RunResults(trials=tuple(trials(Mode.IO, [100, 150, 60]) + trials(Mode.SYNTHETIC, [300, 302, 301])))
+    assert m.judge(wide, s).io_wider
+    assert dataclasses.replace(found, decided=False) != found
