@@ -148,15 +148,14 @@ def test_the_python_the_readme_names_is_the_one_setup_cfg_requires() -> None:
 
 
 def test_the_thresholds_the_docs_give_are_the_code_s() -> None:
-    from benchy.core import verdict
-    from benchy.session import planner
+    from benchy.core import machine, verdict
 
     readme = (ROOT / "README.md").read_text()
     verdict_page = (DOCS / "guide" / "verdict.md").read_text()
     loop_page = (DOCS / "guide" / "your-loop.md").read_text()
     balanced = f"within {100 * verdict.BALANCE_TOLERANCE:g} % either way"
     assert balanced in readme and balanced in verdict_page
-    assert f"no longer falls by more than\n{100 * planner.STEADY_TOLERANCE:g} %" in loop_page
+    assert f"no longer falls by more than\n{100 * machine.STEADY_TOLERANCE:g} %" in loop_page
     from benchy.core.config import Config
 
     defaults = Config()

@@ -73,8 +73,9 @@ __all__ = [
 STEADY_TOLERANCE = 0.05
 # nwarmup auto: the fewest steps in each of the two halves compared.
 MIN_STEADY_WINDOW = 4
-# Steps the FLOPs' count takes: one untimed step on the cached batch, then the counted one.
-FLOPS_STEPS = 2
+# Steps the FLOPs' count takes, as a rule: two untimed steps on the cached batch, then two to four counted (more where
+# the loop takes several batches at once: see measure.flops).
+FLOPS_STEPS = 6
 
 
 class Phase(str, enum.Enum):

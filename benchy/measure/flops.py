@@ -1,11 +1,8 @@
 """The FLOPs of one real training step, counted by torch's own ``FlopCounterMode`` (needs torch).
 
-The count runs on one step that is not timed, on the cached batch, just before the first measured
-SYNTHETIC window (the warm-ups ran before it): the counter is entered when the cached batch is handed
-out and left when the loop asks for the next. The batch handed out before it is the cached one too,
-so that a loop that fetches one batch ahead (and runs, between a hand-out and the next ask, the step
-on the batch before) counts the same step; at an epoch's first batch such a loop runs none. No timed
-step pays for the counter.
+The count runs on steps that are not timed, on the cached batch, after the verdict: two cached batches handed
+out first (a loop that fetches ahead runs, between a hand-out and the next ask, the step on a batch before), then
+the counter over the loop's asks until their FLOPs repeat (:class:`StepCounter`). No timed step pays for it.
 
 :class:`StepCounter` adds to torch's counter the dtype each FLOP ran in (the op's first tensor
 input; float32 matmuls and convolutions on CUDA count as ``tf32`` where torch lets them use it) and
@@ -18,7 +15,7 @@ from __future__ import annotations
 import platform
 import re
 import warnings
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import torch
 from torch.utils import flop_counter
@@ -125,18 +122,33 @@ class _Counter(FlopCounterMode):
 
 
 class StepCounter:
-    """Counts one step: :meth:`enter` when its batch is handed out, :meth:`leave` when the loop asks
-    for the next; then :attr:`count` holds the :class:`FlopCount` (or why none was made)."""
+    """Counts the FLOPs of a step over a stretch of the loop's asks: :meth:`enter` when the first counted batch is
+    handed out, :meth:`mark` at each ask after it, :meth:`leave` at the end; then :attr:`count` holds the
+    :class:`FlopCount` (or why none was made).
+
+    Between two asks a loop usually runs one step; one that fetches ahead runs the step on the batch before, and
+    one that takes several batches at once (the Hugging Face Trainer takes a gradient accumulation's batches
+    together, then runs their steps) runs none between some asks and several between others. The FLOPs between
+    asks repeat with the loop's own period: :meth:`mark` finds the shortest period ``b`` whose last two blocks of
+    ``b`` intervals hold the same FLOPs, and the step's FLOPs are a block's over ``b``: the same for each of these
+    loops, and for a step that runs several models. :attr:`settled` says when one is found (at most
+    :data:`MAX_INTERVALS` intervals; past them, the mean over all)."""
+
+    MAX_INTERVALS = 12  # covers periods of 1 to 6 asks
 
     def __init__(self, samples: int, label: str, spec: Any = None) -> None:
         self.samples = samples
         self.label = label
-        self.spec = spec  # the trial it counts before
+        self.spec = spec
         self.entered = False
-        self.completed = False  # the loop asked for the batch after the counted step: the count stands
+        self.completed = False  # the count stands
         self.count: Optional[FlopCount] = None
+        self.settled = False
         self._mode: Optional[_Counter] = None
         self._warnings: Any = None
+        # At each ask: the running totals (all FLOPs, per op, per dtype, per device).
+        self._marks: List[Tuple[int, Dict[str, int], Dict[str, int], Dict[str, int]]] = []
+        self._period = 0
 
     def enter(self) -> None:
         self.entered = True
@@ -147,9 +159,10 @@ class StepCounter:
             mode = _Counter()
             mode.__enter__()
             self._mode = mode
+            self._marks = [(0, {}, {}, {})]
         except Exception as err:  # a torch without the counter's internals
             self._close_warnings()
-            self.completed = True  # a final answer: no later trial would fare better
+            self.completed = self.settled = True  # a final answer: no later trial would fare better
             self.count = FlopCount(
                 samples=self.samples,
                 label=self.label,
@@ -161,9 +174,36 @@ class StepCounter:
             self._warnings.__exit__(None, None, None)
             self._warnings = None
 
+    @property
+    def intervals(self) -> int:
+        return max(0, len(self._marks) - 1)
+
+    def mark(self) -> None:
+        """The loop asked for its next batch: the FLOPs since the last ask are one interval; settled once the loop's
+        period shows (or at :data:`MAX_INTERVALS`)."""
+        mode = self._mode
+        if mode is None or self.settled:
+            return
+        ops = {str(k): int(v) for k, v in mode.flop_counts["Global"].items()}
+        self._marks.append((int(mode.get_total_flops()), ops, dict(mode.by_dtype), dict(mode.devices)))
+        totals = [m[0] for m in self._marks]
+        deltas = [b - a for a, b in zip(totals, totals[1:])]
+        if len(deltas) >= 4 and not any(deltas):  # the counter sees nothing the steps run (a compiled graph): said
+            self._period, self.settled = len(deltas), True
+            return
+        for period in range(1, len(deltas) // 2 + 1):
+            last, before = sum(deltas[-period:]), sum(deltas[-2 * period : -period])
+            if last > 0 and abs(last - before) <= 0.01 * last:
+                self._period, self.settled = period, True
+                return
+        if len(deltas) >= self.MAX_INTERVALS:
+            self._period, self.settled = len(deltas), True  # no period shows: the mean over every interval
+
     def leave(self, *, completed: bool = True) -> None:
-        """Leave the counter; ``completed``: the step ran to the loop's next ask (else, a peek or a
-        loop that broke out during it, the count is dropped and :attr:`count` stays None)."""
+        """Leave the counter; ``completed``: the count stands (else, the loop broke the stretch, :attr:`count` stays
+        None). Without a period found, the mean over the intervals counted."""
+        if completed and not self.settled:
+            self.mark()  # the ask that ends the count ends its last interval
         mode, self._mode = self._mode, None
         if mode is None:
             return
@@ -171,23 +211,30 @@ class StepCounter:
             mode.__exit__(None, None, None)
         finally:
             self._close_warnings()
-        if not completed:
+        if not completed or self.intervals == 0:
             return
         self.completed = True
+        period = self._period or self.intervals
+        end, start = self._marks[-1], self._marks[-1 - period]
+
+        def per_step(after: Dict[str, int], before: Dict[str, int]) -> Dict[str, int]:
+            out = {k: (v - before.get(k, 0)) // period for k, v in after.items()}
+            return {k: v for k, v in out.items() if v}
+
+        devices = per_step(end[3], start[3])
         device_type, device = "cpu", cpu_name()
-        if mode.devices:
-            where = max(mode.devices, key=lambda k: mode.devices[k])
+        if devices:
+            where = max(devices, key=lambda k: devices[k])
             device_type = where.split(":")[0]
             if device_type != "cpu":
                 device = _accelerator_name(where)
-        by_op = {str(k): int(v) for k, v in mode.flop_counts["Global"].items() if v}
         self.count = FlopCount(
-            total=int(mode.get_total_flops()),
+            total=(end[0] - start[0]) // period,
             samples=self.samples,
             device=device,
             device_type=device_type,
-            by_dtype=dict(mode.by_dtype),
-            by_op=by_op,
+            by_dtype=per_step(end[2], start[2]),
+            by_op=per_step(end[1], start[1]),
             unknown=tuple(sorted(mode.unknown)),
             tf32=bool(device_type == "cuda" and torch.backends.cuda.matmul.allow_tf32),
             label=self.label,

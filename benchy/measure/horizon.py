@@ -11,6 +11,7 @@ took before this epoch (``global_step``); None where no such loop runs the loade
 from __future__ import annotations
 
 import math
+import os
 import sys
 from types import FrameType
 from typing import Any, Optional
@@ -56,6 +57,12 @@ def _is_lightning(obj: Any) -> bool:
     return "lightning.pytorch.trainer.trainer.Trainer" in names or "pytorch_lightning.trainer.trainer.Trainer" in names
 
 
+# Only a framework's own frames are read: reading a frame's locals makes a snapshot of them that the frame keeps
+# (Python 3.11), and a script's frame would then keep alive what the script drops later (a loader it deletes, and
+# with it the loader's workers).
+_FRAMEWORKS = (f"{os.sep}transformers{os.sep}", f"{os.sep}lightning{os.sep}", f"{os.sep}pytorch_lightning{os.sep}")
+
+
 def loop_horizon(frame: Optional[FrameType] = None) -> Optional[int]:
     """The loop's batches from the start of its current epoch to its planned end, from the framework running it;
     None: unknown."""
@@ -63,6 +70,10 @@ def loop_horizon(frame: Optional[FrameType] = None) -> Optional[int]:
     for _ in range(_DEPTH):
         if found is None:
             return None
+        code = found.f_code
+        if code.co_varnames[:1] != ("self",) or not any(part in code.co_filename for part in _FRAMEWORKS):
+            found = found.f_back
+            continue
         owner = found.f_locals.get("self")
         if owner is not None:
             for read in (_hugging_face, _lightning):

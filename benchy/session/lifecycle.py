@@ -185,11 +185,12 @@ class Lifecycle:
         s = self._session
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
         s.failed_ranks(failed)
-        s.interrupt(Interruption(spec, spec.nbatches, "the ranks could not exchange its results"))
+        item = Interruption(spec, spec.nbatches, "the ranks could not exchange its results")
+        s.interrupt(item)
         self._stop()
         self.advise(EXIT_INCOMPLETE)
         try:
-            s.ctx.out.trial_ended()
+            s.ctx.sink.say(ev.TrialLost(item))
             if failed:
                 s.ctx.sink.say(ev.RankFailed(failed))
             s.ctx.sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)

@@ -71,11 +71,17 @@ class LoaderFacts:
 
 @dataclasses.dataclass
 class FlopsWork:
-    """The FLOPs' count: one untimed step on the cached batch (a loop that fetches one batch ahead runs the
-    step on the batch before the counted hand-out), then the counted one."""
+    """The FLOPs' count: :data:`PRIMER` untimed steps on the cached batch (a loop that fetches ahead runs, between a
+    hand-out and the next ask, the step on a batch before), then one cached hand-out per ask, counted, until the
+    counter settles (:class:`~benchy.measure.flops.StepCounter`). A stretch the loop breaks (its epoch ends, a break,
+    a peek) is dropped and tried again in the next epoch, :data:`TRIES` times in all."""
+
+    PRIMER = 2
+    TRIES = 3
 
     primed: bool = False
     counter: Optional[StepCounter] = None
+    tries: int = 0
 
 
 Work = Union[WindowRun, FlopsWork]
@@ -397,12 +403,23 @@ class Loop:
     # --- segments -------------------------------------------------------------------------------
 
     def _leave_count(self, completed: bool) -> None:
-        """The FLOPs' counted step ends: the session hears whether it ran to the loop's next ask."""
+        """At an ask (``completed``): the FLOPs' count marks an interval, and ends once it settles. Where the loop
+        broke the stretch instead, the count is dropped and tried again in the next epoch (the session hears of a
+        count that never completes)."""
         work = self.work
-        if isinstance(work, FlopsWork) and work.counter is not None:
-            work.counter.leave(completed=completed)
+        if not isinstance(work, FlopsWork) or work.counter is None:
+            return
+        counter = work.counter
+        if completed:
+            counter.mark()
+            if not counter.settled:
+                return
+        counter.leave(completed=completed)
+        if completed or work.tries >= FlopsWork.TRIES:
             self.work = None
             self._driver.flops_done(work, completed)
+        else:
+            work.primed, work.counter = False, None
 
     def _after_segment(self, ep: EpochState) -> None:
         """What the segment that just ended did: its cached hand-outs are owed to the pass; the FLOPs' count
@@ -456,13 +473,18 @@ class Loop:
         ended = self._cached(ep)
         if ended is not None:
             return ended
+        if work.counter is None and self._room(ep) < (2 if work.primed else FlopsWork.PRIMER + 3):
+            # The primer and the first counted asks must fall in one epoch (a loop that fetches ahead runs no step in
+            # its epoch's first period): the rest of this pass plain, the count in the next.
+            work.primed = False
+            return self._pass_rest(ep)
         ep.queue_ready = False
         if not work.primed:
-            # One untimed step on the cached batch first: a loop that fetches one batch ahead runs the step on
-            # the batch before the counted hand-out, and at an epoch's first batch none.
             work.primed = True
-            return Segment(CACHED, 1, batch=self._runner.cached)
-        work.counter = self._runner.start_count()
+            return Segment(CACHED, FlopsWork.PRIMER, batch=self._runner.cached)
+        if work.counter is None:
+            work.tries += 1
+            work.counter = self._runner.start_count()
         return Segment(CACHED, 1, batch=self._runner.cached)
 
     def _window_segment(self, ep: EpochState, w: WindowRun) -> Segment:

@@ -273,7 +273,11 @@ class Session:
         if isinstance(action, m.OpenWindow):
             return self._window(action.spec)
         if isinstance(action, m.RunExtra) and action.extra is Extra.FLOPS:
-            return FlopsWork()
+            if self.runner.world == 1:
+                return FlopsWork()
+            self.results = self.results.changed(flops=self.runner.flops(final=True))  # why not, with several ranks
+            self._feed(m.ExtraEnded(action.extra, self._room()))
+            return self.next_work()
         if isinstance(action, m.RunExtra) and action.spec is not None:
             side = WINDOWS[action.extra]
             helper, self.results = side.start(self._env(), self.results)
@@ -452,6 +456,11 @@ class Session:
             self.record.finished = True
             raise
         self.runner.world, self.runner.barrier, self.runner.ranges = ctx.world, ctx.barrier, ctx.ranges
+        g = self.config.general
+        if not g.stages:  # the extras the config turns off say so where they would have shown
+            self.results = self.results.changed(stages_skipped="stages: false")
+        if not g.io_h2d:
+            self.results = self.results.changed(h2d_skipped="io_h2d: false")
         self.loop.read_length()
         if self.schedule.horizon is None and self.config.general.loop_steps == "auto" and self.schedule.window_plans:
             found = loop_horizon()

@@ -43,7 +43,7 @@ def drive(
             return out
         left = None if room is None else room - taken
         if isinstance(action, m.RunExtra):
-            taken += 2 if action.spec is None else action.spec.nbatches
+            taken += m.FLOPS_STEPS if action.spec is None else action.spec.nbatches
             state, actions = m.transition(state, m.ExtraEnded(action.extra, None if room is None else room - taken))
             continue
         spec = action.spec
@@ -180,7 +180,7 @@ def test_every_event_stream_keeps_the_schedules_rules(schedule: Schedule, data: 
         action = actions[0]
         if isinstance(action, m.Finish):
             finished = True
-            again, more = m.transition(state, m.ExtraEnded(Extra.FLOPS))
+            _, more = m.transition(state, m.ExtraEnded(Extra.FLOPS))
             assert more == (action,)  # the end stays the end
             break
         if isinstance(action, m.RunExtra):

@@ -178,7 +178,7 @@ def test_auto_warmup_on_a_decaying_step_measures_the_steady_state(tmp_path: Path
     wrapper = BenchmarkGenericIteratorWrapper(SleepyBatches(fetch), BATCH, benchy_config=cfg)
     reported = benchy_rates(wrapper, DecayingStep(steady))
     plain = plain_rates(SleepyBatches(fetch), sleep_step(steady), NBATCHES)  # the steady step
-    warmups = wrapper.benchy.planner.warmups_used()
+    warmups = wrapper.benchy.machine.warmups_used()
     syn_error = 100 * (reported[Mode.SYNTHETIC] / plain[Mode.SYNTHETIC] - 1)
     full_over = reported[Mode.FULL] / min(reported[Mode.IO], reported[Mode.SYNTHETIC])
     with capsys.disabled():

@@ -21,7 +21,7 @@ def test_the_steps_flops_and_mfu_against_a_configured_peak(run_script) -> None:
     compute = doc["compute"]
     assert compute["flops_per_step"] == MLP_FLOPS and compute["samples"] == B
     assert compute["flops_per_sample"] == MLP_FLOPS / B and compute["by_dtype"] == {"float32": MLP_FLOPS}
-    assert compute["counted_in"] == "SYNTHETIC_1" and compute["device_type"] == "cpu"
+    assert compute["counted_in"] == "FLOPS_1" and compute["device_type"] == "cpu"
     assert compute["peak_flops"] == 2.5e9 and compute["peak_basis"] == "float32: global.peak_flops"
     for mode in ("SYNTHETIC", "FULL"):
         achieved = compute[mode]["flops_per_s"]
@@ -30,7 +30,7 @@ def test_the_steps_flops_and_mfu_against_a_configured_peak(run_script) -> None:
     text = run.summary_line("COMPUTE")
     assert text.startswith(f"{MLP_FLOPS / 1e3:.4g} kFLOP a step") and "MFU SYNTHETIC" in text
     assert "of a peak of 2.5 GFLOP/s (float32: global.peak_flops)" in text
-    # The counted step is an untimed one before SYNTHETIC_1, in no trial: every window keeps its 8 periods.
+    # The counted step is an untimed one after the verdict, in no trial: every window keeps its 8 periods.
     # The whole schedule runs inside the first of the loader's 800-batch epochs, which benchy then ends.
     assert doc["SYNTHETIC"]["nbatches"] == [8, 8]
     assert not any(line.startswith("USER::epoch") for line in run.stdout.splitlines())

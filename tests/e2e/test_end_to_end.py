@@ -33,7 +33,7 @@ def test_drop_in_loader_with_two_workers(run_script) -> None:
     # finishes. Every epoch it finished had the loader's own 10 batches, and len() said so.
     assert "USER::done" not in run.stdout and run.epochs and set(run.epochs.values()) == {(10, 10)}
     doc = run.result()
-    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 4
+    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 5
     assert doc["source"] == "run" and doc["run_name"].startswith("user_script 20")  # the script and its start time
     for mode in ("IO", "SYNTHETIC", "FULL"):
         block = doc[mode]
@@ -106,9 +106,9 @@ def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
     doc = run.result()
     needed, epochs = doc["steps_needed"], doc["epochs_needed"]
     assert epochs == -(-needed // 16) and epochs > 1
-    # Epoch 0: SYNTHETIC_WARMUP_1 (6 steps), FULL_WARMUP_1 (5), 2 untimed (the FLOPs), SYNTHETIC_1 from step 13.
+    # Epoch 0: SYNTHETIC_WARMUP_1 (6 steps), FULL_WARMUP_1 (5), FULL_1 from step 11: its last period crosses the end.
     assert (
-        f"the script stopped after 1 epoch(s), 16 step(s) since the benchmark started during trial SYNTHETIC_1, "
+        f"the script stopped after 1 epoch(s), 16 step(s) since the benchmark started during trial FULL_1, "
         f"before the benchy schedule's end (about {needed} steps, {epochs} epoch(s) of 16 batches in all"
     ) in run.stdout
     assert f"Run it for {epochs} epochs in all ({epochs - 1} more than this run; the most it may take)" in run.stdout
@@ -119,33 +119,33 @@ def test_too_few_epochs_says_so_and_keeps_the_results(run_script) -> None:
     assert doc["exit_status"] == 4
     lost = doc["interrupted"]
     assert lost[0] == {
-        "trial": "SYNTHETIC_1",
-        "batches_done": 2,
+        "trial": "FULL_1",
+        "batches_done": 4,
         "nbatches": 5,
         "reason": "the script ended before the trial's window was complete",
     }
     assert all(i["reason"] == "not run: the script stopped after 1 epoch(s), 16 step(s)" for i in lost[1:])
-    assert [i["trial"] for i in lost[1:]] == ["FULL_1", "FULL_2", "SYNTHETIC_2"]
+    assert [i["trial"] for i in lost[1:]] == ["SYNTHETIC_1", "SYNTHETIC_2", "FULL_2"]
     assert doc["SYNTHETIC"]["n"] == 0 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
 
 
 def test_exception_in_the_step_propagates_unchanged_and_results_are_kept(run_script) -> None:
-    # 100 batches an epoch: SYNTHETIC_WARMUP_1 steps 0-5 (its first period left out), FULL_WARMUP_1 6-10,
-    # the FLOPs' 2 untimed steps, SYNTHETIC_1 13-17, FULL_1 18-22: its third step raises.
-    run = run_script(small_config(), "--raise_at", "0:20", "--samples", "400")
+    # 100 batches an epoch: SYNTHETIC_WARMUP_1 steps 0-5 (its first period left out), FULL_WARMUP_1 6-10, FULL_1
+    # 11-15: its third step raises.
+    run = run_script(small_config(), "--raise_at", "0:13", "--samples", "400")
     assert run.returncode == 1, run
-    assert "RuntimeError: boom in the training step at epoch 0 step 20" in run.stderr
-    assert run.stderr.strip().splitlines()[-1] == "RuntimeError: boom in the training step at epoch 0 step 20"
+    assert "RuntimeError: boom in the training step at epoch 0 step 13" in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "RuntimeError: boom in the training step at epoch 0 step 13"
     assert 'user_script.py", line' in run.stderr
     doc = run.result()
     assert doc["complete"] is False
-    assert doc["SYNTHETIC"]["n"] == 1 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
-    # The loop received batches 18, 19 and 20 and raised in the step of batch 20: 2 periods measured.
+    assert doc["SYNTHETIC"]["n"] == 0 and doc["FULL"]["n"] == 0 and len(doc["FULL"]["warmup"]["trial_time"]) == 1
+    # The loop received batches 11, 12 and 13 and raised in the step of batch 13: 2 periods measured.
     assert doc["interrupted"][0]["trial"] == "FULL_1" and doc["interrupted"][0]["batches_done"] == 2
-    assert doc["interrupted"][0]["reason"] == "the script ended with RuntimeError: boom in the training step at epoch 0 step 20"
+    assert doc["interrupted"][0]["reason"] == "the script ended with RuntimeError: boom in the training step at epoch 0 step 13"
     assert (
         "the script ended with an uncaught exception (RuntimeError: boom in the training step at epoch 0 "
-        "step 20) after 1 epoch(s), 21 step(s) since the benchmark started"
+        "step 13) after 1 epoch(s), 14 step(s) since the benchmark started"
     ) in run.stdout
     assert doc["interrupted"][1]["reason"].startswith("not run: the script ended with RuntimeError: boom")
 

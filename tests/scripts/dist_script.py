@@ -48,7 +48,7 @@ def main() -> int:
     p.add_argument("--slow_factor", type=float, default=1.0)
     p.add_argument("--batches", type=int, default=100, help="batches an epoch")
     p.add_argument("--die_rank", type=int, default=-1, help="this rank SIGKILLs itself at --die_at")
-    p.add_argument("--die_at", default="0:32", help="EPOCH:STEP (0:32: FULL_1's second step, with the tests' config)")
+    p.add_argument("--die_at", default="0:22", help="EPOCH:STEP (0:22: FULL_1's second step, with the tests' config)")
     p.add_argument("--raise_rank", type=int, default=-1, help="this rank's step raises at --die_at")
     p.add_argument("--leave_rank", type=int, default=-1, help="this rank stops after --leave_after epochs")
     p.add_argument("--leave_after", type=int, default=2)

