@@ -1,6 +1,6 @@
 """Steps to a verdict: how many of the loop's steps the default schedule takes to decide, on sleep-based loops.
 
-    python benchmarks/anytime.py [--reps 3] [--workers 0 2] [--step_ms 2 10 30] [--ratios 0.33 0.5 0.77 1 1.3 2 3]
+    python benchmarks/anytime.py [--reps 3] [--workers 0 2] [--step_ms 2 10 30] [--ratios 0.33 0.5 0.77 1 1.3 2 3] [--busy 2]
 
 Each case is a DataLoader whose batches take ``ratio x step`` to make (a sleep in ``__getitems__``, in whichever
 process makes it) and a training step that sleeps ``step`` milliseconds: ``ratio`` above 1, data loading limits
@@ -8,7 +8,8 @@ training by that much; below 1, compute by its inverse. benchy runs with its def
 so that the loop goes on, and its lines to /dev/null) through ``BenchmarkDataLoader``, the one-line edit's
 wrapper; the loop runs epochs of 64 batches until the schedule is over. For each case: the loop's steps until
 measuring stopped (the verdict decided, or the budget spent), the verdict, and the seconds that took. Sleep-based
-loops keep their ratio on a busy machine, so the figures hold there too.
+loops keep their ratio on a busy machine; ``--busy N`` keeps N other processes spinning meanwhile, to show what the
+noise of a shared machine costs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import contextlib
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -98,7 +100,29 @@ def main() -> None:
     p.add_argument("--workers", type=int, nargs="+", default=[0, 2])
     p.add_argument("--step_ms", type=float, nargs="+", default=[2.0, 10.0, 30.0])
     p.add_argument("--ratios", type=float, nargs="+", default=[1 / 3, 1 / 2, 1 / 1.3, 1.0, 1.3, 2.0, 3.0])
+    p.add_argument("--busy", type=int, default=0, help="processes spinning on the CPU meanwhile")
     args = p.parse_args()
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL) for _ in range(args.busy)]
+    try:
+        rows = measure(args)
+    finally:
+        for proc in spinners:
+            proc.kill()
+    print(
+        f"Steps to a verdict with benchy's defaults (one-line edit's wrapper, exit_after_tests: false); sleep-based loops, "
+        f"batches of {BATCH}, epochs of {EPOCH} batches; {args.reps} run(s) each; {args.busy} other process(es) spinning; "
+        f"Python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} cores"
+    )
+    header = f"{'workers':>7} {'step ms':>7} {'loader/step':>11}  {'expected':<22} {'steps (each run)':<24} {'verdicts':<28}"
+    print(header + " seconds")
+    for workers, step_ms, ratio, found in rows:
+        steps = " ".join(str(f["steps"]) for f in found)
+        verdicts = ", ".join(sorted({f["verdict"] for f in found}))
+        seconds = statistics.median(f["seconds"] for f in found)
+        print(f"{workers:>7} {step_ms:>7g} {ratio:>11.2f}  {expected(ratio):<22} {steps:<24} {verdicts:<28} {seconds:.1f}")
+
+
+def measure(args: argparse.Namespace) -> List[Any]:
     rows = []
     with tempfile.TemporaryDirectory() as out_dir:
         for workers in args.workers:
@@ -107,17 +131,7 @@ def main() -> None:
                     found = [run(ratio, step_ms / 1e3, workers, out_dir) for _ in range(args.reps)]
                     rows.append((workers, step_ms, ratio, found))
                     print(f"... {workers} workers, step {step_ms:g} ms, loader {ratio:.2f}x the step: done", file=sys.stderr)
-    print(
-        f"Steps to a verdict with benchy's defaults (one-line edit's wrapper, exit_after_tests: false); sleep-based loops, "
-        f"batches of {BATCH}, epochs of {EPOCH} batches; {args.reps} run(s) each; Python {platform.python_version()}, "
-        f"torch {torch.__version__}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}"
-    )
-    print(f"{'workers':>7} {'step ms':>7} {'loader/step':>11}  {'expected':<22} {'steps (each run)':<24} {'verdicts':<28} seconds")
-    for workers, step_ms, ratio, found in rows:
-        steps = " ".join(str(f["steps"]) for f in found)
-        verdicts = ", ".join(sorted({f["verdict"] for f in found}))
-        seconds = statistics.median(f["seconds"] for f in found)
-        print(f"{workers:>7} {step_ms:>7g} {ratio:>11.2f}  {expected(ratio):<22} {steps:<24} {verdicts:<28} {seconds:.1f}")
+    return rows
 
 
 if __name__ == "__main__":

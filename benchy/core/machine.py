@@ -34,7 +34,7 @@ from typing import FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .results import RunResults
+from .results import RunResults, ScheduleState
 from .schedule import MIN_AUTO_TRIALS, MIN_WINDOW, Extra, Mode, ModePlan, Schedule, TrialSpec, abba_first
 from .verdict import Outcome, verdict
 
@@ -63,6 +63,7 @@ __all__ = [
     "longest_run",
     "min_epoch_steps",
     "nbatches_to_fit",
+    "schedule_state",
     "start",
     "steps_of",
     "transition",
@@ -555,6 +556,26 @@ def _extra_spec(state: State, extra: Extra) -> Optional[TrialSpec]:
     if state.room is not None:
         steps = min(steps, state.room - 2)
     return TrialSpec(Mode.SYNTHETIC, 1, False, max(1, steps), variant=extra.value)
+
+
+def schedule_state(state: State, order: Tuple[str, ...], stopped_at: Optional[int]) -> ScheduleState:
+    """The schedule as it ran, for the results: the plan's figures, the trials in ``order``, the warm-ups, why
+    measuring stopped and at which of the loop's steps (``stopped_at``), the extras planned and those not run."""
+    schedule = state.schedule
+    return ScheduleState(
+        adaptive=schedule.adaptive,
+        precision=schedule.precision,
+        windows_needed=schedule.windows_needed,
+        windows_fewest=schedule.windows_fewest,
+        order=order,
+        warmups=state.warmups_used(),
+        decision_confidence=schedule.decision_confidence,
+        stop=None if state.stop is None else state.stop.value,
+        extras=tuple(e.value for e in schedule.extras),
+        extras_not_run=tuple((e.value, "horizon") for e in state.skipped) + tuple((e.value, "ended") for e in state.extras),
+        horizon=schedule.horizon,
+        stopped_at=stopped_at,
+    )
 
 
 # --- the plan's length ------------------------------------------------------------------------------

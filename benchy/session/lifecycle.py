@@ -35,12 +35,12 @@ from typing import Any, Optional, Protocol, Tuple
 from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, STATUS_ENV_VAR
 from ..core.outcomes import FailedRank, Interruption, Outcomes
+from ..core.progress import Progress
 from ..core.results import RunResults, Snapshot
 from ..core.schedule import TrialSpec
 from ..results.files import append_status
 from . import events as ev
 from .context import RunContext
-from .sink import Progress
 
 __all__ = ["Ended", "Lifecycle", "host"]
 
@@ -62,14 +62,28 @@ def host() -> Optional[str]:
     return "Ray Train worker" if "ray.train" in sys.modules else "Ray worker"
 
 
+class Recorder(Protocol):
+    """Where the endings record what became of the trials (``session.tally.Tally``)."""
+
+    def interrupt(self, item: Interruption) -> None: ...
+
+    def signalled(self, name: str, failed: Tuple[FailedRank, ...]) -> None: ...
+
+    def failed_ranks(self, failed: Tuple[FailedRank, ...]) -> None: ...
+
+
 class Ended(Protocol):
     """What the endings need of a session."""
 
     pid: int
     config: Config
-    results: RunResults
-    outcomes: Outcomes
     advised: Optional[int]
+
+    @property
+    def results(self) -> RunResults: ...
+
+    @property
+    def outcomes(self) -> Outcomes: ...
 
     @property
     def running(self) -> bool: ...
@@ -85,12 +99,6 @@ class Ended(Protocol):
     def snapshot(self) -> Snapshot: ...
 
     def running_trial(self) -> Tuple[Optional[TrialSpec], int]: ...
-
-    def interrupt(self, item: Interruption) -> None: ...
-
-    def signalled(self, name: str, failed: Tuple[FailedRank, ...]) -> None: ...
-
-    def failed_ranks(self, failed: Tuple[FailedRank, ...]) -> None: ...
 
     def progress(self, raised: Optional[str], failed: Optional[Interruption], running: Optional[str]) -> Progress: ...
 
@@ -109,8 +117,8 @@ class Ended(Protocol):
 class Lifecycle:
     """The endings of one session's benchmark (see the module)."""
 
-    def __init__(self, session: Ended) -> None:
-        self._session = session
+    def __init__(self, session: Ended, tally: Recorder) -> None:
+        self._session, self._tally = session, tally
         self._previous: Any = None
         self._exiting = False  # inside the interpreter's exit: never end the process from here
 
@@ -184,9 +192,9 @@ class Lifecycle:
         run prints it, naming a rank that said it failed; the caller raises."""
         s = self._session
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
-        s.failed_ranks(failed)
+        self._tally.failed_ranks(failed)
         item = Interruption(spec, spec.nbatches, "the ranks could not exchange its results")
-        s.interrupt(item)
+        self._tally.interrupt(item)
         self._stop()
         self.advise(EXIT_INCOMPLETE)
         try:
@@ -205,10 +213,10 @@ class Lifecycle:
             return
         running, measured = s.running_trial()
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
-        s.signalled(name, failed)
+        self._tally.signalled(name, failed)
         if running is not None:
             who = f"; rank {failed[0].rank} failed first ({failed[0].reason})" if failed else ""
-            s.interrupt(
+            self._tally.interrupt(
                 Interruption(running, measured, f"interrupted by {name} after {measured} of {running.nbatches} steps{who}")
             )
         self.advise(EXIT_INCOMPLETE)
@@ -243,7 +251,7 @@ class Lifecycle:
                 if raised is not None
                 else "the script ended before the trial's window was complete"
             )
-            s.interrupt(Interruption(running, measured, why, error=raised is not None))
+            self._tally.interrupt(Interruption(running, measured, why, error=raised is not None))
         sink = s.ctx.sink
         sink.stopped_early(s.progress(raised, failed, None if running is None else running.label))
         why = (
@@ -254,7 +262,7 @@ class Lifecycle:
             else f"not run: the script stopped after {s.epochs_started} epoch(s), {s.steps_taken()} step(s)"
         )
         for spec in s.not_run():
-            s.interrupt(Interruption(spec, 0, why))
+            self._tally.interrupt(Interruption(spec, 0, why))
         self._stop()
         # The process ends as the script makes it end (its status, every exit handler): the run is said incomplete,
         # and a tool that owns the process (benchy run, benchy check) fails the CI job with 4.

@@ -19,7 +19,6 @@ tool that owns it does (``benchy run``, ``benchy check``).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from typing import Any, Callable, Dict, List, Optional
@@ -27,7 +26,8 @@ from typing import Any, Callable, Dict, List, Optional
 from ..core import machine as m
 from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, EXIT_MISSING_MODE
-from ..core.outcomes import FailedRank, Interruption
+from ..core.outcomes import FailedRank
+from ..core.progress import Progress
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, ModePlan, Schedule
 from ..core.verdict import MoreTrials, Reading, read
@@ -39,42 +39,7 @@ from ..results.summary import summary_lines, sweep_table
 from . import events as ev
 from .console import Output
 
-__all__ = ["EXIT_MISSING_MODE", "Progress", "ResultSink", "describe"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Progress:
-    """How far the loop got when the script ended before the verdict was decided (for
-    :meth:`ResultSink.stopped_early`).
-
-    ``steps_needed``: the schedule's steps at the most; ``epoch_length``: the loop's own epoch (the loader's
-    length, or the most steps the loop took of an epoch it left part-way: ``left_early``); ``epochs_needed``: the
-    epochs of that length the schedule takes at the most (None: unknown, or too short); ``likely``: the further
-    steps a decision would likely take (None: the sides are too close to tell within the bound), and
-    ``likely_epochs`` the epochs in all that makes; ``min_steps``: the fewest steps an epoch must run to hold a
-    window; ``fits``: with fixed counts, the longest windows (``nbatches``) that fit the steps this run took."""
-
-    epochs: int
-    steps: int
-    steps_needed: int
-    epoch_length: Optional[int]
-    epochs_needed: Optional[int]
-    where: str
-    rebuilt: int
-    failed: Optional[Interruption]
-    raised: Optional[str]
-    running: Optional[str]
-    left_early: bool = False
-    min_steps: int = 3
-    queue_depth: int = 0
-    fits: Optional[int] = None
-    likely: Optional[int] = None
-    likely_epochs: Optional[int] = None
-
-    @property
-    def too_short(self) -> bool:
-        """The loop's epochs are too short to hold a window: no number of them finishes the schedule."""
-        return self.epoch_length is not None and self.epoch_length < self.min_steps
+__all__ = ["EXIT_MISSING_MODE", "ResultSink", "describe"]
 
 
 # A warm-up's rise in step time up to this share is said as information, beyond it as a warning.

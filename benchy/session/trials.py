@@ -11,12 +11,14 @@ inside a trial (to the session's output).
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 from typing import Any, Callable, Iterator, List, Optional
 
 from ..core.config import Config
-from ..core.results import FlopCount, TrialResult
+from ..core.results import FlopCount, RunResults, TrialResult
 from ..core.schedule import Mode, TrialSpec
+from ..core.startup import Startup, startup
 from ..measure.counting import TokenTally, describe_rule, make_counter
 from ..measure.device import synchronizer
 from ..measure.flops import StepCounter
@@ -241,6 +243,20 @@ class TrialRunner:
         self.step_counter = counter
         counter.enter()
         return counter
+
+    def startup(self, results: RunResults, workers: int, persistent: bool, epoch_batches: Optional[int]) -> Optional[Startup]:
+        """The loader's start-up per pass, against an ordinary batch (IO) and an ordinary FULL step."""
+        medians = [t.median_period for t in results.trials if t.mode is Mode.IO and t.median_period is not None]
+        full = [t.median_period for t in results.measured(Mode.FULL) if t.median_period is not None]
+        return startup(
+            self.startups,
+            workers=workers,
+            persistent=persistent,
+            epoch_batches=epoch_batches,
+            batch_seconds=float(statistics.median(medians)) if medians else None,
+            full_batch_seconds=float(statistics.median(full)) if full else None,
+            started=[self.unix(t) for t in self.pass_starts],
+        )
 
     def close(self) -> None:
         """The benchmark is over: benchy's own pass (if one is open) is let go and the cached batch dropped."""

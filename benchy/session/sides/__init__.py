@@ -16,12 +16,23 @@ import dataclasses
 from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
 from ...core.config import Config
-from ...core.results import RunResults, TrialResult
+from ...core.results import RunResults, TrialResult, folded
 from ...core.schedule import Extra, TrialSpec
 from ..sink import ResultSink
 from ..trials import TrialRunner
 
-__all__ = ["AUTO_TRIALS", "AUTO_WARMUPS", "HIDDEN", "WINDOWS", "Side", "SideEnv", "SideWindow", "side_counts"]
+__all__ = [
+    "AUTO_TRIALS",
+    "AUTO_WARMUPS",
+    "HIDDEN",
+    "WINDOWS",
+    "Running",
+    "Side",
+    "SideEnv",
+    "SideWindow",
+    "off_by_config",
+    "side_counts",
+]
 
 AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
 
@@ -59,6 +70,46 @@ def side_counts(config: Config) -> Tuple[int, int]:
     ntrials = io.ntrials if isinstance(io.ntrials, int) and io.ntrials > 0 else AUTO_TRIALS
     nwarmup = io.nwarmup if isinstance(io.nwarmup, int) else AUTO_WARMUPS
     return ntrials, nwarmup
+
+
+def off_by_config(config: Config, results: RunResults) -> RunResults:
+    """The sides the config turns off say so where they would have shown (the summary's lines, the JSON)."""
+    g = config.general
+    if not g.stages:
+        results = results.changed(stages_skipped="stages: false")
+    if not g.io_h2d:
+        results = results.changed(h2d_skipped="io_h2d: false")
+    return results
+
+
+class Running:
+    """The side window that runs now, if any: its kind and its helper (what runs beside the window)."""
+
+    def __init__(self) -> None:
+        self.extra: Optional[Extra] = None
+        self._helper: Any = None
+
+    def start(self, extra: Extra, env: SideEnv, results: RunResults) -> Tuple[bool, RunResults]:
+        """Start ``extra``'s helper; False (and why in the results) where it cannot run."""
+        helper, results = WINDOWS[extra].start(env, results)
+        if helper is not None:
+            self.extra, self._helper = extra, helper
+        return helper is not None, results
+
+    def finish(self, env: SideEnv, result: TrialResult, results: RunResults) -> RunResults:
+        """The window measured its periods: its figures and its trial in the results."""
+        assert self.extra is not None
+        results = WINDOWS[self.extra].finish(env, self._helper, result, results)
+        self.extra = self._helper = None
+        return results.changed(diagnostics=(*results.diagnostics, folded(result)))
+
+    def stop(self, why: str, results: RunResults) -> RunResults:
+        """The window ends before its periods (``why``, with its label): its helper stopped, the loss said."""
+        if self.extra is None:
+            return results
+        WINDOWS[self.extra].stop(self._helper)
+        self.extra = self._helper = None
+        return results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
 
 
 def _registry() -> Tuple[Dict[Extra, Side], Dict[Extra, SideWindow]]:

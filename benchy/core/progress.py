@@ -1,0 +1,167 @@
+"""How far a run got, against what its schedule takes and what a decision would likely take (pure, no torch).
+
+A session hands over where its loop is (:class:`Where`: the epochs and steps since the benchmark began, the loop's
+own epoch length, the batches the loader's workers hold ready); these functions turn the plan
+(:class:`~benchy.core.schedule.Schedule`) and the machine's state into the steps and epochs it takes at the most
+(:func:`steps_needed`, :func:`epochs_needed`), the further steps a decision would likely take from the trials so far
+(:func:`likely_more`), the planned windows a fixed plan did not run (:func:`not_run`) and the :class:`Progress` an
+early end reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from . import machine as m
+from .outcomes import Interruption
+from .results import RunResults
+from .schedule import Mode, Schedule, TrialSpec
+from .verdict import trials_to_decide
+
+__all__ = ["Progress", "Where", "epochs_needed", "likely_more", "not_run", "progress", "steps_needed"]
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the loop is: its epochs (1 = the first) and steps since the benchmark began, the batches it had taken of
+    its first epoch when the benchmark began (``benchy run``), its own epoch (None: unknown), whether it leaves every
+    epoch early, and the batches the loader's workers hold ready."""
+
+    epochs: int
+    steps: int
+    start_at: int
+    epoch: Optional[int]
+    left_early: bool
+    queue_depth: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far the loop got when the script ended before the verdict was decided.
+
+    ``steps_needed``: the schedule's steps at the most; ``epoch_length``: the loop's own epoch (the loader's
+    length, or the most steps the loop took of an epoch it left part-way: ``left_early``); ``epochs_needed``: the
+    epochs of that length the schedule takes at the most (None: unknown, or too short); ``likely``: the further
+    steps a decision would likely take (None: the sides are too close to tell within the bound), and
+    ``likely_epochs`` the epochs in all that makes; ``min_steps``: the fewest steps an epoch must run to hold a
+    window; ``fits``: with fixed counts, the longest windows (``nbatches``) that fit the steps this run took."""
+
+    epochs: int
+    steps: int
+    steps_needed: int
+    epoch_length: Optional[int]
+    epochs_needed: Optional[int]
+    where: str
+    rebuilt: int
+    failed: Optional[Interruption]
+    raised: Optional[str]
+    running: Optional[str]
+    left_early: bool = False
+    min_steps: int = 3
+    queue_depth: int = 0
+    fits: Optional[int] = None
+    likely: Optional[int] = None
+    likely_epochs: Optional[int] = None
+
+    @property
+    def too_short(self) -> bool:
+        """The loop's epochs are too short to hold a window: no number of them finishes the schedule."""
+        return self.epoch_length is not None and self.epoch_length < self.min_steps
+
+
+def steps_needed(schedule: Schedule, where: Where, decided_after: Optional[int] = None) -> int:
+    """The loop's steps the schedule takes at the most (``decided_after``: where the verdict is decided after that
+    many SYNTHETIC trials), an estimate, in epochs of the loop's own length (where long enough to hold a window)."""
+    per = where.epoch
+    fits = per is None or per >= m.min_epoch_steps(where.queue_depth)
+    return m.steps_of(schedule, where.queue_depth, per if fits else None, decided_after)
+
+
+def epochs_needed(schedule: Schedule, where: Where) -> Optional[int]:
+    """The epochs of the loop's own length it runs to finish the schedule (at the most), counted as the script counts
+    them (from the start of the epoch the benchmark began in); None where that length is unknown or too short to
+    hold a window."""
+    if not schedule.window_plans:
+        return 1
+    per = where.epoch
+    if per is None or per < m.min_epoch_steps(where.queue_depth):
+        return None
+    return m.epochs_for(steps_needed(schedule, where), per, where.start_at)
+
+
+def likely_more(schedule: Schedule, state: m.State, results: RunResults, queue_depth: int) -> Optional[int]:
+    """The loop's further steps a decision would likely take (None: the sides are too close to tell in the schedule's
+    bound): the trials :func:`~benchy.core.verdict.trials_to_decide` says, a side, as the plan's next windows."""
+    io, syn = ([t.throughput for t in results.measured(mode)] for mode in (Mode.IO, Mode.SYNTHETIC))
+    if len(io) >= 2 and len(syn) >= 2:
+        more = trials_to_decide(io, syn, schedule.decision_confidence, schedule.plans[0].max_trials)
+        if more is None:
+            return None
+    else:
+        more = max(1, 3 - len(syn))  # a gap of 2x or more decides with about three trials a side
+    steps = 0
+    for mode in (Mode.SYNTHETIC, Mode.FULL):
+        plan = schedule.plan(mode)
+        if plan is None:
+            continue
+        start = state.windows(mode)
+        warm = 1 if state.issued(mode) == 0 and mode not in state.warm else 0
+        steps += sum(plan.length(start + i) for i in range(more + warm))
+        if mode is Mode.FULL:
+            steps += (more + warm) * queue_depth
+    return max(1, steps)
+
+
+def not_run(schedule: Schedule, state: m.State, queue_depth: int) -> Tuple[TrialSpec, ...]:
+    """With fixed counts, the planned windows that were not issued (an ``auto`` plan names no trials it might have
+    run: what a decision would likely take is said instead)."""
+    if schedule.stops_early:
+        return ()
+    planned = [a.spec for a, _ in m.longest_run(schedule, queue_depth) if isinstance(a, m.OpenWindow)]
+    return tuple(spec for spec in planned if spec.index > state.issued(spec.mode, warmup=spec.warmup))
+
+
+def progress(
+    schedule: Schedule,
+    state: m.State,
+    results: RunResults,
+    where: Where,
+    loader: str,
+    rebuilt: int,
+    failed: Optional[Interruption],
+    raised: Optional[str],
+    running: Optional[str],
+) -> Progress:
+    """How far the loop got, against what a decision would likely take and the schedule's bound."""
+    per, depth = where.epoch, where.queue_depth
+    bound = steps_needed(schedule, where)
+    epochs = epochs_needed(schedule, where)
+    if epochs is not None and per is not None and epochs <= where.epochs:
+        # The estimate fell short of this very run: count the epochs the steps still missing take.
+        epochs = where.epochs + -(-max(1, bound - where.steps) // per)
+    likely = likely_more(schedule, state, results, depth)
+    likely_epochs = None
+    if likely is not None and epochs is not None and per is not None:
+        likely_epochs = max(where.epochs + 1, m.epochs_for(where.steps + likely, per, where.start_at) or 0)
+    fits = None
+    if not schedule.stops_early and (epochs is not None or per is None):
+        fits = m.nbatches_to_fit(schedule, where.steps, depth, per)
+    return Progress(
+        where.epochs,
+        where.steps,
+        bound,
+        per,
+        epochs,
+        loader,
+        rebuilt,
+        failed,
+        raised,
+        running,
+        left_early=where.left_early,
+        min_steps=m.min_epoch_steps(depth),
+        queue_depth=depth,
+        fits=fits,
+        likely=likely,
+        likely_epochs=likely_epochs,
+    )
