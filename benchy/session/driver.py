@@ -221,8 +221,13 @@ class Driver:
         ctx.out.trial_started(spec)
         ranges = ctx.profilers.before_trial(spec, self._runner.ranges)
         w = self._runner.window(spec, ctx.out, ranges)
-        w.sound_first = self._runner.lookahead is False
         last, self._full = self._full, None
+        if self._runner.world > 1:
+            # Both are read off this rank's clock: ranks could differ, and then place their windows at different steps
+            # of a loop whose collectives keep them in step. With several ranks, the first period is left out and the
+            # lead-in taken, always.
+            return w
+        w.sound_first = self._runner.lookahead is False
         w.lead_in = not (last is not None and spec.mode is Mode.FULL and self._clock() - last[0] < PAUSE_SHARE * last[1])
         return w
 
