@@ -1,5 +1,5 @@
 """All of benchy's own measurements, one command: overhead, the hot loops against their floor,
-growth, fidelity, adaptive schedules, long runs (memory and checkpoints), the system-metrics
+growth, fidelity, steps to a verdict, long runs (memory and checkpoints), the system-metrics
 sampler's cost, benchy's own distributed exchange with 2 to 32 ranks.
 
     python benchmarks/run.py            # about 27 minutes on a 2-core machine
@@ -36,7 +36,7 @@ def main() -> int:
         ("floor", ["--loader", "generic", "--reps", "3" if args.quick else "9"]),
         ("growth", []),
         ("fidelity", ["--reps", "2" if args.quick else "10"]),
-        ("adaptive", ["--reps", "1" if args.quick else "3"]),
+        ("anytime", ["--reps", "1" if args.quick else "3", "--step_ms", "4", "20"]),
         ("longrun", ["--nbatches", "50000" if args.quick else "200000"]),
         ("sampler", ["--reps", "1" if args.quick else "3"]),
         ("ranks", ["--ranks", "2", "4", "8"] + ([] if args.quick else ["16", "32"]) + ["--trials", "5" if args.quick else "20"]),

@@ -14,8 +14,9 @@ the step costs several times the loading. The step runs on ``--threads`` (defaul
 on a shared machine a multi-threaded step slows far more than the loading (its threads wait for
 each other), which would make the answer depend on what else the machine runs.
 
-Without --benchy_config (or $BENCHY_CONFIG_FILE) the demo runs the adaptive schedule below: warm-ups
-until the step time is steady, trials until benchy can say which side limits training; benchy then
+Without --benchy_config (or $BENCHY_CONFIG_FILE) the demo runs benchy's default schedule with trials of
+at most 20 batches (below): windows short first and growing, warm-ups until the step time is steady,
+trials until benchy can say which side limits training, then the extras that explain it; benchy then
 ends the run (exit_after_tests).
 """
 
@@ -33,13 +34,9 @@ from torch.utils.data import Dataset
 
 import benchy
 
-# Warm up until steady, measure until the answer is known (benchy ends the run then). Trials of 20
-# batches keep the demo short.
-ADAPTIVE = {
-    "IO": {"ntrials": "auto", "nbatches": 20},
-    "synthetic": {"ntrials": "auto", "nwarmup": "auto", "nbatches": 20},
-    "full": {"ntrials": "auto", "nwarmup": "auto", "nbatches": 20},
-}
+# The defaults (warm up until steady, measure until the answer is known: benchy ends the run then), with trials
+# of at most 20 batches: the side trials after the verdict (the loader's stages, the what-if check) are as long.
+DEMO = {mode: {"nbatches": 20} for mode in ("IO", "synthetic", "full")}
 
 # How each sample is made: (drawn at this many times its size, blur passes there).
 BOTTLENECKS = {"data": (4, 6), "compute": (1, 1)}
@@ -139,7 +136,7 @@ def main() -> None:
         persistent_workers=args.num_workers > 0,
         pin_memory=device.type == "cuda",
         drop_last=True,
-        benchy_config=args.benchy_config or os.environ.get(benchy.CONFIG_ENV_VAR) or ADAPTIVE,
+        benchy_config=args.benchy_config or os.environ.get(benchy.CONFIG_ENV_VAR) or DEMO,
     )
     num_epochs = args.num_epochs or 10
     if args.num_epochs is None and isinstance(loader, benchy.BenchmarkDataLoader):

@@ -113,7 +113,7 @@ def test_no_text_about_how_the_project_was_built(page: Path) -> None:
 def test_the_layout_tree_names_every_module_of_the_package() -> None:
     text = (DOCS / "development.md").read_text()
     tree = text[text.index("```\nbenchy/") : text.index("\ndocs/ ")]
-    named, wing = set(), ""
+    named, wing, package = set(), "", ""
     for line in tree.splitlines():
         top = re.match(r"^  (\w+)/(\S*)", line)
         if top:
@@ -121,9 +121,14 @@ def test_the_layout_tree_names_every_module_of_the_package() -> None:
             if top.group(2):
                 named.add(f"{wing}/{top.group(2)}")
             continue
-        inner = re.match(r"^    (\w+\.py)\b", line)
-        if inner:
-            named.add(f"{wing}/{inner.group(1)}")
+        inner = re.match(r"^    (\w+)(\.py|/)", line)
+        deeper = re.match(r"^      (\w+\.py)\b", line)
+        if inner and inner.group(2) == "/":
+            package = inner.group(1)
+        elif inner:
+            named.add(f"{wing}/{inner.group(1)}.py")
+        elif deeper:
+            named.add(f"{wing}/{package}/{deeper.group(1)}")
         elif re.match(r"^  (\w+\.py)\b", line):
             named.add(line.split()[0])
     package = {

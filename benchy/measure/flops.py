@@ -130,7 +130,7 @@ class StepCounter:
     one that takes several batches at once (the Hugging Face Trainer takes a gradient accumulation's batches
     together, then runs their steps) runs none between some asks and several between others. The FLOPs between
     asks repeat with the loop's own period: :meth:`mark` finds the shortest period ``b`` whose last two blocks of
-    ``b`` intervals hold the same FLOPs, and the step's FLOPs are a block's over ``b``: the same for each of these
+    ``b`` intervals are the same, interval by interval, and the step's FLOPs are a block's over ``b``: the same for each of these
     loops, and for a step that runs several models. :attr:`settled` says when one is found (at most
     :data:`MAX_INTERVALS` intervals; past them, the mean over all)."""
 
@@ -192,8 +192,8 @@ class StepCounter:
             self._period, self.settled = len(deltas), True
             return
         for period in range(1, len(deltas) // 2 + 1):
-            last, before = sum(deltas[-period:]), sum(deltas[-2 * period : -period])
-            if last > 0 and abs(last - before) <= 0.01 * last:
+            last, before = deltas[-period:], deltas[-2 * period : -period]
+            if sum(last) > 0 and all(abs(a - b) <= 0.01 * max(a, b) for a, b in zip(last, before)):
                 self._period, self.settled = period, True
                 return
         if len(deltas) >= self.MAX_INTERVALS:

@@ -242,3 +242,44 @@ def test_without_an_energy_counter_the_gpus_power_is_integrated() -> None:
         and found.gpu_energy_j is None
         and "gpu_energy_j" not in found.to_dict()
     )
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        [1, 1, 1, 1],  # a loop that runs a step between two asks
+        [0, 2, 0, 2, 0, 2],  # one that takes 2 batches at once (a gradient accumulation), then runs their steps
+        [2, 0, 2, 0, 2, 0],  # the same, counted from the other phase
+        [0, 0, 3, 0, 0, 3, 0, 0, 3],  # 3 at once
+        [2, 2, 2],  # two models a step (a GAN's generator and discriminator): their FLOPs are the step's
+    ],
+    ids=["one a step", "two at once", "two at once, other phase", "three at once", "two models"],
+)
+def test_the_counter_finds_the_loops_period_between_its_asks(pattern: List[int]) -> None:
+    torch.manual_seed(0)
+    model = nn.Linear(8, 4)
+    x = torch.randn(3, 8)
+    per = counted(lambda: model(x).sum().backward(), 3).total
+    models = 2 if pattern == [2, 2, 2] else 1
+    counter = StepCounter(3, "FLOPS_1")
+    counter.enter()
+    for runs in pattern:  # between two asks, this many steps run
+        for _ in range(runs):
+            model(x).sum().backward()
+        counter.mark()
+        if counter.settled:
+            break
+    counter.leave()
+    assert counter.count is not None and counter.count.total == per * models
+    assert counter.intervals <= len(pattern)
+
+
+def test_a_step_the_counter_sees_nothing_of_settles_on_zero() -> None:
+    counter = StepCounter(3, "FLOPS_1")
+    counter.enter()
+    for _ in range(6):
+        counter.mark()
+        if counter.settled:
+            break
+    counter.leave()
+    assert counter.intervals == 4 and counter.count is not None and counter.count.total == 0
