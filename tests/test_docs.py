@@ -172,7 +172,7 @@ def test_the_exit_statuses_in_help_and_the_manual_are_one_table() -> None:
     import io
 
     from benchy.cli.main import main as cli
-    from benchy.core.exits import EXIT_STATUSES
+    from benchy.results.text.exits import EXIT_STATUSES
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):

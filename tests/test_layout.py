@@ -4,6 +4,7 @@ where it does not belong (the layout is described in docs/development.md; DESIGN
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +180,88 @@ def test_benchmarks_and_examples_import_only_what_exists() -> None:
                     if not hasattr(module, a.name) and importlib.util.find_spec(f"{node.module}.{a.name}") is None
                 ]
     assert missing == []
+
+
+# Sentences are written under results/ only (results/text/); core and session hand over codes, enums and numbers.
+# Left out: the configuration's rules (what each key allows, said in the ConfigError raised before any trial runs)
+# and the peak table (where each figure comes from: a datasheet's name is data).
+SENTENCE_FREE = {"core", "session"}
+SENTENCE_EXEMPT = {"core/config_rules.py", "core/peaks.py"}
+_MARKUP = re.compile(r"\[/?[a-z ]*\]|\{[^}]*\}")  # rich markup and format fields are not words
+_WORD = re.compile(r"[A-Za-z][a-z']+")
+
+
+def _words(text: str) -> int:
+    text = _MARKUP.sub(" ", text)
+    return len(_WORD.findall(text)) if " " in text.strip() else 0
+
+
+def _not_text(tree: ast.Module) -> Set[int]:
+    """The nodes that may hold words: docstrings and what a ``raise`` or ``assert`` says."""
+    found: Set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Raise, ast.Assert)):
+            found.update(id(n) for n in ast.walk(node))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            found.add(id(node.value))  # a docstring, or a string standing alone as a comment
+    return found
+
+
+def sentences(tree: ast.Module) -> Iterator[Tuple[int, str]]:
+    """(line, text) of each sentence built: an f-string whose literal parts hold three words or more, a string
+    constant of four words or more (docstrings, raise and assert left out)."""
+    skip = _not_text(tree)
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            literal = " ".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+            if _words(literal) >= 3:
+                yield node.lineno, literal
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+            if _words(node.value) >= 4:
+                yield node.lineno, node.value
+
+
+def test_no_sentence_is_built_in_core_or_session() -> None:
+    found = []
+    for path, wing, tree in modules():
+        rel = path.relative_to(PACKAGE).as_posix()
+        if wing not in SENTENCE_FREE or rel in SENTENCE_EXEMPT:
+            continue
+        found += [f"{path.relative_to(ROOT)}:{line}: {text[:60]!r}" for line, text in sentences(tree)]
+    assert not found, "sentences belong under benchy/results/text:\n" + "\n".join(found)
+
+
+def test_the_sentence_check_sees_sentences() -> None:
+    built = ast.parse(
+        'x = f"the loader waited {n} times"\ny = "more loader workers, up to the cores"\n'
+        'z = "[bold]benchy[/] {task.description}"\nw = f"{a}: {b}"\n'
+        'raise ValueError(f"got {v}; expected a positive number")\n'
+    )
+    assert [line for line, _ in sentences(built)] == [1, 2]
+
+
+def test_no_code_reads_a_sentence_back() -> None:
+    """No code tests what a sentence says (``startswith``, ``endswith``, ``in``, ``==`` against words): values carry
+    the meaning; the words are for people. Parsing text that others write (a JSON decoder's error, /proc) is not
+    this, and lives in results/document.py and measure/."""
+    found = []
+    for path, wing, tree in modules():
+        if wing not in ("core", "session", "results") or path.name in ("document.py", "logparse.py"):
+            continue
+        for node in ast.walk(tree):
+            args: List[ast.expr] = []
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("startswith", "endswith")
+            ):
+                args = list(node.args)
+            elif isinstance(node, ast.Compare):
+                args = [node.left, *node.comparators]
+            for arg in args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _words(arg.value) >= 2:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {arg.value!r}")
+    assert not found, "\n".join(found)

@@ -27,7 +27,7 @@ import re
 import sys
 from typing import IO, Any, Dict, List, Optional, Sequence
 
-from ..core.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, EXIT_REGRESSION, run_status, table_text
+from ..core.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, EXIT_REGRESSION, run_status
 from ..core.version import __version__
 from ..results import compare as comparing
 from ..results import lines
@@ -35,6 +35,7 @@ from ..results import scaling as scaling
 from ..results.saved import Run
 from ..results.schema import ResultFileError, json_safe, load
 from ..results.tables import markdown_text, print_table, summary_table
+from ..results.text.exits import table_text
 
 USAGE = __doc__.split("\n\nThe exit statuses")[0]  # the --help text: plain, no markup
 

@@ -23,21 +23,22 @@ from .schedule import Mode
 from .stats import Estimate, estimate
 
 __all__ = [
-    "PADDING_ADVICE",
+    "ENERGY_KEYS",
+    "NEAR_PEAK",
     "PADDING_SHARE",
     "ComputeReport",
     "EnergyReport",
     "ModeEnergy",
     "ModeFlops",
     "ModeTokens",
+    "NoPeak",
     "Peak",
     "TokenReport",
-    "compute_advice",
-    "compute_clause",
     "compute_report",
     "energy_report",
-    "flops_text",
-    "padding_clause",
+    "mostly_float32",
+    "near_peak",
+    "padding_waste",
     "peak_for",
     "token_report",
 ]
@@ -54,13 +55,26 @@ NEAR_PEAK = 0.5
 
 @dataclass(frozen=True)
 class Peak:
-    """The peak a device could do the step's FLOPs at (FLOP/s), and where each figure comes from."""
+    """The peak a device could do the step's FLOPs at (FLOP/s), and where each dtype's figure comes from: (dtype,
+    FLOP/s, source), one part a dtype, weighed by the time each takes."""
 
     flops: float
-    basis: str
+    parts: Tuple[Tuple[str, float, str], ...]
 
 
-def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], Optional[str]]:
+@dataclass(frozen=True)
+class NoPeak:
+    """Why there is no peak: ``no-flops`` (nothing counted), ``unknown-device`` (``device``; ``cpu``: a CPU) or
+    ``no-dtype`` (the table's ``accelerator`` has no ``dtype`` figure)."""
+
+    kind: str
+    device: str = ""
+    cpu: bool = False
+    dtype: str = ""
+    accelerator: str = ""
+
+
+def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], Optional[NoPeak]]:
     """The peak for ``count``'s mix of dtypes on its device, or why there is none.
 
     A mix of dtypes is weighed as the time the device would take at its peaks: ``total / sum(flops_d
@@ -69,7 +83,7 @@ def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], 
     for every dtype, or per dtype
     (a dtype it leaves out falls back on the table)."""
     if count.total <= 0:
-        return None, "no FLOPs counted"
+        return None, NoPeak("no-flops")
     row = known_accelerator(count.device) if count.device_type != "cpu" else None
     seconds = 0.0
     parts: List[Tuple[str, float, str]] = []
@@ -87,35 +101,13 @@ def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], 
             figure, where = row.peaks[key], f"{row.name}, {row.source}"
         if figure is None:
             if row is None:
-                device = count.device or count.device_type
-                return None, (
-                    f"no peak is known for {device}"
-                    + (" (a CPU's peak depends on its cores, clock and vector units)" if count.device_type == "cpu" else "")
-                    + ": set global.peak_flops (FLOP/s) to get MFU"
-                )
-            return None, (f"the peak table has no {key} figure for {row.name}: set global.peak_flops.{key} (FLOP/s) to get MFU")
+                return None, NoPeak("unknown-device", count.device or count.device_type, cpu=count.device_type == "cpu")
+            return None, NoPeak("no-dtype", dtype=key, accelerator=row.name)
         seconds += flops / figure
         parts.append((key, figure, where))
     if seconds <= 0:
-        return None, "no FLOPs counted"
-    if len(parts) == 1:
-        basis = f"{parts[0][0]}: {parts[0][2]}"
-    else:
-        basis = "a mix, by the time each takes: " + "; ".join(f"{k} {flops_text(f)}: {w}" for k, f, w in parts)
-    return Peak(count.total / seconds, basis), None
-
-
-def _flop(flops: float) -> str:
-    """``1.23 GFLOP``: a FLOP count with its SI prefix."""
-    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
-        if flops >= scale:
-            return f"{flops / scale:.4g} {unit}"
-    return f"{flops:.4g} FLOP"
-
-
-def flops_text(flops_per_s: float) -> str:
-    """``2.31 TFLOP/s``: a rate with its SI prefix."""
-    return _flop(flops_per_s) + "/s"
+        return None, NoPeak("no-flops")
+    return Peak(count.total / seconds, tuple(parts)), None
 
 
 @dataclass(frozen=True)
@@ -136,7 +128,7 @@ class ComputeReport:
     count: FlopCount
     world: int
     peak: Optional[Peak]
-    no_peak: Optional[str]
+    no_peak: Optional[NoPeak]
     modes: Tuple[ModeFlops, ...]
 
     @property
@@ -147,49 +139,6 @@ class ComputeReport:
         found = next((m for m in self.modes if m.mode is mode), None)
         return None if found is None else found.mfu
 
-    def text(self) -> str:
-        """The COMPUTE line's text."""
-        c = self.count
-        if c.skipped is not None:
-            return f"FLOPs not counted: {c.skipped}"
-        if c.total <= 0:
-            return (
-                "FLOPs not counted: torch's FlopCounterMode saw no FLOPs in the counted step (a compiled graph "
-                "it cannot see into, or ops it has no formula for"
-                + (f": {', '.join(c.unknown)}" if c.unknown else "")
-                + "); MFU is not guessed"
-            )
-        mix = ", ".join(f"{100 * v / c.total:.0f} % {k}" for k, v in sorted(c.by_dtype.items(), key=lambda kv: -kv[1]))
-        out = (
-            f"{_flop(c.total)} a step, {_flop(self.per_sample or 0.0)} a sample (torch FlopCounterMode, one "
-            f"untimed step of the loop after the verdict ({c.label}), on the cached batch of {c.samples} samples; {mix})"
-        )
-        if c.unknown:
-            out += f"; not counted, no formula: {', '.join(c.unknown)} (the figures are a lower bound)"
-        if self.modes:
-            ranks = f", {self.world} ranks together" if self.world > 1 else ""
-            out += (
-                "; achieved "
-                + ", ".join(
-                    f"{m.mode.value} {flops_text(m.flops)}"
-                    + (f" +/- {flops_text(m.half_width)}" if m.half_width is not None else "")
-                    for m in self.modes
-                )
-                + ranks
-            )
-        if self.peak is not None:
-            per = " a device" if self.world > 1 else ""
-            mfus = ", ".join(
-                f"{m.mode.value} {100 * m.mfu:.1f} %"
-                + (f" +/- {100 * m.mfu_half_width:.1f}" if m.mfu_half_width is not None else "")
-                for m in self.modes
-                if m.mfu is not None
-            )
-            out += f"; MFU {mfus} of a peak of {flops_text(self.peak.flops)}{per} ({self.peak.basis})"
-        elif self.no_peak is not None:
-            out += f"; MFU not computed: {self.no_peak}"
-        return out
-
     def to_dict(self) -> Dict[str, Any]:
         out = self.count.to_dict()
         out.update(
@@ -197,8 +146,6 @@ class ComputeReport:
                 "flops_per_sample": self.per_sample,
                 "world": self.world,
                 "peak_flops": None if self.peak is None else self.peak.flops,
-                "peak_basis": None if self.peak is None else self.peak.basis,
-                "no_mfu": self.no_peak,
             }
         )
         for m in self.modes:
@@ -232,33 +179,17 @@ def compute_report(
     return ComputeReport(count, world, peak, no_peak, tuple(modes))
 
 
-def compute_clause(report: ComputeReport) -> Optional[str]:
-    """What MFU adds to a compute-limited verdict (None without MFU)."""
+def near_peak(report: ComputeReport) -> Optional[bool]:
+    """Whether the step runs near the accelerator's peak (MFU at least :data:`NEAR_PEAK`); None: no MFU."""
     mfu = report.mfu(Mode.SYNTHETIC)
-    if mfu is None or report.peak is None:
-        return None
-    per = " a device" if report.world > 1 else ""
-    head = f"the step runs at {100 * mfu:.0f} % of the peak ({flops_text(report.peak.flops)}{per}; {report.peak.basis})"
-    if mfu >= NEAR_PEAK:
-        return head + ": the step is near what the accelerator does"
-    return head + ": the step has headroom"
+    return None if mfu is None or report.peak is None else mfu >= NEAR_PEAK
 
 
-def compute_advice(report: ComputeReport) -> Optional[str]:
-    """The change most likely to speed up a compute-limited step, from its MFU and dtype mix (None: no MFU)."""
-    mfu = report.mfu(Mode.SYNTHETIC)
-    if mfu is None:
-        return None
-    if mfu >= NEAR_PEAK:
-        return "fewer FLOPs a sample (a smaller model or input) or more devices: the step is near the peak"
+def mostly_float32(report: ComputeReport) -> bool:
+    """Most of the step's FLOPs ran in float32 on an accelerator (far below its bfloat16 peak)."""
     c = report.count
     float32 = sum(v for k, v in c.by_dtype.items() if dtype_key(k) == "float32")
-    if c.device_type != "cpu" and float32 > 0.5 * c.total:
-        return (
-            "mixed precision (torch.autocast with bfloat16): most of the step's FLOPs run in float32, far below "
-            "the accelerator's bfloat16 peak"
-        )
-    return "a larger batch, or compiled or fused code (torch.compile)"
+    return c.device_type != "cpu" and float32 > 0.5 * c.total
 
 
 # --- tokens -----------------------------------------------------------------------------------------
@@ -300,30 +231,6 @@ class TokenReport:
         mode, share = max(found, key=lambda x: x[1])
         return mode, share
 
-    def text(self) -> str:
-        parts = []
-        for m in self.modes:
-            est = m.estimate
-            if est.mean is None:
-                continue
-            spread = "n/a" if est.half_width is None else f"{est.half_width:.1f}"
-            parts.append(f"{m.mode.value} {est.mean:.1f} +/- {spread}")
-        out = ", ".join(parts) + " tokens/s" if parts else "no counted trial"
-        pads = [
-            f"{m.mode.value} {100 * m.padding:.1f} %" + (" (its one cached batch)" if m.mode is Mode.SYNTHETIC else "")
-            for m in self.modes
-            if m.padding is not None
-        ]
-        if pads:
-            out += "; padding " + ", ".join(pads) + " of the token positions"
-        sampled = sorted({m.every for m in self.modes if m.every > 1 and m.mode is not Mode.SYNTHETIC})
-        if sampled:
-            out += (
-                f"; the mask is summed on 1 in {sampled[-1]} batches (a full sum on every batch would cost more "
-                f"than benchy's per-batch budget), so the non-padding rates are estimates"
-            )
-        return out + f" ({self.source})"
-
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"source": self.source}
         for m in self.modes:
@@ -353,16 +260,10 @@ def token_report(results: RunResults, modes: Sequence[Mode], source: str) -> Opt
     return TokenReport(tuple(found), source) if found else None
 
 
-def padding_clause(report: TokenReport) -> Optional[str]:
-    """The verdict's clause on padding waste above :data:`PADDING_SHARE` (None below it)."""
+def padding_waste(report: TokenReport) -> Optional[Tuple[Mode, float]]:
+    """The mode whose padding passes :data:`PADDING_SHARE` of the token positions, and its share (None: none does)."""
     worst = report.worst_padding
-    if worst is None or worst[1] <= PADDING_SHARE:
-        return None
-    mode, share = worst
-    return f"{100 * share:.0f} % of the token positions in {mode.value} are padding: the step computes on them for nothing"
-
-
-PADDING_ADVICE = "less padding (batches of similar lengths, e.g. a length-grouped sampler, or packed sequences)"
+    return None if worst is None or worst[1] <= PADDING_SHARE else worst
 
 
 # --- energy -----------------------------------------------------------------------------------------
@@ -382,19 +283,8 @@ class EnergyReport:
     """The ENERGY reading: joules per trial and per sample of each mode, this rank's devices."""
 
     modes: Tuple[ModeEnergy, ...]
-    sources: Tuple[str, ...]  # how each figure was read, in words
-    missing: Optional[str]  # why there is none
-
-    def text(self) -> str:
-        if not self.modes:
-            return f"not available here: {self.missing}"
-        parts = []
-        for m in self.modes:
-            total = sum(m.joules.values())
-            split = ", ".join(f"{name} {m.joules[key]:.3g}" for key, name in ENERGY_KEYS if key in m.joules)
-            sample = "n/a" if m.per_sample is None else f"{m.per_sample:.4g}"
-            parts.append(f"{m.mode.value} {total:.4g} J a trial ({split}), {sample} J a sample")
-        return "; ".join(parts) + f" ({'; '.join(self.sources)})"
+    sources: Tuple[str, ...]  # how each figure was read, in words (the sampler's)
+    missing: Optional[str]  # why there is none, as the sampler said it (None with no figure: not in every trial)
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"sources": list(self.sources), "missing": self.missing}
@@ -430,13 +320,4 @@ def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[Energy
                 if text is not None and text not in sources:
                     sources.append(text)
     said = next((s.energy_missing for s in sampled if s.energy_missing), None)
-    missing = (
-        None
-        if found
-        else said
-        or (
-            "no energy reading in every counted trial of a mode (a counter that "
-            "failed part-way, or a result from a benchy without energy readings)"
-        )
-    )
-    return EnergyReport(tuple(found), tuple(sources), missing)
+    return EnergyReport(tuple(found), tuple(sources), None if found else said)

@@ -95,7 +95,7 @@ class ModeConfig:
 @dataclass(frozen=True)
 class GlobalConfig:
     """The ``global`` section. What each key does, what it allows and its default are in
-    :data:`~benchy.core.config_rules.MEANINGS` and :data:`~benchy.core.config_rules.GLOBAL_RULES` (the
+    :data:`~benchy.results.text.config.MEANINGS` and :data:`~benchy.core.config_rules.GLOBAL_RULES` (the
     manual's configuration reference is made from them and these defaults)."""
 
     report_freq: int = 10

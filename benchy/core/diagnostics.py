@@ -61,29 +61,6 @@ class StepParts:
         """The hooks saw a forward or a backward (else the step is not a module's: nothing to split)."""
         return self.forwards > 0 or self.backwards > 0
 
-    def text(self) -> str:
-        if not self.found:
-            return (
-                f"{self.label}: no module forward, backward or optimizer step seen in the step "
-                f"({1e3 * self.period:.3f} ms): nothing to split"
-            )
-
-        def part(name: str, seconds: float) -> str:
-            return f"{name} {1e3 * seconds:.3f} ms ({100 * seconds / self.period:.0f} %)" if self.period > 0 else name
-
-        return (
-            f"SYNTHETIC step {1e3 * self.period:.3f} ms: "
-            + ", ".join(
-                (
-                    part("forward", self.forward),
-                    part("backward", self.backward),
-                    part("optimizer step", self.optimizer),
-                    part("the rest of the loop", self.rest),
-                )
-            )
-            + f" ({self.label}: hooks on every module, backward and optimizer, in this window only; not counted)"
-        )
-
     def to_dict(self) -> Dict[str, Any]:
         return {
             "label": self.label,

@@ -8,11 +8,67 @@ reads it for the summary and the JSON.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Optional, Tuple
 
-from .schedule import TrialSpec
+from .schedule import Extra, TrialSpec
 
-__all__ = ["FailedRank", "Interruption", "Outcomes"]
+__all__ = ["FailedRank", "Interruption", "Outcomes", "Reason", "Why", "raised"]
+
+
+class Why(str, enum.Enum):
+    """Why a trial did not count, a side did not run, or the FLOPs were not counted (the words are
+    :func:`benchy.results.text.run.reason`'s)."""
+
+    # a scheduled trial that did not count
+    LOADER_RAISED = "loader-raised"  # the data loader raised (``error``)
+    RANKS = "ranks"  # the ranks could not exchange its results
+    SIGNAL = "signal"  # ``signal`` ended it after ``steps`` of ``of``; ``failed``: the rank that failed first
+    SCRIPT_RAISED = "script-raised"  # the script ended with an uncaught exception (``error``)
+    SCRIPT_ENDED = "script-ended"  # the script ended before the trial's window was complete
+    NOT_RUN_RAISED = "not-run-raised"  # not run: trial ``label`` raised
+    NOT_RUN_SCRIPT_RAISED = "not-run-script-raised"  # not run: the script ended with ``error``
+    NOT_RUN_STOPPED = "not-run-stopped"  # not run: the script stopped after ``epochs`` epochs, ``steps`` steps
+    # a side that did not run, or stopped
+    OFF = "off"  # the config turns it off (``detail``: the key)
+    NOT_A_DATALOADER = "not-a-dataloader"  # only a DataLoader is timed stage by stage (``detail``: the loader's kind)
+    INSTRUMENTED_RAISED = "instrumented-raised"  # the instrumented loader raised (``error``; ``label``: in which trial)
+    TRIAL_RAISED = "trial-raised"  # trial ``label`` raised (``error``)
+    EXTRA_RAISED = "extra-raised"  # the extra (``extra``) raised (``error``)
+    NO_MODEL = "no-model"  # no counted IO and SYNTHETIC trials to build the what-if model from
+    NO_ACCELERATOR = "no-accelerator"  # no accelerator in use
+    NO_WORKERS = "no-workers"  # CONTENTION_1 without loader workers
+    WINDOW_LOST = "window-lost"  # the side window ``label`` ended early (``cause``)
+    SCRIPT_ENDED_EARLY = "script-ended-early"  # the script ended before the benchmark was complete
+    BENCHMARK_ENDED = "benchmark-ended"  # the benchmark ended before it was complete
+    # the FLOPs not counted
+    LEFT_STEP = "left-step"  # the loop left the counted step before asking for the next batch
+    FLOPS_FAILED = "flops-failed"  # torch's FlopCounterMode could not start (``error``)
+    FLOPS_RANKS = "flops-ranks"  # not counted with ``steps`` ranks
+    NO_SYNTHETIC = "no-synthetic"  # SYNTHETIC did not run
+    NO_ROOM = "no-room"  # the loop's known length left no room for the count
+    ENDED_BEFORE = "ended-before"  # the script ended before the count
+
+
+@dataclasses.dataclass(frozen=True)
+class Reason:
+    """Why, as a code and its figures (see :class:`Why`)."""
+
+    why: Why
+    label: str = ""  # the trial it concerns
+    error: str = ""  # an exception as ``Type: message``
+    detail: str = ""  # a config key, a loader's kind, a signal's name
+    steps: int = 0
+    of: int = 0
+    epochs: int = 0
+    failed: Optional[FailedRank] = None
+    extra: Optional[Extra] = None
+    cause: Optional[Reason] = None
+
+
+def raised(err: BaseException) -> str:
+    """``ValueError: boom``: an exception as a reason carries it."""
+    return f"{type(err).__name__}: {err}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,8 +77,12 @@ class Interruption:
 
     spec: TrialSpec
     batches_done: int
-    reason: str
-    error: bool = False  # the loader raised, or the script ended with an uncaught exception
+    reason: Reason
+
+    @property
+    def error(self) -> bool:
+        """The loader raised, or the script ended with an uncaught exception."""
+        return self.reason.why in (Why.LOADER_RAISED, Why.SCRIPT_RAISED)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from .diagnostics import ContentionRun, StepParts
-from .outcomes import Outcomes
+from .outcomes import Outcomes, Reason
 from .schedule import Mode, TrialSpec
 from .stages import StageReport
 from .startup import Startup
@@ -80,7 +80,7 @@ class FlopCount:
     unknown: Tuple[str, ...] = ()
     tf32: bool = False
     label: str = ""  # the trial whose untimed extra step was counted
-    skipped: Optional[str] = None
+    skipped: Optional[Reason] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -93,7 +93,6 @@ class FlopCount:
             "unknown_ops": list(self.unknown),
             "tf32": self.tf32,
             "counted_in": self.label,
-            "skipped": self.skipped,
         }
 
 
@@ -505,7 +504,7 @@ class Snapshot:
     profiler: ProfilerState
     synthetic_batch_samples: Optional[int]  # the one cached batch of every SYNTHETIC trial (None until fetched)
     lookahead: Optional[bool]  # the loop fetches one batch ahead (decided from SYNTHETIC)
-    counting: str  # how samples are counted, in words
+    counting: str  # how samples are counted, in words (the counter's)
     loader: str  # the benchmarked loader and where it was created
     other_loaders: Tuple[str, ...]
     workers: int  # the loader's num_workers (the sweep may have changed it)
@@ -519,6 +518,7 @@ class Snapshot:
     epochs_needed: Optional[int] = None
     steps_taken: Optional[int] = None  # the loop's steps since the benchmark began
     likely_steps: Optional[int] = None  # the further steps a decision would likely take (None: decided, or unknown)
+    per_batch: Optional[int] = None  # the batch sampler's samples a batch, where it makes the same number every batch
 
 
 @dataclass(frozen=True)
@@ -544,7 +544,7 @@ class RunResults:
     # there are none when they were skipped.
     h2d: Tuple[TrialResult, ...] = ()
     h2d_device: Optional[str] = None
-    h2d_skipped: Optional[str] = None
+    h2d_skipped: Optional[Reason] = None
     # Loader sweep (see ``core.sweep``): each setting's IO trials, the loader's own setting, and the
     # setting the schedule continued with when sweep_apply is on.
     sweep: Tuple[Any, ...] = ()
@@ -554,7 +554,7 @@ class RunResults:
     sweep_memory_budget: Optional[int] = None
     # The diagnostic stage trials (see ``core.stages``): this rank's loader stage by stage, or why not.
     stages: Optional[StageReport] = None
-    stages_skipped: Optional[str] = None
+    stages_skipped: Optional[Reason] = None
     # The FLOPs of one untimed SYNTHETIC step (see ``core.compute``), or why none were counted.
     flops: Optional[FlopCount] = None
     # Side work drawn on the timeline beside the trials (the stage trials).
@@ -563,13 +563,13 @@ class RunResults:
     # wait ``emulated_speedup`` times shorter than SYNTHETIC's; or why they did not run.
     emulated: Tuple[TrialResult, ...] = ()
     emulated_speedup: Optional[float] = None
-    emulated_skipped: Optional[str] = None
+    emulated_skipped: Optional[Reason] = None
     # The diagnostic windows at the schedule's end (see ``core.diagnostics``): their trials (never counted in a
     # mode), the step's parts, the step beside the loader; and why one did not run.
     diagnostics: Tuple[TrialResult, ...] = ()
     parts: Optional[StepParts] = None
     contention: Optional[ContentionRun] = None
-    diagnostics_skipped: Tuple[str, ...] = ()
+    diagnostics_skipped: Tuple[Reason, ...] = ()
 
     def __post_init__(self) -> None:
         for name in (

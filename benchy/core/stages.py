@@ -21,6 +21,7 @@ that into a :class:`StageReport`:
 
 from __future__ import annotations
 
+import enum
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -29,13 +30,15 @@ import numpy as np
 
 __all__ = [
     "BUSY_WORKERS",
-    "COLD_CACHE_HOWTO",
     "HOL_SHARE",
     "ORDER_MARGIN",
     "SLOW_COST",
     "STRAGGLER_RATIO",
     "FirstPass",
+    "Fix",
+    "FixKind",
     "Stage",
+    "StageKind",
     "StageReport",
     "StageTrial",
     "WorkerMemory",
@@ -100,26 +103,43 @@ class StageTrial:
         return self.samples / self.seconds if self.seconds > 0 else float("inf")
 
 
+class StageKind(str, enum.Enum):
+    """What a stage is: the dataset's own ``__getitem__``, a timed transform step, ``collate_fn``, the main
+    process's receiving, pinning and sampler, and its wait for a worker's batch."""
+
+    DATASET = "dataset"
+    TRANSFORM = "transform"
+    COLLATE = "collate_fn"
+    RECEIVE = "receive"
+    PIN = "pin_memory"
+    SAMPLER = "sampler"
+    WAIT = "wait"
+
+
+MAIN_WORK = (StageKind.RECEIVE, StageKind.PIN, StageKind.SAMPLER)  # the main process's own work a batch
+
+
 @dataclass(frozen=True)
 class Stage:
-    """One stage: seconds per batch (mean), where it runs, and its share of the IO period."""
+    """One stage: seconds per batch (mean), where it runs, and its share of the IO period; ``step``: a transform's
+    step as the instrumented loader names it (``transform Normalize``)."""
 
-    name: str
+    kind: StageKind
     where: str  # "workers", "main" (the loop's thread) or "pin thread"
     seconds: float
     share: float
-    note: str = ""  # what it holds, in words
     off_cpu: Optional[float] = None  # the dataset's and receive's: share of their time off the CPU (waiting)
+    step: str = ""
 
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "name": self.name,
-            "where": self.where,
-            "seconds_per_batch": self.seconds,
-            "share": self.share,
-            "note": self.note or None,
-            "off_cpu_share": self.off_cpu,
-        }
+    @property
+    def name(self) -> str:
+        """The stage's identifier: a transform's step, else its kind (``dataset``, ``receive`` ...)."""
+        return self.step if self.kind is StageKind.TRANSFORM else self.kind.value
+
+    @property
+    def waits(self) -> bool:
+        """Most of its time is off the CPU (the dataset's reads, the main process waiting for a worker's hand-over)."""
+        return self.off_cpu is not None and self.off_cpu >= OFF_CPU
 
 
 @dataclass(frozen=True)
@@ -186,7 +206,7 @@ class StageReport:
         typical = statistics.median([w.per_batch for w in measured if w is not slow])
         if typical <= 0 or slow.per_batch <= 0:
             return None
-        main = sum(st.seconds for st in self.stages if st.where == "main" and st.name != "waiting for workers")
+        main = sum(st.seconds for st in self.stages if st.where == "main" and st.kind is not StageKind.WAIT)
         now = max(slow.per_batch / self.workers, main)
         even = max(typical / self.workers, main)
         return slow.worker, slow.per_batch / typical, max(0.0, 1.0 - even / now)
@@ -194,7 +214,7 @@ class StageReport:
     @property
     def largest(self) -> Optional[Stage]:
         """The stage that takes the largest share of the period (the main process's wait excluded)."""
-        named = [s for s in self.stages if s.name != "waiting for workers"]
+        named = [s for s in self.stages if s.kind is not StageKind.WAIT]
         return max(named, key=lambda s: s.share) if named else None
 
     @property
@@ -203,15 +223,11 @@ class StageReport:
         the main process's receive): on a machine whose cores are saturated that is a wait for a core."""
         top = self.largest
         return (
-            top is not None
-            and top.name in ("dataset", "receive")
-            and top.off_cpu is not None
-            and top.off_cpu >= OFF_CPU
-            and self.advice == stage_fix(top)
+            top is not None and top.kind in (StageKind.DATASET, StageKind.RECEIVE) and top.waits and self.advice == stage_fix(top)
         )
 
     @property
-    def advice(self) -> Optional[str]:
+    def advice(self) -> Optional[Fix]:
         """The change the stages point to: more workers when the workers are busy and cores are free
         (workers at all, when the loading runs on the training thread and cores are free);
         in_order=False when head-of-line waits are large and larger than the largest stage's share;
@@ -224,22 +240,13 @@ class StageReport:
             and free is not None
             and free >= 1.0
         ):
-            return (
-                f"more loader workers (the {self.workers} workers are busy {100 * self.worker_busy:.0f} % of "
-                f"the time and {free:.1f} cores are free)"
-            )
+            return Fix(FixKind.MORE_WORKERS, figure=self.worker_busy, other=free, workers=self.workers)
         if not self.workers and free is not None and free >= FREE_CORE:
-            return (
-                f"loader workers (num_workers > 0: the loading runs on the training thread, with "
-                f"{free:.1f} cores free to do it beside the step)"
-            )
+            return Fix(FixKind.LOADER_WORKERS, figure=free)
         top = self.largest
         # in_order=False gives back at most the head-of-line time; a fix of the largest stage, at most its share.
         if self.hol_share >= HOL_SHARE and self.in_order and (top is None or self.hol_share >= top.share):
-            return (
-                f"DataLoader(in_order=False) (for {100 * self.hol_share:.1f} % of the time the loop waited for a "
-                f"batch while a later one was ready and a worker sat idle)"
-            )
+            return Fix(FixKind.OUT_OF_ORDER, figure=self.hol_share)
         return None if top is None else stage_fix(top)
 
     @property
@@ -250,68 +257,51 @@ class StageReport:
         per_batch = self.instrumentation * self.samples / self.batches
         return per_batch / (max(1, self.workers) * self.period)
 
-    def to_dict(self) -> Dict[str, Any]:
-        top = self.largest
-        return {
-            "period_seconds": self.period,
-            "throughput": self.throughput,
-            "batches": self.batches,
-            "workers": self.workers,
-            "trials": self.trials,
-            "stages": [s.to_dict() for s in self.stages],
-            "unexplained_share": self.unexplained,
-            "workers_busy_share": self.worker_busy,
-            "largest": None if top is None else top.name,
-            "advice": self.advice,
-            "transforms": self.split,
-            "per_worker": [w.to_dict() for w in self.per_worker],
-            "slow_worker": None if self.straggler is None else {"worker": self.straggler[0], "ratio": self.straggler[1]},
-            "slowest_worker_cost": None
-            if self.slow_cost is None
-            else {"worker": self.slow_cost[0], "ratio": self.slow_cost[1], "io_share": self.slow_cost[2]},
-            "out_of_order_batches": self.out_of_order,
-            "head_of_line_share": self.hol_share,
-            "in_order_available": self.in_order,
-            "first_throughput": self.first_throughput,
-            "worker_memory": [m.to_dict() for m in self.memory],
-            "instrumentation_seconds_per_sample": self.instrumentation,
-            "instrumentation_share": self.timer_share,
-        }
+
+class FixKind(str, enum.Enum):
+    """The change the stage trials point to."""
+
+    MORE_WORKERS = "more-workers"  # the workers busy (``figure``), cores free (``other``)
+    LOADER_WORKERS = "loader-workers"  # no workers, cores free (``figure``)
+    OUT_OF_ORDER = "out-of-order"  # head-of-line waits (``figure``: their share of the time)
+    WAITS = "waits"  # the dataset waits off the CPU
+    DATASET = "dataset"  # the dataset's reading and decoding
+    TRANSFORM = "transform"  # a transform step (``stage``)
+    COLLATE = "collate"
+    RECEIVE = "receive"  # the main process waits off the CPU for a worker's hand-over
+    RECEIVE_CPU = "receive-cpu"  # unpickling on the CPU
+    PIN = "pin"
+    SAMPLER = "sampler"
+    OTHER = "other"  # another stage (``stage``)
 
 
-def stage_fix(stage: Stage) -> str:
+@dataclass(frozen=True)
+class Fix:
+    """A change the stage trials point to, with its figures."""
+
+    kind: FixKind
+    stage: str = ""  # the stage's name (a transform's, or another's)
+    figure: float = 0.0
+    other: float = 0.0
+    workers: int = 0
+
+
+def stage_fix(stage: Stage) -> Fix:
     """The change a stage's size points to."""
-    name = stage.name
-    if name == "dataset":
-        if stage.off_cpu is not None and stage.off_cpu >= OFF_CPU:
-            return (
-                "more loader workers to overlap the waits, or faster or local storage, or caching the dataset "
-                "(the dataset's own __getitem__ waits off the CPU: storage or network reads)"
-            )
-        return (
-            "cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
-            "or decoding on the accelerator (nvJPEG, DALI)"
-        )
-    if name.startswith(("transform", "target_transform")):
-        return f"a cheaper {name.split(' ', 1)[-1]} or fewer transforms (or the augmentation batched on the accelerator)"
-    if name == "collate_fn":
-        return "a vectorised collate_fn (stack whole arrays once, or a dataset __getitems__ that returns the batch)"
-    if name == "receive" and stage.off_cpu is not None and stage.off_cpu >= OFF_CPU:
-        return (
-            "workers that let go of the GIL: the main process waits off the CPU for a worker to hand over its "
-            "batch's shared memory, and a worker busy in pure-Python code answers late (vectorised or native "
-            "transforms, or fewer workers than cores)"
-        )
-    if name == "receive":
-        return (
-            "smaller batches to move between processes: uint8 instead of float tensors (convert on the "
-            "accelerator), fewer and larger tensors"
-        )
-    if name == "pin_memory":
-        return "pin_memory=False (pinning costs more than the copies it speeds up here)"
-    if name == "sampler":
-        return "a cheaper sampler (precomputed index lists)"
-    return f"less time in {name}"
+    kind = stage.kind
+    if kind is StageKind.DATASET:
+        return Fix(FixKind.WAITS if stage.waits else FixKind.DATASET)
+    if kind is StageKind.TRANSFORM:
+        return Fix(FixKind.TRANSFORM, stage.step)
+    if kind is StageKind.COLLATE:
+        return Fix(FixKind.COLLATE)
+    if kind is StageKind.RECEIVE:
+        return Fix(FixKind.RECEIVE if stage.waits else FixKind.RECEIVE_CPU)
+    if kind is StageKind.PIN:
+        return Fix(FixKind.PIN)
+    if kind is StageKind.SAMPLER:
+        return Fix(FixKind.SAMPLER)
+    return Fix(FixKind.OTHER, stage.name)
 
 
 def _mean(values: np.ndarray[Any, Any]) -> float:
@@ -413,21 +403,12 @@ def analyse(
     total_getitem = float(getitem.sum())
     off = 1.0 - float(cpu.sum()) / total_getitem if total_getitem > 0 else 0.0
     per = float(own.mean())
-    stages.append(
-        Stage(
-            "dataset",
-            where,
-            per,
-            share(per, in_workers=bool(workers)),
-            "__getitem__ without the timed transforms",
-            off_cpu=max(0.0, min(1.0, off)),
-        )
-    )
+    stages.append(Stage(StageKind.DATASET, where, per, share(per, in_workers=bool(workers)), off_cpu=max(0.0, min(1.0, off))))
     for j, name in enumerate(names):
         per = float(transforms[:, j].mean())
-        stages.append(Stage(name, where, per, share(per, in_workers=bool(workers))))
+        stages.append(Stage(StageKind.TRANSFORM, where, per, share(per, in_workers=bool(workers)), step=name))
     per = float(work[:, -1].mean())
-    stages.append(Stage("collate_fn", where, per, share(per, in_workers=bool(workers))))
+    stages.append(Stage(StageKind.COLLATE, where, per, share(per, in_workers=bool(workers))))
     worker_side = sum(s.share for s in stages)
     receive = received[:, 1] - received[:, 0]
     pin = pinned[:, 1] - pinned[:, 0]
@@ -439,32 +420,23 @@ def analyse(
         rec_cpu = _mean(received_cpu[:, 1] - received_cpu[:, 0])
         stages.append(
             Stage(
-                "receive",
+                StageKind.RECEIVE,
                 "pin thread" if pin_thread else "main",
                 rec,
                 share(rec, in_workers=False),
-                "unpickling and shared memory",
                 off_cpu=max(0.0, min(1.0, 1.0 - rec_cpu / rec)) if np.isfinite(rec_cpu) and rec > 0 else None,
             )
         )
         main_work += 0.0 if pin_thread else rec
     pin_mean = _mean(pin)
     if np.isfinite(pin_mean):
-        stages.append(Stage("pin_memory", "pin thread" if pin_thread else "main", pin_mean, share(pin_mean, in_workers=False)))
+        stages.append(Stage(StageKind.PIN, "pin thread" if pin_thread else "main", pin_mean, share(pin_mean, in_workers=False)))
         main_work += 0.0 if pin_thread else pin_mean
-    stages.append(Stage("sampler", "main", sampler, share(sampler, in_workers=False)))
+    stages.append(Stage(StageKind.SAMPLER, "main", sampler, share(sampler, in_workers=False)))
     main_work += sampler
     if workers:
         wait = max(0.0, float(inside.mean()) - main_work)
-        stages.append(
-            Stage(
-                "waiting for workers",
-                "main",
-                wait,
-                share(wait, in_workers=False),
-                "the loop's time in next() waiting for a worker's batch",
-            )
-        )
+        stages.append(Stage(StageKind.WAIT, "main", wait, share(wait, in_workers=False)))
         busy: Optional[float] = worker_side
         unexplained = 1.0 - max(worker_side, share(main_work, in_workers=False))
     else:
@@ -527,7 +499,7 @@ def _straggler(per_worker: Sequence[WorkerStat], workers: int = 0, stages: Seque
     if ratio >= STRAGGLER_RATIO:
         return slow.worker, ratio
     lanes = max(workers, len(measured))
-    main = sum(st.seconds for st in stages if st.where == "main" and st.name != "waiting for workers")
+    main = sum(st.seconds for st in stages if st.where == "main" and st.kind is not StageKind.WAIT)
     now, even = max(slow.per_batch / lanes, main), max(typical / lanes, main)
     cost = 1.0 - even / now if now > 0 else 0.0
     return (slow.worker, ratio) if cost >= SLOW_COST else None
@@ -535,10 +507,6 @@ def _straggler(per_worker: Sequence[WorkerStat], workers: int = 0, stages: Seque
 
 WARM_CACHE_SHARE = 0.01  # storage reads below this share of the files read: a warm page cache
 FILES_READ = 1 << 20  # ... once the loader read at least this many bytes of files in the IO trials
-COLD_CACHE_HOWTO = (
-    "to measure a cold one, drop the page cache before the run (Linux: sync; echo 3 | sudo tee "
-    "/proc/sys/vm/drop_caches) or read a dataset larger than the memory"
-)
 
 
 @dataclass(frozen=True)
@@ -565,18 +533,6 @@ class FirstPass:
             and self.files_read >= FILES_READ
             and self.storage_read < WARM_CACHE_SHARE * self.files_read
         )
-
-    def text(self) -> str:
-        out = (
-            f"the loader's first batches ({self.label}: start-up, opening files, a cold cache) "
-            f"{self.first:.3f} samples/s against {self.steady:.3f} in the steady IO trials ({self.ratio:.2f}x)"
-        )
-        if self.warm_cache and self.files_read is not None and self.storage_read is not None:
-            out += (
-                f"; the IO trials read {self.files_read / 1e6:.1f} MB of files and {self.storage_read / 1e6:.1f} MB "
-                f"from storage: they show a warm page cache ({COLD_CACHE_HOWTO})"
-            )
-        return out
 
     def to_dict(self) -> Dict[str, Any]:
         return {

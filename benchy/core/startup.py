@@ -8,13 +8,23 @@ that matters is what start-up adds over an ordinary batch, as a share of an epoc
 
 from __future__ import annotations
 
+import enum
 import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["STARTUP_SHARE", "Startup", "startup"]
+__all__ = ["STARTUP_SHARE", "Basis", "Startup", "startup"]
 
 STARTUP_SHARE = 0.02  # over this share of an epoch, start-up is named in the verdict
+
+
+class Basis(str, enum.Enum):
+    """Which passes the typical start-up comes from (the JSON's ``loader_startup.basis``)."""
+
+    MEDIAN = "median"  # the median of every pass
+    ONE = "one"  # the one pass started
+    AFTER_FIRST = "after-first"  # the median of the passes after the first (persistent workers)
+    FIRST_PERSISTENT = "first-persistent"  # the first pass, which also started the persistent workers
 
 
 @dataclass(frozen=True)
@@ -23,7 +33,8 @@ class Startup:
 
     seconds: List[float]  # each pass's iter() to its first batch, in the order run
     typical: float  # the figure that stands for every epoch's start-up (see :func:`startup`)
-    basis: str  # which passes ``typical`` comes from
+    basis: Basis  # which passes ``typical`` comes from
+    basis_passes: int  # how many
     batch_seconds: Optional[float]  # an ordinary batch's fetch time, taken out of ``typical``
     epoch_batches: Optional[int]  # len(loader)
     epoch_seconds: Optional[float]  # an epoch of len(loader) batches at the FULL rate
@@ -43,20 +54,6 @@ class Startup:
             return None
         return self.extra / (self.epoch_seconds + self.extra)
 
-    def text(self) -> str:
-        """The STARTUP summary line's text."""
-        runs = ", ".join(f"{s:.3f}" for s in self.seconds[:6]) + (" ..." if len(self.seconds) > 6 else "")
-        text = f"loader start-up (iter() to the first batch): {self.typical:.3f} s per epoch ({self.basis}; passes: {runs} s)"
-        if self.batch_seconds is not None:
-            text += f", {self.extra:.3f} s more than an ordinary batch"
-        share = self.share
-        if share is not None:
-            text += (
-                f": {100.0 * share:.1f} % of an epoch of {self.epoch_batches} batches at the FULL rate "
-                f"({self.epoch_seconds:.2f} s)"
-            )
-        return text
-
     @property
     def costly(self) -> bool:
         """Start-up costs more than :data:`STARTUP_SHARE` of an epoch at the FULL rate."""
@@ -68,24 +65,11 @@ class Startup:
         """A costly start-up of workers that restart every epoch: ``persistent_workers=True`` fixes it."""
         return self.costly and bool(self.workers) and not self.persistent
 
-    def verdict_clause(self) -> Optional[str]:
-        """A clause for the verdict when start-up costs more than :data:`STARTUP_SHARE` of an epoch."""
-        share = self.share
-        if not self.costly or share is None:
-            return None
-        clause = (
-            f"each epoch also starts the loader ({self.extra:.3f} s more than a batch, "
-            f"{100.0 * share:.1f} % of an epoch at the FULL rate, not in the trials' throughputs)"
-        )
-        if self.restarts_workers:
-            clause += ": persistent_workers=True keeps the workers between epochs"
-        return clause
-
     def to_dict(self) -> Dict[str, Any]:
         return {
             "seconds": list(self.seconds),
             "typical": self.typical,
-            "basis": self.basis,
+            "basis": self.basis.value,
             "batch_seconds": self.batch_seconds,
             "extra": self.extra,
             "epoch_batches": self.epoch_batches,
@@ -120,14 +104,11 @@ def startup(
     later = values[1:]
     if persistent and workers:
         if later:
-            typical, basis = statistics.median(later), f"median of the {len(later)} passes after the first"
+            typical, basis, passes = statistics.median(later), Basis.AFTER_FIRST, len(later)
         else:
-            typical, basis = values[0], "the first pass, which also started the persistent workers"
+            typical, basis, passes = values[0], Basis.FIRST_PERSISTENT, 1
     else:
-        typical, basis = (
-            statistics.median(values),
-            ("the one pass started" if len(values) == 1 else f"median of {len(values)} passes"),
-        )
+        typical, basis, passes = statistics.median(values), Basis.ONE if len(values) == 1 else Basis.MEDIAN, len(values)
     epoch_seconds = (
         epoch_batches * full_batch_seconds if epoch_batches and full_batch_seconds and full_batch_seconds > 0 else None
     )
@@ -136,6 +117,7 @@ def startup(
         values,
         typical,
         basis,
+        passes,
         batch_seconds,
         epoch_batches,
         None if persistent_once else epoch_seconds,

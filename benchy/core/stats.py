@@ -116,7 +116,6 @@ class Comparison:
     n_a: int
     n_b: int
     confidence: float = 0.95
-    method: str = "welch-t on log trial throughputs"
 
 
 def compare_log(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Optional[Comparison]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
+from .claims import Feed
 from .config import AUTO, SweepConfig
 from .results import TrialResult
 from .stats import Estimate, estimate
@@ -26,9 +27,8 @@ __all__ = [
     "best",
     "cheapest_enough",
     "expand",
+    "feed",
     "feed_advice",
-    "feed_clause",
-    "mean_text",
     "memory_cap",
     "queue_depth",
     "smallest_within",
@@ -56,12 +56,6 @@ class Setting:
     num_workers: int
     pin_memory: bool
     prefetch_factor: Optional[int]  # None with 0 workers (no prefetching without workers)
-
-    def text(self) -> str:
-        parts = [f"num_workers={self.num_workers}", f"pin_memory={self.pin_memory}"]
-        if self.prefetch_factor is not None:
-            parts.append(f"prefetch_factor={self.prefetch_factor}")
-        return ", ".join(parts)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"num_workers": self.num_workers, "pin_memory": self.pin_memory, "prefetch_factor": self.prefetch_factor}
@@ -168,40 +162,18 @@ def cheapest_enough(results: Sequence[SettingResult], synthetic: float, factor: 
     return min(enough, key=lambda r: r.setting) if enough else None
 
 
-def mean_text(r: SettingResult) -> str:
-    """A setting's IO throughput as ``<mean> +/- <half-width>`` (``n/a`` with one trial)."""
-    est = r.estimate
-    spread = "n/a" if est.half_width is None else f"{est.half_width:.3f}"
-    return f"{est.mean:.3f} +/- {spread}"
-
-
-def feed_clause(results: Sequence[SettingResult], synthetic: Optional[float]) -> Optional[str]:
-    """For the verdict, once SYNTHETIC has run: which loader setting feeds the step."""
+def feed(results: Sequence[SettingResult], synthetic: Optional[float]) -> Optional[Feed]:
+    """For the verdict, once SYNTHETIC has run: which swept loader setting feeds the step (IO at least :data:`FEEDS`
+    x SYNTHETIC), or, none doing, the best."""
     if synthetic is None or not _measured(results):
         return None
-    found = cheapest_enough(results, synthetic)
-    if found is None:
-        top = best(results)
-        assert top is not None and top.estimate.mean is not None
-        return (
-            f"none of the swept loader settings feeds the step (IO at least {FEEDS:g}x SYNTHETIC "
-            f"{synthetic:.3f}): the best, {top.setting.text()}, reaches {top.estimate.mean / synthetic:.2f}x; "
-            f"it takes more workers than were swept (where cores are free) or cheaper samples"
-        )
-    ratio = (found.estimate.mean or 0.0) / synthetic
-    return (
-        f"the cheapest swept loader setting that feeds the step (IO at least {FEEDS:g}x SYNTHETIC) is "
-        f"{found.setting.text()} ({mean_text(found)} samples/s, {ratio:.2f}x)"
-    )
+    return Feed(cheapest_enough(results, synthetic), best(results), synthetic)
 
 
-def feed_advice(results: Sequence[SettingResult], synthetic: Optional[float], own: Optional[Setting]) -> Optional[str]:
-    """The verdict's "most likely to help" (without those words) when the sweep measured a setting, other than the
-    loader's own, that feeds the step: measured evidence beats the heuristics' guesses."""
+def feed_advice(results: Sequence[SettingResult], synthetic: Optional[float], own: Optional[Setting]) -> Optional[SettingResult]:
+    """The setting the sweep measured to feed the step, where it is not the loader's own: measured evidence beats
+    the heuristics' guesses for the verdict's advice."""
     if synthetic is None:
         return None
     found = cheapest_enough(results, synthetic)
-    if found is None or found.setting == own:
-        return None
-    ratio = (found.estimate.mean or 0.0) / synthetic
-    return f"the loader setting {found.setting.text()} (the sweep measured IO at {ratio:.2f}x SYNTHETIC)"
+    return None if found is None or found.setting == own else found

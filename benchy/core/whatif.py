@@ -26,10 +26,13 @@ and the loader sweep's settings check it by measurement, in the same run.
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .claims import Contended
+from .stages import MAIN_WORK, StageKind
 from .stats import Estimate
 
 __all__ = [
@@ -37,14 +40,19 @@ __all__ = [
     "BASIS_STAGES",
     "NEEDS_SHARE",
     "SPEEDUPS",
+    "Basis",
     "Change",
     "Check",
+    "Checked",
     "Inputs",
+    "Limit",
     "Loader",
     "Need",
     "Prediction",
     "WhatIf",
-    "contention_clause",
+    "best_free",
+    "best_workers",
+    "contended",
     "faster",
     "from_results",
     "inputs_from",
@@ -55,12 +63,41 @@ __all__ = [
 
 SPEEDUPS = (1.0, 2.0, 4.0, 10.0)  # "a step k times faster": a faster accelerator
 NEEDS_SHARE = 0.95  # enough workers for a faster step: FULL within 5 % of the most any number of workers gives
-BASIS_STAGES = "the stage trials"
 SATURATED = 0.9  # the IO trials kept this share of the free cores busy: the workers' waits were for a core
 AGREE = 0.10  # a prediction and a measurement agree when within 10 % or within each other's intervals
 MAX_WORKERS = 64  # the most workers a faster step's needs are searched up to
 FLIP_MAX = 20.0  # speed-ups searched for the one where loading starts to limit
-LIMITS = ("the step", "the workers", "the main process", "the cores", "the loading and the step one after the other")
+
+
+class Limit(str, enum.Enum):
+    """What limits the model's FULL."""
+
+    STEP = "step"
+    WORKERS = "workers"
+    MAIN = "main"  # the main process's own work a batch
+    CORES = "cores"
+    SERIAL = "serial"  # no workers: the loading and the step one after the other
+
+
+LIMITS = (Limit.STEP, Limit.WORKERS, Limit.MAIN, Limit.CORES, Limit.SERIAL)
+
+
+class Basis(str, enum.Enum):
+    """What the loader's costs come from: the stage trials, or the IO trials alone."""
+
+    STAGES = "stages"
+    IO = "io"
+
+
+BASIS_STAGES = Basis.STAGES
+
+
+class Checked(str, enum.Enum):
+    """What a check measured: the emulated-step trials, or a setting of the loader sweep."""
+
+    EMULATED = "emulated"
+    SWEEP = "sweep"
+
 
 Triple = Tuple[float, float, float]  # (low, mean, high)
 
@@ -91,7 +128,7 @@ class Inputs:
     step: Triple  # SYNTHETIC's seconds a step (fast end, mean, slow end)
     step_cores: float  # cores the step keeps busy while it runs alone (SYNTHETIC's CPU)
     loader: Loader
-    basis: str  # "the stage trials" or "the IO trials"
+    basis: Basis
     full: Optional[Triple] = None  # measured FULL, samples/s
     full_step: Optional[float] = None  # FULL's seconds a step with the wait for data taken out
     full_wait: Optional[float] = None  # FULL's share of time waiting for data
@@ -136,28 +173,25 @@ class Prediction:
     change: Change
     io: Triple
     full: Triple
-    limit: str
+    limit: Limit
     naive: float  # min(IO, k x SYNTHETIC) at the mean: what a reading of the two numbers alone says
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
-            **self.change.to_dict(),
-            "io": _triple(self.io),
-            "full": _triple(self.full),
-            "limit": self.limit,
-            "naive_full": self.naive,
-        }
+        """The prediction's figures (the schema adds its ``limit`` in words)."""
+        return {**self.change.to_dict(), "io": _triple(self.io), "full": _triple(self.full), "naive_full": self.naive}
 
 
 @dataclass(frozen=True)
 class Check:
     """A prediction against a measurement of the same change in the same run."""
 
-    what: str  # "EMULATED (a step 2x faster)", "SWEEP3 (num_workers=4)"
+    source: Checked
     kind: str  # "FULL" or "IO"
     change: Change
     predicted: Triple
     measured: Estimate
+    index: int = 0  # the sweep's setting (SWEEP<index>)
+    setting: Any = None  # ... its Setting
 
     @property
     def error(self) -> Optional[float]:
@@ -178,21 +212,8 @@ class Check:
         hw = m.half_width or 0.0
         return m.mean - hw <= self.predicted[2] and m.mean + hw >= self.predicted[0]
 
-    def text(self) -> str:
-        m = self.measured
-        spread = "" if m.half_width is None else f" +/- {m.half_width:.1f}"
-        measured = "n/a" if m.mean is None else f"{m.mean:.1f}{spread}"
-        error = self.error
-        verdict = (
-            ""
-            if error is None
-            else f" ({100 * error:+.0f} %{', disagree: more than the intervals and 10 % allow' if self.agree is False else ''})"
-        )
-        return f"{self.what}: {self.kind} predicted {_range(self.predicted)}, measured {measured}{verdict}"
-
     def to_dict(self) -> Dict[str, Any]:
         return {
-            "what": self.what,
             "kind": self.kind,
             "change": self.change.to_dict(),
             "predicted": _triple(self.predicted),
@@ -245,62 +266,10 @@ class WhatIf:
         epoch = None if self.epoch_batches is None else self.epoch_batches * per_step * self.price / 3600.0
         return epoch, per_thousand
 
-    def text(self) -> str:
-        """The WHATIF line: the few predictions that change the answer, in words."""
-        inp = self.inputs
-        parts: List[str] = []
-        full = inp.full
-        if self.flip is None:
-            parts.append(f"loading does not limit FULL up to a step {FLIP_MAX:g}x faster")
-        elif self.flip <= 1.0:
-            parts.append("loading limits FULL now")
-        else:
-            parts.append(f"loading starts to limit FULL at a step {self.flip:.2g}x faster (model from {inp.basis})")
-        for need in self.needs:
-            if need.speedup == 1.0:
-                continue
-            if need.workers is None:
-                continue
-            cores = "" if need.cores is None or need.cores <= inp.cores else f" and {need.cores:g} cores (here {inp.cores:g})"
-            parts.append(f"a {need.speedup:g}x faster step needs {need.workers} worker{'s' if need.workers != 1 else ''}{cores}")
-        best = _best_workers(self)
-        if best is not None:
-            parts.append(best)
-        free = _best_free(self)
-        if free is not None:
-            parts.append(free)
-        if full is not None:
-            parts.append(f"the model's FULL as the run is: {_range(self.own.full)} against {full[1]:.1f} measured")
-        for check in self.checks:
-            parts.append(check.text())
-        if inp.contention >= 0.05:
-            parts.append(
-                f"beside the loader running flat out the step takes {100 * inp.contention:.0f} % longer than alone "
-                f"(CONTENTION_1, at {inp.contention_rate:.0f} batches/s; in FULL {100 * (self.contention or 0.0):.0f} % at "
-                f"{inp.full_rate:.0f} batches/s)"
-            )
-        elif self.contention is not None and self.contention >= 0.05:
-            parts.append(f"the step is {100 * self.contention:.0f} % slower in FULL than alone (the loader's work slows it)")
-        if inp.step_fixed > 0:
-            parts.append(
-                f"a faster accelerator leaves {100 * inp.step_fixed:.0f} % of the step as it is (the rest of the loop "
-                f"beside forward, backward and the optimizer step: PARTS_1)"
-            )
-        cost = self.wait_cost
-        if cost is not None:
-            epoch, thousand = cost
-            parts.append(
-                "the data wait costs "
-                + (f"{epoch:.4g} an epoch, " if epoch is not None else "")
-                + f"{thousand:.4g} per 1 000 steps at {self.price:g} an hour"
-            )
-        return "; ".join(parts)
-
     def to_dict(self) -> Dict[str, Any]:
         inp = self.inputs
         cost = self.wait_cost
         return {
-            "basis": inp.basis,
             "inputs": {
                 "samples_per_batch": inp.batch,
                 "workers": inp.workers,
@@ -342,10 +311,6 @@ def _triple(t: Triple) -> List[Optional[float]]:
     return [float(x) if math.isfinite(x) else None for x in t]
 
 
-def _range(t: Triple) -> str:
-    return f"{t[1]:.1f} ({t[0]:.1f} to {t[2]:.1f})"
-
-
 # --- the model ------------------------------------------------------------------------------
 
 
@@ -368,7 +333,7 @@ def _stage_cut(loader: Loader, free: Optional[str], workers: int) -> Tuple[float
     return worker, min(cpu, worker), main, min(main_cpu, main), plain
 
 
-def _periods(inp: Inputs, change: Change, scale: float, step: float) -> Tuple[float, float, str]:
+def _periods(inp: Inputs, change: Change, scale: float, step: float) -> Tuple[float, float, Limit]:
     """(IO seconds a batch, FULL seconds a batch, what limits FULL) for ``change``; the loader's times
     multiplied by ``scale``; ``step``: SYNTHETIC's seconds a step."""
     worker, cpu, main, main_cpu, plain = (x * scale for x in _stage_cut(inp.loader, change.free, change.workers))
@@ -419,7 +384,9 @@ def _scale(inp: Inputs, io_rate: float) -> float:
 def predict(inp: Inputs, change: Change) -> Prediction:
     """The model's IO and FULL for ``change``, each at the low end, the mean and the high end of the
     measured intervals (a slower IO and a slower step give the low end)."""
-    ios, fulls, limit = [], [], ""
+    ios: List[float] = []
+    fulls: List[float] = []
+    limit = Limit.STEP
     for io_rate, step in ((inp.io[0], inp.step[2]), (inp.io[1], inp.step[1]), (inp.io[2], inp.step[0])):
         scale = _scale(inp, io_rate)
         io, full, which = _periods(inp, change, scale, step)
@@ -480,9 +447,9 @@ def _cpu_cores(inp: Inputs, workers: int, speedup: float, rate: float) -> float:
     return per_batch * rate / inp.batch
 
 
-def _best_workers(w: WhatIf) -> Optional[str]:
+def best_workers(w: WhatIf) -> Optional[Tuple[Prediction, float]]:
     """The fewest workers that give FULL within 5 % of the most any number of them gives with today's step and
-    cores, when that is other than the run's own and 5 % or more above its FULL."""
+    cores, when that is other than the run's own and 5 % or more above its FULL: (its prediction, the gain)."""
     inp = w.inputs
     choices = [p for p in w.predictions if p.change.speedup == 1.0 and p.change.cores == inp.cores and p.change.free is None]
     if not choices:
@@ -491,35 +458,31 @@ def _best_workers(w: WhatIf) -> Optional[str]:
     fewest = min((p for p in choices if p.full[1] >= NEEDS_SHARE * top.full[1]), key=lambda p: p.change.workers)
     if fewest.change.workers == inp.workers or w.own.full[1] <= 0 or fewest.full[1] < 1.05 * w.own.full[1]:
         return None
-    n = fewest.change.workers
-    return (
-        f"with {n} worker{'s' if n != 1 else ''} FULL would be {_range(fewest.full)} "
-        f"({100 * (fewest.full[1] / w.own.full[1] - 1):+.0f} %; limit then: {fewest.limit})"
-    )
+    return fewest, fewest.full[1] / w.own.full[1] - 1.0
 
 
-def _best_free(w: WhatIf) -> Optional[str]:
-    """The loader stage whose cost, made nothing, gives FULL the most (when that is 5 % or more)."""
+def best_free(w: WhatIf) -> Optional[Tuple[Prediction, float]]:
+    """The loader stage whose cost, made nothing, gives FULL the most, when that is 5 % or more: (its prediction,
+    the gain)."""
     found = [p for p in w.predictions if p.change.free is not None]
     if not found or w.own.full[1] <= 0:
         return None
     top = max(found, key=lambda p: p.full[1])
     gain = top.full[1] / w.own.full[1] - 1.0
-    if gain < 0.05:
-        return None
-    return f"if {top.change.free} cost nothing FULL would be {_range(top.full)} ({100 * gain:+.0f} %)"
+    return None if gain < 0.05 else (top, gain)
 
 
 def whatif(
     inp: Inputs,
     *,
-    checks: Sequence[Tuple[str, str, Change, Estimate]] = (),
+    checks: Sequence[Tuple[Checked, int, Any, str, Change, Estimate]] = (),
     price: Optional[float] = None,
     epoch_batches: Optional[int] = None,
 ) -> WhatIf:
     """The model's predictions over workers (0 to twice the cores), cores (half, as many, twice), the
     step :data:`SPEEDUPS` faster and each stage made free; the speed-up where loading starts to limit;
-    what each faster step needs; ``checks`` (what, kind, change, measured) set against their predictions."""
+    what each faster step needs; ``checks`` (what was measured, the sweep's index, its setting, the mode, the change,
+    the measurement) set against their predictions."""
     own = predict(inp, Change(inp.workers, inp.cores))
     seen: Dict[Change, Prediction] = {}
 
@@ -539,8 +502,8 @@ def whatif(
     flip = _flip(inp)
     needs = tuple(_need(inp, k) for k in SPEEDUPS)
     found = tuple(
-        Check(what, kind, change, (p.full if kind == "FULL" else p.io), measured)
-        for what, kind, change, measured in checks
+        Check(source, kind, change, (p.full if kind == "FULL" else p.io), measured, index, setting)
+        for source, index, setting, kind, change, measured in checks
         for p in [predict(inp, change)]
     )
     utilization = None if inp.full_wait is None else max(0.0, 1.0 - inp.full_wait)
@@ -610,7 +573,7 @@ def inputs_from(
         worker = period * max(1, workers)
         share = min(1.0, io_cores / max(1, workers))
         loader = Loader(worker, share, 0.0, 0.0)
-        basis = "the IO trials"
+        basis = Basis.IO
     if basis == BASIS_STAGES:
         loader = _with_handover(loader, workers, batch / io_t[1], cores - other)
     return Inputs(
@@ -676,17 +639,17 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
     named: List[Tuple[str, str, float]] = []
     in_workers = report.workers > 0
     for st in report.stages:
-        if st.name == "waiting for workers":
+        if st.kind is StageKind.WAIT:
             continue
         named.append((st.name, st.where, float(st.seconds)))
-        if st.name in ("receive", "pin_memory", "sampler"):
+        if st.kind in MAIN_WORK:
             if st.where == "main":
                 main += st.seconds
                 main_cpu += st.seconds * (1.0 - (st.off_cpu or 0.0))
-                if st.name != "receive":
+                if st.kind is not StageKind.RECEIVE:
                     plain += st.seconds
             continue
-        on = st.seconds * (1.0 - (st.off_cpu or 0.0) if st.name == "dataset" else 1.0)
+        on = st.seconds * (1.0 - (st.off_cpu or 0.0) if st.kind is StageKind.DATASET else 1.0)
         worker += on if saturated else st.seconds
         cpu += on
     if not in_workers:
@@ -715,8 +678,8 @@ def step_in_full(results: Any) -> Optional[float]:
     return float(sum(t.own_seconds - t.wait_seconds for t in found) / steps)
 
 
-def contention_clause(results: Any, workers: int) -> Optional[Tuple[str, str]]:
-    """(clause, advice) when the loader has workers, FULL is below both IO and SYNTHETIC by more than 10 % and
+def contended(results: Any, workers: int) -> Optional[Contended]:
+    """FULL below both sides, when the loader has workers, FULL is below both IO and SYNTHETIC by more than 10 % and
     its step takes 5 % or more longer than SYNTHETIC's: the workers slow the step (cores, the GIL, memory
     bandwidth). Without workers FULL is below both by design (loading and the step run in series, which the
     verdict says), and there are no workers to take fewer of or to pin: None."""
@@ -733,14 +696,7 @@ def contention_clause(results: Any, workers: int) -> Optional[Tuple[str, str]]:
     alone = samples / batches / syn if batches else None
     if alone is None or alone <= 0 or step < 1.05 * alone:
         return None
-    share = step / alone - 1.0
-    return (
-        f"FULL {full:.1f} is below both IO and SYNTHETIC: beside the loader the step takes {100 * share:.0f} % longer "
-        f"than alone ({1e3 * step:.3f} ms against {1e3 * alone:.3f} ms; the workers and the step share the cores, "
-        f"the GIL or the memory bandwidth)",
-        "fewer loader workers or fewer intra-op threads (torch.set_num_threads) so that the step keeps its cores, or "
-        "the workers pinned to cores of their own (os.sched_setaffinity in worker_init_fn)",
-    )
+    return Contended(full, step / alone - 1.0, step, alone)
 
 
 def from_results(
@@ -776,17 +732,15 @@ def from_results(
     )
     if inp is None:
         return None
-    checks: List[Tuple[str, str, Change, Estimate]] = []
+    checks: List[Tuple[Checked, int, Any, str, Change, Estimate]] = []
     if results.emulated and results.emulated_speedup:
         from .stats import estimate
 
         k = float(results.emulated_speedup)
         measured = estimate([t.throughput for t in results.emulated if not t.spec.warmup])
-        checks.append(
-            (f"EMULATED (the real loader, a step {k:.3g}x faster emulated)", "FULL", Change(inp.workers, inp.cores, k), measured)
-        )
+        checks.append((Checked.EMULATED, 0, None, "FULL", Change(inp.workers, inp.cores, k), measured))
     for j, found in enumerate(results.sweep, 1):
         if found.error is None and found.trials:
             setting = found.setting
-            checks.append((f"SWEEP{j} ({setting.text()})", "IO", Change(setting.num_workers, inp.cores), found.estimate))
+            checks.append((Checked.SWEEP, j, setting, "IO", Change(setting.num_workers, inp.cores), found.estimate))
     return whatif(inp, checks=checks, price=price, epoch_batches=epoch_batches)

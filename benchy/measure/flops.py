@@ -21,6 +21,7 @@ import torch
 from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
+from ..core.outcomes import Reason, Why, raised
 from ..core.results import FlopCount
 
 __all__ = ["StepCounter", "cpu_name"]
@@ -166,7 +167,7 @@ class StepCounter:
             self.count = FlopCount(
                 samples=self.samples,
                 label=self.label,
-                skipped=f"torch's FlopCounterMode could not start ({type(err).__name__}: {err})",
+                skipped=Reason(Why.FLOPS_FAILED, error=raised(err)),
             )
 
     def _close_warnings(self) -> None:

@@ -23,6 +23,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from ..core.schedule import Mode, TrialSpec
 
 __all__ = [
+    "AT_END",
+    "AT_EXIT",
     "TRACE_FILE",
     "CudaProfilerApi",
     "ProfilerWindow",
@@ -38,6 +40,9 @@ DOMAIN = "benchy"
 TRACE_FILE = re.compile(  # the trace files TorchProfiler writes
     r"^rank[0-9]+\.(IO|SYNTHETIC|FULL)_WARMUP_[0-9]+\.pt\.trace\.json$"
 )
+
+AT_END = "at the end of the benchmark"  # when the capture range stops: the benchmark ended
+AT_EXIT = "at exit"  # ... the script ended first
 
 
 class Ranges:
@@ -146,7 +151,7 @@ class ProfilerWindow:
         if self.started and not more:
             self.close(f"after {spec.label}")
 
-    def close(self, when: str = "at the end") -> None:
+    def close(self, when: str = AT_END) -> None:
         """Stop the capture if it runs (idempotent)."""
         if self.started:
             self.started = False

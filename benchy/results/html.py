@@ -24,6 +24,7 @@ from . import plots as drawing
 from . import scaling, tables
 from .saved import Run
 from .tables import Table, figure_text, summary_table
+from .text.reports import setting
 
 __all__ = ["Page", "report_page"]
 
@@ -113,10 +114,10 @@ def system_table(run: Run) -> Optional[Table]:
 
 
 def _setting_text(settings: Mapping[str, Any]) -> str:
-    """A saved setting as the sweep's table printed it (:meth:`benchy.core.sweep.Setting.text`)."""
-    return Setting(
-        int(settings.get("num_workers") or 0), bool(settings.get("pin_memory")), settings.get("prefetch_factor")
-    ).text()
+    """A saved setting as the sweep's table printed it (:func:`benchy.results.text.reports.setting`)."""
+    return setting(
+        Setting(int(settings.get("num_workers") or 0), bool(settings.get("pin_memory")), settings.get("prefetch_factor"))
+    )
 
 
 def sweep_table(run: Run) -> Optional[Table]:

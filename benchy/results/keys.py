@@ -132,6 +132,36 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
         "`energy_missing`",
     ),
     (
+        ("whatif",),
+        "null with `whatif: false`; the what-if model (see What a change would give): `basis` (what the loader's "
+        "costs come from, in words), `inputs` (its figures: `samples_per_batch`, `workers`, `cores`, "
+        "`other_cores_busy`, `io` and `step_seconds` as [low, mean, high], `step_cores`, the loader's costs a batch "
+        "`worker_seconds_per_batch`, `worker_cpu_share`, `main_seconds_per_batch`, "
+        "`main_seconds_per_batch_no_workers`, `main_cpu_share`, `slow_worker_ratio`, `worker_handover_seconds`, "
+        "FULL's `full` and `full_step_seconds`, `step_fixed_share` (PARTS_1), `contention`, "
+        "`contention_loader_rate`, `full_contention`, `full_loader_rate`), `scale`, `own` (the run as it is), "
+        "`flip_speedup` (the step's speed-up from which loading limits FULL), `needs` (per speed-up: `workers`, "
+        "`cores`, `full`), `predictions` (each change, `workers`, `cores`, `speedup`, `free_stage`, with `io`, "
+        "`full`, `limit` in words and `naive_full`), `checks` (`what` was measured, `kind`, `change`, `predicted`, "
+        "`measured`, `measured_half_width`, `error`, `agree`), `accelerator_utilization`, `contention`, "
+        "`price_per_hour`, `wait_cost_per_epoch`, `wait_cost_per_1000_steps`",
+    ),
+    (
+        ("EMULATED",),
+        "the what-if model's check: the real loader with the step replaced by a wait `speedup` times shorter "
+        "than SYNTHETIC's (not counted): `speedup`, `skipped` (why it stopped or did not run), "
+        "`trial_throughput`, `trial_time`, `trial_samples`, `mean`, `interval`, `n`; null where it did not run",
+    ),
+    (
+        ("diagnostics",),
+        "the windows after the verdict, never counted: `trials` (`label`, `throughput`, `seconds`), `parts` "
+        "(PARTS_1: `period_seconds`, `forward_seconds`, `backward_seconds`, `optimizer_seconds`, `rest_seconds`, "
+        "`forwards`, `backwards`, `optimizer_steps`, `steps`), `contention` (CONTENTION_1: the step beside the "
+        "loader running flat out, `period_seconds`, `steps`, `loader_batches`, `loader_seconds`, "
+        "`loader_batches_per_second`, `ended`, `synthetic_period_seconds`, `slowdown`), `skipped` (why one did "
+        "not run, in words); null where none ran",
+    ),
+    (
         ("interrupted",),
         "every scheduled trial that did not count: `trial`, `batches_done` (the periods it had measured), `nbatches`, `reason`",
     ),

@@ -35,14 +35,23 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..core.compute import ComputeReport, EnergyReport
+from ..core.machine import Stop
+from ..core.outcomes import Reason
 from ..core.results import RunResults, ScheduleState, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode
-from ..core.stats import estimate, finite
+from ..core.startup import Startup
+from ..core.stats import Comparison, estimate, finite
 from ..core.sweep import best, cheapest_enough, smallest_within
-from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
+from ..core.verdict import Reading, Verdict, disturbed_trials, h2d_estimate, own_io
+from ..core.whatif import WhatIf
 from .document import ResultFileError, check, read_file
 from .saved import ModeRun, Run
 from .summary import straggler_text
+from .text import reports
+from .text import run as run_text
+from .text.verdict import verdict_line
+from .text.why import reason
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -58,6 +67,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 5
+METHOD = "welch-t on log trial throughputs"  # the decision's test (its ``method``)
 MODE_KEYS = tuple(m.value for m in Mode)
 
 
@@ -238,7 +248,7 @@ def h2d_block(results: RunResults) -> Dict[str, Any]:
     est, io = h2d_estimate(results), own_io(results)
     return {
         "device": results.h2d_device,
-        "skipped": results.h2d_skipped,
+        "skipped": _skipped(results.h2d_skipped),
         "trial_throughput": [finite(t.throughput) for t in results.h2d],
         "trial_time": [t.seconds for t in results.h2d],
         "trial_samples": [t.samples for t in results.h2d],
@@ -259,7 +269,7 @@ def emulated_block(results: RunResults) -> Optional[Dict[str, Any]]:
     est = estimate([t.throughput for t in measured])
     return {
         "speedup": results.emulated_speedup,
-        "skipped": results.emulated_skipped,
+        "skipped": _skipped(results.emulated_skipped),
         "trial_throughput": [finite(t.throughput) for t in measured],
         "trial_time": [t.seconds for t in measured],
         "trial_samples": [t.samples for t in measured],
@@ -285,7 +295,7 @@ def diagnostics_block(results: RunResults) -> Optional[Dict[str, Any]]:
         "contention": None
         if contention is None
         else {**contention.to_dict(), "synthetic_period_seconds": period, "slowdown": contention.slowdown(period)},
-        "skipped": list(results.diagnostics_skipped),
+        "skipped": [reason(r) for r in results.diagnostics_skipped],
     }
 
 
@@ -312,36 +322,122 @@ def schedule_block(state: ScheduleState) -> Dict[str, Any]:
     """The JSON's ``schedule``: the state's codes, and why measuring stopped in words (``stop_reason``)."""
     block = state.to_dict()
     block["stop_reason"] = (
-        None if state.stop is None else stop_words(state.stop, state.decision_confidence, state.precision, state.horizon)
+        None
+        if state.stop is None
+        else run_text.stop_words(Stop(state.stop), state.decision_confidence, state.precision, state.horizon)
     )
-    block["extras_not_run"] = {name: NOT_RUN[why] for name, why in state.extras_not_run}
+    block["extras_not_run"] = {name: run_text.NOT_RUN[why] for name, why in state.extras_not_run}
     return block
 
 
-NOT_RUN = {
-    "ended": "the script ended before it ran",
-    "horizon": "the loop's known length left no room for its steps",
-}
+def _skipped(why: Optional[Reason]) -> Optional[str]:
+    return None if why is None else reason(why)
 
 
-def stop_words(
-    stop: str, confidence: float, precision: float, horizon: Optional[int], capped: Sequence[str] = (), most: Optional[int] = None
-) -> str:
-    """Why measuring ended, in words (``stop``: a :class:`~benchy.core.machine.Stop` value; ``capped``: the modes at
-    ``auto_max_trials``, ``most``)."""
-    if stop == "decided":
-        return f"the verdict is decided ({100 * confidence:g} % confidence)"
-    if stop == "precise":
-        return f"every interval is within {100 * precision:g} % of its mean"
-    if stop == "budget":
-        bound = f" ({most})" if most is not None else ""
-        modes = f" for {', '.join(capped)}" if capped else ""
-        return f"auto_max_trials{bound} reached{modes} before the answer was known"
-    if stop == "all-ran":
-        return "every scheduled trial ran"
-    if stop == "horizon":
-        return f"the loop's {horizon} steps left no room for another window"
-    return "no mode needs more trials"
+def _comparison(c: Comparison, a: str, b: str, a_values: Sequence[float], b_values: Sequence[float]) -> Dict[str, Any]:
+    return {
+        "method": METHOD,
+        "ratio": f"{b}/{a}",
+        "value": finite(c.ratio),
+        "interval": None if c.low is None or c.high is None else [finite(c.low), finite(c.high)],
+        "confidence": c.confidence,
+        "t": None if c.t is None else finite(c.t),
+        "df": c.df,
+        "p": c.p,
+        "inputs": {a: [finite(v) for v in a_values], b: [finite(v) for v in b_values]},
+    }
+
+
+def decision_block(v: Verdict) -> Dict[str, Any]:
+    """The JSON's ``decision``: how the verdict was decided (IO against SYNTHETIC; FULL against the slower)."""
+    block: Dict[str, Any] = {"io_vs_synthetic": _comparison(v.comparison, "IO", "SYNTHETIC", v.io, v.synthetic)}
+    block["outcome"] = v.label
+    full = v.full
+    if full is None:
+        return block
+    slower = v.io if full.slower == "IO" else v.synthetic
+    if full.comparison is not None:
+        block["full_vs_slower"] = _comparison(full.comparison, full.slower, "FULL", slower, v.full_values)
+    block["inconsistent"] = v.inconsistent
+    return block
+
+
+def stages_block(results: RunResults) -> Optional[Dict[str, Any]]:
+    """The JSON's ``stages``: the stage trials' report, or why they did not run (None: neither)."""
+    report = results.stages
+    if report is None:
+        return None if results.stages_skipped is None else {"skipped": _skipped(results.stages_skipped)}
+    top = report.largest
+    advice = report.advice
+    slow = report.slow_cost
+    return {
+        "period_seconds": report.period,
+        "throughput": report.throughput,
+        "batches": report.batches,
+        "workers": report.workers,
+        "trials": report.trials,
+        "stages": [
+            {
+                "name": reports.stage_name(st),
+                "where": st.where,
+                "seconds_per_batch": st.seconds,
+                "share": st.share,
+                "note": reports.stage_note(st) or None,
+                "off_cpu_share": st.off_cpu,
+            }
+            for st in report.stages
+        ],
+        "unexplained_share": report.unexplained,
+        "workers_busy_share": report.worker_busy,
+        "largest": None if top is None else reports.stage_name(top),
+        "advice": None if advice is None else reports.stage_fix(advice),
+        "transforms": report.split,
+        "per_worker": [w.to_dict() for w in report.per_worker],
+        "slow_worker": None if report.straggler is None else {"worker": report.straggler[0], "ratio": report.straggler[1]},
+        "slowest_worker_cost": None if slow is None else {"worker": slow[0], "ratio": slow[1], "io_share": slow[2]},
+        "out_of_order_batches": report.out_of_order,
+        "head_of_line_share": report.hol_share,
+        "in_order_available": report.in_order,
+        "first_throughput": report.first_throughput,
+        "worker_memory": [m.to_dict() for m in report.memory],
+        "instrumentation_seconds_per_sample": report.instrumentation,
+        "instrumentation_share": report.timer_share,
+    }
+
+
+def compute_block(report: ComputeReport, skipped: Optional[Reason]) -> Dict[str, Any]:
+    """The JSON's ``compute``: the counted step's FLOPs and the achieved rates, with the peak's sources and why there
+    is no MFU or no count, in words."""
+    block = report.to_dict()
+    block["peak_basis"] = None if report.peak is None else reports.peak_basis(report.peak)
+    block["no_mfu"] = None if report.no_peak is None else reports.no_peak(report.no_peak)
+    block["skipped"] = _skipped(skipped)
+    return block
+
+
+def whatif_block(w: WhatIf) -> Dict[str, Any]:
+    """The JSON's ``whatif``: the model's figures, with what limits each prediction and what each check measured in
+    words."""
+    block = w.to_dict()
+    block["basis"] = reports.model_basis(w.inputs.basis)
+    block["own"]["limit"] = reports.limit(w.own.limit)
+    for entry, p in zip(block["predictions"], w.predictions):
+        entry["limit"] = reports.limit(p.limit)
+    for entry, c in zip(block["checks"], w.checks):
+        entry["what"] = reports.check_what(c)
+    return block
+
+
+def energy_block(report: EnergyReport) -> Dict[str, Any]:
+    block = report.to_dict()
+    block["missing"] = reports.energy_missing(report)
+    return block
+
+
+def startup_block(s: Startup) -> Dict[str, Any]:
+    block = s.to_dict()
+    block["basis"] = reports.startup_basis(s)
+    return block
 
 
 def result_document(
@@ -388,7 +484,12 @@ def result_document(
         "epochs_started": snapshot.epochs_started,
         "steps_taken": snapshot.steps_taken,
         "interrupted": [
-            {"trial": i.spec.label, "batches_done": i.batches_done, "nbatches": i.spec.nbatches, "reason": i.reason}
+            {
+                "trial": i.spec.label,
+                "batches_done": i.batches_done,
+                "nbatches": i.spec.nbatches,
+                "reason": reason(i.reason),
+            }
             for i in outcomes.lost
         ],
         "rerun": [],
@@ -396,31 +497,25 @@ def result_document(
         "side_iterators": outcomes.sides,
         "failed_ranks": [f.to_dict() for f in outcomes.failed_ranks],
         "disturbed": [t.label for t in disturbed_trials(results)],
-        "verdict": reading.text,
-        "decision": None if found is None else found.record,
+        "verdict": verdict_line(reading),
+        "decision": None if found is None else decision_block(found),
         "config": dict(config),
         "environment": dict(environment),
         "profiler": snapshot.profiler.to_dict(),
         "steps_dir": steps_dir,
         "schedule": schedule_block(snapshot.schedule),
         "lookahead": snapshot.lookahead,
-        "counting": snapshot.counting,
+        "counting": run_text.counting(snapshot),
         "loader": snapshot.loader,
         "other_loaders": list(snapshot.other_loaders),
         "sweep": sweep_block(results),
-        "loader_startup": None if reading.startup is None else reading.startup.to_dict(),
+        "loader_startup": None if reading.startup is None else startup_block(reading.startup),
         "first_pass": None if first is None else first.to_dict(),
-        "stages": (
-            results.stages.to_dict()
-            if results.stages is not None
-            else None
-            if results.stages_skipped is None
-            else {"skipped": results.stages_skipped}
-        ),
-        "compute": None if reading.compute is None else reading.compute.to_dict(),
+        "stages": stages_block(results),
+        "compute": None if reading.compute is None else compute_block(reading.compute, reading.compute.count.skipped),
         "tokens": None if reading.tokens is None else reading.tokens.to_dict(),
-        "energy": None if reading.energy is None else reading.energy.to_dict(),
-        "whatif": None if reading.whatif is None else reading.whatif.to_dict(),
+        "energy": None if reading.energy is None else energy_block(reading.energy),
+        "whatif": None if reading.whatif is None else whatif_block(reading.whatif),
         "summary": None if summary is None else list(summary),
         "timeline": timeline_block(results, steps_dir is not None),
     }

@@ -10,13 +10,16 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 from ..core.distribution import STALL_FACTOR, StepProfile
 from ..core.results import RunResults
-from ..core.schedule import Mode
+from ..core.schedule import Extra, Mode
 from ..core.stages import HOL_SHARE, Stage, StageReport, WorkerStat
 from ..core.stats import straggler
-from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, mean_text, smallest_within
-from ..core.verdict import Reading, busy_text, disturbed_trials, h2d_estimate, own_io
+from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, smallest_within
+from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
 from . import lines
 from .tables import Table
+from .text import reports
+from .text.verdict import busy_trials, verdict_line
+from .text.why import reason
 
 __all__ = [
     "copy_text",
@@ -62,7 +65,7 @@ def stages_text(report: StageReport) -> str:
 
     def item(stage: Stage) -> str:
         extra = f", {100 * stage.off_cpu:.0f} % off the CPU" if stage.off_cpu is not None else ""
-        return f"{stage.name} {_ms(stage.seconds)} ({100 * stage.share:.0f} %{extra})"
+        return f"{reports.stage_name(stage)} {_ms(stage.seconds)} ({100 * stage.share:.0f} %{extra})"
 
     groups = []
     for where, title in (
@@ -78,7 +81,7 @@ def stages_text(report: StageReport) -> str:
     else:
         rest = f"the stages overlap by {100 * -report.unexplained:.0f} % of the period"
     top = report.largest
-    tail = "" if top is None else f"; largest: {top.name}"
+    tail = "" if top is None else f"; largest: {reports.stage_name(top)}"
     cost = "" if report.instrumentation is None else f"; the timers cost {1e6 * report.instrumentation:.2f} us a sample"
     share = report.timer_share
     if share is not None and share >= 0.05:
@@ -164,7 +167,7 @@ def workers_text(report: StageReport) -> Optional[str]:
 def h2d_line(results: RunResults) -> Optional[str]:
     """``BENCHY::SUMMARY::H2D IO with copies to cuda:0: 812.3 +/- 4.1 samples/s, 0.93x IO``, or why not."""
     if results.h2d_skipped is not None and not results.h2d:
-        return lines.summary_text("H2D", f"skipped: {results.h2d_skipped}")
+        return lines.summary_text("H2D", f"skipped: {reason(results.h2d_skipped)}")
     est, io = h2d_estimate(results), own_io(results)
     if est.mean is None:
         return None
@@ -266,7 +269,7 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
         total = sum(len(results.measured(m)) for m in modes)
         out.append(
             lines.summary_text(
-                "BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes kept {busy_text(busy)}", own
+                "BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes kept {busy_trials(busy)}", own
             )
         )
     if Mode.IO in modes:
@@ -275,7 +278,7 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
             out.append(h2d)
         first = reading.first_pass
         if first is not None:
-            out.append(lines.summary_text("FIRST_PASS", first.text(), own))
+            out.append(lines.summary_text("FIRST_PASS", reports.first_pass(first), own))
         report = results.stages
         if report is not None:
             out.append(lines.summary_text("STAGES", stages_text(report) + copy_text(results, report), own))
@@ -283,9 +286,9 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
             if found is not None:
                 out.append(lines.summary_text("WORKERS", found, own))
         elif results.stages_skipped is not None:
-            out.append(lines.summary_text("STAGES", f"skipped: {results.stages_skipped}", own))
+            out.append(lines.summary_text("STAGES", f"skipped: {reason(results.stages_skipped)}", own))
     if reading.startup is not None:
-        out.append(lines.summary_text("STARTUP", reading.startup.text(), own))
+        out.append(lines.summary_text("STARTUP", reports.startup(reading.startup), own))
     for mode in modes:
         text = straggler_text(results, mode)
         if text is not None:
@@ -294,21 +297,22 @@ def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, 
     if swept is not None:
         out.append(lines.summary_text("SWEEP", swept, own))
     if reading.compute is not None:
-        out.append(lines.summary_text("COMPUTE", reading.compute.text()))
+        out.append(lines.summary_text("COMPUTE", reports.compute(reading.compute)))
     if reading.tokens is not None:
-        out.append(lines.summary_text("TOKENS", reading.tokens.text()))
+        out.append(lines.summary_text("TOKENS", reports.tokens(reading.tokens)))
     if reading.energy is not None:
-        out.append(lines.summary_text("ENERGY", reading.energy.text(), own))
+        out.append(lines.summary_text("ENERGY", reports.energy(reading.energy), own))
     if results.parts is not None:
-        out.append(lines.summary_text("PARTS", results.parts.text(), own))
-    elif results.diagnostics_skipped:
-        why = [d for d in results.diagnostics_skipped if d.startswith("PARTS")]
+        out.append(lines.summary_text("PARTS", reports.parts(results.parts), own))
+    else:
+        why = [r for r in results.diagnostics_skipped if r.extra is Extra.PARTS]
         if why:
-            out.append(lines.summary_text("PARTS", f"not measured: {why[0]}", own))
+            out.append(lines.summary_text("PARTS", f"not measured: {reason(why[0])}", own))
     if reading.whatif is not None:
-        out.append(lines.summary_text("WHATIF", reading.whatif.text(), own))
-    if reading.text is not None:
-        out.append(lines.summary_text("VERDICT", reading.text))
+        out.append(lines.summary_text("WHATIF", reports.whatif(reading.whatif), own))
+    verdict = verdict_line(reading)
+    if verdict is not None:
+        out.append(lines.summary_text("VERDICT", verdict))
     return out
 
 
@@ -319,10 +323,10 @@ def sweep_line(results: Sequence[SettingResult], cap: Optional[int] = None) -> O
     if top is None or small is None:
         return None
     text = (
-        f"best {top.setting.text()}: {mean_text(top)} samples/s; smallest within "
-        f"{100 * NEAR_BEST:g} % of best: {small.setting.text()}"
+        f"best {reports.setting(top.setting)}: {reports.setting_mean(top)} samples/s; smallest within "
+        f"{100 * NEAR_BEST:g} % of best: {reports.setting(small.setting)}"
     )
-    over = [r.setting.text() for r in results if r.over_cap]
+    over = [reports.setting(r.setting) for r in results if r.over_cap]
     if over and cap is not None:
         text += (
             f"; left out over the workers' memory cap of {cap / 1e9:.2f} GB (available memory less room for "
@@ -350,7 +354,7 @@ def sweep_table(results: Sequence[SettingResult], own: Setting) -> Table:
             notes.append("over the memory cap")
         out.rows.append(
             [
-                r.setting.text(),
+                reports.setting(r.setting),
                 "" if est.mean is None else f"{est.mean:.3f}",
                 "" if est.half_width is None else f"{est.half_width:.3f}",
                 str(est.n),

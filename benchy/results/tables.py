@@ -14,9 +14,12 @@ import io
 from dataclasses import dataclass, field
 from typing import IO, Any, List, Mapping, Optional, Sequence, Tuple
 
+from ..core.stages import StageReport
 from .saved import Run
+from .text.reports import stage_name
 
 __all__ = [
+    "SUMMARY_TITLE",
     "SYSTEM_COLUMNS",
     "ModeFigures",
     "Table",
@@ -24,6 +27,7 @@ __all__ = [
     "mode_table",
     "print_table",
     "rich_table",
+    "stages_table",
     "summary_table",
     "system_table",
 ]
@@ -210,3 +214,35 @@ def system_table(rows: Sequence[Tuple[str, int, Mapping[str, float]]]) -> Option
 def figure_text(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
     """A figure in a table cell: ``value / scale`` formatted with ``spec``; empty for None."""
     return "" if value is None else format(value / scale, spec)
+
+
+SUMMARY_TITLE = "benchy summary (samples/s, all ranks)"  # the terminal's summary table
+
+
+def stages_table(report: StageReport) -> Any:
+    """The stage trials as a rich table: each stage's time a batch and share, the largest in bold."""
+    from rich.table import Table
+
+    basis = "workers x period" if report.workers else "period"
+    table = Table(
+        title=f"where a batch's time goes (stage trials, IO period {1e3 * report.period:.3f} ms, {report.workers} workers)",
+        title_justify="left",
+    )
+    table.add_column("stage", style="bold")
+    table.add_column("runs in")
+    table.add_column("ms a batch", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("of")
+    top = report.largest
+    for stage in report.stages:
+        style = "bold yellow" if top is not None and stage is top else None
+        table.add_row(
+            stage_name(stage),
+            stage.where,
+            f"{1e3 * stage.seconds:.3f}",
+            f"{100 * stage.share:.0f} %",
+            basis if stage.where == "workers" else "period",
+            style=style,
+        )
+    table.add_row("unexplained", "", "", f"{100 * report.unexplained:.0f} %", "period")
+    return table

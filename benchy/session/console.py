@@ -12,9 +12,9 @@ from typing import Any, Optional, Sequence, TextIO
 
 from ..core.results import RunResults
 from ..core.schedule import Mode, TrialSpec
-from ..core.stages import StageReport
 from ..core.verdict import Reading
-from ..results.tables import ModeFigures, mode_table, rich_table, system_table
+from ..results.tables import SUMMARY_TITLE, ModeFigures, mode_table, rich_table, stages_table, system_table
+from ..results.text.verdict import verdict_line
 
 __all__ = ["Output", "stages_table", "write_line"]
 
@@ -111,40 +111,12 @@ class Output:
             est = results.estimate(mode)
             wait = results.data_wait().mean if mode is Mode.FULL else None
             rows.append(ModeFigures(mode.value, est.mean, est.half_width, est.n, est.confidence, wait))
-        self._rich.print(rich_table(mode_table(rows, title="benchy summary (samples/s, all ranks)")))
+        self._rich.print(rich_table(mode_table(rows, title=SUMMARY_TITLE)))
         system = system_table([(m.value, len(results.measured(m)), reading.systems[m]) for m in modes if m in reading.systems])
         if system is not None:
             self._rich.print(rich_table(system))
         if results.stages is not None:
             self._rich.print(stages_table(results.stages))
-        if reading.text:
-            self._rich.print(f"[bold]verdict:[/] {reading.text}", highlight=False)
-
-
-def stages_table(report: StageReport) -> Any:
-    """The stage trials as a rich table: each stage's time a batch and share, the largest in bold."""
-    from rich.table import Table
-
-    basis = "workers x period" if report.workers else "period"
-    table = Table(
-        title=f"where a batch's time goes (stage trials, IO period {1e3 * report.period:.3f} ms, {report.workers} workers)",
-        title_justify="left",
-    )
-    table.add_column("stage", style="bold")
-    table.add_column("runs in")
-    table.add_column("ms a batch", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column("of")
-    top = report.largest
-    for stage in report.stages:
-        style = "bold yellow" if top is not None and stage is top else None
-        table.add_row(
-            stage.name,
-            stage.where,
-            f"{1e3 * stage.seconds:.3f}",
-            f"{100 * stage.share:.0f} %",
-            basis if stage.where == "workers" else "period",
-            style=style,
-        )
-    table.add_row("unexplained", "", "", f"{100 * report.unexplained:.0f} %", "period")
-    return table
+        verdict = verdict_line(reading)
+        if verdict:
+            self._rich.print(f"[bold]verdict:[/] {verdict}", highlight=False)

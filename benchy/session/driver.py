@@ -14,14 +14,14 @@ import contextlib
 import dataclasses
 from typing import Any, Callable, Optional, Protocol, Tuple
 
+from ..core import events as ev
 from ..core import machine as m
-from ..core.outcomes import Interruption
+from ..core.outcomes import Interruption, Reason, Why
 from ..core.results import Snapshot, TrialResult
 from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..measure.ranks import DistributedError
 from ..measure.rng import kept
 from ..measure.window import WindowRun
-from . import events as ev
 from .context import RunContext
 from .loop import FlopsWork, LoaderFacts, Loop, Work
 from .sides import HIDDEN, Running, SideEnv
@@ -149,7 +149,9 @@ class Driver:
         self._runner.sampler.stop()
         extra = self._side.extra
         if extra is not None and item.spec.variant == extra.value:
-            self._tally.results = self._side.stop(f"{item.spec.label}: {item.reason}", self._tally.results)
+            self._tally.results = self._side.stop(
+                Reason(Why.WINDOW_LOST, item.spec.label, cause=item.reason), self._tally.results
+            )
             self.feed(m.ExtraEnded(extra, self.room()))
             return
         self._tally.interrupt(item)
@@ -233,11 +235,11 @@ class Driver:
 
     # --- the endings ----------------------------------------------------------------------------
 
-    def stop(self, why: str) -> None:
+    def stop(self, why: Reason) -> None:
         """No window runs from here on: the running one is dropped, a side window's cut short (``why``)."""
         work = self._loop.discard()
         if isinstance(work, WindowRun):
-            self._tally.results = self._side.stop(f"{work.spec.label}: {why}", self._tally.results)
+            self._tally.results = self._side.stop(Reason(Why.WINDOW_LOST, work.spec.label, cause=why), self._tally.results)
 
     def running_trial(self) -> Tuple[Optional[TrialSpec], int]:
         """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""

@@ -32,14 +32,15 @@ import sys
 import threading
 from typing import Any, Optional, Protocol, Tuple
 
+from ..core import events as ev
 from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, STATUS_ENV_VAR
-from ..core.outcomes import FailedRank, Interruption, Outcomes
+from ..core.outcomes import FailedRank, Interruption, Outcomes, Reason, Why, raised
 from ..core.progress import Progress
 from ..core.results import RunResults, Snapshot
 from ..core.schedule import TrialSpec
+from ..measure.profiling import AT_END, AT_EXIT
 from ..results.files import append_status
-from . import events as ev
 from .context import RunContext
 
 __all__ = ["Ended", "Lifecycle", "host"]
@@ -94,7 +95,7 @@ class Ended(Protocol):
     @property
     def ctx(self) -> RunContext: ...
 
-    def stop(self, why: str) -> None: ...
+    def stop(self, why: Reason) -> None: ...
 
     def snapshot(self) -> Snapshot: ...
 
@@ -165,10 +166,10 @@ class Lifecycle:
     def _stop(self) -> None:
         """The benchmark is over, whichever way: no more windows; benchy's own pass and cached batch let go."""
         s = self._session
-        s.stop("the script ended before it was complete" if self._exiting else "the benchmark ended before it was complete")
+        s.stop(Reason(Why.SCRIPT_ENDED_EARLY if self._exiting else Why.BENCHMARK_ENDED))
         self.restore()
         s.finish_results(final=True)
-        self._close_profiler("at the end of the benchmark" if not self._exiting else "at exit")
+        self._close_profiler(AT_EXIT if self._exiting else AT_END)
 
     def finish(self) -> None:
         """The schedule is over (or the script ended once the verdict stood): summary, table and final JSON; then
@@ -193,7 +194,7 @@ class Lifecycle:
         s = self._session
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
         self._tally.failed_ranks(failed)
-        item = Interruption(spec, spec.nbatches, "the ranks could not exchange its results")
+        item = Interruption(spec, spec.nbatches, Reason(Why.RANKS))
         self._tally.interrupt(item)
         self._stop()
         self.advise(EXIT_INCOMPLETE)
@@ -215,10 +216,8 @@ class Lifecycle:
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
         self._tally.signalled(name, failed)
         if running is not None:
-            who = f"; rank {failed[0].rank} failed first ({failed[0].reason})" if failed else ""
-            self._tally.interrupt(
-                Interruption(running, measured, f"interrupted by {name} after {measured} of {running.nbatches} steps{who}")
-            )
+            why = Reason(Why.SIGNAL, detail=name, steps=measured, of=running.nbatches, failed=failed[0] if failed else None)
+            self._tally.interrupt(Interruption(running, measured, why))
         self.advise(EXIT_INCOMPLETE)
         try:
             s.ctx.out.trial_ended()
@@ -240,26 +239,22 @@ class Lifecycle:
             self.finish()
             return
         died = getattr(sys, "last_value", None)  # set when an uncaught exception ends the script
-        raised = None if died is None or isinstance(died, SystemExit) else f"{type(died).__name__}: {died}"
-        if raised is not None and s.ctx.world > 1:
-            s.ctx.comm.report_failure(raised)
+        error = None if died is None or isinstance(died, SystemExit) else raised(died)
+        if error is not None and s.ctx.world > 1:
+            s.ctx.comm.report_failure(error)
         running, measured = s.running_trial()
         failed = next((i for i in reversed(s.outcomes.lost) if i.error), None)
         if running is not None:
-            why = (
-                f"the script ended with {raised}"
-                if raised is not None
-                else "the script ended before the trial's window was complete"
-            )
-            self._tally.interrupt(Interruption(running, measured, why, error=raised is not None))
+            ended = Reason(Why.SCRIPT_RAISED, error=error) if error is not None else Reason(Why.SCRIPT_ENDED)
+            self._tally.interrupt(Interruption(running, measured, ended))
         sink = s.ctx.sink
-        sink.stopped_early(s.progress(raised, failed, None if running is None else running.label))
+        sink.stopped_early(s.progress(error, failed, None if running is None else running.label))
         why = (
-            f"not run: trial {failed.spec.label} raised"
+            Reason(Why.NOT_RUN_RAISED, label=failed.spec.label)
             if failed is not None
-            else f"not run: the script ended with {raised}"
-            if raised is not None
-            else f"not run: the script stopped after {s.epochs_started} epoch(s), {s.steps_taken()} step(s)"
+            else Reason(Why.NOT_RUN_SCRIPT_RAISED, error=error)
+            if error is not None
+            else Reason(Why.NOT_RUN_STOPPED, epochs=s.epochs_started, steps=s.steps_taken())
         )
         for spec in s.not_run():
             self._tally.interrupt(Interruption(spec, 0, why))
@@ -268,7 +263,7 @@ class Lifecycle:
         # and a tool that owns the process (benchy run, benchy check) fails the CI job with 4.
         self.advise(EXIT_INCOMPLETE)
         sink.summary(s.snapshot(), exit_status=EXIT_INCOMPLETE)
-        if raised is None:
+        if error is None:
             sink.incomplete()
 
     def advise(self, status: int) -> None:

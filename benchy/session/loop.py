@@ -29,7 +29,7 @@ import sys
 import weakref
 from typing import Any, Callable, Iterator, List, Optional, Protocol, Union
 
-from ..core.outcomes import Interruption
+from ..core.outcomes import Interruption, Reason, Why, raised
 from ..measure.flops import StepCounter
 from ..measure.profiling import TorchRanges
 from ..measure.trial import CACHED, END, FULL, NO_BATCH, PLAIN, SYNTHETIC, EpochArgs, EpochState, Segment, epoch_loop
@@ -308,9 +308,7 @@ class Loop:
         w = self.window
         self._close_segment(ep)
         if w is not None and seg.window is w:
-            self._driver.lose(
-                Interruption(w.spec, w.measured, f"the data loader raised {type(error).__name__}: {error}", error=True)
-            )
+            self._driver.lose(Interruption(w.spec, w.measured, Reason(Why.LOADER_RAISED, error=raised(error))))
 
     # --- roles --------------------------------------------------------------------------------
 

@@ -13,11 +13,11 @@ import os
 from typing import Any, List, Optional
 
 from ..core.config import Config
+from ..core.events import CaptureRange, Event, TraceWritten
 from ..core.results import ProfilerState
 from ..core.schedule import Mode, TrialSpec
 from ..measure.profiling import TRACE_FILE, CudaProfilerApi, ProfilerWindow, Ranges, TorchProfiler, global_rank
 from ..results.files import remove_matching
-from .events import CaptureRange, Event, TraceWritten
 
 __all__ = ["Profilers"]
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, List, Optional, Set
 
 from ..core.exits import EXIT_INCOMPLETE
 from ..results import lines
+from ..results.text.run import never_iterated
 from .console import write_line
 
 __all__ = ["REGISTRY", "Record", "Registry", "creation_site"]
@@ -131,14 +132,7 @@ class Registry:
         idle = [r for r in self.records if not r.iterated and not r.copied]
         if not idle:
             return None
-        names = "; ".join(f"{r.kind} created at {r.where}" for r in idle)
-        return (
-            f"benchy measured nothing: {names} was never iterated, so no trial ran. A framework "
-            f"probably replaced it with a loader of its own (Accelerate's prepare() does): wrap the loader "
-            f"that the training loop iterates instead, e.g. "
-            f"loader = BenchmarkGenericIteratorWrapper(accelerator.prepare(loader)) (the batch size is read "
-            f"from the prepared loader). See the manual's 'Frameworks' page (docs/guide/frameworks.md)."
-        )
+        return never_iterated([f"{r.kind} created at {r.where}" for r in idle])
 
     def at_exit(self) -> None:
         if os.getpid() != self._pid:

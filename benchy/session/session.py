@@ -19,9 +19,10 @@ import time
 import weakref
 from typing import Any, Callable, Iterator, Optional, Tuple
 
+from ..core import events as ev
 from ..core import machine as m
 from ..core.config import Config
-from ..core.outcomes import Interruption, Outcomes
+from ..core.outcomes import Interruption, Outcomes, Reason
 from ..core.progress import Progress, Where, epochs_needed, likely_more, not_run, progress, steps_needed
 from ..core.results import RunResults, Snapshot
 from ..core.schedule import Extra, Schedule, TrialSpec
@@ -31,7 +32,6 @@ from ..measure.profiling import CudaProfilerApi
 from ..measure.ranks import DistributedError, agree
 from ..measure.rng import kept
 from ..measure.window import WindowRun
-from . import events as ev
 from .console import Output
 from .context import RunContext
 from .driver import Driver
@@ -193,6 +193,7 @@ class Session:
             synthetic_batch_samples=runner.synthetic_samples,
             lookahead=runner.lookahead,
             counting=runner.counting,
+            per_batch=runner.constant,
             loader=f"{self.record.kind} created at {self.record.where}",
             other_loaders=tuple(self.registry.others()),
             workers=self._workers,
@@ -258,7 +259,7 @@ class Session:
     def exchange_failed(self, spec: TrialSpec) -> None:
         self.life.exchange_failed(spec)
 
-    def stop(self, why: str) -> None:
+    def stop(self, why: Reason) -> None:
         """The benchmark is over, whichever way: no window runs from here on (a side window is cut short: ``why``)."""
         self._state = State.DONE
         self.record.finished = True

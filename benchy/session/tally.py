@@ -11,13 +11,13 @@ from __future__ import annotations
 from array import array
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ..core import events as ev
 from ..core import machine as m
 from ..core.config import Config
-from ..core.outcomes import FailedRank, Interruption, Outcomes
+from ..core.outcomes import FailedRank, Interruption, Outcomes, Reason, Why, raised
 from ..core.results import RunResults, TrialResult
 from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..measure.ranks import combine
-from . import events as ev
 from .context import RunContext
 from .sides import HIDDEN, SideEnv
 from .trials import TrialRunner
@@ -66,7 +66,7 @@ class Tally:
             result = self.runner.io(spec, ctx.out, ranges)
         except BaseException as err:
             self.hidden = None
-            lose(Interruption(spec, 0, f"the data loader raised {type(err).__name__}: {err}", error=True))
+            lose(Interruption(spec, 0, Reason(Why.LOADER_RAISED, error=raised(err))))
             raise
         self.hidden = None
         return self.runner.finish(result)
@@ -77,9 +77,9 @@ class Tally:
             self.results = HIDDEN[extra](env, self.results)
         except Exception as err:
             self.hidden = None
-            why = f"{extra.value}: raised {type(err).__name__}: {err}"
+            why = Reason(Why.EXTRA_RAISED, extra=extra, error=raised(err))
             self.results = self.results.changed(diagnostics_skipped=(*self.results.diagnostics_skipped, why))
-            env.sink.say(ev.SideFailed(extra.value, why))
+            env.sink.say(ev.SideFailed(why))
 
     def running(self, spec: Optional[TrialSpec]) -> None:
         """A side says which trial runs (for a signal that comes during it)."""

@@ -16,6 +16,8 @@ import time
 from typing import Any, Callable, Iterator, List, Optional
 
 from ..core.config import Config
+from ..core.events import CounterNote, Event, TokensNotCounted
+from ..core.outcomes import Reason, Why
 from ..core.results import FlopCount, RunResults, TrialResult
 from ..core.schedule import Mode, TrialSpec
 from ..core.startup import Startup, startup
@@ -29,7 +31,6 @@ from ..measure.trial import IOArgs, io_trial
 from ..measure.window import WindowArgs, WindowRun
 from ..results import lines
 from .console import Output
-from .events import CounterNote, Event
 
 __all__ = ["NOTHING", "OwnPasses", "TrialRunner"]
 
@@ -144,16 +145,11 @@ class TrialRunner:
             try:
                 self.tokens = TokenTally(self._counter, batch, g.token_key, g.mask_key)
             except TypeError as err:  # batches without token ids: samples are still counted
-                self._say(CounterNote(f"{err}; tokens are not counted, samples are"))
+                self._say(TokensNotCounted(str(err)))
             else:
                 self._counter = self.tokens.count
                 self.constant = None
                 self.counting += f"; {self.tokens.source}"
-        if self.constant is not None:
-            self.counting += (
-                f"; the batch sampler makes {self.constant} per batch, so only the last batch "
-                f"of each pass is counted in the trials"
-            )
 
     def keep_cached(self, batch: Any) -> None:
         """The batch every SYNTHETIC window hands out, from now on (the first real batch benchy holds)."""
@@ -215,26 +211,16 @@ class TrialRunner:
         if counter is not None and (counter.completed or not final):
             return counter.count
         if counter is not None:
-            return FlopCount(
-                skipped="the loop left the counted step before asking for the next batch (a peek such "
-                "as next(iter(loader)), or a break, during the step whose FLOPs were counted)"
-            )
+            return FlopCount(skipped=Reason(Why.LEFT_STEP))
         g, synthetic = self.config.general, self.config.synthetic
         if not g.flops:
             return None
         if self.world > 1:
-            return FlopCount(
-                skipped=f"not counted with {self.world} ranks: a rank whose counted step ran a collective "
-                f"(a DDP all-reduce) under torch's FlopCounterMode aborted at exit in about 1 "
-                f"run of 15 on the CPU (gloo); run one process to count the step's FLOPs"
-            )
+            return FlopCount(skipped=Reason(Why.FLOPS_RANKS, steps=self.world))
         if not (synthetic.run_benchmark and synthetic.ntrials != 0):
-            return FlopCount(skipped="SYNTHETIC did not run: the FLOPs are counted on one untimed step on the cached batch")
+            return FlopCount(skipped=Reason(Why.NO_SYNTHETIC))
         if final:
-            return FlopCount(
-                skipped="not counted: the count takes one untimed step of the loop on the cached batch after the "
-                "verdict, and " + ("the loop's known length left no room for it" if reached else "the script ended before it")
-            )
+            return FlopCount(skipped=Reason(Why.NO_ROOM if reached else Why.ENDED_BEFORE))
         return None
 
     def start_count(self) -> StepCounter:

@@ -2,10 +2,10 @@
 
 * ``reference/_generated/config.md`` and ``defaults.yaml``: every config key with its default (from
   :class:`benchy.core.config.Config`), what it allows, with its bounds (the validation rules,
-  :data:`benchy.core.config_rules.RULES`) and what it does (:data:`~benchy.core.config_rules.MEANINGS`);
+  :data:`benchy.core.config_rules.RULES`) and what it does (:data:`benchy.results.text.config.MEANINGS`);
 * ``reference/_generated/lines.md``: every ``BENCHY::`` line kind (:data:`benchy.results.lines.LINE_KINDS`);
 * ``reference/_generated/json.md``: every key of the result JSON (:data:`benchy.results.keys.JSON_KEYS`);
-* ``reference/_generated/exits.md``: the exit statuses (:data:`benchy.core.exits.EXIT_STATUSES`, also in
+* ``reference/_generated/exits.md``: the exit statuses (:data:`benchy.results.text.exits.EXIT_STATUSES`, also in
   ``benchy --help``);
 * ``reference/_generated/document.md``: what each key may hold, at every depth, as the reader checks it
   (:data:`benchy.results.document.DOCUMENT`), and the reader's bounds.
@@ -49,7 +49,8 @@ def defaults() -> Dict[str, Dict[str, Any]]:
 
 
 def config_table() -> str:
-    from benchy.core.config_rules import MEANINGS, RULES
+    from benchy.core.config_rules import RULES
+    from benchy.results.text.config import MEANINGS
 
     values = defaults()
     rows: List[str] = []
@@ -103,7 +104,7 @@ def document_table() -> str:
 
 
 def exits_table() -> str:
-    from benchy.core.exits import EXIT_STATUSES
+    from benchy.results.text.exits import EXIT_STATUSES
 
     out = ["| status | when |", "| --- | --- |"]
     for status, text in EXIT_STATUSES:

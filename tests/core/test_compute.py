@@ -6,21 +6,25 @@ import pytest
 from helpers import trial_result
 
 from benchy import Mode, RunResults
+from benchy.core.claims import Advice, Help, Padding
 from benchy.core.compute import (
-    PADDING_ADVICE,
-    compute_advice,
-    compute_clause,
     compute_report,
     energy_report,
-    padding_clause,
+    padding_waste,
     peak_for,
     token_report,
 )
 from benchy.core.config import ConfigError
+from benchy.core.outcomes import Reason, Why
 from benchy.core.peaks import known_accelerator, parse_peak
 from benchy.core.results import FlopCount, SystemFigures, TokenCount
 from benchy.core.verdict import read
 from benchy.results.configfile import load_config
+from benchy.results.text.reports import compute as compute_text
+from benchy.results.text.reports import energy as energy_text
+from benchy.results.text.reports import no_peak, peak_basis
+from benchy.results.text.reports import tokens as tokens_text
+from benchy.results.text.verdict import advice, claim, verdict_line
 
 
 @pytest.mark.parametrize(
@@ -77,7 +81,7 @@ def test_peak_for_one_dtype_names_its_source() -> None:
     peak, why = peak_for(count(), None)
     assert why is None and peak is not None
     assert peak.flops == pytest.approx(989.4e12)
-    assert peak.basis.startswith("bfloat16: NVIDIA H100 SXM, NVIDIA H100 Tensor Core GPU datasheet (dense")
+    assert peak_basis(peak).startswith("bfloat16: NVIDIA H100 SXM, NVIDIA H100 Tensor Core GPU datasheet (dense")
 
 
 def test_a_mix_of_dtypes_is_weighed_by_the_time_each_takes() -> None:
@@ -93,11 +97,11 @@ def test_a_mix_of_dtypes_is_weighed_by_the_time_each_takes() -> None:
 
 def test_a_configured_peak_wins_and_a_mapping_falls_back_on_the_table() -> None:
     peak, _ = peak_for(count(), 100e12)
-    assert peak is not None and peak.flops == 100e12 and "global.peak_flops" in peak.basis
+    assert peak is not None and peak.flops == 100e12 and "global.peak_flops" in peak_basis(peak)
     c = count(2000, bfloat16=1000, float32=1000)
     peak, _ = peak_for(c, {"float32": 50e12})  # bfloat16 from the table
     assert peak is not None and peak.flops == pytest.approx(2000 / (1000 / 989.4e12 + 1000 / 50e12))
-    assert peak.basis == (
+    assert peak_basis(peak) == (
         "a mix, by the time each takes: bfloat16 989.4 TFLOP/s: NVIDIA H100 SXM, NVIDIA H100 Tensor "
         "Core GPU datasheet (dense: the 'with sparsity' figures halved); float32 50 TFLOP/s: "
         "global.peak_flops.float32"
@@ -107,12 +111,12 @@ def test_a_configured_peak_wins_and_a_mapping_falls_back_on_the_table() -> None:
 def test_no_peak_says_why() -> None:
     cpu = count(device="cpu (Intel(R) Xeon(R))", device_type="cpu", float32=1_000_000)
     peak, why = peak_for(cpu, None)
-    assert peak is None and why is not None and "no peak is known for cpu" in why and "global.peak_flops" in why
+    assert peak is None and why is not None and "no peak is known for cpu" in no_peak(why) and "global.peak_flops" in no_peak(why)
     peak, _ = peak_for(cpu, 294.4e9)
     assert peak is not None and peak.flops == 294.4e9
     v100 = count(device="Tesla V100-SXM2-16GB")  # bfloat16: a V100 has none
     peak, why = peak_for(v100, None)
-    assert peak is None and why is not None and "no bfloat16 figure for NVIDIA V100 SXM2" in why
+    assert peak is None and why is not None and "no bfloat16 figure for NVIDIA V100 SXM2" in no_peak(why)
 
 
 def results_with(syn: list, full: list = (), **extra) -> RunResults:  # type: ignore[assignment]
@@ -135,7 +139,7 @@ def test_achieved_flops_and_mfu_are_exact() -> None:
     est = r.estimate(Mode.SYNTHETIC)
     assert syn.half_width == pytest.approx(1e11 * est.half_width)
     assert report.modes[1].flops == pytest.approx(1e11)
-    text = report.text()
+    text = compute_text(report)
     assert "1 TFLOP a step, 100 GFLOP a sample" in text
     assert "2 ranks together" in text and "a device" in text and "of a peak of 989.4 TFLOP/s" in text
     assert report.to_dict()["SYNTHETIC"]["mfu"] == pytest.approx(syn.mfu)
@@ -146,11 +150,12 @@ def test_no_flops_seen_is_said_not_guessed() -> None:
     seen_nothing = FlopCount(total=0, samples=10, device="cpu", unknown=("aten.my_fused_attention",))
     report = compute_report(seen_nothing, r, 1, None)
     assert report is not None and not report.modes
-    assert "saw no FLOPs" in report.text() and "aten.my_fused_attention" in report.text() and "not guessed" in report.text()
-    skipped = compute_report(FlopCount(skipped="SYNTHETIC did not run"), r, 1, None)
-    assert skipped is not None and skipped.text() == "FLOPs not counted: SYNTHETIC did not run"
+    text = compute_text(report)
+    assert "saw no FLOPs" in text and "aten.my_fused_attention" in text and "not guessed" in text
+    skipped = compute_report(FlopCount(skipped=Reason(Why.NO_SYNTHETIC)), r, 1, None)
+    assert skipped is not None and compute_text(skipped).startswith("FLOPs not counted: SYNTHETIC did not run: ")
     cpu = compute_report(count(device="cpu (x)", device_type="cpu", float32=10), results_with([2.0, 3.0]), 1, None)
-    assert cpu is not None and "MFU not computed: no peak is known for cpu (x)" in cpu.text()
+    assert cpu is not None and "MFU not computed: no peak is known for cpu (x)" in compute_text(cpu)
     assert cpu.modes[0].mfu is None and cpu.modes[0].flops > 0
 
 
@@ -161,25 +166,27 @@ def test_the_verdict_gives_mfu_where_compute_limits() -> None:
     # 3.094e12 FLOPs a sample x 100 samples/s = 309.4 TFLOP/s: 31 % of 989.4.
     r = r.changed(flops=count(total=int(3.094e13), samples=10))
     reading = read(r, list(Mode), 0.95, 0, None)
-    assert reading.text is not None and reading.text.startswith("compute limits training")
-    assert "the step runs at 31 % of the peak (989.4 TFLOP/s; bfloat16: NVIDIA H100 SXM" in reading.text
-    assert "the step has headroom" in reading.text
-    assert "most likely to help: a larger batch, or compiled or fused code" in reading.text
+    text = verdict_line(reading)
+    assert text is not None and text.startswith("compute limits training")
+    assert "the step runs at 31 % of the peak (989.4 TFLOP/s; bfloat16: NVIDIA H100 SXM" in text
+    assert "the step has headroom" in text
+    assert reading.claims[-1] == Advice(Help.LARGER_BATCH)
+    assert "most likely to help: a larger batch, or compiled or fused code" in text
     assert reading.compute is not None
     # float32 FLOPs on an accelerator: mixed precision first.
     r = r.changed(flops=count(total=int(3.094e11), samples=10, float32=int(3.094e11)))  # 4.6 % of the float32 peak
-    f32 = compute_advice(compute_report(r.flops, r, 1, None))  # type: ignore[arg-type]
-    assert f32 is not None and f32.startswith("mixed precision")
+    f32 = read(r, list(Mode), 0.95, 0, None).claims[-1]
+    assert f32 == Advice(Help.MIXED_PRECISION) and advice(f32).startswith("mixed precision")
     # Near the peak: more throughput needs fewer FLOPs or more devices.
     r = r.changed(flops=count(total=int(0.8 * 9.894e13), samples=10))
-    near = compute_report(r.flops, r, 1, None)
-    assert near is not None and "near what the accelerator does" in (compute_clause(near) or "")
+    near = verdict_line(read(r, list(Mode), 0.95, 0, None))
+    assert near is not None and "near what the accelerator does" in near and "or more devices: the step is near the peak" in near
     # Loading limits: MFU is not the story.
     io_limited = results_with([300.0, 301.0, 299.0])
     for k, v in enumerate([100.0, 101.0, 99.0], 1):
         io_limited = io_limited.add_trial(trial_result(Mode.IO, k, samples=100, seconds=100 / v))
     io_limited = io_limited.changed(flops=count(total=int(3.094e13), samples=10))
-    text = read(io_limited, [Mode.IO, Mode.SYNTHETIC], 0.95, 0, None).text
+    text = verdict_line(read(io_limited, [Mode.IO, Mode.SYNTHETIC], 0.95, 0, None))
     assert text is not None and "of the peak" not in text
 
 
@@ -209,11 +216,11 @@ def test_tokens_per_second_and_padding_are_exact() -> None:
     assert full.estimate.mean == pytest.approx(2400.0) and full.padding == pytest.approx(0.25)
     syn = next(m for m in report.modes if m.mode is Mode.SYNTHETIC)
     assert syn.estimate.mean == pytest.approx(6400.0) and syn.padding == 0.0
-    assert (
-        "FULL 2400.0 +/- 0.0" in report.text() and "padding SYNTHETIC 0.0 % (its one cached batch), FULL 25.0 %" in report.text()
-    )
-    said = padding_clause(report)
-    assert said is not None and said.startswith("25 % of the token positions in FULL are padding")
+    text = tokens_text(report)
+    assert "FULL 2400.0 +/- 0.0" in text and "padding SYNTHETIC 0.0 % (its one cached batch), FULL 25.0 %" in text
+    waste = padding_waste(report)
+    assert waste is not None and waste[0] is Mode.FULL and waste[1] == pytest.approx(0.25)
+    assert claim(Padding("FULL", waste[1])).startswith("25 % of the token positions in FULL are padding")
     assert report.to_dict()["FULL"]["padding"] == pytest.approx(0.25)
 
 
@@ -221,17 +228,19 @@ def test_sampled_masks_are_said_and_little_padding_is_not() -> None:
     r = RunResults()
     r = r.add_trial(trial_result(Mode.FULL, 1, samples=100, seconds=2.0, tokens=tokens(100, 64, 60, every=4)))
     report = token_report(r, [Mode.FULL], "x")
-    assert report is not None and "summed on 1 in 4 batches" in report.text() and "estimates" in report.text()
-    assert padding_clause(report) is None  # 6 % is no waste worth a verdict
+    assert report is not None and "summed on 1 in 4 batches" in tokens_text(report) and "estimates" in tokens_text(report)
+    assert padding_waste(report) is None  # 6 % is no waste worth a verdict
 
 
 def test_padding_is_the_advice_where_compute_limits() -> None:
     r = results_with([100.0, 101.0, 99.0], [98.0, 99.0], tokens=tokens(100, 64, 32))
     for k, v in enumerate([300.0, 301.0, 299.0], 1):
         r = r.add_trial(trial_result(Mode.IO, k, samples=100, seconds=100 / v, tokens=tokens(100, 64, 32)))
-    text = read(r, list(Mode), 0.95, 0, None, tokens_source="t").text
+    reading = read(r, list(Mode), 0.95, 0, None, tokens_source="t")
+    text = verdict_line(reading)
     assert text is not None and "50 % of the token positions in IO are padding" in text
-    assert text.endswith(f"most likely to help: {PADDING_ADVICE}")
+    assert reading.claims[-1] == Advice(Help.PADDING)
+    assert text.endswith(f"most likely to help: {advice(Advice(Help.PADDING))}")
 
 
 def test_energy_per_trial_and_per_sample() -> None:
@@ -250,17 +259,17 @@ def test_energy_per_trial_and_per_sample() -> None:
     report = energy_report(r, [Mode.FULL])
     assert report is not None and report.modes[0].joules == {"gpu_energy_j": 400.0, "cpu_energy_j": 100.0}
     assert report.modes[0].per_sample == pytest.approx((300 + 500 + 200) / 400)
-    assert "FULL 500 J a trial (GPU 400, CPU package 100), 2.5 J a sample" in report.text()
+    assert "FULL 500 J a trial (GPU 400, CPU package 100), 2.5 J a sample" in energy_text(report)
     none = RunResults()
     none = none.add_trial(trial_result(Mode.FULL, 1, system=SystemFigures(1.0, energy_missing="no counter here")))
     missing = energy_report(none, [Mode.FULL])
-    assert missing is not None and missing.text() == "not available here: no counter here"
+    assert missing is not None and energy_text(missing) == "not available here: no counter here"
     assert energy_report(RunResults(), [Mode.FULL]) is None  # system metrics off: no line at all
     partial = RunResults()  # one trial with a reading, one without: no figure, and why
     partial = partial.add_trial(trial_result(Mode.FULL, 1, system=SystemFigures(**system)))
     partial = partial.add_trial(trial_result(Mode.FULL, 2, system=SystemFigures(1.0)))
     found = energy_report(partial, [Mode.FULL])
-    assert found is not None and not found.modes and "no energy reading in every counted trial" in found.text()
+    assert found is not None and not found.modes and "no energy reading in every counted trial" in energy_text(found)
 
 
 def test_peak_flops_config() -> None:

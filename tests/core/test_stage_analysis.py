@@ -7,7 +7,14 @@ from typing import Optional, Sequence
 import numpy as np
 import pytest
 
-from benchy.core.stages import FirstPass, Stage, StageTrial, analyse, stage_fix
+from benchy.core.stages import FirstPass, Fix, FixKind, Stage, StageKind, StageTrial, analyse, stage_fix
+from benchy.results.text import reports
+
+
+def fix_text(report: object) -> str:
+    """The stage trials' advice in words (empty: none)."""
+    advice = getattr(report, "advice", None)
+    return "" if advice is None else reports.stage_fix(advice)
 
 
 def trial(
@@ -110,7 +117,9 @@ def test_a_later_batch_ready_first_is_out_of_order_and_the_wait_behind_it_is_hea
 def test_advice_more_workers_only_when_they_are_busy_and_cores_are_free() -> None:
     ends = [0.005 * (k + 1) for k in range(10)]
     busy = [[0.008, 0.001, 0.001]] * 10  # 10 ms a batch over 2 workers x 5 ms: busy 100 %
-    assert "more loader workers" in (analyse([trial(ends, [k % 2 for k in range(10)], work=busy)], free_cores=2.0).advice or "")
+    found = analyse([trial(ends, [k % 2 for k in range(10)], work=busy)], free_cores=2.0)
+    assert found is not None and found.advice is not None and found.advice.kind is FixKind.MORE_WORKERS
+    assert fix_text(found).startswith("more loader workers (the 2 workers are busy 90 % of the time and 2.0 cores are free)")
     none_free = analyse([trial(ends, [k % 2 for k in range(10)], work=busy)], free_cores=0.2)
     assert none_free is not None and none_free.advice == stage_fix(none_free.largest)
 
@@ -121,27 +130,36 @@ def test_advice_in_order_false_for_head_of_line_waits_where_torch_has_it() -> No
     )
     with_it = analyse([trial([0.030, 0.010, 0.040, 0.050], [0, 1, 0, 1], **args)], in_order=True)
     without = analyse([trial([0.030, 0.010, 0.040, 0.050], [0, 1, 0, 1], **args)], in_order=False)
-    assert with_it is not None and "in_order=False" in (with_it.advice or "")
-    assert without is not None and "in_order" not in (without.advice or "")
+    assert with_it is not None and with_it.advice is not None and with_it.advice.kind is FixKind.OUT_OF_ORDER
+    assert "in_order=False" in fix_text(with_it)
+    assert without is not None and "in_order" not in fix_text(without)
 
 
 @pytest.mark.parametrize(
-    "name, words",
+    "stage, fix, words",
     [
-        ("transform RandomResizedCrop", "a cheaper RandomResizedCrop"),
-        ("collate_fn", "vectorised collate_fn"),
-        ("receive", "uint8 instead of float"),
-        ("pin_memory", "pin_memory=False"),
-        ("sampler", "cheaper sampler"),
+        (
+            Stage(StageKind.TRANSFORM, "workers", 0.01, 0.5, step="transform RandomResizedCrop"),
+            FixKind.TRANSFORM,
+            "a cheaper RandomResizedCrop",
+        ),
+        (Stage(StageKind.COLLATE, "workers", 0.01, 0.5), FixKind.COLLATE, "vectorised collate_fn"),
+        (Stage(StageKind.RECEIVE, "main", 0.01, 0.5), FixKind.RECEIVE_CPU, "uint8 instead of float"),
+        (Stage(StageKind.RECEIVE, "main", 0.01, 0.5, off_cpu=0.8), FixKind.RECEIVE, "let go of the GIL"),
+        (Stage(StageKind.PIN, "main", 0.01, 0.5), FixKind.PIN, "pin_memory=False"),
+        (Stage(StageKind.SAMPLER, "main", 0.01, 0.5), FixKind.SAMPLER, "cheaper sampler"),
     ],
 )
-def test_each_stage_points_to_its_fix(name: str, words: str) -> None:
-    assert words in stage_fix(Stage(name, "workers", 0.01, 0.5))
+def test_each_stage_points_to_its_fix(stage: Stage, fix: FixKind, words: str) -> None:
+    found = stage_fix(stage)
+    assert found.kind is fix and words in reports.stage_fix(found)
 
 
 def test_the_dataset_stage_fix_depends_on_whether_it_waits() -> None:
-    assert "decoding on the accelerator" in stage_fix(Stage("dataset", "workers", 0.01, 0.5, off_cpu=0.1))
-    assert "storage" in stage_fix(Stage("dataset", "workers", 0.01, 0.5, off_cpu=0.9))
+    assert stage_fix(Stage(StageKind.DATASET, "workers", 0.01, 0.5, off_cpu=0.1)) == Fix(FixKind.DATASET)
+    assert "decoding on the accelerator" in reports.stage_fix(Fix(FixKind.DATASET))
+    assert stage_fix(Stage(StageKind.DATASET, "workers", 0.01, 0.5, off_cpu=0.9)) == Fix(FixKind.WAITS)
+    assert "storage" in reports.stage_fix(Fix(FixKind.WAITS))
     ends = [0.005 * (k + 1) for k in range(4)]
     report = analyse([trial(ends, [0, 1, 0, 1], cpu=[0.001] * 4)])  # 6 ms __getitem__, 1 ms on the CPU
     assert report is not None and report.stages[0].off_cpu == pytest.approx(5 / 6)
@@ -157,7 +175,8 @@ def test_warm_ups_are_left_out_and_their_throughput_kept_as_the_first_pass() -> 
 
 def test_a_warm_page_cache_is_told_when_the_loader_read_files_but_not_storage() -> None:
     warm = FirstPass(100.0, 400.0, files_read=50e6, storage_read=0.0)
-    assert warm.warm_cache and "warm page cache" in warm.text() and "drop_caches" in warm.text()
+    text = reports.first_pass(warm)
+    assert warm.warm_cache and "warm page cache" in text and "drop_caches" in text
     assert warm.ratio == pytest.approx(0.25)
     assert not FirstPass(100.0, 400.0, files_read=50e6, storage_read=40e6).warm_cache
     assert not FirstPass(100.0, 400.0, files_read=1e3, storage_read=0.0).warm_cache  # it reads no files
@@ -170,7 +189,11 @@ def test_the_timers_share_of_the_period_is_said() -> None:
     assert report is not None and report.timer_share is None
     report.instrumentation = 2e-6
     assert report.timer_share == pytest.approx(4 * 2e-6 / (2 * 0.005))
-    assert report.to_dict()["instrumentation_share"] == pytest.approx(0.0008)
+    from benchy.core.results import RunResults
+    from benchy.results.schema import stages_block
+
+    block = stages_block(RunResults(stages=report))
+    assert block is not None and block["instrumentation_share"] == pytest.approx(0.0008)
 
 
 def test_the_copy_to_the_device_joins_the_stages_line_where_io_h2d_ran() -> None:
@@ -203,7 +226,7 @@ def test_the_first_pass_is_io_1_against_the_later_trials_without_io_warm_ups() -
     )
     found = first_pass(results)
     assert found is not None and found.label == "IO_1" and found.first == 100 and found.steady == 450
-    assert "(IO_1: start-up" in found.text()
+    assert "(IO_1: start-up" in reports.first_pass(found)
     results = RunResults((trial_result(Mode.IO, 1, 50, 1.0, warmup=True), *results.trials))
     found = first_pass(results)
     assert found is not None and found.label == "IO_WARMUP_1" and found.steady == pytest.approx(1000 / 3)
@@ -216,6 +239,6 @@ def test_the_first_pass_is_io_1_against_the_later_trials_without_io_warm_ups() -
 def test_advice_workers_at_all_when_the_loading_runs_on_the_training_thread_beside_free_cores() -> None:
     ends = [0.01 * (k + 1) for k in range(4)]
     found = trial(ends, [-1] * 4, n_workers=0, seconds=0.04)
-    assert "loader workers (num_workers > 0" in (analyse([found], free_cores=1.8).advice or "")
+    assert "loader workers (num_workers > 0" in fix_text(analyse([found], free_cores=1.8))
     report = analyse([found], free_cores=0.1)  # no core to spare: the largest stage's fix
     assert report is not None and report.advice == stage_fix(report.largest)

@@ -21,11 +21,13 @@ from benchy.core.sweep import (
     best,
     cheapest_enough,
     expand,
-    feed_clause,
+    feed,
     memory_cap,
     smallest_within,
 )
 from benchy.results.summary import sweep_line
+from benchy.results.text.reports import setting
+from benchy.results.text.verdict import claim
 
 
 def result(setting: Setting, rates: List[float]) -> SettingResult:
@@ -45,7 +47,7 @@ def test_expand_orders_by_cost_and_drops_prefetch_without_workers() -> None:
         overrides={"sweep": {"num_workers": [2, 0], "pin_memory": [True, False], "prefetch_factor": [4, 2]}}, environ={}
     ).sweep
     settings = expand(config, Setting(0, False, None), cores=2)
-    assert [s.text() for s in settings] == [
+    assert [setting(s) for s in settings] == [
         "num_workers=0, pin_memory=False",
         "num_workers=0, pin_memory=True",
         "num_workers=2, pin_memory=False, prefetch_factor=2",
@@ -76,11 +78,13 @@ def test_best_smallest_within_and_cheapest_that_feeds() -> None:
         "201.000 +/- 12.706 samples/s; smallest within 5 % of best: num_workers=2, "
         "pin_memory=False, prefetch_factor=2"
     )
-    assert "is num_workers=1, pin_memory=False, prefetch_factor=2 (181.000 +/- 12.706 samples/s, 1.21x)" in feed_clause(
-        results, 150.0
-    )  # type: ignore[operator]
-    assert "none of the swept loader settings feeds the step" in feed_clause(results, 190.0)  # type: ignore[operator]
-    assert sweep_line([failed]) is None and feed_clause([failed], 100.0) is None
+    fed = feed(results, 150.0)
+    assert fed is not None and fed.found is not None and fed.found.setting == Setting(1, False, 2)
+    assert "is num_workers=1, pin_memory=False, prefetch_factor=2 (181.000 +/- 12.706 samples/s, 1.21x)" in claim(fed)
+    starved = feed(results, 190.0)
+    assert starved is not None and starved.found is None and starved.best is not None
+    assert "none of the swept loader settings feeds the step" in claim(starved)
+    assert sweep_line([failed]) is None and feed([failed], 100.0) is None
 
 
 def test_settings_whose_workers_do_not_fit_the_memory_cap_are_never_recommended() -> None:

@@ -6,9 +6,12 @@ import math
 
 import pytest
 
-from benchy.core.stages import Stage, StageReport, WorkerStat
+from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat
 from benchy.core.stats import Estimate
-from benchy.core.whatif import BASIS_STAGES, Change, Inputs, Loader, predict, whatif
+from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, predict, whatif
+from benchy.results.text.reports import check as check_text
+from benchy.results.text.reports import limit
+from benchy.results.text.reports import whatif as whatif_text
 
 BATCH = 8.0
 
@@ -44,7 +47,7 @@ def test_without_workers_loading_and_the_step_add_up_where_the_naive_minimum_doe
     p = predict(inputs(0), Change(0, 2.0))
     assert p.io[1] == pytest.approx(BATCH / 0.0161)
     assert p.full[1] == pytest.approx(BATCH / (0.0161 + 0.010))
-    assert p.limit == "the loading and the step one after the other"
+    assert p.limit is Limit.SERIAL and limit(p.limit) == "the loading and the step one after the other"
     assert p.naive == pytest.approx(BATCH / 0.0161)  # min(IO, SYNTHETIC): 54 % too high here
     faster = predict(inputs(0), Change(0, 2.0, speedup=4.0))
     assert faster.full[1] == pytest.approx(BATCH / (0.0161 + 0.0025))
@@ -54,9 +57,9 @@ def test_with_workers_the_main_process_receives_and_steps_one_after_the_other() 
     p = predict(inputs(2), Change(2, 2.0))
     assert p.io[1] == pytest.approx(BATCH / 0.008)  # the pool: 16 ms / 2 workers
     assert p.full[1] == pytest.approx(BATCH / 0.0106)  # step 10 ms + receive 0.6 ms
-    assert p.limit == "the step"
+    assert p.limit is Limit.STEP
     k2 = predict(inputs(2), Change(2, 2.0, speedup=2.0))
-    assert k2.full[1] == pytest.approx(BATCH / 0.008) and k2.limit == "the workers"
+    assert k2.full[1] == pytest.approx(BATCH / 0.008) and k2.limit is Limit.WORKERS
     four = predict(inputs(2), Change(4, 2.0, speedup=2.0))
     assert four.full[1] == pytest.approx(BATCH / 0.0056)
 
@@ -65,20 +68,20 @@ def test_cpu_work_is_bounded_by_the_cores_the_workers_and_the_step_share() -> No
     inp = inputs(4, worker=0.012, cpu=1.0, main=0.0005, step=0.008, step_cores=1.0)
     p = predict(inp, Change(4, 2.0))
     assert p.full[1] == pytest.approx(BATCH / ((0.012 + 0.0005 + 0.008) / 2))
-    assert p.limit == "the cores"
+    assert p.limit is Limit.CORES
     wide = predict(inp, Change(4, 8.0))  # with cores to spare the step limits again
-    assert wide.limit == "the step" and wide.full[1] == pytest.approx(BATCH / 0.0085)
+    assert wide.limit is Limit.STEP and wide.full[1] == pytest.approx(BATCH / 0.0085)
 
 
 def test_the_flip_is_where_the_faster_step_meets_the_workers_pace() -> None:
     w = whatif(inputs(2))
     # 10 ms / k + 0.6 ms = 8 ms at k = 1.351
     assert w.flip is not None and 1.33 <= w.flip <= 1.39
-    assert "loading starts to limit FULL at a step 1.4x faster" in w.text()
+    assert "loading starts to limit FULL at a step 1.4x faster" in whatif_text(w)
     two = next(n for n in w.needs if n.speedup == 2.0)
     # 5 ms + 0.6 ms a step: 16 ms / W within 5 % of that needs W = 3
     assert two.workers == 3 and two.cores == 2.0
-    assert "a 2x faster step needs 3 workers" in w.text()
+    assert "a 2x faster step needs 3 workers" in whatif_text(w)
 
 
 def test_a_stage_made_free_and_the_in_order_slow_worker() -> None:
@@ -112,14 +115,14 @@ def test_the_interval_comes_from_the_measured_ends() -> None:
 
 
 def test_a_check_agrees_within_ten_percent_or_the_intervals() -> None:
-    w = whatif(inputs(2), checks=[("EMULATED", "FULL", Change(2, 2.0, 2.0), Estimate(900.0, 10.0, 3))])
+    w = whatif(inputs(2), checks=[(Checked.EMULATED, 0, None, "FULL", Change(2, 2.0, 2.0), Estimate(900.0, 10.0, 3))])
     (check,) = w.checks
     assert check.predicted[1] == pytest.approx(1000.0)
     assert check.error == pytest.approx(-0.1) and check.agree is True
-    w = whatif(inputs(2), checks=[("EMULATED", "FULL", Change(2, 2.0, 2.0), Estimate(700.0, 10.0, 3))])
-    assert w.checks[0].agree is False and "disagree" in w.checks[0].text()
-    none = whatif(inputs(2), checks=[("EMULATED", "FULL", Change(2, 2.0, 2.0), Estimate(None, None, 0))])
-    assert none.checks[0].agree is None and "measured n/a" in none.checks[0].text()
+    w = whatif(inputs(2), checks=[(Checked.EMULATED, 0, None, "FULL", Change(2, 2.0, 2.0), Estimate(700.0, 10.0, 3))])
+    assert w.checks[0].agree is False and "disagree" in check_text(w.checks[0])
+    none = whatif(inputs(2), checks=[(Checked.EMULATED, 0, None, "FULL", Change(2, 2.0, 2.0), Estimate(None, None, 0))])
+    assert none.checks[0].agree is None and "measured n/a" in check_text(none.checks[0])
 
 
 def test_the_json_block_has_no_infinity() -> None:
@@ -138,7 +141,7 @@ def test_a_slow_worker_is_named_by_the_throughput_it_costs() -> None:
         batches=100,
         samples=800,
         workers=2,
-        stages=[Stage("dataset", "workers", 0.0115, 0.9), Stage("receive", "main", 0.0002, 0.03)],
+        stages=[Stage(StageKind.DATASET, "workers", 0.0115, 0.9), Stage(StageKind.RECEIVE, "main", 0.0002, 0.03)],
         unexplained=0.0,
         worker_busy=0.9,
         per_worker=[WorkerStat(0, 50, 0.5, 0.13, 0.010), WorkerStat(1, 50, 0.65, 0.0, 0.013)],
@@ -162,7 +165,10 @@ def test_the_time_the_stage_timers_do_not_see_is_added_to_the_workers_from_the_m
         batches=100,
         samples=800,
         workers=2,
-        stages=[Stage("dataset", "workers", 0.006, 0.75, off_cpu=0.0), Stage("receive", "main", 0.0003, 0.07, off_cpu=0.0)],
+        stages=[
+            Stage(StageKind.DATASET, "workers", 0.006, 0.75, off_cpu=0.0),
+            Stage(StageKind.RECEIVE, "main", 0.0003, 0.07, off_cpu=0.0),
+        ],
         unexplained=0.0,
         worker_busy=0.75,
         per_worker=[],

@@ -146,7 +146,8 @@ def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -
     doc = result(tmp_path)
     assert doc["complete"] is True and doc["nranks"] == 2
     assert doc["schedule"]["warmups"]["SYNTHETIC"] >= 2, doc["schedule"]  # rank 1's decay decided
-    assert "SYNTHETIC warm-up: steady after" in proc.stdout or "SYNTHETIC warm-up: not steady" in proc.stdout
+    # How warm-up ended is said, whichever way: steady, over with a small rise (noise), or not steady.
+    assert re.search(r"SYNTHETIC warm-up: (steady|over|not steady) after", proc.stdout), proc.stdout
     assert doc["schedule"]["stop_reason"] is not None
 
 

@@ -14,9 +14,10 @@ import pytest
 from stage_datasets import SPENT, Compose, Items, Normalize, Resize, Sleep, SlowCollate, Stream
 from torch.utils.data import DataLoader, Subset
 
-from benchy.core.stages import StageReport, analyse, stage_fix
+from benchy.core.stages import MAIN_WORK, StageKind, StageReport, analyse, stage_fix
 from benchy.measure.source import BatchSource
 from benchy.measure.stages import Arrival, Done, has_in_order, instrument, stage_trial, timer_cost
+from benchy.results.text import reports
 
 BATCH = 4
 
@@ -44,11 +45,7 @@ def run(arguments: Dict[str, Any], nbatches: int = 24, trials: int = 2) -> Stage
 
 def among_workers(report: StageReport) -> Dict[str, float]:
     """Each worker-side stage's share of the worker stages' sum."""
-    stages = [
-        s
-        for s in report.stages
-        if s.where in ("workers", "main") and s.name not in ("receive", "sampler", "waiting for workers", "pin_memory")
-    ]
+    stages = [s for s in report.stages if s.where in ("workers", "main") and s.kind not in (*MAIN_WORK, StageKind.WAIT)]
     total = sum(s.seconds for s in stages)
     return {s.name: s.seconds / total for s in stages}
 
@@ -80,12 +77,13 @@ def test_each_stage_share_matches_its_sleeps(workers: int) -> None:
     by_name = {s.name: s for s in report.stages}
     assert by_name["transform Normalize"].seconds == pytest.approx(6e-3, rel=0.25), load()
     assert report.largest is not None and report.largest.name == "transform Normalize"
-    assert "Normalize" in stage_fix(report.largest)
+    assert "Normalize" in reports.stage_fix(stage_fix(report.largest))
     assert by_name["dataset"].off_cpu is not None and by_name["dataset"].off_cpu > 0.5  # it sleeps
     if workers:
         assert {s.where for s in report.stages if s.name == "dataset"} == {"workers"}
         assert report.worker_busy is not None and report.worker_busy > 0.8, (report.worker_busy, load())
-        assert "waiting for workers" in by_name and "receive" in by_name
+        assert {StageKind.WAIT, StageKind.RECEIVE} <= {s.kind for s in report.stages}
+        assert [reports.stage_name(s) for s in report.stages if s.kind is StageKind.WAIT] == ["waiting for workers"]
         assert [w.worker for w in report.per_worker] == [0, 1]
         assert all(w.batches == 24 for w in report.per_worker)
     else:

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from benchy.core.config import Config
-from benchy.core.config_rules import MEANINGS, RULES
+from benchy.core.config_rules import RULES
 from benchy.results import lines
 from benchy.results.keys import JSON_KEYS, documented_keys
+from benchy.results.text.config import MEANINGS
 
 RESULTS = Path(__file__).resolve().parent.parent / "data" / "results"
-WRITTEN = ["v4", "v4-2ranks", "v4-sweep"]  # real runs of this schema version
+WRITTEN = ["v5", "v5-2ranks", "v5-sweep"]  # real runs of this schema version
 
 
 @pytest.mark.parametrize("name", WRITTEN)
@@ -29,7 +30,7 @@ def test_every_key_a_run_writes_is_documented_and_nothing_else(name: str) -> Non
 def test_a_parsed_logs_keys_are_documented(tmp_path: Path) -> None:
     out = tmp_path / "parsed.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchy", "parse", str(RESULTS / "v4" / "log.txt"), "-o", str(out)],
+        [sys.executable, "-m", "benchy", "parse", str(RESULTS / "v5" / "log.txt"), "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,7 +8,7 @@ import json
 from helpers import trial_result
 
 from benchy import Mode, TrialSpec
-from benchy.core.outcomes import Interruption, Outcomes
+from benchy.core.outcomes import Interruption, Outcomes, Reason, Why
 from benchy.core.results import ProfilerState, RunResults, ScheduleState, Snapshot
 from benchy.core.verdict import Reading, read
 from benchy.results import lines
@@ -58,7 +58,7 @@ def test_result_document_has_original_keys_and_ours() -> None:
     results = RunResults(
         [trial_result(Mode.IO, 1, 100, 1.0, warmup=True), trial_result(Mode.IO, 1, 100, 2.0), trial_result(Mode.IO, 2, 100, 2.5)]
     )
-    lost = Outcomes().lose(Interruption(TrialSpec(Mode.FULL, 1, False, 4), 2, "loop stopped"))
+    lost = Outcomes().lose(Interruption(TrialSpec(Mode.FULL, 1, False, 4), 2, Reason(Why.SCRIPT_ENDED)))
     modes = [Mode.IO, Mode.FULL]
     doc = result_document(
         snapshot(results=results, outcomes=lost, steps_needed=100, epoch_length=24, epochs_needed=5),
@@ -77,7 +77,9 @@ def test_result_document_has_original_keys_and_ours() -> None:
     assert io["n"] == 2 and io["mean"] == 45.0 and io["interval"] > 0
     assert io["warmup"]["trial_throughput"] == [100.0]
     assert doc["FULL"]["n"] == 0 and doc["FULL"]["mean"] is None and doc["FULL"]["interval"] is None
-    assert doc["interrupted"] == [{"trial": "FULL_1", "batches_done": 2, "nbatches": 4, "reason": "loop stopped"}]
+    assert doc["interrupted"] == [
+        {"trial": "FULL_1", "batches_done": 2, "nbatches": 4, "reason": "the script ended before the trial's window was complete"}
+    ]
     handle = io_module.StringIO()
     write_document(handle, doc)  # how the document is written: its per-step arrays a slice at a time
     assert json.loads(handle.getvalue())["IO"]["rates"] == [[50.0] * 4, [40.0] * 4]

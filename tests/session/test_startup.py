@@ -10,8 +10,11 @@ import pytest
 import torch
 from helpers import until_done
 
-from benchy.core.startup import startup
+from benchy.core.claims import StartupCost
+from benchy.core.startup import Basis, startup
 from benchy.measure.source import BatchSource
+from benchy.results.text.reports import startup as startup_text
+from benchy.results.text.verdict import claim
 from benchy.torch import BenchmarkDataLoader
 
 
@@ -34,26 +37,27 @@ def test_startup_against_an_epoch_at_the_full_rate() -> None:
     found = startup([0.5, 0.4, 0.6], workers=2, persistent=False, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
     assert found is not None and found.typical == pytest.approx(0.5) and found.extra == pytest.approx(0.49)
     assert found.share == pytest.approx(0.49 / 2.49)
-    assert found.text() == (
+    assert found.costly and startup_text(found) == (
         "loader start-up (iter() to the first batch): 0.500 s per epoch (median of 3 passes; "
         "passes: 0.500, 0.400, 0.600 s), 0.490 s more than an ordinary batch: 19.7 % of an "
         "epoch of 100 batches at the FULL rate (2.00 s)"
     )
-    assert found.verdict_clause() == (
+    assert claim(StartupCost(found)) == (
         "each epoch also starts the loader (0.490 s more than a batch, 19.7 % of an "
         "epoch at the FULL rate, not in the trials' throughputs): "
         "persistent_workers=True keeps the workers between epochs"
     )
     cheap = startup([0.012], workers=0, persistent=False, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
-    assert cheap is not None and cheap.share == pytest.approx(0.002 / 2.002) and cheap.verdict_clause() is None
+    assert cheap is not None and cheap.share == pytest.approx(0.002 / 2.002) and not cheap.costly
 
 
 def test_persistent_workers_start_once() -> None:
     once = startup([2.0], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
-    assert once is not None and once.share is None and once.verdict_clause() is None
-    assert "the first pass, which also started the persistent workers" in once.text()
+    assert once is not None and once.share is None and not once.costly
+    assert once.basis is Basis.FIRST_PERSISTENT
+    assert "the first pass, which also started the persistent workers" in startup_text(once)
     later = startup([2.0, 0.02, 0.03], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
-    assert later is not None and later.typical == pytest.approx(0.025) and later.verdict_clause() is None
+    assert later is not None and later.typical == pytest.approx(0.025) and not later.costly
     assert startup([], workers=0, persistent=False, epoch_batches=None, batch_seconds=None, full_batch_seconds=None) is None
 
 

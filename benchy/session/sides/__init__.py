@@ -16,6 +16,7 @@ import dataclasses
 from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
 from ...core.config import Config
+from ...core.outcomes import Reason, Why
 from ...core.results import RunResults, TrialResult, folded
 from ...core.schedule import Extra, TrialSpec
 from ..sink import ResultSink
@@ -76,9 +77,9 @@ def off_by_config(config: Config, results: RunResults) -> RunResults:
     """The sides the config turns off say so where they would have shown (the summary's lines, the JSON)."""
     g = config.general
     if not g.stages:
-        results = results.changed(stages_skipped="stages: false")
+        results = results.changed(stages_skipped=Reason(Why.OFF, detail="stages"))
     if not g.io_h2d:
-        results = results.changed(h2d_skipped="io_h2d: false")
+        results = results.changed(h2d_skipped=Reason(Why.OFF, detail="io_h2d"))
     return results
 
 
@@ -103,11 +104,13 @@ class Running:
         self.extra = self._helper = None
         return results.changed(diagnostics=(*results.diagnostics, folded(result)))
 
-    def stop(self, why: str, results: RunResults) -> RunResults:
-        """The window ends before its periods (``why``, with its label): its helper stopped, the loss said."""
+    def stop(self, why: Reason, results: RunResults) -> RunResults:
+        """The window ends before its periods (``why``: a :data:`~benchy.core.outcomes.Why.WINDOW_LOST`): its helper
+        stopped, the loss recorded."""
         if self.extra is None:
             return results
         WINDOWS[self.extra].stop(self._helper)
+        why = dataclasses.replace(why, extra=self.extra)
         self.extra = self._helper = None
         return results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
 

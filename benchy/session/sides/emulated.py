@@ -6,13 +6,14 @@ past that): a measurement of the model's prediction there. IO's warm-ups and tri
 
 from __future__ import annotations
 
+from ...core.events import EmulatedSkipped, EmulatedStarted
+from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults, folded
 from ...core.schedule import Mode, TrialSpec
 from ...core.verdict import system_means
 from ...core.whatif import SPEEDUPS, faster, from_results
 from ...measure.emulate import EmulatedStep
 from ...measure.source import CopyingSource
-from ..events import EmulatedSkipped, EmulatedStarted
 from . import SideEnv, side_counts
 
 __all__ = ["run"]
@@ -25,7 +26,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
     systems = {m: s for m in (Mode.IO, Mode.SYNTHETIC) if (s := system_means(results.measured(m))) is not None}
     model = from_results(results, systems, env.workers)
     if model is None:
-        return results.changed(emulated_skipped="no counted IO and SYNTHETIC trials to build the model from")
+        return results.changed(emulated_skipped=Reason(Why.NO_MODEL))
     k = model.flip if model.flip is not None else max(SPEEDUPS)
     k = max(1.0, k)
     step = faster(model.inputs.step[1], model.inputs.step_fixed, k)
@@ -44,7 +45,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         try:
             result = runner.side(spec, source, runner.counter())
         except Exception as err:  # the loader fails here: the model goes unchecked, the summary still comes
-            why = f"{spec.label} raised {type(err).__name__}: {err}"
+            why = Reason(Why.TRIAL_RAISED, label=spec.label, error=raised(err))
             sink.say(EmulatedSkipped(why))
             return results.changed(emulated_skipped=why)
         finally:

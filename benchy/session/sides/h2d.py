@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from ...core.events import H2DSkipped
+from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults
 from ...core.schedule import Mode, TrialSpec
 from ...measure.device import accelerator_in_use, copier
 from ...measure.source import CopyingSource
-from ..events import H2DSkipped
 from . import SideEnv, side_counts
 
 __all__ = ["run"]
@@ -18,12 +19,12 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
     ``env.h2d_copy``: an injected copy (tests), else the accelerator's."""
     config, sink, runner = env.config, env.sink, env.runner
     if not config.general.io_h2d:
-        return results.changed(h2d_skipped="io_h2d: false")
+        return results.changed(h2d_skipped=Reason(Why.OFF, detail="io_h2d"))
     device, copy = "the injected copy", env.h2d_copy
     if copy is None:
         found = accelerator_in_use()
         if found is None:
-            why = "no accelerator in use (the run computes on the CPU)"
+            why = Reason(Why.NO_ACCELERATOR)
             sink.say(H2DSkipped(why))
             return results.changed(h2d_skipped=why)
         copy, device = copier(found), found
@@ -39,7 +40,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         try:
             result = runner.side(spec, source, runner.counter())
         except Exception as err:  # a copy that fails (device memory, an odd batch) costs only this
-            why = f"{spec.label} raised {type(err).__name__}: {err}"
+            why = Reason(Why.TRIAL_RAISED, label=spec.label, error=raised(err))
             sink.say(H2DSkipped(why, stopped=True))
             return results.changed(h2d_skipped=why)
         finally:

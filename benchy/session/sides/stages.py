@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from ...core.events import StagesStarted, StagesStopped
+from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults, Span, TrialResult
 from ...core.schedule import Mode, TrialSpec
 from ...core.stages import StageTrial, WorkerMemory, analyse
@@ -13,7 +15,6 @@ from ...core.verdict import system_means
 from ...measure.source import BatchSource
 from ...measure.stages import has_in_order, stage_trial, timer_cost
 from ...measure.system import worker_memory
-from ..events import StagesStarted, StagesStopped
 from . import SideEnv, side_counts
 
 __all__ = ["STAGE_TRIALS", "run"]
@@ -24,15 +25,10 @@ STAGE_TRIALS = 2  # stage trials after their one warm-up, at most (shares need f
 def run(env: SideEnv, results: RunResults) -> RunResults:
     config, sink, runner = env.config, env.sink, env.runner
     if not config.general.stages:
-        return results.changed(stages_skipped="stages: false")
+        return results.changed(stages_skipped=Reason(Why.OFF, detail="stages"))
     make = env.loader.instrument
     if make is None:
-        return results.changed(
-            stages_skipped=(
-                f"only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the loader benchy run chose); "
-                f"this is a {env.loader.kind}"
-            )
-        )
+        return results.changed(stages_skipped=Reason(Why.NOT_A_DATALOADER, detail=env.loader.kind))
     ntrials, nwarmup = min(STAGE_TRIALS, side_counts(config)[0]), 1
     nbatches = config.io.nbatches
     trials: List[StageTrial] = []
@@ -70,8 +66,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         results = results.changed(stages=report)
     except Exception as err:  # a loader that cannot be copied or timed costs only this diagnosis
         env.running(None)
-        where = f" in {spec.label}" if spec is not None else ""
-        why = f"the instrumented loader raised {type(err).__name__}{where}: {err}"
+        why = Reason(Why.INSTRUMENTED_RAISED, label="" if spec is None else spec.label, error=raised(err))
         results = results.changed(stages_skipped=why)
         sink.say(StagesStopped(why))
     finally:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional, Protocol, Set
 
+from ...core.events import SweepApplied, SweepFailed, SweepOverCap, SweepStarted, SweepStray, SweepUnavailable
 from ...core.results import RunResults
 from ...core.schedule import Mode, TrialSpec
 from ...core.sweep import Setting, SettingResult, apply_cap, expand, memory_cap, smallest_within
 from ...measure.counting import make_counter
 from ...measure.source import BatchSource
 from ...measure.system import machine_memory, trainer_memory, worker_memory
-from ..events import SweepApplied, SweepFailed, SweepOverCap, SweepStarted, SweepStray, SweepUnavailable
 from ..sink import ResultSink
 from ..trials import TrialRunner
 from . import SideEnv, side_counts
@@ -49,7 +49,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
     settings = expand(config.sweep, own, sweeper.cores())
     ntrials, nwarmup = side_counts(config)
     nbatches = config.io.nbatches
-    sink.say(SweepStarted(len(settings), nwarmup, ntrials, nbatches, own.text()))
+    sink.say(SweepStarted(len(settings), nwarmup, ntrials, nbatches, own))
     before = sweeper.processes()
     available, total = machine_memory()
     cap = memory_cap(available, total, trainer_memory())
@@ -62,19 +62,19 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         stray = sweeper.processes() - before
         if stray:
             sweeper.stop(stray)
-            sink.say(SweepStray(setting.text(), len(stray)))
+            sink.say(SweepStray(setting, len(stray)))
     apply_cap(found, cap)
     results = results.changed(sweep=tuple(found), sweep_own=own)
     sink.sweep(results)
-    over = [r.setting.text() for r in found if r.over_cap]
+    over = [r.setting for r in found if r.over_cap]
     if over:
         sink.say(SweepOverCap(tuple(over), cap))
     chosen = smallest_within(found)
     if config.general.sweep_apply and chosen is not None and chosen.setting != own:
         sweeper.apply(chosen.setting)
-        sink.say(SweepApplied(chosen.setting.text(), applied=True, apply_on=True))
+        sink.say(SweepApplied(chosen.setting, applied=True, apply_on=True))
         return results.changed(sweep_applied=chosen.setting)
-    sink.say(SweepApplied(own.text(), applied=False, apply_on=config.general.sweep_apply))
+    sink.say(SweepApplied(own, applied=False, apply_on=config.general.sweep_apply))
     return results
 
 
@@ -102,7 +102,7 @@ def _one(
         found.memory = sum(m.uss for m in measured) if measured or setting.num_workers == 0 else None
     except Exception as err:  # too many workers for the shared memory, a worker that dies ...
         found.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
-        sink.say(SweepFailed(setting.text(), found.error))
+        sink.say(SweepFailed(setting, found.error))
     finally:
         if source is not None:
             try:

@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any, Optional, Tuple
 
 from ...core.diagnostics import ContentionRun, StepParts
+from ...core.outcomes import Reason, Why
 from ...core.results import RunResults, TrialResult
+from ...core.schedule import Extra
 from ...measure.diagnostics import Drainer, StepHooks
 from . import SideEnv
 
@@ -37,7 +39,7 @@ class Parts:
 class Contention:
     def start(self, env: SideEnv, results: RunResults) -> Tuple[Optional[Any], RunResults]:
         if not env.workers:
-            why = "CONTENTION_1: no loader workers (the loading runs on the training thread, in FULL only)"
+            why = Reason(Why.NO_WORKERS, label="CONTENTION_1", extra=Extra.CONTENTION)
             return None, results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
         drainer = Drainer(env.runner.own.fresh)  # a forked process's pass: its random draws are its own
         drainer.start()

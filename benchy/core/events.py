@@ -1,16 +1,16 @@
-"""What a session says happened, as values (no text): the sink turns each into its English.
+"""What a session says happened, as values (pure, no text): :mod:`benchy.results.text.run` says each.
 
-The session, its trial runner, its side trials and its planner emit these; only
-:class:`~benchy.session.sink.ResultSink` knows the words (:meth:`ResultSink.say`).
+The session, its trial runner and its side trials emit these; the sink (:class:`~benchy.session.sink.ResultSink`)
+prints them, in the words of :func:`benchy.results.text.run.event`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
-from ..core.outcomes import FailedRank, Interruption
-from ..core.schedule import TrialSpec
+from .outcomes import FailedRank, Interruption, Reason
+from .schedule import TrialSpec
 
 __all__ = [
     "CaptureRange",
@@ -34,6 +34,7 @@ __all__ = [
     "SweepStarted",
     "SweepStray",
     "SweepUnavailable",
+    "TokensNotCounted",
     "TraceWritten",
     "TrialLost",
 ]
@@ -104,6 +105,13 @@ class CounterNote:
 
 
 @dataclasses.dataclass(frozen=True)
+class TokensNotCounted:
+    """``count: tokens`` on batches without token ids (``error``: the counter's words): samples are counted."""
+
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
 class SweepUnavailable:
     """A sweep was asked for a loader that is not a DataLoader."""
 
@@ -114,24 +122,24 @@ class SweepStarted:
     warmups: int
     trials: int
     nbatches: int
-    own: str  # the loader's own setting, in words
+    own: Any  # the loader's own setting (a core.sweep.Setting)
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepFailed:
-    setting: str
+    setting: Any  # a core.sweep.Setting
     error: str
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepStray:
-    setting: str
+    setting: Any  # a core.sweep.Setting
     processes: int
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepOverCap:
-    settings: Tuple[str, ...]
+    settings: Tuple[Any, ...]  # core.sweep.Setting
     cap_bytes: int
 
 
@@ -139,7 +147,7 @@ class SweepOverCap:
 class SweepApplied:
     """The schedule goes on with ``setting`` (``applied``: sweep_apply chose it) or the loader's own."""
 
-    setting: str
+    setting: Any  # a core.sweep.Setting
     applied: bool
     apply_on: bool
 
@@ -148,7 +156,7 @@ class SweepApplied:
 class H2DSkipped:
     """IO_H2D did not run (``stopped``: it stopped part-way) and why."""
 
-    reason: str
+    reason: Reason
     stopped: bool = False
 
 
@@ -166,7 +174,7 @@ class EmulatedStarted:
 
 @dataclasses.dataclass(frozen=True)
 class EmulatedSkipped:
-    reason: str
+    reason: Reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,15 +188,14 @@ class StagesStarted:
 
 @dataclasses.dataclass(frozen=True)
 class StagesStopped:
-    reason: str
+    reason: Reason
 
 
 @dataclasses.dataclass(frozen=True)
 class SideFailed:
     """An extra raised: only it is lost."""
 
-    extra: str
-    reason: str
+    reason: Reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +226,7 @@ Event = Union[
     RankFailed,
     NoExitHere,
     CounterNote,
+    TokensNotCounted,
     SweepUnavailable,
     SweepStarted,
     SweepFailed,

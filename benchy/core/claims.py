@@ -1,0 +1,175 @@
+"""What the measurements add to a verdict, as values (pure, no torch, no text).
+
+:func:`benchy.core.verdict.diagnosis` returns these claims, in the order the verdict line says them, with the one
+change most likely to help last (:class:`Advice`); :mod:`benchy.results.text.verdict` renders each.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple, Union
+
+__all__ = [
+    "Advice",
+    "Busy",
+    "Cause",
+    "Claim",
+    "Contended",
+    "Copies",
+    "DataWait",
+    "Feed",
+    "Help",
+    "LoaderCause",
+    "Mfu",
+    "MoreTrials",
+    "Padding",
+    "StagesFound",
+    "StartupCost",
+    "Starved",
+]
+
+
+@dataclass(frozen=True)
+class MoreTrials:
+    """How this run, as configured, gets more trials: what an undecided verdict and the busy-machine caveat advise
+    (each can be followed: ``ntrials: auto`` is not advised where it is on)."""
+
+    auto: bool = False  # ntrials: auto already (stopped at auto_max_trials when the run ended)
+    max_trials: int = 8  # global.auto_max_trials
+    finished: bool = True  # the schedule ran to its end (else the script ended first)
+    likely: Optional[int] = None  # the loop's further steps a decision would likely take (None: unknown)
+
+
+@dataclass(frozen=True)
+class Busy:
+    """Trials the verdict rests on that ran on a busy machine (``trials``, of ``total``)."""
+
+    trials: Tuple[Any, ...]  # TrialResult
+    total: int
+    more: MoreTrials
+
+
+@dataclass(frozen=True)
+class Mfu:
+    """A compute-limited step's MFU (``report``: the ComputeReport), near the peak or with headroom."""
+
+    report: Any
+    near: bool
+
+
+@dataclass(frozen=True)
+class Padding:
+    mode: str
+    share: float
+
+
+@dataclass(frozen=True)
+class DataWait:
+    share: float
+
+
+class Cause(str, enum.Enum):
+    """Why the loader is slow, from the IO trials' system metrics."""
+
+    CPU_BOUND = "cpu-bound"  # the cores are saturated
+    IN_PROCESS = "in-process"  # no workers, the loading keeps its core busy, cores free
+    WORKERS_CPU_BOUND = "workers-cpu-bound"  # the workers fill their cores, more cores are free
+    STORAGE = "storage"  # the CPU idle, storage reads high
+    WAITS = "waits"  # neither: it waits on something else
+
+
+@dataclass(frozen=True)
+class LoaderCause:
+    cause: Cause
+    busy: float  # cores busy in the IO trials
+    cores: float
+    free: float  # the cores other processes left it
+    other: float  # cores other processes kept busy
+    util: float  # busy / free
+    reads: float  # MB/s from storage
+    workers: int
+
+
+@dataclass(frozen=True)
+class StagesFound:
+    """What the stage trials add (``report``: the StageReport); ``saturated``: the cores are saturated and the largest
+    stage waits off the CPU (that time is a wait for a core)."""
+
+    report: Any
+    saturated: bool = False
+
+
+@dataclass(frozen=True)
+class Starved:
+    workers: int
+    stalls: int
+    share: float
+
+
+@dataclass(frozen=True)
+class Copies:
+    """Host-to-device copies that cost the loader: its rate with them (``mean``) against IO's, to ``device``;
+    ``limits``: below SYNTHETIC too."""
+
+    mean: float
+    io: float
+    device: str
+    limits: bool
+
+
+@dataclass(frozen=True)
+class StartupCost:
+    """A loader start-up that costs more than its share of an epoch (``startup``: the Startup)."""
+
+    startup: Any
+
+
+@dataclass(frozen=True)
+class Feed:
+    """What a loader sweep adds: the cheapest swept setting that feeds the step (``found``, a SettingResult), or the
+    best (``best``) when none does; ``synthetic``: SYNTHETIC's mean."""
+
+    found: Any
+    best: Any
+    synthetic: float
+
+
+@dataclass(frozen=True)
+class Contended:
+    """FULL below both sides: beside the loader the step takes ``share`` longer than alone."""
+
+    full: float
+    share: float
+    step: float
+    alone: float
+
+
+class Help(str, enum.Enum):
+    """The one change most likely to help."""
+
+    PINNED_COPIES = "pinned-copies"
+    WORKERS_OR_CHEAPER = "workers-or-cheaper"
+    PERSISTENT = "persistent"
+    FASTER_STEP = "faster-step"
+    CHEAPER_DECODING = "cheaper-decoding"  # the cores are saturated
+    LOADER_WORKERS = "loader-workers"  # up to the free cores
+    MORE_WORKERS_CORES = "more-workers-cores"  # up to the cores
+    STORAGE = "storage"
+    MORE_WORKERS_NOW = "more-workers-now"  # (the workers now)
+    STAGE = "stage"  # the stage trials' fix (detail: a stages.Fix)
+    PADDING = "padding"
+    NEAR_PEAK = "near-peak"
+    MIXED_PRECISION = "mixed-precision"
+    LARGER_BATCH = "larger-batch"
+    SWEPT = "swept"  # (detail: the SettingResult the sweep measured, and SYNTHETIC's mean)
+    CONTENTION = "contention"
+
+
+@dataclass(frozen=True)
+class Advice:
+    help: Help
+    detail: Any = None
+
+
+Claim = Union[Busy, Mfu, Padding, DataWait, LoaderCause, StagesFound, Starved, Copies, StartupCost, Feed, Contended, Advice]

@@ -1,0 +1,408 @@
+"""The reports' sentences: the COMPUTE, TOKENS, ENERGY, PARTS, STARTUP and FIRST_PASS lines, the peak a MFU is
+against and why there is none, a sweep's setting, the stage trials' advice, the WHATIF line and its checks (no
+torch). Each renders one of ``core``'s values."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from ...core.compute import ENERGY_KEYS, ComputeReport, EnergyReport, NoPeak, Peak, TokenReport
+from ...core.diagnostics import StepParts
+from ...core.schedule import Mode
+from ...core.stages import FirstPass, Fix, FixKind, Stage, StageKind
+from ...core.startup import Basis, Startup
+from ...core.sweep import Setting, SettingResult
+from ...core.whatif import FLIP_MAX, Check, Checked, Limit, WhatIf, best_free, best_workers
+from ...core.whatif import Basis as ModelBasis
+from .numbers import flop, flops_rate, triple
+from .why import reason
+
+__all__ = [
+    "COLD_CACHE_HOWTO",
+    "check",
+    "check_what",
+    "compute",
+    "energy",
+    "energy_missing",
+    "first_pass",
+    "limit",
+    "model_basis",
+    "no_peak",
+    "parts",
+    "peak_basis",
+    "setting",
+    "setting_mean",
+    "stage_fix",
+    "stage_name",
+    "stage_note",
+    "startup",
+    "startup_basis",
+    "tokens",
+    "whatif",
+]
+
+
+# --- the step's cost ----------------------------------------------------------------------------------
+
+
+def peak_basis(peak: Peak) -> str:
+    """Where the peak's figures come from: one source, or a mix weighed by the time each dtype takes."""
+    if len(peak.parts) == 1:
+        key, _, where = peak.parts[0]
+        return f"{key}: {where}"
+    return "a mix, by the time each takes: " + "; ".join(f"{k} {flops_rate(f)}: {w}" for k, f, w in peak.parts)
+
+
+def no_peak(why: NoPeak) -> str:
+    """Why MFU is not computed."""
+    if why.kind == "no-flops":
+        return "no FLOPs counted"
+    if why.kind == "no-dtype":
+        return (
+            f"the peak table has no {why.dtype} figure for {why.accelerator}: set global.peak_flops.{why.dtype} "
+            f"(FLOP/s) to get MFU"
+        )
+    cpu = " (a CPU's peak depends on its cores, clock and vector units)" if why.cpu else ""
+    return f"no peak is known for {why.device}{cpu}: set global.peak_flops (FLOP/s) to get MFU"
+
+
+def compute(report: ComputeReport) -> str:
+    """The COMPUTE line's text."""
+    c = report.count
+    if c.skipped is not None:
+        return f"FLOPs not counted: {reason(c.skipped)}"
+    if c.total <= 0:
+        return (
+            "FLOPs not counted: torch's FlopCounterMode saw no FLOPs in the counted step (a compiled graph "
+            "it cannot see into, or ops it has no formula for"
+            + (f": {', '.join(c.unknown)}" if c.unknown else "")
+            + "); MFU is not guessed"
+        )
+    mix = ", ".join(f"{100 * v / c.total:.0f} % {k}" for k, v in sorted(c.by_dtype.items(), key=lambda kv: -kv[1]))
+    out = (
+        f"{flop(c.total)} a step, {flop(report.per_sample or 0.0)} a sample (torch FlopCounterMode, one "
+        f"untimed step of the loop after the verdict ({c.label}), on the cached batch of {c.samples} samples; {mix})"
+    )
+    if c.unknown:
+        out += f"; not counted, no formula: {', '.join(c.unknown)} (the figures are a lower bound)"
+    if report.modes:
+        ranks = f", {report.world} ranks together" if report.world > 1 else ""
+        out += (
+            "; achieved "
+            + ", ".join(
+                f"{m.mode.value} {flops_rate(m.flops)}" + (f" +/- {flops_rate(m.half_width)}" if m.half_width is not None else "")
+                for m in report.modes
+            )
+            + ranks
+        )
+    if report.peak is not None:
+        per = " a device" if report.world > 1 else ""
+        mfus = ", ".join(
+            f"{m.mode.value} {100 * m.mfu:.1f} %" + (f" +/- {100 * m.mfu_half_width:.1f}" if m.mfu_half_width is not None else "")
+            for m in report.modes
+            if m.mfu is not None
+        )
+        out += f"; MFU {mfus} of a peak of {flops_rate(report.peak.flops)}{per} ({peak_basis(report.peak)})"
+    elif report.no_peak is not None:
+        out += f"; MFU not computed: {no_peak(report.no_peak)}"
+    return out
+
+
+def tokens(report: TokenReport) -> str:
+    """The TOKENS line's text."""
+    parts = []
+    for m in report.modes:
+        est = m.estimate
+        if est.mean is None:
+            continue
+        spread = "n/a" if est.half_width is None else f"{est.half_width:.1f}"
+        parts.append(f"{m.mode.value} {est.mean:.1f} +/- {spread}")
+    out = ", ".join(parts) + " tokens/s" if parts else "no counted trial"
+    pads = [
+        f"{m.mode.value} {100 * m.padding:.1f} %" + (" (its one cached batch)" if m.mode is Mode.SYNTHETIC else "")
+        for m in report.modes
+        if m.padding is not None
+    ]
+    if pads:
+        out += "; padding " + ", ".join(pads) + " of the token positions"
+    sampled = sorted({m.every for m in report.modes if m.every > 1 and m.mode is not Mode.SYNTHETIC})
+    if sampled:
+        out += (
+            f"; the mask is summed on 1 in {sampled[-1]} batches (a full sum on every batch would cost more "
+            f"than benchy's per-batch budget), so the non-padding rates are estimates"
+        )
+    return out + f" ({report.source})"
+
+
+def energy_missing(report: EnergyReport) -> Optional[str]:
+    """Why there is no energy figure (None: there is one)."""
+    if report.modes:
+        return None
+    return report.missing or (
+        "no energy reading in every counted trial of a mode (a counter that failed part-way, or a result from a "
+        "benchy without energy readings)"
+    )
+
+
+def energy(report: EnergyReport) -> str:
+    """The ENERGY line's text."""
+    if not report.modes:
+        return f"not available here: {energy_missing(report)}"
+    parts = []
+    for m in report.modes:
+        total = sum(m.joules.values())
+        split = ", ".join(f"{name} {m.joules[key]:.3g}" for key, name in ENERGY_KEYS if key in m.joules)
+        sample = "n/a" if m.per_sample is None else f"{m.per_sample:.4g}"
+        parts.append(f"{m.mode.value} {total:.4g} J a trial ({split}), {sample} J a sample")
+    return "; ".join(parts) + f" ({'; '.join(report.sources)})"
+
+
+def parts(p: StepParts) -> str:
+    """The PARTS line's text."""
+    if not p.found:
+        return (
+            f"{p.label}: no module forward, backward or optimizer step seen in the step "
+            f"({1e3 * p.period:.3f} ms): nothing to split"
+        )
+
+    def part(name: str, seconds: float) -> str:
+        return f"{name} {1e3 * seconds:.3f} ms ({100 * seconds / p.period:.0f} %)" if p.period > 0 else name
+
+    named = (
+        part("forward", p.forward),
+        part("backward", p.backward),
+        part("optimizer step", p.optimizer),
+        part("the rest of the loop", p.rest),
+    )
+    return (
+        f"SYNTHETIC step {1e3 * p.period:.3f} ms: "
+        + ", ".join(named)
+        + f" ({p.label}: hooks on every module, backward and optimizer, in this window only; not counted)"
+    )
+
+
+# --- the loader -----------------------------------------------------------------------------------------
+
+
+def startup_basis(s: Startup) -> str:
+    """Which passes the typical start-up is from."""
+    if s.basis is Basis.AFTER_FIRST:
+        return f"median of the {s.basis_passes} passes after the first"
+    if s.basis is Basis.FIRST_PERSISTENT:
+        return "the first pass, which also started the persistent workers"
+    if s.basis is Basis.ONE:
+        return "the one pass started"
+    return f"median of {s.basis_passes} passes"
+
+
+def startup(s: Startup) -> str:
+    """The STARTUP line's text."""
+    runs = ", ".join(f"{x:.3f}" for x in s.seconds[:6]) + (" ..." if len(s.seconds) > 6 else "")
+    text = f"loader start-up (iter() to the first batch): {s.typical:.3f} s per epoch ({startup_basis(s)}; passes: {runs} s)"
+    if s.batch_seconds is not None:
+        text += f", {s.extra:.3f} s more than an ordinary batch"
+    share = s.share
+    if share is not None:
+        text += f": {100.0 * share:.1f} % of an epoch of {s.epoch_batches} batches at the FULL rate ({s.epoch_seconds:.2f} s)"
+    return text
+
+
+COLD_CACHE_HOWTO = (
+    "to measure a cold one, drop the page cache before the run (Linux: sync; echo 3 | sudo tee "
+    "/proc/sys/vm/drop_caches) or read a dataset larger than the memory"
+)
+
+
+def first_pass(f: FirstPass) -> str:
+    """The FIRST_PASS line's text."""
+    out = (
+        f"the loader's first batches ({f.label}: start-up, opening files, a cold cache) "
+        f"{f.first:.3f} samples/s against {f.steady:.3f} in the steady IO trials ({f.ratio:.2f}x)"
+    )
+    if f.warm_cache and f.files_read is not None and f.storage_read is not None:
+        out += (
+            f"; the IO trials read {f.files_read / 1e6:.1f} MB of files and {f.storage_read / 1e6:.1f} MB "
+            f"from storage: they show a warm page cache ({COLD_CACHE_HOWTO})"
+        )
+    return out
+
+
+def setting(s: Setting) -> str:
+    """``num_workers=4, pin_memory=True, prefetch_factor=2``."""
+    parts = [f"num_workers={s.num_workers}", f"pin_memory={s.pin_memory}"]
+    if s.prefetch_factor is not None:
+        parts.append(f"prefetch_factor={s.prefetch_factor}")
+    return ", ".join(parts)
+
+
+def setting_mean(r: SettingResult) -> str:
+    """A setting's IO mean with its half-width."""
+    est = r.estimate
+    spread = "n/a" if est.half_width is None else f"{est.half_width:.3f}"
+    return f"{est.mean:.3f} +/- {spread}"
+
+
+_STAGE_NAMES = {StageKind.WAIT: "waiting for workers"}
+_STAGE_NOTES = {
+    StageKind.DATASET: "__getitem__ without the timed transforms",
+    StageKind.RECEIVE: "unpickling and shared memory",
+    StageKind.WAIT: "the loop's time in next() waiting for a worker's batch",
+}
+
+
+def stage_name(stage: Stage) -> str:
+    """A stage as the tables and the JSON name it: ``dataset``, ``transform Normalize``, ``waiting for workers``."""
+    return _STAGE_NAMES.get(stage.kind, stage.name)
+
+
+def stage_note(stage: Stage) -> str:
+    """What a stage holds, in words (empty: its name says it)."""
+    return _STAGE_NOTES.get(stage.kind, "")
+
+
+_FIXES = {
+    FixKind.WAITS: (
+        "more loader workers to overlap the waits, or faster or local storage, or caching the dataset "
+        "(the dataset's own __getitem__ waits off the CPU: storage or network reads)"
+    ),
+    FixKind.DATASET: (
+        "cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
+        "or decoding on the accelerator (nvJPEG, DALI)"
+    ),
+    FixKind.COLLATE: "a vectorised collate_fn (stack whole arrays once, or a dataset __getitems__ that returns the batch)",
+    FixKind.RECEIVE: (
+        "workers that let go of the GIL: the main process waits off the CPU for a worker to hand over its "
+        "batch's shared memory, and a worker busy in pure-Python code answers late (vectorised or native "
+        "transforms, or fewer workers than cores)"
+    ),
+    FixKind.RECEIVE_CPU: (
+        "smaller batches to move between processes: uint8 instead of float tensors (convert on the "
+        "accelerator), fewer and larger tensors"
+    ),
+    FixKind.PIN: "pin_memory=False (pinning costs more than the copies it speeds up here)",
+    FixKind.SAMPLER: "a cheaper sampler (precomputed index lists)",
+}
+
+
+def stage_fix(fix: Fix) -> str:
+    """The change a stage's or the workers' figures point to."""
+    kind = fix.kind
+    if kind is FixKind.MORE_WORKERS:
+        return (
+            f"more loader workers (the {fix.workers} workers are busy {100 * fix.figure:.0f} % of the time and "
+            f"{fix.other:.1f} cores are free)"
+        )
+    if kind is FixKind.LOADER_WORKERS:
+        return (
+            f"loader workers (num_workers > 0: the loading runs on the training thread, with "
+            f"{fix.figure:.1f} cores free to do it beside the step)"
+        )
+    if kind is FixKind.OUT_OF_ORDER:
+        return (
+            f"DataLoader(in_order=False) (for {100 * fix.figure:.1f} % of the time the loop waited for a "
+            f"batch while a later one was ready and a worker sat idle)"
+        )
+    if kind is FixKind.TRANSFORM:
+        return f"a cheaper {fix.stage.split(' ', 1)[-1]} or fewer transforms (or the augmentation batched on the accelerator)"
+    if kind is FixKind.OTHER:
+        return f"less time in {fix.stage}"
+    return _FIXES[kind]
+
+
+# --- what if ------------------------------------------------------------------------------------------
+
+
+_LIMITS = {
+    Limit.STEP: "the step",
+    Limit.WORKERS: "the workers",
+    Limit.MAIN: "the main process",
+    Limit.CORES: "the cores",
+    Limit.SERIAL: "the loading and the step one after the other",
+}
+
+
+def limit(which: Limit) -> str:
+    """What limits the model's FULL."""
+    return _LIMITS[which]
+
+
+def model_basis(basis: ModelBasis) -> str:
+    """What the model's loader costs come from."""
+    return "the stage trials" if basis is ModelBasis.STAGES else "the IO trials"
+
+
+def check_what(c: Check) -> str:
+    """What a check measured: ``EMULATED (the real loader, a step 2x faster emulated)``, ``SWEEP3 (num_workers=4, ...)``."""
+    if c.source is Checked.EMULATED:
+        return f"EMULATED (the real loader, a step {c.change.speedup:.3g}x faster emulated)"
+    return f"SWEEP{c.index} ({setting(c.setting)})"
+
+
+def check(c: Check) -> str:
+    """One check of the model against a measurement."""
+    m = c.measured
+    spread = "" if m.half_width is None else f" +/- {m.half_width:.1f}"
+    measured = "n/a" if m.mean is None else f"{m.mean:.1f}{spread}"
+    error = c.error
+    said = (
+        ""
+        if error is None
+        else f" ({100 * error:+.0f} %{', disagree: more than the intervals and 10 % allow' if c.agree is False else ''})"
+    )
+    return f"{check_what(c)}: {c.kind} predicted {triple(c.predicted)}, measured {measured}{said}"
+
+
+def whatif(w: WhatIf) -> str:
+    """The WHATIF line: the few predictions that change the answer, in words."""
+    inp = w.inputs
+    out: List[str] = []
+    full = inp.full
+    if w.flip is None:
+        out.append(f"loading does not limit FULL up to a step {FLIP_MAX:g}x faster")
+    elif w.flip <= 1.0:
+        out.append("loading limits FULL now")
+    else:
+        out.append(f"loading starts to limit FULL at a step {w.flip:.2g}x faster (model from {model_basis(inp.basis)})")
+    for need in w.needs:
+        if need.speedup == 1.0 or need.workers is None:
+            continue
+        cores = "" if need.cores is None or need.cores <= inp.cores else f" and {need.cores:g} cores (here {inp.cores:g})"
+        out.append(f"a {need.speedup:g}x faster step needs {need.workers} worker{'s' if need.workers != 1 else ''}{cores}")
+    fewest = best_workers(w)
+    if fewest is not None:
+        prediction, gain = fewest
+        n = prediction.change.workers
+        out.append(
+            f"with {n} worker{'s' if n != 1 else ''} FULL would be {triple(prediction.full)} "
+            f"({100 * gain:+.0f} %; limit then: {limit(prediction.limit)})"
+        )
+    free = best_free(w)
+    if free is not None:
+        prediction, gain = free
+        out.append(f"if {prediction.change.free} cost nothing FULL would be {triple(prediction.full)} ({100 * gain:+.0f} %)")
+    if full is not None:
+        out.append(f"the model's FULL as the run is: {triple(w.own.full)} against {full[1]:.1f} measured")
+    for c in w.checks:
+        out.append(check(c))
+    if inp.contention >= 0.05:
+        out.append(
+            f"beside the loader running flat out the step takes {100 * inp.contention:.0f} % longer than alone "
+            f"(CONTENTION_1, at {inp.contention_rate:.0f} batches/s; in FULL {100 * (w.contention or 0.0):.0f} % at "
+            f"{inp.full_rate:.0f} batches/s)"
+        )
+    elif w.contention is not None and w.contention >= 0.05:
+        out.append(f"the step is {100 * w.contention:.0f} % slower in FULL than alone (the loader's work slows it)")
+    if inp.step_fixed > 0:
+        out.append(
+            f"a faster accelerator leaves {100 * inp.step_fixed:.0f} % of the step as it is (the rest of the loop "
+            f"beside forward, backward and the optimizer step: PARTS_1)"
+        )
+    cost = w.wait_cost
+    if cost is not None:
+        epoch, thousand = cost
+        out.append(
+            "the data wait costs "
+            + (f"{epoch:.4g} an epoch, " if epoch is not None else "")
+            + f"{thousand:.4g} per 1 000 steps at {w.price:g} an hour"
+        )
+    return "; ".join(out)
