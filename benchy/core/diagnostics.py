@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+from .outcomes import Reason
+
 __all__ = ["ContentionRun", "StepParts"]
 
 
@@ -85,7 +87,7 @@ class ContentionRun:
     steps: int
     loader_batches: int
     loader_seconds: float
-    ended: Optional[str] = None  # why the loader stopped before the window ended
+    ended: Optional[Reason] = None  # why the loader stopped before the window ended
 
     @property
     def loader_rate(self) -> float:
@@ -106,5 +108,4 @@ class ContentionRun:
             "loader_batches": self.loader_batches,
             "loader_seconds": self.loader_seconds,
             "loader_batches_per_second": self.loader_rate,
-            "ended": self.ended,
         }

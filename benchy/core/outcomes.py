@@ -39,6 +39,9 @@ class Why(str, enum.Enum):
     NO_ACCELERATOR = "no-accelerator"  # no accelerator in use
     NO_WORKERS = "no-workers"  # CONTENTION_1 without loader workers
     WINDOW_LOST = "window-lost"  # the side window ``label`` ended early (``cause``)
+    PASS_ENDED = "pass-ended"  # CONTENTION_1's loader: its pass ended before the window
+    DRAINER_RAISED = "drainer-raised"  # CONTENTION_1's loader raised (``error``)
+    NO_LOADER = "no-loader"  # the side window ``label`` ran without its loader beside it (``cause``)
     SCRIPT_ENDED_EARLY = "script-ended-early"  # the script ended before the benchmark was complete
     BENCHMARK_ENDED = "benchmark-ended"  # the benchmark ended before it was complete
     # the FLOPs not counted

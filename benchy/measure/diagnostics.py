@@ -14,9 +14,11 @@ With an accelerator in use the hooks synchronize it, so that each part holds its
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any, Callable, List, Optional
 
+from ..core.outcomes import Reason, Why, raised
 from .device import synchronizer
 
 __all__ = ["Drainer", "PartTimes", "StepHooks"]
@@ -113,6 +115,24 @@ class StepHooks:
         self.times.steps += 1
 
 
+_PASS_ENDED = "<pass-ended>"  # what the child says when the pass ran out (an exception's ``Type: message`` never is)
+
+
+def _no_accelerator() -> None:
+    """In the forked child: CUDA cannot be used after a fork (torch raises "Cannot re-initialize CUDA in forked
+    subprocess" at the first call, pinning included), so the child's pass sees no accelerator and takes its batches
+    unpinned (pinning is the training process's work, on its own thread, in FULL). Its warnings are not the user's."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    for owner in (getattr(torch, "accelerator", None), getattr(torch, "cuda", None)):
+        if owner is not None and callable(getattr(owner, "is_available", None)):
+            owner.is_available = lambda: False
+
+
 class Drainer:
     """A process of its own, forked from the training process, that takes batches from a new pass of the loader
     (``make``: benchy's own pass; its workers are the child's) as fast as they come, and drops them, until
@@ -134,7 +154,7 @@ class Drainer:
         self._process = context.Process(target=self._run, name="benchy-contention", daemon=False)
         self.batches = 0
         self.seconds = 0.0
-        self.ended: Optional[str] = None  # why it stopped before it was told to
+        self.ended: Optional[Reason] = None  # why it stopped before it was told to
         self._began = 0.0
 
     def start(self) -> None:
@@ -147,6 +167,7 @@ class Drainer:
         why = ""
         iterator: Any = None
         try:
+            _no_accelerator()
             iterator = iter(self._make())
             take, stop, count = iterator.__next__, self._stop, self._count
             while not stop.is_set():
@@ -154,9 +175,9 @@ class Drainer:
                 with count.get_lock():
                     count.value += 1
         except StopIteration:
-            why = "the loader's pass ended"
+            why = _PASS_ENDED
         except BaseException as err:  # the loader failing here costs only this diagnosis
-            why = f"the loader raised {type(err).__name__}: {err}"
+            why = raised(err)
         try:
             self._ended.value = why.encode("utf-8", "replace")[:511]
             shutdown = getattr(iterator, "_shutdown_workers", None)
@@ -190,7 +211,13 @@ class Drainer:
             self._process.join(5)
         self.batches = int(self._count.value)
         found = self._ended.value.decode("utf-8", "replace")
-        self.ended = found or None
+        self.ended = (
+            None
+            if not found
+            else Reason(Why.PASS_ENDED)
+            if found == _PASS_ENDED
+            else Reason(Why.DRAINER_RAISED, label="CONTENTION_1", error=found)
+        )
 
     @property
     def rate(self) -> float:

@@ -294,7 +294,12 @@ def diagnostics_block(results: RunResults) -> Optional[Dict[str, Any]]:
         "parts": None if results.parts is None else results.parts.to_dict(),
         "contention": None
         if contention is None
-        else {**contention.to_dict(), "synthetic_period_seconds": period, "slowdown": contention.slowdown(period)},
+        else {
+            **contention.to_dict(),
+            "ended": _skipped(contention.ended),
+            "synthetic_period_seconds": period,
+            "slowdown": contention.slowdown(period),
+        },
         "skipped": [reason(r) for r in results.diagnostics_skipped],
     }
 

@@ -231,9 +231,10 @@ class TrialRunner:
         return counter
 
     def startup(self, results: RunResults, workers: int, persistent: bool, epoch_batches: Optional[int]) -> Optional[Startup]:
-        """The loader's start-up per pass, against an ordinary batch (IO) and an ordinary FULL step."""
+        """The loader's start-up per pass, against an ordinary batch (IO's median period) and an epoch at the FULL rate
+        (FULL's mean period: a loader whose workers deliver in bursts has a median period far below it)."""
         medians = [t.median_period for t in results.trials if t.mode is Mode.IO and t.median_period is not None]
-        full = [t.median_period for t in results.measured(Mode.FULL) if t.median_period is not None]
+        full = [t.seconds / len(t.step_seconds) for t in results.measured(Mode.FULL) if len(t.step_seconds)]
         return startup(
             self.startups,
             workers=workers,

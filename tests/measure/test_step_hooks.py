@@ -7,7 +7,9 @@ import time
 import torch
 from helpers import FakeClock
 
+from benchy.core.outcomes import Reason, Why
 from benchy.measure.diagnostics import Drainer, StepHooks
+from benchy.results.text.why import reason
 
 
 class _Slow(torch.autograd.Function):
@@ -80,9 +82,23 @@ def test_the_drainer_takes_batches_in_a_process_of_its_own_until_told_to_stop_or
     short.start()
     assert short.ended_by_itself(30)
     short.stop()
-    assert short.batches == 5 and short.ended == "the loader's pass ended"
+    assert short.batches == 5 and short.ended == Reason(Why.PASS_ENDED)
+    assert reason(short.ended) == "the loader's pass ended"
     failing = Drainer(lambda: (1 / 0 for _ in range(3)))
     failing.start()
     assert failing.ended_by_itself(30)
     failing.stop()
-    assert failing.batches == 0 and failing.ended == "the loader raised ZeroDivisionError: division by zero"
+    assert failing.batches == 0 and failing.ended is not None and failing.ended.why is Why.DRAINER_RAISED
+    assert reason(failing.ended) == "the loader raised ZeroDivisionError: division by zero"
+
+
+def test_the_drainers_pass_sees_no_accelerator_in_its_forked_process() -> None:
+    # After a fork, CUDA cannot be used (torch raises "Cannot re-initialize CUDA in forked subprocess" when a
+    # DataLoader pins its batches): the child's pass sees no accelerator, and the training process still does.
+    before = torch.accelerator.is_available()
+    seen = Drainer(lambda: iter([1] if torch.accelerator.is_available() or torch.cuda.is_available() else range(3)))
+    seen.start()
+    assert seen.ended_by_itself(30)
+    seen.stop()
+    assert seen.batches == 3, "the child saw an accelerator"
+    assert torch.accelerator.is_available() == before

@@ -101,3 +101,23 @@ def test_a_loader_that_restarts_its_workers_every_epoch_is_named(
     else:
         assert min(start.seconds) >= 0.3 and start.share is not None and start.share > 0.5, start
         assert "persistent_workers=True keeps the workers between epochs" in verdict, verdict
+
+
+def test_an_epoch_at_the_full_rate_uses_fulls_mean_period_not_its_median() -> None:
+    # Workers that deliver in bursts: most FULL periods are short (a batch ready), one in four waits for the
+    # workers; the FULL rate is the mean's (0.1 s a batch), the median period (0.01 s) is not.
+    from helpers import FakeClock, make_session, trial_result
+
+    from benchy.core.results import RunResults
+    from benchy.core.schedule import Mode
+
+    made = make_session(FakeClock())
+    bursty = [0.01, 0.01, 0.01, 0.37]
+    results = RunResults(
+        [trial_result(Mode.IO, 1, seconds=0.04, periods=[0.01] * 4)]
+        + [trial_result(Mode.FULL, k, seconds=0.4, periods=bursty) for k in (1, 2)]
+    )
+    made.session.runner.startups = [0.5, 0.5]
+    found = made.session.runner.startup(results, workers=4, persistent=False, epoch_batches=100)
+    assert found is not None and found.epoch_seconds == pytest.approx(10.0)  # 100 batches x 0.1 s, not x 0.01 s
+    assert found.batch_seconds == pytest.approx(0.01)  # start-up is set against an ordinary batch (IO's median)

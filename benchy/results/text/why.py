@@ -27,6 +27,7 @@ _REASONS = {
     Why.SCRIPT_ENDED: "the script ended before the trial's window was complete",
     Why.NO_MODEL: "no counted IO and SYNTHETIC trials to build the model from",
     Why.NO_ACCELERATOR: "no accelerator in use (the run computes on the CPU)",
+    Why.PASS_ENDED: "the loader's pass ended",
     Why.SCRIPT_ENDED_EARLY: "the script ended before it was complete",
     Why.BENCHMARK_ENDED: "the benchmark ended before it was complete",
     Why.LEFT_STEP: (
@@ -78,6 +79,11 @@ def reason(r: Reason) -> str:
         return f"{'' if r.extra is None else r.extra.value}: raised {r.error}"
     if why is Why.NO_WORKERS:
         return f"{r.label}: no loader workers (the loading runs on the training thread, in FULL only)"
+    if why is Why.DRAINER_RAISED:
+        return f"the loader raised {r.error}"
+    if why is Why.NO_LOADER:
+        cause = "" if r.cause is None else f" ({reason(r.cause)})"
+        return f"{r.label}: the loader gave no batch beside the step{cause}; the step alone is not a contention figure"
     if why is Why.WINDOW_LOST:
         return f"{r.label}: {'' if r.cause is None else reason(r.cause)}"
     if why is Why.FLOPS_FAILED:

@@ -53,6 +53,9 @@ class Contention:
         # The median step: a loader flat out gives the step bursts of waits for a core, which its mean over a
         # short window overstates.
         median = result.median_period or period
+        if not helper.batches:  # nothing ran beside the step: no figure, and why
+            why = Reason(Why.NO_LOADER, label=result.label, cause=helper.ended, extra=Extra.CONTENTION)
+            return results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
         run = ContentionRun(result.label, median, steps, helper.batches, helper.seconds, helper.ended)
         return results.changed(contention=run)
 
