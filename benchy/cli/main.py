@@ -74,12 +74,7 @@ def _summary_text(run: Run) -> List[str]:
 
 def _summary_json(run: Run) -> Dict[str, Any]:
     return {
-        "run_name": run.name,
-        "path": run.path,
-        "nranks": run.nranks,
-        "complete": run.complete,
-        "source": run.source,
-        "schema_version": run.schema_version,
+        **run.row(),
         "modes": {
             mode.value: {
                 "mean": m.mean,

@@ -32,6 +32,7 @@ __all__ = [
     "Snapshot",
     "Span",
     "StepRates",
+    "Straggler",
     "SystemFigures",
     "TokenCount",
     "TrialResult",
@@ -533,6 +534,29 @@ class Span:
     warmup: bool = False
 
 
+STRAGGLER_SHARE = 0.10  # a rank this much slower than the median rank (or the ranks' mean) is named
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """The slowest rank of a mode (:meth:`RunResults.straggler`): its trial time against the median rank's, or
+    (``summarised``: past ``dist_rank_lists`` ranks) against the ranks' mean in the ``slowest_in`` of ``trials``
+    counted trials where it was the slowest of ``ranks``."""
+
+    rank: int
+    seconds: float
+    basis: float  # the median rank's time, or the ranks' mean
+    summarised: bool = False
+    slowest_in: int = 0
+    trials: int = 0
+    ranks: int = 0
+
+    @property
+    def slower(self) -> float:
+        """How much slower than the basis: 0.15 for 15 %."""
+        return self.seconds / self.basis - 1.0
+
+
 @dataclass(frozen=True)
 class RunResults:
     """Everything measured so far, in the order it was measured: a frozen value. A session keeps the
@@ -614,6 +638,32 @@ class RunResults:
         """The share of FULL time spent waiting for the loader: mean over the counted FULL trials
         that could split their time, with its 95 % Student-t half-width."""
         return estimate([t.data_wait for t in self.measured(Mode.FULL) if t.data_wait is not None])
+
+    def straggler(self, mode: Mode, threshold: float = STRAGGLER_SHARE) -> Optional[Straggler]:
+        """The slowest rank of ``mode``, when it is more than ``threshold`` slower than the median rank (a real rank:
+        with an even count, the faster of the two middle ones); past ``dist_rank_lists`` ranks, from the reduced
+        figures: the rank slowest in most counted trials, against the ranks' mean there. The one definition."""
+        times = self.rank_mean_times(mode)
+        if len(times) >= 2:
+            median = sorted(times)[(len(times) - 1) // 2]
+            slowest = max(range(len(times)), key=lambda r: times[r])
+            if median > 0 and times[slowest] > (1.0 + threshold) * median:
+                return Straggler(slowest, times[slowest], median)
+            return None
+        summaries = [t.rank_summary for t in self.measured(mode) if t.rank_summary is not None]
+        if not summaries:
+            return None
+        counts: Dict[int, int] = {}
+        for s in summaries:
+            counts[s.slowest] = counts.get(s.slowest, 0) + 1
+        rank = max(counts, key=lambda r: (counts[r], -r))
+        slow = sum(s.slowest_seconds for s in summaries if s.slowest == rank)
+        mean = sum(s.mean_seconds for s in summaries if s.slowest == rank)
+        if mean <= 0 or slow <= (1.0 + threshold) * mean:
+            return None
+        return Straggler(
+            rank, slow, mean, summarised=True, slowest_in=counts[rank], trials=len(summaries), ranks=summaries[0].ranks
+        )
 
     def rank_mean_times(self, mode: Mode) -> List[float]:
         """Per rank, the mean trial time over the counted trials (empty for one process)."""

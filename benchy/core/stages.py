@@ -12,8 +12,10 @@ that into a :class:`StageReport`:
   With workers, the main process's wait is explained by the workers' work when they are busy, so
   what is left unexplained is ``1 - max(workers' busy share, main process's work share)``; without
   workers every stage is on the main thread and the remainder is the loader's own code.
-* **Each worker**: batches made, busy and idle time, time per batch; a worker whose time per batch is
-  :data:`STRAGGLER_RATIO` x the median of the others is named.
+* **Each worker**: batches made, busy and idle time, time per batch. The slowest worker
+  (:func:`slowest_worker`, the one definition) is its time a batch against the median of the others', and what
+  its pace costs the IO throughput (in-order delivery takes the workers' batches in turn); it is named where
+  the ratio reaches :data:`STRAGGLER_RATIO` or the cost :data:`SLOW_COST`.
 * **Order**: a batch is *out of order* when a later one (of the batches in flight) was ready before
   it; the *head-of-line* time is the part of the loop's wait for such a batch during which another
   worker sat idle for want of an index: the most ``in_order=False`` could give back.
@@ -37,6 +39,7 @@ __all__ = [
     "FirstPass",
     "Fix",
     "FixKind",
+    "SlowWorker",
     "Stage",
     "StageKind",
     "StageReport",
@@ -44,6 +47,7 @@ __all__ = [
     "WorkerMemory",
     "WorkerStat",
     "analyse",
+    "slowest_worker",
     "stage_fix",
 ]
 
@@ -168,6 +172,27 @@ class WorkerStat:
         }
 
 
+@dataclass(frozen=True)
+class SlowWorker:
+    """The slowest of two or more workers (:func:`slowest_worker`): its time a batch, the others' median, and the
+    share of the IO throughput its pace costs."""
+
+    worker: int
+    seconds: float  # its time a batch
+    typical: float  # the median of the others' times a batch
+    cost: float  # the share of the IO throughput its pace costs (modelled: in-order delivery)
+
+    @property
+    def ratio(self) -> float:
+        """Its time a batch over the others' median."""
+        return self.seconds / self.typical
+
+    @property
+    def named(self) -> bool:
+        """Worth naming: :data:`STRAGGLER_RATIO` times the others, or a pace that costs :data:`SLOW_COST` of IO."""
+        return self.ratio >= STRAGGLER_RATIO or self.cost >= SLOW_COST
+
+
 @dataclass
 class StageReport:
     """What the steady stage trials say (see the module's docstring); ``to_dict`` is the JSON's ``stages``."""
@@ -181,7 +206,7 @@ class StageReport:
     unexplained: float  # share of the period no stage accounts for (negative: stages overlap)
     worker_busy: Optional[float]  # share of the workers' time their stages fill (None: no workers)
     per_worker: List[WorkerStat]
-    straggler: Optional[Tuple[int, float]]  # (worker, its time per batch / the median of the others')
+    slowest: Optional[SlowWorker]  # the slowest of two or more workers (named or not: see ``straggler``)
     out_of_order: int
     hol_share: float  # the loop's wait for a batch while a later one was ready and a worker idle, share of the time
     split: str  # how the transforms were found, or why not
@@ -193,23 +218,15 @@ class StageReport:
     instrumentation: Optional[float] = None  # the timers' own cost per sample (s), where measured
 
     @property
-    def slow_cost(self) -> Optional[Tuple[int, float, float]]:
-        """(worker, its time a batch over the others' median, the share of the IO throughput its pace costs),
-        for the slowest of two or more workers. With in-order delivery the loop takes the workers' batches
-        in turn, so the pool delivers ``W`` batches per slowest worker's batch: IO would be ``t_slow / t_others``
-        times higher with that worker as fast as the others, when the workers limit IO (the main process's own
-        work a batch, ``receive`` and the sampler, bounds what can be won)."""
-        measured = [w for w in self.per_worker if w.batches > 0]
-        if len(measured) < 2 or self.workers < 2:
-            return None
-        slow = max(measured, key=lambda w: w.per_batch)
-        typical = statistics.median([w.per_batch for w in measured if w is not slow])
-        if typical <= 0 or slow.per_batch <= 0:
-            return None
-        main = sum(st.seconds for st in self.stages if st.where == "main" and st.kind is not StageKind.WAIT)
-        now = max(slow.per_batch / self.workers, main)
-        even = max(typical / self.workers, main)
-        return slow.worker, slow.per_batch / typical, max(0.0, 1.0 - even / now)
+    def straggler(self) -> Optional[SlowWorker]:
+        """The slowest worker, where it is worth naming (:attr:`SlowWorker.named`)."""
+        return self.slowest if self.slowest is not None and self.slowest.named else None
+
+    @property
+    def main_seconds(self) -> float:
+        """The main process's own work a batch with workers: receiving, pinning and the sampler where they run on
+        the loop's thread (its wait for the workers left out)."""
+        return sum(st.seconds for st in self.stages if st.where == "main" and st.kind in MAIN_WORK)
 
     @property
     def largest(self) -> Optional[Stage]:
@@ -443,7 +460,8 @@ def analyse(
         busy = None
         unexplained = 1.0 - sum(s.share for s in stages)
     per_worker = _workers(steady, seconds)
-    straggler = _straggler(per_worker, workers, stages)
+    main_seconds = sum(st.seconds for st in stages if st.where == "main" and st.kind in MAIN_WORK)
+    slowest = slowest_worker(per_worker, workers, main_seconds)
     late, blocked = 0, 0.0
     if workers > 1:
         for t in steady:
@@ -459,7 +477,7 @@ def analyse(
         unexplained=unexplained,
         worker_busy=busy,
         per_worker=per_worker,
-        straggler=straggler,
+        slowest=slowest,
         out_of_order=late,
         hol_share=blocked / seconds if seconds > 0 else 0.0,
         split=split,
@@ -484,25 +502,22 @@ def _workers(steady: Sequence[StageTrial], seconds: float) -> List[WorkerStat]:
     return out
 
 
-def _straggler(per_worker: Sequence[WorkerStat], workers: int = 0, stages: Sequence[Stage] = ()) -> Optional[Tuple[int, float]]:
-    """The slowest worker and its ratio to the others' median, when the ratio reaches :data:`STRAGGLER_RATIO`
-    or its pace costs :data:`SLOW_COST` of the IO throughput (:attr:`StageReport.slow_cost`)."""
+def slowest_worker(per_worker: Sequence[WorkerStat], workers: int, main: float) -> Optional[SlowWorker]:
+    """The slowest of two or more workers that made batches: its time a batch against the median of the others', and
+    what its pace costs the IO throughput. With in-order delivery the loop takes the workers' batches in turn, so the
+    pool delivers ``W`` batches per slowest worker's batch: IO would be ``t_slow / t_others`` times higher with that
+    worker as fast as the others, where the workers limit IO (``main``, the main process's own work a batch, bounds
+    what can be won)."""
     measured = [w for w in per_worker if w.batches > 0]
     if len(measured) < 2:
         return None
     slow = max(measured, key=lambda w: w.per_batch)
-    others = [w.per_batch for w in measured if w is not slow]
-    typical = statistics.median(others)
-    if typical <= 0:
+    typical = statistics.median([w.per_batch for w in measured if w is not slow])
+    if typical <= 0 or slow.per_batch <= 0:
         return None
-    ratio = slow.per_batch / typical
-    if ratio >= STRAGGLER_RATIO:
-        return slow.worker, ratio
     lanes = max(workers, len(measured))
-    main = sum(st.seconds for st in stages if st.where == "main" and st.kind is not StageKind.WAIT)
     now, even = max(slow.per_batch / lanes, main), max(typical / lanes, main)
-    cost = 1.0 - even / now if now > 0 else 0.0
-    return (slow.worker, ratio) if cost >= SLOW_COST else None
+    return SlowWorker(slow.worker, slow.per_batch, typical, max(0.0, 1.0 - even / now) if now > 0 else 0.0)
 
 
 WARM_CACHE_SHARE = 0.01  # storage reads below this share of the files read: a warm page cache

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -22,7 +22,6 @@ __all__ = [
     "compare_log",
     "estimate",
     "finite",
-    "straggler",
     "t_quantile",
     "t_two_sided_cdf",
     "welch",
@@ -185,20 +184,6 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Optional[Welch]:
     df = (va + vb) ** 2 / ((va * va) / (xa.size - 1) + (vb * vb) / (xb.size - 1))
     used = max(1, math.floor(df))
     return Welch(t, df, used, 1.0 - t_two_sided_cdf(abs(t), used))
-
-
-def straggler(times: Sequence[float], threshold: float = 0.10) -> Optional[Tuple[int, float, float]]:
-    """(rank, its time, the median rank's time) when the slowest rank is more than ``threshold`` slower.
-
-    The median rank is a real rank: with an even count, the faster of the two middle ones.
-    """
-    if len(times) < 2:
-        return None
-    median = sorted(times)[(len(times) - 1) // 2]
-    slowest = max(range(len(times)), key=lambda r: times[r])
-    if median > 0 and times[slowest] > (1.0 + threshold) * median:
-        return slowest, times[slowest], median
-    return None
 
 
 def finite(x: float) -> Optional[float]:

@@ -635,7 +635,8 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
     """The loader's costs from a :class:`~benchy.core.stages.StageReport`; ``saturated``: the IO trials kept
     the free cores busy, so the time the workers spent off the CPU was time they waited for a core, not work
     of theirs: a worker's time a batch is then its CPU time (what it takes on a core of its own)."""
-    worker, cpu, main, main_cpu, plain = 0.0, 0.0, 0.0, 0.0, 0.0
+    worker, cpu, main_cpu, plain = 0.0, 0.0, 0.0, 0.0
+    main = report.main_seconds
     named: List[Tuple[str, str, float]] = []
     in_workers = report.workers > 0
     for st in report.stages:
@@ -644,7 +645,6 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
         named.append((st.name, st.where, float(st.seconds)))
         if st.kind in MAIN_WORK:
             if st.where == "main":
-                main += st.seconds
                 main_cpu += st.seconds * (1.0 - (st.off_cpu or 0.0))
                 if st.kind is not StageKind.RECEIVE:
                     plain += st.seconds
@@ -656,11 +656,12 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
         # Without workers every stage runs on the main thread: a "worker" here is that thread.
         plain = main
         main = main_cpu = 0.0
+    # The slowest worker (its one definition, core.stages.slowest_worker) against the workers' mean time a batch,
+    # which is what the model's worker time is: the pool delivers at the slowest one's pace.
     slow = 1.0
     measured = [w.per_batch for w in report.per_worker if w.batches > 0]
-    if len(measured) >= 2:
-        mean = sum(measured) / len(measured)
-        slow = max(measured) / mean if mean > 0 else 1.0
+    if report.slowest is not None and measured and sum(measured) > 0:
+        slow = report.slowest.seconds / (sum(measured) / len(measured))
     return Loader(
         worker, cpu / worker if worker > 0 else 1.0, main, plain, main_cpu / main if main > 0 else 1.0, slow, tuple(named)
     )

@@ -18,6 +18,7 @@ from ..core.schedule import Mode
 from ..core.stats import welch
 from .saved import ModeRun, Run
 from .tables import Table, markdown_text
+from .text.numbers import signed_percent, spread
 
 __all__ = ["Comparison", "ModeChange", "as_dict", "compare_runs", "header", "markdown", "status_line", "table"]
 
@@ -156,15 +157,8 @@ def _mean(mean: Optional[float], interval: Optional[float], n: int) -> str:
     """``mean +/- half-width (trials)``; ``?`` trials for a summary line read from a log without trial lines."""
     if mean is None:
         return "n/a"
-    spread = f" +/- {interval:.3f}" if interval is not None else ""
-    return f"{mean:.3f}{spread} ({n if n else '?'})"
-
-
-def _pct(x: Optional[float]) -> str:
-    if x is None:
-        return "n/a"
-    text = f"{100.0 * x:+.2f} %"
-    return "0.00 %" if text in ("+0.00 %", "-0.00 %") else text
+    shown = f"{mean:.3f}" if interval is None else spread(mean, interval)
+    return f"{shown} ({n if n else '?'})"
 
 
 def _p(p: Optional[float]) -> str:
@@ -179,7 +173,7 @@ def table(c: Comparison) -> Table:
             m.mode,
             _mean(m.base_mean, m.base_interval, m.base_n),
             _mean(m.new_mean, m.new_interval, m.new_n),
-            _pct(m.change),
+            signed_percent(m.change),
             _p(m.p),
             _p(m.p_adjusted),
             m.status + (f" ({m.why})" if m.why else ""),
@@ -220,7 +214,7 @@ def status_line(c: Comparison) -> str:
     bad = [m for m in c.changes if m.status == REGRESSION]
     if bad:
         parts = ", ".join(
-            f"{m.mode} {_pct(m.change)} (adjusted p {'= ' if (m.p_adjusted or 0) >= 0.001 else ''}{_p(m.p_adjusted)})"
+            f"{m.mode} {signed_percent(m.change)} (adjusted p {'= ' if (m.p_adjusted or 0) >= 0.001 else ''}{_p(m.p_adjusted)})"
             for m in bad
         )
         return f"REGRESSION: {parts}; {rule}"
@@ -230,7 +224,7 @@ def status_line(c: Comparison) -> str:
     if fell:
         tail += (
             "; WARNING: "
-            + ", ".join(f"{m.mode} fell {_pct(m.change)}" for m in fell)
+            + ", ".join(f"{m.mode} fell {signed_percent(m.change)}" for m in fell)
             + " but could not be tested (run with ntrials >= 2, or keep the JSON rather than the log)"
         )
     return f"OK: no significant regression beyond {100.0 * c.threshold:g} %{tail}; {rule}"
@@ -247,19 +241,11 @@ def markdown(c: Comparison) -> str:
 def as_dict(c: Comparison) -> Dict[str, Any]:
     """The comparison for ``--format json`` (non-finite numbers are the caller's to null)."""
 
-    def side(run: Run) -> Dict[str, Any]:
-        return {
-            "path": run.path,
-            "name": run.name,
-            "nranks": run.nranks,
-            "complete": run.complete,
-            "schema_version": run.schema_version,
-            "source": run.source,
-        }
-
+    # Each side is the run's row (as ``benchy summary --format json`` has it), with ``name``, the key this output
+    # had before ``run_name``, kept for the scripts that read it.
     doc: Dict[str, Any] = {
-        "base": side(c.base),
-        "new": side(c.new),
+        "base": {**c.base.row(), "name": c.base.name},
+        "new": {**c.new.row(), "name": c.new.name},
         "threshold": c.threshold,
         "confidence": c.confidence,
         "method": ("Welch's t-test on the trial throughputs (p-value with df rounded down), Holm-adjusted over the modes tested"),

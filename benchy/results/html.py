@@ -23,7 +23,8 @@ from ..core.verdict import figure_means, outcome_of
 from . import plots as drawing
 from . import scaling, tables
 from .saved import Run
-from .tables import Table, figure_text, summary_table
+from .tables import Table, summary_table
+from .text.numbers import cell
 from .text.reports import setting
 
 __all__ = ["Page", "report_page"]
@@ -148,10 +149,10 @@ def sweep_table(run: Run) -> Optional[Table]:
         table.rows.append(
             [
                 _setting_text(settings),
-                figure_text(entry.get("mean"), spec=".3f"),
-                figure_text(entry.get("interval"), spec=".3f"),
+                cell(entry.get("mean"), spec=".3f"),
+                cell(entry.get("interval"), spec=".3f"),
                 str(entry.get("n") or 0),
-                figure_text(memory, 1e6, ".0f") if isinstance(memory, (int, float)) else "",
+                cell(memory, 1e6, ".0f") if isinstance(memory, (int, float)) else "",
                 "; ".join(notes),
             ]
         )
@@ -170,9 +171,7 @@ def whatif_table(run: Run) -> Optional[Table]:
     table = Table(
         ["workers", *[f"step {k:g}x faster" for k in speedups]],
         right=[True] * (1 + len(speedups)),
-        title=(
-            f"What if: the model's FULL samples/s (interval) at {figure_text(cores, spec='g')} cores, from {block.get('basis')}"
-        ),
+        title=(f"What if: the model's FULL samples/s (interval) at {cell(cores, spec='g')} cores, from {block.get('basis')}"),
     )
     for w in sorted({p["workers"] for p in grid}):
         cells = [str(w)]
@@ -182,7 +181,7 @@ def whatif_table(run: Run) -> Optional[Table]:
             cells.append(
                 ""
                 if full is None or full[1] is None
-                else f"{full[1]:.1f} ({figure_text(full[0], spec='.0f')}-{figure_text(full[2], spec='.0f')})"
+                else f"{full[1]:.1f} ({cell(full[0], spec='.0f')}-{cell(full[2], spec='.0f')})"
             )
         table.rows.append(cells)
     return table
@@ -205,9 +204,9 @@ def whatif_checks(run: Run) -> Optional[Table]:
             [
                 str(c.get("what")),
                 str(c.get("kind")),
-                figure_text((c.get("predicted") or [None, None])[1], spec=".1f"),
-                figure_text(c.get("measured"), spec=".1f"),
-                figure_text(c.get("measured_half_width"), spec=".1f"),
+                cell((c.get("predicted") or [None, None])[1], spec=".1f"),
+                cell(c.get("measured"), spec=".1f"),
+                cell(c.get("measured_half_width"), spec=".1f"),
                 "" if error is None else f"{100 * error:+.1f} %",
                 {True: "yes", False: "no: more than the intervals and 10 % allow", None: ""}[c.get("agree")],
             ]

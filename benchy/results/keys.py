@@ -53,7 +53,7 @@ JSON_KEYS: Tuple[Tuple[Tuple[str, ...], str], ...] = (
         ("loader_startup",),
         "`seconds` (each pass's iter() to its first batch), `started` (each pass's iter(), Unix seconds), "
         "`typical`, `basis`, `batch_seconds` (IO's median period), `extra`, `epoch_batches` (`len(loader)`), "
-        "`epoch_seconds` (at the FULL rate: `len(loader)` times the median FULL step), `share`, `workers`, "
+        "`epoch_seconds` (at the FULL rate: `len(loader)` times the mean FULL period), `share`, `workers`, "
         "`persistent_workers`; null before any pass",
     ),
     (

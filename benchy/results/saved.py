@@ -80,6 +80,18 @@ class Run:
     def mode(self, mode: Mode) -> Optional[ModeRun]:
         return self.modes.get(mode)
 
+    def row(self) -> Dict[str, Any]:
+        """The run as the commands' JSON names it: ``run_name``, ``path``, ``nranks``, ``complete``, ``source``,
+        ``schema_version`` (``benchy summary --format json`` and each side of ``benchy compare``'s)."""
+        return {
+            "run_name": self.name,
+            "path": self.path,
+            "nranks": self.nranks,
+            "complete": self.complete,
+            "source": self.source,
+            "schema_version": self.schema_version,
+        }
+
     @property
     def steps_dir(self) -> Optional[str]:
         """The directory of per-step files, as written (relative to the JSON's directory)."""

@@ -23,6 +23,7 @@ from typing import List, Optional, Sequence
 from ..core.schedule import Mode
 from .saved import ModeRun, Run
 from .tables import Table
+from .text.numbers import cell
 
 __all__ = ["ScalingRow", "scaling_rows", "study_kind", "table"]
 
@@ -113,10 +114,6 @@ def study_kind(rows: Sequence[ScalingRow]) -> str:
     return "batch sizes differ between runs in neither weak nor strong pattern: compare throughputs with care"
 
 
-def _fmt(x: Optional[float], spec: str) -> str:
-    return "" if x is None else format(x, spec)
-
-
 def table(rows: Sequence[ScalingRow]) -> Table:
     out = Table(
         ["run", "ranks", "mode", "samples/s", "+/-", "speedup", "strong eff", "weak eff", "data wait"],
@@ -128,11 +125,11 @@ def table(rows: Sequence[ScalingRow]) -> Table:
                 r.run.label,
                 str(r.ranks),
                 r.mode.value,
-                _fmt(r.mean, ".3f"),
-                _fmt(r.interval, ".3f"),
-                _fmt(r.speedup, ".3f"),
-                _fmt(r.strong_efficiency, ".3f"),
-                _fmt(r.weak_efficiency, ".3f"),
+                cell(r.mean, spec=".3f"),
+                cell(r.interval, spec=".3f"),
+                cell(r.speedup, spec=".3f"),
+                cell(r.strong_efficiency, spec=".3f"),
+                cell(r.weak_efficiency, spec=".3f"),
                 "" if r.data_wait is None else f"{100.0 * r.data_wait:.1f} %",
             ]
         )

@@ -374,7 +374,7 @@ def stages_block(results: RunResults) -> Optional[Dict[str, Any]]:
         return None if results.stages_skipped is None else {"skipped": _skipped(results.stages_skipped)}
     top = report.largest
     advice = report.advice
-    slow = report.slow_cost
+    slow, named = report.slowest, report.straggler
     return {
         "period_seconds": report.period,
         "throughput": report.throughput,
@@ -398,8 +398,10 @@ def stages_block(results: RunResults) -> Optional[Dict[str, Any]]:
         "advice": None if advice is None else reports.stage_fix(advice),
         "transforms": report.split,
         "per_worker": [w.to_dict() for w in report.per_worker],
-        "slow_worker": None if report.straggler is None else {"worker": report.straggler[0], "ratio": report.straggler[1]},
-        "slowest_worker_cost": None if slow is None else {"worker": slow[0], "ratio": slow[1], "io_share": slow[2]},
+        "slow_worker": None if named is None else {"worker": named.worker, "ratio": named.ratio},
+        "slowest_worker_cost": None
+        if slow is None or report.workers < 2
+        else {"worker": slow.worker, "ratio": slow.ratio, "io_share": slow.cost},
         "out_of_order_batches": report.out_of_order,
         "head_of_line_share": report.hol_share,
         "in_order_available": report.in_order,

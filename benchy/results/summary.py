@@ -6,18 +6,18 @@ the line grammar itself is :mod:`benchy.results.lines`.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 from ..core.distribution import STALL_FACTOR, StepProfile
 from ..core.results import RunResults
 from ..core.schedule import Extra, Mode
 from ..core.stages import HOL_SHARE, Stage, StageReport, WorkerStat
-from ..core.stats import straggler
 from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, smallest_within
 from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
 from . import lines
 from .tables import Table
 from .text import reports
+from .text.numbers import ms, spread
 from .text.verdict import busy_trials, verdict_line
 from .text.why import reason
 
@@ -58,14 +58,14 @@ def stages_text(report: StageReport) -> str:
     """The STAGES line's text: the IO period of the stage trials, each stage's time a batch and share."""
     workers = report.workers
     head = (
-        f"IO period {_ms(report.period)} a batch over {report.batches} batches of the stage trials "
+        f"IO period {ms(report.period)} a batch over {report.batches} batches of the stage trials "
         f"({workers} worker{'s' if workers != 1 else ''}"
         + ("; worker stages as a share of the workers' time, workers x the period)" if workers else ")")
     )
 
     def item(stage: Stage) -> str:
         extra = f", {100 * stage.off_cpu:.0f} % off the CPU" if stage.off_cpu is not None else ""
-        return f"{reports.stage_name(stage)} {_ms(stage.seconds)} ({100 * stage.share:.0f} %{extra})"
+        return f"{reports.stage_name(stage)} {ms(stage.seconds)} ({100 * stage.share:.0f} %{extra})"
 
     groups = []
     for where, title in (
@@ -98,7 +98,7 @@ def copy_text(results: RunResults, report: StageReport) -> str:
     per_batch = report.samples / report.batches
     extra = per_batch / est.mean - per_batch / io.mean
     return (
-        f"; the copy to {results.h2d_device} adds {_ms(max(0.0, extra))} a batch "
+        f"; the copy to {results.h2d_device} adds {ms(max(0.0, extra))} a batch "
         f"({100 * max(0.0, extra) / report.period:.0f} % of the period; IO_H2D against IO)"
     )
 
@@ -114,7 +114,7 @@ def workers_text(report: StageReport) -> Optional[str]:
         return None
 
     def one(w: WorkerStat) -> str:
-        return f"worker {w.worker} {w.batches} batches, busy {100 * w.busy_share:.0f} % ({_ms(w.per_batch)} a batch)"
+        return f"worker {w.worker} {w.batches} batches, busy {100 * w.busy_share:.0f} % ({ms(w.per_batch)} a batch)"
 
     if len(found) <= WORKERS_LISTED:
         listed = ", ".join(one(w) for w in found)
@@ -126,18 +126,15 @@ def workers_text(report: StageReport) -> Optional[str]:
             f"{100 * shares[len(shares) // 2]:.0f} %), slowest {one(slowest)}"
         )
     out = f"{len(found)} workers over {report.batches} batches: {listed}"
-    cost = report.slow_cost
-    if report.straggler is not None:
-        worker, ratio = report.straggler
-        out += f"; slow worker: {worker} takes {ratio:.2f}x the others' time a batch"
-        if cost is not None and cost[0] == worker:
-            out += (
-                f", which costs about {100 * cost[2]:.0f} % of the IO throughput (modelled: with in-order delivery "
-                f"the loop takes the workers' batches in turn, at its pace)"
-            )
-        out += " (what its samples come from: a cold disk, a hot shard, a bad node)"
-    elif cost is not None:
-        out += f"; no slow worker (the slowest, {cost[0]}, costs {100 * cost[2]:.0f} % of the IO throughput, modelled)"
+    slow, named = report.slowest, report.straggler
+    if named is not None:
+        out += (
+            f"; slow worker: {named.worker} takes {named.ratio:.2f}x the others' time a batch, which costs about "
+            f"{100 * named.cost:.0f} % of the IO throughput (modelled: with in-order delivery the loop takes the "
+            f"workers' batches in turn, at its pace) (what its samples come from: a cold disk, a hot shard, a bad node)"
+        )
+    elif slow is not None:
+        out += f"; no slow worker (the slowest, {slow.worker}, costs {100 * slow.cost:.0f} % of the IO throughput, modelled)"
     else:
         out += "; no slow worker"
     out += f"; {report.out_of_order} of {report.batches} batches were ready after a later one"
@@ -178,15 +175,10 @@ def h2d_line(results: RunResults) -> Optional[str]:
     return lines.summary_text("H2D", text + " (this rank's loader)")
 
 
-def _ms(seconds: float) -> str:
-    return f"{1e3 * seconds:.3f} ms"
-
-
 def steps_text(mode: Mode, profile: StepProfile, workers: int = 0) -> str:
     """Percentiles of a mode's step time and its stalls, in words (the STEPS summary line)."""
     text = (
-        f"{mode.value} step time p50 {_ms(profile.p50)}, p90 {_ms(profile.p90)}, p99 {_ms(profile.p99)} "
-        f"over {profile.steps} steps; "
+        f"{mode.value} step time p50 {ms(profile.p50)}, p90 {ms(profile.p90)}, p99 {ms(profile.p99)} over {profile.steps} steps; "
     )
     if not profile.stalls:
         return text + f"no stalls (steps over {STALL_FACTOR:g}x the median)"
@@ -208,35 +200,17 @@ def steps_text(mode: Mode, profile: StepProfile, workers: int = 0) -> str:
 def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
     """The slowest rank of a mode, when it is more than 10 % slower than the median rank (past
     ``dist_rank_lists`` ranks: than the ranks' mean, from the reduced figures)."""
-    found = straggler(results.rank_mean_times(mode))
+    found = results.straggler(mode)
     if found is None:
-        return _summarised_straggler(results, mode)
-    rank, slow, median = found
-    return (
-        f"{mode.value}: rank {rank} is {100.0 * (slow / median - 1.0):.1f} % slower than the median rank "
-        f"(mean trial time {slow:.4f} s vs {median:.4f} s)"
-    )
-
-
-def _summarised_straggler(results: RunResults, mode: Mode, threshold: float = 0.10) -> Optional[str]:
-    """Past ``dist_rank_lists`` ranks: the rank slowest in most counted trials, when its time there is
-    more than ``threshold`` over the ranks' mean."""
-    summaries = [t.rank_summary for t in results.measured(mode) if t.rank_summary is not None]
-    if not summaries:
         return None
-    counts: Dict[int, int] = {}
-    for s in summaries:
-        counts[s.slowest] = counts.get(s.slowest, 0) + 1
-    rank = max(counts, key=lambda r: (counts[r], -r))
-    slow = [s.slowest_seconds for s in summaries if s.slowest == rank]
-    mean = [s.mean_seconds for s in summaries if s.slowest == rank]
-    ratio = sum(slow) / sum(mean) if sum(mean) > 0 else 1.0
-    if ratio <= 1.0 + threshold:
-        return None
+    if found.summarised:
+        return (
+            f"{mode.value}: rank {found.rank} is {100.0 * found.slower:.1f} % slower than the ranks' mean (slowest in "
+            f"{found.slowest_in} of {found.trials} trials, {found.ranks} ranks: figures reduced, not listed per rank)"
+        )
     return (
-        f"{mode.value}: rank {rank} is {100.0 * (ratio - 1.0):.1f} % slower than the ranks' mean (slowest in "
-        f"{counts[rank]} of {len(summaries)} trials, {summaries[0].ranks} ranks: figures reduced, not listed "
-        f"per rank)"
+        f"{mode.value}: rank {found.rank} is {100.0 * found.slower:.1f} % slower than the median rank "
+        f"(mean trial time {found.seconds:.4f} s vs {found.basis:.4f} s)"
     )
 
 
@@ -323,7 +297,7 @@ def sweep_line(results: Sequence[SettingResult], cap: Optional[int] = None) -> O
     if top is None or small is None:
         return None
     text = (
-        f"best {reports.setting(top.setting)}: {reports.setting_mean(top)} samples/s; smallest within "
+        f"best {reports.setting(top.setting)}: {spread(top.estimate.mean, top.estimate.half_width)} samples/s; smallest within "
         f"{100 * NEAR_BEST:g} % of best: {reports.setting(small.setting)}"
     )
     over = [reports.setting(r.setting) for r in results if r.over_cap]

@@ -16,6 +16,7 @@ from typing import IO, Any, List, Mapping, Optional, Sequence, Tuple
 
 from ..core.stages import StageReport
 from .saved import Run
+from .text.numbers import cell
 from .text.reports import stage_name
 
 __all__ = [
@@ -207,13 +208,8 @@ def system_table(rows: Sequence[Tuple[str, int, Mapping[str, float]]]) -> Option
         title="System metrics (means over the counted trials; rank 0's own)",
     )
     for name, count, means in rows:
-        table.rows.append([name, str(count)] + [figure_text(means.get(key), scale, spec) for _, key, scale, spec in columns])
+        table.rows.append([name, str(count)] + [cell(means.get(key), scale, spec) for _, key, scale, spec in columns])
     return table
-
-
-def figure_text(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
-    """A figure in a table cell: ``value / scale`` formatted with ``spec``; empty for None."""
-    return "" if value is None else format(value / scale, spec)
 
 
 SUMMARY_TITLE = "benchy summary (samples/s, all ranks)"  # the terminal's summary table

@@ -126,6 +126,7 @@ def test_compare_json_carries_p_and_degrees_of_freedom() -> None:
     assert full["change"] == pytest.approx(-0.125) and full["status"] == "regression" and full["significant"] is True
     assert doc["regressed"] == ["FULL"] and doc["exit_status"] == 1 and doc["threshold"] == 0.05
     assert doc["base"]["name"] == "nightly 2026-11-21" and doc["new"]["schema_version"] == 2
+    assert doc["base"]["run_name"] == doc["base"]["name"] and set(doc["new"]) >= {"path", "nranks", "complete", "source"}
 
 
 def test_compare_names_an_unreadable_file() -> None:

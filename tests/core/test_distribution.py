@@ -63,3 +63,27 @@ def test_a_slow_stretch_is_not_periodic() -> None:
     periods = [0.01] * 20 + [0.05] * 10 + [0.01] * 30
     profile = step_profile([trial(periods)])
     assert profile is not None and profile.stalls == 10 and profile.stall_period is None
+
+
+def test_the_slowest_rank_is_one_definition_for_listed_and_reduced_ranks() -> None:
+    from helpers import trial_result
+
+    from benchy.core.results import RankSummary, RunResults
+    from benchy.core.schedule import Mode
+
+    # Listed ranks: against the median rank (a real rank: the faster of the two middle ones with an even count).
+    listed = RunResults([trial_result(Mode.FULL, k, rank_seconds=(1.0, 1.3, 1.0, 1.05)) for k in (1, 2)])
+    found = listed.straggler(Mode.FULL)
+    assert found is not None and found.rank == 1 and not found.summarised
+    assert found.basis == pytest.approx(1.0) and found.slower == pytest.approx(0.3)
+    assert RunResults([trial_result(Mode.FULL, 1, rank_seconds=(1.0, 1.05))]).straggler(Mode.FULL) is None
+
+    # Reduced ranks (past dist_rank_lists): the rank slowest in most trials, against the ranks' mean there.
+    def reduced(slowest: int, slow: float) -> RankSummary:
+        return RankSummary(100, 8, 1.0, slowest, slow, 0, 0.9, 1.0)
+
+    summaries = [reduced(7, 1.4), reduced(7, 1.2), reduced(3, 1.5)]
+    results = RunResults([trial_result(Mode.IO, k, rank_summary=s) for k, s in enumerate(summaries, 1)])
+    found = results.straggler(Mode.IO)
+    assert found is not None and found.rank == 7 and found.summarised and (found.slowest_in, found.trials) == (2, 3)
+    assert found.slower == pytest.approx(0.3) and found.ranks == 100

@@ -89,7 +89,9 @@ def test_a_worker_twice_as_slow_a_batch_is_named() -> None:
     ends = [0.01 * (k + 1) for k in range(8)]
     starts = [e - (0.004 if k % 2 == 0 else 0.010) for k, e in enumerate(ends)]
     report = analyse([trial(ends, [k % 2 for k in range(8)], starts=starts)])
-    assert report is not None and report.straggler == (1, pytest.approx(2.5))
+    slow = report.straggler if report is not None else None
+    assert slow is not None and slow.worker == 1 and slow.ratio == pytest.approx(2.5)
+    assert slow.seconds == pytest.approx(0.010) and slow.typical == pytest.approx(0.004)
     assert [w.batches for w in report.per_worker] == [4, 4]
     assert report.per_worker[1].per_batch == pytest.approx(0.010)
 

@@ -189,7 +189,7 @@ def test_a_saturated_cpu_decides_when_a_stage_seems_to_wait_off_the_cpu() -> Non
         unexplained=0.1,
         worker_busy=None,
         per_worker=[],
-        straggler=None,
+        slowest=None,
         out_of_order=0,
         hol_share=0.0,
         split="",

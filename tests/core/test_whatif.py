@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat
+from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat, slowest_worker
 from benchy.core.stats import Estimate
-from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, predict, whatif
+from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, inputs_from, predict, whatif
 from benchy.results.text.reports import check as check_text
 from benchy.results.text.reports import limit
 from benchy.results.text.reports import whatif as whatif_text
@@ -145,14 +145,22 @@ def test_a_slow_worker_is_named_by_the_throughput_it_costs() -> None:
         unexplained=0.0,
         worker_busy=0.9,
         per_worker=[WorkerStat(0, 50, 0.5, 0.13, 0.010), WorkerStat(1, 50, 0.65, 0.0, 0.013)],
-        straggler=None,
+        slowest=slowest_worker([WorkerStat(0, 50, 0.5, 0.13, 0.010), WorkerStat(1, 50, 0.65, 0.0, 0.013)], 2, 0.0002),
         out_of_order=0,
         hol_share=0.03,
         split="",
         in_order=True,
     )
-    worker, ratio, cost = report.slow_cost or (None, None, None)
-    assert worker == 1 and ratio == pytest.approx(1.3) and cost == pytest.approx(1 - 1 / 1.3)
+    slow = report.slowest
+    assert slow is not None and slow.worker == 1 and slow.ratio == pytest.approx(1.3)
+    assert slow.cost == pytest.approx(1 - 1 / 1.3) and report.straggler is slow  # named by what it costs
+    assert report.main_seconds == pytest.approx(0.0002)  # receive, the main process's own work a batch
+    # The model takes the same worker against the workers' mean time a batch (its own worker time).
+    loader = inputs_from(
+        batch=8, workers=2, io=Estimate(1230.0, 10.0, 3), synthetic=Estimate(2000.0, 10.0, 3), systems={}, stages=report
+    )
+    assert loader is not None and loader.loader.slow == pytest.approx(0.013 / 0.0115)
+    assert loader.loader.main == pytest.approx(report.main_seconds)
 
 
 def test_the_time_the_stage_timers_do_not_see_is_added_to_the_workers_from_the_measured_io() -> None:
@@ -172,7 +180,7 @@ def test_the_time_the_stage_timers_do_not_see_is_added_to_the_workers_from_the_m
         unexplained=0.0,
         worker_busy=0.75,
         per_worker=[],
-        straggler=None,
+        slowest=None,
         out_of_order=0,
         hol_share=0.0,
         split="",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-__all__ = ["flop", "flops_rate", "percent", "ratio", "spread", "triple"]
+__all__ = ["cell", "flop", "flops_rate", "ms", "percent", "ratio", "signed_percent", "spread", "triple"]
 
 
 def ratio(value: float) -> str:
@@ -38,6 +38,24 @@ def flops_rate(flops_per_s: float) -> str:
 def triple(t: Sequence[float]) -> str:
     """``123.4 (110.2 to 140.7)``: a figure with its range."""
     return f"{t[1]:.1f} ({t[0]:.1f} to {t[2]:.1f})"
+
+
+def ms(seconds: float) -> str:
+    """``12.345 ms``: seconds as milliseconds."""
+    return f"{1e3 * seconds:.3f} ms"
+
+
+def cell(value: Optional[float], scale: float = 1.0, spec: str = ".2f") -> str:
+    """A figure in a table cell: ``value / scale`` formatted with ``spec``; empty for None."""
+    return "" if value is None else format(value / scale, spec)
+
+
+def signed_percent(x: Optional[float]) -> str:
+    """``-12.50 %``, ``+3.00 %``, ``0.00 %`` (never signed zero), ``n/a``: a change as a percentage."""
+    if x is None:
+        return "n/a"
+    text = f"{100.0 * x:+.2f} %"
+    return "0.00 %" if text in ("+0.00 %", "-0.00 %") else text
 
 
 def spread(mean: Optional[float], half_width: Optional[float], digits: int = 3) -> str:

@@ -11,10 +11,10 @@ from ...core.diagnostics import StepParts
 from ...core.schedule import Mode
 from ...core.stages import FirstPass, Fix, FixKind, Stage, StageKind
 from ...core.startup import Basis, Startup
-from ...core.sweep import Setting, SettingResult
+from ...core.sweep import Setting
 from ...core.whatif import FLIP_MAX, Check, Checked, Limit, WhatIf, best_free, best_workers
 from ...core.whatif import Basis as ModelBasis
-from .numbers import flop, flops_rate, triple
+from .numbers import flop, flops_rate, spread, triple
 from .why import reason
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "parts",
     "peak_basis",
     "setting",
-    "setting_mean",
     "stage_fix",
     "stage_name",
     "stage_note",
@@ -115,8 +114,7 @@ def tokens(report: TokenReport) -> str:
         est = m.estimate
         if est.mean is None:
             continue
-        spread = "n/a" if est.half_width is None else f"{est.half_width:.1f}"
-        parts.append(f"{m.mode.value} {est.mean:.1f} +/- {spread}")
+        parts.append(f"{m.mode.value} {spread(est.mean, est.half_width, 1)}")
     out = ", ".join(parts) + " tokens/s" if parts else "no counted trial"
     pads = [
         f"{m.mode.value} {100 * m.padding:.1f} %" + (" (its one cached batch)" if m.mode is Mode.SYNTHETIC else "")
@@ -233,13 +231,6 @@ def setting(s: Setting) -> str:
     if s.prefetch_factor is not None:
         parts.append(f"prefetch_factor={s.prefetch_factor}")
     return ", ".join(parts)
-
-
-def setting_mean(r: SettingResult) -> str:
-    """A setting's IO mean with its half-width."""
-    est = r.estimate
-    spread = "n/a" if est.half_width is None else f"{est.half_width:.3f}"
-    return f"{est.mean:.3f} +/- {spread}"
 
 
 _STAGE_NAMES = {StageKind.WAIT: "waiting for workers"}

@@ -32,8 +32,8 @@ from ...core.stages import HOL_SHARE, Fix, StageReport
 from ...core.stats import Comparison
 from ...core.sweep import FEEDS, SettingResult
 from ...core.verdict import Full, Outcome, Overlap, Reading, Verdict, balanced_bounds
-from .numbers import flops_rate, percent, ratio
-from .reports import peak_basis, setting, setting_mean, stage_fix, stage_name
+from .numbers import flops_rate, percent, ratio, spread
+from .reports import peak_basis, setting, stage_fix, stage_name
 
 __all__ = ["advice", "busy_trials", "claim", "interval", "more_trials", "outweigh", "verdict", "verdict_line"]
 
@@ -217,9 +217,9 @@ def _stages(report: StageReport, saturated: bool) -> str:
         else f"the stage trials put the largest share of the loader's work in {stage_name(top)} "
         f"({100 * top.share:.0f} % of {basis})"
     )
-    if report.straggler is not None:
-        worker, times = report.straggler
-        out += f"; worker {worker} takes {times:.1f}x the others' time a batch (a slow worker holds up the rest)"
+    slow = report.straggler
+    if slow is not None:
+        out += f"; worker {slow.worker} takes {slow.ratio:.1f}x the others' time a batch (a slow worker holds up the rest)"
     if report.hol_share >= HOL_SHARE:
         out += (
             f"; for {100 * report.hol_share:.1f} % of the time the loop waited for a batch while a later one "
@@ -250,9 +250,10 @@ def _feed(f: Feed) -> str:
             f"{synthetic:.3f}): the best, {setting(top.setting)}, reaches {top.estimate.mean / synthetic:.2f}x; "
             f"it takes more workers than were swept (where cores are free) or cheaper samples"
         )
+    est = found.estimate
     return (
         f"the cheapest swept loader setting that feeds the step (IO at least {FEEDS:g}x SYNTHETIC) is "
-        f"{setting(found.setting)} ({setting_mean(found)} samples/s, {(found.estimate.mean or 0.0) / synthetic:.2f}x)"
+        f"{setting(found.setting)} ({spread(est.mean, est.half_width)} samples/s, {(est.mean or 0.0) / synthetic:.2f}x)"
     )
 
 
