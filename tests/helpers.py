@@ -40,11 +40,10 @@ class Run:
         return {int(e): (int(s), int(n)) for e, s, n in found}
 
     def result(self) -> Dict[str, Any]:
-        """The run's JSON, checked against the declared model of a result file (every key at every depth)."""
-        from benchy.results.document import check
-
+        """The run's JSON, checked against the declared model of a result file (every key at every depth, every
+        key it writes declared)."""
         document = json.loads(self.json_path.read_text())
-        check(document, str(self.json_path))
+        checked(document, str(self.json_path))
         return document
 
     def summary_line(self, word: str) -> str:
@@ -212,12 +211,48 @@ def until_done(loader: Any, step: Callable[[], None] = lambda: None, most: int =
 
 def read_json(session: Any) -> Dict[str, Any]:
     """The session's result JSON, checked against the declared model of a result file."""
-    from benchy.results.document import check
-
     with open(session.config.output_path, encoding="utf-8") as handle:
         document = json.load(handle)
-    check(document, session.config.output_path)
+    checked(document, session.config.output_path)
     return document
+
+
+def written_keys(value: Any, path: str = "") -> set:
+    """Every key path of a document, as ``benchy.results.model.rows`` names them."""
+    out = set()
+    if isinstance(value, dict):
+        for key, x in value.items():
+            sub = f"{path}.{key}" if path else key
+            out.add(sub)
+            out |= written_keys(x, sub)
+    elif isinstance(value, list):
+        for x in value:
+            out.add(f"{path}[]")
+            out |= written_keys(x, f"{path}[]")
+    return out
+
+
+def undeclared(document: Dict[str, Any]) -> set:
+    """The key paths a document has that the model does not declare (keys of the writer's choosing, ``.<name>``
+    in the model, and the configuration's sections aside)."""
+    from benchy.results.model import rows
+
+    declared = {path for path, _, _, _ in rows()}
+    opened = [p.split(".<name>")[0] + "." for p in declared if ".<name>" in p]
+    return {k for k in written_keys(document) if k not in declared and not any(k.startswith(p) for p in opened)}
+
+
+def checked(document: Dict[str, Any], where: str) -> None:
+    """``document`` decodes into the model, has no key the model does not declare, and was written by encoding
+    the model (every declared key there, in the declared order: the writer did not fall back to what it built)."""
+    from benchy.results.document import check
+    from benchy.results.model import encode
+
+    model = check(document, where)
+    assert undeclared(document) == set(), f"{where}: keys the model does not declare"
+    again = encode(model)
+    assert list(document) == list(again), f"{where}: not the model's encoding: {sorted(set(again) ^ set(document))}"
+    assert written_keys(document) == written_keys(again), sorted(written_keys(document) ^ written_keys(again))
 
 
 # --- results built by hand ---------------------------------------------------------------------------

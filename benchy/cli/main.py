@@ -52,12 +52,12 @@ def _fancy() -> bool:
 # --- summary ---------------------------------------------------------------------------------
 
 
-def _progress(doc: Any) -> str:
+def _progress(run: Run) -> str:
     """How far an incomplete run got, in the words its file allows: trials lost, epochs against those needed."""
-    lost = doc.get("interrupted")
-    lost_text = f"{len(lost)} scheduled trial(s) did not count" if isinstance(lost, list) and lost else "not finished"
-    started, needed = doc.get("epochs_started"), doc.get("epochs_needed")
-    if isinstance(started, int) and isinstance(needed, int):
+    lost = run.model.interrupted
+    lost_text = f"{len(lost)} scheduled trial(s) did not count" if lost else "not finished"
+    started, needed = run.model.epochs_started, run.model.epochs_needed
+    if started is not None and needed is not None:
         return f"{lost_text}; {started} epoch(s) of the about {needed} its schedule needed"
     return lost_text
 
@@ -99,7 +99,7 @@ def _summary(args: argparse.Namespace) -> int:
         for line in _summary_text(run):
             print(line)
         if not run.complete:
-            print(lines.warning(f"{args.path} holds an incomplete run ({_progress(run.document)})."))
+            print(lines.warning(f"{args.path} holds an incomplete run ({_progress(run)})."))
     elif args.format == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -161,8 +161,8 @@ def _compare(args: argparse.Namespace) -> int:
 def advised_status(run: Run) -> int:
     """The exit status a run's file advises for CI: its ``exit_status`` (0, 3, 4); for a file without one (older
     versions, a parsed log), 0 when the run is complete, else 4."""
-    found = run.document.get("exit_status")
-    if isinstance(found, int) and not isinstance(found, bool):
+    found = run.model.exit_status
+    if found is not None:
         return found
     return EXIT_OK if run.complete else EXIT_INCOMPLETE
 
@@ -181,7 +181,7 @@ def _check(args: argparse.Namespace) -> int:
         return _fail("check", str(err))
     status = advised_status(run)
     if status == EXIT_INCOMPLETE:
-        print(f"benchy check: {args.path} holds an incomplete run ({_progress(run.document)}): status {status}")
+        print(f"benchy check: {args.path} holds an incomplete run ({_progress(run)}): status {status}")
         return status
     if status != EXIT_OK:
         print(f"benchy check: {args.path}: the schedule ended without a counted trial of every mode: status {status}")

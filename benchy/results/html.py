@@ -14,7 +14,9 @@ import base64
 import html
 import io
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import msgspec
 
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
@@ -22,6 +24,7 @@ from ..core.sweep import NEAR_BEST, Setting
 from ..core.verdict import figure_means, outcome_of
 from . import plots as drawing
 from . import scaling, tables
+from .model import Environment, LoaderSetting
 from .saved import Run
 from .tables import Table, summary_table
 from .text.numbers import cell
@@ -106,25 +109,23 @@ def system_table(run: Run) -> Optional[Table]:
     the SYSTEM line takes them (:func:`benchy.core.verdict.figure_means`): :func:`tables.system_table`."""
     rows = []
     for mode in Mode:
-        block = run.document.get(mode.value)
-        entries = [s for s in (block.get("system") or []) if isinstance(s, Mapping)] if isinstance(block, Mapping) else []
+        block = run.model.mode(mode.value)
+        entries = [msgspec.structs.asdict(s) for s in (block.system if block is not None else []) if s is not None]
         means = figure_means(entries)
         if means is not None:
             rows.append((mode.value, len(entries), means))
     return tables.system_table(rows)
 
 
-def _setting_text(settings: Mapping[str, Any]) -> str:
+def _setting_text(s: LoaderSetting) -> str:
     """A saved setting as the sweep's table printed it (:func:`benchy.results.text.reports.setting`)."""
-    return setting(
-        Setting(int(settings.get("num_workers") or 0), bool(settings.get("pin_memory")), settings.get("prefetch_factor"))
-    )
+    return setting(Setting(s.num_workers, s.pin_memory, s.prefetch_factor))
 
 
 def sweep_table(run: Run) -> Optional[Table]:
     """The loader sweep's table as ``benchy`` printed it (the JSON's ``sweep``), or None without a sweep."""
-    sweep = run.document.get("sweep")
-    if not isinstance(sweep, Mapping) or not sweep.get("settings"):
+    sweep = run.model.sweep
+    if sweep is None or not sweep.settings:
         return None
     table = Table(
         ["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"],
@@ -138,21 +139,20 @@ def sweep_table(run: Run) -> Optional[Table]:
         "feeds_synthetic": "cheapest that feeds SYNTHETIC",
         "applied": "applied",
     }
-    for entry in sweep["settings"]:
-        settings = entry.get("settings") or {}
-        notes = [text for key, text in marks.items() if sweep.get(key) == settings]
-        if entry.get("error"):
-            notes.append(f"failed: {entry['error']}")
-        if entry.get("over_memory_cap"):
+    for entry in sweep.settings:
+        notes = [text for key, text in marks.items() if getattr(sweep, key) == entry.settings]
+        if entry.error:
+            notes.append(f"failed: {entry.error}")
+        if entry.over_memory_cap:
             notes.append("over the memory cap")
-        memory = entry.get("workers_memory_bytes")
+        memory = entry.workers_memory_bytes
         table.rows.append(
             [
-                _setting_text(settings),
-                cell(entry.get("mean"), spec=".3f"),
-                cell(entry.get("interval"), spec=".3f"),
-                str(entry.get("n") or 0),
-                cell(memory, 1e6, ".0f") if isinstance(memory, (int, float)) else "",
+                _setting_text(entry.settings),
+                cell(entry.mean, spec=".3f"),
+                cell(entry.interval, spec=".3f"),
+                str(entry.n or 0),
+                "" if memory is None else cell(memory, 1e6, ".0f"),
                 "; ".join(notes),
             ]
         )
@@ -162,22 +162,22 @@ def sweep_table(run: Run) -> Optional[Table]:
 def whatif_table(run: Run) -> Optional[Table]:
     """The what-if model's FULL (samples/s, its interval) per loader workers and step speed-up, at the run's
     cores, and each check (a prediction against a measurement) below it; None without predictions."""
-    block = run.document.get("whatif")
-    if not isinstance(block, Mapping) or not block.get("predictions"):
+    block = run.model.whatif
+    if block is None or not block.predictions:
         return None
-    cores = (block.get("inputs") or {}).get("cores")
-    grid = [p for p in block["predictions"] if p.get("cores") == cores and p.get("free_stage") is None]
-    speedups = sorted({p["speedup"] for p in grid})
+    cores = None if block.inputs is None else block.inputs.cores
+    grid = [p for p in block.predictions if p.cores == cores and p.free_stage is None]
+    speedups = sorted({p.speedup for p in grid if p.speedup is not None})
     table = Table(
         ["workers", *[f"step {k:g}x faster" for k in speedups]],
         right=[True] * (1 + len(speedups)),
-        title=(f"What if: the model's FULL samples/s (interval) at {cell(cores, spec='g')} cores, from {block.get('basis')}"),
+        title=(f"What if: the model's FULL samples/s (interval) at {cell(cores, spec='g')} cores, from {block.basis}"),
     )
-    for w in sorted({p["workers"] for p in grid}):
+    for w in sorted({p.workers for p in grid if p.workers is not None}):
         cells = [str(w)]
         for k in speedups:
-            p = next((p for p in grid if p["workers"] == w and p["speedup"] == k), None)
-            full = None if p is None else p["full"]
+            p = next((p for p in grid if p.workers == w and p.speedup == k), None)
+            full = None if p is None else p.full
             cells.append(
                 ""
                 if full is None or full[1] is None
@@ -189,8 +189,7 @@ def whatif_table(run: Run) -> Optional[Table]:
 
 def whatif_checks(run: Run) -> Optional[Table]:
     """Each prediction against the measurement of the same change in the same run (emulated step, sweep)."""
-    block = run.document.get("whatif")
-    checks = block.get("checks") if isinstance(block, Mapping) else None
+    checks = [] if run.model.whatif is None else run.model.whatif.checks
     if not checks:
         return None
     table = Table(
@@ -199,39 +198,38 @@ def whatif_checks(run: Run) -> Optional[Table]:
         title="What if, checked by measurement",
     )
     for c in checks:
-        error = c.get("error")
         table.rows.append(
             [
-                str(c.get("what")),
-                str(c.get("kind")),
-                cell((c.get("predicted") or [None, None])[1], spec=".1f"),
-                cell(c.get("measured"), spec=".1f"),
-                cell(c.get("measured_half_width"), spec=".1f"),
-                "" if error is None else f"{100 * error:+.1f} %",
-                {True: "yes", False: "no: more than the intervals and 10 % allow", None: ""}[c.get("agree")],
+                str(c.measured_what),
+                str(c.kind),
+                cell((c.predicted or [None, None])[1], spec=".1f"),
+                cell(c.measured, spec=".1f"),
+                cell(c.measured_half_width, spec=".1f"),
+                "" if c.error is None else f"{100 * c.error:+.1f} %",
+                {True: "yes", False: "no: more than the intervals and 10 % allow", None: ""}[c.agree],
             ]
         )
     return table
 
 
 def _meta(run: Run) -> str:
-    env = run.document.get("environment") or {}
+    env = run.model.environment or Environment()
     parts = [
         f"{run.nranks} rank{'s' if run.nranks != 1 else ''}",
         "complete" if run.complete else "incomplete (some trial did not count, or the schedule did not finish)",
     ]
-    for key, label in (
-        ("time_utc", ""),
-        ("host", "host "),
-        ("device", "device "),
-        ("benchy_version", "benchy "),
-        ("torch_version", "torch "),
-        ("python_version", "Python "),
+    for value, label in (
+        (env.time_utc, ""),
+        (env.host, "host "),
+        (env.device, "device "),
+        (env.benchy_version, "benchy "),
+        (env.torch_version, "torch "),
+        (env.python_version, "Python "),
     ):
-        if env.get(key):
-            parts.append(f"{label}{env[key]}")
+        if value:
+            parts.append(f"{label}{value}")
     if run.source == "log":
-        parts.append(f"parsed from the log {run.document.get('parsed_from')}")
+        parts.append(f"parsed from the log {run.model.parsed_from or ''}")
     if run.path:
         parts.append(run.path)
     return " · ".join(_e(p) for p in parts)
@@ -239,9 +237,9 @@ def _meta(run: Run) -> str:
 
 def _outcome(run: Run) -> str:
     """The verdict's kind, for its colour: data-loading (red), compute, balanced, undecided, inconsistent."""
-    decision = run.document.get("decision")
-    label = decision.get("outcome") if isinstance(decision, Mapping) else None
-    found, inconsistent = outcome_of(label) if isinstance(label, str) else (None, False)
+    decision = run.model.decision
+    label = None if decision is None else decision.outcome
+    found, inconsistent = outcome_of(label) if label is not None else (None, False)
     if inconsistent:
         return "inconsistent"
     return "undecided" if found is None else found.value

@@ -24,7 +24,7 @@ from ..core.schedule import Mode
 from ..core.stats import estimate
 from . import lines
 from .saved import Run
-from .schema import SCHEMA_VERSION, read_run
+from .schema import SCHEMA_VERSION, encoded, read_run
 
 __all__ = ["LogRun", "parse_log", "split_runs"]
 
@@ -148,7 +148,7 @@ def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_fro
     }
     for mode in Mode:
         doc[mode.value] = _mode_block(run, mode)
-    return doc
+    return encoded(doc)
 
 
 def parse_log(log: TextIO, *, name: str, nranks: Optional[int] = None, which: int = -1, parsed_from: str = "") -> Run:

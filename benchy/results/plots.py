@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
+from .model import WhatIfInputs
 from .saved import Run
 from .scaling import ScalingRow
 
@@ -300,51 +301,42 @@ WHATIF_SIZE = (8.0, 4.5)
 def plot_whatif(run: Run, path: Target) -> None:
     """The what-if model's FULL against the loader's workers, one line per step speed-up (its interval
     shaded), the run's own FULL and each check's measurement as points (the JSON's ``whatif``)."""
-    block = run.document.get("whatif")
-    if not isinstance(block, dict) or not block.get("predictions"):
+    block = run.model.whatif
+    if block is None or not block.predictions:
         raise ValueError("the run has no what-if predictions (whatif: false, or no IO and SYNTHETIC trials)")
     plt = _pyplot()
-    inputs = block.get("inputs") or {}
-    cores = inputs.get("cores")
+    inputs = block.inputs or WhatIfInputs()
     fig, ax = plt.subplots(figsize=WHATIF_SIZE)
-    speedups = sorted({p["speedup"] for p in block["predictions"]})
-    for k in speedups:
-        rows = sorted(
-            (p for p in block["predictions"] if p["speedup"] == k and p["cores"] == cores and p["free_stage"] is None),
-            key=lambda p: p["workers"],
-        )
-        rows = [p for p in rows if None not in p["full"]]
-        if not rows:
+    drawn = [p for p in block.predictions if p.cores == inputs.cores and p.free_stage is None]
+    for k in sorted({p.speedup for p in drawn if p.speedup is not None}):
+        rows = [(p.workers, p.full) for p in drawn if p.speedup == k and p.workers is not None and p.full is not None]
+        points = sorted((w, (f[0], f[1], f[2])) for w, f in rows if None not in f)
+        if not points:
             continue
-        x = [p["workers"] for p in rows]
-        (line,) = ax.plot(x, [p["full"][1] for p in rows], marker="o", label=f"step {k:g}x faster")
-        ax.fill_between(x, [p["full"][0] for p in rows], [p["full"][2] for p in rows], color=line.get_color(), alpha=0.15)
-    full = inputs.get("full")
-    if full and full[1] is not None and inputs.get("workers") is not None:
-        ax.errorbar(
-            [inputs["workers"]],
-            [full[1]],
-            yerr=[[full[1] - full[0]], [full[2] - full[1]]],
-            fmt="k*",
-            ms=12,
-            label="FULL measured",
-        )
-    for check in block.get("checks") or []:
-        if check.get("kind") == "FULL" and check.get("measured") is not None:
-            change = check["change"]
-            hw = check.get("measured_half_width") or 0.0
+        x = [w for w, _ in points]
+        (line,) = ax.plot(x, [f[1] for _, f in points], marker="o", label=f"step {k:g}x faster")
+        ax.fill_between(x, [f[0] for _, f in points], [f[2] for _, f in points], color=line.get_color(), alpha=0.15)
+    full = inputs.full
+    if full is not None and None not in full and inputs.workers is not None:
+        low, mean, high = (float(v or 0.0) for v in full)
+        ax.errorbar([inputs.workers], [mean], yerr=[[mean - low], [high - mean]], fmt="k*", ms=12, label="FULL measured")
+    for check in block.checks:
+        change = check.change
+        if check.kind == "FULL" and check.measured is not None and change is not None and change.workers is not None:
+            hw = check.measured_half_width or 0.0
             ax.errorbar(
-                [change["workers"]],
-                [check["measured"]],
+                [change.workers],
+                [check.measured],
                 yerr=[[hw], [hw]],
                 fmt="D",
                 color="crimson",
                 ms=8,
-                label=f"emulated step {change['speedup']:.3g}x faster, measured",
+                label=f"emulated step {change.speedup or 0:.3g}x faster, measured",
             )
     ax.set_xlabel("loader workers")
     ax.set_ylabel("FULL samples/s (model)")
-    ax.set_title(f"{run.label}: what if (model from {block.get('basis')}, {cores:g} cores)")
+    cores = "" if inputs.cores is None else f", {inputs.cores:g} cores"
+    ax.set_title(f"{run.label}: what if (model from {block.basis}{cores})")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -2,17 +2,19 @@
 
 :func:`benchy.load` builds a :class:`Run` from any result JSON benchy wrote (older schema
 versions are upgraded first, see ``results.schema``) or from one ``benchy parse`` made of a log. The
-:class:`Run` keeps the upgraded document, so writing ``run.document`` and loading it again
-gives an equal :class:`Run` (the round trip the tests check for every stored version).
+:class:`Run` keeps the upgraded document (keys the model does not declare included), so writing
+``run.document`` and loading it again gives an equal :class:`Run` (the round trip the tests check for every
+stored version), and the :class:`~benchy.results.model.Document` decoded from it (``run.model``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..core.schedule import Mode
 from ..core.stats import Estimate
+from .model import Document
 
 __all__ = ["ModeRun", "Run"]
 
@@ -36,7 +38,7 @@ class ModeRun:
     confidence: float
     warmup_throughputs: Tuple[float, ...] = ()
     # Per-step throughputs of each counted trial; None when the file has none (checkpoint, log).
-    rates: Optional[Tuple[Tuple[Optional[float], ...], ...]] = None
+    rates: Optional[Tuple[Sequence[Optional[float]], ...]] = None
     # FULL only: the share of time spent waiting for the loader (fraction) and its half-width.
     data_wait: Optional[float] = None
     data_wait_interval: Optional[float] = None
@@ -76,6 +78,7 @@ class Run:
     modes: Mapping[Mode, ModeRun]
     path: Optional[str] = field(default=None, compare=False)
     document: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    model: Document = field(default_factory=lambda: Document(schema_version=0, run_name=""), compare=False, repr=False)
 
     def mode(self, mode: Mode) -> Optional[ModeRun]:
         return self.modes.get(mode)
@@ -95,8 +98,7 @@ class Run:
     @property
     def steps_dir(self) -> Optional[str]:
         """The directory of per-step files, as written (relative to the JSON's directory)."""
-        value = self.document.get("steps_dir")
-        return value if isinstance(value, str) else None
+        return self.model.steps_dir
 
     @property
     def label(self) -> str:

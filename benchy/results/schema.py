@@ -1,6 +1,6 @@
 """The result JSON's schema in one place: writing it, reading it back, and upgrading old versions.
 
-Version history (``schema_version``; :mod:`benchy.results.keys` describes every key):
+Version history (``schema_version``; :mod:`benchy.results.model` declares every key):
 
 1. benchy 0.1.0 and the changes after it, which only added keys: ``exit_status``,
    ``decision``, ``summary``, ``steps_dir``, ``IO_H2D``, per mode ``steps``, ``system``,
@@ -29,10 +29,12 @@ a damaged file is named with the key that is wrong.
 from __future__ import annotations
 
 import copy
+import enum
 import math
 import os
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+import msgspec
 import numpy as np
 
 from ..core.compute import ComputeReport, EnergyReport
@@ -46,6 +48,7 @@ from ..core.sweep import best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, Verdict, disturbed_trials, h2d_estimate, own_io
 from ..core.whatif import WhatIf
 from .document import ResultFileError, check, read_file
+from .model import DataWait, Document, ModeBlock, encode
 from .saved import ModeRun, Run
 from .summary import straggler_text
 from .text import reports
@@ -57,6 +60,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ResultFileError",
     "default_run_name",
+    "encoded",
     "h2d_block",
     "json_safe",
     "load",
@@ -534,7 +538,38 @@ def result_document(
     if Mode.SYNTHETIC in modes:
         # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
         doc[Mode.SYNTHETIC.value]["batch_samples"] = snapshot.synthetic_batch_samples
-    return doc
+    return encoded(doc)
+
+
+def _builtin(value: Any) -> Any:
+    """A value msgspec does not encode itself as the JSON value it stands for (numpy's numbers and arrays, a
+    subclass of str such as ``torch.__version__``, an enum, a path)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def encoded(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """``doc`` as the model writes it: decoded into :class:`~benchy.results.model.Document` (every type and bound
+    checked, non-finite numbers as null) and encoded again, its keys in the declared order; each mode's per-step
+    ``rates`` put back as given (``files.write_document`` writes them a slice at a time). A document the model
+    refuses is returned as built, so that nothing measured is lost: reading it back names the key that is wrong."""
+    rates = {k: doc[k]["rates"] for k in MODE_KEYS if isinstance(doc.get(k), dict) and doc[k].get("rates") is not None}
+    shallow = {k: ({**v, "rates": None} if k in rates else v) for k, v in doc.items()}
+    try:
+        model = msgspec.json.decode(msgspec.json.encode(shallow, enc_hook=_builtin), type=Document)
+    except (msgspec.ValidationError, TypeError):
+        return doc
+    out = encode(model)
+    for key, values in rates.items():
+        out[key]["rates"] = values
+    return out
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -624,64 +659,49 @@ def upgrade(document: Mapping[str, Any], where: str = "the document", *, in_plac
     return doc, version
 
 
-# --- reading a checked document (every type below was checked by ``document.check``) ---------------
+# --- reading a checked document ---------------------------------------------------------------
 
 
-def _floats(values: Optional[Sequence[Any]]) -> Tuple[float, ...]:
-    """A list of numbers without its nulls (a non-finite throughput is written as null)."""
-    return tuple(float(x) for x in values or () if x is not None)
-
-
-def _ints(values: Optional[Sequence[Any]]) -> Tuple[int, ...]:
-    return tuple(int(x) for x in values or ())
-
-
-def _optional(value: Any) -> Optional[float]:
-    return None if value is None else float(value)
-
-
-def _mode_run(mode: Mode, block: Mapping[str, Any]) -> ModeRun:
-    warm = block.get("warmup") or {}
-    rates = block.get("rates")
-    wait = (block.get("data_wait") if mode is Mode.FULL else None) or {}
-    n, confidence = block.get("n"), block.get("confidence")
+def _mode_run(mode: Mode, block: ModeBlock) -> ModeRun:
+    warm = block.warmup
+    wait = block.data_wait if mode is Mode.FULL and isinstance(block.data_wait, DataWait) else None
     return ModeRun(
         mode=mode,
-        trial_throughputs=_floats(block.get("trial_throughput")),
-        trial_times=_floats(block.get("trial_time")),
-        trial_samples=_ints(block.get("trial_samples")),
-        nbatches=_ints(block.get("nbatches")),
-        mean=_optional(block.get("mean")),
-        interval=_optional(block.get("interval")),
-        n=None if n is None else int(n),
-        confidence=0.95 if confidence is None else float(confidence),
-        warmup_throughputs=_floats(warm.get("trial_throughput")),
-        rates=None if rates is None else tuple(tuple(_optional(x) for x in r) for r in rates),
-        data_wait=_optional(wait.get("mean")),
-        data_wait_interval=_optional(wait.get("interval")),
+        trial_throughputs=tuple(x for x in block.trial_throughput if x is not None),
+        trial_times=tuple(block.trial_time),
+        trial_samples=tuple(block.trial_samples),
+        nbatches=tuple(block.nbatches),
+        mean=block.mean,
+        interval=block.interval,
+        n=block.n,
+        confidence=0.95 if block.confidence is None else block.confidence,
+        warmup_throughputs=() if warm is None else tuple(x for x in warm.trial_throughput if x is not None),
+        rates=None if block.rates is None else tuple(block.rates),
+        data_wait=None if wait is None else wait.mean,
+        data_wait_interval=None if wait is None else wait.interval,
     )
 
 
 def read_run(document: Mapping[str, Any], path: Optional[str] = None, *, owned: bool = False) -> Run:
-    """The :class:`Run` held by a result document of any readable version, checked at every depth
-    against :data:`benchy.results.document.DOCUMENT` (``owned``: the document is the caller's to
-    change, as one just parsed is: upgraded in place rather than copied)."""
+    """The :class:`Run` held by a result document of any readable version, decoded into
+    :class:`benchy.results.model.Document` (``owned``: the document is the caller's to change, as one just
+    parsed is: upgraded in place rather than copied)."""
     where = path or "the document"
     doc, version = upgrade(document, where, in_place=owned)
-    check(doc, where)
-    name, summary = doc["run_name"], doc.get("summary")
-    modes = {m: _mode_run(m, doc[m.value]) for m in Mode if doc.get(m.value) is not None}
+    model = check(doc, where)
+    modes = {m: _mode_run(m, block) for m in Mode if (block := model.mode(m.value)) is not None}
     return Run(
-        name=name,
-        nranks=int(doc.get("nranks", 1)),
-        complete=bool(doc.get("complete", False)),
-        source=doc.get("source", "run"),
+        name=model.run_name,
+        nranks=model.nranks,
+        complete=bool(model.complete),
+        source=model.source,
         schema_version=version,
-        verdict=doc.get("verdict"),
-        summary=tuple(summary or ()),
+        verdict=model.verdict,
+        summary=tuple(model.summary or ()),
         modes=modes,
         path=path,
         document=doc,
+        model=model,
     )
 
 

@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+import msgspec
 import numpy as np
 
+from . import model
 from . import steps as step_files
 from .saved import Run
 
@@ -121,57 +123,54 @@ class TimelineTrial:
     seconds: float  # this rank's own time
     nbatches: int
     samples: Optional[int]
-    setting: Optional[Mapping[str, Any]] = None
-    window: Optional[Mapping[str, Any]] = None  # where a SYNTHETIC or FULL trial ran in the loop (schema 4)
+    setting: Optional[Dict[str, Any]] = None  # a sweep trial's loader setting
+    window: Optional[model.Window] = None  # where a SYNTHETIC or FULL trial ran in the loop (schema 4)
 
 
-def window_text(window: Mapping[str, Any]) -> str:
+def window_text(window: model.Window) -> str:
     """A trial's window in words: ``epoch 1, step 13 to epoch 2, step 10 (2 stretches, 2 periods left out)``."""
-    text = (
-        f"epoch {window.get('start_epoch')}, step {window.get('start_step')} to epoch {window.get('end_epoch')}, "
-        f"step {window.get('end_step')}"
-    )
-    segments, left = int(window.get("segments") or 1), int(window.get("left_out") or 0)
+    text = f"epoch {window.start_epoch}, step {window.start_step} to epoch {window.end_epoch}, step {window.end_step}"
+    segments, left = window.segments or 1, window.left_out or 0
     extra = ([f"{segments} stretches"] if segments > 1 else []) + (
         [f"{left} period{'s' if left != 1 else ''} left out"] if left else []
     )
     return text + (f" ({', '.join(extra)})" if extra else "")
 
 
-def _trials(doc: Mapping[str, Any], rank: int) -> List[TimelineTrial]:
+def _trials(timeline: model.Timeline, rank: int) -> List[TimelineTrial]:
     """The timeline's trials as ``rank`` ran them (rank 0's own; others' from the exchanged starts)."""
     out = []
-    for entry in doc["timeline"]["trials"]:
-        started, seconds = entry.get("started"), entry.get("own_seconds")
+    for entry in timeline.trials:
+        started, seconds = entry.started, entry.own_seconds
         if rank > 0:
-            starts, times = entry.get("rank_started") or [], entry.get("rank_seconds") or []
+            starts, times = entry.rank_started or [], entry.rank_seconds or []
             if rank >= len(starts) or rank >= len(times):
                 continue
             started, seconds = starts[rank], times[rank]
-        if not isinstance(started, (int, float)) or not isinstance(seconds, (int, float)):
+        if started is None or seconds is None:
             continue
+        setting = entry.setting if isinstance(entry.setting, model.LoaderSetting) else None
         out.append(
             TimelineTrial(
-                str(entry["trial"]),
-                str(entry["mode"]),
-                str(entry.get("group", "schedule")),
-                bool(entry.get("warmup")),
-                bool(entry.get("profiled")),
+                entry.trial,
+                entry.mode,
+                entry.group or "schedule",
+                bool(entry.warmup),
+                bool(entry.profiled),
                 float(started),
                 float(seconds),
-                int(entry.get("nbatches") or 0),
-                entry.get("samples") if rank == 0 else None,
-                entry.get("setting"),
-                entry.get("window") if isinstance(entry.get("window"), Mapping) else None,
+                entry.nbatches or 0,
+                entry.samples if rank == 0 else None,
+                None if setting is None else msgspec.structs.asdict(setting),
+                entry.window,
             )
         )
     return out
 
 
-def _rank_dirs(doc: Mapping[str, Any], path: str) -> Dict[int, str]:
+def _rank_dirs(name: Optional[str], path: str) -> Dict[int, str]:
     """Each rank's per-step folder that exists: rank 0's ``steps_dir`` and its ``rank<r>/`` folders."""
-    name = doc.get("steps_dir")
-    if not isinstance(name, str):
+    if name is None:
         return {}
     top = os.path.join(os.path.dirname(os.path.abspath(path)), name)
     if not os.path.isdir(top):
@@ -285,9 +284,8 @@ class Timeline:
 
 def load_timeline(run: Run) -> Timeline:
     """The timeline of ``run`` and its per-step files; :class:`TraceError` for a run without one."""
-    doc = run.document
-    timeline = doc.get("timeline")
-    if not isinstance(timeline, Mapping) or not isinstance(timeline.get("trials"), list):
+    timeline = run.model.timeline
+    if timeline is None:
         why = (
             "it was made from a log by benchy parse"
             if run.source == "log"
@@ -295,11 +293,11 @@ def load_timeline(run: Run) -> Timeline:
         )
         raise TraceError(f"{run.path or 'the run'} has no timeline: {why}; run the benchmark again with this benchy")
     path = run.path or "."
-    dirs = _rank_dirs(doc, path)
-    per_rank = {r: _trials(doc, r) for r in range(max(1, run.nranks))}
+    dirs = _rank_dirs(run.model.steps_dir, path)
+    per_rank = {r: _trials(timeline, r) for r in range(max(1, run.nranks))}
     starts = [t.started for trials in per_rank.values() for t in trials]
-    startup = doc.get("loader_startup") if isinstance(doc.get("loader_startup"), Mapping) else None
-    passes = [(float(a), float(b)) for a, b in zip((startup or {}).get("started") or [], (startup or {}).get("seconds") or [])]
+    startup = run.model.loader_startup
+    passes = [] if startup is None else [(float(a), float(b)) for a, b in zip(startup.started, startup.seconds)]
     starts += [s for s, _ in passes]
     if not starts:
         raise TraceError(f"{path}: its timeline holds no trial with a start time")
@@ -322,13 +320,13 @@ def load_timeline(run: Run) -> Timeline:
             notes.append(f"per-step slices of ranks {', '.join(map(str, saved))}; the others show their trials")
     elif not saved:
         notes.append("no per-step files (save_steps: false, or the steps folder is gone): trials only")
-    undrawn = [str(e["trial"]) for e in timeline["trials"] if e.get("started") is None or e.get("own_seconds") is None]
+    undrawn = [e.trial for e in timeline.trials if e.started is None or e.own_seconds is None]
     if undrawn:
         notes.append(
             f"{len(undrawn)} trial{'s' if len(undrawn) != 1 else ''} without a start time or a duration (null "
             f"in the file) not drawn: {', '.join(undrawn[:8])}{' ...' if len(undrawn) > 8 else ''}"
         )
-    if any(t.window is not None and int(t.window.get("segments") or 1) > 1 for t in per_rank.get(0, [])):
+    if any(t.window is not None and (t.window.segments or 1) > 1 for t in per_rank.get(0, [])):
         notes.append(
             "a trial whose window spans an epoch's end is drawn from its start with its counted steps end "
             "to end; the time between its stretches (the epoch's end, the next iter(), whatever the loop "
@@ -342,7 +340,6 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
 
     Raises :class:`TraceError` for a run without a timeline (an older benchy's, or a parsed log)."""
     line = load_timeline(run)
-    doc = run.document
     stats = TraceStats(notes=list(line.notes))
     origin, steps, readings, passes = line.origin, line.steps, line.readings, line.passes
     total = sum(_step_events(s) for s in steps.values())
@@ -394,7 +391,7 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
         "start_utc": datetime.fromtimestamp(origin, tz=timezone.utc).isoformat(),
         "max_step_events": max_events,
         "steps_per_slice": stats.block,
-        "profiler": doc.get("profiler"),
+        "profiler": run.document.get("profiler"),
         "notes": stats.notes,
         "verdict": run.verdict,
     }

@@ -4,11 +4,12 @@
   :class:`benchy.core.config.Config`), what it allows, with its bounds (the validation rules,
   :data:`benchy.core.config_rules.RULES`) and what it does (:data:`benchy.results.text.config.MEANINGS`);
 * ``reference/_generated/lines.md``: every ``BENCHY::`` line kind (:data:`benchy.results.lines.LINE_KINDS`);
-* ``reference/_generated/json.md``: every key of the result JSON (:data:`benchy.results.keys.JSON_KEYS`);
+* ``reference/_generated/json.md``: every top-level key of the result JSON and what it holds in words (the
+  descriptions of :class:`benchy.results.model.Document`'s fields);
 * ``reference/_generated/exits.md``: the exit statuses (:data:`benchy.results.text.exits.EXIT_STATUSES`, also in
   ``benchy --help``);
-* ``reference/_generated/document.md``: what each key may hold, at every depth, as the reader checks it
-  (:data:`benchy.results.document.DOCUMENT`), and the reader's bounds.
+* ``reference/_generated/document.md``: what each key may hold, at every depth, as the reader decodes it
+  (the types and bounds of :mod:`benchy.results.model`'s structs), and the reader's bounds.
 
 The pages include them; ``tests/results/test_keys.py`` checks the tables against what the code writes.
 """
@@ -77,16 +78,17 @@ def lines_table() -> str:
 
 
 def json_table() -> str:
-    from benchy.results.keys import JSON_KEYS
+    from benchy.results.model import top_rows
 
     rows = ["| key | content |", "| --- | --- |"]
-    for keys, content in JSON_KEYS:
+    for keys, content in top_rows():
         rows.append(f"| {', '.join(f'`{k}`' for k in keys)} | {_cell(content)} |")
     return "\n".join(rows) + "\n"
 
 
 def document_table() -> str:
     from benchy.results import document as d
+    from benchy.results.model import rows
 
     out = [
         f"A file is at most {d.MAX_FILE_BYTES >> 20} MiB; values nest at most {d.MAX_DEPTH} levels; an integer "
@@ -98,7 +100,7 @@ def document_table() -> str:
         "| key | holds |",
         "| --- | --- |",
     ]
-    for path, kind, required in d.rows():
+    for path, kind, required, _ in rows():
         out.append(f"| {_code(path)} | {_cell(kind)}{' (required)' if required else ''} |")
     return "\n".join(out) + "\n"
 

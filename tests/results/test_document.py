@@ -1,6 +1,7 @@
-"""The result file's declared types and its one reader: every command meets a bad file with one line
-naming the file, the key, what was expected and what was found (exit 2), within bounded memory; a
-fuzzer (hypothesis) holds the reader to that for any bytes and any change to a real file."""
+"""The result file's one declaration (the structs of results/model.py) and its one reader: every command meets a
+bad file with one line naming the file, the key, what was expected and what was found (exit 2), within bounded
+memory; keys the model does not declare are kept; a fuzzer (hypothesis) holds the reader to that for any bytes
+and any change to a real file."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 import pytest
+from helpers import undeclared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import benchy
-from benchy.results.document import DOCUMENT, MAX_DEPTH, ResultFileError, check, parse, rows
+from benchy.results.document import MAX_DEPTH, ResultFileError, check, parse
+from benchy.results.model import Document, rows
 from benchy.results.schema import read_run
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "results"
@@ -88,7 +91,7 @@ CASES: List[tuple] = [
     (
         "a stage's name",
         json.dumps(_set(raw("v4"), ["stages", "stages", 0, "name"], 3)),
-        "stages.stages[0].name: expected a string, got 3",
+        "stages.stages[0].name: expected a string or null, got 3",
     ),
     (
         "a window",
@@ -98,7 +101,7 @@ CASES: List[tuple] = [
     (
         "a mode that is not one",
         json.dumps(_set(raw("v4"), ["timeline", "trials", 0, "mode"], "FAST")),
-        'timeline.trials[0].mode: expected one of "IO", "SYNTHETIC", "FULL", got "FAST"',
+        'timeline.trials[0].mode: expected one of "FULL", "IO", "SYNTHETIC", got "FAST"',
     ),
     (
         "no run name",
@@ -183,7 +186,7 @@ def test_every_stored_version_checks_and_every_declared_key_is_documented() -> N
     for name in sorted(p.name for p in DATA.iterdir() if p.is_dir()):
         run = benchy.load(DATA / name / "benchy_result.json")
         check(run.document, name)
-    documented = {path for path, _, _ in rows()}
+    documented = {path for path, _, _, _ in rows()}
     for key in (
         "FULL.system[].rss_max_bytes",
         "timeline.trials[].window.start_step",
@@ -193,32 +196,25 @@ def test_every_stored_version_checks_and_every_declared_key_is_documented() -> N
         "decision.io_vs_synthetic.interval[]",
     ):
         assert key in documented
-    top = [p for p, _, required in rows() if required and "." not in p and "[" not in p]
+    top = [p for p, _, required, _ in rows() if required and "." not in p and "[" not in p]
     assert top == ["schema_version", "run_name"]
 
 
-def _written_keys(value: Any, path: str = "") -> set:
-    """Every key path of a document, as :func:`rows` names them."""
-    out = set()
-    if isinstance(value, dict):
-        for key, x in value.items():
-            sub = f"{path}.{key}" if path else key
-            out.add(sub)
-            out |= _written_keys(x, sub)
-    elif isinstance(value, list):
-        for x in value:
-            out.add(f"{path}[]")
-            out |= _written_keys(x, f"{path}[]")
-    return out
-
-
 def test_the_model_declares_every_key_a_real_run_writes() -> None:
-    declared = {path for path, _, _ in rows()}
-    for name in ("v4", "v4-2ranks", "v4-sweep"):
-        written = {k for k in _written_keys(raw(name)) if not k.startswith("config.")}
-        # Keys of the writer's choosing (modes, dtypes, ops, files) are declared as ``.<name>``.
-        named = {k for k in written if any(k.startswith(p.split(".<name>")[0] + ".") for p in declared if ".<name>" in p)}
-        assert written - named - declared == set(), name
+    for name in ("v4", "v4-2ranks", "v4-sweep", "v5", "v5-2ranks", "v5-sweep"):
+        assert undeclared(raw(name)) == set(), name
+
+
+def test_keys_the_model_does_not_declare_are_kept_on_read(tmp_path: Path) -> None:
+    doc = raw("v5")
+    doc["from_a_newer_tool"] = {"kept": [1, 2]}
+    doc["FULL"]["system"][0]["fan_rpm"] = 1200
+    path = tmp_path / "extra.json"
+    path.write_text(json.dumps(doc))
+    run = benchy.load(path)
+    assert run.document["from_a_newer_tool"] == {"kept": [1, 2]} and run.document["FULL"]["system"][0]["fan_rpm"] == 1200
+    assert run.model.FULL is not None and run.model.FULL.system[0] is not None  # the declared keys decoded beside them
+    assert run.model.FULL.system[0].rss_max_bytes == doc["FULL"]["system"][0]["rss_max_bytes"]
 
 
 # --- memory -------------------------------------------------------------------------------------
@@ -353,9 +349,44 @@ def test_a_document_in_memory_is_checked_as_a_file_is() -> None:
     doc = _set(raw("v4"), ["stages", "per_worker"], [{"worker": "w0"}])
     with pytest.raises(
         ResultFileError,
-        match=r"^mem: stages\.per_worker\[0\]\.worker: expected an integer >= 0, "
+        match=r"^mem: stages\.per_worker\[0\]\.worker: expected an integer >= 0 or null, "
         r'got "w0"$',
     ):
         read_run(doc, "mem")
     assert parse('{"a": [1, 2.5, null]}', "x") == {"a": [1, 2.5, None]}
-    assert DOCUMENT.fields["IO"].text() == "an object with the mode's trials or null"
+    assert isinstance(read_run(raw("v5"), "mem").model, Document)
+    assert dict(rows())["IO"] if False else [r[1] for r in rows() if r[0] == "IO"] == ["an object with the mode's trials or null"]
+
+
+# --- one declaration ----------------------------------------------------------------------------
+
+
+def test_the_docs_tables_the_writer_and_the_reader_all_come_from_the_structs(tmp_path: Path) -> None:
+    import msgspec
+
+    from benchy.results.model import top_rows
+    from benchy.results.schema import encoded
+
+    # The reader decodes into them.
+    run = benchy.load(DATA / "v5" / "benchy_result.json")
+    assert isinstance(run.model, Document) and run.model.run_name == run.name
+    # The writer encodes them: what it built comes out in the declared order, and a value of the wrong type
+    # is written as built (nothing measured lost) for the reader to name.
+    fields = [f.encode_name for f in msgspec.structs.fields(Document)]
+    built = dict(reversed(list(raw("v5").items())))  # the builder's order does not matter
+    out = encoded(built)
+    assert list(out) == [f for f in fields if f in out] and set(out) >= set(built)
+    first, again = raw("v5")["FULL"]["system"][0], out["FULL"]["system"][0]
+    assert {k: again[k] for k in first} == first and again["gpu_util"] is None  # every declared key, null if unmeasured
+    assert "parsed_from" not in out and "tokens" not in out["FULL"]  # left UNSET: left out
+    wrong = _set(raw("v5"), ["nranks"], "two")
+    assert encoded(wrong) is wrong
+    # The manual's tables are generated from them (docs/_ext/benchy_reference.py).
+    sys.path.insert(0, str(DATA.parents[2] / "docs" / "_ext"))
+    try:
+        import benchy_reference
+    finally:
+        sys.path.pop(0)
+    json_md, document_md = benchy_reference.json_table(), benchy_reference.document_table()
+    assert all(f"`{keys[0]}`" in json_md for keys, _ in top_rows()) and len(top_rows()) >= 40
+    assert all(f"| `{path}` | {words}" in document_md for path, words, _, _ in rows())

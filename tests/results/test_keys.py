@@ -1,5 +1,6 @@
 """The reference tables the documentation is generated from name exactly what the code writes: every
-top-level key of a written result JSON (real runs and a parsed log), every line kind, every config key."""
+top-level key of a written result JSON (real runs and a parsed log: the model's fields, each with words), every
+line kind, every config key."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ import pytest
 from benchy.core.config import Config
 from benchy.core.config_rules import RULES
 from benchy.results import lines
-from benchy.results.keys import JSON_KEYS, documented_keys
+from benchy.results.model import top_rows
 from benchy.results.text.config import MEANINGS
+
+JSON_KEYS = top_rows()
+
+
+def documented_keys() -> tuple:
+    return tuple(key for keys, _ in JSON_KEYS for key in keys)
+
 
 RESULTS = Path(__file__).resolve().parent.parent / "data" / "results"
 WRITTEN = ["v5", "v5-2ranks", "v5-sweep"]  # real runs of this schema version
