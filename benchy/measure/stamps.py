@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -140,9 +140,10 @@ def build_result(
     asks: Optional[Series] = None,
     fetched: Optional[float] = None,
     gaps: Optional[Pauses] = None,
+    drop: Sequence[int] = (),
 ) -> TrialResult:
-    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them), from the
-    series the loop filled (moved into their typed arrays by the caller).
+    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them) less those in ``drop``
+    (a window's periods left out), from the series the loop filled (moved into their typed arrays by the caller).
 
     FULL passes ``asks``: ``asks[i]`` is when the loop asked for the batch after batch ``i``,
     splitting period ``i`` into the step (``stamps[i]`` to ``asks[i]``) and the wait for data
@@ -153,8 +154,9 @@ def build_result(
     wait part (FULL's series moves), taken out of the period and its wait.
 
     Memory: the step times are computed into the result's own array, the waits in place in
-    ``asks``' array and the step parts in ``stamps``', so nothing per step is allocated here
-    beyond what the result keeps (8 bytes for the time, 1 to 8 for the count).
+    ``asks``' array and the step parts in ``stamps``', the periods dropped by moving the kept ones forward
+    in place, so nothing per step is allocated here beyond what the result keeps (8 bytes for the time,
+    1 to 8 for the count, 4 for a FULL period's wait). The series are used up: build the result last.
     """
     n = len(sizes) if periods is None else periods
     times = np.frombuffer(stamps.data, dtype=np.float64)[: n + 1]
@@ -166,38 +168,71 @@ def build_result(
     counts_all = np.frombuffer(sizes.data, dtype=np.dtype(sizes.data.typecode))[:n]
     counts, view = _typed(samples_typecode(counts_all), n)
     view[:] = counts_all
-    split: Dict[str, Any] = {}
+    waits: Optional[np.ndarray[Any, Any]] = None
     if asks is not None and n > 0:
         waits = np.frombuffer(asks.data, dtype=np.float64)[:n]
         np.subtract(times[1:], waits, out=waits)  # in place: asks are not needed after this
-        if fetched is not None and n == len(sizes):
+        if fetched is not None:
             waits[n - 1] -= times[n] - fetched
         for k, seconds in gaps or ():
             if 0 <= k < n:
                 steps[k] -= seconds
                 waits[k] -= seconds
-        if np.isfinite(waits).all():
-            wait_seconds = float(waits.sum())
-            kept, kept_view = _typed("f", n)  # each period's wait, for the timeline (4 bytes a step)
-            kept_view[:] = waits
-            work = times[1 : n + 1]  # in place: the stamps are not needed after this either (stamps[0] is)
-            np.subtract(steps, waits, out=work)
-            split = {
-                "wait_seconds": wait_seconds,
-                "wait_median": float(np.median(waits, overwrite_input=True)),
-                "work_median": float(np.median(work, overwrite_input=True)),
-                "step_waits": kept,
-            }
-    seconds = float(steps.sum())
+    dropped = sorted({k for k in drop if 0 <= k < n})
+    started = _finite(times[0])
+    if dropped and started is not None:
+        first = next((k for k in range(n) if k not in dropped), n)  # the first period kept
+        started += float(steps[:first].sum())
+    m = n - len(dropped)
+    for compacted in (steps, view, waits):
+        if compacted is not None:
+            _compact(compacted, dropped, n)
+    del compacted
+    steps, view = steps[:m], view[:m]
+    split: Dict[str, Any] = {}
+    if waits is not None and m > 0 and np.isfinite(waits[:m]).all():
+        waits = waits[:m]
+        wait_seconds = float(waits.sum())
+        kept, kept_view = _typed("f", m)  # each period's wait, for the timeline (4 bytes a step)
+        kept_view[:] = waits
+        del kept_view
+        work = times[1 : m + 1]  # in place: the stamps are not needed after this either (stamps[0] is)
+        np.subtract(steps, waits, out=work)
+        split = {
+            "wait_seconds": wait_seconds,
+            "wait_median": float(np.median(waits, overwrite_input=True)),
+            "work_median": float(np.median(work, overwrite_input=True)),
+            "step_waits": kept,
+        }
+    seconds, samples = float(steps.sum()), int(view.sum(dtype=np.int64))
+    del steps, view, times, waits  # the views of the result's arrays, so that they can shrink
+    if m < n:
+        del step_seconds[m:], counts[m:]
     return TrialResult(
         spec=spec,
-        samples=int(counts_all.sum(dtype=np.int64)),
+        samples=samples,
         seconds=seconds,
         step_seconds=step_seconds,
         step_samples=counts,
-        started=_finite(times[0]),
+        started=started,
         **split,
     )
+
+
+_BLOCK = 1 << 16  # values moved at a time when periods are dropped (a block's temporary copy at most)
+
+
+def _compact(values: np.ndarray[Any, Any], dropped: Sequence[int], n: int) -> None:
+    """Move the first ``n`` values less those at ``dropped`` (sorted) to the front, in order, in place."""
+    if not dropped:
+        return
+    at = dropped[0]
+    for j, k in enumerate(dropped):
+        start, end = k + 1, dropped[j + 1] if j + 1 < len(dropped) else n
+        for s in range(start, end, _BLOCK):
+            size = min(_BLOCK, end - s)
+            values[at : at + size] = values[s : s + size]
+            at += size
 
 
 def _finite(value: Any) -> Optional[float]:

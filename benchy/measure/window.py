@@ -17,12 +17,11 @@ So the window's result is ``n`` measured periods, whatever the epochs did.
 from __future__ import annotations
 
 import dataclasses
-from array import array
 from typing import Any, Callable, List, NamedTuple, Optional
 
 import numpy as np
 
-from ..core.results import TrialResult, WindowSpan, samples_typecode
+from ..core.results import TrialResult, WindowSpan
 from ..core.schedule import Mode, TrialSpec
 from .stamps import LOOKAHEAD_SHARE, Pauses, Series, build_result, size_buffer, stamp_buffer
 
@@ -200,62 +199,17 @@ class WindowRun:
         )
 
     def result(self) -> TrialResult:
-        """The trial over its measured periods (the window is ``done``)."""
-        h = self.stamps.done
-        full = build_result(
+        """The trial over its measured periods (the window is ``done``). It uses the series up (FULL's are
+        overwritten in place, the periods left out dropped in place): the last thing asked of a window."""
+        result = build_result(
             self.spec,
-            _view(self.stamps, h + 1),
-            _view(self.sizes, h),
+            self.stamps,
+            self.sizes,
             self.pauses,
-            asks=None if self.asks is None else _view(self.asks, h),
+            periods=self.stamps.done,
+            asks=self.asks,
             fetched=self.fetched,
             gaps=self.gaps,
+            drop=self.left_out,
         )
-        drop = sorted(set(i for i in self.left_out if 0 <= i < h))
-        result = _without(full, drop)
         return dataclasses.replace(result, window=self.span())
-
-
-def _view(series: Series, length: int) -> Series:
-    """``series`` whose arrays are exactly ``length`` long (build_result reads them whole)."""
-    out = Series(0, series.data.typecode, 0, buffered=False)
-    out.data = series.data[:length]
-    out.done = length
-    return out
-
-
-def _without(result: TrialResult, drop: List[int]) -> TrialResult:
-    """``result`` without the periods ``drop``: their times, samples and waits."""
-    if not drop:
-        return result
-    steps = np.frombuffer(result.step_seconds, dtype=np.float64)
-    counts = result.samples_array()
-    keep = np.ones(len(steps), dtype=bool)
-    keep[drop] = False
-    kept_steps = steps[keep]
-    kept_counts = counts[keep]
-    started = result.started
-    if started is not None and len(steps) and not keep[0]:
-        first = int(np.argmax(keep)) if keep.any() else 0
-        started = started + float(steps[:first].sum())
-    changes: dict[str, Any] = {}
-    if result.step_waits is not None:
-        waits = np.frombuffer(result.step_waits, dtype=np.float32)[keep].astype(np.float64)
-        work = kept_steps - waits
-        changes = {
-            "step_waits": array("f", waits.astype(np.float32).tobytes()) if len(waits) else array("f"),
-            "wait_seconds": float(waits.sum()) if len(waits) else None,
-            "wait_median": float(np.median(waits)) if len(waits) else None,
-            "work_median": float(np.median(work)) if len(work) else None,
-        }
-    return dataclasses.replace(
-        result,
-        samples=int(kept_counts.sum(dtype=np.int64)),
-        seconds=float(kept_steps.sum()),
-        step_seconds=array("d", kept_steps.tobytes()),
-        step_samples=array(samples_typecode(kept_counts), kept_counts.astype(np.dtype(samples_typecode(kept_counts))).tobytes())
-        if len(kept_counts)
-        else array("B"),
-        started=started,
-        **changes,
-    )

@@ -123,11 +123,11 @@ class Driver:
     def window_done(self, w: WindowRun) -> None:
         """A window measured its periods: a side window's figures recorded; a trial counted."""
         runner = self._runner
-        result = runner.finish(w.result()) if not w.spec.variant else runner.with_system(w.result())
         if runner.lookahead is None and w.spec.mode is Mode.SYNTHETIC and not w.spec.variant:
-            runner.lookahead = w.fetches_ahead()
+            runner.lookahead = w.fetches_ahead()  # from the series, before the result uses them up
             if runner.lookahead:
                 self._say(ev.LookaheadFound())
+        result = runner.finish(w.result()) if not w.spec.variant else runner.with_system(w.result())
         extra = self._side.extra
         if extra is not None:
             self._tally.results = self._side.finish(self._host.env(), result, self._tally.results)

@@ -506,3 +506,55 @@ def test_counters_carry_their_count_as_an_expression_that_falls_back_to_the_call
     ep = EpochState(iter(batches * 3), -1, 0.0, False)
     assert drive(epoch_loop(EpochArgs(ep, Script([("FULL", 9, w)]), t.clock), counter, False), t, 0.02) == 9
     assert list(w.result().step_samples) == [2, 5, 3, 4] * 2  # from step 0: its first period is left out
+
+
+@pytest.mark.parametrize("drop", [[], [0], [3], [3, 4], [0, 9], [2, 5, 6, 9], list(range(10))])
+@pytest.mark.parametrize("full", [False, True])
+def test_a_result_drops_its_left_out_periods_in_place_as_a_mask_would(drop: List[int], full: bool) -> None:
+    """The periods left out are moved out of the result's own arrays (no copy per step): every figure as
+    the kept periods alone give it, the arrays exactly as long as what is kept."""
+    import numpy as np
+
+    from benchy.measure.stamps import build_result, size_buffer, stamp_buffer
+
+    n = 10
+    rng = np.random.default_rng(len(drop) + 7 * full)
+    times = np.cumsum(rng.uniform(0.01, 0.05, n + 1)) + 100.0
+    stamps, sizes = stamp_buffer(n), size_buffer(n, None)
+    sizes.buffered = False
+    counts = rng.integers(1, 300, n)
+    for i in range(n + 1):
+        stamps.data[i] = float(times[i])
+    for i in range(n):
+        sizes.data[i] = int(counts[i])
+    stamps.done = sizes.done = n
+    asks = None
+    step_part = rng.uniform(0.2, 0.8, n) * np.diff(times)
+    if full:
+        asks = stamp_buffer(n)
+        for i in range(n):
+            asks.data[i] = float(times[i] + step_part[i])
+    pauses, gaps = [(2, 0.001), (9, 0.002)], [(5, 0.0005)] if full else []
+    spec = TrialSpec(Mode.FULL if full else Mode.SYNTHETIC, 1, False, n)
+    r = build_result(spec, stamps, sizes, pauses, periods=n, asks=asks, fetched=None, gaps=gaps, drop=drop)
+
+    periods = np.diff(times)
+    waits = times[1:] - (times[:-1] + step_part)
+    for k, d in pauses:
+        periods[k] -= d
+    for k, d in gaps:
+        periods[k] -= d
+        waits[k] -= d
+    keep = np.ones(n, dtype=bool)
+    keep[drop] = False
+    assert list(r.step_seconds) == pytest.approx(list(periods[keep]))
+    assert list(r.step_samples) == list(counts[keep]) and r.samples == int(counts[keep].sum())
+    assert r.seconds == pytest.approx(float(periods[keep].sum()))
+    first = int(np.argmax(keep)) if keep.any() else n
+    assert r.started == pytest.approx(float(times[0] + periods[:first].sum()))
+    assert len(r.step_seconds) == len(r.step_samples) == int(keep.sum())
+    if full and keep.any():
+        assert r.step_waits is not None and list(r.step_waits) == pytest.approx(list(waits[keep]), rel=1e-6)
+        assert r.wait_seconds == pytest.approx(float(waits[keep].sum()))
+        assert r.wait_median == pytest.approx(float(np.median(waits[keep])))
+        assert r.work_median == pytest.approx(float(np.median(periods[keep] - waits[keep])))
