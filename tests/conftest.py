@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional
 
 import pytest
 import yaml
-from helpers import ROOT, SCRATCH, USER_SCRIPT, ZYGOTE_SERVER, Run, run_python
+from helpers import ROOT, SCRATCH, USER_SCRIPT, ZYGOTE_SERVER, Run, made_once, run_python
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -54,21 +54,17 @@ LONGEST = (
     "test_mypy_finds_no_issue",
     "test_the_documentation_site_builds_strictly",
 )
-# Modules whose tests share an expensive fixture (a built wheel in a new environment, a browser, a compiled
-# NVTX recorder): one xdist worker runs each (``--dist loadgroup``), so the fixture is made once.
-SHARED_FIXTURE = {"test_wheel.py": "wheel", "test_html_browser.py": "browser", "test_nvtx.py": "nvtx"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     """Timing tests get up to two more tries: one burst of noise on a shared machine is not a failure (a real
     bias fails every try; each try brackets benchy's run with the plain loops again). The longest tests come
-    first; the modules of :data:`SHARED_FIXTURE` stay on one worker each."""
+    first. (The expensive fixtures shared by several tests, the built wheel's environment and the NVTX recorder,
+    are made once for the run whatever the workers, by ``helpers.made_once``: pytest-xdist 3.8's ``xdist_group``
+    marks have no effect under pytest 9, which no longer reads the node id xdist rewrites.)"""
     for item in items:
         if item.get_closest_marker("timing") is not None and item.get_closest_marker("flaky") is None:
             item.add_marker(pytest.mark.flaky(reruns=TIMING_RERUNS, reruns_delay=2))
-        group = SHARED_FIXTURE.get(item.path.name)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
     def first(item: pytest.Item) -> int:
         if item.path.name == "test_wheel.py":
@@ -235,13 +231,23 @@ def nvtx_recorder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
         pytest.skip("no C compiler (cc, gcc or clang) on this machine to build the NVTX recorder")
-    workdir = tmp_path_factory.mktemp("nvtx")
-    include = _nvtx_headers(workdir)
-    library = workdir / "nvtx-recorder.so"
-    subprocess.run(
-        [compiler, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", str(library), str(ROOT / "tests" / "nvtx" / "recorder.c")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return library
+
+    def make(workdir: Path) -> None:
+        include = _nvtx_headers(workdir)
+        subprocess.run(
+            [
+                compiler,
+                "-shared",
+                "-fPIC",
+                "-O2",
+                f"-I{include}",
+                "-o",
+                str(workdir / "nvtx-recorder.so"),
+                str(ROOT / "tests" / "nvtx" / "recorder.c"),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+
+    return made_once(tmp_path_factory, "nvtx", make) / "nvtx-recorder.so"  # once for the run, whatever the workers

@@ -4,8 +4,10 @@ builders. Fixtures live in ``conftest.py``."""
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -487,3 +489,21 @@ def run_zero_edit(
         proc.returncode = run_status(proc.returncode, read_statuses(str(record)))
         return proc
     return _new_interpreter([sys.executable, "-m", "benchy", "run", "--", sys.executable, str(script), *args], cwd, env, timeout)
+
+
+def made_once(tmp_path_factory: Any, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder every pytest-xdist worker of this run shares, filled by ``make`` once: the first worker to ask
+    makes it while the others wait on a lock, then all use it. (Fixtures of session or module scope are made once
+    per worker, or again after another module's tests ran between theirs; an expensive one made in the
+    checkout, as a wheel's build is, also races with itself.) A ``make`` that fails leaves no mark, and the next
+    worker to ask tries again."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = root / f"once-{name}", root / f"once-{name}.done"
+    with open(root / f"once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            make(folder)
+            done.touch()
+    return folder

@@ -95,7 +95,11 @@ def check(document: Any, where: str) -> Document:
     try:
         return msgspec.convert(document, Document)
     except msgspec.ValidationError as err:
-        raise _error(document, str(err), where) from None
+        try:
+            found = _error(document, str(err), where)
+        except (LookupError, StopIteration, TypeError, ValueError):  # a path this walk does not follow
+            found = ResultFileError(f"{where}: {err}")
+        raise found from None
 
 
 def _check_depth(document: Any, where: str) -> None:

@@ -17,7 +17,7 @@ from typing import Dict, List
 
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import ROOT, made_once
 
 from benchy import __version__
 
@@ -39,16 +39,20 @@ def run(command: List[str], cwd: Path, timeout: float, env: Dict[str, str] | Non
     )
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
-    out = tmp_path_factory.mktemp("dist")
+def _build(out: Path) -> None:
     started = time.perf_counter()
     proc = run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], ROOT, 600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(f"built in {time.perf_counter() - started:.1f} s")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
+    """The sdist and the wheel, built once for the run (in the checkout: two builds at once would race)."""
+    out = made_once(tmp_path_factory, "dist", _build)
     wheels, sdists = list(out.glob("*.whl")), list(out.glob("*.tar.gz"))
     assert [w.name for w in wheels] == [f"{WHEEL_NAME}-{__version__}-py3-none-any.whl"]
     assert [s.name for s in sdists] == [f"{WHEEL_NAME}-{__version__}.tar.gz"]
-    print(f"built in {time.perf_counter() - started:.1f} s")
     return {"wheel": wheels[0], "sdist": sdists[0]}
 
 
@@ -77,21 +81,24 @@ def test_the_wheel_holds_the_data_files_the_licence_and_the_command(built: Dict[
         assert f"Requires-Dist: {requirement}" in metadata.lower().replace("requires-dist", "Requires-Dist")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def venv(built: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtual environment with the wheel installed (torch from the constraints' pin)."""
-    home = tmp_path_factory.mktemp("venv") / "env"
-    proc = run([sys.executable, "-m", "venv", str(home)], ROOT, 120)
-    assert proc.returncode == 0, proc.stderr
-    started = time.perf_counter()
-    proc = run(
-        [str(home / "bin" / "pip"), "install", "-q", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
-        ROOT,
-        900,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    print(f"installed in {time.perf_counter() - started:.1f} s")
-    return home
+    """A fresh virtual environment with the wheel installed (torch from the constraints' pin), made once for the run."""
+
+    def make(folder: Path) -> None:
+        home = folder / "env"
+        proc = run([sys.executable, "-m", "venv", str(home)], ROOT, 120)
+        assert proc.returncode == 0, proc.stderr
+        started = time.perf_counter()
+        proc = run(
+            [str(home / "bin" / "pip"), "install", "-q", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
+            ROOT,
+            900,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        print(f"installed in {time.perf_counter() - started:.1f} s")
+
+    return made_once(tmp_path_factory, "venv", make) / "env"
 
 
 def test_the_installed_wheel_is_the_package_imported_not_the_checkout(venv: Path, tmp_path: Path) -> None:

@@ -14,6 +14,9 @@ import warnings
 warnings.filterwarnings("ignore")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")  # every worker's lines, not one of each
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# Ray Train's controller polls its workers every 2 s, and each epoch's report waits for a poll: 16 epochs took 50 s
+# on the test machine. Polled every 0.2 s, the same training takes 21 s; nothing else about the run changes.
+os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.2")
 
 import ray  # noqa: E402
 import torch  # noqa: E402
