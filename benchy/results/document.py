@@ -19,13 +19,12 @@ import os
 import re
 import sys
 import typing
-from typing import Annotated, Any, List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple
 
 import msgspec
-from msgspec import UnsetType
 
 from ..core.errors import BenchyError
-from .model import MAX_MAGNITUDE, Document, describe
+from .model import MAX_MAGNITUDE, Document, describe, inner
 
 __all__ = [
     "MAX_DEPTH",
@@ -132,16 +131,16 @@ def _error(document: Any, message: str, where: str) -> ResultFileError:
     hint: Any = Document
     path = ""
     for name, index, _ in steps:
-        inner = _inner(hint)
+        held = inner(hint)
         if name:
-            field = next(f for f in msgspec.structs.fields(inner) if f.encode_name == name)
+            field = next(f for f in msgspec.structs.fields(held) if f.encode_name == name)
             hint, path = field.type, _key(path, name)
             value = value.get(name, _MISSING) if isinstance(value, dict) else _MISSING
         elif index:
-            hint, path = typing.get_args(inner)[0], f"{path}[{index}]"
+            hint, path = typing.get_args(held)[0], f"{path}[{index}]"
             value = value[int(index)]
         else:  # an open object: the first key whose value the model refuses
-            hint = typing.get_args(inner)[1]
+            hint = typing.get_args(held)[1]
             key = next(k for k, x in value.items() if not _fits(x, hint))
             path, value = _key(path, key), value[key]
     expected = describe(msgspec.inspect.type_info(hint))
@@ -150,21 +149,6 @@ def _error(document: Any, message: str, where: str) -> ResultFileError:
         expected = base + f" of at most {MAX_MAGNITUDE:.0e} in size" + (" or null" if null else "")
     shown = "nothing" if value is _MISSING else _shown(value)
     return ResultFileError(f"{where}: {path or 'the document'}: expected {expected}, got {shown}")
-
-
-def _inner(hint: Any) -> Any:
-    """The type a hint holds when it holds something: ``Annotated`` and ``Optional`` taken off."""
-    while True:
-        origin = typing.get_origin(hint)
-        if origin is Annotated:
-            hint = typing.get_args(hint)[0]
-        elif origin is Union:
-            kinds = [t for t in typing.get_args(hint) if t not in (type(None), UnsetType)]
-            if len(kinds) != 1:
-                return hint
-            hint = kinds[0]
-        else:
-            return hint
 
 
 def _fits(value: Any, hint: Any) -> bool:

@@ -15,6 +15,7 @@ the encoder leaves out; every other key is written, null where nothing was measu
 from __future__ import annotations
 
 import json
+import typing
 from typing import Annotated, Any, ClassVar, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import msgspec
@@ -1002,62 +1003,59 @@ def _plural(info: Any) -> str:
     return text
 
 
-def unwrap(info: Any) -> Any:
-    """The type inside metadata and optional unions (what a key holds when it holds something)."""
-    i = msgspec.inspect
+def inner(hint: Any) -> Any:
+    """The type a field's hint holds when it holds something: ``Annotated`` and ``Optional`` (and ``UNSET``) taken
+    off. The documentation's tables and the reader's errors walk the model by it."""
     while True:
-        if isinstance(info, i.Metadata):
-            info = info.type
-        elif isinstance(info, i.UnionType):
-            kinds = [t for t in info.types if not isinstance(t, i.NoneType)]
+        origin = typing.get_origin(hint)
+        if origin is Annotated:
+            hint = typing.get_args(hint)[0]
+        elif origin is Union:
+            kinds = [t for t in typing.get_args(hint) if t not in (type(None), UnsetType)]
             if len(kinds) != 1:
-                return info
-            info = kinds[0]
+                return hint
+            hint = kinds[0]
         else:
-            return info
+            return hint
 
 
-def _description(info: Any) -> str:
-    i = msgspec.inspect
-    if isinstance(info, i.Metadata):
-        return str((info.extra_json_schema or {}).get("description", ""))
+def _description(hint: Any) -> str:
+    """A field's words: the ``description`` of the ``Meta`` its hint carries."""
+    if typing.get_origin(hint) is Annotated:
+        for meta in typing.get_args(hint)[1:]:
+            if isinstance(meta, Meta) and meta.description:
+                return meta.description
     return ""
 
 
-def _children(info: Any) -> Iterator[Tuple[str, Any, bool]]:
-    """(suffix, type, required) of the values inside one (``.key``, ``[]``, ``.<name>``)."""
-    i = msgspec.inspect
-    inner = unwrap(info)
-    if isinstance(inner, i.StructType):
-        for f in inner.fields:
+def children(hint: Any) -> Iterator[Tuple[str, Any, bool]]:
+    """(suffix, hint, required) of the values inside a value of ``hint``: ``.key`` (a struct's field, by the name
+    the file uses), ``[]`` (a list's items), ``.<name>`` (an open object's values)."""
+    found = inner(hint)
+    if isinstance(found, type) and issubclass(found, Struct):
+        for f in msgspec.structs.fields(found):
             yield f".{f.encode_name}", f.type, f.required
-    elif isinstance(inner, i.ListType):
-        yield "[]", inner.item_type, False
-    elif isinstance(inner, i.DictType):
-        yield ".<name>", inner.value_type, False
+    elif typing.get_origin(found) is list:
+        yield "[]", typing.get_args(found)[0], False
+    elif typing.get_origin(found) is dict:
+        yield ".<name>", typing.get_args(found)[1], False
 
 
-def rows(info: Any = None, path: str = "") -> List[Tuple[str, str, bool, str]]:
+def rows(hint: Any = Document, path: str = "") -> List[Tuple[str, str, bool, str]]:
     """(key path, what it may hold, whether a file must have it, its words) for every key :class:`Document`
     declares, depth first (``[]``: each item of a list; ``.<name>``: each key of an open object)."""
-    info = msgspec.inspect.type_info(Document) if info is None else info
     out: List[Tuple[str, str, bool, str]] = []
-    for suffix, child, required in _children(info):
+    for suffix, child, required in children(hint):
         key = (path + suffix) if path else suffix.lstrip(".")
-        out.append((key, describe(child), required, _description(child)))
+        out.append((key, describe(msgspec.inspect.type_info(child)), required, _description(child)))
         out.extend(rows(child, key))
     return out
-
-
-def _fields(info: Any) -> Iterator[Tuple[str, Any]]:
-    for f in info.fields:
-        yield f.encode_name, f
 
 
 def top_rows() -> List[Tuple[Tuple[str, ...], str]]:
     """(keys, words) for the document's top-level keys, neighbours with the same words as one entry."""
     out: List[Tuple[Tuple[str, ...], str]] = []
-    for _, f in _fields(msgspec.inspect.type_info(Document)):
+    for f in msgspec.structs.fields(Document):
         text = _description(f.type)
         if out and out[-1][1] == text:
             out[-1] = (out[-1][0] + (f.encode_name,), text)
