@@ -520,6 +520,7 @@ class Snapshot:
     steps_taken: Optional[int] = None  # the loop's steps since the benchmark began
     likely_steps: Optional[int] = None  # the further steps a decision would likely take (None: decided, or unknown)
     per_batch: Optional[int] = None  # the batch sampler's samples a batch, where it makes the same number every batch
+    queue_depth: int = 0  # batches the loader's workers are handed ahead (num_workers x prefetch_factor)
 
 
 @dataclass(frozen=True)

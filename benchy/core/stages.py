@@ -30,6 +30,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .queues import Shape, shape_of
+
 __all__ = [
     "BUSY_WORKERS",
     "HOL_SHARE",
@@ -216,6 +218,10 @@ class StageReport:
     free_cores: Optional[float] = None
     trials: List[str] = field(default_factory=list)
     instrumentation: Optional[float] = None  # the timers' own cost per sample (s), where measured
+    # The shapes of a worker's time a batch and of the main process's receive (their quantiles over their means,
+    # :func:`benchy.core.queues.shape_of`): what the what-if model's simulation draws from.
+    worker_shape: Shape = ()
+    receive_shape: Shape = ()
 
     @property
     def straggler(self) -> Optional[SlowWorker]:
@@ -486,6 +492,8 @@ def analyse(
         memory=list(memory),
         free_cores=free_cores,
         trials=[t.label for t in trials],
+        worker_shape=shape_of(np.concatenate([t.end - t.start for t in steady])) if workers else (),
+        receive_shape=shape_of(receive) if workers else (),
     )
 
 

@@ -529,6 +529,7 @@ def read(
     price: Optional[float] = None,
     epoch_batches: Optional[int] = None,
     more: MoreTrials = MoreTrials(),
+    depth: int = 0,
 ) -> Reading:
     """The :class:`Reading` of ``results``, every figure the outputs render worked out once:
     :func:`verdict`, then :func:`diagnosis` of it, with the step's FLOPs against ``peak_flops``
@@ -536,7 +537,8 @@ def read(
     with ``count: tokens``), the energy, each mode's system means and, with ``steps`` (the final
     summary: it reads every step), each mode's step profile (FULL's gives the stall claim); with ``whatif``,
     the model of :mod:`benchy.core.whatif` (``price``: an hour's price; ``epoch_batches``: the epoch's length);
-    ``more``: how this run gets more trials (what an undecided verdict advises)."""
+    ``more``: how this run gets more trials (what an undecided verdict advises); ``depth``: the loader's queue
+    depth (the what-if model's simulation)."""
     profiles = {m: p for m in modes if steps and (p := step_profile(results.measured(m))) is not None}
     systems = {m: s for m in modes if (s := system_means(results.measured(m))) is not None}
     full_profile = profiles.get(Mode.FULL)
@@ -556,5 +558,5 @@ def read(
         energy_report(results, modes),
         profiles,
         systems,
-        from_results(results, systems, workers, price=price, epoch_batches=epoch_batches) if whatif else None,
+        from_results(results, systems, workers, price=price, epoch_batches=epoch_batches, depth=depth) if whatif else None,
     )

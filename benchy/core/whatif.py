@@ -28,16 +28,21 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .claims import Contended
+from .queues import Shape, Shapes, periods, shape_of
 from .stages import MAIN_WORK, StageKind
 from .stats import Estimate
 
 __all__ = [
     "AGREE",
     "BASIS_STAGES",
+    "FLIP_MAX",
+    "MAX_WORKERS",
     "NEEDS_SHARE",
     "SPEEDUPS",
     "Basis",
@@ -137,14 +142,28 @@ class Inputs:
     contention_rate: float = 0.0  # ... the loader's batches a second then
     full_contention: float = 0.0  # FULL: how much longer its step takes than SYNTHETIC's (the wait taken out)
     full_rate: float = 0.0  # ... FULL's batches a second
+    depth: int = 0  # indices the loader hands its workers ahead (num_workers x prefetch_factor; 0: torch's default)
+    shapes: Shapes = field(default_factory=Shapes)  # the measured distributions' shapes (a worker's batch, the receive, the step)
+
+    @property
+    def prefetch(self) -> int:
+        """Batches each worker is handed ahead (the loader's prefetch_factor; torch's default 2 where unknown)."""
+        return max(1, self.depth // self.workers) if self.workers > 0 and self.depth > 0 else 2
 
     def stretch(self, rate: float) -> float:
         """The step's time beside a loader that gives ``rate`` batches a second, over its time alone: through
         (0, 0), FULL's own point and CONTENTION_1's (the loader flat out), linear between them, flat past the
-        last (see :mod:`benchy.core.whatif`)."""
-        points = sorted(p for p in ((self.full_rate, self.full_contention), (self.contention_rate, self.contention)) if p[0] > 0)
-        if not points or rate <= 0:
+        last; never less at a faster pace than at a slower one (a loader that works harder does not slow the step
+        less: where the faster point measured less, the slower point's figure holds past it; see
+        :mod:`benchy.core.whatif`)."""
+        both = ((self.full_rate, self.full_contention), (self.contention_rate, self.contention))
+        measured = sorted(p for p in both if p[0] > 0)
+        if not measured or rate <= 0:
             return 1.0
+        points, top = [], 0.0
+        for x, y in measured:
+            top = max(top, y)
+            points.append((x, top))
         x0, y0 = 0.0, 0.0
         for x1, y1 in points:
             if rate <= x1:
@@ -233,9 +252,19 @@ class Need:
     workers: Optional[int]
     cores: Optional[float]
     full: Optional[float]  # FULL then (samples/s)
+    # the workers at the ends of the measured intervals (the fewest: a faster IO and a slower step; None: more
+    # than MAX_WORKERS)
+    fewest: Optional[int] = None
+    most: Optional[int] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"speedup": self.speedup, "workers": self.workers, "cores": self.cores, "full": self.full}
+        return {
+            "speedup": self.speedup,
+            "workers": self.workers,
+            "workers_interval": [self.fewest, self.most],
+            "cores": self.cores,
+            "full": self.full,
+        }
 
 
 @dataclass(frozen=True)
@@ -254,6 +283,8 @@ class WhatIf:
     contention: Optional[float] = None  # FULL's step over SYNTHETIC's, less one: how much the loader slows the step
     price: Optional[float] = None  # global.price_per_hour
     epoch_batches: Optional[int] = None
+    # the flip at the ends of the measured intervals: the earliest (a slower IO, a faster step) and the latest
+    flip_range: Tuple[Optional[float], Optional[float]] = (None, None)
 
     @property
     def wait_cost(self) -> Optional[Tuple[Optional[float], float]]:
@@ -292,10 +323,12 @@ class WhatIf:
                 "contention_loader_rate": inp.contention_rate,
                 "full_contention": inp.full_contention,
                 "full_loader_rate": inp.full_rate,
+                "queue_depth": inp.depth,
             },
             "scale": self.scale,
             "own": self.own.to_dict(),
             "flip_speedup": self.flip,
+            "flip_speedup_interval": list(self.flip_range),
             "needs": [n.to_dict() for n in self.needs],
             "predictions": [p.to_dict() for p in self.predictions],
             "checks": [c.to_dict() for c in self.checks],
@@ -333,18 +366,36 @@ def _stage_cut(loader: Loader, free: Optional[str], workers: int) -> Tuple[float
     return worker, min(cpu, worker), main, min(main_cpu, main), plain
 
 
-def _periods(inp: Inputs, change: Change, scale: float, step: float) -> Tuple[float, float, Limit]:
-    """(IO seconds a batch, FULL seconds a batch, what limits FULL) for ``change``; the loader's times
-    multiplied by ``scale``; ``step``: SYNTHETIC's seconds a step."""
+@dataclass(frozen=True)
+class _Pace:
+    """The steady model's seconds a batch for one change at one end of the intervals, and what the simulation
+    of the pipeline (:mod:`benchy.core.queues`) is given: a worker's time a batch, the main process's, the
+    step as it runs beside the loader, and the cores' bounds."""
+
+    io: float
+    full: float
+    limit: Limit
+    worker: float = 0.0
+    main: float = 0.0
+    step: float = 0.0  # the step made faster, stretched beside the loader
+    io_cores: float = 0.0  # the cores' bound on IO's period
+    full_cores: float = 0.0  # ... on FULL's
+    slow: float = 1.0
+
+
+def _periods(inp: Inputs, change: Change, scale: float, step: float) -> _Pace:
+    """The steady model for ``change``; the loader's times multiplied by ``scale``; ``step``: SYNTHETIC's seconds
+    a step."""
     worker, cpu, main, main_cpu, plain = (x * scale for x in _stage_cut(inp.loader, change.free, change.workers))
     s = faster(step, inp.step_fixed, change.speedup)
     if change.workers <= 0:
         io = worker + plain
-        return io, s + io, LIMITS[4]
+        return _Pace(io, s + io, LIMITS[4])
     avail = max(0.25, change.cores - inp.other)
     slow = inp.loader.slow if change.workers > 1 else 1.0
     pool = slow * worker / change.workers
-    io = max(pool, main, (cpu + main_cpu) / avail)
+    io_cores = (cpu + main_cpu) / avail
+    io = max(pool, main, io_cores)
     step_cpu = s * max(0.0, min(inp.step_cores, change.cores))
     bound = (cpu + main_cpu + step_cpu) / avail
     stretch = 1.0
@@ -359,7 +410,7 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> Tuple[fl
                 break
             full = 0.5 * (full + again)
     limit = LIMITS[which] if which != 0 or s * stretch >= main else LIMITS[2]
-    return io, full, limit
+    return _Pace(io, full, limit, worker, main, s * stretch, io_cores, bound, slow)
 
 
 def faster(step: float, fixed: float, speedup: float) -> float:
@@ -375,27 +426,36 @@ def _scale(inp: Inputs, io_rate: float) -> float:
     if inp.basis == BASIS_STAGES:
         return inp.io[1] / io_rate if io_rate > 0 else 1.0
     own = Change(inp.workers, inp.cores)
-    period, _, _ = _periods(inp, own, 1.0, inp.step[1])
+    period = _periods(inp, own, 1.0, inp.step[1]).io
     if period <= 0 or io_rate <= 0:
         return 1.0
     return (inp.batch / io_rate) / period
 
 
-def predict(inp: Inputs, change: Change) -> Prediction:
+ENDS = ((0, 2), (1, 1), (2, 0))  # (IO's end, the step's end): a slower IO and a slower step give the low end
+
+
+def predict(inp: Inputs, change: Change, *, queued: bool = False) -> Prediction:
     """The model's IO and FULL for ``change``, each at the low end, the mean and the high end of the
-    measured intervals (a slower IO and a slower step give the low end)."""
-    ios: List[float] = []
-    fulls: List[float] = []
-    limit = Limit.STEP
-    for io_rate, step in ((inp.io[0], inp.step[2]), (inp.io[1], inp.step[1]), (inp.io[2], inp.step[0])):
-        scale = _scale(inp, io_rate)
-        io, full, which = _periods(inp, change, scale, step)
-        ios.append(inp.batch / io if io > 0 else math.inf)
-        fulls.append(inp.batch / full if full > 0 else math.inf)
-        if len(ios) == 2:
-            limit = which
-    naive = min(ios[1], change.speedup * inp.batch / inp.step[1]) if inp.step[1] > 0 else ios[1]  # k x SYNTHETIC
-    return Prediction(change, (ios[0], ios[1], ios[2]), (fulls[0], fulls[1], fulls[2]), limit, naive)
+    measured intervals (a slower IO and a slower step give the low end); ``queued``: with workers, the
+    periods come from the simulation of the pipeline (:func:`benchy.core.queues.periods`: the loader and the
+    step queueing for each other, which the steady model does not see), no shorter than the cores allow; the
+    limit stays the steady model's (which side sets the pace)."""
+    paces = [_periods(inp, change, _scale(inp, inp.io[i]), inp.step[j]) for i, j in ENDS]
+    ios = [p.io for p in paces]
+    fulls = [p.full for p in paces]
+    if queued and change.workers > 0:
+        depth = change.workers * inp.prefetch
+        worker = np.array([p.worker for p in paces] * 2)
+        main = np.array([p.main for p in paces] * 2)
+        step = np.array([p.step for p in paces] + [0.0] * 3)
+        found = periods(change.workers, depth, worker, main, step, slow=paces[0].slow, shapes=inp.shapes)
+        fulls = [max(float(f), p.full_cores) for f, p in zip(found[:3], paces)]
+        ios = [max(float(f), p.io_cores) for f, p in zip(found[3:], paces)]
+    io = tuple(inp.batch / x if x > 0 else math.inf for x in ios)
+    full = tuple(inp.batch / x if x > 0 else math.inf for x in fulls)
+    naive = min(io[1], change.speedup * inp.batch / inp.step[1]) if inp.step[1] > 0 else io[1]  # k x SYNTHETIC
+    return Prediction(change, (io[0], io[1], io[2]), (full[0], full[1], full[2]), paces[1].limit, naive)
 
 
 def _worker_counts(cores: float) -> List[int]:
@@ -403,17 +463,23 @@ def _worker_counts(cores: float) -> List[int]:
     return [w for w in range(0, top + 1) if w <= 8 or w % 2 == 0 or w == top]
 
 
-def _flip(inp: Inputs) -> Optional[float]:
+def _pace(inp: Inputs, change: Change, io: int = 1, step: int = 1) -> _Pace:
+    """The steady model for ``change`` at one end of the measured intervals (``io`` and ``step``: 0 the low end of
+    IO and the fast end of the step, 1 the means, 2 the high end of IO and the slow end of the step)."""
+    return _periods(inp, change, _scale(inp, inp.io[io]), inp.step[step])
+
+
+def _flip(inp: Inputs, end: int = 1) -> Optional[float]:
     """The smallest speed-up of the step (1.0 to :data:`FLIP_MAX`, in 2 % steps) at which loading limits
     the model's FULL: with workers, FULL is no longer limited by the step alone; without, the loading takes
     as long as the step (they run one after the other: the larger of the two limits); None: not up to
-    :data:`FLIP_MAX`."""
+    :data:`FLIP_MAX`. ``end``: 1 at the means; 0 the earliest the intervals allow (the slow end of IO, the fast
+    end of the step), 2 the latest."""
     k = 1.0
     while k <= FLIP_MAX:
-        p = predict(inp, Change(inp.workers, inp.cores, k))
+        p = _pace(inp, Change(inp.workers, inp.cores, k), end, end)
         if inp.workers <= 0:
-            io_period, full_period = inp.batch / p.io[1], inp.batch / p.full[1]
-            if io_period >= full_period - io_period:
+            if p.io >= p.full - p.io:
                 return k
         elif p.limit != LIMITS[0]:
             return k
@@ -421,19 +487,21 @@ def _flip(inp: Inputs) -> Optional[float]:
     return None
 
 
-def _need(inp: Inputs, speedup: float) -> Need:
+def _need(inp: Inputs, speedup: float, end: int = 1) -> Need:
     """The fewest workers (up to :data:`MAX_WORKERS`, cores unbounded) with which a step ``speedup`` times
     faster gives FULL within :data:`NEEDS_SHARE` of the most any number of them gives, and the cores that
-    takes (at least the run's): its workers', main process's and step's CPU work a second."""
+    takes (at least the run's): its workers', main process's and step's CPU work a second. ``end``: as
+    :func:`_flip`'s (0: the most workers the intervals allow, 2 the fewest)."""
     unlimited = replace(inp, other=0.0)
-    found = [predict(unlimited, Change(w, math.inf, speedup)) for w in range(0, MAX_WORKERS + 1)]
-    top = max(p.full[1] for p in found)
+    periods_ = [_pace(unlimited, Change(w, math.inf, speedup), end, end).full for w in range(0, MAX_WORKERS + 1)]
+    rates = [inp.batch / x if x > 0 else math.inf for x in periods_]
+    top = max(rates)
     if not math.isfinite(top) or top <= 0:
         return Need(speedup, None, None, None)
-    for w, p in enumerate(found):
-        if p.full[1] >= NEEDS_SHARE * top:
-            cores = max(inp.cores, math.ceil(_cpu_cores(inp, w, speedup, p.full[1]) + inp.other - 1e-9))
-            return Need(speedup, w, float(cores), p.full[1])
+    for w, rate in enumerate(rates):
+        if rate >= NEEDS_SHARE * top:
+            cores = max(inp.cores, math.ceil(_cpu_cores(inp, w, speedup, rate) + inp.other - 1e-9))
+            return Need(speedup, w, float(cores), rate)
     return Need(speedup, None, None, None)
 
 
@@ -483,12 +551,12 @@ def whatif(
     step :data:`SPEEDUPS` faster and each stage made free; the speed-up where loading starts to limit;
     what each faster step needs; ``checks`` (what was measured, the sweep's index, its setting, the mode, the change,
     the measurement) set against their predictions."""
-    own = predict(inp, Change(inp.workers, inp.cores))
-    seen: Dict[Change, Prediction] = {}
+    own = predict(inp, Change(inp.workers, inp.cores), queued=True)
+    seen: Dict[Change, Prediction] = {own.change: own}
 
     def add(change: Change) -> None:
         if change not in seen:
-            seen[change] = predict(inp, change)
+            seen[change] = predict(inp, change, queued=True)
 
     for k in SPEEDUPS:
         for w in _worker_counts(inp.cores):
@@ -500,11 +568,11 @@ def whatif(
         if seconds > 0:
             add(Change(inp.workers, inp.cores, 1.0, name))
     flip = _flip(inp)
-    needs = tuple(_need(inp, k) for k in SPEEDUPS)
+    needs = tuple(replace(_need(inp, k), most=_need(inp, k, 0).workers, fewest=_need(inp, k, 2).workers) for k in SPEEDUPS)
     found = tuple(
         Check(source, kind, change, (p.full if kind == "FULL" else p.io), measured, index, setting)
         for source, index, setting, kind, change, measured in checks
-        for p in [predict(inp, change)]
+        for p in [seen.get(change) or predict(inp, change, queued=True)]
     )
     utilization = None if inp.full_wait is None else max(0.0, 1.0 - inp.full_wait)
     contention = None
@@ -522,6 +590,7 @@ def whatif(
         contention,
         price,
         epoch_batches,
+        (_flip(inp, 0), _flip(inp, 2)),
     )
 
 
@@ -548,10 +617,16 @@ def inputs_from(
     full_wait: Optional[float] = None,
     parts: Optional[Any] = None,
     contention: Optional[Any] = None,
+    depth: int = 0,
+    step_shape: Shape = (),
+    full_wait_median: Optional[float] = None,
 ) -> Optional[Inputs]:
     """The model's :class:`Inputs` from a run's figures: IO and SYNTHETIC (samples/s), each mode's system
     means (``systems``: mode name to figures), the stage report (a :class:`~benchy.core.stages.StageReport`;
-    without one the loader's cost comes from the IO trials alone); None without IO, SYNTHETIC or a batch size."""
+    without one the loader's cost comes from the IO trials alone), the loader's queue ``depth``, the shape of
+    SYNTHETIC's step times and FULL's median wait for a batch (``full_wait_median``: what the main process's
+    own work a batch is where the loader kept ahead, :func:`_main_from_full`); None without IO, SYNTHETIC or a
+    batch size."""
     io_t, syn_t = _ends(io), _ends(synthetic)
     if io_t is None or syn_t is None or not batch or batch <= 0:
         return None
@@ -574,6 +649,8 @@ def inputs_from(
         share = min(1.0, io_cores / max(1, workers))
         loader = Loader(worker, share, 0.0, 0.0)
         basis = Basis.IO
+    if full is not None and full.mean and full_wait_median is not None:
+        loader = _main_from_full(loader, workers, batch / full.mean, full_wait_median)
     if basis == BASIS_STAGES:
         loader = _with_handover(loader, workers, batch / io_t[1], cores - other)
     return Inputs(
@@ -594,7 +671,29 @@ def inputs_from(
         contention_rate=contention.loader_rate if contention is not None and workers > 0 else 0.0,
         full_contention=max(0.0, full_step / step[1] - 1.0) if full_step is not None and workers > 0 else 0.0,
         full_rate=0.0 if full is None or full.mean is None else full.mean / batch,
+        depth=depth,
+        shapes=Shapes(
+            stages.worker_shape if stages is not None else (), stages.receive_shape if stages is not None else (), step_shape
+        ),
     )
+
+
+AHEAD = 0.8  # the loader kept ahead in FULL: its pool's period at most this share of FULL's
+
+
+def _main_from_full(loader: Loader, workers: int, period: float, wait: float) -> Loader:
+    """``loader`` with the main process's work a batch taken from FULL's median wait for a batch where the loader
+    kept ahead of the step (its pool's period at most :data:`AHEAD` of FULL's ``period``): the batch was
+    ready when the loop asked, so the wait is all the main process's own work (receiving it, the loader's
+    bookkeeping, handing a worker its next index), of which the stage trials time only the receive. A longer
+    wait than the stages' is taken as CPU work."""
+    if workers <= 0 or wait <= loader.main or period <= 0:
+        return loader
+    pool = loader.slow * loader.worker / workers
+    if pool > AHEAD * period:
+        return loader
+    cpu = loader.main * loader.main_cpu + (wait - loader.main)
+    return replace(loader, main=wait, main_cpu=min(1.0, cpu / wait))
 
 
 def _with_handover(loader: Loader, workers: int, period: float, avail: float) -> Loader:
@@ -707,17 +806,20 @@ def from_results(
     *,
     price: Optional[float] = None,
     epoch_batches: Optional[int] = None,
+    depth: int = 0,
 ) -> Optional[WhatIf]:
     """The :class:`WhatIf` of a run's :class:`~benchy.core.results.RunResults` (``systems``: each mode's
-    system means), checked against the emulated-step trials and the loader sweep where they ran; None
-    without IO and SYNTHETIC trials."""
+    system means; ``depth``: the loader's queue depth, num_workers x prefetch_factor), checked against the
+    emulated-step trials and the loader sweep where they ran; None without IO and SYNTHETIC trials."""
     from .schedule import Mode
 
     io_trials = results.measured(Mode.IO)
     batches = sum(t.spec.nbatches for t in io_trials)
     batch = sum(t.samples for t in io_trials) / batches if batches else None
     full_step = step_in_full(results)
+    full_trials = [t for t in results.measured(Mode.FULL) if t.wait_median is not None]
     has_full = bool(results.measured(Mode.FULL))
+    steps = [t.step_seconds for t in results.measured(Mode.SYNTHETIC) if len(t.step_seconds)]
     inp = inputs_from(
         batch=batch,
         workers=workers,
@@ -730,6 +832,9 @@ def from_results(
         full_wait=results.data_wait().mean if has_full else None,
         parts=results.parts,
         contention=results.contention,
+        depth=depth,
+        step_shape=shape_of(np.concatenate(steps)) if steps else (),
+        full_wait_median=float(np.median([t.wait_median for t in full_trials])) if full_trials else None,
     )
     if inp is None:
         return None

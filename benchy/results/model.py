@@ -442,6 +442,7 @@ class WhatIfInputs(_Block, frozen=True, kw_only=True):
     contention_loader_rate: Optional[Number] = None
     full_contention: Optional[Number] = None
     full_loader_rate: Optional[Number] = None
+    queue_depth: Optional[Count] = None
 
 
 class Change(_Block, frozen=True, kw_only=True):
@@ -462,6 +463,7 @@ class Prediction(Change, frozen=True, kw_only=True):
 class Need(_Block, frozen=True, kw_only=True):
     speedup: Optional[Number] = None
     workers: Optional[Count] = None
+    workers_interval: Optional[Pair] = None
     cores: Optional[Number] = None
     full: Optional[Number] = None
 
@@ -485,6 +487,7 @@ class WhatIf(_Block, frozen=True, kw_only=True):
     scale: Optional[Number] = None
     own: Optional[Prediction] = None
     flip_speedup: Optional[Number] = None
+    flip_speedup_interval: Optional[Pair] = None
     needs: List[Need] = []
     predictions: List[Prediction] = []
     checks: List[Check] = []
@@ -864,9 +867,11 @@ class Document(_Block, frozen=True, kw_only=True):
             "batch `worker_seconds_per_batch`, `worker_cpu_share`, `main_seconds_per_batch`, "
             "`main_seconds_per_batch_no_workers`, `main_cpu_share`, `slow_worker_ratio`, `worker_handover_seconds`, "
             "FULL's `full` and `full_step_seconds`, `step_fixed_share` (PARTS_1), `contention`, "
-            "`contention_loader_rate`, `full_contention`, `full_loader_rate`), `scale`, `own` (the run as it is), "
-            "`flip_speedup` (the step's speed-up from which loading limits FULL), `needs` (per speed-up: `workers`, "
-            "`cores`, `full`), `predictions` (each change, `workers`, `cores`, `speedup`, `free_stage`, with `io`, "
+            "`contention_loader_rate`, `full_contention`, `full_loader_rate`, `queue_depth`: num_workers x prefetch_factor), "
+            "`scale`, `own` (the run as it is), `flip_speedup` (the step's speed-up from which loading limits FULL) and "
+            "`flip_speedup_interval` (the earliest and the latest the measured intervals allow), `needs` (per speed-up: "
+            "`workers`, `workers_interval` (the fewest and the most), `cores`, `full`), `predictions` (each change, "
+            "`workers`, `cores`, `speedup`, `free_stage`, with `io`, "
             "`full`, `limit` in words and `naive_full`), `checks` (`what` was measured, `kind`, `change`, "
             "`predicted`, `measured`, `measured_half_width`, `error`, `agree`), `accelerator_utilization`, "
             "`contention`, `price_per_hour`, `wait_cost_per_epoch`, `wait_cost_per_1000_steps`"

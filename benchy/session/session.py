@@ -194,6 +194,7 @@ class Session:
             lookahead=runner.lookahead,
             counting=runner.counting,
             per_batch=runner.constant,
+            queue_depth=runner.queue_depth,
             loader=f"{self.record.kind} created at {self.record.where}",
             other_loaders=tuple(self.registry.others()),
             workers=self._workers,

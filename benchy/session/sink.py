@@ -172,6 +172,7 @@ class ResultSink:
             whatif=g.whatif and steps,  # the final summary's: a checkpoint does not work the model out
             price=g.price_per_hour,
             epoch_batches=snapshot.epoch_length,
+            depth=snapshot.queue_depth,
             more=MoreTrials(
                 auto=any(p.ntrials is None for p in self.schedule.plans if p.mode in (Mode.IO, Mode.SYNTHETIC)),
                 max_trials=g.auto_max_trials,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
+from benchy.core.queues import Shapes
 from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat, slowest_worker
 from benchy.core.stats import Estimate
 from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, inputs_from, predict, whatif
@@ -194,3 +197,74 @@ def test_the_time_the_stage_timers_do_not_see_is_added_to_the_workers_from_the_m
     assert inp.loader.handover == pytest.approx(0.002) and inp.loader.worker == pytest.approx(0.008)
     assert predict(inp, Change(2, 4.0)).io[1] == pytest.approx(2000.0)
     assert predict(inp, Change(1, 4.0)).io[1] == pytest.approx(1000.0)
+
+
+def _report(receive: float = 0.0003, **kw: object) -> StageReport:
+    return StageReport(
+        period=0.004,
+        throughput=2000,
+        batches=100,
+        samples=800,
+        workers=2,
+        stages=[
+            Stage(StageKind.DATASET, "workers", 0.008, 1.0, off_cpu=1.0),
+            Stage(StageKind.RECEIVE, "main", receive, 0.07, off_cpu=0.0),
+        ],
+        unexplained=0.0,
+        worker_busy=1.0,
+        per_worker=[],
+        slowest=None,
+        out_of_order=0,
+        hol_share=0.0,
+        split="",
+        in_order=True,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_the_main_process_work_a_batch_is_fulls_wait_where_the_loader_kept_ahead() -> None:
+    # The pool: 8 ms / 2 workers = 4 ms a batch; FULL ran at 8 / 800 = 10 ms a batch: the loader kept ahead, so
+    # FULL's median wait for a batch (1 ms) is all the main process's own work, of which the stages saw 0.3 ms.
+    common = dict(batch=8.0, workers=2, io=Estimate(2000.0, 0.0, 3), synthetic=Estimate(889.0, 0.0, 3), systems={})
+    inp = inputs_from(**common, stages=_report(), full=Estimate(800.0, 0.0, 3), full_wait_median=0.001)  # type: ignore[arg-type]
+    assert inp is not None and inp.loader.main == pytest.approx(0.001)
+    assert inp.loader.main_cpu == pytest.approx(1.0)  # what the stages did not see is taken as CPU work
+    assert predict(inp, Change(2, 2.0)).full[1] == pytest.approx(8 / (8 / 889.0 + 0.001))
+    # FULL at the loader's pace (8 / 1900: 4.2 ms a batch): its wait is the loader's, not the main process's
+    slow = inputs_from(**common, stages=_report(), full=Estimate(1900.0, 0.0, 3), full_wait_median=0.002)  # type: ignore[arg-type]
+    assert slow is not None and slow.loader.main == pytest.approx(0.0003)
+    # a wait shorter than the receive the stages timed changes nothing
+    short = inputs_from(**common, stages=_report(), full=Estimate(800.0, 0.0, 3), full_wait_median=0.0001)  # type: ignore[arg-type]
+    assert short is not None and short.loader.main == pytest.approx(0.0003)
+
+
+def test_the_queue_depth_and_the_measured_shapes_reach_the_model() -> None:
+    spread = tuple(float(x) for x in np.linspace(0.5, 1.5, 41))
+    common = dict(batch=8.0, workers=2, io=Estimate(2000.0, 0.0, 3), synthetic=Estimate(889.0, 0.0, 3), systems={})
+    inp = inputs_from(**common, stages=_report(worker_shape=spread, receive_shape=spread), depth=6, step_shape=spread)  # type: ignore[arg-type]
+    assert inp is not None and inp.depth == 6 and inp.prefetch == 3
+    assert inp.shapes.worker == spread and inp.shapes.main == spread and inp.shapes.step == spread
+    assert replace(inp, depth=0).prefetch == 2  # unknown: torch's default
+    assert whatif(inp).to_dict()["inputs"]["queue_depth"] == 6
+
+
+def test_where_the_paces_meet_the_queued_prediction_is_below_the_steady_one() -> None:
+    spread = tuple(float(x) for x in np.linspace(0.5, 1.5, 41))
+    # the pool: 16 ms / 2 = 8 ms a batch; a step 1.35x faster: 7.4 + 0.6 ms. The paces meet.
+    inp = replace(inputs(2), shapes=Shapes(spread, spread, spread))
+    knee = Change(2, 2.0, speedup=10 / 7.4)
+    steady, queued = predict(inp, knee), predict(inp, knee, queued=True)
+    assert queued.full[1] < 0.97 * steady.full[1]
+    assert queued.limit is steady.limit  # which side limits: the steady model's
+    assert all(lo <= mid <= hi for lo, mid, hi in [queued.full, queued.io])
+    # with constant times, and far from the knee, the simulation says what the steady model says
+    assert predict(inputs(2), knee, queued=True).full[1] == pytest.approx(steady.full[1], rel=1e-6)
+    far = Change(2, 2.0)
+    assert predict(inp, far, queued=True).full[1] == pytest.approx(predict(inp, far).full[1], rel=0.03)
+    # without workers there is no pipeline: the loading and the step add up either way
+    assert predict(inp, Change(0, 2.0), queued=True) == predict(inp, Change(0, 2.0))
+    # what whatif() lists and checks is the queued prediction
+    w = whatif(inp, checks=[(Checked.EMULATED, 0, None, "FULL", knee, Estimate(900.0, 10.0, 3))])
+    assert w.checks[0].predicted == queued.full and w.own == predict(inp, Change(2, 2.0), queued=True)
+    listed = next(p for p in w.predictions if p.change == Change(2, 2.0, speedup=2.0))
+    assert listed == predict(inp, Change(2, 2.0, speedup=2.0), queued=True)

@@ -25,6 +25,14 @@ def test_a_compute_bound_loop_gets_predictions_checked_by_an_emulated_faster_ste
     doc = run.result()
     w = doc["whatif"]
     assert 1.2 <= w["flip_speedup"] <= 10, w["flip_speedup"]  # where receiving (0.5 to 1.5 ms here) and the step meet the pool
+    # how sure: the flip and each faster step's workers at the two ends of the measured intervals, on the line too
+    lo, hi = w["flip_speedup_interval"]
+    assert lo <= w["flip_speedup"] <= hi and f"{lo:.2g}x to {hi:.2g}x; model from the stage trials" in text
+    for need in w["needs"]:
+        fewest, most = need["workers_interval"]
+        assert fewest <= need["workers"] <= most, need
+    # the simulation of the pipeline knows the loader's queue: 2 workers x prefetch_factor 2
+    assert w["inputs"]["queue_depth"] == 4
     assert doc["EMULATED"]["speedup"] == w["flip_speedup"] and doc["EMULATED"]["n"] == 2
     (check,) = w["checks"]
     assert check["kind"] == "FULL" and check["measured"] == doc["EMULATED"]["mean"]

@@ -12,7 +12,7 @@ from ...core.schedule import Mode
 from ...core.stages import FirstPass, Fix, FixKind, Stage, StageKind
 from ...core.startup import Basis, Startup
 from ...core.sweep import Setting
-from ...core.whatif import FLIP_MAX, Check, Checked, Limit, WhatIf, best_free, best_workers
+from ...core.whatif import FLIP_MAX, MAX_WORKERS, Check, Checked, Limit, Need, WhatIf, best_free, best_workers
 from ...core.whatif import Basis as ModelBasis
 from .numbers import flop, flops_rate, spread, triple
 from .why import reason
@@ -343,22 +343,40 @@ def check(c: Check) -> str:
     return f"{check_what(c)}: {c.kind} predicted {triple(c.predicted)}, measured {measured}{said}"
 
 
+def flip_range(w: WhatIf) -> str:
+    """``2.5x to 3.1x``: the speed-ups from which loading limits FULL at the ends of the measured intervals."""
+    return " to ".join(f"{k:.2g}x" if k is not None else f"beyond {FLIP_MAX:g}x" for k in w.flip_range)
+
+
+def workers_range(need: Need) -> str:
+    """`` (2 to 3)``: the workers a faster step needs at the ends of the measured intervals; nothing where both ends
+    need as many."""
+    if need.fewest == need.workers and need.most == need.workers:
+        return ""
+    most = f"more than {MAX_WORKERS}" if need.most is None else str(need.most)
+    return f" ({need.fewest if need.fewest is not None else need.workers} to {most})"
+
+
 def whatif(w: WhatIf) -> str:
     """The WHATIF line: the few predictions that change the answer, in words."""
     inp = w.inputs
     out: List[str] = []
     full = inp.full
+    basis = f"model from {model_basis(inp.basis)}; figures with the range the measured intervals allow"
     if w.flip is None:
-        out.append(f"loading does not limit FULL up to a step {FLIP_MAX:g}x faster")
+        out.append(f"loading does not limit FULL up to a step {FLIP_MAX:g}x faster ({basis})")
     elif w.flip <= 1.0:
-        out.append("loading limits FULL now")
+        out.append(f"loading limits FULL now ({basis})")
     else:
-        out.append(f"loading starts to limit FULL at a step {w.flip:.2g}x faster (model from {model_basis(inp.basis)})")
+        out.append(f"loading starts to limit FULL at a step {w.flip:.2g}x faster ({flip_range(w)}; {basis})")
     for need in w.needs:
         if need.speedup == 1.0 or need.workers is None:
             continue
         cores = "" if need.cores is None or need.cores <= inp.cores else f" and {need.cores:g} cores (here {inp.cores:g})"
-        out.append(f"a {need.speedup:g}x faster step needs {need.workers} worker{'s' if need.workers != 1 else ''}{cores}")
+        out.append(
+            f"a {need.speedup:g}x faster step needs {need.workers} worker{'s' if need.workers != 1 else ''}"
+            f"{workers_range(need)}{cores}"
+        )
     fewest = best_workers(w)
     if fewest is not None:
         prediction, gain = fewest

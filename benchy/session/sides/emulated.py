@@ -24,7 +24,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
     if not config.general.whatif:
         return results
     systems = {m: s for m in (Mode.IO, Mode.SYNTHETIC) if (s := system_means(results.measured(m))) is not None}
-    model = from_results(results, systems, env.workers)
+    model = from_results(results, systems, env.workers, depth=env.runner.queue_depth)
     if model is None:
         return results.changed(emulated_skipped=Reason(Why.NO_MODEL))
     k = model.flip if model.flip is not None else max(SPEEDUPS)

@@ -1,0 +1,120 @@
+"""The loader pipeline as a discrete-event simulation: workers, their prefetch queue, in-order delivery, the main
+process's receive and the step, driven by resampled measured times (pure: numpy, no torch).
+
+A steady-pace model takes the slower of the loader's and the step's mean paces. Where the two are close (the
+knee: "will more workers or a faster step pay off?") they queue for each other: a slow batch the step waits
+for is not made up by a fast one later when the prefetch queue is full, and the main process can only hand a
+worker its next index once it received a batch. This module plays PyTorch's ``DataLoader`` pipeline batch
+by batch with the times the run measured:
+
+* batch ``b`` goes to worker ``b mod W`` (the index queues are filled round robin); a worker makes its
+  batches one after the other, in the order it got them;
+* ``depth = W x prefetch_factor`` indices are handed out at the start; the next one, ``b + depth``, when
+  the main process has received batch ``b`` (``_process_data`` puts an index before returning the batch);
+* the main process asks for batch ``b`` when the step of batch ``b - 1`` ends, waits for it (in order:
+  a later batch ready does not help), receives it (``m``) and runs the step (``s``).
+
+Each time is a measured mean times a factor drawn from the measured distribution's shape (its quantiles
+over its mean); the slowest worker keeps its measured pace over the others'. :func:`periods` gives the
+steady seconds a batch of several variants of the same pipeline (columns: the ends of an interval, other
+step times) from the same draws (common random numbers: their differences are the model's, not the
+draws'); the draws are seeded, so a run's prediction does not move when it is worked out again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["BATCHES", "Shape", "Shapes", "periods", "shape_of"]
+
+BATCHES = 1200  # batches simulated; the first WARM are left out (the queues filling)
+WARM = 200
+QUANTILES = 41  # points a measured distribution's shape keeps
+SEED = 20211115  # the draws: fixed, so that the same inputs give the same figures
+
+Shape = Tuple[float, ...]  # a distribution's quantiles over its mean (QUANTILES points, ascending); () = constant
+
+
+def shape_of(values: Sequence[float] | np.ndarray) -> Shape:
+    """The shape of a measured distribution: its quantiles at ``QUANTILES`` evenly spaced levels (the 1st to
+    the 99th percentile: one stray reading does not make the tail), over its mean; () without a positive mean
+    or with fewer than 8 values."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size < 8 or x.mean() <= 0:
+        return ()
+    q = np.quantile(x, np.linspace(0.01, 0.99, QUANTILES))
+    mean = float(q.mean())  # the shape's own mean is 1: resampling keeps the measured mean
+    return tuple(float(v) / mean for v in q) if mean > 0 else ()
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The measured shapes of a worker's time a batch, the main process's receive and the step."""
+
+    worker: Shape = ()
+    main: Shape = ()
+    step: Shape = ()
+
+
+def _draw(shape: Shape, rng: np.random.Generator, n: int) -> np.ndarray:
+    if not shape:
+        return np.ones(n)
+    return np.interp(rng.random(n), np.linspace(0.0, 1.0, len(shape)), np.asarray(shape))
+
+
+def periods(
+    workers: int,
+    depth: int,
+    worker: np.ndarray,
+    main: np.ndarray,
+    step: np.ndarray,
+    *,
+    slow: float = 1.0,
+    shapes: Shapes = Shapes(),
+    batches: int = BATCHES,
+) -> np.ndarray:
+    """Steady seconds a batch of the pipeline with ``workers`` (at least 1) and ``depth`` indices handed out
+    ahead, for each column of ``worker``, ``main`` and ``step`` (mean seconds a batch; ``step`` 0: the IO
+    trials, nothing between the asks); ``slow``: the slowest worker's time over the workers' mean."""
+    if workers < 1:
+        raise ValueError(f"periods: workers must be 1 or more, got {workers}")
+    w_mean = np.asarray(worker, dtype=np.float64)
+    m_mean = np.asarray(main, dtype=np.float64)
+    s_mean = np.asarray(step, dtype=np.float64)
+    depth = max(workers, depth)
+    rng = np.random.default_rng(SEED)
+    fw, fm, fs = _draw(shapes.worker, rng, batches), _draw(shapes.main, rng, batches), _draw(shapes.step, rng, batches)
+    pace = np.ones(workers)
+    if workers > 1 and slow > 1.0:  # worker 0 at the slowest one's pace, the others' mean keeps the measured mean
+        pace[0] = slow
+        pace[1:] = max(0.05, (workers - slow) / (workers - 1))
+    cols = np.broadcast_shapes(w_mean.shape, m_mean.shape, s_mean.shape)
+    out = np.empty(cols)
+    for c in np.ndindex(cols):  # a column's batches one after the other: plain floats beat numpy's per-call cost here
+        ws = (np.broadcast_to(w_mean, cols)[c] * fw * pace[np.arange(batches) % workers]).tolist()
+        ms = (np.broadcast_to(m_mean, cols)[c] * fm).tolist()
+        ss = (np.broadcast_to(s_mean, cols)[c] * fs).tolist()
+        out[c] = _play(workers, depth, ws, ms, ss)
+    return out
+
+
+def _play(workers: int, depth: int, ws: Sequence[float], ms: Sequence[float], ss: Sequence[float]) -> float:
+    """One column: the steady seconds a batch (see :func:`periods`)."""
+    n = len(ws)
+    got = [0.0] * n
+    free = [0.0] * workers  # each worker's end of its last batch
+    asked = 0.0
+    for b in range(n):
+        lane = b % workers
+        handed = got[b - depth] if b >= depth else 0.0
+        last = free[lane]
+        ready = (handed if handed > last else last) + ws[b]
+        free[lane] = ready
+        g = (asked if asked > ready else ready) + ms[b]
+        got[b] = g
+        asked = g + ss[b]
+    return (got[n - 1] - got[WARM - 1]) / (n - WARM)

@@ -1,0 +1,68 @@
+"""The loader pipeline's simulation (core.queues), on hand-made times whose steady pace can be worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchy.core.queues import QUANTILES, Shapes, periods, shape_of
+
+SPREAD = Shapes(*(tuple(np.linspace(0.5, 1.5, QUANTILES)),) * 3)  # each time from half to one and a half its mean
+
+
+def period(workers: int, depth: int, worker: float, main: float, step: float, **kw: object) -> float:
+    return float(periods(workers, depth, np.array(worker), np.array(main), np.array(step), **kw))  # type: ignore[arg-type]
+
+
+def test_with_constant_times_the_slower_pace_sets_the_period() -> None:
+    # 2 workers of 9 ms a batch: the pool gives a batch every 4.5 ms; the main process 1 ms and the step
+    assert period(2, 4, 0.009, 0.001, 0.003) == pytest.approx(0.0045)  # the loader limits
+    assert period(2, 4, 0.009, 0.001, 0.004) == pytest.approx(0.005)  # the step and the receive limit
+    assert period(2, 4, 0.009, 0.001, 0.0) == pytest.approx(0.0045)  # IO: nothing between the asks
+    assert period(2, 4, 0.009, 0.006, 0.0) == pytest.approx(0.006)  # ... unless receiving takes longer
+
+
+def test_a_worker_handed_its_next_index_only_at_the_receive_cannot_work_ahead() -> None:
+    # one worker, one index ahead: it starts a batch when the main process received the one before, so the
+    # worker's and the step's times add up (less nothing); with two ahead it works during the step
+    assert period(1, 1, 0.004, 0.001, 0.003) == pytest.approx(0.004 + 0.001)
+    assert period(1, 2, 0.004, 0.001, 0.003) == pytest.approx(0.004)
+
+
+def test_in_order_delivery_waits_for_the_slowest_worker() -> None:
+    # the slowest of 2 workers 1.5x the mean: the other 0.5x; in order, the pair delivers 2 batches a slowest batch
+    assert period(2, 4, 0.008, 0.0, 0.0, slow=1.5) == pytest.approx(1.5 * 0.008 / 2)
+
+
+def test_where_the_paces_meet_varying_times_cost_throughput_that_the_means_do_not_show() -> None:
+    steady = max(0.009 / 2, 0.0035 + 0.001)
+    queued = period(2, 4, 0.009, 0.001, 0.0035, shapes=SPREAD)
+    assert queued > 1.02 * steady
+    # far from the knee the queue absorbs the variation: the slower pace, within a few per cent
+    assert period(2, 4, 0.009, 0.001, 0.010, shapes=SPREAD) == pytest.approx(0.011, rel=0.03)
+    # a deeper queue absorbs more of it
+    assert period(2, 16, 0.009, 0.001, 0.0035, shapes=SPREAD) < queued
+
+
+def test_columns_are_worked_out_from_the_same_draws_and_again_the_same() -> None:
+    worker, main, step = np.array([0.009, 0.009, 0.009]), np.array([0.001] * 3), np.array([0.003, 0.0035, 0.004])
+    first = periods(2, 4, worker, main, step, shapes=SPREAD)
+    assert first.shape == (3,) and np.all(np.diff(first) > 0)  # a longer step: a longer period, draw for draw
+    assert np.array_equal(first, periods(2, 4, worker, main, step, shapes=SPREAD))
+
+
+def test_no_workers_is_not_a_pipeline() -> None:
+    with pytest.raises(ValueError, match="workers must be 1 or more, got 0"):
+        periods(0, 0, np.array(0.01), np.array(0.0), np.array(0.01))
+
+
+def test_a_shape_is_the_distribution_over_its_mean() -> None:
+    rng = np.random.default_rng(1)
+    values = rng.gamma(4.0, 0.002, 500)
+    shape = shape_of(values)
+    assert len(shape) == QUANTILES and list(shape) == sorted(shape)
+    assert np.mean(shape) == pytest.approx(1.0)
+    assert shape[-1] / shape[0] == pytest.approx(np.quantile(values, 0.99) / np.quantile(values, 0.01))
+    assert shape_of([0.001] * 7) == ()  # too few to say
+    assert shape_of([0.0] * 20) == ()
+    assert shape_of([0.002] * 20 + [float("nan")]) == tuple([1.0] * QUANTILES)
