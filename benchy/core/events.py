@@ -184,6 +184,7 @@ class StagesStarted:
     nbatches: int
     workers: int
     split: str
+    other: bool = False  # the trials at the what-if model's other setting (no workers, or one)
 
 
 @dataclasses.dataclass(frozen=True)

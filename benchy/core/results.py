@@ -580,6 +580,9 @@ class RunResults:
     # The diagnostic stage trials (see ``core.stages``): this rank's loader stage by stage, or why not.
     stages: Optional[StageReport] = None
     stages_skipped: Optional[Reason] = None
+    # The stage trials at the what-if model's other setting: without workers where the loader has some, with one
+    # where it has none (None: not run, or they failed: the model then does without).
+    stages_other: Optional[StageReport] = None
     # The FLOPs of one untimed SYNTHETIC step (see ``core.compute``), or why none were counted.
     flops: Optional[FlopCount] = None
     # Side work drawn on the timeline beside the trials (the stage trials).

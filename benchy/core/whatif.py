@@ -143,7 +143,17 @@ class Inputs:
     full_contention: float = 0.0  # FULL: how much longer its step takes than SYNTHETIC's (the wait taken out)
     full_rate: float = 0.0  # ... FULL's batches a second
     depth: int = 0  # indices the loader hands its workers ahead (num_workers x prefetch_factor; 0: torch's default)
+    # the loader's costs at the other setting (STAGES_ALONE: no workers, where the run has some; STAGES_WORKER: one
+    # worker, where it has none), for the changes on that side; None: not measured (the run's own serve both)
+    other_setting: Optional[Loader] = None
     shapes: Shapes = field(default_factory=Shapes)  # the measured distributions' shapes (a worker's batch, the receive, the step)
+
+    def loader_for(self, workers: int) -> Loader:
+        """The loader's costs for a change to ``workers``: the other setting's where it is on the other side of
+        none (and was measured), else the run's own."""
+        if self.other_setting is not None and (workers > 0) != (self.workers > 0):
+            return self.other_setting
+        return self.loader
 
     @property
     def prefetch(self) -> int:
@@ -299,6 +309,7 @@ class WhatIf:
 
     def to_dict(self) -> Dict[str, Any]:
         inp = self.inputs
+        there = inp.other_setting
         cost = self.wait_cost
         return {
             "inputs": {
@@ -324,6 +335,9 @@ class WhatIf:
                 "full_contention": inp.full_contention,
                 "full_loader_rate": inp.full_rate,
                 "queue_depth": inp.depth,
+                "other_workers": None if there is None else (0 if inp.workers > 0 else 1),
+                "other_worker_seconds_per_batch": None if there is None else there.worker,
+                "other_main_seconds_per_batch": None if there is None else there.main + there.main_plain,
             },
             "scale": self.scale,
             "own": self.own.to_dict(),
@@ -386,13 +400,14 @@ class _Pace:
 def _periods(inp: Inputs, change: Change, scale: float, step: float) -> _Pace:
     """The steady model for ``change``; the loader's times multiplied by ``scale``; ``step``: SYNTHETIC's seconds
     a step."""
-    worker, cpu, main, main_cpu, plain = (x * scale for x in _stage_cut(inp.loader, change.free, change.workers))
+    loader = inp.loader_for(change.workers)
+    worker, cpu, main, main_cpu, plain = (x * scale for x in _stage_cut(loader, change.free, change.workers))
     s = faster(step, inp.step_fixed, change.speedup)
     if change.workers <= 0:
         io = worker + plain
         return _Pace(io, s + io, LIMITS[4])
     avail = max(0.25, change.cores - inp.other)
-    slow = inp.loader.slow if change.workers > 1 else 1.0
+    slow = loader.slow if change.workers > 1 else 1.0
     pool = slow * worker / change.workers
     io_cores = (cpu + main_cpu) / avail
     io = max(pool, main, io_cores)
@@ -507,7 +522,7 @@ def _need(inp: Inputs, speedup: float, end: int = 1) -> Need:
 
 def _cpu_cores(inp: Inputs, workers: int, speedup: float, rate: float) -> float:
     """The cores kept busy at ``rate`` samples/s: the workers', the main process's and the step's CPU work."""
-    worker, cpu, _, main_cpu, plain = _stage_cut(inp.loader, None, workers)
+    worker, cpu, _, main_cpu, plain = _stage_cut(inp.loader_for(workers), None, workers)
     scale = _scale(inp, inp.io[1])
     step = faster(inp.step[1], inp.step_fixed, speedup)
     step_cpu = step * max(0.0, inp.step_cores)
@@ -620,13 +635,15 @@ def inputs_from(
     depth: int = 0,
     step_shape: Shape = (),
     full_wait_median: Optional[float] = None,
+    stages_other: Optional[Any] = None,
 ) -> Optional[Inputs]:
     """The model's :class:`Inputs` from a run's figures: IO and SYNTHETIC (samples/s), each mode's system
     means (``systems``: mode name to figures), the stage report (a :class:`~benchy.core.stages.StageReport`;
     without one the loader's cost comes from the IO trials alone), the loader's queue ``depth``, the shape of
     SYNTHETIC's step times and FULL's median wait for a batch (``full_wait_median``: what the main process's
     own work a batch is where the loader kept ahead, :func:`_main_from_full`); None without IO, SYNTHETIC or a
-    batch size."""
+    batch size. ``stages_other``: the stage report at the other setting (no workers, or one), for the changes on
+    that side."""
     io_t, syn_t = _ends(io), _ends(synthetic)
     if io_t is None or syn_t is None or not batch or batch <= 0:
         return None
@@ -653,6 +670,9 @@ def inputs_from(
         loader = _main_from_full(loader, workers, batch / full.mean, full_wait_median)
     if basis == BASIS_STAGES:
         loader = _with_handover(loader, workers, batch / io_t[1], cores - other)
+    elsewhere = None
+    if basis == BASIS_STAGES and stages_other is not None and stages_other.batches > 0:
+        elsewhere = _with_handover(_loader_from_stages(stages_other), stages_other.workers, stages_other.period, cores - other)
     return Inputs(
         batch=float(batch),
         workers=workers,
@@ -672,6 +692,7 @@ def inputs_from(
         full_contention=max(0.0, full_step / step[1] - 1.0) if full_step is not None and workers > 0 else 0.0,
         full_rate=0.0 if full is None or full.mean is None else full.mean / batch,
         depth=depth,
+        other_setting=elsewhere,
         shapes=Shapes(
             stages.worker_shape if stages is not None else (), stages.receive_shape if stages is not None else (), step_shape
         ),
@@ -835,6 +856,7 @@ def from_results(
         depth=depth,
         step_shape=shape_of(np.concatenate(steps)) if steps else (),
         full_wait_median=float(np.median([t.wait_median for t in full_trials])) if full_trials else None,
+        stages_other=results.stages_other,
     )
     if inp is None:
         return None

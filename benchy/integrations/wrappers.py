@@ -221,9 +221,12 @@ class LoaderSweeper:
         )
         return DataLoader(**arguments)
 
-    def instrumented(self) -> Instrumented:
-        """An instrumented copy with the loader's current settings (``measure.stages.instrument``)."""
+    def instrumented(self, workers: Optional[int] = None) -> Instrumented:
+        """An instrumented copy with the loader's current settings (``measure.stages.instrument``); ``workers``:
+        with that many workers instead (the what-if model's other setting)."""
         own = self.own()
+        if workers is not None and workers != own.num_workers:
+            own = Setting(workers, own.pin_memory, (own.prefetch_factor or 2) if workers > 0 else None)
         return instrument(
             dict(self._arguments, num_workers=own.num_workers, pin_memory=own.pin_memory, prefetch_factor=own.prefetch_factor)
         )

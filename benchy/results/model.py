@@ -443,6 +443,9 @@ class WhatIfInputs(_Block, frozen=True, kw_only=True):
     full_contention: Optional[Number] = None
     full_loader_rate: Optional[Number] = None
     queue_depth: Optional[Count] = None
+    other_workers: Optional[Count] = None
+    other_worker_seconds_per_batch: Optional[Number] = None
+    other_main_seconds_per_batch: Optional[Number] = None
 
 
 class Change(_Block, frozen=True, kw_only=True):
@@ -867,7 +870,9 @@ class Document(_Block, frozen=True, kw_only=True):
             "batch `worker_seconds_per_batch`, `worker_cpu_share`, `main_seconds_per_batch`, "
             "`main_seconds_per_batch_no_workers`, `main_cpu_share`, `slow_worker_ratio`, `worker_handover_seconds`, "
             "FULL's `full` and `full_step_seconds`, `step_fixed_share` (PARTS_1), `contention`, "
-            "`contention_loader_rate`, `full_contention`, `full_loader_rate`, `queue_depth`: num_workers x prefetch_factor), "
+            "`contention_loader_rate`, `full_contention`, `full_loader_rate`, `queue_depth`: num_workers x prefetch_factor, "
+            "and the loader's costs at the other setting, `other_workers` (0 or 1; null: not measured), "
+            "`other_worker_seconds_per_batch`, `other_main_seconds_per_batch`), "
             "`scale`, `own` (the run as it is), `flip_speedup` (the step's speed-up from which loading limits FULL) and "
             "`flip_speedup_interval` (the earliest and the latest the measured intervals allow), `needs` (per speed-up: "
             "`workers`, `workers_interval` (the fewest and the most), `cores`, `full`), `predictions` (each change, "

@@ -268,3 +268,43 @@ def test_where_the_paces_meet_the_queued_prediction_is_below_the_steady_one() ->
     assert w.checks[0].predicted == queued.full and w.own == predict(inp, Change(2, 2.0), queued=True)
     listed = next(p for p in w.predictions if p.change == Change(2, 2.0, speedup=2.0))
     assert listed == predict(inp, Change(2, 2.0, speedup=2.0), queued=True)
+
+
+def test_the_other_settings_stage_trials_serve_the_changes_on_their_side_of_no_workers() -> None:
+    # A run without workers: the loading 10 ms a batch on the training thread. Its STAGES_WORKER trial: one worker,
+    # 11 ms a batch there, and the main process receiving each batch in 1.5 ms (none of which the run shows).
+    alone = StageReport(
+        period=0.010,
+        throughput=800,
+        batches=50,
+        samples=400,
+        workers=0,
+        stages=[Stage(StageKind.DATASET, "main", 0.010, 1.0, off_cpu=1.0)],
+        unexplained=0.0,
+        worker_busy=None,
+        per_worker=[],
+        slowest=None,
+        out_of_order=0,
+        hol_share=0.0,
+        split="",
+        in_order=True,
+    )
+    one = replace(
+        _report(receive=0.0015),
+        period=0.011,
+        workers=1,
+        stages=[Stage(StageKind.DATASET, "workers", 0.011, 1.0, off_cpu=1.0), Stage(StageKind.RECEIVE, "main", 0.0015, 0.1)],
+    )
+    common = dict(batch=8.0, io=Estimate(800.0, 0.0, 3), synthetic=Estimate(800.0, 0.0, 3), systems={})
+    without = inputs_from(workers=0, stages=alone, **common)  # type: ignore[arg-type]
+    inp = inputs_from(workers=0, stages=alone, stages_other=one, **common)  # type: ignore[arg-type]
+    assert without is not None and inp is not None and inp.other_setting is not None
+    assert predict(inp, Change(0, 2.0)) == predict(without, Change(0, 2.0))  # no workers: the run's own figures
+    # 2 workers: 11 ms / 2 = 5.5 ms a batch from the pool, and the step (10 ms) then receive (1.5 ms) in series
+    assert predict(inp, Change(2, 2.0)).io[1] == pytest.approx(8 / 0.0055)
+    assert predict(inp, Change(2, 2.0)).full[1] == pytest.approx(8 / 0.0115)
+    assert predict(without, Change(2, 2.0)).full[1] == pytest.approx(8 / 0.010)  # what the run alone would say
+    block = whatif(inp).to_dict()["inputs"]
+    assert block["other_workers"] == 1 and block["other_worker_seconds_per_batch"] == pytest.approx(0.011)
+    assert block["other_main_seconds_per_batch"] == pytest.approx(0.0015)
+    assert whatif(without).to_dict()["inputs"]["other_workers"] is None

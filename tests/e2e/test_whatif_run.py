@@ -33,6 +33,10 @@ def test_a_compute_bound_loop_gets_predictions_checked_by_an_emulated_faster_ste
         assert fewest <= need["workers"] <= most, need
     # the simulation of the pipeline knows the loader's queue: 2 workers x prefetch_factor 2
     assert w["inputs"]["queue_depth"] == 4
+    # and the loading alone on the training thread, for the changes to no workers (STAGES_ALONE: 4 x 1 ms a batch)
+    assert "Stage trials at another setting (for the what-if model): 1 warm-up + 1 IO trial of 15 batches" in run.stdout
+    assert "BENCHY::STAGES_ALONE_1::Trial Throughput:" in run.stdout
+    assert w["inputs"]["other_workers"] == 0 and 0.003 < w["inputs"]["other_worker_seconds_per_batch"] < 0.008
     assert doc["EMULATED"]["speedup"] == w["flip_speedup"] and doc["EMULATED"]["n"] == 2
     (check,) = w["checks"]
     assert check["kind"] == "FULL" and check["measured"] == doc["EMULATED"]["mean"]
@@ -66,6 +70,9 @@ def test_a_price_gives_what_the_data_wait_costs(run_script) -> None:
     own = w["own"]
     assert own["limit"] == "the loading and the step one after the other"
     assert own["full"][1] < 0.8 * own["naive_full"]
+    # what a worker costs, which a loader without workers does not show: one worker's stage trial (STAGES_WORKER)
+    assert "BENCHY::STAGES_WORKER_1::Trial Throughput:" in run.stdout
+    assert w["inputs"]["other_workers"] == 1 and w["inputs"]["other_main_seconds_per_batch"] > 0
 
 
 def test_the_step_parts_and_the_step_beside_the_loader_are_measured_in_windows_of_their_own(run_script) -> None:

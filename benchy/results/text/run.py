@@ -261,6 +261,18 @@ def event(event: ev.Event, schedule: Schedule) -> Optional[Said]:
             return Said(True, f"IO_H2D: stopped: {reason(event.reason)}.")
         else:
             return Said(False, f"IO_H2D: skipped: {reason(event.reason)}.")
+    elif isinstance(event, ev.StagesStarted) and event.other:
+        why = (
+            "what a worker's batch and its receive cost, which a loader without workers does not show"
+            if event.workers
+            else "the loading on the training thread alone, which workers beside each other do not show"
+        )
+        return Said(
+            False,
+            f"Stage trials at another setting (for the what-if model): {event.warmups} warm-up + {event.trials} IO "
+            f"trial of {event.nbatches} batches on an instrumented copy with {event.workers} "
+            f"worker{'' if event.workers == 1 else 's'} ({why}); not counted in IO.",
+        )
     elif isinstance(event, ev.StagesStarted):
         return Said(
             False,

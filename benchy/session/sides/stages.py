@@ -1,6 +1,9 @@
 """STAGES: diagnostic IO trials on an instrumented copy of the loader (``measure.stages``): each stage and each
 worker timed (a hidden side, after the verdict). One warm-up (the copy's first pass starts its workers), then
-IO's trial count (:func:`~benchy.session.sides.side_counts`) up to :data:`STAGE_TRIALS`; not counted in IO."""
+IO's trial count (:func:`~benchy.session.sides.side_counts`) up to :data:`STAGE_TRIALS`; not counted in IO.
+With the what-if model on, one short trial more at the model's other setting (``STAGES_ALONE``: no workers,
+where the loader has some; ``STAGES_WORKER``: one worker, where it has none): what the loader costs there,
+which its own setting does not show."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from . import SideEnv, side_counts
 __all__ = ["STAGE_TRIALS", "run"]
 
 STAGE_TRIALS = 2  # stage trials after their one warm-up, at most (shares need few; each costs an IO trial)
+OTHER_WARMUP = 8  # the other setting's warm-up batches (a worker starting, the first batches), and its trial's at least
 
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
@@ -64,6 +68,10 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         if report is not None:
             report.instrumentation = timer_cost(len(made.plan.names))
         results = results.changed(stages=report)
+        source.close()
+        source = None
+        if report is not None and config.general.whatif:
+            results = _other(env, results, 0 if made.workers else 1, max(OTHER_WARMUP, nbatches // 2))
     except Exception as err:  # a loader that cannot be copied or timed costs only this diagnosis
         env.running(None)
         why = Reason(Why.INSTRUMENTED_RAISED, label="" if spec is None else spec.label, error=raised(err))
@@ -76,6 +84,41 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
             except Exception:  # a worker already gone
                 pass
     return results
+
+
+def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> RunResults:
+    """The stage trials at the what-if model's other setting (``workers``: 0 or 1): one warm-up of
+    :data:`OTHER_WARMUP` batches and one trial of ``nbatches``; a loader that cannot run there costs only this
+    figure (the model does without it)."""
+    sink, runner = env.sink, env.runner
+    source: Optional[BatchSource] = None
+    variant = "STAGES_WORKER" if workers else "STAGES_ALONE"
+    specs = [TrialSpec(Mode.IO, 1, True, OTHER_WARMUP, variant=variant), TrialSpec(Mode.IO, 1, False, nbatches, variant=variant)]
+    try:
+        made = env.loader.instrument(workers)
+        sink.say(StagesStarted(1, 1, nbatches, made.workers, made.plan.split, other=True))
+        source = BatchSource(lambda: iter(made.loader), runner.clock)
+        counter = runner.counter()
+        trials: List[StageTrial] = []
+        for spec in specs:
+            env.running(spec)
+            sink.out.trial_started(spec)
+            began = runner.clock()
+            found = stage_trial(spec.label, spec.warmup, spec.nbatches, source.fetch, counter, made)
+            results = results.add_span(Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup))
+            env.running(None)
+            trials.append(found)
+            sink.trial(TrialResult(spec, found.samples, found.seconds))
+        return results.changed(stages_other=analyse(trials, in_order=has_in_order(), split=made.plan.split))
+    except Exception:  # the model does without this figure: nothing the run measured is lost
+        env.running(None)
+        return results
+    finally:
+        if source is not None:
+            try:
+                source.close()
+            except Exception:  # a worker already gone
+                pass
 
 
 def _largest(before: List[WorkerMemory], now: List[WorkerMemory]) -> List[WorkerMemory]:
