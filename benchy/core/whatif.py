@@ -18,8 +18,16 @@ faster, or one loader stage made free. With ``W`` workers and ``C`` cores free, 
   other; the workers deliver in order, at the pace of the slowest; all of them share the cores; the
   step is ``stretch`` times longer beside the loader at FULL's pace (:meth:`Inputs.stretch`).
 
+These steady paces say which side limits and where the verdict flips. The figures for a change with
+workers come from playing the pipeline batch by batch with those times and their measured spread
+(:mod:`benchy.core.queues`: where the two paces are close the step and the loader wait for each other),
+never faster than the cores allow. ``m`` is FULL's median wait where the loader kept ahead in FULL (all
+of ``next()``'s own work, of which the stage trials time the receive); the changes on the other side of
+no workers take the loader's costs from the stage trial there (``STAGES_ALONE``, ``STAGES_WORKER``).
+
 Each prediction is worked out three times, at the low end, the mean and the high end of the
-measured IO and SYNTHETIC intervals: its interval. :func:`whatif` gives a :class:`WhatIf`; the
+measured IO and SYNTHETIC intervals: its interval (the flip and the needs at the two ends too).
+:func:`whatif` gives a :class:`WhatIf`; the
 emulated-step trials (``EMULATED``, run at the speed-up where the model says the verdict flips)
 and the loader sweep's settings check it by measurement, in the same run.
 """
