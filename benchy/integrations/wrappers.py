@@ -22,6 +22,7 @@ from ..session.trials import OwnPasses
 __all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper", "LoaderSweeper", "dataloader_session", "weakly"]
 
 T = TypeVar("T")
+WORKER_TIMEOUT = 120.0  # seconds a batch the copy of a loader without workers may take in a worker of its own
 
 
 @dataclass(frozen=True)
@@ -223,12 +224,17 @@ class LoaderSweeper:
 
     def instrumented(self, workers: Optional[int] = None) -> Instrumented:
         """An instrumented copy with the loader's current settings (``measure.stages.instrument``); ``workers``:
-        with that many workers instead (the what-if model's other setting)."""
+        with that many workers instead (the what-if model's other setting). A loader without workers given one
+        gets a timeout of :data:`WORKER_TIMEOUT` seconds a batch where it has none: a dataset that never ran in a
+        worker may hang there (a lock held at the fork), and the diagnosis must not hang the run."""
         own = self.own()
+        arguments = dict(self._arguments)
         if workers is not None and workers != own.num_workers:
+            if own.num_workers == 0 and workers > 0 and not arguments.get("timeout"):
+                arguments["timeout"] = WORKER_TIMEOUT
             own = Setting(workers, own.pin_memory, (own.prefetch_factor or 2) if workers > 0 else None)
         return instrument(
-            dict(self._arguments, num_workers=own.num_workers, pin_memory=own.pin_memory, prefetch_factor=own.prefetch_factor)
+            dict(arguments, num_workers=own.num_workers, pin_memory=own.pin_memory, prefetch_factor=own.prefetch_factor)
         )
 
     def apply(self, setting: Setting) -> None:

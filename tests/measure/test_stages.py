@@ -227,3 +227,21 @@ def test_a_compose_that_cannot_be_copied_is_timed_whole() -> None:
         "target_transform",
         "collate_fn",
     ]
+
+
+def test_the_what_if_models_other_setting_is_the_same_loader_with_no_workers_or_one() -> None:
+    from torch.utils.data import DataLoader
+
+    from benchy.integrations.wrappers import WORKER_TIMEOUT, LoaderSweeper
+
+    with_workers = DataLoader(items(), batch_size=BATCH, num_workers=2, prefetch_factor=3, pin_memory=False)
+    alone = LoaderSweeper(with_workers, (items(),), dict(batch_size=BATCH, num_workers=2, prefetch_factor=3)).instrumented(0)
+    assert alone.workers == 0 and alone.loader.prefetch_factor is None and alone.loader.timeout == 0
+    assert alone.loader.batch_size == BATCH
+    plain = DataLoader(items(), batch_size=BATCH)
+    one = LoaderSweeper(plain, (items(),), dict(batch_size=BATCH)).instrumented(1)
+    # a dataset that never ran in a worker may hang there: the copy gives up on a batch after WORKER_TIMEOUT
+    assert one.workers == 1 and one.loader.prefetch_factor == 2 and one.loader.timeout == WORKER_TIMEOUT
+    own = LoaderSweeper(plain, (items(),), dict(batch_size=BATCH, timeout=7.0)).instrumented(1)
+    assert own.loader.timeout == 7.0  # the loader's own timeout stays
+    assert LoaderSweeper(plain, (items(),), dict(batch_size=BATCH)).instrumented().workers == 0

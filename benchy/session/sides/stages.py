@@ -23,7 +23,9 @@ from . import SideEnv, side_counts
 __all__ = ["STAGE_TRIALS", "run"]
 
 STAGE_TRIALS = 2  # stage trials after their one warm-up, at most (shares need few; each costs an IO trial)
-OTHER_WARMUP = 8  # the other setting's warm-up batches (a worker starting, the first batches), and its trial's at least
+OTHER_WARMUP = 4  # the other setting's warm-up batches (a worker starting, its first prefetching)
+OTHER_LEAST = 8  # ... its trial's batches at least
+OTHER_SECONDS = 5.0  # ... and at most what this long would take at the stage trials' pace (a slow loader alone)
 
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
@@ -71,7 +73,10 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         source.close()
         source = None
         if report is not None and config.general.whatif:
-            results = _other(env, results, 0 if made.workers else 1, max(OTHER_WARMUP, nbatches // 2))
+            # Alone on one thread a batch takes about a worker's time: so many as fit in OTHER_SECONDS at that pace.
+            per = report.period * max(1, made.workers)
+            fits = int(OTHER_SECONDS / per) if per > 0 else nbatches
+            results = _other(env, results, 0 if made.workers else 1, max(OTHER_LEAST, min(nbatches // 2, fits)))
     except Exception as err:  # a loader that cannot be copied or timed costs only this diagnosis
         env.running(None)
         why = Reason(Why.INSTRUMENTED_RAISED, label="" if spec is None else spec.label, error=raised(err))
@@ -88,8 +93,9 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
 
 def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> RunResults:
     """The stage trials at the what-if model's other setting (``workers``: 0 or 1): one warm-up of
-    :data:`OTHER_WARMUP` batches and one trial of ``nbatches``; a loader that cannot run there costs only this
-    figure (the model does without it)."""
+    :data:`OTHER_WARMUP` batches and one trial of ``nbatches``; a loader that cannot run there (a dataset that
+    fails in a worker, or one that takes more than the copy's timeout for a batch there) costs only this figure
+    (the model does without it)."""
     sink, runner = env.sink, env.runner
     source: Optional[BatchSource] = None
     variant = "STAGES_WORKER" if workers else "STAGES_ALONE"
