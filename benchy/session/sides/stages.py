@@ -7,7 +7,7 @@ which its own setting does not show."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional, Tuple
 
 from ...core.events import StagesStarted, StagesStopped
 from ...core.outcomes import Reason, Why, raised
@@ -16,7 +16,7 @@ from ...core.schedule import Mode, TrialSpec
 from ...core.stages import StageTrial, WorkerMemory, analyse
 from ...core.verdict import system_means
 from ...measure.source import BatchSource
-from ...measure.stages import has_in_order, stage_trial, timer_cost
+from ...measure.stages import Instrumented, has_in_order, stage_trial, timer_cost
 from ...measure.system import worker_memory
 from . import SideEnv, side_counts
 
@@ -49,14 +49,8 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         specs = [TrialSpec(Mode.IO, k, True, nbatches, variant="STAGES") for k in range(1, nwarmup + 1)]
         specs += [TrialSpec(Mode.IO, k, False, nbatches, variant="STAGES") for k in range(1, ntrials + 1)]
         for spec in specs:
-            env.running(spec)
-            sink.out.trial_started(spec)
-            began = runner.clock()
-            found = stage_trial(spec.label, spec.warmup, nbatches, source.fetch, counter, made)
-            results = results.add_span(Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup))
-            env.running(None)
+            found, results = _trial(env, spec, source, made, counter, results)
             trials.append(found)
-            sink.trial(TrialResult(spec, found.samples, found.seconds))
             if not spec.warmup:
                 memory = _largest(memory, worker_memory(source.worker_pids()))
         spec = None
@@ -91,6 +85,21 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
     return results
 
 
+def _trial(
+    env: SideEnv, spec: TrialSpec, source: BatchSource, made: Instrumented, counter: Any, results: RunResults
+) -> Tuple[StageTrial, RunResults]:
+    """One stage trial of ``spec.nbatches`` batches: its line, its span on the timeline."""
+    runner = env.runner
+    env.running(spec)
+    env.sink.out.trial_started(spec)
+    began = runner.clock()
+    found = stage_trial(spec.label, spec.warmup, spec.nbatches, source.fetch, counter, made)
+    results = results.add_span(Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup))
+    env.running(None)
+    env.sink.trial(TrialResult(spec, found.samples, found.seconds))
+    return found, results
+
+
 def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> RunResults:
     """The stage trials at the what-if model's other setting (``workers``: 0 or 1): one warm-up of
     :data:`OTHER_WARMUP` batches and one trial of ``nbatches``; a loader that cannot run there (a dataset that
@@ -107,14 +116,8 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
         counter = runner.counter()
         trials: List[StageTrial] = []
         for spec in specs:
-            env.running(spec)
-            sink.out.trial_started(spec)
-            began = runner.clock()
-            found = stage_trial(spec.label, spec.warmup, spec.nbatches, source.fetch, counter, made)
-            results = results.add_span(Span(spec.label, "stages", runner.unix(began), runner.clock() - began, spec.warmup))
-            env.running(None)
+            found, results = _trial(env, spec, source, made, counter, results)
             trials.append(found)
-            sink.trial(TrialResult(spec, found.samples, found.seconds))
         return results.changed(stages_other=analyse(trials, in_order=has_in_order(), split=made.plan.split))
     except Exception:  # the model does without this figure: nothing the run measured is lost
         env.running(None)
