@@ -82,6 +82,8 @@ def periods(
     trials, nothing between the asks); ``slow``: the slowest worker's time over the workers' mean."""
     if workers < 1:
         raise ValueError(f"periods: workers must be 1 or more, got {workers}")
+    if batches <= WARM:
+        raise ValueError(f"periods: batches must be more than the {WARM} left out while the queues fill, got {batches}")
     w_mean = np.asarray(worker, dtype=np.float64)
     m_mean = np.asarray(main, dtype=np.float64)
     s_mean = np.asarray(step, dtype=np.float64)

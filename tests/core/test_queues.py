@@ -54,6 +54,8 @@ def test_columns_are_worked_out_from_the_same_draws_and_again_the_same() -> None
 def test_no_workers_is_not_a_pipeline() -> None:
     with pytest.raises(ValueError, match="workers must be 1 or more, got 0"):
         periods(0, 0, np.array(0.01), np.array(0.0), np.array(0.01))
+    with pytest.raises(ValueError, match="batches must be more than the 200 left out while the queues fill, got 50"):
+        periods(1, 2, np.array(0.01), np.array(0.0), np.array(0.01), batches=50)
 
 
 def test_a_shape_is_the_distribution_over_its_mean() -> None:
