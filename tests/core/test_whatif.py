@@ -273,22 +273,7 @@ def test_where_the_paces_meet_the_queued_prediction_is_below_the_steady_one() ->
 def test_the_other_settings_stage_trials_serve_the_changes_on_their_side_of_no_workers() -> None:
     # A run without workers: the loading 10 ms a batch on the training thread. Its STAGES_WORKER trial: one worker,
     # 11 ms a batch there, and the main process receiving each batch in 1.5 ms (none of which the run shows).
-    alone = StageReport(
-        period=0.010,
-        throughput=800,
-        batches=50,
-        samples=400,
-        workers=0,
-        stages=[Stage(StageKind.DATASET, "main", 0.010, 1.0, off_cpu=1.0)],
-        unexplained=0.0,
-        worker_busy=None,
-        per_worker=[],
-        slowest=None,
-        out_of_order=0,
-        hol_share=0.0,
-        split="",
-        in_order=True,
-    )
+    alone = replace(_report(), period=0.010, workers=0, stages=[Stage(StageKind.DATASET, "main", 0.010, 1.0, off_cpu=1.0)])
     one = replace(
         _report(receive=0.0015),
         period=0.011,

@@ -64,7 +64,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         if report is not None:
             report.instrumentation = timer_cost(len(made.plan.names))
         results = results.changed(stages=report)
-        source.close()
+        _close(source)  # its workers end before the other setting's copy starts
         source = None
         if report is not None and config.general.whatif:
             # Alone on one thread a batch takes about a worker's time: so many as fit in OTHER_SECONDS at that pace.
@@ -77,12 +77,17 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         results = results.changed(stages_skipped=why)
         sink.say(StagesStopped(why))
     finally:
-        if source is not None:
-            try:
-                source.close()
-            except Exception:  # a worker already gone
-                pass
+        _close(source)
     return results
+
+
+def _close(source: Optional[BatchSource]) -> None:
+    """Shut a copy's pass down (its workers end); one already gone is no error."""
+    if source is not None:
+        try:
+            source.close()
+        except Exception:  # a worker already gone
+            pass
 
 
 def _trial(
@@ -123,11 +128,7 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
         env.running(None)
         return results
     finally:
-        if source is not None:
-            try:
-                source.close()
-            except Exception:  # a worker already gone
-                pass
+        _close(source)
 
 
 def _largest(before: List[WorkerMemory], now: List[WorkerMemory]) -> List[WorkerMemory]:
