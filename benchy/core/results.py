@@ -22,6 +22,7 @@ from .startup import Startup
 from .stats import Estimate, estimate
 
 __all__ = [
+    "PERIOD_CODE",
     "RATES_SLICE",
     "SAMPLE_TYPECODES",
     "FlopCount",
@@ -43,6 +44,10 @@ __all__ = [
 
 RATES_SLICE = 65_536  # steps whose throughputs are computed at a time
 
+# A period's time (and a FULL period's wait) is kept in single precision, 4 bytes a step: 7 significant digits, a
+# nanosecond in a 10 ms step, far finer than any clock's noise; sums over them are taken in double precision.
+PERIOD_CODE = "f"
+
 # Per-step sample counts are stored in the smallest of these that holds them ('q': negative counts).
 SAMPLE_TYPECODES = ("B", "H", "I", "Q", "q")
 
@@ -61,6 +66,13 @@ def samples_typecode(counts: Any) -> str:
         if high < 1 << (8 * array(code).itemsize):
             return code
     return "q"
+
+
+def _periods(values: Any) -> array[float]:
+    """Any sequence of seconds as an ``array(PERIOD_CODE)`` (numpy arrays and typed arrays without a Python float each)."""
+    out: array[float] = array(PERIOD_CODE)
+    out.frombytes(np.ascontiguousarray(np.asarray(values, dtype=np.float32).reshape(-1)).tobytes())
+    return out
 
 
 @dataclass(frozen=True)
@@ -265,7 +277,7 @@ class TrialResult:
 
     ``step_seconds[i]`` is the time from handing out batch ``i`` to handing out batch
     ``i + 1`` (the step and the next fetch); ``step_samples[i]`` the samples of that batch.
-    Any sequence may be passed for them; they are stored as ``array('d')`` and an integer array
+    Any sequence may be passed for them; they are stored as ``array('f')`` (:data:`PERIOD_CODE`) and an integer array
     of the smallest type that holds the counts (``'B'``: one byte a step for batches of up to 255
     samples; :func:`samples_typecode`).
     """
@@ -273,7 +285,7 @@ class TrialResult:
     spec: TrialSpec
     samples: int
     seconds: float
-    step_seconds: array[float] = field(default_factory=lambda: array("d"))
+    step_seconds: array[float] = field(default_factory=lambda: array(PERIOD_CODE))
     step_samples: array[int] = field(default_factory=lambda: array("q"))
     # With several ranks: each rank's (samples, seconds); ``samples`` is then their sum and
     # ``seconds`` the slowest rank's time. The step arrays stay this rank's.
@@ -308,15 +320,15 @@ class TrialResult:
 
     def __post_init__(self) -> None:
         seconds: Any = self.step_seconds
-        if not (isinstance(seconds, array) and seconds.typecode == "d"):
-            object.__setattr__(self, "step_seconds", array("d", seconds))
+        if not (isinstance(seconds, array) and seconds.typecode == PERIOD_CODE):
+            object.__setattr__(self, "step_seconds", _periods(seconds))
         counts: Any = self.step_samples
         if not (isinstance(counts, array) and counts.typecode in SAMPLE_TYPECODES):
             counts = list(counts)
             object.__setattr__(self, "step_samples", array(samples_typecode(counts), counts))
         waits: Any = self.step_waits
-        if waits is not None and not (isinstance(waits, array) and waits.typecode == "f"):
-            object.__setattr__(self, "step_waits", array("f", waits))
+        if waits is not None and not (isinstance(waits, array) and waits.typecode == PERIOD_CODE):
+            object.__setattr__(self, "step_waits", _periods(waits))
 
     __hash__ = None  # type: ignore[assignment]  # the step arrays are mutable containers
 
@@ -347,14 +359,14 @@ class TrialResult:
     @cached_property
     def own_seconds(self) -> float:
         """This rank's time over the trial's periods (computed once)."""
-        return float(np.sum(np.frombuffer(self.step_seconds, dtype=np.float64)))
+        return float(np.sum(self.periods(), dtype=np.float64))
 
     @cached_property
     def median_period(self) -> Optional[float]:
         """The median of this rank's periods (computed once), None without any."""
         if not self.step_seconds:
             return None
-        return float(np.median(np.frombuffer(self.step_seconds, dtype=np.float64)))
+        return float(np.median(self.periods()))
 
     @property
     def own_throughput(self) -> float:
@@ -371,6 +383,16 @@ class TrialResult:
         """Each rank's own throughput (samples per second); empty for a single process."""
         return tuple((n / t if t > 0 else float("inf")) for n, t in zip(self.rank_samples, self.rank_seconds))
 
+    def periods(self) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """``step_seconds`` as a numpy view (no copy; single precision: sum it in double)."""
+        return np.frombuffer(self.step_seconds, dtype=np.float32) if self.step_seconds else np.zeros(0, np.float32)
+
+    def waits(self) -> Optional[np.ndarray[Any, np.dtype[np.float32]]]:
+        """``step_waits`` as a numpy view (no copy), or None."""
+        if self.step_waits is None:
+            return None
+        return np.frombuffer(self.step_waits, dtype=np.float32) if self.step_waits else np.zeros(0, np.float32)
+
     def samples_array(self) -> np.ndarray[Any, Any]:
         """``step_samples`` as a numpy view (no copy), of its own integer type."""
         return np.frombuffer(self.step_samples, dtype=np.dtype(self.step_samples.typecode))
@@ -378,7 +400,7 @@ class TrialResult:
     def step_rates(self, start: int = 0, stop: Optional[int] = None) -> np.ndarray[Any, np.dtype[np.float64]]:
         """Per-step throughputs (samples per second; inf for a step of no measurable time), of
         steps ``start`` to ``stop`` (default: all)."""
-        seconds = np.frombuffer(self.step_seconds, dtype=np.float64)[start:stop]
+        seconds = self.periods()[start:stop]
         samples = self.samples_array()[start:stop]
         rates = np.full(len(seconds), np.inf)
         np.divide(samples, seconds, out=rates, where=seconds > 0)
@@ -419,7 +441,7 @@ def folded(result: TrialResult) -> TrialResult:
     a run keeps per-step data for its counted trials alone."""
     return replace(
         result,
-        step_seconds=array("d", [result.own_seconds]),
+        step_seconds=array(PERIOD_CODE, [result.own_seconds]),
         step_samples=array("q", [result.samples]),
         step_waits=None,
         readings=None,

@@ -492,7 +492,7 @@ def analyse(
         memory=list(memory),
         free_cores=free_cores,
         trials=[t.label for t in trials],
-        worker_shape=shape_of(np.concatenate([t.end - t.start for t in steady])) if workers else (),
+        worker_shape=shape_of(*[t.end - t.start for t in steady]) if workers else (),
         receive_shape=shape_of(receive) if workers else (),
     )
 

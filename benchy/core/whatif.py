@@ -862,7 +862,7 @@ def from_results(
         parts=results.parts,
         contention=results.contention,
         depth=depth,
-        step_shape=shape_of(np.concatenate(steps)) if steps else (),
+        step_shape=shape_of(*steps),
         full_wait_median=float(np.median([t.wait_median for t in full_trials])) if full_trials else None,
         stages_other=results.stages_other,
     )

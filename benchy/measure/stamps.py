@@ -1,7 +1,7 @@
-"""A trial's timestamps and what they mean: the series the hot loops fill (:class:`Series`, 8
-bytes a stamp), how far an epoch trial got, and the :class:`~benchy.core.results.TrialResult`
-built from them once the trial ends (glue between the loops of :mod:`benchy.measure.trial` and
-the result model; numpy, no torch).
+"""A trial's timestamps and what they mean: the series the hot loops fill (:class:`Stamps`, kept as
+the periods between them, 4 bytes a period; :class:`Series` and :class:`Constant` for the per-batch
+sample counts), and the :class:`~benchy.core.results.TrialResult` built from them once the trial
+ends (glue between the loops of :mod:`benchy.measure.trial` and the result model; numpy, no torch).
 
 ``stamps[i]`` is when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops;
 period ``i`` (``stamps[i]`` to ``stamps[i+1]``) holds one training step and one fetch.
@@ -9,27 +9,27 @@ period ``i`` (``stamps[i]`` to ``stamps[i+1]``) holds one training step and one 
 
 from __future__ import annotations
 
-import dataclasses
+import math
 from array import array
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..core.results import TrialResult, samples_typecode
+from ..core.results import PERIOD_CODE, TrialResult, samples_typecode
 from ..core.schedule import TrialSpec
 
 __all__ = [
     "CHUNK",
     "LOOKAHEAD_SHARE",
     "UNSET",
+    "Constant",
+    "Counts",
     "Pauses",
     "Series",
+    "Stamps",
     "build_result",
-    "fetches_ahead",
-    "handed_out",
+    "compact",
     "size_buffer",
-    "stamp_buffer",
-    "without_first_period",
 ]
 
 Pauses = List[Tuple[int, float]]  # (period, seconds) of benchy's own work inside a trial, taken out of it
@@ -43,27 +43,149 @@ CHUNK = 4096
 # Per-step sample counts while a trial runs: 4 bytes each ('I'), made smaller when it ends.
 _COUNTS = "I" if array("I").itemsize >= 4 else "Q"
 
+_FLOAT = np.dtype(PERIOD_CODE)
 
-class Series:
-    """``length`` values a hot loop writes one at a time, held in 8 (or 4) bytes each.
 
-    The loop stores into ``buf``, a list of :data:`CHUNK` slots (a list store is the cheapest
-    store a loop can make); at each chunk's end :meth:`flush` moves them into ``data``, a typed
-    array, and blanks ``buf`` again, outside the trial's time (a pause). A list of floats costs
-    32 bytes a value (the slot and the float object), so a trial's stamps took 32 bytes a batch
-    until it ended; now they take 8, and the list stays 4096 slots long. Value ``i`` is
-    ``data[i]`` below ``done`` and ``buf[i - done]`` from there. ``buffered=False`` (a count the
-    same for every batch): ``data`` only, written by :meth:`set`.
+def _zeros(code: str, length: int) -> array[Any]:
+    return array(code, [0]) * max(0, length)
+
+
+def _view(values: array[Any]) -> np.ndarray[Any, Any]:
+    """A numpy view of a typed array (no copy; let it go before the array is resized)."""
+    return np.frombuffer(values, dtype=np.dtype(values.typecode)) if len(values) else np.zeros(0, np.dtype(values.typecode))
+
+
+class Stamps:
+    """The timestamps of up to ``periods + 1`` hand-outs, taken one at a time by a hot loop, kept as the
+    ``periods`` between them: 4 bytes a period (``float32``: 7 significant digits, a nanosecond in a 10 ms
+    period), where the times themselves would take 8.
+
+    The loop stores each stamp into ``buf``, a list of :data:`CHUNK` slots (a list store is the cheapest
+    store a loop can make); at each chunk's end :meth:`flush` turns them into the periods since the stamp
+    before (in double precision, kept in single), outside the trial's time (a pause), and blanks ``buf``
+    again. Stamp ``i`` is ``buf[i - done]`` from ``done`` on; below that the first stamp (``first``) and
+    the last one moved (``last``) are kept as times, the rest as the periods between them (:meth:`get`).
+
+    ``split`` (FULL): the loop also stores into ``asks`` when it asked for the next batch after hand-out
+    ``i`` (in period ``i``); kept as the period's wait for data, ``stamps[i + 1] - asks[i]`` (``waits``, 4
+    bytes; the last ask moved waits for the next stamp as a time, ``ask``), the rest of the period being the
+    step.
     """
 
-    __slots__ = ("_blank", "_fill", "buf", "buffered", "data", "done")
+    __slots__ = ("_blank", "ask", "asks", "buf", "done", "end", "first", "last", "periods", "waits")
 
-    def __init__(self, length: int, code: str = "d", fill: Any = UNSET, buffered: bool = True) -> None:
-        self.data: array[Any] = array(code, [fill]) * length
-        self._fill = fill
-        self.buffered = buffered
-        self._blank: List[Any] = [fill] * (CHUNK if buffered else 0)
-        self.buf: List[Any] = list(self._blank)
+    def __init__(self, periods: int, split: bool = False) -> None:
+        self.periods: array[float] = _zeros(PERIOD_CODE, periods)
+        self.waits: Optional[array[float]] = _zeros(PERIOD_CODE, periods) if split else None
+        self.ask = UNSET  # ask ``done - 1``, as a time
+        self._blank: List[float] = [UNSET] * CHUNK
+        self.buf: List[float] = list(self._blank)
+        self.asks: Optional[List[float]] = list(self._blank) if split else None
+        self.done = 0
+        self.first = UNSET  # stamp 0, as a time
+        self.last = UNSET  # stamp ``done - 1``, as a time
+        self.end = UNSET  # the clock's stop (:meth:`stop`)
+
+    def start(self, value: float) -> None:
+        """Stamp 0 (a loop that takes it outside its chunks)."""
+        self.first = self.last = value
+        self.done = 1
+
+    def flush(self, count: int) -> None:
+        """Move stamps ``done`` to ``done + count - 1`` (``buf[:count]``, and ``asks[:count]``) into the periods."""
+        if count <= 0:
+            return
+        d = self.done
+        taken = np.array(self.buf[:count], dtype=np.float64)
+        periods = _view(self.periods)
+        if d == 0:
+            self.first = float(taken[0])
+        else:
+            periods[d - 1] = taken[0] - self.last
+        np.subtract(taken[1:], taken[:-1], out=periods[d : d + count - 1], casting="same_kind")
+        asks = self.asks
+        if asks is not None and self.waits is not None:
+            waits = _view(self.waits)
+            asked = np.array(asks[:count], dtype=np.float64)
+            if d > 0:
+                waits[d - 1] = taken[0] - self.ask
+            np.subtract(taken[1:], asked[:-1], out=waits[d : d + count - 1], casting="same_kind")
+            self.ask = float(asked[-1])
+            asks[:count] = self._blank[:count]
+            del waits
+        del periods
+        self.buf[:count] = self._blank[:count]
+        self.last = float(taken[-1])
+        self.done = d + count
+
+    def stop(self, index: int, value: float) -> None:
+        """The clock stopped at ``value``, as stamp ``index``: the one after the last moved (``done``), or in
+        place of the last moved (``done - 1``: a loop whose final stamp is taken again after the device sync)."""
+        periods = self.periods
+        if index == self.done and index > 0:
+            periods[index - 1] = value - self.last
+            if self.waits is not None:
+                self.waits[index - 1] = value - self.ask
+        elif index == self.done - 1 and index > 0:
+            periods[index - 1] = periods[index - 1] + (value - self.last)
+            self.last = value
+        else:
+            raise ValueError(f"a trial's stop is stamp {self.done - 1} or {self.done} (stamps moved: {self.done}), not {index}")
+        self.end = value
+
+    def get(self, i: int) -> float:
+        """Stamp ``i`` as a time (below ``done``: the last moved less the periods since)."""
+        d = self.done
+        if i >= d:
+            return self.buf[i - d]
+        if i == d - 1:
+            return self.last
+        return self.last - float(np.sum(_view(self.periods)[i : d - 1], dtype=np.float64))
+
+    __getitem__ = get  # stamp ``i`` (a reporter reads ``stamps[i]``)
+
+    def period(self, i: int) -> float:
+        """Period ``i`` (stamp ``i`` to ``i + 1``), both stamps taken."""
+        return float(self.periods[i]) if i + 1 < self.done else self.get(i + 1) - self.get(i)
+
+    def written(self) -> int:
+        """How many stamps were taken (the first blank slot of ``buf``)."""
+        try:
+            return self.done + self.buf.index(UNSET)
+        except ValueError:
+            return self.done + len(self.buf)
+
+    def grow(self, stamps: int) -> None:
+        """Room for at least ``stamps`` stamps (a window that spans epochs needs more)."""
+        if len(self.periods) < stamps - 1:
+            self.periods.extend(_zeros(PERIOD_CODE, stamps - 1 - len(self.periods)))
+        if self.waits is not None and len(self.waits) < stamps - 1:
+            self.waits.extend(_zeros(PERIOD_CODE, stamps - 1 - len(self.waits)))
+
+    def settle(self, count: int) -> None:
+        """Move what the loop wrote, up to ``count`` stamps in all (a trial that ended early)."""
+        self.flush(min(count, len(self.periods) + 1) - self.done)
+
+    def release(self) -> None:
+        """Let the values go (the result is built): ``written()`` still tells how far the loop got."""
+        self.periods = array(PERIOD_CODE)
+        self.waits = None if self.waits is None else array(PERIOD_CODE)
+
+
+class Series:
+    """``length`` per-batch sample counts a hot loop writes one at a time, 4 bytes each.
+
+    The loop stores into ``buf``, a list of :data:`CHUNK` slots; at each chunk's end :meth:`flush` moves
+    them into ``data``, a typed array, and blanks ``buf`` again, outside the trial's time (a pause). Value
+    ``i`` is ``data[i]`` below ``done`` and ``buf[i - done]`` from there.
+    """
+
+    __slots__ = ("_blank", "buf", "data", "done")
+
+    def __init__(self, length: int) -> None:
+        self.data: array[int] = _zeros(_COUNTS, length)
+        self._blank: List[int] = [0] * CHUNK
+        self.buf: List[int] = list(self._blank)
         self.done = 0
 
     def __len__(self) -> int:
@@ -71,143 +193,179 @@ class Series:
 
     def flush(self, count: int) -> None:
         """Move ``buf[:count]`` into ``data`` (from ``done`` on) and blank those slots."""
-        if count > 0 and self.buffered:
+        if count > 0:
             start = self.done
-            self.data[start : start + count] = array(self.data.typecode, self.buf[:count])
+            self.data[start : start + count] = array(_COUNTS, self.buf[:count])
             self.buf[:count] = self._blank[:count]
             self.done = start + count
 
-    def get(self, i: int) -> Any:
-        return self.data[i] if i < self.done or not self.buffered else self.buf[i - self.done]
+    def get(self, i: int) -> int:
+        return self.data[i] if i < self.done else self.buf[i - self.done]
 
-    __getitem__ = get  # value ``i`` (a reporter reads ``stamps[i]``)
-
-    def set(self, i: int, value: Any) -> None:
-        if i < self.done or not self.buffered:
+    def set(self, i: int, value: int) -> None:
+        if i < self.done:
             self.data[i] = value
         else:
             self.buf[i - self.done] = value
 
     def total(self, low: int, high: int) -> float:
         """The sum of values ``low`` to ``high - 1``."""
-        if not self.buffered or high <= self.done:
+        if high <= self.done:
             return float(sum(self.data[low:high]))
         head = float(sum(self.data[low : self.done])) if low < self.done else 0.0
         return head + float(sum(self.buf[max(0, low - self.done) : high - self.done]))
 
-    def written(self) -> int:
-        """How many stamps were taken (a stamp series: the first blank slot of ``buf``)."""
-        try:
-            return self.done + self.buf.index(UNSET)
-        except ValueError:
-            return self.done + len(self.buf)
-
-    def release(self) -> None:
-        """Let the values go (the result is built): ``written()`` still tells how far the loop got."""
-        self.data = array(self.data.typecode)
-
     def grow(self, length: int) -> None:
-        """At least ``length`` values (the new ones blank): a window that spans epochs needs more."""
+        """At least ``length`` values (the new ones 0)."""
         if len(self.data) < length:
-            self.data.extend(array(self.data.typecode, [self._fill]) * (length - len(self.data)))
+            self.data.extend(_zeros(_COUNTS, length - len(self.data)))
 
     def settle(self, count: int) -> None:
         """Move what the loop wrote to ``data``, up to ``count`` values in all (a trial that ended early)."""
         self.flush(min(count, len(self.data)) - self.done)
 
+    def values(self, n: int) -> np.ndarray[Any, Any]:
+        """The first ``n`` counts (a view)."""
+        return _view(self.data)[:n]
 
-def stamp_buffer(n: int) -> Series:
-    """The ``n + 1`` timestamps of a trial, all :data:`UNSET`."""
-    return Series(n + 1)
+    def release(self) -> None:
+        self.data = array(_COUNTS)
 
 
-def size_buffer(n: int, constant: Optional[int]) -> Series:
+class Constant:
+    """``length`` per-batch sample counts, the same for every batch but those :meth:`set` (a pass's short
+    last batch): nothing kept per batch while the trial runs. Its ``buf`` is empty: the loop writes none."""
+
+    __slots__ = ("buf", "done", "length", "other", "value")
+
+    def __init__(self, length: int, value: int) -> None:
+        self.length, self.value = length, value
+        self.other: Dict[int, int] = {}
+        self.buf: List[int] = []
+        self.done = 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    def flush(self, count: int) -> None:
+        pass
+
+    def get(self, i: int) -> int:
+        return self.other.get(i, self.value)
+
+    def set(self, i: int, value: int) -> None:
+        if value == self.value:
+            self.other.pop(i, None)
+        else:
+            self.other[i] = value
+
+    def total(self, low: int, high: int) -> float:
+        return float(self.value * (high - low) + sum(v - self.value for i, v in self.other.items() if low <= i < high))
+
+    def grow(self, length: int) -> None:
+        self.length = max(self.length, length)
+
+    def settle(self, count: int) -> None:
+        pass
+
+    def values(self, n: int) -> np.ndarray[Any, Any]:
+        """The first ``n`` counts (made here: the smallest integer type that holds them)."""
+        found = [self.value, *(v for i, v in self.other.items() if i < n)]
+        out = np.full(n, self.value, dtype=np.dtype(samples_typecode(found)))
+        for i, v in self.other.items():
+            if i < n:
+                out[i] = v
+        return out
+
+    def release(self) -> None:
+        self.other = {}
+
+
+Counts = Union[Series, Constant]
+
+
+def size_buffer(n: int, constant: Optional[int]) -> Counts:
     """The ``n`` per-batch sample counts: written by the loop, or ``constant`` for every batch."""
-    return Series(n, _COUNTS, 0 if constant is None else constant, buffered=constant is None)
-
-
-def handed_out(stamps: Series, n: int) -> int:
-    """How many of its ``n`` batches an epoch trial has handed out so far (C speed)."""
-    return min(stamps.written(), n)
+    return Series(n) if constant is None else Constant(n, constant)
 
 
 def build_result(
     spec: TrialSpec,
-    stamps: Series,
-    sizes: Series,
+    stamps: Stamps,
+    sizes: Counts,
     pauses: Pauses,
     periods: Optional[int] = None,
-    asks: Optional[Series] = None,
     fetched: Optional[float] = None,
     gaps: Optional[Pauses] = None,
     drop: Sequence[int] = (),
 ) -> TrialResult:
-    """A :class:`TrialResult` over the first ``periods`` periods (default: all of them) less those in ``drop``
-    (a window's periods left out), from the series the loop filled (moved into their typed arrays by the caller).
+    """A :class:`TrialResult` over the first ``periods`` periods (default: one a count) less those in ``drop``
+    (a window's periods left out), from the series the loop filled (moved by the caller; the clock stopped).
 
-    FULL passes ``asks``: ``asks[i]`` is when the loop asked for the batch after batch ``i``,
-    splitting period ``i`` into the step (``stamps[i]`` to ``asks[i]``) and the wait for data
-    (``asks[i]`` to ``stamps[i + 1]``); ``fetched`` is when the last fetch returned, before the
-    device sync that closes the trial (the sync is the step's work, not the loader's).
-    ``pauses``: benchy's own time inside the step part of a period (periodic lines, and the
-    series' moves in IO and SYNTHETIC), taken out of the period; ``gaps``: its time inside the
-    wait part (FULL's series moves), taken out of the period and its wait.
+    FULL's stamps hold ``waits``: each period's wait for data (the loop's ask for the next batch to its
+    hand-out), the rest of the period being the step; ``fetched`` is when the last fetch
+    returned, before the device sync that closes the trial (the sync is the step's work, not the loader's).
+    ``pauses``: benchy's own time inside the step part of a period (periodic lines, and the series' moves in
+    IO and SYNTHETIC), taken out of the period; ``gaps``: its time inside the wait part (FULL's series
+    moves), taken out of the period and its wait.
 
-    Memory: the step times are computed into the result's own array, the waits in place in
-    ``asks``' array and the step parts in ``stamps``', the periods dropped by moving the kept ones forward
-    in place, so nothing per step is allocated here beyond what the result keeps (8 bytes for the time,
-    1 to 8 for the count, 4 for a FULL period's wait). The series are used up: build the result last.
+    Memory: the result takes over the series' own arrays (the periods and FULL's waits), the periods left out
+    moved out in place, so that nothing per step is allocated here beyond a copy of the counts in their smallest
+    type (1 to 8 bytes) and, for FULL's medians, a wait's worth (4 bytes) for a moment. A result keeps 4 bytes a
+    period, 4 more a FULL period's wait, and the count. The series are used up: build the result last.
     """
     n = len(sizes) if periods is None else periods
-    times = np.frombuffer(stamps.data, dtype=np.float64)[: n + 1]
-    step_seconds, steps = _typed("d", n)
-    np.subtract(times[1:], times[:-1], out=steps)
-    for k, seconds in pauses:
-        if 0 <= k < n:
-            steps[k] -= seconds
-    counts_all = np.frombuffer(sizes.data, dtype=np.dtype(sizes.data.typecode))[:n]
-    counts, view = _typed(samples_typecode(counts_all), n)
-    view[:] = counts_all
+    step_seconds = stamps.periods
+    stamps.periods = array(PERIOD_CODE)
+    steps = _view(step_seconds)[:n]
     waits: Optional[np.ndarray[Any, Any]] = None
-    if asks is not None and n > 0:
-        waits = np.frombuffer(asks.data, dtype=np.float64)[:n]
-        np.subtract(times[1:], waits, out=waits)  # in place: asks are not needed after this
+    kept: Optional[array[float]] = None
+    if stamps.waits is not None and n > 0:
+        kept, stamps.waits = stamps.waits, array(PERIOD_CODE)
+        waits = _view(kept)[:n]
         if fetched is not None:
-            waits[n - 1] -= times[n] - fetched
+            waits[n - 1] -= stamps.end - fetched
         for k, seconds in gaps or ():
             if 0 <= k < n:
                 steps[k] -= seconds
                 waits[k] -= seconds
+    for k, seconds in pauses:
+        if 0 <= k < n:
+            steps[k] -= seconds
+    counts_all = sizes.values(n)
+    counts, view = _typed(samples_typecode(counts_all), n)
+    view[:] = counts_all
+    del counts_all
+    sizes.release()
     dropped = sorted({k for k in drop if 0 <= k < n})
-    started = _finite(times[0])
+    started = stamps.first if math.isfinite(stamps.first) else None
     if dropped and started is not None:
         first = next((k for k in range(n) if k not in dropped), n)  # the first period kept
-        started += float(steps[:first].sum())
+        started += float(steps[:first].sum(dtype=np.float64))
     m = n - len(dropped)
     for compacted in (steps, view, waits):
         if compacted is not None:
-            _compact(compacted, dropped, n)
+            compact(compacted, dropped, n)
     del compacted
     steps, view = steps[:m], view[:m]
     split: Dict[str, Any] = {}
-    if waits is not None and m > 0 and np.isfinite(waits[:m]).all():
+    if waits is not None and kept is not None and m > 0 and np.isfinite(waits[:m]).all():
         waits = waits[:m]
-        wait_seconds = float(waits.sum())
-        kept, kept_view = _typed("f", m)  # each period's wait, for the timeline (4 bytes a step)
-        kept_view[:] = waits
-        del kept_view
-        work = times[1 : m + 1]  # in place: the stamps are not needed after this either (stamps[0] is)
-        np.subtract(steps, waits, out=work)
+        scratch = np.array(waits)  # the medians partition a copy: the waits are kept in order
         split = {
-            "wait_seconds": wait_seconds,
-            "wait_median": float(np.median(waits, overwrite_input=True)),
-            "work_median": float(np.median(work, overwrite_input=True)),
-            "step_waits": kept,
+            "wait_seconds": float(waits.sum(dtype=np.float64)),
+            "wait_median": float(np.median(scratch, overwrite_input=True)),
         }
-    seconds, samples = float(steps.sum()), int(view.sum(dtype=np.int64))
-    del steps, view, times, waits  # the views of the result's arrays, so that they can shrink
-    if m < n:
-        del step_seconds[m:], counts[m:]
+        np.subtract(steps, waits, out=scratch)
+        split["work_median"] = float(np.median(scratch, overwrite_input=True))
+        del scratch
+    seconds, samples = float(steps.sum(dtype=np.float64)), int(view.sum(dtype=np.int64))
+    del steps, view, waits  # the views of the result's arrays, so that they can shrink
+    del step_seconds[m:], counts[m:]
+    if split:
+        assert kept is not None
+        del kept[m:]
+        split["step_waits"] = kept
     return TrialResult(
         spec=spec,
         samples=samples,
@@ -222,7 +380,7 @@ def build_result(
 _BLOCK = 1 << 16  # values moved at a time when periods are dropped (a block's temporary copy at most)
 
 
-def _compact(values: np.ndarray[Any, Any], dropped: Sequence[int], n: int) -> None:
+def compact(values: np.ndarray[Any, Any], dropped: Sequence[int], n: int) -> None:
     """Move the first ``n`` values less those at ``dropped`` (sorted) to the front, in order, in place."""
     if not dropped:
         return
@@ -235,50 +393,11 @@ def _compact(values: np.ndarray[Any, Any], dropped: Sequence[int], n: int) -> No
             at += size
 
 
-def _finite(value: Any) -> Optional[float]:
-    value = float(value)
-    return value if np.isfinite(value) else None
-
-
 def _typed(code: str, n: int) -> Tuple[array[Any], np.ndarray[Any, Any]]:
     """A typed array of ``n`` zeros, exactly its size, and a numpy view of it to fill."""
-    out = array(code, [0]) * n
-    return out, np.frombuffer(out, dtype=np.dtype(code)) if n else np.zeros(0, dtype=np.dtype(code))
+    out = _zeros(code, n)
+    return out, _view(out)
 
 
 # A SYNTHETIC first period shorter than this share of the median period holds no step.
 LOOKAHEAD_SHARE = 0.25
-
-
-def fetches_ahead(result: TrialResult) -> bool:
-    """True when a SYNTHETIC trial shows a loop that asks for batch ``k + 1`` before step ``k``.
-
-    Such a loop (a CUDA prefetcher such as timm's ``PrefetchLoader`` or Apex's
-    ``data_prefetcher``, or Lightning with a loader that has no ``len()``) asks for batch 2
-    right after receiving batch 1, so the trial's first period holds no step and each window
-    holds one step fewer than periods. SYNTHETIC shows it plainly: its first period is then only the
-    generator's own hand-over, far below the median period.
-    """
-    steps = result.step_seconds
-    if len(steps) < 3:
-        return False
-    rest = np.frombuffer(steps, dtype=np.float64)[1:]
-    median = float(np.partition(rest, len(rest) // 2)[len(rest) // 2])
-    return median > 0 and steps[0] < LOOKAHEAD_SHARE * median
-
-
-def without_first_period(result: TrialResult) -> TrialResult:
-    """The trial over its periods ``1 .. n-1``: every one of them holds one step and one fetch."""
-    return dataclasses.replace(
-        result,
-        samples=result.samples - result.step_samples[0],
-        seconds=result.seconds - result.step_seconds[0],
-        step_seconds=result.step_seconds[1:],
-        step_samples=result.step_samples[1:],
-        started=None if result.started is None else result.started + result.step_seconds[0],
-        # The loop asks for batch k + 1 before step k: the moment it asks splits nothing.
-        step_waits=None,
-        wait_seconds=None,
-        wait_median=None,
-        work_median=None,
-    )

@@ -40,12 +40,12 @@ import dataclasses
 import inspect
 import sys
 import textwrap
-from typing import Any, Callable, Dict, Generator, Iterator, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Generator, Iterator, Optional, Protocol, Tuple, Union
 
 from ..core.results import TrialResult
 from ..core.schedule import TrialSpec
 from .source import Source
-from .stamps import Pauses, Series, build_result, size_buffer, stamp_buffer
+from .stamps import Counts, Pauses, Stamps, build_result, size_buffer
 from .window import WindowRun
 
 __all__ = [
@@ -85,7 +85,7 @@ class IOArgs:
     counter: Counter
     clock: Clock
     sync: Callable[[], None]
-    report: Optional[Callable[[TrialSpec, int, Series, Series, Pauses], None]] = None
+    report: Optional[Callable[[TrialSpec, int, Stamps, Counts, Pauses], None]] = None
     freq: int = 0
     begin: Optional[Callable[[], None]] = None
     constant: Optional[int] = None
@@ -185,13 +185,12 @@ class EpochArgs:
     clock: Clock
 
 
-def _move(clock: Clock, pauses: Pauses, period: int, count: int, *series: Optional[Series]) -> None:
+def _move(clock: Clock, pauses: Pauses, period: int, count: int, *series: Union[Stamps, Counts]) -> None:
     """At a chunk's end: move the loop's ``count`` values of each series into its array, the time
     it takes recorded as benchy's own in ``period`` (taken out of the trial)."""
     start = clock()
     for values in series:
-        if values is not None:
-            values.flush(count)
+        values.flush(count)
     pauses.append((period, clock() - start))
 
 
@@ -246,7 +245,7 @@ def _io_annotated(args: IOArgs) -> TrialResult:
     report, freq, begin, constant = args.report, args.freq, args.begin, args.constant
     ranges = args.ranges or NO_RANGES  # nvtx
     n = spec.nbatches
-    stamps = stamp_buffer(n)
+    stamps = Stamps(n)
     each = constant is None
     sizes = size_buffer(n, constant)  # sizes[k]: the batch received at stamps[k + 1]
     sbuf, zbuf, chunk = stamps.buf, sizes.buf, len(stamps.buf)
@@ -265,8 +264,7 @@ def _io_annotated(args: IOArgs) -> TrialResult:
         pop()  # nvtx
         depth = 1  # nvtx
         (begin or sync)()
-        stamps.data[0] = clock()
-        stamps.done = 1
+        stamps.start(clock())
         for c0 in range(1, n + 1, chunk):  # stamp c0 + k is buf[k]; size c0 - 1 + k is zbuf[k]
             m = min(chunk, n + 1 - c0)
             rk = next_report - c0
@@ -295,16 +293,13 @@ def _io_annotated(args: IOArgs) -> TrialResult:
                     report(spec, c0 + k, stamps, sizes, pauses)  # type: ignore[misc]
             _move(clock, pauses, min(c0 + m, n) - 1, m, stamps, sizes)
         sync()
-        stamps.data[n] = clock()
+        stamps.stop(n, clock())  # in place of the last hand-out's stamp: the device sync is the trial's
         if not each:
             sizes.set(n - 1, counter(batch))  # whether it ends its pass shows only in the next trial
         source.keep(batch)
     finally:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-    result = build_result(spec, stamps, sizes, pauses)
-    stamps.release()
-    sizes.release()
-    return result
+    return build_result(spec, stamps, sizes, pauses)
 
 
 def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
@@ -408,9 +403,8 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
                 depth = _close_ranges(pop, depth, 0)  # nvtx
                 continue
             # FULL
-            asks = w.asks
-            assert asks is not None
-            abuf, zbuf = asks.buf, sizes.buf
+            abuf, zbuf = stamps.asks, sizes.buf
+            assert abuf is not None
             counter, each, gaps = a.counter, a.constant is None, w.gaps
             push(ranges.trial(a.spec))  # nvtx
             depth = 1  # nvtx
@@ -466,7 +460,7 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
                         break
                     pop()  # nvtx
                     depth = 1  # nvtx
-                _move(clock, gaps, c0 + m - 1, m, stamps, asks, sizes)
+                _move(clock, gaps, c0 + m - 1, m, stamps, sizes)
                 if batch is NO_BATCH:
                     break
             done = stamps.done - base

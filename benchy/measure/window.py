@@ -23,7 +23,7 @@ import numpy as np
 
 from ..core.results import TrialResult, WindowSpan
 from ..core.schedule import Mode, TrialSpec
-from .stamps import LOOKAHEAD_SHARE, Pauses, Series, build_result, size_buffer, stamp_buffer
+from .stamps import LOOKAHEAD_SHARE, Counts, Pauses, Stamps, build_result, compact, size_buffer
 
 __all__ = ["Placed", "WindowArgs", "WindowRun"]
 
@@ -64,9 +64,8 @@ class WindowRun:
         self.spec = spec
         self.n = spec.nbatches
         capacity = self.n + _SLACK
-        self.stamps: Series = stamp_buffer(capacity)
-        self.asks: Optional[Series] = stamp_buffer(capacity) if spec.mode is Mode.FULL else None
-        self.sizes: Series = size_buffer(capacity, args.constant)
+        self.stamps = Stamps(capacity, split=spec.mode is Mode.FULL)  # FULL: and when the loop asked for the next batch
+        self.sizes: Counts = size_buffer(capacity, args.constant)
         self.pauses: Pauses = []  # benchy's own time inside a period (periodic lines, series moves)
         self.gaps: Pauses = []  # ... inside the wait part of a FULL period
         self.left_out: List[int] = []  # periods not measured (segment ends; first periods at an epoch start)
@@ -121,9 +120,8 @@ class WindowRun:
     def open_segment(self, epoch: int, step: int, count: int) -> None:
         """A segment of up to ``count`` hand-outs starts at ``step`` of ``epoch``: room in the series."""
         need = self.stamps.done + count + 1
-        for series in (self.stamps, self.asks, self.sizes):
-            if series is not None:
-                series.grow(need)
+        self.stamps.grow(need)
+        self.sizes.grow(need)
         self._open = self.stamps.done
         self.placed.append(Placed(epoch, step, 0))
 
@@ -136,12 +134,11 @@ class WindowRun:
             return False
         self._open = None
         handed = self.stamps.written()
-        for series in (self.stamps, self.sizes, self.asks):
-            if series is not None:
-                series.settle(handed)
+        self.stamps.settle(handed)
+        self.sizes.settle(handed)
         finished = self.finish_at is not None
-        if finished:
-            self.stamps.data[handed] = self.finish_at  # the stop, after the last hand-out
+        if self.finish_at is not None:
+            self.stamps.stop(handed, self.finish_at)  # the stop, after the last hand-out
             self.done = True
         count = handed - first
         epoch, step, _ = self.placed[-1]
@@ -169,17 +166,18 @@ class WindowRun:
         h = self.stamps.done
         if h < 3:
             return None
-        times = np.frombuffer(self.stamps.data, dtype=np.float64)[: h + 1]
-        periods = np.diff(times)
+        firsts = [self._first_index(k) for k, p in enumerate(self.placed) if p.step == 0 and p.handed > 1]
+        dropped = sorted({k for k in self.left_out if 0 <= k < h})
+        if not firsts or h - len(dropped) < 2:
+            return None
+        periods = np.array(np.frombuffer(self.stamps.periods, dtype=np.float32)[:h])  # 4 bytes a period, a moment
         for k, seconds in self.pauses:
             if 0 <= k < h:
                 periods[k] -= seconds
-        firsts = [self._first_index(k) for k, p in enumerate(self.placed) if p.step == 0 and p.handed > 1]
-        others = [i for i in range(h) if i not in self.left_out]
-        if not firsts or len(others) < 2:
-            return None
-        median = float(np.median(periods[others]))
-        return median > 0 and all(periods[i] < LOOKAHEAD_SHARE * median for i in firsts)
+        first = [float(periods[i]) for i in firsts]
+        compact(periods, dropped, h)  # the periods measured, in place: the median's input
+        median = float(np.median(periods[: h - len(dropped)], overwrite_input=True))
+        return median > 0 and all(p < LOOKAHEAD_SHARE * median for p in first)
 
     def _first_index(self, k: int) -> int:
         return sum(p.handed for p in self.placed[:k])
@@ -207,7 +205,6 @@ class WindowRun:
             self.sizes,
             self.pauses,
             periods=self.stamps.done,
-            asks=self.asks,
             fetched=self.fetched,
             gaps=self.gaps,
             drop=self.left_out,

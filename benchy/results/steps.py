@@ -4,8 +4,9 @@ The JSON is rewritten after every trial so that a killed run keeps what it measu
 every earlier trial's per-step data, each rewrite cost the whole run so far (1.2 to 3.1 s for
 6 trials of 200 000 batches). Instead each trial is saved once, as
 ``<output name>.steps/<trial label>.npy``: a structured array with fields ``seconds``
-(float64) and ``samples`` (int64), 16 bytes per step, and for a FULL trial whose time splits
-``wait`` (float32: the period's wait for data, the rest being the step), read with
+(float64, from the single-precision periods a trial keeps) and ``samples`` (int64), 16 bytes per
+step, and for a FULL trial whose time splits ``wait`` (float32: the period's wait for data, the
+rest being the step), read with
 ``numpy.load``. Beside it, ``<trial label>.system.npy`` holds the system sampler's readings
 during the trial (see :func:`benchy.measure.system.readings_array`; times in Unix seconds).
 Rank 0 saves its own steps (``save_steps: all``: rank ``r`` in ``rank<r>/``); the final JSON
@@ -39,10 +40,10 @@ def _dtype(result: TrialResult) -> np.dtype[Any]:
 def step_array(result: TrialResult) -> np.ndarray[Any, Any]:
     """The trial's periods as one structured array (``seconds``, ``samples`` and, FULL, ``wait``)."""
     out = np.empty(len(result.step_seconds), dtype=_dtype(result))
-    out["seconds"] = np.frombuffer(result.step_seconds, dtype=np.float64)
+    out["seconds"] = result.periods()
     out["samples"] = result.samples_array()
     if result.step_waits is not None:
-        out["wait"] = np.frombuffer(result.step_waits, dtype=np.float32)
+        out["wait"] = result.waits()
     return out
 
 
@@ -81,19 +82,20 @@ def rank_dirs(directory: str) -> Dict[int, str]:
         return {}
 
 
-SLICE = 65_536  # steps written at a time
+SLICE = 4_096  # steps written at a time
 
 
 def _write(handle: Any, result: TrialResult) -> None:
-    """The ``.npy`` file of :func:`step_array`, built a slice at a time (1 MB, whatever the trial's length)."""
+    """The ``.npy`` file of :func:`step_array`, built a slice at a time (at most 82 kB, whatever the trial's
+    length), each slice written from its own buffer (no copy)."""
     n = len(result.step_seconds)
     dtype = _dtype(result)
     np.lib.format.write_array_header_1_0(
         handle, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (n,)}
     )
-    seconds = np.frombuffer(result.step_seconds, dtype=np.float64)
+    seconds = result.periods()
     samples = result.samples_array()
-    waits = None if result.step_waits is None else np.frombuffer(result.step_waits, dtype=np.float32)
+    waits = result.waits()
     part = np.empty(min(n, SLICE), dtype=dtype)
     for start in range(0, n, SLICE):
         count = min(SLICE, n - start)
@@ -101,7 +103,7 @@ def _write(handle: Any, result: TrialResult) -> None:
         part["samples"][:count] = samples[start : start + count]
         if waits is not None:
             part["wait"][:count] = waits[start : start + count]
-        handle.write(part[:count].tobytes())
+        handle.write(part[:count].data.cast("B"))
 
 
 def save(directory: str, result: TrialResult) -> str:

@@ -15,7 +15,7 @@ from ..core import events as ev
 from ..core import machine as m
 from ..core.config import Config
 from ..core.outcomes import FailedRank, Interruption, Outcomes, Reason, Why, raised
-from ..core.results import RunResults, TrialResult
+from ..core.results import PERIOD_CODE, RunResults, TrialResult
 from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..measure.ranks import combine
 from .context import RunContext
@@ -49,7 +49,7 @@ class Tally:
     def _warmup_change(self, result: TrialResult) -> Optional[float]:
         """How much this mode's step time still changes over its latest warm-up steps (no more kept than it reads)."""
         new = result.step_seconds
-        periods = self._warm.get(result.mode, array("d")) + new
+        periods = self._warm.get(result.mode, array(PERIOD_CODE)) + new
         self._warm[result.mode] = periods[-max(10, len(new)) :]
         return m.warmup_change(periods, len(new) // 2)
 

@@ -25,7 +25,7 @@ from ..measure.counting import TokenTally, describe_rule, make_counter
 from ..measure.device import synchronizer
 from ..measure.flops import StepCounter
 from ..measure.source import BatchSource
-from ..measure.stamps import Pauses, Series
+from ..measure.stamps import Counts, Pauses, Stamps
 from ..measure.system import NullSampler, SystemSampler, disturbed
 from ..measure.trial import IOArgs, io_trial
 from ..measure.window import WindowArgs, WindowRun
@@ -309,7 +309,7 @@ class TrialRunner:
 
     # --- trials -------------------------------------------------------------------------------
 
-    def _io_reporter(self, out: Output) -> Optional[Callable[[TrialSpec, int, Series, Series, Pauses], None]]:
+    def _io_reporter(self, out: Output) -> Optional[Callable[[TrialSpec, int, Stamps, Counts, Pauses], None]]:
         """The IO trials' periodic line every ``report_freq`` steps: throughput over the steps since the
         last one, written to ``out``; the line's own time is measured and taken out of the trial."""
         freq = self.config.general.report_freq
@@ -317,7 +317,7 @@ class TrialRunner:
             return None
         clock = self.clock
 
-        def report(spec: TrialSpec, i: int, stamps: Series, sizes: Series, pauses: Pauses) -> None:
+        def report(spec: TrialSpec, i: int, stamps: Stamps, sizes: Counts, pauses: Pauses) -> None:
             low = i - freq
             paused = sum(d for k, d in pauses if low <= k < i)
             taken = stamps.get(i)
@@ -342,7 +342,7 @@ class TrialRunner:
                 return
             stamps, low = w.stamps, i - freq
             paused = sum(d for k, d in w.pauses if low <= k < i) + sum(d for k, d in w.gaps if low <= k < i)
-            paused += sum(stamps.get(k + 1) - stamps.get(k) for k in w.left_out if low <= k < i - 1)
+            paused += sum(stamps.period(k) for k in w.left_out if low <= k < i - 1)
             taken = stamps.get(i)
             span = taken - stamps.get(low) - paused
             rate = w.sizes.total(low, i) / span if span > 0 else float("inf")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,7 @@ def test_a_shape_is_the_distribution_over_its_mean() -> None:
     assert shape_of([0.001] * 7) == ()  # too few to say
     assert shape_of([0.0] * 20) == ()
     assert shape_of([0.002] * 20 + [float("nan")]) == tuple([1.0] * QUANTILES)
+    # In pieces (a run's trials, single-precision arrays among them) as pooled, and the pieces left as they were.
+    first, second = array("f", values[:200]), values[200:].copy()
+    assert shape_of(first, second) == pytest.approx(shape, rel=1e-6)
+    assert list(first) == list(array("f", values[:200])) and np.array_equal(second, values[200:])

@@ -515,28 +515,27 @@ def test_a_result_drops_its_left_out_periods_in_place_as_a_mask_would(drop: List
     the kept periods alone give it, the arrays exactly as long as what is kept."""
     import numpy as np
 
-    from benchy.measure.stamps import build_result, size_buffer, stamp_buffer
+    from benchy.measure.stamps import Series, Stamps, build_result
 
     n = 10
     rng = np.random.default_rng(len(drop) + 7 * full)
-    times = np.cumsum(rng.uniform(0.01, 0.05, n + 1)) + 100.0
-    stamps, sizes = stamp_buffer(n), size_buffer(n, None)
-    sizes.buffered = False
+    times = np.cumsum(rng.uniform(0.01, 0.05, n + 1)) + 1.7e9  # Unix-scale times: the periods kept in 4 bytes
+    stamps, sizes = Stamps(n, split=full), Series(n)
     counts = rng.integers(1, 300, n)
-    for i in range(n + 1):
-        stamps.data[i] = float(times[i])
-    for i in range(n):
-        sizes.data[i] = int(counts[i])
-    stamps.done = sizes.done = n
-    asks = None
     step_part = rng.uniform(0.2, 0.8, n) * np.diff(times)
-    if full:
-        asks = stamp_buffer(n)
-        for i in range(n):
-            asks.data[i] = float(times[i] + step_part[i])
+    for low in range(0, n, 3):  # as a loop fills them, a chunk of 3 at a time
+        high = min(n, low + 3)
+        for k in range(high - low):
+            stamps.buf[k] = float(times[low + k])
+            sizes.buf[k] = int(counts[low + k])
+            if full:
+                stamps.asks[k] = float(times[low + k] + step_part[low + k])
+        stamps.flush(high - low)
+        sizes.flush(high - low)
+    stamps.stop(n, float(times[n]))
     pauses, gaps = [(2, 0.001), (9, 0.002)], [(5, 0.0005)] if full else []
     spec = TrialSpec(Mode.FULL if full else Mode.SYNTHETIC, 1, False, n)
-    r = build_result(spec, stamps, sizes, pauses, periods=n, asks=asks, fetched=None, gaps=gaps, drop=drop)
+    r = build_result(spec, stamps, sizes, pauses, periods=n, fetched=None, gaps=gaps, drop=drop)
 
     periods = np.diff(times)
     waits = times[1:] - (times[:-1] + step_part)
@@ -551,7 +550,7 @@ def test_a_result_drops_its_left_out_periods_in_place_as_a_mask_would(drop: List
     assert list(r.step_samples) == list(counts[keep]) and r.samples == int(counts[keep].sum())
     assert r.seconds == pytest.approx(float(periods[keep].sum()))
     first = int(np.argmax(keep)) if keep.any() else n
-    assert r.started == pytest.approx(float(times[0] + periods[:first].sum()))
+    assert r.started == pytest.approx(float(times[0] + periods[:first].sum()), rel=0, abs=1e-6)
     assert len(r.step_seconds) == len(r.step_samples) == int(keep.sum())
     if full and keep.any():
         assert r.step_waits is not None and list(r.step_waits) == pytest.approx(list(waits[keep]), rel=1e-6)
