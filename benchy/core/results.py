@@ -403,7 +403,8 @@ class TrialResult:
         seconds = self.periods()[start:stop]
         samples = self.samples_array()[start:stop]
         rates = np.full(len(seconds), np.inf)
-        np.divide(samples, seconds, out=rates, where=seconds > 0)
+        # In double precision (the period as kept, the quotient as the JSON's ``rates`` has always held it).
+        np.divide(samples, seconds, out=rates, where=seconds > 0, dtype=np.float64)
         return rates
 
     @cached_property

@@ -24,6 +24,7 @@ import torch
 from benchy import ConfigError, Mode, load_config
 from benchy.core.results import TrialResult
 from benchy.core.schedule import TrialSpec
+from benchy.results.document import read_file
 from benchy.results.files import write_document
 from benchy.torch import BenchmarkGenericIteratorWrapper
 
@@ -120,6 +121,22 @@ def test_trial_results_store_their_steps_in_compact_arrays() -> None:
     assert result.step_rates().tolist() == pytest.approx([20.0] * 3) and result.mean_step_rate == pytest.approx(20.0)
 
 
+def test_a_long_run_s_rates_are_double_precision_and_its_file_within_the_reader_s_bound() -> None:
+    """The periods are kept in single precision; each per-step rate is the double-precision quotient of the count
+    by the period as kept. Quotients in single precision print in 15 or 16 characters, and 40 000 of them made a
+    long run's final JSON look too dense for benchy's reader (more than 3 times its size in memory)."""
+    from benchy.core.results import StepRates
+    from benchy.results.document import parse
+
+    rng = np.random.default_rng(3)
+    periods = rng.normal(0.00066, 0.00003, 40_000).astype(np.float32)
+    trial = TrialResult(TrialSpec(Mode.FULL, 1, False, 40_000), 320_000, float(periods.sum()), periods, [8] * 40_000)
+    rates = StepRates(trial).tolist()
+    assert rates[:3] == [8 / float(p) for p in periods[:3]]  # exactly: the double-precision quotient
+    text = json.dumps({"FULL": {"rates": [rates]}}, separators=(",", ":"))
+    assert len(parse(text, "run.json")["FULL"]["rates"][0]) == 40_000
+
+
 def test_step_counts_take_the_smallest_integer_type_that_holds_them() -> None:
     from benchy.core.results import samples_typecode
 
@@ -163,6 +180,7 @@ def test_checkpoints_cost_the_new_trial_and_the_final_json_keeps_the_rates(tmp_p
                 assert all(doc[m]["rates"] is None for m in ("IO", "SYNTHETIC", "FULL")), "per-step data in a checkpoint"
                 sizes[n].append(len(json.dumps(doc)))
         assert w.benchy.done
+        assert read_file(str(out / "benchy_result.json"))["complete"] is True  # benchy's own reader takes it whole
         # The final JSON has the original's per-step rates, equal to the saved steps' samples / seconds.
         for mode in ("IO", "SYNTHETIC", "FULL"):
             rates = doc[mode]["rates"]
