@@ -274,6 +274,7 @@ class Need:
     # than MAX_WORKERS)
     fewest: Optional[int] = None
     most: Optional[int] = None
+    limit: Optional[Limit] = None  # what limits FULL then (the loading where no number of workers feeds the step)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -516,15 +517,15 @@ def _need(inp: Inputs, speedup: float, end: int = 1) -> Need:
     takes (at least the run's): its workers', main process's and step's CPU work a second. ``end``: as
     :func:`_flip`'s (0: the most workers the intervals allow, 2 the fewest)."""
     unlimited = replace(inp, other=0.0)
-    periods_ = [_pace(unlimited, Change(w, math.inf, speedup), end, end).full for w in range(0, MAX_WORKERS + 1)]
-    rates = [inp.batch / x if x > 0 else math.inf for x in periods_]
+    paces = [_pace(unlimited, Change(w, math.inf, speedup), end, end) for w in range(0, MAX_WORKERS + 1)]
+    rates = [inp.batch / p.full if p.full > 0 else math.inf for p in paces]
     top = max(rates)
     if not math.isfinite(top) or top <= 0:
         return Need(speedup, None, None, None)
     for w, rate in enumerate(rates):
         if rate >= NEEDS_SHARE * top:
             cores = max(inp.cores, math.ceil(_cpu_cores(inp, w, speedup, rate) + inp.other - 1e-9))
-            return Need(speedup, w, float(cores), rate)
+            return Need(speedup, w, float(cores), rate, limit=paces[w].limit)
     return Need(speedup, None, None, None)
 
 

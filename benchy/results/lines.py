@@ -213,7 +213,8 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
     (
         "WHATIF",
         "BENCHY::SUMMARY::WHATIF loading starts to limit FULL at a step <k>x faster (<lo>x to <hi>x; ...); a <k>x "
-        "faster step needs <n> workers[ (<fewest> to <most>)][ and <c> cores]; ...; EMULATED (...): FULL predicted <x> "
+        "faster step needs <n> workers[ (<fewest> to <most>)][ and <c> cores] (or: gets the most from no workers: "
+        "FULL <x>, ...); ...; EMULATED (...): FULL predicted <x> "
         "(<lo> to <hi>), measured <y> +/- <hw> (<pct> %)",
         "the end, with `whatif: true` and IO and SYNTHETIC run: what a change would give (loader workers, cores, a "
         "faster step, a loader stage made free), from a model of the run, and each prediction checked by a "

@@ -293,3 +293,29 @@ def test_the_other_settings_stage_trials_serve_the_changes_on_their_side_of_no_w
     assert block["other_workers"] == 1 and block["other_worker_seconds_per_batch"] == pytest.approx(0.011)
     assert block["other_main_seconds_per_batch"] == pytest.approx(0.0015)
     assert whatif(without).to_dict()["inputs"]["other_workers"] is None
+
+
+def test_a_faster_step_that_workers_would_not_feed_is_said_to_get_the_most_from_none() -> None:
+    # A run without workers whose batches take 0.4 ms to make on the training thread, a 0.3 ms step; its
+    # STAGES_WORKER trial: one worker makes a batch in 0.4 ms, and the main process takes 1.36 ms to receive it.
+    alone = replace(_report(), period=0.0004, workers=0, stages=[Stage(StageKind.DATASET, "main", 0.0004, 1.0, off_cpu=1.0)])
+    one = replace(
+        _report(receive=0.00136),
+        period=0.0004,
+        workers=1,
+        stages=[Stage(StageKind.DATASET, "workers", 0.0004, 1.0, off_cpu=1.0), Stage(StageKind.RECEIVE, "main", 0.00136, 0.1)],
+    )
+    common = dict(batch=8.0, io=Estimate(20_000.0, 0.0, 3), synthetic=Estimate(8 / 0.0003, 0.0, 3), systems={})
+    inp = inputs_from(workers=0, stages=alone, stages_other=one, **common)  # type: ignore[arg-type]
+    assert inp is not None
+    w = whatif(inp)
+    two = next(n for n in w.needs if n.speedup == 2.0)
+    # With workers each batch costs the main process 1.36 ms (and the step 0.15 ms): no workers is the most,
+    # 0.4 + 0.15 ms a batch in series, far below the faster step's own 8 / 0.15 ms.
+    assert two.workers == 0 and two.full == pytest.approx(8 / 0.00055, rel=0.02)
+    text = whatif_text(w)
+    assert (
+        f"a 2x faster step gets the most from no workers: FULL {two.full:.1f}, the loading and the step one after the "
+        "other (workers give less than 5 % more here)" in text
+    )
+    assert "faster step needs 0 workers" not in text

@@ -12,7 +12,18 @@ from ...core.schedule import Mode
 from ...core.stages import FirstPass, Fix, FixKind, Stage, StageKind
 from ...core.startup import Basis, Startup
 from ...core.sweep import Setting
-from ...core.whatif import FLIP_MAX, MAX_WORKERS, Check, Checked, Limit, Need, WhatIf, best_free, best_workers
+from ...core.whatif import (
+    FLIP_MAX,
+    MAX_WORKERS,
+    NEEDS_SHARE,
+    Check,
+    Checked,
+    Limit,
+    Need,
+    WhatIf,
+    best_free,
+    best_workers,
+)
 from ...core.whatif import Basis as ModelBasis
 from .numbers import flop, flops_rate, spread, triple
 from .why import reason
@@ -373,6 +384,13 @@ def whatif(w: WhatIf) -> str:
         if need.speedup == 1.0 or need.workers is None:
             continue
         cores = "" if need.cores is None or need.cores <= inp.cores else f" and {need.cores:g} cores (here {inp.cores:g})"
+        if need.workers == 0 and need.limit is Limit.SERIAL and need.full is not None:  # workers would not feed it
+            out.append(
+                f"a {need.speedup:g}x faster step gets the most from no workers: FULL {need.full:.1f}, the loading "
+                f"and the step one after the other (workers give less than {100 * (1 - NEEDS_SHARE):.0f} % more here)"
+                f"{workers_range(need)}{cores}"
+            )
+            continue
         out.append(
             f"a {need.speedup:g}x faster step needs {need.workers} worker{'s' if need.workers != 1 else ''}"
             f"{workers_range(need)}{cores}"
