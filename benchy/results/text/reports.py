@@ -368,6 +368,23 @@ def workers_range(need: Need) -> str:
     return f" ({need.fewest if need.fewest is not None else need.workers} to {most})"
 
 
+def _listed(items: List[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def no_workers(needs: List[Need]) -> str:
+    """Faster steps that no workers at all give the most FULL (the loading and the step one after the other,
+    where a worker's batch costs more than it gives), with the FULL each gives."""
+    steps = _listed([f"{n.speedup:g}x" for n in needs])
+    fulls = _listed([f"{n.full:.1f}" for n in needs if n.full is not None])
+    verb = "gets" if len(needs) == 1 else "get"
+    return (
+        f"a {steps} faster step {verb} the most from no workers: FULL {fulls}, the loading and the step one after "
+        f"the other (workers give less than {100 * (1 - NEEDS_SHARE):.0f} % more here)"
+    )
+
+
 def whatif(w: WhatIf) -> str:
     """The WHATIF line: the few predictions that change the answer, in words."""
     inp = w.inputs
@@ -380,16 +397,24 @@ def whatif(w: WhatIf) -> str:
         out.append(f"loading limits FULL now ({basis})")
     else:
         out.append(f"loading starts to limit FULL at a step {w.flip:.2g}x faster ({flip_range(w)}; {basis})")
+    # Faster steps that no workers at all give the most (said once, together)
+    alone = [
+        n
+        for n in w.needs
+        if n.speedup != 1.0
+        and n.workers == 0
+        and n.limit is Limit.SERIAL
+        and n.full is not None
+        and not workers_range(n)
+        and (n.cores is None or n.cores <= inp.cores)
+    ]
     for need in w.needs:
         if need.speedup == 1.0 or need.workers is None:
             continue
         cores = "" if need.cores is None or need.cores <= inp.cores else f" and {need.cores:g} cores (here {inp.cores:g})"
-        if need.workers == 0 and need.limit is Limit.SERIAL and need.full is not None:  # workers would not feed it
-            out.append(
-                f"a {need.speedup:g}x faster step gets the most from no workers: FULL {need.full:.1f}, the loading "
-                f"and the step one after the other (workers give less than {100 * (1 - NEEDS_SHARE):.0f} % more here)"
-                f"{workers_range(need)}{cores}"
-            )
+        if need in alone:
+            if need is alone[0]:
+                out.append(no_workers(alone))
             continue
         out.append(
             f"a {need.speedup:g}x faster step needs {need.workers} worker{'s' if need.workers != 1 else ''}"
