@@ -270,20 +270,34 @@ def test_where_the_paces_meet_the_queued_prediction_is_below_the_steady_one() ->
     assert listed == predict(inp, Change(2, 2.0, speedup=2.0), queued=True)
 
 
+def _no_workers(make: float, worker: float, receive: float, io: float, synthetic: float, other: bool = True) -> Inputs:
+    """A run without workers whose loading takes ``make`` seconds a batch on the training thread; with ``other``, its
+    STAGES_WORKER trial: one worker makes a batch in ``worker`` seconds, the main process receives it in ``receive``."""
+    alone = replace(_report(), period=make, workers=0, stages=[Stage(StageKind.DATASET, "main", make, 1.0, off_cpu=1.0)])
+    one = replace(
+        _report(receive=receive),
+        period=worker,
+        workers=1,
+        stages=[Stage(StageKind.DATASET, "workers", worker, 1.0, off_cpu=1.0), Stage(StageKind.RECEIVE, "main", receive, 0.1)],
+    )
+    inp = inputs_from(
+        batch=8.0,
+        workers=0,
+        io=Estimate(io, 0.0, 3),
+        synthetic=Estimate(synthetic, 0.0, 3),
+        systems={},
+        stages=alone,
+        stages_other=one if other else None,
+    )
+    assert inp is not None and (inp.other_setting is not None) == other
+    return inp
+
+
 def test_the_other_settings_stage_trials_serve_the_changes_on_their_side_of_no_workers() -> None:
     # A run without workers: the loading 10 ms a batch on the training thread. Its STAGES_WORKER trial: one worker,
     # 11 ms a batch there, and the main process receiving each batch in 1.5 ms (none of which the run shows).
-    alone = replace(_report(), period=0.010, workers=0, stages=[Stage(StageKind.DATASET, "main", 0.010, 1.0, off_cpu=1.0)])
-    one = replace(
-        _report(receive=0.0015),
-        period=0.011,
-        workers=1,
-        stages=[Stage(StageKind.DATASET, "workers", 0.011, 1.0, off_cpu=1.0), Stage(StageKind.RECEIVE, "main", 0.0015, 0.1)],
-    )
-    common = dict(batch=8.0, io=Estimate(800.0, 0.0, 3), synthetic=Estimate(800.0, 0.0, 3), systems={})
-    without = inputs_from(workers=0, stages=alone, **common)  # type: ignore[arg-type]
-    inp = inputs_from(workers=0, stages=alone, stages_other=one, **common)  # type: ignore[arg-type]
-    assert without is not None and inp is not None and inp.other_setting is not None
+    without = _no_workers(0.010, 0.011, 0.0015, 800.0, 800.0, other=False)
+    inp = _no_workers(0.010, 0.011, 0.0015, 800.0, 800.0)
     assert predict(inp, Change(0, 2.0)) == predict(without, Change(0, 2.0))  # no workers: the run's own figures
     # 2 workers: 11 ms / 2 = 5.5 ms a batch from the pool, and the step (10 ms) then receive (1.5 ms) in series
     assert predict(inp, Change(2, 2.0)).io[1] == pytest.approx(8 / 0.0055)
@@ -298,17 +312,7 @@ def test_the_other_settings_stage_trials_serve_the_changes_on_their_side_of_no_w
 def test_a_faster_step_that_workers_would_not_feed_is_said_to_get_the_most_from_none() -> None:
     # A run without workers whose batches take 0.4 ms to make on the training thread, a 0.3 ms step; its
     # STAGES_WORKER trial: one worker makes a batch in 0.4 ms, and the main process takes 1.36 ms to receive it.
-    alone = replace(_report(), period=0.0004, workers=0, stages=[Stage(StageKind.DATASET, "main", 0.0004, 1.0, off_cpu=1.0)])
-    one = replace(
-        _report(receive=0.00136),
-        period=0.0004,
-        workers=1,
-        stages=[Stage(StageKind.DATASET, "workers", 0.0004, 1.0, off_cpu=1.0), Stage(StageKind.RECEIVE, "main", 0.00136, 0.1)],
-    )
-    common = dict(batch=8.0, io=Estimate(20_000.0, 0.0, 3), synthetic=Estimate(8 / 0.0003, 0.0, 3), systems={})
-    inp = inputs_from(workers=0, stages=alone, stages_other=one, **common)  # type: ignore[arg-type]
-    assert inp is not None
-    w = whatif(inp)
+    w = whatif(_no_workers(0.0004, 0.0004, 0.00136, 20_000.0, 8 / 0.0003))
     two = next(n for n in w.needs if n.speedup == 2.0)
     # With workers each batch costs the main process 1.36 ms (and the step 0.15 ms): no workers is the most,
     # 0.4 + 0.15 ms a batch in series, far below the faster step's own 8 / 0.15 ms.
