@@ -11,7 +11,7 @@ little apart make one or two long waits per round: both count as that round's st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -56,16 +56,20 @@ def percentiles(arrays: Sequence[np.ndarray[Any, np.dtype[np.float32]]], levels:
     out (NaN where none is left), without pooling them: each order statistic needed is found by bisection over
     the values' order (about 32 counting passes, one byte a value of one array for a moment), so a run of
     millions of steps needs no copy of its periods to be read."""
-    n = sum(int(np.count_nonzero(~np.isnan(a))) for a in arrays)
+    counted = [(a, int(np.count_nonzero(~np.isnan(a)))) for a in arrays]
+    n = sum(k for _, k in counted)
+    if n == 0:
+        return [float("nan")] * len(levels)
+    bounds = (  # the keys of the smallest and the largest value: where each bisection starts
+        _key(min(np.float32(np.nanmin(a)) for a, k in counted if k)),
+        _key(max(np.float32(np.nanmax(a)) for a, k in counted if k)),
+    )
     out = []
     for level in levels:
-        if n == 0:
-            out.append(float("nan"))
-            continue
         at = level / 100 * (n - 1)
         low = int(np.floor(at))
-        lower = _kth(arrays, low)
-        upper = _kth(arrays, min(low + 1, n - 1)) if at > low else lower
+        lower = _kth(arrays, low, bounds)
+        upper = _kth(arrays, min(low + 1, n - 1), bounds) if at > low else lower
         out.append(lower + (upper - lower) * (at - low))
     return out
 
@@ -81,10 +85,10 @@ def _value(key: int) -> np.float32:
     return np.float32(np.array(bits, dtype=np.int32).view(np.float32).item())
 
 
-def _kth(arrays: Sequence[np.ndarray[Any, np.dtype[np.float32]]], k: int) -> float:
-    """The ``k``-th smallest (from 0) of the non-NaN values of ``arrays`` pooled (there are more than ``k``)."""
-    lo = _key(min(np.float32(np.nanmin(a)) for a in arrays if np.count_nonzero(~np.isnan(a))))
-    hi = _key(max(np.float32(np.nanmax(a)) for a in arrays if np.count_nonzero(~np.isnan(a))))
+def _kth(arrays: Sequence[np.ndarray[Any, np.dtype[np.float32]]], k: int, bounds: Tuple[int, int]) -> float:
+    """The ``k``-th smallest (from 0) of the non-NaN values of ``arrays`` pooled (there are more than ``k``),
+    between the keys ``bounds`` (those of the smallest and the largest)."""
+    lo, hi = bounds
     while lo < hi:  # the smallest key whose value has more than k values at or below it
         mid = (lo + hi) // 2
         at_or_below = sum(int(np.count_nonzero(a <= _value(mid))) for a in arrays)

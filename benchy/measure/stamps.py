@@ -142,8 +142,6 @@ class Stamps:
             return self.last
         return self.last - float(np.sum(_view(self.periods)[i : d - 1], dtype=np.float64))
 
-    __getitem__ = get  # stamp ``i`` (a reporter reads ``stamps[i]``)
-
     def period(self, i: int) -> float:
         """Period ``i`` (stamp ``i`` to ``i + 1``), both stamps taken."""
         return float(self.periods[i]) if i + 1 < self.done else self.get(i + 1) - self.get(i)
@@ -165,11 +163,6 @@ class Stamps:
     def settle(self, count: int) -> None:
         """Move what the loop wrote, up to ``count`` stamps in all (a trial that ended early)."""
         self.flush(min(count, len(self.periods) + 1) - self.done)
-
-    def release(self) -> None:
-        """Let the values go (the result is built): ``written()`` still tells how far the loop got."""
-        self.periods = array(PERIOD_CODE)
-        self.waits = None if self.waits is None else array(PERIOD_CODE)
 
 
 class Series:
@@ -198,9 +191,6 @@ class Series:
             self.data[start : start + count] = array(_COUNTS, self.buf[:count])
             self.buf[:count] = self._blank[:count]
             self.done = start + count
-
-    def get(self, i: int) -> int:
-        return self.data[i] if i < self.done else self.buf[i - self.done]
 
     def set(self, i: int, value: int) -> None:
         if i < self.done:
@@ -249,9 +239,6 @@ class Constant:
 
     def flush(self, count: int) -> None:
         pass
-
-    def get(self, i: int) -> int:
-        return self.other.get(i, self.value)
 
     def set(self, i: int, value: int) -> None:
         if value == self.value:
