@@ -14,6 +14,14 @@ by batch with the times the run measured:
 * the main process asks for batch ``b`` when the step of batch ``b - 1`` ends, waits for it (in order:
   a later batch ready does not help), receives it (``m``) and runs the step (``s``).
 
+Where the threads' CPU work can ask for more cores than there are (``shares``: the share of a worker's, the
+receive's and the step's time on the CPU, the step's as the cores it keeps busy; ``cores``: the cores free), the
+cores are shared as the operating system shares them, fairly among the threads that run (processor sharing):
+each thread's CPU work goes at ``cores / demand`` of its pace while the running threads' CPU shares add up to
+more than the cores, its waits (storage, sleeps) at their own. So a step beside busy workers takes longer, and
+the cores stand idle while the workers, ahead by a full queue, wait for an index: the average of the CPU work
+over the cores is a bound that such a loop does not reach.
+
 Each time is a measured mean times a factor drawn from the measured distribution's shape (its quantiles
 over its mean); the slowest worker keeps its measured pace over the others'. :func:`periods` gives the
 steady seconds a batch of several variants of the same pipeline (columns: the ends of an interval, other
@@ -23,8 +31,10 @@ draws'); the draws are seeded, so a run's prediction does not move when it is wo
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
-from typing import Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 
@@ -84,14 +94,20 @@ def periods(
     slow: float = 1.0,
     shapes: Shapes = Shapes(),
     batches: int = BATCHES,
+    shares: Tuple[float, float, float] = (0.0, 0.0, 0.0),
+    cores: float = math.inf,
 ) -> np.ndarray:
     """Steady seconds a batch of the pipeline with ``workers`` (at least 1) and ``depth`` indices handed out
-    ahead, for each column of ``worker``, ``main`` and ``step`` (mean seconds a batch; ``step`` 0: the IO
-    trials, nothing between the asks); ``slow``: the slowest worker's time over the workers' mean."""
+    ahead, for each column of ``worker``, ``main`` and ``step`` (mean seconds a batch, each on a core of its
+    own; ``step`` 0: the IO trials, nothing between the asks); ``slow``: the slowest worker's time over the
+    workers' mean; ``shares``: the CPU share of a worker's time, of the receive's and the cores the step keeps
+    busy; ``cores``: the cores they share (the module's docstring)."""
     if workers < 1:
         raise ValueError(f"periods: workers must be 1 or more, got {workers}")
     if batches <= WARM:
         raise ValueError(f"periods: batches must be more than the {WARM} left out while the queues fill, got {batches}")
+    if not cores > 0 or any(not 0.0 <= f < math.inf for f in shares):
+        raise ValueError(f"periods: cores must be more than 0 and the CPU shares 0 or more, got {cores} and {shares}")
     w_mean = np.asarray(worker, dtype=np.float64)
     m_mean = np.asarray(main, dtype=np.float64)
     s_mean = np.asarray(step, dtype=np.float64)
@@ -104,11 +120,13 @@ def periods(
         pace[1:] = max(0.05, (workers - slow) / (workers - 1))
     cols = np.broadcast_shapes(w_mean.shape, m_mean.shape, s_mean.shape)
     out = np.empty(cols)
+    on_w, on_m, on_s = shares
+    shared = workers * min(1.0, on_w) + max(min(1.0, on_m), on_s) > cores  # they can ask for more cores than there are
     for c in np.ndindex(cols):  # a column's batches one after the other: plain floats beat numpy's per-call cost here
         ws = (np.broadcast_to(w_mean, cols)[c] * fw * pace[np.arange(batches) % workers]).tolist()
         ms = (np.broadcast_to(m_mean, cols)[c] * fm).tolist()
         ss = (np.broadcast_to(s_mean, cols)[c] * fs).tolist()
-        out[c] = _play(workers, depth, ws, ms, ss)
+        out[c] = _play_shared(workers, depth, ws, ms, ss, shares, cores) if shared else _play(workers, depth, ws, ms, ss)
     return out
 
 
@@ -127,4 +145,81 @@ def _play(workers: int, depth: int, ws: Sequence[float], ms: Sequence[float], ss
         g = (asked if asked > ready else ready) + ms[b]
         got[b] = g
         asked = g + ss[b]
+    return (got[n - 1] - got[WARM - 1]) / (n - WARM)
+
+
+def _rate(share: float, room: float) -> float:
+    """The pace of a thread whose time is ``share`` on the CPU (more than 1: all of it, on that many cores) where
+    the cores give each thread's CPU work ``room`` of its pace (1: a core whenever it wants one)."""
+    on = min(1.0, share)
+    return 1.0 / ((1.0 - on) + on / room)
+
+
+def _play_shared(
+    workers: int,
+    depth: int,
+    ws: Sequence[float],
+    ms: Sequence[float],
+    ss: Sequence[float],
+    shares: Tuple[float, float, float],
+    cores: float,
+) -> float:
+    """One column with the cores shared among the running threads (see :func:`periods`): an event simulation
+    in which every busy worker goes at the same pace, so the workers' progress is one clock (``done``: the
+    seconds of its own work each busy worker has done since the start) and their batches' ends a heap on it."""
+    fw, fm, fs = shares
+    n = len(ws)
+    got = [0.0] * n
+    ready = [math.inf] * n
+    ends: List[Tuple[float, int]] = []  # (the workers' clock at which the batch is made, the batch)
+    upcoming = list(range(workers))  # each worker's next batch (batch b is worker b mod W's)
+    idle = [True] * workers
+    handed = min(depth, n)  # the batches whose index was handed out
+    done = now = 0.0
+
+    def begin(lane: int) -> None:
+        b = upcoming[lane]
+        if idle[lane] and b < handed:
+            idle[lane] = False
+            heapq.heappush(ends, (done + ws[b], b))
+
+    for lane in range(workers):
+        begin(lane)
+    b, phase, left = 0, 0, 0.0  # the main process: 0 waits for batch b, 1 receives it, 2 runs its step
+    while b < n:
+        if phase == 0 and ready[b] <= now:
+            phase, left = 1, ms[b]
+        demand = len(ends) * fw + (fm if phase == 1 else fs if phase == 2 else 0.0)
+        room = cores / demand if demand > cores else 1.0
+        pace_w = _rate(fw, room)
+        pace_m = _rate(fm if phase == 1 else fs, room)
+        to_worker = (ends[0][0] - done) / pace_w if ends else math.inf
+        to_main = left / pace_m if phase else math.inf
+        if to_worker <= to_main:
+            if to_worker == math.inf:
+                raise RuntimeError("periods: the pipeline stalled (no worker busy, the main process waiting)")
+            now += to_worker
+            done = ends[0][0]
+            left -= to_worker * pace_m if phase else 0.0
+            while ends and ends[0][0] <= done:
+                _, made = heapq.heappop(ends)
+                ready[made] = now
+                lane = made % workers
+                idle[lane] = True
+                upcoming[lane] = made + workers
+                begin(lane)
+            if not phase or left > 0.0:
+                continue
+        else:
+            now += to_main
+            done += to_main * pace_w
+        if phase == 1:  # received: the next index goes out, the step starts
+            got[b] = now
+            if b + depth < n:
+                handed = b + depth + 1
+                begin((b + depth) % workers)
+            phase, left = 2, ss[b]
+            if left > 0.0:
+                continue
+        b, phase = b + 1, 0
     return (got[n - 1] - got[WARM - 1]) / (n - WARM)

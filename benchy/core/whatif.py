@@ -20,10 +20,14 @@ faster, or one loader stage made free. With ``W`` workers and ``C`` cores free, 
 
 These steady paces say which side limits and where the verdict flips. The figures for a change with
 workers come from playing the pipeline batch by batch with those times and their measured spread
-(:mod:`benchy.core.queues`: where the two paces are close the step and the loader wait for each other),
-never faster than the cores allow. ``m`` is FULL's median wait where the loader kept ahead in FULL (all
-of ``next()``'s own work, of which the stage trials time the receive); the changes on the other side of
-no workers take the loader's costs from the stage trial there (``STAGES_ALONE``, ``STAGES_WORKER``).
+(:mod:`benchy.core.queues`: where the two paces are close the step and the loader wait for each other;
+where the workers' and the step's CPU work can ask for more cores than are free, the cores shared among the
+threads that run, as the operating system shares them), never faster than the cores allow. The step there
+is still the step as measured beside the loader (``stretch``): that holds some of the same sharing, but also
+what fair sharing leaves out (caches, the scheduler's slices), and on the test machine the play reads closer
+with it than without (``docs/measured/whatif.md``). ``m`` is FULL's median wait where the loader kept ahead
+in FULL (all of ``next()``'s own work, of which the stage trials time the receive); the changes on the other
+side of no workers take the loader's costs from the stage trial there (``STAGES_ALONE``, ``STAGES_WORKER``).
 
 Each prediction is worked out three times, at the low end, the mean and the high end of the
 measured IO and SYNTHETIC intervals: its interval (the flip and the needs at the two ends too).
@@ -404,6 +408,8 @@ class _Pace:
     io_cores: float = 0.0  # the cores' bound on IO's period
     full_cores: float = 0.0  # ... on FULL's
     slow: float = 1.0
+    shares: Tuple[float, float, float] = (0.0, 0.0, 0.0)  # the CPU shares of a worker's time, the receive's, the step's cores
+    avail: float = math.inf  # the cores free
 
 
 def _periods(inp: Inputs, change: Change, scale: float, step: float) -> _Pace:
@@ -434,7 +440,9 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> _Pace:
                 break
             full = 0.5 * (full + again)
     limit = LIMITS[which] if which != 0 or s * stretch >= main else LIMITS[2]
-    return _Pace(io, full, limit, worker, main, s * stretch, io_cores, bound, slow)
+    step_share = max(0.0, min(inp.step_cores, change.cores))
+    shares = (cpu / worker if worker > 0 else 0.0, main_cpu / main if main > 0 else 0.0, step_share)
+    return _Pace(io, full, limit, worker, main, s * stretch, io_cores, bound, slow, shares, avail)
 
 
 def faster(step: float, fixed: float, speedup: float) -> float:
@@ -473,7 +481,18 @@ def predict(inp: Inputs, change: Change, *, queued: bool = False) -> Prediction:
         worker = np.array([p.worker for p in paces] * 2)
         main = np.array([p.main for p in paces] * 2)
         step = np.array([p.step for p in paces] + [0.0] * 3)
-        found = periods(change.workers, depth, worker, main, step, slow=paces[0].slow, shapes=inp.shapes)
+        mid = paces[1]
+        found = periods(
+            change.workers,
+            depth,
+            worker,
+            main,
+            step,
+            slow=mid.slow,
+            shapes=inp.shapes,
+            shares=mid.shares,
+            cores=mid.avail,
+        )
         fulls = [max(float(f), p.full_cores) for f, p in zip(found[:3], paces)]
         ios = [max(float(f), p.io_cores) for f, p in zip(found[3:], paces)]
     io = tuple(inp.batch / x if x > 0 else math.inf for x in ios)

@@ -7,7 +7,7 @@ from array import array
 import numpy as np
 import pytest
 
-from benchy.core.queues import QUANTILES, Shapes, periods, shape_of
+from benchy.core.queues import QUANTILES, Shapes, _play, _play_shared, periods, shape_of
 
 SPREAD = Shapes(*(tuple(np.linspace(0.5, 1.5, QUANTILES)),) * 3)  # each time from half to one and a half its mean
 
@@ -53,11 +53,46 @@ def test_columns_are_worked_out_from_the_same_draws_and_again_the_same() -> None
     assert np.array_equal(first, periods(2, 4, worker, main, step, shapes=SPREAD))
 
 
+ALL_CPU = (1.0, 1.0, 1.0)  # a worker's, the receive's and the step's time all on the CPU, the step on one core
+
+
+def test_threads_that_ask_for_more_cores_than_there_are_share_them() -> None:
+    # One worker of 10 ms CPU work a batch and a step of 10 ms: on one core they take turns, 20 ms a batch; on
+    # two each has its own, and the pipeline overlaps them as before.
+    assert period(1, 8, 0.010, 0.0, 0.010, shares=ALL_CPU, cores=1.0) == pytest.approx(0.020, rel=1e-3)
+    assert period(1, 8, 0.010, 0.0, 0.010, shares=ALL_CPU, cores=2.0) == pytest.approx(0.010)
+    assert period(1, 8, 0.010, 0.0, 0.010) == pytest.approx(0.010)
+    # Workers that wait (storage, sleeps: none of their time on the CPU) take no core from the step.
+    assert period(2, 4, 0.012, 0.0, 0.008, shares=(0.0, 0.0, 1.0), cores=1.0) == pytest.approx(0.008)
+    # Two workers of 12 ms CPU work and an 8 ms step on two cores: the step beside them takes longer; the batch
+    # takes what the cores give (20 ms of work on 2 cores), not the 8 ms of the step alone.
+    assert period(2, 4, 0.012, 0.0, 0.008, shares=ALL_CPU, cores=2.0) == pytest.approx(0.010, rel=1e-3)
+    # A worker half on the CPU (10 ms a batch, 5 of them waiting) beside a 10 ms step on one core: while both run
+    # each CPU part gets 2/3 of the core (the worker then takes 12.5 ms a batch); the step then runs alone for
+    # the rest of the period P: 2/3 x 12.5 + (P - 12.5) = 10 ms of step work, P = 14.17 ms.
+    assert period(1, 8, 0.010, 0.0, 0.010, shares=(0.5, 1.0, 1.0), cores=1.0) == pytest.approx(
+        0.0125 + 0.010 - 0.0125 * 2 / 3, rel=3e-3
+    )
+
+
+def test_the_shared_play_with_cores_to_spare_is_the_plain_play() -> None:
+    rng = np.random.default_rng(3)
+    ws, ms, ss = (list(mean * rng.uniform(0.5, 1.5, 1200)) for mean in (0.009, 0.001, 0.0035))
+    for workers, depth in ((1, 2), (2, 4), (3, 12)):
+        assert _play_shared(workers, depth, ws, ms, ss, ALL_CPU, float("inf")) == pytest.approx(_play(workers, depth, ws, ms, ss))
+
+
 def test_no_workers_is_not_a_pipeline() -> None:
     with pytest.raises(ValueError, match="workers must be 1 or more, got 0"):
         periods(0, 0, np.array(0.01), np.array(0.0), np.array(0.01))
     with pytest.raises(ValueError, match="batches must be more than the 200 left out while the queues fill, got 50"):
         periods(1, 2, np.array(0.01), np.array(0.0), np.array(0.01), batches=50)
+    with pytest.raises(
+        ValueError, match=r"cores must be more than 0 and the CPU shares 0 or more, got 0.0 and \(1.0, 1.0, 1.0\)"
+    ):
+        periods(1, 2, np.array(0.01), np.array(0.0), np.array(0.01), shares=ALL_CPU, cores=0.0)
+    with pytest.raises(ValueError, match=r"got 2.0 and \(-0.5, 1.0, 1.0\)"):
+        periods(1, 2, np.array(0.01), np.array(0.0), np.array(0.01), shares=(-0.5, 1.0, 1.0), cores=2.0)
 
 
 def test_a_shape_is_the_distribution_over_its_mean() -> None:

@@ -270,6 +270,32 @@ def test_where_the_paces_meet_the_queued_prediction_is_below_the_steady_one() ->
     assert listed == predict(inp, Change(2, 2.0, speedup=2.0), queued=True)
 
 
+def test_cpu_bound_workers_and_step_that_ask_for_more_cores_than_there_are_share_them_in_the_queued_prediction() -> None:
+    # The figures of a run of the what-if benchmark's `cpu` loop (benchmarks/whatif.py, 2 cores): a worker makes a
+    # batch in 12.3 ms, all of it on the CPU; the receive 1.3 ms, 31 % of it; the step 8.05 ms alone on one core,
+    # 20 % longer beside the loader in FULL (at 84.7 batches/s). Plain loops with 2 workers measured FULL 637.5
+    # samples/s.
+    inp = replace(
+        inputs(2, worker=0.012264, cpu=1.0, main=0.0013386, step=0.0080493, step_cores=1.0117, io=(1145.9, 1215.1, 1284.4)),
+        loader=Loader(0.012264, 1.0, 0.0013386, 2.6e-6, 0.30913, 1.0103),
+        full_contention=0.19793,
+        full_rate=84.691,
+    )
+    steady, queued = predict(inp, Change(2, 2.0)), predict(inp, Change(2, 2.0), queued=True)
+    # The steady model: the step beside the loader and the receive, one after the other (the cores' average bound,
+    # 768 samples/s, is above it).
+    assert steady.full[1] == pytest.approx(BATCH / (0.0080493 * 1.19793 + 0.0013386), rel=1e-6)
+    # The play shares the cores among the running threads: while the workers run, the step gets a share of a core,
+    # and FULL is 6 % below the steady model's; the plain loop's 637.5 is 7 % below the play (constant times here).
+    assert queued.full[1] == pytest.approx(685.1, rel=0.001)
+    assert queued.full[1] < 0.95 * steady.full[1]
+    # Loaders that wait (none of their time on the CPU) leave the cores to the step: the play is the plain play.
+    waiting = replace(inp, loader=replace(inp.loader, cpu=0.0, main_cpu=0.0))
+    assert predict(waiting, Change(2, 2.0), queued=True).full[1] == pytest.approx(
+        BATCH / (0.0013386 + 0.0080493 * 1.19793), rel=0.01
+    )
+
+
 def _no_workers(make: float, worker: float, receive: float, io: float, synthetic: float, other: bool = True) -> Inputs:
     """A run without workers whose loading takes ``make`` seconds a batch on the training thread; with ``other``, its
     STAGES_WORKER trial: one worker makes a batch in ``worker`` seconds, the main process receives it in ``receive``."""
