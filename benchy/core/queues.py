@@ -121,11 +121,13 @@ def periods(
     cols = np.broadcast_shapes(w_mean.shape, m_mean.shape, s_mean.shape)
     out = np.empty(cols)
     on_w, on_m, on_s = shares
-    shared = workers * min(1.0, on_w) + max(min(1.0, on_m), on_s) > cores  # they can ask for more cores than there are
     for c in np.ndindex(cols):  # a column's batches one after the other: plain floats beat numpy's per-call cost here
         ws = (np.broadcast_to(w_mean, cols)[c] * fw * pace[np.arange(batches) % workers]).tolist()
         ms = (np.broadcast_to(m_mean, cols)[c] * fm).tolist()
-        ss = (np.broadcast_to(s_mean, cols)[c] * fs).tolist()
+        stepping = float(np.broadcast_to(s_mean, cols)[c])
+        ss = (stepping * fs).tolist()
+        # The threads can ask for more cores than there are (the step's only where there is one: not in IO).
+        shared = workers * min(1.0, on_w) + max(min(1.0, on_m), on_s if stepping > 0 else 0.0) > cores
         out[c] = _play_shared(workers, depth, ws, ms, ss, shares, cores) if shared else _play(workers, depth, ws, ms, ss)
     return out
 
@@ -148,11 +150,21 @@ def _play(workers: int, depth: int, ws: Sequence[float], ms: Sequence[float], ss
     return (got[n - 1] - got[WARM - 1]) / (n - WARM)
 
 
-def _rate(share: float, room: float) -> float:
-    """The pace of a thread whose time is ``share`` on the CPU (more than 1: all of it, on that many cores) where
-    the cores give each thread's CPU work ``room`` of its pace (1: a core whenever it wants one)."""
-    on = min(1.0, share)
-    return 1.0 / ((1.0 - on) + on / room)
+def _paces(workers: int, shares: Tuple[float, float, float], cores: float) -> List[List[Tuple[float, float]]]:
+    """The paces (a busy worker's, the main process's) with ``n`` workers busy and the main process waiting (0),
+    receiving (1) or stepping (2): ``[n][phase]``. A thread whose time is ``share`` on the CPU (more than 1: all of
+    it, on that many cores) goes at ``1 / ((1 - on) + on / room)`` of its pace, ``on`` its share up to 1 and
+    ``room`` the cores over the running threads' demand (1 while the demand is within the cores)."""
+    fw, fm, fs = shares
+    table = []
+    for n in range(workers + 1):
+        row = []
+        for own in (0.0, fm, fs):
+            demand = n * fw + own
+            room = cores / demand if demand > cores else 1.0
+            row.append(tuple(1.0 / ((1.0 - on) + on / room) for on in (min(1.0, fw), min(1.0, own))))
+        table.append(row)
+    return table  # type: ignore[return-value]
 
 
 def _play_shared(
@@ -167,7 +179,7 @@ def _play_shared(
     """One column with the cores shared among the running threads (see :func:`periods`): an event simulation
     in which every busy worker goes at the same pace, so the workers' progress is one clock (``done``: the
     seconds of its own work each busy worker has done since the start) and their batches' ends a heap on it."""
-    fw, fm, fs = shares
+    paces = _paces(workers, shares, cores)
     n = len(ws)
     got = [0.0] * n
     ready = [math.inf] * n
@@ -176,23 +188,16 @@ def _play_shared(
     idle = [True] * workers
     handed = min(depth, n)  # the batches whose index was handed out
     done = now = 0.0
-
-    def begin(lane: int) -> None:
-        b = upcoming[lane]
-        if idle[lane] and b < handed:
-            idle[lane] = False
-            heapq.heappush(ends, (done + ws[b], b))
-
+    push, pop = heapq.heappush, heapq.heappop
     for lane in range(workers):
-        begin(lane)
+        if lane < handed:
+            idle[lane] = False
+            push(ends, (ws[lane], lane))
     b, phase, left = 0, 0, 0.0  # the main process: 0 waits for batch b, 1 receives it, 2 runs its step
     while b < n:
         if phase == 0 and ready[b] <= now:
             phase, left = 1, ms[b]
-        demand = len(ends) * fw + (fm if phase == 1 else fs if phase == 2 else 0.0)
-        room = cores / demand if demand > cores else 1.0
-        pace_w = _rate(fw, room)
-        pace_m = _rate(fm if phase == 1 else fs, room)
+        pace_w, pace_m = paces[len(ends)][phase]
         to_worker = (ends[0][0] - done) / pace_w if ends else math.inf
         to_main = left / pace_m if phase else math.inf
         if to_worker <= to_main:
@@ -200,14 +205,18 @@ def _play_shared(
                 raise RuntimeError("periods: the pipeline stalled (no worker busy, the main process waiting)")
             now += to_worker
             done = ends[0][0]
-            left -= to_worker * pace_m if phase else 0.0
+            if phase:
+                left -= to_worker * pace_m
             while ends and ends[0][0] <= done:
-                _, made = heapq.heappop(ends)
+                made = pop(ends)[1]
                 ready[made] = now
                 lane = made % workers
-                idle[lane] = True
-                upcoming[lane] = made + workers
-                begin(lane)
+                following = made + workers
+                upcoming[lane] = following
+                if following < handed:
+                    push(ends, (done + ws[following], following))
+                else:
+                    idle[lane] = True
             if not phase or left > 0.0:
                 continue
         else:
@@ -217,7 +226,10 @@ def _play_shared(
             got[b] = now
             if b + depth < n:
                 handed = b + depth + 1
-                begin((b + depth) % workers)
+                lane = (b + depth) % workers
+                if idle[lane] and upcoming[lane] < handed:
+                    idle[lane] = False
+                    push(ends, (done + ws[upcoming[lane]], upcoming[lane]))
             phase, left = 2, ss[b]
             if left > 0.0:
                 continue
