@@ -476,6 +476,13 @@ def _lead(state: State, mode: Mode) -> int:
     return (state.queue_depth + 1 if mode is Mode.FULL else 0) + 2
 
 
+def _kept_for_flops(state: State) -> int:
+    """The loop's steps the windows leave for the FLOPs' count where the loop's length is known: a few steps
+    (:data:`FLOPS_STEPS`) that would otherwise go to the last window, so that a run whose windows grow to its
+    length (a busy machine: more and longer trials) still counts its FLOPs."""
+    return FLOPS_STEPS if Extra.FLOPS in state.schedule.extras else 0
+
+
 def _next_window(state: State) -> Optional[TrialSpec]:
     """The next SYNTHETIC or FULL window (S F F S ..., warm-ups included), shortened to the loop's room; None
     when no mode needs one or none fits."""
@@ -498,7 +505,7 @@ def _next_window(state: State) -> Optional[TrialSpec]:
     assert chosen is not None
     length = chosen.length(state.windows(mode))
     if state.room is not None:
-        length = min(length, state.room - _lead(state, mode))
+        length = min(length, state.room - _lead(state, mode) - _kept_for_flops(state))
         if length < min(MIN_WINDOW, chosen.nbatches):
             return None
     return _spec(state, mode, warmup=warmup, profiled=profiled, length=length)

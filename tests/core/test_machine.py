@@ -240,6 +240,23 @@ def test_the_steps_of_the_plan_cover_its_windows_and_fit_a_known_length() -> Non
     assert m.epochs_for(100, 24) == 5 and m.epochs_for(100, None) is None and m.epochs_for(10, 10_000) == 1
 
 
+def test_windows_that_grow_to_a_known_length_leave_the_flops_count_its_steps() -> None:
+    # A verdict never decided (a busy machine: the most trials, each as long as it may be) in a loop of 300 or 500
+    # steps: the windows fill the length, the last one a few steps short, and the FLOPs' count still runs (it was
+    # left out for room). The diagnostic windows, longer, are still left out there.
+    for horizon in (300, 500):
+        actions = list(m.longest_run(plan().with_horizon(horizon), 4))
+        extras = [a.extra for a, _ in actions if isinstance(a, m.RunExtra)]
+        assert Extra.FLOPS in extras and Extra.PARTS not in extras, (horizon, extras)
+        assert sum(steps for _, steps in actions) <= horizon
+        assert actions[-1][0] == m.Finish(m.Stop.HORIZON)
+    # Without the count, no step is kept: the last window takes them.
+    off = plan(**{"global": {"flops": False}})
+    windows = [a.spec.nbatches for a, _ in m.longest_run(off.with_horizon(300), 4) if isinstance(a, m.OpenWindow)]
+    kept = [a.spec.nbatches for a, _ in m.longest_run(plan().with_horizon(300), 4) if isinstance(a, m.OpenWindow)]
+    assert sum(windows) == sum(kept) + m.FLOPS_STEPS
+
+
 def test_the_windows_that_fit_a_run_are_the_longest_whose_steps_it_holds() -> None:
     fixed = plan(**{mode: {"ntrials": 3, "nwarmup": 1} for mode in ("IO", "synthetic", "full")})
     for steps, epoch in ((120, 12), (300, 24), (300, None)):
