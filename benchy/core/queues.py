@@ -156,15 +156,19 @@ def _paces(workers: int, shares: Tuple[float, float, float], cores: float) -> Li
     it, on that many cores) goes at ``1 / ((1 - on) + on / room)`` of its pace, ``on`` its share up to 1 and
     ``room`` the cores over the running threads' demand (1 while the demand is within the cores)."""
     fw, fm, fs = shares
-    table = []
+
+    def pace(on: float, room: float) -> float:
+        return 1.0 / ((1.0 - on) + on / room)
+
+    table: List[List[Tuple[float, float]]] = []
     for n in range(workers + 1):
-        row = []
+        row: List[Tuple[float, float]] = []
         for own in (0.0, fm, fs):
             demand = n * fw + own
             room = cores / demand if demand > cores else 1.0
-            row.append(tuple(1.0 / ((1.0 - on) + on / room) for on in (min(1.0, fw), min(1.0, own))))
+            row.append((pace(min(1.0, fw), room), pace(min(1.0, own), room)))
         table.append(row)
-    return table  # type: ignore[return-value]
+    return table
 
 
 def _play_shared(
