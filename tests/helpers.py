@@ -71,10 +71,32 @@ def scratch_dir() -> str:
     return tempfile.mkdtemp(prefix="benchy-", dir=SCRATCH[0])
 
 
+PORTS_FROM, PORTS_BAND = 20_000, 1_000  # each xdist worker's band of rendezvous ports: gw0 20000-20999, gw1 21000-...
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (for a torchrun rendezvous)."""
+    """A TCP port free on 127.0.0.1 now, for a torchrun rendezvous: below the ports the system hands outgoing
+    connections (one picked among those was taken, between the pick and torchrun's bind, by another test's
+    connections: gloo's ranks open many; EADDRINUSE), in a band of its own for each xdist worker (two tests at
+    once never pick the same), at random within it. Where the system's own range leaves no room below it, a
+    port the system picks."""
+    import random
     import socket
 
+    try:
+        lowest = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        lowest = 32_768  # Linux's default
+    worker = int((os.environ.get("PYTEST_XDIST_WORKER") or "gw0").lstrip("gw") or 0)
+    start = PORTS_FROM + worker * PORTS_BAND
+    for _ in range(100 if start + PORTS_BAND <= lowest else 0):
+        port = random.randrange(start, start + PORTS_BAND)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
