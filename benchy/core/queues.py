@@ -188,8 +188,7 @@ def _play_shared(
     got = [0.0] * n
     ready = [math.inf] * n
     ends: List[Tuple[float, int]] = []  # (the workers' clock at which the batch is made, the batch)
-    upcoming = list(range(workers))  # each worker's next batch (batch b is worker b mod W's)
-    idle = [True] * workers
+    idle = [True] * workers  # a worker whose next batch's index is not handed out yet (batch b is worker b mod W's)
     handed = min(depth, n)  # the batches whose index was handed out
     done = now = 0.0
     push, pop = heapq.heappush, heapq.heappop
@@ -214,13 +213,11 @@ def _play_shared(
             while ends and ends[0][0] <= done:
                 made = pop(ends)[1]
                 ready[made] = now
-                lane = made % workers
                 following = made + workers
-                upcoming[lane] = following
                 if following < handed:
                     push(ends, (done + ws[following], following))
                 else:
-                    idle[lane] = True
+                    idle[made % workers] = True
             if not phase or left > 0.0:
                 continue
         else:
@@ -228,12 +225,12 @@ def _play_shared(
             done += to_main * pace_w
         if phase == 1:  # received: the next index goes out, the step starts
             got[b] = now
-            if b + depth < n:
+            if b + depth < n:  # the next index goes to its worker; an idle one was waiting for just this one
                 handed = b + depth + 1
                 lane = (b + depth) % workers
-                if idle[lane] and upcoming[lane] < handed:
+                if idle[lane]:
                     idle[lane] = False
-                    push(ends, (done + ws[upcoming[lane]], upcoming[lane]))
+                    push(ends, (done + ws[b + depth], b + depth))
             phase, left = 2, ss[b]
             if left > 0.0:
                 continue
