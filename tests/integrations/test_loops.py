@@ -261,7 +261,13 @@ def test_hugging_face_trainer_as_it_is(tmp_path: Path, args: List[str]) -> None:
     doc = complete(ran, decided=False)  # the framework's run is what is tested
     assert "hf_trainer.py" in doc["loader"] or "transformers" in doc["loader"]
     accum = 2 if "--accum" in args else 1
-    assert all(steps == -(-length // accum) and length == 24 for steps, length in epochs(ran.stdout)), epochs(ran.stdout)
+    said = epochs(ran.stdout)
+    assert said and all(length == 24 for _, length in said), said
+    # Every epoch whole, as the Trainer runs it without benchy; with --max_steps, the epoch the Trainer stops in
+    # may be cut, where its steps reach max_steps (on a busy machine the schedule can take most of 800 steps).
+    whole = [steps == -(-length // accum) for steps, length in said]
+    cut = "--max_steps" in args and sum(steps for steps, _ in said) == int(args[args.index("--max_steps") + 1])
+    assert all(whole[:-1]) and (whole[-1] or cut), said
     assert doc["compute"]["flops_per_step"] > 0  # one real step counted: GPT-2's matmuls
 
 
@@ -282,7 +288,10 @@ def test_accelerate_as_it_is(tmp_path: Path) -> None:
 def test_ray_train_torch_trainer_as_it_is(tmp_path: Path) -> None:
     pytest.importorskip("ray.train")
     config = {"global": {"output_dir": str(tmp_path), "report_freq": 0}}  # Ray's workers run elsewhere
-    ran = launch(tmp_path, "ray_train.py", "--epochs", "16", config=config, timeout=420, own_tmpdir=False)
+    # 26 epochs of 32 steps: the most the default schedule may take here (the run's ``epochs_needed``). A run
+    # that ends first is incomplete, by design (status 4): on the suite's bursty 2 cores the schedule took 374 of
+    # 16 epochs' 512 steps in a test, and one CI run ran out of them. The epochs after the schedule cost seconds.
+    ran = launch(tmp_path, "ray_train.py", "--epochs", "26", config=config, timeout=420, own_tmpdir=False)
     assert ran.returncode == 0, ran  # Ray reports a training whose workers benchy ended as failed
     assert "USER::result True" in ran.stdout, ran
     assert ran.stdout.count("BENCHY::SUMMARY::FULL average trial throughput") == 1  # rank 0 for both
