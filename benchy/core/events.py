@@ -190,6 +190,7 @@ class StagesStarted:
 @dataclasses.dataclass(frozen=True)
 class StagesStopped:
     reason: Reason
+    other: bool = False  # the trials at the what-if model's other setting: only that figure is lost
 
 
 @dataclasses.dataclass(frozen=True)

@@ -70,8 +70,12 @@ class Reason:
 
 
 def raised(err: BaseException) -> str:
-    """``ValueError: boom``: an exception as a reason carries it."""
-    return f"{type(err).__name__}: {err}"
+    """``ValueError: boom``: an exception as a reason carries it, on one line. A message of several lines (a loader
+    worker's error carries the worker's traceback) keeps its first line and its last, the error as raised there:
+    ``RuntimeError: Caught RuntimeError in DataLoader worker process 0. ... RuntimeError: boom``."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    said = " ... ".join(lines[:1] + lines[1:][-1:])
+    return f"{type(err).__name__}: {said}"
 
 
 @dataclasses.dataclass(frozen=True)

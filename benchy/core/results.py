@@ -604,8 +604,10 @@ class RunResults:
     stages: Optional[StageReport] = None
     stages_skipped: Optional[Reason] = None
     # The stage trials at the what-if model's other setting: without workers where the loader has some, with one
-    # where it has none (None: not run, or they failed: the model then does without).
+    # where it has none (None: not run, or they failed: the model then does without, and ``stages_other_skipped``
+    # says why).
     stages_other: Optional[StageReport] = None
+    stages_other_skipped: Optional[Reason] = None
     # The FLOPs of one untimed SYNTHETIC step (see ``core.compute``), or why none were counted.
     flops: Optional[FlopCount] = None
     # Side work drawn on the timeline beside the trials (the stage trials).

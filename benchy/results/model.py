@@ -356,6 +356,7 @@ class Stages(_Block, frozen=True, kw_only=True):
     worker_memory: List[WorkerMemory] = []
     instrumentation_seconds_per_sample: Optional[Number] = None
     instrumentation_share: Optional[Number] = None
+    other_skipped: Optional[str] = None
 
 
 # --- compute, tokens, energy ----------------------------------------------------------------
@@ -828,7 +829,9 @@ class Document(_Block, frozen=True, kw_only=True):
             "`out_of_order_batches`, `head_of_line_share`, `in_order_available`, `first_throughput` (the "
             "stage warm-up's), `worker_memory` (`worker`, `uss_bytes`, `pss_bytes`, `rss_bytes`), "
             "`instrumentation_seconds_per_sample`, `instrumentation_share` (the timers' cost as a share of the "
-            "period, part of the unexplained share)"
+            "period, part of the unexplained share), `other_skipped` (why the stage trials at the what-if model's "
+            "other setting stopped, the model then taking the run's own setting's costs for both sides; null where "
+            "they ran or were not asked for)"
         ),
     ] = None
     compute: Annotated[
@@ -871,7 +874,8 @@ class Document(_Block, frozen=True, kw_only=True):
             "`main_seconds_per_batch_no_workers`, `main_cpu_share`, `slow_worker_ratio`, `worker_handover_seconds`, "
             "FULL's `full` and `full_step_seconds`, `step_fixed_share` (PARTS_1), `contention`, "
             "`contention_loader_rate`, `full_contention`, `full_loader_rate`, `queue_depth`: num_workers x prefetch_factor, "
-            "and the loader's costs at the other setting, `other_workers` (0 or 1; null: not measured), "
+            "and the loader's costs at the other setting, `other_workers` (0 or 1; null: not measured, see the stage "
+            "trials' `other_skipped`), "
             "`other_worker_seconds_per_batch`, `other_main_seconds_per_batch`), "
             "`scale`, `own` (the run as it is), `flip_speedup` (the step's speed-up from which loading limits FULL) and "
             "`flip_speedup_interval` (the earliest and the latest the measured intervals allow), `needs` (per speed-up: "

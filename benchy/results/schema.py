@@ -413,6 +413,7 @@ def stages_block(results: RunResults) -> Optional[Dict[str, Any]]:
         "worker_memory": [m.to_dict() for m in report.memory],
         "instrumentation_seconds_per_sample": report.instrumentation,
         "instrumentation_share": report.timer_share,
+        "other_skipped": _skipped(results.stages_other_skipped),
     }
 
 

@@ -75,6 +75,27 @@ def test_a_price_gives_what_the_data_wait_costs(run_script) -> None:
     assert w["inputs"]["other_workers"] == 1 and w["inputs"]["other_main_seconds_per_batch"] > 0
 
 
+def test_a_loader_that_fails_in_a_worker_costs_only_the_other_setting_s_figure_and_says_so(run_script) -> None:
+    # Without workers the loader works; the stage trials at the other setting (one worker) raise in the worker.
+    config = small_config(nbatches=10, ntrials=2, nwarmup=1)
+    run = run_script(config, "--workers", "0", "--item-ms", "0.5", "--step-ms", "2", "--fail-in-workers", script=SCRIPT)
+    assert run.returncode == 0, run
+    said = [line for line in run.stdout.splitlines() if "stage trials at another setting: stopped:" in line]
+    assert len(said) == 1, run.stdout
+    assert (
+        "Caught RuntimeError in DataLoader worker process 0. ... RuntimeError: this dataset cannot run in a loader worker"
+        in said[0]
+    )
+    assert "STAGES_WORKER" in said[0] and "own loader costs for the changes across no workers" in said[0], said
+    doc = run.result()
+    assert doc["complete"] is True and doc["exit_status"] == 0
+    assert "this dataset cannot run in a loader worker" in doc["stages"]["other_skipped"]
+    assert doc["stages"]["period_seconds"] > 0  # the run's own stage trials stand
+    w = doc["whatif"]
+    assert w["inputs"]["other_workers"] is None and w["predictions"]  # the model does without, and still predicts
+    assert "WHATIF" in run.stdout
+
+
 def test_the_step_parts_and_the_step_beside_the_loader_are_measured_in_windows_of_their_own(run_script) -> None:
     run = run_script(small_config(nbatches=24, ntrials=2, nwarmup=1), "--model", "--step-ms", "2", script=SCRIPT)
     assert run.returncode == 0, run

@@ -289,6 +289,12 @@ def event(event: ev.Event, schedule: Schedule) -> Optional[Said]:
         )
     elif isinstance(event, ev.EmulatedSkipped):
         return Said(True, f"emulated-step trials: stopped: {reason(event.reason)}.")
+    elif isinstance(event, ev.StagesStopped) and event.other:
+        return Said(
+            True,
+            f"stage trials at another setting: stopped: {reason(event.reason)}; the what-if model takes this "
+            f"run's own loader costs for the changes across no workers.",
+        )
     elif isinstance(event, ev.StagesStopped):
         return Said(True, f"stage trials: stopped: {reason(event.reason)}.")
     elif isinstance(event, ev.CaptureRange):

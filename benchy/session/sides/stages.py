@@ -114,6 +114,7 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
     source: Optional[BatchSource] = None
     variant = "STAGES_WORKER" if workers else "STAGES_ALONE"
     specs = [TrialSpec(Mode.IO, 1, True, OTHER_WARMUP, variant=variant), TrialSpec(Mode.IO, 1, False, nbatches, variant=variant)]
+    spec: Optional[TrialSpec] = None
     try:
         made = env.loader.instrument(workers)
         sink.say(StagesStarted(1, 1, nbatches, made.workers, made.plan.split, other=True))
@@ -124,9 +125,11 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
             found, results = _trial(env, spec, source, made, counter, results)
             trials.append(found)
         return results.changed(stages_other=analyse(trials, in_order=has_in_order(), split=made.plan.split))
-    except Exception:  # the model does without this figure: nothing the run measured is lost
+    except Exception as err:  # the model does without this figure, and says so: nothing the run measured is lost
         env.running(None)
-        return results
+        why = Reason(Why.INSTRUMENTED_RAISED, label="" if spec is None else spec.label, error=raised(err))
+        sink.say(StagesStopped(why, other=True))
+        return results.changed(stages_other_skipped=why)
     finally:
         _close(source)
 
