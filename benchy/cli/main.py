@@ -384,7 +384,7 @@ def _run(args: argparse.Namespace) -> int:
     if not command:
         return _fail(args.verb, "no command: expected `-- python train.py ARGS...` or `train.py ARGS...`")
     from ..core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR
-    from ..integrations.runner import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
+    from ..integrations.runvars import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
 
     try:
         parse_loader(args.loader)

@@ -36,6 +36,7 @@ from ..results.configfile import load_config
 from ..session.console import write_line
 from ..session.registry import REGISTRY, creation_site
 from ..session.session import LOOP_BATCHES
+from .runvars import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
 
 # Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
 from .wrappers import dataloader_session
@@ -52,8 +53,6 @@ __all__ = [
     "run_script",
 ]
 
-LOADER_ENV_VAR = "BENCHY_RUN_LOADER"  # "first" or N: set by `benchy run`; read by install()
-SWEEP_ENV_VAR = "BENCHY_RUN_SWEEP"  # "1": sweep num_workers (auto) unless the config has a sweep
 ORIGINAL = DataLoader
 
 
@@ -206,22 +205,6 @@ def install(loader: Optional[str] = None, sweep: Optional[bool] = None) -> None:
     torch.utils.data.dataloader.DataLoader = RunnerDataLoader  # type: ignore[misc]
     atexit.register(_none_chosen)
     _INSTALLED.append(True)
-
-
-def parse_loader(text: str) -> Optional[int]:
-    """``first`` -> None; ``N`` (>= 1) -> N; anything else is a ValueError naming what is allowed."""
-    if text == "first":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(
-            f"--loader: got {text!r}; expected 'first' (the first DataLoader whose iterator runs a "
-            f"loop) or N >= 1 (the N-th DataLoader the script creates)"
-        )
-    return value
 
 
 def advised_statuses() -> List[int]:

@@ -69,6 +69,18 @@ def test_run_replaces_the_command_and_benchmarks_the_training_loader(tmp_path: P
     assert all(doc[m]["n"] == 2 for m in ("IO", "SYNTHETIC", "FULL"))
 
 
+def test_the_parent_that_waits_for_a_command_does_not_import_torch(tmp_path: Path) -> None:
+    # `benchy run -- COMMAND` only waits for the command: without torch it starts in a fifth of a second and holds
+    # some 40 MB, not 1.5 s and 230 MB (its imports are listed by -X importtime; the command's are not).
+    child = [sys.executable, "-c", "import torch; print('USER::child ran', torch.__name__)"]
+    proc = run(tmp_path, [sys.executable, "-X", "importtime", "-m", "benchy", "run", "--", *child], config())
+    assert "USER::child ran torch" in proc.stdout, proc.stderr
+    imported = [line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    assert "benchy.cli.child" in imported, imported  # the parent's imports were read
+    assert not [name for name in imported if name == "torch" or name.startswith("torch.")], imported
+    assert proc.returncode == 4  # nothing was benchmarked: the command made no DataLoader
+
+
 def test_python_m_benchy_run_in_process_with_a_chosen_loader_and_a_subclass(tmp_path: Path) -> None:
     proc = run(
         tmp_path,
