@@ -71,9 +71,11 @@ __all__ = [
     "best_workers",
     "contended",
     "faster",
+    "flip_speedup",
     "from_results",
     "inputs_from",
     "predict",
+    "run_inputs",
     "step_in_full",
     "whatif",
 ]
@@ -512,12 +514,13 @@ def _pace(inp: Inputs, change: Change, io: int = 1, step: int = 1) -> _Pace:
     return _periods(inp, change, _scale(inp, inp.io[io]), inp.step[step])
 
 
-def _flip(inp: Inputs, end: int = 1) -> Optional[float]:
+def flip_speedup(inp: Inputs, end: int = 1) -> Optional[float]:
     """The smallest speed-up of the step (1.0 to :data:`FLIP_MAX`, in 2 % steps) at which loading limits
     the model's FULL: with workers, FULL is no longer limited by the step alone; without, the loading takes
     as long as the step (they run one after the other: the larger of the two limits); None: not up to
     :data:`FLIP_MAX`. ``end``: 1 at the means; 0 the earliest the intervals allow (the slow end of IO, the fast
-    end of the step), 2 the latest."""
+    end of the step), 2 the latest. The :class:`WhatIf`'s ``flip``; alone, what the emulated-step trials need to
+    choose their step, without the rest of the model."""
     k = 1.0
     while k <= FLIP_MAX:
         p = _pace(inp, Change(inp.workers, inp.cores, k), end, end)
@@ -534,7 +537,7 @@ def _need(inp: Inputs, speedup: float, end: int = 1) -> Need:
     """The fewest workers (up to :data:`MAX_WORKERS`, cores unbounded) with which a step ``speedup`` times
     faster gives FULL within :data:`NEEDS_SHARE` of the most any number of them gives, and the cores that
     takes (at least the run's): its workers', main process's and step's CPU work a second. ``end``: as
-    :func:`_flip`'s (0: the most workers the intervals allow, 2 the fewest)."""
+    :func:`flip_speedup`'s (0: the most workers the intervals allow, 2 the fewest)."""
     unlimited = replace(inp, other=0.0)
     paces = [_pace(unlimited, Change(w, math.inf, speedup), end, end) for w in range(0, MAX_WORKERS + 1)]
     rates = [inp.batch / p.full if p.full > 0 else math.inf for p in paces]
@@ -610,7 +613,7 @@ def whatif(
     for name, _, seconds in inp.loader.stages:
         if seconds > 0:
             add(Change(inp.workers, inp.cores, 1.0, name))
-    flip = _flip(inp)
+    flip = flip_speedup(inp)
     needs = tuple(replace(_need(inp, k), most=_need(inp, k, 0).workers, fewest=_need(inp, k, 2).workers) for k in SPEEDUPS)
     found = tuple(
         Check(source, kind, change, (p.full if kind == "FULL" else p.io), measured, index, setting)
@@ -633,7 +636,7 @@ def whatif(
         contention,
         price,
         epoch_batches,
-        (_flip(inp, 0), _flip(inp, 2)),
+        (flip_speedup(inp, 0), flip_speedup(inp, 2)),
     )
 
 
@@ -848,18 +851,10 @@ def contended(results: Any, workers: int) -> Optional[Contended]:
     return Contended(full, step / alone - 1.0, step, alone)
 
 
-def from_results(
-    results: Any,
-    systems: Mapping[Any, Mapping[str, float]],
-    workers: int,
-    *,
-    price: Optional[float] = None,
-    epoch_batches: Optional[int] = None,
-    depth: int = 0,
-) -> Optional[WhatIf]:
-    """The :class:`WhatIf` of a run's :class:`~benchy.core.results.RunResults` (``systems``: each mode's
-    system means; ``depth``: the loader's queue depth, num_workers x prefetch_factor), checked against the
-    emulated-step trials and the loader sweep where they ran; None without IO and SYNTHETIC trials."""
+def run_inputs(results: Any, systems: Mapping[Any, Mapping[str, float]], workers: int, *, depth: int = 0) -> Optional[Inputs]:
+    """The model's :class:`Inputs` from a run's :class:`~benchy.core.results.RunResults` (``systems``: each mode's
+    system means; ``depth``: the loader's queue depth, num_workers x prefetch_factor); None without IO and
+    SYNTHETIC trials."""
     from .schedule import Mode
 
     io_trials = results.measured(Mode.IO)
@@ -869,7 +864,7 @@ def from_results(
     full_trials = [t for t in results.measured(Mode.FULL) if t.wait_median is not None]
     has_full = bool(results.measured(Mode.FULL))
     steps = [t.step_seconds for t in results.measured(Mode.SYNTHETIC) if len(t.step_seconds)]
-    inp = inputs_from(
+    return inputs_from(
         batch=batch,
         workers=workers,
         io=results.estimate(Mode.IO),
@@ -886,6 +881,20 @@ def from_results(
         full_wait_median=float(np.median([t.wait_median for t in full_trials])) if full_trials else None,
         stages_other=results.stages_other,
     )
+
+
+def from_results(
+    results: Any,
+    systems: Mapping[Any, Mapping[str, float]],
+    workers: int,
+    *,
+    price: Optional[float] = None,
+    epoch_batches: Optional[int] = None,
+    depth: int = 0,
+) -> Optional[WhatIf]:
+    """The :class:`WhatIf` of a run's :class:`~benchy.core.results.RunResults` (:func:`run_inputs`), checked
+    against the emulated-step trials and the loader sweep where they ran; None without IO and SYNTHETIC trials."""
+    inp = run_inputs(results, systems, workers, depth=depth)
     if inp is None:
         return None
     checks: List[Tuple[Checked, int, Any, str, Change, Estimate]] = []

@@ -11,7 +11,7 @@ from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults, folded
 from ...core.schedule import Mode, TrialSpec
 from ...core.verdict import system_means
-from ...core.whatif import SPEEDUPS, faster, from_results
+from ...core.whatif import SPEEDUPS, faster, flip_speedup, run_inputs
 from ...measure.emulate import EmulatedStep
 from ...measure.source import CopyingSource
 from . import SideEnv, side_counts
@@ -24,13 +24,13 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
     if not config.general.whatif:
         return results
     systems = {m: s for m in (Mode.IO, Mode.SYNTHETIC) if (s := system_means(results.measured(m))) is not None}
-    model = from_results(results, systems, env.workers, depth=env.runner.queue_depth)
-    if model is None:
+    inp = run_inputs(results, systems, env.workers, depth=env.runner.queue_depth)
+    if inp is None:
         return results.changed(emulated_skipped=Reason(Why.NO_MODEL))
-    k = model.flip if model.flip is not None else max(SPEEDUPS)
-    k = max(1.0, k)
-    step = faster(model.inputs.step[1], model.inputs.step_fixed, k)
-    cpu = step * max(0.0, min(1.0, model.inputs.step_cores))
+    flip = flip_speedup(inp)  # the model's flip, without its predictions (the run's end works them out)
+    k = max(1.0, flip if flip is not None else max(SPEEDUPS))
+    step = faster(inp.step[1], inp.step_fixed, k)
+    cpu = step * max(0.0, min(1.0, inp.step_cores))
     ntrials, nwarmup = side_counts(config)
     nbatches = config.io.nbatches
     sink.say(EmulatedStarted(k, step, cpu, nwarmup, ntrials, nbatches))
