@@ -34,11 +34,11 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["BATCHES", "Shape", "Shapes", "periods", "shape_of"]
+__all__ = ["BATCHES", "Column", "Shape", "Shapes", "periods", "shape_of"]
 
 BATCHES = 1200  # batches simulated; the first WARM are left out (the queues filling)
 WARM = 200
@@ -69,6 +69,12 @@ def shape_of(*pieces: Sequence[float] | np.ndarray) -> Shape:
     return tuple(float(v) / mean for v in q) if mean > 0 else ()
 
 
+# A column's inputs as :func:`periods` plays it (workers, depth, its three means, slow, the shapes, batches, the
+# shares, the cores): equal keys give equal figures (the draws are seeded), so a caller that plays many variants
+# of one pipeline can keep each column's figure by its key (``memo``).
+Column = Tuple[int, int, float, float, float, float, "Shapes", int, Tuple[float, float, float], float]
+
+
 @dataclass(frozen=True)
 class Shapes:
     """The measured shapes of a worker's time a batch, the main process's receive and the step."""
@@ -96,12 +102,14 @@ def periods(
     batches: int = BATCHES,
     shares: Tuple[float, float, float] = (0.0, 0.0, 0.0),
     cores: float = math.inf,
+    memo: Optional[Dict[Column, float]] = None,
 ) -> np.ndarray:
     """Steady seconds a batch of the pipeline with ``workers`` (at least 1) and ``depth`` indices handed out
     ahead, for each column of ``worker``, ``main`` and ``step`` (mean seconds a batch, each on a core of its
     own; ``step`` 0: the IO trials, nothing between the asks); ``slow``: the slowest worker's time over the
     workers' mean; ``shares``: the CPU share of a worker's time, of the receive's and the cores the step keeps
-    busy; ``cores``: the cores they share (the module's docstring)."""
+    busy; ``cores``: the cores they share (the module's docstring); ``memo``: each column's figure by its
+    :data:`Column` key, read and filled (a model's variants share many columns: IO's do not depend on the step)."""
     if workers < 1:
         raise ValueError(f"periods: workers must be 1 or more, got {workers}")
     if batches <= WARM:
@@ -122,13 +130,20 @@ def periods(
     out = np.empty(cols)
     on_w, on_m, on_s = shares
     for c in np.ndindex(cols):  # a column's batches one after the other: plain floats beat numpy's per-call cost here
-        ws = (np.broadcast_to(w_mean, cols)[c] * fw * pace[np.arange(batches) % workers]).tolist()
-        ms = (np.broadcast_to(m_mean, cols)[c] * fm).tolist()
+        w, m = float(np.broadcast_to(w_mean, cols)[c]), float(np.broadcast_to(m_mean, cols)[c])
         stepping = float(np.broadcast_to(s_mean, cols)[c])
+        key: Column = (workers, depth, w, m, stepping, slow, shapes, batches, shares, cores)
+        if memo is not None and key in memo:
+            out[c] = memo[key]
+            continue
+        ws = (w * fw * pace[np.arange(batches) % workers]).tolist()
+        ms = (m * fm).tolist()
         ss = (stepping * fs).tolist()
         # The threads can ask for more cores than there are (the step's only where there is one: not in IO).
         shared = workers * min(1.0, on_w) + max(min(1.0, on_m), on_s if stepping > 0 else 0.0) > cores
         out[c] = _play_shared(workers, depth, ws, ms, ss, shares, cores) if shared else _play(workers, depth, ws, ms, ss)
+        if memo is not None:
+            memo[key] = float(out[c])
     return out
 
 

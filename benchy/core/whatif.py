@@ -46,7 +46,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from .claims import Contended
-from .queues import Shape, Shapes, periods, shape_of
+from .queues import Column, Shape, Shapes, periods, shape_of
 from .stages import MAIN_WORK, StageKind
 from .stats import Estimate
 
@@ -469,12 +469,13 @@ def _scale(inp: Inputs, io_rate: float) -> float:
 ENDS = ((0, 2), (1, 1), (2, 0))  # (IO's end, the step's end): a slower IO and a slower step give the low end
 
 
-def predict(inp: Inputs, change: Change, *, queued: bool = False) -> Prediction:
+def predict(inp: Inputs, change: Change, *, queued: bool = False, memo: Optional[Dict[Column, float]] = None) -> Prediction:
     """The model's IO and FULL for ``change``, each at the low end, the mean and the high end of the
     measured intervals (a slower IO and a slower step give the low end); ``queued``: with workers, the
     periods come from the simulation of the pipeline (:func:`benchy.core.queues.periods`: the loader and the
-    step queueing for each other, which the steady model does not see), no shorter than the cores allow; the
-    limit stays the steady model's (which side sets the pace)."""
+    step queueing for each other, which the steady model does not see; ``memo``: its columns played so far,
+    shared by the changes of one model), no shorter than the cores allow; the limit stays the steady model's
+    (which side sets the pace)."""
     paces = [_periods(inp, change, _scale(inp, inp.io[i]), inp.step[j]) for i, j in ENDS]
     ios = [p.io for p in paces]
     fulls = [p.full for p in paces]
@@ -494,6 +495,7 @@ def predict(inp: Inputs, change: Change, *, queued: bool = False) -> Prediction:
             shapes=inp.shapes,
             shares=mid.shares,
             cores=mid.avail,
+            memo=memo,
         )
         fulls = [max(float(f), p.full_cores) for f, p in zip(found[:3], paces)]
         ios = [max(float(f), p.io_cores) for f, p in zip(found[3:], paces)]
@@ -597,12 +599,13 @@ def whatif(
     step :data:`SPEEDUPS` faster and each stage made free; the speed-up where loading starts to limit;
     what each faster step needs; ``checks`` (what was measured, the sweep's index, its setting, the mode, the change,
     the measurement) set against their predictions."""
-    own = predict(inp, Change(inp.workers, inp.cores), queued=True)
+    memo: Dict[Column, float] = {}  # the simulation's columns: IO's, for one, are the same for every step speed-up
+    own = predict(inp, Change(inp.workers, inp.cores), queued=True, memo=memo)
     seen: Dict[Change, Prediction] = {own.change: own}
 
     def add(change: Change) -> None:
         if change not in seen:
-            seen[change] = predict(inp, change, queued=True)
+            seen[change] = predict(inp, change, queued=True, memo=memo)
 
     for k in SPEEDUPS:
         for w in _worker_counts(inp.cores):
@@ -618,7 +621,7 @@ def whatif(
     found = tuple(
         Check(source, kind, change, (p.full if kind == "FULL" else p.io), measured, index, setting)
         for source, index, setting, kind, change, measured in checks
-        for p in [seen.get(change) or predict(inp, change, queued=True)]
+        for p in [seen.get(change) or predict(inp, change, queued=True, memo=memo)]
     )
     utilization = None if inp.full_wait is None else max(0.0, 1.0 - inp.full_wait)
     contention = None
