@@ -56,6 +56,27 @@ def test_columns_are_worked_out_from_the_same_draws_and_again_the_same() -> None
 ALL_CPU = (1.0, 1.0, 1.0)  # a worker's, the receive's and the step's time all on the CPU, the step on one core
 
 
+def test_a_memo_plays_each_column_once_and_gives_its_figure_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchy.core.queues as queues
+
+    played: list = []
+    monkeypatch.setattr(queues, "_play", lambda *a: played.append("plain") or _play(*a))
+    monkeypatch.setattr(queues, "_play_shared", lambda *a: played.append("shared") or _play_shared(*a))
+    shapes = Shapes(worker=tuple(np.linspace(0.5, 1.5, QUANTILES)), step=tuple(np.linspace(0.8, 1.2, QUANTILES)))
+    args = dict(slow=1.1, shapes=shapes, shares=(1.0, 1.0, 1.0), cores=2.0)
+    worker, main = np.array([0.02, 0.02, 0.03]), np.array([0.001] * 3)
+    step = np.array([0.01, 0.0, 0.01])  # three columns (the second an IO one: no step)
+    plain = periods(2, 4, worker, main, step, **args)
+    assert len(played) == 3
+    memo: dict = {}
+    first = periods(2, 4, worker, main, step, memo=memo, **args)
+    again = periods(2, 4, worker[::-1], main, step[::-1], memo=memo, **args)  # the same columns, the other way round
+    assert first.tolist() == plain.tolist() and again.tolist() == plain[::-1].tolist()
+    assert len(played) == 6 and len(memo) == 3  # the second call played nothing
+    other = periods(3, 6, worker, main, step, memo=memo, **args)  # other workers: other columns
+    assert len(played) == 9 and len(memo) == 6 and other.tolist() != plain.tolist()
+
+
 def test_threads_that_ask_for_more_cores_than_there_are_share_them() -> None:
     # One worker of 10 ms CPU work a batch and a step of 10 ms: on one core they take turns, 20 ms a batch; on
     # two each has its own, and the pipeline overlaps them as before.
