@@ -46,12 +46,13 @@ from .compute import (
 from .distribution import StepProfile, step_profile
 from .peaks import PeakConfig
 from .results import RunResults, TrialResult
+from .runinputs import contended, from_results
 from .schedule import Mode
 from .stages import FirstPass
 from .startup import Startup
 from .stats import Comparison, Estimate, compare_log, estimate, t_quantile
 from .sweep import feed, feed_advice
-from .whatif import WhatIf, contended, from_results
+from .whatif import WhatIf
 
 __all__ = [
     "BALANCE_TOLERANCE",

@@ -31,7 +31,7 @@ side of no workers take the loader's costs from the stage trial there (``STAGES_
 
 Each prediction is worked out three times, at the low end, the mean and the high end of the
 measured IO and SYNTHETIC intervals: its interval (the flip and the needs at the two ends too).
-:func:`whatif` gives a :class:`WhatIf`; the
+:func:`whatif` gives a :class:`WhatIf` (from a run's figures: :mod:`benchy.core.runinputs`); the
 emulated-step trials (``EMULATED``, run at the speed-up where the model says the verdict flips)
 and the loader sweep's settings check it by measurement, in the same run.
 """
@@ -41,13 +41,11 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .claims import Contended
-from .queues import Column, Shape, Shapes, periods, shape_of
-from .stages import MAIN_WORK, StageKind
+from .queues import Column, Shapes, periods
 from .stats import Estimate
 
 __all__ = [
@@ -69,14 +67,9 @@ __all__ = [
     "WhatIf",
     "best_free",
     "best_workers",
-    "contended",
     "faster",
     "flip_speedup",
-    "from_results",
-    "inputs_from",
     "predict",
-    "run_inputs",
-    "step_in_full",
     "whatif",
 ]
 
@@ -641,274 +634,3 @@ def whatif(
         epoch_batches,
         (flip_speedup(inp, 0), flip_speedup(inp, 2)),
     )
-
-
-# --- from a run's figures -------------------------------------------------------------------
-
-
-def _ends(est: Estimate) -> Optional[Triple]:
-    if est.mean is None or est.mean <= 0:
-        return None
-    hw = est.half_width or 0.0
-    return (max(est.mean - hw, 1e-3 * est.mean), est.mean, est.mean + hw)
-
-
-def inputs_from(
-    *,
-    batch: Optional[float],
-    workers: int,
-    io: Estimate,
-    synthetic: Estimate,
-    systems: Mapping[str, Mapping[str, float]],
-    stages: Optional[Any] = None,
-    full: Optional[Estimate] = None,
-    full_step: Optional[float] = None,
-    full_wait: Optional[float] = None,
-    parts: Optional[Any] = None,
-    contention: Optional[Any] = None,
-    depth: int = 0,
-    step_shape: Shape = (),
-    full_wait_median: Optional[float] = None,
-    stages_other: Optional[Any] = None,
-) -> Optional[Inputs]:
-    """The model's :class:`Inputs` from a run's figures: IO and SYNTHETIC (samples/s), each mode's system
-    means (``systems``: mode name to figures), the stage report (a :class:`~benchy.core.stages.StageReport`;
-    without one the loader's cost comes from the IO trials alone), the loader's queue ``depth``, the shape of
-    SYNTHETIC's step times and FULL's median wait for a batch (``full_wait_median``: what the main process's
-    own work a batch is where the loader kept ahead, :func:`_main_from_full`); None without IO, SYNTHETIC or a
-    batch size. ``stages_other``: the stage report at the other setting (no workers, or one), for the changes on
-    that side."""
-    io_t, syn_t = _ends(io), _ends(synthetic)
-    if io_t is None or syn_t is None or not batch or batch <= 0:
-        return None
-    step = (batch / syn_t[2], batch / syn_t[1], batch / syn_t[0])
-    io_sys, syn_sys = systems.get("IO", {}), systems.get("SYNTHETIC", {})
-    cores = float(io_sys.get("cpu_cores") or syn_sys.get("cpu_cores") or 1.0)
-    others = [s["other_cores_busy"] for s in (io_sys, syn_sys) if s.get("other_cores_busy") is not None]
-    other = float(sum(others) / len(others)) if others else 0.0
-    step_cores = float(syn_sys.get("cpu_cores_busy", 1.0))
-    period = batch / io_t[1]
-    if stages is not None and stages.batches > 0:
-        io_busy = io_sys.get("cpu_cores_busy")
-        saturated = io_busy is not None and io_busy >= SATURATED * max(0.25, cores - other)
-        loader = _loader_from_stages(stages, saturated)
-        basis = BASIS_STAGES
-        workers = stages.workers
-    else:
-        io_cores = float(io_sys.get("cpu_cores_busy", max(1, workers)))
-        worker = period * max(1, workers)
-        share = min(1.0, io_cores / max(1, workers))
-        loader = Loader(worker, share, 0.0, 0.0)
-        basis = Basis.IO
-    if full is not None and full.mean and full_wait_median is not None:
-        loader = _main_from_full(loader, workers, batch / full.mean, full_wait_median)
-    if basis == BASIS_STAGES:
-        loader = _with_handover(loader, workers, batch / io_t[1], cores - other)
-    elsewhere = None
-    if basis == BASIS_STAGES and stages_other is not None and stages_other.batches > 0:
-        elsewhere = _with_handover(_loader_from_stages(stages_other), stages_other.workers, stages_other.period, cores - other)
-    return Inputs(
-        batch=float(batch),
-        workers=workers,
-        cores=cores,
-        other=other,
-        io=io_t,
-        step=step,
-        step_cores=step_cores,
-        loader=loader,
-        basis=basis,
-        full=None if full is None else _ends(full),
-        full_step=full_step,
-        full_wait=full_wait,
-        step_fixed=parts.rest / parts.period if parts is not None and parts.found and parts.period > 0 else 0.0,
-        contention=_contention(contention, step[1], loader) if contention is not None and workers > 0 else 0.0,
-        contention_rate=contention.loader_rate if contention is not None and workers > 0 else 0.0,
-        full_contention=max(0.0, full_step / step[1] - 1.0) if full_step is not None and workers > 0 else 0.0,
-        full_rate=0.0 if full is None or full.mean is None else full.mean / batch,
-        depth=depth,
-        other_setting=elsewhere,
-        shapes=Shapes(
-            stages.worker_shape if stages is not None else (), stages.receive_shape if stages is not None else (), step_shape
-        ),
-    )
-
-
-AHEAD = 0.8  # the loader kept ahead in FULL: its pool's period at most this share of FULL's
-
-
-def _main_from_full(loader: Loader, workers: int, period: float, wait: float) -> Loader:
-    """``loader`` with the main process's work a batch taken from FULL's median wait for a batch where the loader
-    kept ahead of the step (its pool's period at most :data:`AHEAD` of FULL's ``period``): the batch was
-    ready when the loop asked, so the wait is all the main process's own work (receiving it, the loader's
-    bookkeeping, handing a worker its next index), of which the stage trials time only the receive. A longer
-    wait than the stages' is taken as CPU work."""
-    if workers <= 0 or wait <= loader.main or period <= 0:
-        return loader
-    pool = loader.slow * loader.worker / workers
-    if pool > AHEAD * period:
-        return loader
-    cpu = loader.main * loader.main_cpu + (wait - loader.main)
-    return replace(loader, main=wait, main_cpu=min(1.0, cpu / wait))
-
-
-def _with_handover(loader: Loader, workers: int, period: float, avail: float) -> Loader:
-    """``loader`` with the time a batch the stage timers leave out (a worker pickling its batch into shared
-    memory and sending it; without workers, the loader's own code) added to the worker's work, where the IO
-    trials' measured ``period`` is longer than the model's IO at the run's own setting and the workers (or
-    the cores they share) set that pace: the pool then runs at the measured pace."""
-    lanes = max(1, workers)
-    slow = loader.slow if workers > 1 else 1.0
-    if workers <= 0:
-        model = loader.worker + loader.main_plain
-        missing = period - model
-    else:
-        pool = slow * loader.worker / lanes
-        cpu = (loader.worker * loader.cpu + loader.main * loader.main_cpu) / max(0.25, avail)
-        if loader.main >= max(pool, cpu):
-            return loader  # receiving sets the pace: the workers' own time does not show in the period
-        missing = (period - max(pool, cpu)) * lanes / slow
-    if missing <= 0.05 * loader.worker:
-        return loader
-    cpu_seconds = loader.worker * loader.cpu + missing  # sending a batch is CPU work
-    worker = loader.worker + missing
-    return replace(loader, worker=worker, cpu=min(1.0, cpu_seconds / worker), handover=missing)
-
-
-def _contention(run: Any, alone: float, loader: Loader) -> float:
-    """How much longer the step takes beside the loader flat out (``CONTENTION_1``), less the share of the time
-    the draining thread held the GIL to receive its batches: in FULL the main process receives between steps
-    (the model's ``m``), not during them."""
-    slowdown = run.slowdown(alone)
-    if slowdown is None:
-        return 0.0
-    receiving = loader.main * loader.main_cpu * run.loader_rate
-    return max(0.0, slowdown - receiving)
-
-
-def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
-    """The loader's costs from a :class:`~benchy.core.stages.StageReport`; ``saturated``: the IO trials kept
-    the free cores busy, so the time the workers spent off the CPU was time they waited for a core, not work
-    of theirs: a worker's time a batch is then its CPU time (what it takes on a core of its own)."""
-    worker, cpu, main_cpu, plain = 0.0, 0.0, 0.0, 0.0
-    main = report.main_seconds
-    named: List[Tuple[str, str, float]] = []
-    in_workers = report.workers > 0
-    for st in report.stages:
-        if st.kind is StageKind.WAIT:
-            continue
-        named.append((st.name, st.where, float(st.seconds)))
-        if st.kind in MAIN_WORK:
-            if st.where == "main":
-                main_cpu += st.seconds * (1.0 - (st.off_cpu or 0.0))
-                if st.kind is not StageKind.RECEIVE:
-                    plain += st.seconds
-            continue
-        on = st.seconds * (1.0 - (st.off_cpu or 0.0) if st.kind is StageKind.DATASET else 1.0)
-        worker += on if saturated else st.seconds
-        cpu += on
-    if not in_workers:
-        # Without workers every stage runs on the main thread: a "worker" here is that thread.
-        plain = main
-        main = main_cpu = 0.0
-    # The slowest worker (its one definition, core.stages.slowest_worker) against the workers' mean time a batch,
-    # which is what the model's worker time is: the pool delivers at the slowest one's pace.
-    slow = 1.0
-    measured = [w.per_batch for w in report.per_worker if w.batches > 0]
-    if report.slowest is not None and measured and sum(measured) > 0:
-        slow = report.slowest.seconds / (sum(measured) / len(measured))
-    return Loader(
-        worker, cpu / worker if worker > 0 else 1.0, main, plain, main_cpu / main if main > 0 else 1.0, slow, tuple(named)
-    )
-
-
-def step_in_full(results: Any) -> Optional[float]:
-    """FULL's seconds a step with its wait for data taken out (the step as it runs beside the loader), over
-    the counted FULL trials that split their time; None without them."""
-    from .schedule import Mode
-
-    found = [t for t in results.measured(Mode.FULL) if t.wait_seconds is not None and len(t.step_seconds)]
-    if not found:
-        return None
-    steps = sum(len(t.step_seconds) for t in found)
-    return float(sum(t.own_seconds - t.wait_seconds for t in found) / steps)
-
-
-def contended(results: Any, workers: int) -> Optional[Contended]:
-    """FULL below both sides, when the loader has workers, FULL is below both IO and SYNTHETIC by more than 10 % and
-    its step takes 5 % or more longer than SYNTHETIC's: the workers slow the step (cores, the GIL, memory
-    bandwidth). Without workers FULL is below both by design (loading and the step run in series, which the
-    verdict says), and there are no workers to take fewer of or to pin: None."""
-    from .schedule import Mode
-
-    if workers <= 0:
-        return None
-    io, syn, full = (results.estimate(m).mean for m in (Mode.IO, Mode.SYNTHETIC, Mode.FULL))
-    step = step_in_full(results)
-    if io is None or syn is None or full is None or step is None or not syn or full >= 0.9 * min(io, syn):
-        return None
-    batches = sum(t.spec.nbatches for t in results.measured(Mode.SYNTHETIC))
-    samples = sum(t.samples for t in results.measured(Mode.SYNTHETIC))
-    alone = samples / batches / syn if batches else None
-    if alone is None or alone <= 0 or step < 1.05 * alone:
-        return None
-    return Contended(full, step / alone - 1.0, step, alone)
-
-
-def run_inputs(results: Any, systems: Mapping[Any, Mapping[str, float]], workers: int, *, depth: int = 0) -> Optional[Inputs]:
-    """The model's :class:`Inputs` from a run's :class:`~benchy.core.results.RunResults` (``systems``: each mode's
-    system means; ``depth``: the loader's queue depth, num_workers x prefetch_factor); None without IO and
-    SYNTHETIC trials."""
-    from .schedule import Mode
-
-    io_trials = results.measured(Mode.IO)
-    batches = sum(t.spec.nbatches for t in io_trials)
-    batch = sum(t.samples for t in io_trials) / batches if batches else None
-    full_step = step_in_full(results)
-    full_trials = [t for t in results.measured(Mode.FULL) if t.wait_median is not None]
-    has_full = bool(results.measured(Mode.FULL))
-    steps = [t.step_seconds for t in results.measured(Mode.SYNTHETIC) if len(t.step_seconds)]
-    return inputs_from(
-        batch=batch,
-        workers=workers,
-        io=results.estimate(Mode.IO),
-        synthetic=results.estimate(Mode.SYNTHETIC),
-        systems={getattr(m, "value", str(m)): v for m, v in systems.items()},
-        stages=results.stages,
-        full=results.estimate(Mode.FULL) if has_full else None,
-        full_step=full_step,
-        full_wait=results.data_wait().mean if has_full else None,
-        parts=results.parts,
-        contention=results.contention,
-        depth=depth,
-        step_shape=shape_of(*steps),
-        full_wait_median=float(np.median([t.wait_median for t in full_trials])) if full_trials else None,
-        stages_other=results.stages_other,
-    )
-
-
-def from_results(
-    results: Any,
-    systems: Mapping[Any, Mapping[str, float]],
-    workers: int,
-    *,
-    price: Optional[float] = None,
-    epoch_batches: Optional[int] = None,
-    depth: int = 0,
-) -> Optional[WhatIf]:
-    """The :class:`WhatIf` of a run's :class:`~benchy.core.results.RunResults` (:func:`run_inputs`), checked
-    against the emulated-step trials and the loader sweep where they ran; None without IO and SYNTHETIC trials."""
-    inp = run_inputs(results, systems, workers, depth=depth)
-    if inp is None:
-        return None
-    checks: List[Tuple[Checked, int, Any, str, Change, Estimate]] = []
-    if results.emulated and results.emulated_speedup:
-        from .stats import estimate
-
-        k = float(results.emulated_speedup)
-        measured = estimate([t.throughput for t in results.emulated if not t.spec.warmup])
-        checks.append((Checked.EMULATED, 0, None, "FULL", Change(inp.workers, inp.cores, k), measured))
-    for j, found in enumerate(results.sweep, 1):
-        if found.error is None and found.trials:
-            setting = found.setting
-            checks.append((Checked.SWEEP, j, setting, "IO", Change(setting.num_workers, inp.cores), found.estimate))
-    return whatif(inp, checks=checks, price=price, epoch_batches=epoch_batches)

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from benchy.core.queues import Shapes
+from benchy.core.runinputs import inputs_from
 from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat, slowest_worker
 from benchy.core.stats import Estimate
-from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, inputs_from, predict, whatif
+from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, predict, whatif
 from benchy.results.text.reports import check as check_text
 from benchy.results.text.reports import limit
 from benchy.results.text.reports import whatif as whatif_text
@@ -168,7 +169,6 @@ def test_a_slow_worker_is_named_by_the_throughput_it_costs() -> None:
 
 def test_the_time_the_stage_timers_do_not_see_is_added_to_the_workers_from_the_measured_io() -> None:
     from benchy.core.stats import Estimate as E
-    from benchy.core.whatif import inputs_from
 
     report = StageReport(
         period=0.004,

@@ -9,9 +9,10 @@ from __future__ import annotations
 from ...core.events import EmulatedSkipped, EmulatedStarted
 from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults, folded
+from ...core.runinputs import run_inputs
 from ...core.schedule import Mode, TrialSpec
 from ...core.verdict import system_means
-from ...core.whatif import SPEEDUPS, faster, flip_speedup, run_inputs
+from ...core.whatif import SPEEDUPS, faster, flip_speedup
 from ...measure.emulate import EmulatedStep
 from ...measure.source import CopyingSource
 from . import SideEnv, side_counts
