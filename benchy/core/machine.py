@@ -114,10 +114,12 @@ class Judgement:
 @dataclass(frozen=True)
 class Begin:
     """The benchmark begins (the loop's first ``iter()``): ``queue_depth``, the batches the loader's workers
-    hold ready (the lead-in before a FULL window); ``room``, the loop's steps left where known."""
+    hold ready (the lead-in before a FULL window); ``room``, the loop's steps left where known;
+    ``epoch_length``, the loader's batches an epoch where known (the epochs' ends a window crosses cost steps)."""
 
     queue_depth: int = 0
     room: Optional[int] = None
+    epoch_length: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -275,6 +277,7 @@ class State:
     judgement: Judgement = Judgement()
     queue_depth: int = 0
     room: Optional[int] = None  # the loop's steps left, where known
+    epoch_length: Optional[int] = None  # the loader's batches an epoch, where known
     stop: Optional[Stop] = None
     outcome: Optional[Outcome] = None  # the verdict when measuring stopped (orders the extras)
     extras: Tuple[Extra, ...] = ()  # still to run
@@ -325,7 +328,9 @@ def transition(state: State, event: Event) -> Tuple[State, Tuple[Action, ...]]:
     if isinstance(event, Begin):
         if state.phase is not Phase.NEW:
             raise ValueError(f"Begin: expected the phase {Phase.NEW.value}, got {state.phase.value}")
-        state = dataclasses.replace(state, phase=Phase.MEASURING, queue_depth=event.queue_depth, boundary=1)
+        state = dataclasses.replace(
+            state, phase=Phase.MEASURING, queue_depth=event.queue_depth, epoch_length=event.epoch_length, boundary=1
+        )
     elif isinstance(event, Counted):
         spec = event.spec
         if spec.variant == "" and spec.warmup and not spec.profiled:
@@ -483,6 +488,29 @@ def _kept_for_flops(state: State) -> int:
     return FLOPS_STEPS if Extra.FLOPS in state.schedule.extras else 0
 
 
+def _crossed(state: State, mode: Mode, n: int) -> int:
+    """The most steps a window of ``n`` batches leaves out at the epochs' ends it may cross, beyond the one
+    boundary :func:`_lead` holds (0 where the loader's length is unknown): at each, the period the end cuts and
+    the next epoch's first, and before FULL's next period the batches a new pass's workers hold ready."""
+    epoch = state.epoch_length
+    if not epoch or epoch <= 0 or n <= 0:
+        return 0
+    per = 2 + (state.queue_depth if mode is Mode.FULL else 0)
+    return per * math.ceil(n / max(1, epoch - per))
+
+
+def _fitting(state: State, mode: Mode, length: int, budget: int) -> int:
+    """``length``, or the longest window shorter than it whose batches and the epochs' ends it may cross fit
+    ``budget`` steps (a loop of known length: with short epochs a window of 50 batches crosses two or three)."""
+    if length + _crossed(state, mode, length) <= budget:
+        return length
+    low, high = 0, max(0, min(length, budget))  # n + _crossed(n) grows with n: the largest n that fits
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if mid + _crossed(state, mode, mid) <= budget else (low, mid - 1)
+    return low
+
+
 def _next_window(state: State) -> Optional[TrialSpec]:
     """The next SYNTHETIC or FULL window (S F F S ..., warm-ups included), shortened to the loop's room; None
     when no mode needs one or none fits."""
@@ -505,7 +533,7 @@ def _next_window(state: State) -> Optional[TrialSpec]:
     assert chosen is not None
     length = chosen.length(state.windows(mode))
     if state.room is not None:
-        length = min(length, state.room - _lead(state, mode) - _kept_for_flops(state))
+        length = _fitting(state, mode, length, state.room - _lead(state, mode) - _kept_for_flops(state))
         if length < min(MIN_WINDOW, chosen.nbatches):
             return None
     return _spec(state, mode, warmup=warmup, profiled=profiled, length=length)

@@ -328,7 +328,7 @@ class Session:
         if self.results.sweep_applied is not None:
             self._workers = self.results.sweep_applied.num_workers
             self.runner.queue_depth = queue_depth(self._workers, self.results.sweep_applied.prefetch_factor)
-        self.driver.feed(m.Begin(self.runner.queue_depth, self.driver.room()))
+        self.driver.feed(m.Begin(self.runner.queue_depth, self.driver.room(), self.loop.length))
 
     def _become_plain(self) -> Iterator[Any]:
         self._state = State.PLAIN
