@@ -489,9 +489,10 @@ def _kept_for_flops(state: State) -> int:
 
 
 def _crossed(state: State, mode: Mode, n: int) -> int:
-    """The most steps a window of ``n`` batches leaves out at the epochs' ends it may cross, beyond the one
-    boundary :func:`_lead` holds (0 where the loader's length is unknown): at each, the period the end cuts and
-    the next epoch's first, and before FULL's next period the batches a new pass's workers hold ready."""
+    """The most steps a window of ``n`` batches may leave out at the epochs' ends it crosses (0 where the loader's
+    length is unknown): at each, the period the end cuts and the next epoch's first, and before FULL's next period
+    the batches a new pass's workers hold ready. With the end :func:`_lead` holds too, it errs long: only the last
+    windows of a loop of known length are sized by it."""
     epoch = state.epoch_length
     if not epoch or epoch <= 0 or n <= 0:
         return 0

@@ -124,6 +124,7 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
         for spec in specs:
             found, results = _trial(env, spec, source, made, counter, results)
             trials.append(found)
+        spec = None
         return results.changed(stages_other=analyse(trials, in_order=has_in_order(), split=made.plan.split))
     except Exception as err:  # the model does without this figure, and says so: nothing the run measured is lost
         env.running(None)
