@@ -46,7 +46,7 @@ def _missing() -> List[str]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     missing = _missing()
     if missing:
         message = f"the browser test needs {', '.join(missing)} (.ci/run installs Debian's chromium and chromium-driver)"
@@ -73,7 +73,11 @@ def browser() -> Iterator[Any]:
         "--force-device-scale-factor=1",
     ):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    # Chromium's profile and temporary folders under the test's own directory, not left in the system's /tmp.
+    scratch = tmp_path_factory.mktemp("chromium")
+    options.add_argument(f"--user-data-dir={scratch / 'profile'}")
+    service = Service(CHROMEDRIVER, env={**os.environ, "TMPDIR": str(scratch)})
+    driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(60)
     try:
         yield driver
