@@ -212,7 +212,9 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
     ),
     (
         "WHATIF",
-        "BENCHY::SUMMARY::WHATIF loading starts to limit FULL at a step <k>x faster (<lo>x to <hi>x; ...); a <k>x "
+        "BENCHY::SUMMARY::WHATIF loading starts to limit FULL at a step <k>x faster (<lo>x to <hi>x; ...) (without "
+        "workers: the loading runs between the steps (<pct> % of FULL's time); it takes longer than the step from "
+        "a step <k>x faster, or stays shorter up to 20x); a <k>x "
         "faster step needs <n> workers[ (<fewest> to <most>)][ and <c> cores] (or: gets the most from no workers: "
         "FULL <x>, ...); ...; EMULATED (...): FULL predicted <x> "
         "(<lo> to <hi>), measured <y> +/- <hw> (<pct> %)",

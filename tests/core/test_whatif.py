@@ -77,6 +77,24 @@ def test_cpu_work_is_bounded_by_the_cores_the_workers_and_the_step_share() -> No
     assert wide.limit is Limit.STEP and wide.full[1] == pytest.approx(BATCH / 0.0085)
 
 
+def test_without_workers_the_line_says_the_loading_runs_between_the_steps() -> None:
+    # 4 ms of loading a batch on the training thread, a 10 ms step: loading takes longer than the step from 2.5x.
+    w = whatif(inputs(0, worker=0.004, plain=0.0))
+    assert w.flip is not None and 2.45 <= w.flip <= 2.6
+    assert whatif_text(w).startswith(
+        "without workers the loading runs between the steps; it takes longer than the step from a step 2.5x faster"
+    )
+    # Loading 0.5 ms a batch and half the step outside what a faster accelerator shortens: it never takes longer
+    # than the step, yet it is 20 % of FULL's time; the line does not say that loading does not limit FULL.
+    w = whatif(replace(inputs(0, worker=0.0005, plain=0.0), step_fixed=0.5, full_wait=0.2))
+    said = whatif_text(w)
+    assert w.flip is None and "does not limit" not in said
+    assert said.startswith(
+        "without workers the loading runs between the steps (20 % of FULL's time); it stays shorter than the step "
+        "up to a step 20x faster"
+    )
+
+
 def test_the_flip_is_where_the_faster_step_meets_the_workers_pace() -> None:
     w = whatif(inputs(2))
     # 10 ms / k + 0.6 ms = 8 ms at k = 1.351

@@ -391,8 +391,16 @@ def whatif(w: WhatIf) -> str:
     out: List[str] = []
     full = inp.full
     basis = f"model from {model_basis(inp.basis)}; figures with the range the measured intervals allow"
-    if w.flip is None:
+    # Without workers the loading runs between the steps: it adds to every step whether or not it "limits".
+    between = "without workers the loading runs between the steps" + (
+        f" ({100 * inp.full_wait:.0f} % of FULL's time)" if inp.full_wait is not None else ""
+    )
+    if w.flip is None and inp.workers == 0:
+        out.append(f"{between}; it stays shorter than the step up to a step {FLIP_MAX:g}x faster ({basis})")
+    elif w.flip is None:
         out.append(f"loading does not limit FULL up to a step {FLIP_MAX:g}x faster ({basis})")
+    elif w.flip > 1.0 and inp.workers == 0:
+        out.append(f"{between}; it takes longer than the step from a step {w.flip:.2g}x faster ({flip_range(w)}; {basis})")
     elif w.flip <= 1.0:
         out.append(f"loading limits FULL now ({basis})")
     else:
