@@ -2,8 +2,9 @@
 once, and forks a fresh child for each script run (``python SCRIPT ARGS`` as a user runs it).
 
 Importing torch costs a process about 1.5 s of CPU, and the first optimizer a script makes 0.9 s more
-(it imports ``torch._dynamo``): most of what a small script run costs; the suite runs hundreds. A child starts where the parent stands (torch and benchy imported, nothing run: no
-threads, no thread pools, no loader), then takes the run's working directory, environment, argv and
+(it imports ``torch._dynamo``): most of what a small script run costs; the suite runs hundreds. A child
+starts where the parent stands (torch and benchy imported, nothing run: no threads, no thread pools, no
+loader), then takes the run's working directory, environment, argv and
 standard streams and runs the script as ``__main__``; it ends as the interpreter ends a script (exit
 handlers, then the status: 0, ``sys.exit``'s, 1 after an uncaught exception's traceback, or a signal).
 
