@@ -493,11 +493,16 @@ def _crossed(state: State, mode: Mode, n: int) -> int:
     length is unknown): at each, the period the end cuts and the next epoch's first, and before FULL's next period
     the batches a new pass's workers hold ready. With the end :func:`_lead` holds too, it errs long: only the last
     windows of a loop of known length are sized by it."""
-    epoch = state.epoch_length
-    if not epoch or epoch <= 0 or n <= 0:
+    return _epoch_ends(n, state.epoch_length, 2 + (state.queue_depth if mode is Mode.FULL else 0))
+
+
+def _epoch_ends(steps: int, epoch_length: Optional[int], per: int) -> int:
+    """``per`` steps for each epoch a stretch of ``steps`` measured steps runs into, where an epoch holds
+    ``epoch_length - per`` of them (0 where the length is unknown): the one rule of both the plan's estimate
+    (:func:`steps_of`) and the last windows' sizing (:func:`_crossed`)."""
+    if not epoch_length or epoch_length <= 0 or steps <= 0:
         return 0
-    per = 2 + (state.queue_depth if mode is Mode.FULL else 0)
-    return per * math.ceil(n / max(1, epoch - per))
+    return per * math.ceil(steps / max(1, epoch_length - per))
 
 
 def _fitting(state: State, mode: Mode, length: int, budget: int) -> int:
@@ -669,10 +674,8 @@ def steps_of(
     if not steps:
         return 0
     steps += 1
-    if epoch_length is not None and epoch_length > 0:
-        useful = max(1, epoch_length - 2 - queue_depth)  # an epoch's steps a window can measure
-        crossings = max(0, math.ceil(steps / useful) - 1)
-        steps += crossings * (2 + queue_depth)
+    per = 2 + queue_depth  # at each epoch's end after the first: its cut period, the next one's first, a new queue
+    steps += max(0, _epoch_ends(steps, epoch_length, per) - per)
     if schedule.horizon is not None:
         steps = min(steps, schedule.horizon)
     return steps
