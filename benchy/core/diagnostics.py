@@ -88,6 +88,7 @@ class ContentionRun:
     loader_batches: int
     loader_seconds: float
     ended: Optional[Reason] = None  # why the loader stopped before the window ended
+    workers: int = 0  # the loader's workers beside the step (the run's own; where it has none, the model's other setting)
 
     @property
     def loader_rate(self) -> float:
@@ -108,4 +109,5 @@ class ContentionRun:
             "loader_batches": self.loader_batches,
             "loader_seconds": self.loader_seconds,
             "loader_batches_per_second": self.loader_rate,
+            "loader_workers": self.workers,
         }

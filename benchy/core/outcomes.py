@@ -37,7 +37,7 @@ class Why(str, enum.Enum):
     EXTRA_RAISED = "extra-raised"  # the extra (``extra``) raised (``error``)
     NO_MODEL = "no-model"  # no counted IO and SYNTHETIC trials to build the what-if model from
     NO_ACCELERATOR = "no-accelerator"  # no accelerator in use
-    NO_WORKERS = "no-workers"  # CONTENTION_1 without loader workers
+    NO_WORKERS = "no-workers"  # CONTENTION_1 without loader workers, and no copy of the loader to give it some
     WINDOW_LOST = "window-lost"  # the side window ``label`` ended early (``cause``)
     PASS_ENDED = "pass-ended"  # CONTENTION_1's loader: its pass ended before the window
     DRAINER_RAISED = "drainer-raised"  # CONTENTION_1's loader raised (``error``)

@@ -91,7 +91,12 @@ def inputs_from(
         loader = _with_handover(loader, workers, batch / io_t[1], cores - other)
     elsewhere = None
     if basis == BASIS_STAGES and stages_other is not None and stages_other.batches > 0:
-        elsewhere = _with_handover(_loader_from_stages(stages_other), stages_other.workers, stages_other.period, cores - other)
+        elsewhere = _other_loader(stages_other, cores - other)
+    # CONTENTION_1 ran the run's own workers beside the step, or, where it has none, the other setting's (whose costs
+    # are then ``elsewhere``'s): the step beside workers, for the changes to workers
+    beside: Optional[Loader] = None
+    if contention is not None and (workers > 0 or (elsewhere is not None and getattr(contention, "workers", 0) > 0)):
+        beside = loader if workers > 0 else elsewhere
     return Inputs(
         batch=float(batch),
         workers=workers,
@@ -106,12 +111,14 @@ def inputs_from(
         full_step=full_step,
         full_wait=full_wait,
         step_fixed=parts.rest / parts.period if parts is not None and parts.found and parts.period > 0 else 0.0,
-        contention=_contention(contention, step[1], loader) if contention is not None and workers > 0 else 0.0,
-        contention_rate=contention.loader_rate if contention is not None and workers > 0 else 0.0,
+        contention=0.0 if beside is None or contention is None else _contention(contention, step[1], beside),
+        contention_rate=0.0 if beside is None or contention is None else contention.loader_rate,
         full_contention=max(0.0, full_step / step[1] - 1.0) if full_step is not None and workers > 0 else 0.0,
-        full_rate=0.0 if full is None or full.mean is None else full.mean / batch,
+        # without workers FULL's pace is no point of the step beside workers
+        full_rate=0.0 if full is None or full.mean is None or workers <= 0 else full.mean / batch,
         depth=depth,
         other_setting=elsewhere,
+        other_workers=0 if elsewhere is None or stages_other is None else stages_other.workers,
         shapes=Shapes(
             stages.worker_shape if stages is not None else (), stages.receive_shape if stages is not None else (), step_shape
         ),
@@ -157,6 +164,23 @@ def _with_handover(loader: Loader, workers: int, period: float, avail: float) ->
     cpu_seconds = loader.worker * loader.cpu + missing  # sending a batch is CPU work
     worker = loader.worker + missing
     return replace(loader, worker=worker, cpu=min(1.0, cpu_seconds / worker), handover=missing)
+
+
+def _other_loader(report: Any, avail: float) -> Loader:
+    """The loader's costs at the other setting from its stage trial (``report``), as for the run's own
+    (:func:`_loader_from_stages`, :func:`_with_handover`), but for one thing: where its workers' CPU work and the
+    main process's kept the ``avail`` cores busy (:data:`SATURATED`), its period is the cores' pace, so a
+    worker's time a batch is not the period's share, but the CPU time its process took a batch (its stages,
+    pickling and sending the batch, its loop: ``worker_cpu``, read from the workers' processes), which it
+    takes on a core of its own."""
+    loader = _loader_from_stages(report)
+    spent = getattr(report, "worker_cpu", None)
+    if report.workers > 0 and report.period > 0 and spent:
+        busy = (spent + loader.main * loader.main_cpu) / report.period
+        if busy >= SATURATED * max(0.25, avail):
+            seen = _loader_from_stages(report, True)
+            return replace(seen, worker=spent, cpu=1.0, handover=max(0.0, spent - seen.worker))
+    return _with_handover(loader, report.workers, report.period, avail)
 
 
 def _contention(run: Any, alone: float, loader: Loader) -> float:

@@ -218,6 +218,9 @@ class StageReport:
     free_cores: Optional[float] = None
     trials: List[str] = field(default_factory=list)
     instrumentation: Optional[float] = None  # the timers' own cost per sample (s), where measured
+    # The workers' processes' CPU seconds a batch over the steady trials (all of a worker's work: its stages, pickling
+    # and sending the batch, its own loop), where read (the what-if model's other setting); None: not read.
+    worker_cpu: Optional[float] = None
     # The shapes of a worker's time a batch and of the main process's receive (their quantiles over their means,
     # :func:`benchy.core.queues.shape_of`): what the what-if model's simulation draws from.
     worker_shape: Shape = ()

@@ -54,6 +54,7 @@ __all__ = [
     "FLIP_MAX",
     "MAX_WORKERS",
     "NEEDS_SHARE",
+    "OTHER_WORKERS",
     "SPEEDUPS",
     "Basis",
     "Change",
@@ -69,6 +70,7 @@ __all__ = [
     "best_workers",
     "faster",
     "flip_speedup",
+    "other_workers",
     "predict",
     "whatif",
 ]
@@ -79,6 +81,18 @@ SATURATED = 0.9  # the IO trials kept this share of the free cores busy: the wor
 AGREE = 0.10  # a prediction and a measurement agree when within 10 % or within each other's intervals
 MAX_WORKERS = 64  # the most workers a faster step's needs are searched up to
 FLIP_MAX = 20.0  # speed-ups searched for the one where loading starts to limit
+OTHER_WORKERS = 2  # the workers of the model's other setting, where the loader has none and the cores allow
+
+
+def other_workers(workers: int, cores: float) -> int:
+    """The loader's workers at the model's other setting, measured beside the run's own (``STAGES_ALONE``,
+    ``STAGES_WORKER``, and ``CONTENTION_1`` where the loader has no workers): none where it has some; where it has
+    none, :data:`OTHER_WORKERS` where the ``cores`` hold them, else one. Two workers, not one: a worker's time a
+    batch beside another (sharing the memory bus, the caches, the kernel's shared-memory bookkeeping) is what any
+    change to two or more workers meets, and one worker alone does not show it."""
+    if workers > 0:
+        return 0
+    return max(1, min(OTHER_WORKERS, int(cores)))
 
 
 class Limit(str, enum.Enum):
@@ -145,14 +159,15 @@ class Inputs:
     full_step: Optional[float] = None  # FULL's seconds a step with the wait for data taken out
     full_wait: Optional[float] = None  # FULL's share of time waiting for data
     step_fixed: float = 0.0  # the share of the step a faster accelerator does not shorten (PARTS_1: the rest of the loop)
-    contention: float = 0.0  # CONTENTION_1: how much longer the step takes beside the loader running flat out
+    contention: float = 0.0  # CONTENTION_1: how much longer the step takes beside the loader's workers flat out
     contention_rate: float = 0.0  # ... the loader's batches a second then
     full_contention: float = 0.0  # FULL: how much longer its step takes than SYNTHETIC's (the wait taken out)
-    full_rate: float = 0.0  # ... FULL's batches a second
+    full_rate: float = 0.0  # ... FULL's batches a second (0 without workers: FULL then has no workers beside the step)
     depth: int = 0  # indices the loader hands its workers ahead (num_workers x prefetch_factor; 0: torch's default)
-    # the loader's costs at the other setting (STAGES_ALONE: no workers, where the run has some; STAGES_WORKER: one
-    # worker, where it has none), for the changes on that side; None: not measured (the run's own serve both)
+    # the loader's costs at the other setting (STAGES_ALONE: no workers, where the run has some; STAGES_WORKER: two
+    # workers, where it has none: other_workers), for the changes on that side; None: not measured (the run's own serve both)
     other_setting: Optional[Loader] = None
+    other_workers: int = 0  # ... the workers it was measured with
     shapes: Shapes = field(default_factory=Shapes)  # the measured distributions' shapes (a worker's batch, the receive, the step)
 
     def loader_for(self, workers: int) -> Loader:
@@ -343,7 +358,7 @@ class WhatIf:
                 "full_contention": inp.full_contention,
                 "full_loader_rate": inp.full_rate,
                 "queue_depth": inp.depth,
-                "other_workers": None if there is None else (0 if inp.workers > 0 else 1),
+                "other_workers": None if there is None else inp.other_workers,
                 "other_worker_seconds_per_batch": None if there is None else there.worker,
                 "other_main_seconds_per_batch": None if there is None else there.main + there.main_plain,
             },

@@ -7,7 +7,8 @@
 * ``CONTENTION_1``: the step on the cached batch while a process forked for it takes batches from a
   pass of the real loader as fast as they come, and drops them (:class:`Drainer`): the loader's
   workers run beside the step, as in FULL, without the step waiting for them. Its step time against
-  SYNTHETIC's is how much the loader slows the step (cores, memory bandwidth).
+  SYNTHETIC's is how much the loader slows the step (cores, memory bandwidth). A loader without workers is
+  given the what-if model's other setting's there, and the process takes at most a batch a step (``pace``).
 
 With an accelerator in use the hooks synchronize it, so that each part holds its device work.
 """
@@ -142,10 +143,14 @@ class Drainer:
 
     JOIN_SECONDS = 30.0
 
-    def __init__(self, make: Callable[[], Any], clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self, make: Callable[[], Any], clock: Callable[[], float] = time.perf_counter, *, workers: int = 0, pace: float = 0.0
+    ) -> None:
         import multiprocessing
 
         self._make = make
+        self.workers = workers  # the loader's workers in the child
+        self.pace = pace  # seconds between the batches it takes (0: as fast as they come)
         self._clock = clock
         context = multiprocessing.get_context("fork")  # raises ValueError where fork does not exist
         self._stop = context.Event()
@@ -169,11 +174,15 @@ class Drainer:
         try:
             _no_accelerator()
             iterator = iter(self._make())
-            take, stop, count = iterator.__next__, self._stop, self._count
+            take, stop, count, pace, clock = iterator.__next__, self._stop, self._count, self.pace, self._clock
+            due = clock()
             while not stop.is_set():
                 take()
                 with count.get_lock():
                     count.value += 1
+                if pace > 0:  # one batch a step, as the loop takes them: the workers idle when they are ahead
+                    due = max(due + pace, clock() - pace)
+                    stop.wait(max(0.0, due - clock()))
         except StopIteration:
             why = _PASS_ENDED
         except BaseException as err:  # the loader failing here costs only this diagnosis

@@ -39,6 +39,7 @@ __all__ = [
     "available_cores",
     "disturbed",
     "machine_memory",
+    "processes_cpu",
     "readings_array",
     "trainer_memory",
     "worker_memory",
@@ -484,6 +485,26 @@ def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
             continue
         out.append(WorkerMemory(k, int(getattr(info, "uss", 0)), _opt(getattr(info, "pss", None)), int(info.rss)))
     return out
+
+
+def processes_cpu(pids: Sequence[int]) -> Optional[float]:
+    """The CPU seconds the processes ``pids`` have run so far, added up: the scheduler's own count where Linux
+    gives it (``/proc/<pid>/schedstat``, in nanoseconds), else their user and system times (in the kernel's
+    ticks, 10 ms); None without a pid or where one cannot be read (gone, or another user's)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/schedstat") as f:
+                total += int(f.read().split()[0]) * 1e-9
+            continue
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except (psutil.Error, OSError):
+            return None
+        total += float(times.user) + float(times.system)
+    return total if pids else None
 
 
 def _opt(value: Any) -> Optional[int]:

@@ -110,7 +110,7 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
         "BENCHY::<MODE>_<k>::Trial Throughput: <x>",
         "each trial; warm-ups are `<MODE>_WARMUP_<k>`, `k` counts from 1; also `H2D_<k>` (IO with copies to the "
         "accelerator), `STAGES_<k>` (stage trials), `STAGES_ALONE_1` or `STAGES_WORKER_1` (the stage trial at the "
-        "what-if model's other setting: no workers, or one), `SWEEP<s>_<k>` (a sweep setting's trials), `EMULATED_<k>` "
+        "what-if model's other setting: no workers, or two), `SWEEP<s>_<k>` (a sweep setting's trials), `EMULATED_<k>` "
         "(the real loader with an emulated faster step), `CONTENTION_1` and `PARTS_1` (the diagnostic windows)",
     ),
     (

@@ -531,6 +531,7 @@ class Contention(_Block, frozen=True, kw_only=True):
     loader_batches: Optional[Count] = None
     loader_seconds: Optional[Seconds] = None
     loader_batches_per_second: Optional[Number] = None
+    loader_workers: Optional[Count] = None
     ended: Optional[str] = None
     synthetic_period_seconds: Optional[Number] = None
     slowdown: Optional[Number] = None
@@ -874,8 +875,8 @@ class Document(_Block, frozen=True, kw_only=True):
             "`main_seconds_per_batch_no_workers`, `main_cpu_share`, `slow_worker_ratio`, `worker_handover_seconds`, "
             "FULL's `full` and `full_step_seconds`, `step_fixed_share` (PARTS_1), `contention`, "
             "`contention_loader_rate`, `full_contention`, `full_loader_rate`, `queue_depth`: num_workers x prefetch_factor, "
-            "and the loader's costs at the other setting, `other_workers` (0 or 1; null: not measured, see the stage "
-            "trials' `other_skipped`), "
+            "and the loader's costs at the other setting, `other_workers` (0 where the loader has workers; where it "
+            "has none 2, or 1 on a single core; null: not measured, see the stage trials' `other_skipped`), "
             "`other_worker_seconds_per_batch`, `other_main_seconds_per_batch`), "
             "`scale`, `own` (the run as it is), `flip_speedup` (the step's speed-up from which loading limits FULL) and "
             "`flip_speedup_interval` (the earliest and the latest the measured intervals allow), `needs` (per speed-up: "
@@ -929,7 +930,8 @@ class Document(_Block, frozen=True, kw_only=True):
             "(PARTS_1: `period_seconds`, `forward_seconds`, `backward_seconds`, `optimizer_seconds`, `rest_seconds`, "
             "`forwards`, `backwards`, `optimizer_steps`, `steps`), `contention` (CONTENTION_1: the step beside the "
             "loader running flat out, `period_seconds`, `steps`, `loader_batches`, `loader_seconds`, "
-            "`loader_batches_per_second`, `ended`, `synthetic_period_seconds`, `slowdown`), `skipped` (why one did "
+            "`loader_batches_per_second`, `loader_workers` (the run's own, or where it has none the what-if model's "
+            "other setting's), `ended`, `synthetic_period_seconds`, `slowdown`), `skipped` (why one did "
             "not run, in words); null where none ran"
         ),
     ] = None

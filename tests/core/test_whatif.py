@@ -8,11 +8,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from benchy.core.diagnostics import ContentionRun
 from benchy.core.queues import Shapes
 from benchy.core.runinputs import inputs_from
 from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat, slowest_worker
 from benchy.core.stats import Estimate
-from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, predict, whatif
+from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, other_workers, predict, whatif
 from benchy.results.text.reports import check as check_text
 from benchy.results.text.reports import limit
 from benchy.results.text.reports import whatif as whatif_text
@@ -368,3 +369,92 @@ def test_a_faster_step_that_workers_would_not_feed_is_said_to_get_the_most_from_
         "loading and the step one after the other (workers give less than 5 % more here)" in text
     )
     assert "faster step needs 0 workers" not in text
+
+
+def test_the_other_setting_is_no_workers_beside_workers_and_two_workers_beside_none_where_the_cores_hold_them() -> None:
+    assert other_workers(4, 16.0) == 0 and other_workers(1, 2.0) == 0
+    assert other_workers(0, 2.0) == 2 and other_workers(0, 64.0) == 2
+    assert other_workers(0, 1.0) == 1 and other_workers(0, 1.5) == 1  # one core: a second worker would only wait
+
+
+def _two_workers(dataset: float, off_cpu: float, receive: float, period: float, worker_cpu: float | None) -> StageReport:
+    """A STAGES_WORKER trial with two workers: each makes a batch in ``dataset`` seconds (``off_cpu`` of it off the
+    CPU), the main process receives it in ``receive``; the pool gave a batch every ``period``; ``worker_cpu``: the
+    workers' processes' CPU seconds a batch, where read."""
+    return replace(
+        _report(receive=receive),
+        period=period,
+        workers=2,
+        stages=[
+            Stage(StageKind.DATASET, "workers", dataset, 1.0, off_cpu=off_cpu),
+            Stage(StageKind.RECEIVE, "main", receive, 0.1, off_cpu=0.0),
+        ],
+        worker_cpu=worker_cpu,
+    )
+
+
+def _without_workers(other: StageReport, contention: ContentionRun | None = None) -> Inputs:
+    """A run without workers (12 ms a batch of loading on the training thread, an 8 ms step on one core) and the
+    stage trial at its other setting; ``contention``: its CONTENTION_1."""
+    alone = replace(_report(), period=0.012, workers=0, stages=[Stage(StageKind.DATASET, "main", 0.012, 1.0, off_cpu=0.0)])
+    inp = inputs_from(
+        batch=8.0,
+        workers=0,
+        io=Estimate(8 / 0.012, 0.0, 3),
+        synthetic=Estimate(1000.0, 0.0, 3),
+        systems={"IO": {"cpu_cores": 2.0}, "SYNTHETIC": {"cpu_cores": 2.0, "cpu_cores_busy": 1.0}},
+        stages=alone,
+        full=Estimate(400.0, 0.0, 3),
+        stages_other=other,
+        contention=contention,
+    )
+    assert inp is not None
+    return inp
+
+
+def test_two_workers_that_keep_the_cores_busy_cost_their_processes_cpu_time_a_batch_not_the_periods_share() -> None:
+    # The what-if benchmark's cpu0 loop (2 cores): beside each other, with the main process receiving, two workers
+    # kept both cores busy: the pool gave a batch every 7.3 ms, so each worker took 14.6 ms a batch, 7 % of its
+    # dataset's time waiting for a core. Their processes took 12.8 ms of CPU a batch (all of a worker's work:
+    # the dataset, pickling and sending the batch), which is what one worker alone takes a batch.
+    inp = _without_workers(_two_workers(0.0135, 0.07, 0.0008, 0.0073, worker_cpu=0.0128))
+    there = inp.other_setting
+    assert there is not None and inp.other_workers == 2
+    assert there.worker == pytest.approx(0.0128) and there.cpu == 1.0
+    assert there.handover == pytest.approx(0.0128 - 0.0135 * 0.93)  # what the stage timers did not see
+    assert predict(inp, Change(1, 2.0)).io[1] == pytest.approx(8 / 0.0128)
+    # Two workers and the receive ask for more than the 2 cores: the play shares them, and IO stays below two
+    # workers' own pace.
+    assert predict(inp, Change(2, 2.0), queued=True).io[1] < 0.97 * 8 / (0.0128 / 2)
+    # Not read (another platform): the period's share, with what the timers missed added, as for the run's own.
+    unread = _without_workers(_two_workers(0.0135, 0.07, 0.0008, 0.0073, worker_cpu=None))
+    assert unread.other_setting is not None and unread.other_setting.worker >= 0.0135
+    # Workers that wait (a dataset asleep) leave the cores free: their time a batch is their time, not their CPU's.
+    waiting = _without_workers(_two_workers(0.0135, 0.95, 0.0008, 0.0070, worker_cpu=0.0012))
+    assert waiting.other_setting is not None and waiting.other_setting.worker >= 0.0135
+
+
+def test_a_run_without_workers_takes_the_step_beside_the_other_settings_workers_for_the_changes_to_workers() -> None:
+    other = _two_workers(0.0135, 0.07, 0.0008, 0.0073, worker_cpu=0.0128)
+    # CONTENTION_1 with the other setting's two workers beside the step: its median period 12 ms against SYNTHETIC's 8
+    # (50 % longer) while they gave 80 batches a second.
+    beside = ContentionRun("CONTENTION_1", 0.012, 25, 24, 0.3, workers=2)
+    inp, plain = _without_workers(other, beside), _without_workers(other)
+    assert inp.contention_rate == pytest.approx(80.0)
+    receiving = inp.other_setting.main * inp.other_setting.main_cpu * 80.0  # the copy's receive, not the step's
+    assert inp.contention == pytest.approx(0.5 - receiving)
+    # FULL without workers is no point of the step beside workers
+    assert inp.full_rate == 0.0 and inp.full_contention == 0.0
+    for workers in (1, 2, 4):  # one worker (12.8 ms a batch) sets the pace itself: the slower step does not show
+        slowed, alone = (predict(x, Change(workers, 2.0), queued=True).full[1] for x in (inp, plain))
+        assert slowed <= alone and (slowed < 0.95 * alone or workers == 1), (workers, slowed, alone)
+    # no workers: the loading and the step in series, as measured, whatever ran beside the step
+    assert predict(inp, Change(0, 2.0)) == predict(plain, Change(0, 2.0))
+    # A contention figure without workers beside the step (an older run's) is none
+    assert _without_workers(other, replace(beside, workers=0)).contention == 0.0
+    text = whatif_text(whatif(inp))
+    assert (
+        f"beside 2 loader workers (a copy of the loader taking a batch a step) the step takes {100 * inp.contention:.0f} % "
+        in text
+    )
+    assert "(CONTENTION_1, at 80 batches/s): the changes to workers count it" in text

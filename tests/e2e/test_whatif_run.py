@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -70,9 +71,15 @@ def test_a_price_gives_what_the_data_wait_costs(run_script) -> None:
     own = w["own"]
     assert own["limit"] == "the loading and the step one after the other"
     assert own["full"][1] < 0.8 * own["naive_full"]
-    # what a worker costs, which a loader without workers does not show: one worker's stage trial (STAGES_WORKER)
+    # what workers cost, which a loader without workers does not show: the stage trial with two workers (one on a
+    # single core), STAGES_WORKER, and the step beside them (CONTENTION_1 on a copy of the loader with them)
+    two = min(2, len(os.sched_getaffinity(0)))
     assert "BENCHY::STAGES_WORKER_1::Trial Throughput:" in run.stdout
-    assert w["inputs"]["other_workers"] == 1 and w["inputs"]["other_main_seconds_per_batch"] > 0
+    assert w["inputs"]["other_workers"] == two and w["inputs"]["other_main_seconds_per_batch"] > 0
+    assert "BENCHY::CONTENTION_1::Trial Throughput:" in run.stdout
+    beside = run.result()["diagnostics"]["contention"]
+    assert beside["loader_workers"] == two and beside["loader_batches"] > 0, beside
+    assert w["inputs"]["contention_loader_rate"] == pytest.approx(beside["loader_batches_per_second"])
 
 
 def test_a_loader_that_fails_in_a_worker_costs_only_the_other_setting_s_figure_and_says_so(run_script) -> None:

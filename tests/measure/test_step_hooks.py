@@ -92,6 +92,17 @@ def test_the_drainer_takes_batches_in_a_process_of_its_own_until_told_to_stop_or
     assert reason(failing.ended) == "the loader raised ZeroDivisionError: division by zero"
 
 
+def test_a_paced_drainer_takes_at_most_a_batch_a_step() -> None:
+    # Paced at 20 ms (a step's time), the drainer of an endless, instant pass takes a batch every 20 ms at most: its
+    # loader's workers idle when they are ahead, as in FULL. A busy machine can only make it take fewer.
+    drainer = Drainer(lambda: iter(range(10**9)), pace=0.02)
+    drainer.start()
+    time.sleep(0.4)
+    drainer.stop()
+    assert 1 <= drainer.batches <= drainer.seconds / 0.02 + 2, (drainer.batches, drainer.seconds)
+    assert drainer.ended is None
+
+
 def test_the_drainers_pass_sees_no_accelerator_in_its_forked_process() -> None:
     # After a fork, CUDA cannot be used (torch raises "Cannot re-initialize CUDA in forked subprocess" when a
     # DataLoader pins its batches): the child's pass sees no accelerator, and the training process still does.

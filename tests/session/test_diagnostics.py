@@ -44,7 +44,10 @@ def test_the_step_is_split_into_forward_backward_optimizer_and_the_rest(tmp_path
     assert doc["complete"] is True and doc["interrupted"] == []
     block = doc["diagnostics"]
     assert [t["label"] for t in block["trials"]] == ["PARTS_1"]
-    assert block["skipped"] == ["CONTENTION_1: no loader workers (the loading runs on the training thread, in FULL only)"]
+    assert block["skipped"] == [
+        "CONTENTION_1: no loader workers (the loading runs on the training thread, in FULL only), and no copy of the "
+        "loader to give some (not a DataLoader)"
+    ]
     assert block["parts"]["forwards"] >= 5
     # The counted trials never hold a diagnostic window.
     assert not any(label.startswith(("PARTS", "CONTENTION")) for label in doc["schedule"]["order"])

@@ -444,7 +444,14 @@ def whatif(w: WhatIf) -> str:
         out.append(f"the model's FULL as the run is: {triple(w.own.full)} against {full[1]:.1f} measured")
     for c in w.checks:
         out.append(check(c))
-    if inp.contention >= 0.05:
+    if inp.contention >= 0.05 and inp.workers <= 0:
+        n = inp.other_workers
+        out.append(
+            f"beside {n} loader worker{'s' if n != 1 else ''} (a copy of the loader taking a batch a step) the step "
+            f"takes {100 * inp.contention:.0f} % longer than alone (CONTENTION_1, at {inp.contention_rate:.0f} "
+            f"batches/s): the changes to workers count it"
+        )
+    elif inp.contention >= 0.05:
         out.append(
             f"beside the loader running flat out the step takes {100 * inp.contention:.0f} % longer than alone "
             f"(CONTENTION_1, at {inp.contention_rate:.0f} batches/s; in FULL {100 * (w.contention or 0.0):.0f} % at "

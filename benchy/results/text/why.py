@@ -78,7 +78,10 @@ def reason(r: Reason) -> str:
     if why is Why.EXTRA_RAISED:
         return f"{'' if r.extra is None else r.extra.value}: raised {r.error}"
     if why is Why.NO_WORKERS:
-        return f"{r.label}: no loader workers (the loading runs on the training thread, in FULL only)"
+        return (
+            f"{r.label}: no loader workers (the loading runs on the training thread, in FULL only), and no copy of the "
+            "loader to give some (not a DataLoader)"
+        )
     if why is Why.DRAINER_RAISED:
         return f"the loader raised {r.error}"
     if why is Why.NO_LOADER:

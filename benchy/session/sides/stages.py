@@ -2,8 +2,8 @@
 worker timed (a hidden side, after the verdict). One warm-up (the copy's first pass starts its workers), then
 IO's trial count (:func:`~benchy.session.sides.side_counts`) up to :data:`STAGE_TRIALS`; not counted in IO.
 With the what-if model on, one short trial more at the model's other setting (``STAGES_ALONE``: no workers,
-where the loader has some; ``STAGES_WORKER``: one worker, where it has none): what the loader costs there,
-which its own setting does not show."""
+where the loader has some; ``STAGES_WORKER``: two workers, where it has none: :func:`~benchy.core.whatif.other_workers`):
+what the loader costs there, which its own setting does not show."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from ...core.results import RunResults, Span, TrialResult
 from ...core.schedule import Mode, TrialSpec
 from ...core.stages import StageTrial, WorkerMemory, analyse
 from ...core.verdict import system_means
+from ...core.whatif import other_workers
 from ...measure.source import BatchSource
 from ...measure.stages import Instrumented, has_in_order, stage_trial, timer_cost
-from ...measure.system import worker_memory
+from ...measure.system import available_cores, processes_cpu, worker_memory
 from . import SideEnv, side_counts
 
 __all__ = ["STAGE_TRIALS", "run"]
@@ -70,7 +71,8 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
             # Alone on one thread a batch takes about a worker's time: so many as fit in OTHER_SECONDS at that pace.
             per = report.period * max(1, made.workers)
             fits = int(OTHER_SECONDS / per) if per > 0 else nbatches
-            results = _other(env, results, 0 if made.workers else 1, max(OTHER_LEAST, min(nbatches // 2, fits)))
+            other = other_workers(made.workers, available_cores())
+            results = _other(env, results, other, max(OTHER_LEAST, min(nbatches // 2, fits)))
     except Exception as err:  # a loader that cannot be copied or timed costs only this diagnosis
         env.running(None)
         why = Reason(Why.INSTRUMENTED_RAISED, label="" if spec is None else spec.label, error=raised(err))
@@ -106,10 +108,10 @@ def _trial(
 
 
 def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> RunResults:
-    """The stage trials at the what-if model's other setting (``workers``: 0 or 1): one warm-up of
-    :data:`OTHER_WARMUP` batches and one trial of ``nbatches``; a loader that cannot run there (a dataset that
-    fails in a worker, or one that takes more than the copy's timeout for a batch there) costs only this figure
-    (the model does without it)."""
+    """The stage trials at the what-if model's other setting (``workers``: :func:`~benchy.core.whatif.other_workers`):
+    one warm-up of :data:`OTHER_WARMUP` batches and one trial of ``nbatches``, with its workers' processes' CPU time
+    read around it; a loader that cannot run there (a dataset that fails in a worker, or one that takes more than
+    the copy's timeout for a batch there) costs only this figure (the model does without it)."""
     sink, runner = env.sink, env.runner
     source: Optional[BatchSource] = None
     variant = "STAGES_WORKER" if workers else "STAGES_ALONE"
@@ -121,11 +123,19 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
         source = BatchSource(lambda: iter(made.loader), runner.clock)
         counter = runner.counter()
         trials: List[StageTrial] = []
+        used: List[Tuple[List[int], Optional[float]]] = []  # the workers and their CPU seconds around the measured trial
         for spec in specs:
+            if not spec.warmup:
+                used.append(_cpu(source))
             found, results = _trial(env, spec, source, made, counter, results)
             trials.append(found)
+        used.append(_cpu(source))
         spec = None
-        return results.changed(stages_other=analyse(trials, in_order=has_in_order(), split=made.plan.split))
+        report = analyse(trials, in_order=has_in_order(), split=made.plan.split)
+        (pids, before), (still, after) = used
+        if report is not None and pids == still and before is not None and after is not None and trials[-1].batches:
+            report.worker_cpu = max(0.0, after - before) / trials[-1].batches
+        return results.changed(stages_other=report)
     except Exception as err:  # the model does without this figure, and says so: nothing the run measured is lost
         env.running(None)
         why = Reason(Why.INSTRUMENTED_RAISED, label="" if spec is None else spec.label, error=raised(err))
@@ -133,6 +143,13 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
         return results.changed(stages_other_skipped=why)
     finally:
         _close(source)
+
+
+def _cpu(source: BatchSource) -> Tuple[List[int], Optional[float]]:
+    """The pass's workers now and the CPU seconds they have run (the same workers before and after a trial: its
+    pass did not end in it)."""
+    pids = source.worker_pids()
+    return pids, processes_cpu(pids)
 
 
 def _largest(before: List[WorkerMemory], now: List[WorkerMemory]) -> List[WorkerMemory]:

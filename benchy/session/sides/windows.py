@@ -1,6 +1,7 @@
 """The side windows after the verdict: ``PARTS_1`` splits the step into forward, backward, optimizer step and the
 rest of the loop (global hooks on only there); ``CONTENTION_1`` times the step while the loader's workers run
-flat out beside it, in a process of their own (``measure.diagnostics``). Both are windows of the loop's steps on
+flat out beside it, in a process of their own (``measure.diagnostics``; a loader without workers: a copy with the
+what-if model's other setting's, taking a batch a step). Both are windows of the loop's steps on
 the cached batch, never counted in a mode; both feed the what-if model."""
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from typing import Any, Optional, Tuple
 from ...core.diagnostics import ContentionRun, StepParts
 from ...core.outcomes import Reason, Why
 from ...core.results import RunResults, TrialResult
-from ...core.schedule import Extra
+from ...core.schedule import Extra, Mode
+from ...core.whatif import other_workers
 from ...measure.diagnostics import Drainer, StepHooks
+from ...measure.system import available_cores
 from . import SideEnv
 
 __all__ = ["Contention", "Parts"]
@@ -36,14 +39,31 @@ class Parts:
         helper.remove()
 
 
+def _step_alone(results: RunResults) -> float:
+    """SYNTHETIC's seconds a step (0: not measured)."""
+    trials = results.measured(Mode.SYNTHETIC)
+    batches = sum(t.spec.nbatches for t in trials)
+    seconds = sum(t.seconds for t in trials)
+    return seconds / batches if batches and seconds > 0 else 0.0
+
+
 class Contention:
     def start(self, env: SideEnv, results: RunResults) -> Tuple[Optional[Any], RunResults]:
-        if not env.workers:
-            why = Reason(Why.NO_WORKERS, label="CONTENTION_1", extra=Extra.CONTENTION)
-            return None, results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
-        drainer = Drainer(env.runner.own.fresh)  # a forked process's pass: its random draws are its own
+        workers, depth, make, pace = env.workers, env.runner.queue_depth, env.runner.own.fresh, 0.0
+        if not workers:
+            # No workers: the loader at the what-if model's other setting (a copy with workers) runs beside the step,
+            # which is what the changes to workers meet; without a copy to make, nothing runs beside it in FULL.
+            instrument = env.loader.instrument
+            if instrument is None or not env.config.general.whatif:
+                why = Reason(Why.NO_WORKERS, label="CONTENTION_1", extra=Extra.CONTENTION)
+                return None, results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
+            workers = other_workers(0, available_cores())
+            depth = workers * 2  # torch's prefetch_factor where a loader without workers is given some
+            make = lambda: iter(instrument(workers).loader)  # noqa: E731 (made in the forked process)
+            pace = _step_alone(results)  # a batch a step, as FULL with those workers would take them
+        drainer = Drainer(make, workers=workers, pace=pace)  # a forked process's pass: its random draws are its own
         drainer.start()
-        drainer.wait_running(2 * max(1, env.runner.queue_depth) + 1)  # past the workers' first prefetching
+        drainer.wait_running(2 * max(1, depth) + 1)  # past the workers' first prefetching
         return drainer, results
 
     def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults) -> RunResults:
@@ -56,7 +76,7 @@ class Contention:
         if not helper.batches:  # nothing ran beside the step: no figure, and why
             why = Reason(Why.NO_LOADER, label=result.label, cause=helper.ended, extra=Extra.CONTENTION)
             return results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
-        run = ContentionRun(result.label, median, steps, helper.batches, helper.seconds, helper.ended)
+        run = ContentionRun(result.label, median, steps, helper.batches, helper.seconds, helper.ended, helper.workers)
         return results.changed(contention=run)
 
     def stop(self, helper: Any) -> None:
