@@ -95,7 +95,7 @@ def inputs_from(
     # CONTENTION_1 ran the run's own workers beside the step, or, where it has none, the other setting's (whose costs
     # are then ``elsewhere``'s): the step beside workers, for the changes to workers
     beside: Optional[Loader] = None
-    if contention is not None and (workers > 0 or (elsewhere is not None and getattr(contention, "workers", 0) > 0)):
+    if contention is not None and (workers > 0 or (elsewhere is not None and contention.workers > 0)):
         beside = loader if workers > 0 else elsewhere
     return Inputs(
         batch=float(batch),
@@ -174,7 +174,7 @@ def _other_loader(report: Any, avail: float) -> Loader:
     pickling and sending the batch, its loop: ``worker_cpu``, read from the workers' processes), which it
     takes on a core of its own."""
     loader = _loader_from_stages(report)
-    spent = getattr(report, "worker_cpu", None)
+    spent = report.worker_cpu
     if report.workers > 0 and report.period > 0 and spent:
         busy = (spent + loader.main * loader.main_cpu) / report.period
         if busy >= SATURATED * max(0.25, avail):

@@ -54,7 +54,7 @@ class Contention:
             # No workers: the loader at the what-if model's other setting (a copy with workers) runs beside the step,
             # which is what the changes to workers meet; without a copy to make, nothing runs beside it in FULL.
             instrument = env.loader.instrument
-            if instrument is None or not env.config.general.whatif:
+            if instrument is None:
                 why = Reason(Why.NO_WORKERS, label="CONTENTION_1", extra=Extra.CONTENTION)
                 return None, results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
             workers = other_workers(0, available_cores())
