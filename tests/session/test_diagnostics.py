@@ -76,3 +76,23 @@ def test_whatif_false_has_no_diagnostic_window(tmp_path, monkeypatch) -> None:
     _train(made.session, clock)
     doc = read_json(made.session)
     assert doc["diagnostics"] is None and doc["whatif"] is None and "PARTS" not in made.stream.getvalue()
+
+
+def test_contention_where_no_process_can_be_forked_is_left_out_and_says_why(monkeypatch) -> None:
+    # Where fork does not exist (Windows), multiprocessing raises ValueError when the drainer is made: the window is
+    # left out with the error, and the user's loop goes on.
+    from types import SimpleNamespace
+
+    from benchy.core.results import RunResults
+    from benchy.results.text.why import reason
+    from benchy.session.sides import windows
+
+    class NoFork:
+        def __init__(self, *args, **kwargs) -> None:
+            raise ValueError("cannot find context for 'fork'")
+
+    monkeypatch.setattr(windows, "Drainer", NoFork)
+    env = SimpleNamespace(workers=2, runner=SimpleNamespace(queue_depth=4, own=SimpleNamespace(fresh=lambda: iter(()))))
+    helper, results = windows.Contention().start(env, RunResults())
+    assert helper is None
+    assert [reason(r) for r in results.diagnostics_skipped] == ["CONTENTION: raised ValueError: cannot find context for 'fork'"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Optional, Tuple
 
 from ...core.diagnostics import ContentionRun, StepParts
-from ...core.outcomes import Reason, Why
+from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults, TrialResult
 from ...core.schedule import Extra, Mode
 from ...core.whatif import other_workers
@@ -61,8 +61,12 @@ class Contention:
             depth = workers * 2  # torch's prefetch_factor where a loader without workers is given some
             make = lambda: iter(instrument(workers).loader)  # noqa: E731 (made in the forked process)
             pace = _step_alone(results)  # a batch a step, as FULL with those workers would take them
-        drainer = Drainer(make, workers=workers, pace=pace)  # a forked process's pass: its random draws are its own
-        drainer.start()
+        try:
+            drainer = Drainer(make, workers=workers, pace=pace)  # a forked process's pass: its random draws are its own
+            drainer.start()
+        except Exception as err:  # no fork here (Windows), or no process to start: the window is left out, and why
+            why = Reason(Why.EXTRA_RAISED, extra=Extra.CONTENTION, error=raised(err))
+            return None, results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
         drainer.wait_running(2 * max(1, depth) + 1)  # past the workers' first prefetching
         return drainer, results
 
