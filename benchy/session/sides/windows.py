@@ -17,7 +17,9 @@ from ...measure.diagnostics import Drainer, StepHooks
 from ...measure.system import available_cores
 from . import SideEnv
 
-__all__ = ["Contention", "Parts"]
+__all__ = ["BURSTS", "Contention", "Parts"]
+
+BURSTS = 0.5  # CONTENTION_1's median period below this share of its mean: the loop takes its batches in bursts
 
 
 class Parts:
@@ -75,8 +77,12 @@ class Contention:
         steps = len(result.step_seconds)
         period = result.own_seconds / steps if steps else 0.0
         # The median step: a loader flat out gives the step bursts of waits for a core, which its mean over a
-        # short window overstates.
+        # short window overstates. But a loop that takes its batches in bursts (a Trainer taking an update's
+        # micro-batches at once) has periods of a fetch and of several steps: a median below half the mean is a
+        # fetch, and the mean is the step there.
         median = result.median_period or period
+        if median < BURSTS * period:
+            median = period
         if not helper.batches:  # nothing ran beside the step: no figure, and why
             why = Reason(Why.NO_LOADER, label=result.label, cause=helper.ended, extra=Extra.CONTENTION)
             return results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
