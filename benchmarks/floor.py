@@ -8,8 +8,10 @@ by hand for that one batch structure, alternating the two (floor, benchy, floor 
 floor), and the median of the paired ratios (each benchy run against the mean of the floor
 runs either side of it). A VM switches between a fast and a slow regime (here ~85 and ~130 ns
 for the same SYNTHETIC loop, minutes apart or ms apart): the fastest run of each side is the
-code's own cost, the paired median says how often benchy ran in the slow one. The floor does what a trial
-must do and nothing more: one timestamp per batch (and, for FULL, one when the loop asks for
+code's own cost, the paired median says how often benchy ran in the slow one. A whole process can also sit
+in the slow regime on one side for every repetition (either side: seen at 1.7x for benchy's SYNTHETIC, and for
+the floor's, in some processes and not in others): read a row as the code's only where several runs agree.
+The floor does what a trial must do and nothing more: one timestamp per batch (and, for FULL, one when the loop asks for
 the next batch), the samples counted inline the cheapest way (``batch[0].shape[0]``), stored
 in preallocated lists; IO fetches ``n`` batches after one; SYNTHETIC yields one cached batch;
 FULL yields each batch and fetches the next. Both are timed by their own first and last
