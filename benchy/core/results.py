@@ -663,6 +663,14 @@ class RunResults:
         """Mean trial throughput and its 95 % Student-t half-width."""
         return estimate([t.throughput for t in self.measured(mode)])
 
+    def step_alone(self) -> Optional[float]:
+        """SYNTHETIC's seconds a step: its samples a step over its mean throughput (the step the what-if model, the
+        contention figures and the JSON compare against); None without counted SYNTHETIC trials."""
+        trials = self.measured(Mode.SYNTHETIC)
+        batches = sum(t.spec.nbatches for t in trials)
+        rate = self.estimate(Mode.SYNTHETIC).mean
+        return sum(t.samples for t in trials) / batches / rate if batches and rate else None
+
     def data_wait(self) -> Estimate:
         """The share of FULL time spent waiting for the loader: mean over the counted FULL trials
         that could split their time, with its 95 % Student-t half-width."""

@@ -255,9 +255,7 @@ def contended(results: Any, workers: int) -> Optional[Contended]:
     step = step_in_full(results)
     if io is None or syn is None or full is None or step is None or not syn or full >= 0.9 * min(io, syn):
         return None
-    batches = sum(t.spec.nbatches for t in results.measured(Mode.SYNTHETIC))
-    samples = sum(t.samples for t in results.measured(Mode.SYNTHETIC))
-    alone = samples / batches / syn if batches else None
+    alone = results.step_alone()
     if alone is None or alone <= 0 or step < 1.05 * alone:
         return None
     return Contended(full, step / alone - 1.0, step, alone)

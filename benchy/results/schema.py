@@ -288,10 +288,7 @@ def diagnostics_block(results: RunResults) -> Optional[Dict[str, Any]]:
     loader), each trial's throughput, and why one did not run (None: none ran or was meant to)."""
     if not results.diagnostics and not results.diagnostics_skipped:
         return None
-    alone = results.estimate(Mode.SYNTHETIC).mean
-    batches = sum(t.spec.nbatches for t in results.measured(Mode.SYNTHETIC))
-    samples = sum(t.samples for t in results.measured(Mode.SYNTHETIC))
-    period = samples / batches / alone if alone and batches else None
+    period = results.step_alone()
     contention = results.contention
     return {
         "trials": [{"label": t.label, "throughput": finite(t.throughput), "seconds": t.seconds} for t in results.diagnostics],

@@ -123,16 +123,13 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
         source = BatchSource(lambda: iter(made.loader), runner.clock)
         counter = runner.counter()
         trials: List[StageTrial] = []
-        used: List[Tuple[List[int], Optional[float]]] = []  # the workers and their CPU seconds around the measured trial
         for spec in specs:
-            if not spec.warmup:
-                used.append(_cpu(source))
+            pids, before = _cpu(source)  # the last reading is after the warm-up: the workers before the trial
             found, results = _trial(env, spec, source, made, counter, results)
             trials.append(found)
-        used.append(_cpu(source))
+        still, after = _cpu(source)
         spec = None
         report = analyse(trials, in_order=has_in_order(), split=made.plan.split)
-        (pids, before), (still, after) = used
         if report is not None and pids == still and before is not None and after is not None and trials[-1].batches:
             report.worker_cpu = max(0.0, after - before) / trials[-1].batches
         return results.changed(stages_other=report)

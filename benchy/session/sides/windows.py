@@ -11,7 +11,7 @@ from typing import Any, Optional, Tuple
 from ...core.diagnostics import ContentionRun, StepParts
 from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults, TrialResult
-from ...core.schedule import Extra, Mode
+from ...core.schedule import Extra
 from ...core.whatif import other_workers
 from ...measure.diagnostics import Drainer, StepHooks
 from ...measure.system import available_cores
@@ -41,14 +41,6 @@ class Parts:
         helper.remove()
 
 
-def _step_alone(results: RunResults) -> float:
-    """SYNTHETIC's seconds a step (0: not measured)."""
-    trials = results.measured(Mode.SYNTHETIC)
-    batches = sum(t.spec.nbatches for t in trials)
-    seconds = sum(t.seconds for t in trials)
-    return seconds / batches if batches and seconds > 0 else 0.0
-
-
 class Contention:
     def start(self, env: SideEnv, results: RunResults) -> Tuple[Optional[Any], RunResults]:
         workers, depth, make, pace = env.workers, env.runner.queue_depth, env.runner.own.fresh, 0.0
@@ -62,7 +54,7 @@ class Contention:
             workers = other_workers(0, available_cores())
             depth = workers * 2  # torch's prefetch_factor where a loader without workers is given some
             make = lambda: iter(instrument(workers).loader)  # noqa: E731 (made in the forked process)
-            pace = _step_alone(results)  # a batch a step, as FULL with those workers would take them
+            pace = results.step_alone() or 0.0  # a batch a step, as FULL with those workers would take them
         try:
             drainer = Drainer(make, workers=workers, pace=pace)  # a forked process's pass: its random draws are its own
             drainer.start()
