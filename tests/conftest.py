@@ -85,8 +85,9 @@ TOO_BUSY_CORES = 0.3
 
 
 def _cpu_now() -> tuple:
-    """(wall clock, the machine's busy CPU seconds, this process tree's CPU seconds: itself, its children
-    alive now, and the children it has waited for)."""
+    """(wall clock, the machine's busy CPU seconds, this process tree's CPU seconds: itself, its descendants
+    alive now, and the children each of them has waited for: a script run by the fork server is the server's
+    child, and once it ended its time is in the server's children's counters, not this process's)."""
     import psutil
 
     machine = psutil.cpu_times()
@@ -97,7 +98,7 @@ def _cpu_now() -> tuple:
     for child in me.children(recursive=True):
         try:
             times = child.cpu_times()
-            ours += times.user + times.system
+            ours += times.user + times.system + times.children_user + times.children_system
         except psutil.Error:
             pass
     return time.monotonic(), sum(machine) - idle, ours

@@ -180,14 +180,20 @@ def test_auto_warmup_on_a_decaying_step_measures_the_steady_state(tmp_path: Path
     plain = plain_rates(SleepyBatches(fetch), sleep_step(steady), NBATCHES)  # the steady step
     warmups = wrapper.benchy.machine.warmups_used()
     syn_error = 100 * (reported[Mode.SYNTHETIC] / plain[Mode.SYNTHETIC] - 1)
+    full_error = 100 * (reported[Mode.FULL] / plain[Mode.FULL] - 1)
     full_over = reported[Mode.FULL] / min(reported[Mode.IO], reported[Mode.SYNTHETIC])
     with capsys.disabled():
         print(
-            f"decaying step: warm-ups {warmups}, SYNTHETIC {syn_error:+.2f} % vs the steady step, "
+            f"decaying step: warm-ups {warmups}, SYNTHETIC {syn_error:+.2f} % and FULL {full_error:+.2f} % vs the "
+            "steady step, "
             f"FULL / min(IO, SYNTHETIC) = {full_over:.3f}"
         )
-    assert warmups["SYNTHETIC"] >= 3, warmups  # the decay lasts several 25-step epochs
-    assert abs(syn_error) <= 5.0, (reported, plain, warmups)
+    # The decay lasts about 75 steps, three 25-step windows, and SYNTHETIC's and FULL's warm-ups take turns in it
+    # (the schedule interleaves the modes' windows): each mode's first warm-up ran in the decay, and neither stopped
+    # there. The steady state is what was counted (the accuracy below).
+    assert warmups["SYNTHETIC"] >= 2 and warmups["FULL"] >= 2, warmups
+    assert warmups["SYNTHETIC"] + warmups["FULL"] >= 4, warmups
+    assert abs(syn_error) <= 5.0 and abs(full_error) <= 5.0, (reported, plain, warmups)
     assert full_over <= 1.05, (reported, warmups)
 
 

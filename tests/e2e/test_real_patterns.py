@@ -198,7 +198,9 @@ def test_a_loop_that_fetches_one_batch_ahead_is_detected_and_not_biased(run_scri
         if loop == "prefetch":
             assert run.stdout.count("it fetches one batch ahead") == 1
             assert doc["SYNTHETIC"]["nbatches"] == [5, 5] and doc["FULL"]["trial_samples"] == [20, 20]
-            assert doc["compute"]["counted_in"] == "SYNTHETIC_1"  # this step sleeps: 0 FLOPs, said as such
+            # The FLOPs are counted in a step of their own window (FLOPS_1), after the schedule: a step, not the
+            # prefetcher's fetch. This step sleeps: 0 FLOPs, said as such.
+            assert doc["compute"]["counted_in"] == "FLOPS_1" and doc["compute"]["flops_per_step"] == 0, doc["compute"]
     assert rates["prefetch"] == pytest.approx(rates["for"], rel=0.10), rates
 
 

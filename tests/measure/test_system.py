@@ -169,7 +169,8 @@ def burn(n: int) -> List[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(n)]
 
 
-@pytest.mark.timing
+# Not a timing test: more load beside it only makes the trials busier, so a failure is never the machine's (a timing
+# test's failure on a busy machine is a skip, and the suite keeps the machine busy: it would never fail there).
 def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script) -> None:
     config = small_config(nbatches=40)
     args = ["--fetch_ms", "10", "--step_ms", "20", "--samples", "800", "--epochs", "3"]  # trials of 0.4 s (IO) to 1.2 s (FULL)
@@ -194,11 +195,15 @@ def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script
         if x.startswith("BENCHY::WARNING::Message: trial ") and "ran on a busy machine: other processes kept" in x
     ]
     # Every trial with system figures says so, warm-ups too: the counted ones, and the emulated-step trials and
-    # the diagnostic window that check the what-if model (the stage trials have none).
+    # the step-parts window that check the what-if model. The stage trials have none; CONTENTION_1's window (20
+    # steps, 0.4 s) runs four processes (the script's, the loader's copy and its two workers), too many for the
+    # counters' ticks to tell the other processes' share in that time: no figure, no warning.
     measured = [
         label for label in re.findall(r"BENCHY::([A-Z0-9_]+)::Trial Throughput", busy.stdout) if not label.startswith("STAGES")
     ]
-    assert len(busy.trials) == 9 and len(warned) == len(measured) == 13, (warned, measured)
+    named = [x.split("trial ", 1)[1].split(" ", 1)[0] for x in warned]
+    assert len(busy.trials) == 9 and len(measured) == 14, measured
+    assert sorted(named) == sorted(set(measured) - {"CONTENTION_1"}), (named, measured)
     summary = next(x for x in busy.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::BUSY "))
     assert summary.startswith(f"BENCHY::SUMMARY::BUSY {len(counted)} of {len(counted)} trials ran on a busy machine")
     verdict = next(x for x in busy.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT"))
