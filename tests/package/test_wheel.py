@@ -91,9 +91,7 @@ def venv(built: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pa
         assert proc.returncode == 0, proc.stderr
         started = time.perf_counter()
         proc = run(
-            # --no-compile: pip byte-compiles every module it installs, torch's thousands among them, which took most
-            # of the install's CPU; the interpreter compiles what the tests import, at its first import.
-            [str(home / "bin" / "pip"), "install", "-q", "--no-compile", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
+            [str(home / "bin" / "pip"), "install", "-q", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
             ROOT,
             900,
         )
