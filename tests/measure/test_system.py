@@ -195,15 +195,16 @@ def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script
         if x.startswith("BENCHY::WARNING::Message: trial ") and "ran on a busy machine: other processes kept" in x
     ]
     # Every trial with system figures says so, warm-ups too: the counted ones, and the emulated-step trials and
-    # the step-parts window that check the what-if model. The stage trials have none; CONTENTION_1's window (20
-    # steps, 0.4 s) runs four processes (the script's, the loader's copy and its two workers), too many for the
-    # counters' ticks to tell the other processes' share in that time: no figure, no warning.
+    # the step-parts window that check the what-if model. The stage trials have none. CONTENTION_1's window (20
+    # steps, 0.4 s) runs four processes (the script's, the loader's copy and its two workers): on fewer than 4
+    # cores, too many for the counters' ticks to tell the other processes' share in that time (no figure, no
+    # warning); on more, it has its figure and says so.
     measured = [
         label for label in re.findall(r"BENCHY::([A-Z0-9_]+)::Trial Throughput", busy.stdout) if not label.startswith("STAGES")
     ]
     named = [x.split("trial ", 1)[1].split(" ", 1)[0] for x in warned]
-    assert len(busy.trials) == 9 and len(measured) == 14, measured
-    assert sorted(named) == sorted(set(measured) - {"CONTENTION_1"}), (named, measured)
+    assert len(busy.trials) == 9 and len(measured) == 14 and "CONTENTION_1" in measured, measured
+    assert len(named) == len(set(named)) and set(measured) - {"CONTENTION_1"} <= set(named) <= set(measured), (named, measured)
     summary = next(x for x in busy.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::BUSY "))
     assert summary.startswith(f"BENCHY::SUMMARY::BUSY {len(counted)} of {len(counted)} trials ran on a busy machine")
     verdict = next(x for x in busy.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT"))
