@@ -392,6 +392,9 @@ AT_RUN = frozenset({"BENCHY_CONFIG_FILE", "BENCHY_RUN_NAME", "COLUMNS", "PYTHONU
 # ... and for a zero-edit run, what `benchy run` sets: read by the runner at run time, and PYTHONPATH (the boot
 # directory) for the processes the script starts.
 AT_RUN_BOOT = AT_RUN | {"BENCHY_RUN_LOADER", "BENCHY_RUN_SWEEP", "BENCHY_RUN_STATUS_FILE", "PYTHONPATH"}
+# ... and for a job's ranks started without an agent (``launch_ranks``): what such a launcher (srun, a bare
+# launch) sets for each rank, read by torch.distributed's env:// rendezvous when the script joins the job.
+AT_LAUNCH = AT_RUN | {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
 ZYGOTE = ROOT / "tests" / "zygote.py"
 
 
@@ -423,12 +426,32 @@ class _Zygote:
             self.proc.kill()
             self.proc.wait()
 
-    def serves(self, env: Dict[str, str], boot: bool = False) -> bool:
+    def serves(self, env: Dict[str, str], boot: bool = False, read_at_run: frozenset = AT_RUN) -> bool:
         import os
 
         base = dict(os.environ)
         names = set(base) | set(env)
-        return all(base.get(k) == env.get(k) for k in names - (AT_RUN_BOOT if boot else AT_RUN))
+        return all(base.get(k) == env.get(k) for k in names - (AT_RUN_BOOT if boot else read_at_run))
+
+    def _request(self, argv: Sequence[str], cwd: Path, env: Dict[str, str], boot: bool = False) -> Dict[str, Any]:
+        scratch = Path(tempfile.mkdtemp(prefix="zygote-", dir=str(SCRATCH[0]) if SCRATCH else None))
+        return {
+            "argv": [str(a) for a in argv],
+            "cwd": str(cwd),
+            "env": env,
+            "out": str(scratch / "stdout"),
+            "err": str(scratch / "stderr"),
+            "boot": boot,
+        }
+
+    def start_group(self, argv: Sequence[str], cwd: Path, envs: Sequence[Dict[str, str]]) -> _Group:
+        """``argv`` started once for each environment of ``envs``, all at once (a job's ranks)."""
+        proc = self.ready()
+        assert proc.stdin is not None and proc.stdout is not None
+        requests = [self._request(argv, cwd, env) for env in envs]
+        proc.stdin.write(json.dumps({"group": requests}) + "\n")
+        proc.stdin.flush()
+        return _Group(proc, json.loads(proc.stdout.readline())["pids"], requests)
 
     def run(
         self, argv: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float, boot: bool = False
@@ -439,16 +462,8 @@ class _Zygote:
 
         proc = self.ready()
         assert proc.stdin is not None and proc.stdout is not None
-        scratch = Path(tempfile.mkdtemp(prefix="zygote-", dir=str(SCRATCH[0]) if SCRATCH else None))
-        out, err = scratch / "stdout", scratch / "stderr"
-        request = {
-            "argv": [str(a) for a in argv],
-            "cwd": str(cwd),
-            "env": env,
-            "out": str(out),
-            "err": str(err),
-            "boot": boot,
-        }
+        request = self._request(argv, cwd, env, boot)
+        out, err = Path(request["out"]), Path(request["err"])
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
         pid = json.loads(proc.stdout.readline())["pid"]
@@ -465,6 +480,94 @@ class _Zygote:
 
 
 ZYGOTE_SERVER = _Zygote()
+
+
+class _Group:
+    """A job's ranks, children of the fork server: ``finish`` waits for all of them."""
+
+    def __init__(self, server: subprocess.Popen, pids: List[int], requests: List[Dict[str, Any]]) -> None:
+        self.server, self.pids, self.requests = server, pids, requests
+
+    def finish(self, timeout: float) -> List[Optional[Tuple[int, str, str]]]:
+        """Each rank's (status, stdout, stderr) once all ended, or None for one still running after ``timeout``
+        (then killed, and the others waited for)."""
+        import select
+        import signal
+
+        assert self.server.stdout is not None
+        hung = set()
+        ready, _, _ = select.select([self.server.stdout], [], [], timeout)
+        if not ready:
+            for pid in self.pids:
+                if _running(pid):
+                    hung.add(pid)
+                    os.kill(pid, signal.SIGKILL)
+        statuses = json.loads(self.server.stdout.readline())["statuses"]
+        outs: List[Optional[Tuple[int, str, str]]] = []
+        for pid, status, request in zip(self.pids, statuses, self.requests):
+            read = [
+                Path(request[k]).read_text(errors="backslashreplace") if Path(request[k]).exists() else "" for k in ("out", "err")
+            ]
+            outs.append(None if pid in hung else (status, read[0], read[1]))
+        return outs
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs still (not ended, nor a zombie waiting for its parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+class _Processes:
+    """A job's ranks, each a new interpreter: ``finish`` waits for all of them."""
+
+    def __init__(self, procs: List[subprocess.Popen]) -> None:
+        self.procs = procs
+
+    def finish(self, timeout: float) -> List[Optional[Tuple[int, str, str]]]:
+        """Each rank's (status, stdout, stderr), or None for one still running ``timeout`` after the previous
+        ended (then killed)."""
+        outs: List[Optional[Tuple[int, str, str]]] = []
+        for p in self.procs:
+            try:
+                out, err = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                outs.append(None)
+                continue
+            outs.append((p.returncode, out, err))
+        return outs
+
+
+Ranks = Union[_Group, _Processes]
+
+
+def launch_ranks(script: Union[str, Path], args: Sequence[str], cwd: Path, envs: Sequence[Dict[str, str]]) -> Ranks:
+    """``python SCRIPT ARGS`` once for each environment of ``envs`` (each rank's, with its ``RANK``,
+    ``WORLD_SIZE``, ``MASTER_ADDR`` ...), all at once, as a launcher without an agent starts a job's ranks
+    (srun's way): children of the fork server when every environment differs from the suite's only in names read
+    at run time (:data:`AT_LAUNCH`), else new interpreters."""
+    import sys
+
+    if all(ZYGOTE_SERVER.serves(env, read_at_run=AT_LAUNCH) for env in envs):
+        return ZYGOTE_SERVER.start_group([str(script), *args], cwd, envs)
+    return _Processes(
+        [
+            subprocess.Popen(
+                [sys.executable, str(script), *args],
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
+            for env in envs
+        ]
+    )
 
 
 def run_python(

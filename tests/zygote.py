@@ -11,7 +11,8 @@ handlers, then the status: 0, ``sys.exit``'s, 1 after an uncaught exception's tr
 Requests come as one JSON line on stdin: ``{"argv": [...], "cwd": ..., "env": {...}, "out": PATH,
 "err": PATH, "boot": false}`` (``boot``: as ``benchy run -- python SCRIPT`` runs it, the runner installed
 first, as its boot ``sitecustomize`` does); the answer is one line: the child's pid (``{"pid": N}``), then its status once it
-ended (``{"status": S}``; negative: the signal that ended it, as ``subprocess`` says). Used by
+ended (``{"status": S}``; negative: the signal that ended it, as ``subprocess`` says). ``{"group": [REQUEST,
+...]}`` runs them at once (a job's ranks): ``{"pids": [...]}``, then ``{"statuses": [...]}`` once all ended. Used by
 ``helpers.run_python`` where the run's environment differs from the suite's only in names read at run
 time (``helpers.AT_RUN``; ``OMP_NUM_THREADS`` and ``TMPDIR`` are applied in the child as a new interpreter
 would); any other run gets a real new interpreter.
@@ -72,20 +73,35 @@ def _child(request: dict) -> None:
     raise SystemExit(0)
 
 
+def _status(status: int) -> int:
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _answer(answer: dict) -> None:
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+
+
 def main() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _child(request)  # never returns: the script's end ends the child
-        sys.stdout.write(json.dumps({"pid": pid}) + "\n")
-        sys.stdout.flush()
-        _, status = os.waitpid(pid, 0)
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        sys.stdout.write(json.dumps({"status": code}) + "\n")
-        sys.stdout.flush()
+        # One run, or a group run at once (a job's ranks, as a launcher without an agent starts them: srun's way).
+        runs = request["group"] if "group" in request else [request]
+        pids = []
+        for run in runs:
+            pid = os.fork()
+            if pid == 0:
+                _child(run)  # never returns: the script's end ends the child
+            pids.append(pid)
+        _answer({"pids": pids} if "group" in request else {"pid": pids[0]})
+        statuses = {}
+        while len(statuses) < len(pids):
+            pid, status = os.wait()
+            statuses[pid] = _status(status)
+        codes = [statuses[pid] for pid in pids]
+        _answer({"statuses": codes} if "group" in request else {"status": codes[0]})
 
 
 if __name__ == "__main__":

@@ -8,11 +8,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
-from helpers import ROOT, SUMMARY_RE, free_port, small_config
+from helpers import ROOT, SUMMARY_RE, Ranks, free_port, launch_ranks, small_config
 
 SCRIPT = ROOT / "tests" / "scripts" / "dist_script.py"
 
@@ -153,39 +153,17 @@ def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -
 
 def bare_launch(
     tmp_path: Path, args: List[str], timeout_s: float, rank_env: Optional[List[Dict[str, str]]] = None, nranks: int = 2, **global_
-) -> List[subprocess.Popen]:
-    """Ranks started as Slurm's srun would: no agent that kills the others on a failure."""
+) -> Ranks:
+    """Ranks started as Slurm's srun would: no agent that kills the others on a failure, rank 0's process holding
+    the job's store (``helpers.launch_ranks``)."""
     env = write_config(tmp_path, dist_timeout=timeout_s, **global_)
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nranks))
-    procs = []
-    for rank in range(nranks):
-        own = dict(env, RANK=str(rank), LOCAL_RANK=str(rank), **(rank_env[rank] if rank_env else {}))
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, str(SCRIPT), *args],
-                cwd=tmp_path,
-                env=own,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                stdin=subprocess.DEVNULL,
-            )
-        )
-    return procs
+    envs = [dict(env, RANK=str(rank), LOCAL_RANK=str(rank), **(rank_env[rank] if rank_env else {})) for rank in range(nranks)]
+    return launch_ranks(SCRIPT, args, tmp_path, envs)
 
 
-def finish(procs: List[subprocess.Popen], timeout: float) -> List[Optional[tuple]]:
-    outs = []
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
-            outs.append(None)
-            continue
-        outs.append((p.returncode, out, err))
-    return outs
+def finish(ranks: Ranks, timeout: float) -> List[Optional[Tuple[int, str, str]]]:
+    return ranks.finish(timeout)
 
 
 def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
-from helpers import ROOT, SUMMARY_RE, free_port, run_python, run_zero_edit
+from helpers import ROOT, SUMMARY_RE, free_port, launch_ranks, run_python, run_zero_edit
 
 SCRIPTS = ROOT / "tests" / "scripts"
 VERDICT = re.compile(r"BENCHY::SUMMARY::VERDICT (data loading|compute) limits training", re.M)
@@ -340,7 +340,8 @@ SEEDED_CELLS = [
 def seeded_run(tmp_path: Path, pattern: str, workers: int, edit: str) -> Ran:
     """``seeded_train.py`` as a user runs it: plain, one-line (``--enable_benchy``) or ``benchy run``, with
     :data:`SEEDED` (the defaults, trials of 4 batches, training on after the schedule); 10 epochs of 20 batches,
-    under torchrun with two ranks for ``distributed``."""
+    with two ranks for ``distributed``: under torchrun with benchy, and its two ranks started at once without
+    it."""
     where = tmp_path / edit.replace(" ", "-")
     where.mkdir()
     args = ["--pattern", pattern, "--workers", str(workers), "--epochs", "10"]
@@ -353,10 +354,19 @@ def seeded_run(tmp_path: Path, pattern: str, workers: int, edit: str) -> Ran:
     args += ["--samples", "160"]  # 20 batches a rank
     (where / "benchy.yaml").write_text(yaml.safe_dump(SEEDED))
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", BENCHY_CONFIG_FILE=str(where / "benchy.yaml"))
+    if edit == "plain":
+        # The reference: the script's two ranks without benchy, each batch theirs by their rank and the seeds,
+        # whatever started them; here at once as a launcher without an agent starts them (helpers.launch_ranks).
+        job = dict(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
+        ranks = [dict(job, RANK=str(rank), LOCAL_RANK=str(rank)) for rank in (0, 1)]
+        outs = launch_ranks(SCRIPTS / "seeded_train.py", args, where, ranks).finish(300)
+        assert all(out is not None for out in outs), "a rank of the plain run hung"
+        codes, stdouts, stderrs = zip(*outs)  # type: ignore[misc]
+        status = next((code for code in codes if code != 0), 0)
+        return Ran(subprocess.CompletedProcess(args, status, "".join(stdouts), "".join(stderrs)), where, 0.0)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1"]
     torchrun += ["--master_port", str(free_port()), str(SCRIPTS / "seeded_train.py"), *args]
     command = {
-        "plain": torchrun,
         "one-line": [*torchrun, "--enable_benchy"],
         "benchy run": [sys.executable, "-m", "benchy", "run", "--", *torchrun],
     }[edit]
