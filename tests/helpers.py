@@ -433,7 +433,9 @@ class _Zygote:
         names = set(base) | set(env)
         return all(base.get(k) == env.get(k) for k in names - (AT_RUN_BOOT if boot else read_at_run))
 
-    def _request(self, argv: Sequence[str], cwd: Path, env: Dict[str, str], boot: bool = False) -> Dict[str, Any]:
+    def _request(
+        self, argv: Sequence[str], cwd: Path, env: Dict[str, str], boot: bool = False, module: Optional[str] = None
+    ) -> Dict[str, Any]:
         scratch = Path(tempfile.mkdtemp(prefix="zygote-", dir=str(SCRATCH[0]) if SCRATCH else None))
         return {
             "argv": [str(a) for a in argv],
@@ -442,6 +444,7 @@ class _Zygote:
             "out": str(scratch / "stdout"),
             "err": str(scratch / "stderr"),
             "boot": boot,
+            "module": module,
         }
 
     def start_group(self, argv: Sequence[str], cwd: Path, envs: Sequence[Dict[str, str]]) -> _Group:
@@ -454,15 +457,22 @@ class _Zygote:
         return _Group(proc, json.loads(proc.stdout.readline())["pids"], requests)
 
     def run(
-        self, argv: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float, boot: bool = False
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Dict[str, str],
+        timeout: float,
+        boot: bool = False,
+        module: Optional[str] = None,
     ) -> subprocess.CompletedProcess:
+        """``python SCRIPT ARGS`` (``argv``), or ``python -m MODULE ARGS`` with ``module``, in a child."""
         import os
         import select
         import signal
 
         proc = self.ready()
         assert proc.stdin is not None and proc.stdout is not None
-        request = self._request(argv, cwd, env, boot)
+        request = self._request(argv, cwd, env, boot, module)
         out, err = Path(request["out"]), Path(request["err"])
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
@@ -581,6 +591,20 @@ def run_python(
     if ZYGOTE_SERVER.serves(env):
         return ZYGOTE_SERVER.run(argv, cwd, env, timeout)
     return _new_interpreter([sys.executable, *argv], cwd, env, timeout)
+
+
+def run_torchrun(command: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """``python -m torch.distributed.run ARGS`` (``command``), its output captured: torchrun's agent a child of the
+    fork server when ``env`` differs from the suite's only in :data:`AT_RUN` names (the agent's own torch import
+    saved: it starts each rank as a new interpreter, as always), else a new interpreter."""
+    import sys
+
+    launcher = [sys.executable, "-m", "torch.distributed.run"]
+    if list(command[:3]) != launcher:
+        raise ValueError(f"run_torchrun: expected a command starting {launcher}, got {list(command[:3])}")
+    if ZYGOTE_SERVER.serves(env):
+        return ZYGOTE_SERVER.run(command[3:], cwd, env, timeout, module="torch.distributed.run")
+    return _new_interpreter(command, cwd, env, timeout)
 
 
 def _new_interpreter(command: Sequence[str], cwd: Path, env: Dict[str, str], timeout: float) -> subprocess.CompletedProcess:

@@ -10,7 +10,8 @@ handlers, then the status: 0, ``sys.exit``'s, 1 after an uncaught exception's tr
 
 Requests come as one JSON line on stdin: ``{"argv": [...], "cwd": ..., "env": {...}, "out": PATH,
 "err": PATH, "boot": false}`` (``boot``: as ``benchy run -- python SCRIPT`` runs it, the runner installed
-first, as its boot ``sitecustomize`` does); the answer is one line: the child's pid (``{"pid": N}``), then its status once it
+first, as its boot ``sitecustomize`` does; ``"module": NAME``: ``python -m NAME ARGV...``, as torchrun's agent
+is started); the answer is one line: the child's pid (``{"pid": N}``), then its status once it
 ended (``{"status": S}``; negative: the signal that ended it, as ``subprocess`` says). ``{"group": [REQUEST,
 ...]}`` runs them at once (a job's ranks): ``{"pids": [...]}``, then ``{"statuses": [...]}`` once all ended. Used by
 ``helpers.run_python`` where the run's environment differs from the suite's only in names read at run
@@ -18,9 +19,22 @@ time (``helpers.AT_RUN``; ``OMP_NUM_THREADS`` and ``TMPDIR`` are applied in the 
 would); any other run gets a real new interpreter.
 """
 
+import importlib
 import json
+
+# What every run imports once it benchmarks (the loader workers' queues, the console, NVTX): modules only, nothing
+# started; and below, the rest of benchy.
+import multiprocessing.popen_fork
+import multiprocessing.queues
+import multiprocessing.sharedctypes
+import multiprocessing.synchronize  # noqa: F401
 import os
+import pkgutil
 import sys
+
+import numpy.ma  # noqa: F401
+import nvtx  # noqa: F401
+import rich.console  # noqa: F401
 
 # Imported once, here, before any fork: a child pays for none of them.
 import torch
@@ -31,7 +45,11 @@ import torch._dynamo
 
 import benchy
 import benchy.integrations.arguments
-import benchy.integrations.wrappers  # noqa: F401
+import benchy.integrations.wrappers
+
+for _found in pkgutil.walk_packages(benchy.__path__, "benchy."):
+    if not _found.name.endswith("__main__") and ".boot" not in _found.name:
+        importlib.import_module(_found.name)
 
 
 def _child(request: dict) -> None:
@@ -60,6 +78,12 @@ def _child(request: dict) -> None:
     tempfile.tempdir = None  # TMPDIR is read again at the first use
     if "OMP_NUM_THREADS" in os.environ:  # read by torch at import, in a new interpreter
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    if request.get("module"):
+        # ``python -m MODULE ARGS``: the module as ``__main__``, the working directory first on the path.
+        sys.argv = ["-m", *request["argv"]]
+        sys.path[0] = os.getcwd()
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        raise SystemExit(0)
     script = request["argv"][0]
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(script))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 from dataclasses import dataclass
 from typing import FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
@@ -656,6 +657,9 @@ def longest_run(schedule: Schedule, queue_depth: int = 0, decided_after: Optiona
         state, actions = transition(state, Counted(spec, change, judgement, room()))
 
 
+# A session asks for its plan's length at each window's end, with the same plan: the same figure each time (a
+# pure function of its arguments, which are values), from a walk of the whole plan's transitions.
+@functools.lru_cache(maxsize=128)
 def steps_of(
     schedule: Schedule,
     queue_depth: int = 0,

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
-from helpers import ROOT, SUMMARY_RE, Ranks, free_port, launch_ranks, small_config
+from helpers import ROOT, SUMMARY_RE, Ranks, free_port, launch_ranks, run_torchrun, small_config
 
 SCRIPT = ROOT / "tests" / "scripts" / "dist_script.py"
 
@@ -40,15 +40,7 @@ def torchrun(tmp_path: Path, *args: str, timeout: float = 240, **global_) -> sub
         str(SCRIPT),
         *args,
     ]
-    return subprocess.run(
-        cmd,
-        cwd=tmp_path,
-        env=write_config(tmp_path, **global_),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_torchrun(cmd, tmp_path, write_config(tmp_path, **global_), timeout)
 
 
 def summary(out: str) -> Dict[str, float]:
@@ -141,7 +133,7 @@ def test_adaptive_schedule_ranks_agree_on_warmups_and_stopping(tmp_path: Path) -
     env = dict(
         os.environ, BENCHY_CONFIG_FILE=str(cfg), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TMPDIR=str(tmp_path)
     )  # torchrun keeps its logs under TMPDIR
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    proc = run_torchrun(cmd, tmp_path, env, 240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = result(tmp_path)
     assert doc["complete"] is True and doc["nranks"] == 2
@@ -241,15 +233,7 @@ def test_past_the_rank_lists_bound_the_ranks_reduce_a_summary_and_the_slowest_is
         "--slow_factor",
         "3",
     ]
-    proc = subprocess.run(
-        cmd,
-        cwd=tmp_path,
-        env=write_config(tmp_path, dist_rank_lists=2),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_torchrun(cmd, tmp_path, write_config(tmp_path, dist_rank_lists=2), 300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = result(tmp_path)
     assert doc["nranks"] == 4 and doc["complete"] is True
@@ -314,7 +298,7 @@ def test_ddp_example_under_torchrun(tmp_path: Path) -> None:
         "--batch_size",
         "8",
     ]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    proc = run_torchrun(cmd, tmp_path, env, 300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert set(summary(proc.stdout)) == {"IO", "SYNTHETIC", "FULL"}
     assert result(tmp_path)["nranks"] == 2

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
-from helpers import ROOT, SUMMARY_RE, free_port, launch_ranks, run_python, run_zero_edit
+from helpers import ROOT, SUMMARY_RE, free_port, launch_ranks, run_python, run_torchrun, run_zero_edit
 
 SCRIPTS = ROOT / "tests" / "scripts"
 VERDICT = re.compile(r"BENCHY::SUMMARY::VERDICT (data loading|compute) limits training", re.M)
@@ -371,7 +371,10 @@ def seeded_run(tmp_path: Path, pattern: str, workers: int, edit: str) -> Ran:
         "benchy run": [sys.executable, "-m", "benchy", "run", "--", *torchrun],
     }[edit]
     start = time.monotonic()
-    proc = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    if edit == "one-line":
+        proc = run_torchrun(command, where, env, 300)
+    else:
+        proc = subprocess.run(command, cwd=where, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     return Ran(proc, where, time.monotonic() - start)
 
 

@@ -56,6 +56,12 @@ def run(tmp_path: Path, spin: bool, seconds: float = 0.016, **global_: Any) -> A
     )
     until_done(loader, lambda: time.sleep(0.001))
     assert loader.benchy.done
+    # The loop stops mid-epoch: its persistent workers are shut down here, as a finished loop's are. Left to the
+    # garbage collector (the loader is in reference cycles), they were shut down in whichever later test its
+    # collection fell, where the suite's worker twice stalled 10 and 20 s in torch's 5 s worker joins.
+    iterator = loader._iterator
+    if iterator is not None:
+        iterator._shutdown_workers()
     return loader
 
 
