@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import pytest
 import yaml
@@ -154,17 +154,13 @@ def bare_launch(
     return launch_ranks(SCRIPT, args, tmp_path, envs)
 
 
-def finish(ranks: Ranks, timeout: float) -> List[Optional[Tuple[int, str, str]]]:
-    return ranks.finish(timeout)
-
-
 def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp_path: Path) -> None:
     # Epochs of 100 batches: SYNTHETIC_WARMUP_1 takes steps 0-10 (from the epoch's step 0 its first period is
     # left out), FULL_WARMUP_1 11-20, FULL_1 21-30, SYNTHETIC_1 31-40; rank 1 dies at step 22, FULL_1's
     # second. Rank 0 must not hang.
     start = time.monotonic()
     procs = bare_launch(tmp_path, ["--die_rank", "1", "--die_at", "0:22", "--no_allreduce"], timeout_s=5)
-    rank0, rank1 = finish(procs, timeout=120)
+    rank0, rank1 = procs.finish(120)
     elapsed = time.monotonic() - start
     assert rank0 is not None, "rank 0 hung"
     code, out, err = rank0
@@ -193,7 +189,7 @@ def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded
     procs = bare_launch(
         tmp_path, ["--die_rank", "5", "--die_at", "0:22", "--no_allreduce"], timeout_s=10, nranks=8, dist_rank_lists=lists
     )
-    outs = finish(procs, timeout=240)
+    outs = procs.finish(240)
     elapsed = time.monotonic() - start
     assert all(o is not None for o in outs), "a rank hung"
     assert outs[5][0] == -9  # type: ignore[index]
@@ -265,7 +261,7 @@ def test_past_the_rank_lists_bound_the_ranks_reduce_a_summary_and_the_slowest_is
 def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
     # Epochs of 12 batches: rank 1 stops after 2 epochs (24 steps), inside FULL_1.
     procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--batches", "12", "--no_allreduce"], timeout_s=5)
-    rank0, rank1 = finish(procs, timeout=120)
+    rank0, rank1 = procs.finish(120)
     assert rank0 is not None and rank1 is not None, "a rank hung"
     assert rank1[0] == 0  # it simply stopped asking for epochs: an incomplete run on that rank, its status its own
     assert rank0[0] == 1 and "trial FULL_1" in rank0[2] and "rank(s) 1 did not report" in rank0[2], rank0[2][-3000:]
@@ -318,7 +314,7 @@ def test_ranks_with_different_schedules_stop_before_any_trial(tmp_path: Path) ->
         )
         envs.append({"BENCHY_CONFIG_FILE": str(cfg)})
     procs = bare_launch(tmp_path, ["--no_allreduce"], timeout_s=20, rank_env=envs)
-    outs = finish(procs, timeout=120)
+    outs = procs.finish(120)
     for rank, out in enumerate(outs):
         assert out is not None, f"rank {rank} hung"
         code, stdout, stderr = out
