@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -404,6 +405,7 @@ class _Zygote:
     def __init__(self) -> None:
         self.proc: Optional[subprocess.Popen] = None
         self.env: Dict[str, str] = {}
+        self._read = b""  # what was read of the server's answers past the last whole line
 
     def ready(self) -> subprocess.Popen:
         import os
@@ -419,7 +421,35 @@ class _Zygote:
                 env=self.env,
                 cwd=str(ROOT),
             )
+            self._read = b""
         return self.proc
+
+    def answer(self, timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
+        """The server's next answer line, or None when none came within ``timeout``. Its pipe is read here, never
+        through ``proc.stdout``'s buffer: a child that ends at once sends its pid and status together, and a line
+        waiting in a buffer is one ``select`` on the pipe would not see."""
+        import select
+        import time
+
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._read:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError(f"the fork server ended (status {self.proc.wait()})")
+            self._read += chunk
+        line, self._read = self._read.split(b"\n", 1)
+        return dict(json.loads(line))
+
+    def next_answer(self) -> Dict[str, Any]:
+        """The server's next answer line, however long it takes."""
+        found = self.answer()
+        assert found is not None
+        return found
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -454,7 +484,7 @@ class _Zygote:
         requests = [self._request(argv, cwd, env) for env in envs]
         proc.stdin.write(json.dumps({"group": requests}) + "\n")
         proc.stdin.flush()
-        return _Group(proc, json.loads(proc.stdout.readline())["pids"], requests)
+        return _Group(self, self.next_answer()["pids"], requests)
 
     def run(
         self,
@@ -466,22 +496,19 @@ class _Zygote:
         module: Optional[str] = None,
     ) -> subprocess.CompletedProcess:
         """``python SCRIPT ARGS`` (``argv``), or ``python -m MODULE ARGS`` with ``module``, in a child."""
-        import os
-        import select
-        import signal
-
         proc = self.ready()
         assert proc.stdin is not None and proc.stdout is not None
         request = self._request(argv, cwd, env, boot, module)
         out, err = Path(request["out"]), Path(request["err"])
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
-        pid = json.loads(proc.stdout.readline())["pid"]
-        ready, _, _ = select.select([proc.stdout], [], [], timeout)
-        timed_out = not ready
-        if timed_out:
+        pid = self.next_answer()["pid"]
+        ended = self.answer(timeout)
+        timed_out = ended is None
+        if ended is None:
             os.kill(pid, signal.SIGKILL)
-        status = json.loads(proc.stdout.readline())["status"]
+            ended = self.next_answer()
+        status = ended["status"]
         stdout = out.read_text(errors="backslashreplace") if out.exists() else ""
         stderr = err.read_text(errors="backslashreplace") if err.exists() else ""
         if timed_out:
@@ -495,31 +522,43 @@ ZYGOTE_SERVER = _Zygote()
 class _Group:
     """A job's ranks, children of the fork server: ``finish`` waits for all of them."""
 
-    def __init__(self, server: subprocess.Popen, pids: List[int], requests: List[Dict[str, Any]]) -> None:
+    def __init__(self, server: _Zygote, pids: List[int], requests: List[Dict[str, Any]]) -> None:
         self.server, self.pids, self.requests = server, pids, requests
 
-    def finish(self, timeout: float) -> List[Optional[Tuple[int, str, str]]]:
-        """Each rank's (status, stdout, stderr) once all ended, or None for one still running after ``timeout``
-        (then killed, and the others waited for)."""
-        import select
-        import signal
-
-        assert self.server.stdout is not None
-        hung = set()
-        ready, _, _ = select.select([self.server.stdout], [], [], timeout)
-        if not ready:
-            for pid in self.pids:
+    def finish(self, timeout: float) -> List[Tuple[int, str, str]]:
+        """Each rank's (status, stdout, stderr) once all ended; a rank still running after ``timeout`` fails the
+        test, its threads' Python stacks in the message (``SIGABRT``: the child's ``faulthandler`` writes them)."""
+        hung = []
+        ended = self.server.answer(timeout)
+        if ended is None:
+            hung = [pid for pid in self.pids if _running(pid)]
+            for pid in hung:
+                os.kill(pid, signal.SIGABRT)
+            ended = self.server.answer(10)
+            for pid in hung if ended is None else ():
                 if _running(pid):
-                    hung.add(pid)
                     os.kill(pid, signal.SIGKILL)
-        statuses = json.loads(self.server.stdout.readline())["statuses"]
-        outs: List[Optional[Tuple[int, str, str]]] = []
-        for pid, status, request in zip(self.pids, statuses, self.requests):
+            ended = ended or self.server.next_answer()
+        statuses = ended["statuses"]
+        outs: List[Tuple[int, str, str]] = []
+        for status, request in zip(statuses, self.requests):
             read = [
                 Path(request[k]).read_text(errors="backslashreplace") if Path(request[k]).exists() else "" for k in ("out", "err")
             ]
-            outs.append(None if pid in hung else (status, read[0], read[1]))
+            outs.append((status, read[0], read[1]))
+        _fail_if_hung([self.pids.index(pid) for pid in hung], outs, timeout)
         return outs
+
+
+def _fail_if_hung(hung: List[int], outs: List[Tuple[int, str, str]], timeout: float) -> None:
+    """Fail the test naming the ranks (indices of ``outs``) still running after ``timeout``, with the end of what
+    each wrote (its stacks, where ``SIGABRT`` made ``faulthandler`` write them)."""
+    if hung:
+        shown = "\n".join(
+            f"--- rank {rank}: stdout ---\n{outs[rank][1][-2000:]}\n--- rank {rank}: stderr ---\n{outs[rank][2][-6000:]}"
+            for rank in hung
+        )
+        raise AssertionError(f"rank(s) {hung} still running {timeout:g} s after the start (stopped with SIGABRT)\n{shown}")
 
 
 def _running(pid: int) -> bool:
@@ -536,19 +575,24 @@ class _Processes:
     def __init__(self, procs: List[subprocess.Popen]) -> None:
         self.procs = procs
 
-    def finish(self, timeout: float) -> List[Optional[Tuple[int, str, str]]]:
-        """Each rank's (status, stdout, stderr), or None for one still running ``timeout`` after the previous
-        ended (then killed)."""
-        outs: List[Optional[Tuple[int, str, str]]] = []
-        for p in self.procs:
+    def finish(self, timeout: float) -> List[Tuple[int, str, str]]:
+        """Each rank's (status, stdout, stderr); a rank still running ``timeout`` after the previous ended fails
+        the test, its threads' Python stacks in the message (``SIGABRT``, with ``-X faulthandler``)."""
+        outs: List[Tuple[int, str, str]] = []
+        hung = []
+        for rank, p in enumerate(self.procs):
             try:
                 out, err = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                p.kill()
-                p.communicate()
-                outs.append(None)
-                continue
+                hung.append(rank)
+                p.send_signal(signal.SIGABRT)
+                try:
+                    out, err = p.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out, err = p.communicate()
             outs.append((p.returncode, out, err))
+        _fail_if_hung(hung, outs, timeout)
         return outs
 
 
@@ -567,7 +611,7 @@ def launch_ranks(script: Union[str, Path], args: Sequence[str], cwd: Path, envs:
     return _Processes(
         [
             subprocess.Popen(
-                [sys.executable, str(script), *args],
+                [sys.executable, "-X", "faulthandler", str(script), *args],
                 cwd=cwd,
                 env=env,
                 stdout=subprocess.PIPE,

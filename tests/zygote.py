@@ -19,6 +19,8 @@ time (``helpers.AT_RUN``; ``OMP_NUM_THREADS`` and ``TMPDIR`` are applied in the 
 would); any other run gets a real new interpreter.
 """
 
+import faulthandler
+import gc
 import importlib
 import json
 
@@ -73,6 +75,8 @@ def _child(request: dict) -> None:
         io.FileIO(2, "w", closefd=False), write_through=True, line_buffering=True, errors="backslashreplace"
     )
     sys.__stdout__, sys.__stderr__, sys.__stdin__ = sys.stdout, sys.stderr, sys.stdin
+    # A child that hangs is stopped with SIGABRT: its threads' Python stacks go to its stderr, for the failure's message.
+    faulthandler.enable(file=sys.stderr, all_threads=True)
     import tempfile
 
     tempfile.tempdir = None  # TMPDIR is read again at the first use
@@ -113,6 +117,11 @@ def main() -> None:
         sys.stderr.flush()
         # One run, or a group run at once (a job's ranks, as a launcher without an agent starts them: srun's way).
         runs = request["group"] if "group" in request else [request]
+        # Everything this process made (torch, benchy and the rest imported) moves to the collector's permanent
+        # generation: a child's collections, its exit's among them, no longer walk (and so copy, page by page) the
+        # parent's objects. A child's own objects are collected as in any interpreter. Its exit cost 0.92 s of CPU
+        # without this, 0.31 s with it (a script that only exits).
+        gc.freeze()
         pids = []
         for run in runs:
             pid = os.fork()

@@ -162,13 +162,12 @@ def test_killed_rank_ends_the_job_with_a_clear_error_within_the_bounded_wait(tmp
     procs = bare_launch(tmp_path, ["--die_rank", "1", "--die_at", "0:22", "--no_allreduce"], timeout_s=5)
     rank0, rank1 = procs.finish(120)
     elapsed = time.monotonic() - start
-    assert rank0 is not None, "rank 0 hung"
     code, out, err = rank0
     assert code == 1, out + err
     assert "benchy.DistributedError: benchy: trial FULL_1: the exchange of the ranks' trial results failed after" in err, err
     assert "(bounded wait: dist_timeout = 5 s); rank(s) 1 did not report" in err
     assert elapsed < 60
-    assert rank1 is not None and rank1[0] == -9
+    assert rank1[0] == -9
     doc = result(tmp_path)  # what was measured before the fault is kept
     assert doc["complete"] is False and doc["IO"]["n"] == 2 and doc["SYNTHETIC"]["n"] == 0
     # ... and printed, as a single-rank run prints it.
@@ -191,9 +190,8 @@ def test_a_killed_rank_among_eight_is_named_by_every_survivor_within_the_bounded
     )
     outs = procs.finish(240)
     elapsed = time.monotonic() - start
-    assert all(o is not None for o in outs), "a rank hung"
-    assert outs[5][0] == -9  # type: ignore[index]
-    for rank, (code, out, err) in enumerate(outs):  # type: ignore[misc]
+    assert outs[5][0] == -9
+    for rank, (code, out, err) in enumerate(outs):
         if rank == 5:
             continue
         assert code == 1, (rank, out[-2000:], err[-2000:])
@@ -262,7 +260,6 @@ def test_rank_leaving_the_schedule_early_is_named(tmp_path: Path) -> None:
     # Epochs of 12 batches: rank 1 stops after 2 epochs (24 steps), inside FULL_1.
     procs = bare_launch(tmp_path, ["--leave_rank", "1", "--leave_after", "2", "--batches", "12", "--no_allreduce"], timeout_s=5)
     rank0, rank1 = procs.finish(120)
-    assert rank0 is not None and rank1 is not None, "a rank hung"
     assert rank1[0] == 0  # it simply stopped asking for epochs: an incomplete run on that rank, its status its own
     assert rank0[0] == 1 and "trial FULL_1" in rank0[2] and "rank(s) 1 did not report" in rank0[2], rank0[2][-3000:]
 
@@ -315,9 +312,7 @@ def test_ranks_with_different_schedules_stop_before_any_trial(tmp_path: Path) ->
         envs.append({"BENCHY_CONFIG_FILE": str(cfg)})
     procs = bare_launch(tmp_path, ["--no_allreduce"], timeout_s=20, rank_env=envs)
     outs = procs.finish(120)
-    for rank, out in enumerate(outs):
-        assert out is not None, f"rank {rank} hung"
-        code, stdout, stderr = out
+    for code, stdout, stderr in outs:
         assert code == 1, stdout + stderr
         assert "benchy.DistributedError: benchy: the ranks were given different schedules: " in stderr, stderr
         assert "IO.nbatches (rank 0: 10, rank 1: 20)" in stderr and "IO.ntrials (rank 0: 2, rank 1: 3)" in stderr
