@@ -266,7 +266,17 @@ def test_the_demo_shows_its_bottleneck_on_a_busy_machine_too(run_script, bottlen
     )
     assert run.returncode == 0, run
     found = re.search(rf"^BENCHY::SUMMARY::VERDICT {verdict} limits training: .*? ([0-9.]+)x ", run.stdout, re.M)
-    assert found and float(found.group(1)) >= 2.0, run
+    if found is None:
+        # Where the suite's other workers take most of the cores, trials swing (SYNTHETIC 73 to 893 samples/s in one
+        # CI run, 1.86 of 2 cores taken by others) and the interval of the ratio can reach 1.05x after the adaptive
+        # schedule's 8 trials: then benchy must not decide. It says so, names the busy trials, and its ratio still
+        # points the right way by 2x.
+        undecided = re.search(r"^BENCHY::SUMMARY::VERDICT undecided: SYNTHETIC/IO is ([0-9.]+)x", run.stdout, re.M)
+        assert undecided is not None and re.search(r"^BENCHY::SUMMARY::BUSY ", run.stdout, re.M), run
+        ratio = float(undecided.group(1))
+        assert (ratio >= 2.0) if bottleneck == "data" else (ratio <= 0.5), run
+    else:
+        assert float(found.group(1)) >= 2.0, run
     # The getting-started page's sample of the demo's output holds every summary line the demo prints today
     # (BUSY only on a busy machine).
     printed = set(re.findall(r"^BENCHY::SUMMARY::([A-Z_]+) ", run.stdout, re.M)) - {"BUSY"}
