@@ -499,18 +499,16 @@ class _Zygote:
         proc = self.ready()
         assert proc.stdin is not None and proc.stdout is not None
         request = self._request(argv, cwd, env, boot, module)
-        out, err = Path(request["out"]), Path(request["err"])
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
         pid = self.next_answer()["pid"]
         ended = self.answer(timeout)
         timed_out = ended is None
-        if ended is None:
+        if timed_out:
             os.kill(pid, signal.SIGKILL)
             ended = self.next_answer()
         status = ended["status"]
-        stdout = out.read_text(errors="backslashreplace") if out.exists() else ""
-        stderr = err.read_text(errors="backslashreplace") if err.exists() else ""
+        stdout, stderr = _outputs(request)
         if timed_out:
             raise subprocess.TimeoutExpired(list(argv), timeout, stdout, stderr)
         return subprocess.CompletedProcess(list(argv), status, stdout, stderr)
@@ -540,14 +538,16 @@ class _Group:
                     os.kill(pid, signal.SIGKILL)
             ended = ended or self.server.next_answer()
         statuses = ended["statuses"]
-        outs: List[Tuple[int, str, str]] = []
-        for status, request in zip(statuses, self.requests):
-            read = [
-                Path(request[k]).read_text(errors="backslashreplace") if Path(request[k]).exists() else "" for k in ("out", "err")
-            ]
-            outs.append((status, read[0], read[1]))
+        outs: List[Tuple[int, str, str]] = [(status, *_outputs(request)) for status, request in zip(statuses, self.requests)]
         _fail_if_hung([self.pids.index(pid) for pid in hung], outs, timeout)
         return outs
+
+
+def _outputs(request: Dict[str, Any]) -> Tuple[str, str]:
+    """What a fork-server child wrote to its standard output and error (the files of its request)."""
+    found = [Path(request[k]) for k in ("out", "err")]
+    text = [path.read_text(errors="backslashreplace") if path.exists() else "" for path in found]
+    return text[0], text[1]
 
 
 def _fail_if_hung(hung: List[int], outs: List[Tuple[int, str, str]], timeout: float) -> None:
