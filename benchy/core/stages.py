@@ -197,7 +197,8 @@ class SlowWorker:
 
 @dataclass
 class StageReport:
-    """What the steady stage trials say (see the module's docstring); ``to_dict`` is the JSON's ``stages``."""
+    """What the steady stage trials say (see the module's docstring); :func:`benchy.results.schema.stages_block`
+    writes it as the JSON's ``stages``."""
 
     period: float  # seconds per batch of the stage trials (the IO period, instrumented)
     throughput: float
