@@ -39,6 +39,14 @@ def run(command: List[str], cwd: Path, timeout: float, env: Dict[str, str] | Non
     )
 
 
+def in_venv(
+    venv: Path, command: List[str], cwd: Path, timeout: float, env: Dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``command`` with its program from the wheel's environment's ``bin``; its bytecode written (an empty
+    PYTHONDONTWRITEBYTECODE), so that the environment's first run compiles the modules it imports for the rest."""
+    return run([str(venv / "bin" / command[0]), *command[1:]], cwd, timeout, {"PYTHONDONTWRITEBYTECODE": "", **(env or {})})
+
+
 def _build(out: Path) -> None:
     started = time.perf_counter()
     proc = run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], ROOT, 600)
@@ -90,8 +98,19 @@ def venv(built: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pa
         proc = run([sys.executable, "-m", "venv", str(home)], ROOT, 120)
         assert proc.returncode == 0, proc.stderr
         started = time.perf_counter()
+        # --no-compile: pip would byte-compile every module of every package (26 of the install's 42 core-seconds,
+        # torch's thousands of modules), where the environment's runs compile only what they import, once
+        # (in_venv: bytecode written however the suite's environment says).
         proc = run(
-            [str(home / "bin" / "pip"), "install", "-q", "-c", str(ROOT / "constraints.txt"), str(built["wheel"])],
+            [
+                str(home / "bin" / "pip"),
+                "install",
+                "-q",
+                "--no-compile",
+                "-c",
+                str(ROOT / "constraints.txt"),
+                str(built["wheel"]),
+            ],
             ROOT,
             900,
         )
@@ -102,16 +121,16 @@ def venv(built: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 def test_the_installed_wheel_is_the_package_imported_not_the_checkout(venv: Path, tmp_path: Path) -> None:
-    proc = run([str(venv / "bin" / "python"), "-c", "import benchy, benchy.torch; print(benchy.__file__)"], tmp_path, 120)
+    proc = in_venv(venv, ["python", "-c", "import benchy, benchy.torch; print(benchy.__file__)"], tmp_path, 120)
     assert proc.returncode == 0, proc.stderr
     where = Path(proc.stdout.strip()).resolve()
     assert where.is_relative_to(venv.resolve()) and "site-packages" in where.parts, where
-    proc = run([str(venv / "bin" / "benchy"), "--version"], tmp_path, 60)
+    proc = in_venv(venv, ["benchy", "--version"], tmp_path, 60)
     assert proc.returncode == 0 and proc.stdout.strip() == f"benchy {__version__}", proc
 
 
 def test_the_installed_command_reprints_a_stored_summary(venv: Path, tmp_path: Path) -> None:
-    proc = run([str(venv / "bin" / "benchy"), "summary", str(STORED)], tmp_path, 120)
+    proc = in_venv(venv, ["benchy", "summary", str(STORED)], tmp_path, 120)
     assert proc.returncode == 0, proc.stderr
     stored = json.loads(STORED.read_text())["summary"]
     assert proc.stdout.splitlines()[: len(stored)] == stored
@@ -126,8 +145,9 @@ def small(tmp_path: Path, **global_: object) -> Path:
 
 
 def test_a_wrapped_training_runs_from_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
-    proc = run(
-        [str(venv / "bin" / "python"), str(SCRIPTS / "user_script.py")],
+    proc = in_venv(
+        venv,
+        ["python", str(SCRIPTS / "user_script.py")],
         tmp_path,
         300,
         env={"BENCHY_CONFIG_FILE": str(small(tmp_path))},
@@ -141,9 +161,10 @@ def test_a_wrapped_training_runs_from_the_installed_wheel(venv: Path, tmp_path: 
 
 def test_zero_edit_runs_from_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
     # `benchy run` boots through the package's sitecustomize.py: a wheel without it benchmarks nothing.
-    proc = run(
+    proc = in_venv(
+        venv,
         [
-            str(venv / "bin" / "benchy"),
+            "benchy",
             "run",
             "--config",
             str(small(tmp_path, exit_after_tests=False)),
