@@ -67,8 +67,14 @@ def test_a_short_run_gets_the_verdict_its_evidence_supports(tmp_path: Path) -> N
     # (about 65 steps on a quiet machine) and during the extras: the run is complete (the extras it did not reach
     # are named as not run), its verdict decided.
     doc, out = run(tmp_path, 8.0, 4.0, "one-line", "--epochs", "1", "--batches", "90")
-    if doc["schedule"]["stop"] != "decided":  # a busy machine took more steps than the run had: said as such
-        assert doc["complete"] is False and "a decision would likely take about" in out
+    if doc["schedule"]["stop"] != "decided":
+        # A busy machine took more steps than the run had: said as such, with the steps a decision would likely take,
+        # or, where the trials so far scatter too widely to say (a CI run: the suite's load), the schedule's bound.
+        said = [x for x in out.splitlines() if "before the verdict was decided" in x or "SUMMARY::VERDICT" in x]
+        assert doc["complete"] is False, said
+        assert any("a decision would likely take about" in x or "too close to tell from the trials so far" in x for x in said), (
+            said
+        )
         return
     assert doc["complete"] is True and doc["decision"]["outcome"] == "data-loading"
     assert "USER::done" in out  # the script ended on its own, as it does without benchy
