@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader, Subset
 from benchy.core.stages import MAIN_WORK, StageKind, StageReport, analyse, stage_fix
 from benchy.measure.source import BatchSource
 from benchy.measure.stages import Arrival, Done, has_in_order, instrument, stage_trial, timer_cost
+from benchy.results.summary import stages_text
 from benchy.results.text import reports
 
 BATCH = 4
@@ -55,16 +56,11 @@ def expected(parts: Dict[str, float]) -> Dict[str, float]:
     return {k: v / total for k, v in parts.items()}
 
 
-def stage_times(report: StageReport) -> str:
-    """Each stage's place and time a batch, for a failure's message."""
-    return ", ".join(f"{s.name} ({s.where}) {s.seconds * 1e3:.2f} ms" for s in report.stages)
-
-
 def close(found: Dict[str, float], want: Dict[str, float], points: float, report: StageReport) -> None:
     assert set(found) == set(want), found
     for name, share in want.items():
         assert abs(found[name] - share) <= points, (
-            f"{name}: {found[name]:.3f} vs {share:.3f}; {found}; {stage_times(report)}; {load()}"
+            f"{name}: {found[name]:.3f} vs {share:.3f}; {found}; {stages_text(report)}; {load()}"
         )
 
 
