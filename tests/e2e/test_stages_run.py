@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from helpers import small_config
+
+from benchy.results import lines
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "stages_train.py"
 CONFIG = small_config(nbatches=16, ntrials=3, nwarmup=1)  # 3 trials a mode: a verdict decided on a busy machine too
@@ -44,7 +47,14 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
     # The counted IO trials are the loader's own, not the instrumented copy's.
     assert doc["IO"]["trial_throughput"] and len(doc["IO"]["trial_throughput"]) == 3
     verdict = run.summary_line("VERDICT")
-    assert verdict.startswith("data loading limits training")
+    if not verdict.startswith("data loading limits training"):
+        # Where the suite's other workers take most of the cores a trial can stall (one CI-like run: 27x apart, yet
+        # 3 trials a side gave an interval from 0.79x to 936x, others keeping 1.5 of 2 cores busy): then benchy
+        # must not decide. It says so and names the busy trials, and its ratio still points at the loader.
+        undecided = re.match(r"undecided: SYNTHETIC/IO is ([0-9.]+)x", verdict)
+        assert undecided is not None and float(undecided.group(1)) >= 2.0, run
+        assert "BUSY" in {f.kind for f in map(lines.parse, run.stdout.splitlines()) if f is not None}, run
+        return  # the stages reach the verdict only where it names the loader (the STAGES and WORKERS lines hold)
     assert "the stage trials put the largest share of the loader's work in" in verdict
     assert "worker 1 takes" in verdict and "most likely to help:" in verdict
 
