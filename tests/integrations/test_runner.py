@@ -69,12 +69,25 @@ def test_run_replaces_the_command_and_benchmarks_the_training_loader(tmp_path: P
     assert all(doc[m]["n"] == 2 for m in ("IO", "SYNTHETIC", "FULL"))
 
 
+CHILD = """
+import sys
+print("USER::child started with", [m for m in ("torch", "benchy") if m in sys.modules])
+from torch.utils.data import DataLoader
+replaced = DataLoader is sys.modules["benchy.integrations.runner"].RunnerDataLoader
+print("USER::child imported", DataLoader.__module__, DataLoader.__name__, "benchy's" if replaced else "torch's")
+"""
+
+
 def test_the_parent_that_waits_for_a_command_does_not_import_torch(tmp_path: Path) -> None:
     # `benchy run -- COMMAND` only waits for the command: without torch it starts in a fifth of a second and holds
-    # some 40 MB, not 1.5 s and 230 MB (its imports are listed by -X importtime; the command's are not).
-    child = [sys.executable, "-c", "import torch; print('USER::child ran', torch.__name__)"]
+    # some 40 MB, not 1.5 s and 230 MB (its imports are listed by -X importtime; the command's are not). So does
+    # each Python process the command starts, until it imports torch: a launcher's agents, a shell script's helpers
+    # and Ray's services start as they would without benchy. The import of torch ends with benchy's DataLoader in
+    # place, before the code that asked for it runs on.
+    child = [sys.executable, "-c", CHILD]
     proc = run(tmp_path, [sys.executable, "-X", "importtime", "-m", "benchy", "run", "--", *child], config())
-    assert "USER::child ran torch" in proc.stdout, proc.stderr
+    assert "USER::child started with []" in proc.stdout, proc.stdout + proc.stderr
+    assert "USER::child imported torch.utils.data.dataloader DataLoader benchy's" in proc.stdout, proc.stderr
     imported = [line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
     assert "benchy.cli.child" in imported, imported  # the parent's imports were read
     assert not [name for name in imported if name == "torch" or name.startswith("torch.")], imported
