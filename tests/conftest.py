@@ -149,19 +149,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
-    """With ``BENCHY_TEST_COSTS=<file>``, each test's wall-clock seconds and its process tree's CPU seconds (the
-    worker, the fork server, their children: :func:`_cpu_now`) are appended to the file, a tab-separated line a
-    test (its session fixtures' cost goes to the first test that asks for them): what a slow test costs the
-    suite's two cores, which its wall-clock duration under pytest-xdist does not say."""
+    """With ``BENCHY_TEST_COSTS=<file>``, each test's process tree's CPU seconds (the worker, the fork server, their
+    children: :func:`_cpu_now`), its wall-clock seconds and when it began (Unix time) are appended to the file, a
+    tab-separated line a test (its session fixtures' cost goes to the first test that asks for them): what a slow
+    test costs the suite's two cores, which its duration under pytest-xdist does not say, and which tests ran
+    while the cores stood idle."""
     path = os.environ.get("BENCHY_TEST_COSTS")
     if not path:
         yield
         return
-    start = _cpu_now()
+    start, began = _cpu_now(), time.time()
     yield
     end = _cpu_now()
     with open(path, "a") as out:
-        out.write(f"{end[2] - start[2]:.2f}\t{end[0] - start[0]:.2f}\t{item.nodeid}\n")
+        out.write(f"{end[2] - start[2]:.2f}\t{end[0] - start[0]:.2f}\t{began:.1f}\t{item.nodeid}\n")
 
 
 _LOAD_BEFORE = pytest.StashKey[str]()
