@@ -1,8 +1,8 @@
 """``benchy run -- COMMAND``: the command as a child process that benchy waits for (no torch).
 
 The command runs with ``PYTHONPATH`` set so that every Python process it starts replaces ``DataLoader``
-once it imports torch (the boot ``sitecustomize``), and with :data:`~benchy.core.exits.STATUS_ENV_VAR` naming a record each
-benchmark in those processes appends the status it advises to. This process only waits:
+once it imports torch (the boot ``sitecustomize``), and with :data:`~benchy.core.exits.STATUS_ENV_VAR`
+naming a record each benchmark in those processes appends the status it advises to. This process only waits:
 
 * the signals it receives reach the command: SIGTERM (Slurm's preemption and time-out, a CI runner's
   cancel, torchrun stopping its workers), SIGUSR1 and SIGUSR2 (Slurm's ``--signal`` warnings) always;

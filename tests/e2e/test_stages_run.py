@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from helpers import small_config
 
-from benchy.results import lines
-
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "stages_train.py"
 CONFIG = small_config(nbatches=16, ntrials=3, nwarmup=1)  # 3 trials a mode: a verdict decided on a busy machine too
 
@@ -53,7 +51,7 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
         # must not decide. It says so and names the busy trials, and its ratio still points at the loader.
         undecided = re.match(r"undecided: SYNTHETIC/IO is ([0-9.]+)x", verdict)
         assert undecided is not None and float(undecided.group(1)) >= 2.0, run
-        assert "BUSY" in {f.kind for f in map(lines.parse, run.stdout.splitlines()) if f is not None}, run
+        assert run.summary_line("BUSY")  # the busy trials named
         return  # the stages reach the verdict only where it names the loader (the STAGES and WORKERS lines hold)
     assert "the stage trials put the largest share of the loader's work in" in verdict
     assert "worker 1 takes" in verdict and "most likely to help:" in verdict
