@@ -80,8 +80,9 @@ def _child(request: dict) -> None:
     import tempfile
 
     tempfile.tempdir = None  # TMPDIR is read again at the first use
-    if "OMP_NUM_THREADS" in os.environ:  # read by torch at import, in a new interpreter
-        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    # Read by torch's OpenMP once, when it loads: in a new interpreter, the run's own; without it, a thread a CPU
+    # this process may use (the suite's server itself loaded it with the suite's OMP_NUM_THREADS, conftest.py).
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or len(os.sched_getaffinity(0))))
     if request.get("module"):
         # ``python -m MODULE ARGS``: the module as ``__main__``, the working directory first on the path.
         sys.argv = ["-m", *request["argv"]]
