@@ -43,7 +43,7 @@ class Work(torch.utils.data.Dataset):
         return [torch.zeros(2) for _ in indices]
 
 
-def run(tmp_path: Path, spin: bool, seconds: float = 0.016, **global_: Any) -> Any:
+def run(tmp_path: Path, spin: bool, seconds: float = 0.016, io_batches: int = 20, **global_: Any) -> Any:
     mode = {"nbatches": 20, "ntrials": 3, "nwarmup": 1}
     g: Dict[str, Any] = {"exit_after_tests": False, "output_dir": str(tmp_path), "console": "plain", "report_freq": 0}
     g.update(global_)
@@ -52,7 +52,7 @@ def run(tmp_path: Path, spin: bool, seconds: float = 0.016, **global_: Any) -> A
         batch_size=4,
         num_workers=2,
         persistent_workers=True,
-        benchy_config={"global": g, "IO": mode, "synthetic": mode, "full": mode},
+        benchy_config={"global": g, "IO": dict(mode, nbatches=io_batches), "synthetic": mode, "full": mode},
     )
     until_done(loader, lambda: time.sleep(0.001))
     assert loader.benchy.done
@@ -67,7 +67,10 @@ def run(tmp_path: Path, spin: bool, seconds: float = 0.016, **global_: Any) -> A
 
 @pytest.mark.timing
 def test_the_sampler_tells_a_cpu_bound_loader_from_a_waiting_one(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    spinning = run(tmp_path / "spin", spin=True)
+    # IO trials long enough (80 batches, 0.64 s or more) for the kernel's counters to tell what other processes
+    # took of the cores, which the loader is judged against: trials of 20 (0.2 s) could not, and on a shared
+    # machine the spinning loader was judged against both cores and found not CPU-bound.
+    spinning = run(tmp_path / "spin", spin=True, io_batches=80)
     out_spin = capsys.readouterr().out
     # Asleep longer per batch: fewer batches per second, so less of the loader's own machinery
     # (pickling, shared memory) on the CPU, far from the 50 % line on a loaded machine.
@@ -79,7 +82,8 @@ def test_the_sampler_tells_a_cpu_bound_loader_from_a_waiting_one(tmp_path: Path,
     with capsys.disabled():
         print(
             f"IO trials: spinning loader {busy['cpu_cores_busy']:.2f} cores busy, sleeping loader "
-            f"{idle['cpu_cores_busy']:.2f} (of {busy['cpu_cores']:g}); processes {busy['processes']:g}"
+            f"{idle['cpu_cores_busy']:.2f} (of {busy['cpu_cores']:g}; others {busy.get('other_cores_busy', 'unknown')}); "
+            f"processes {busy['processes']:g}"
         )
     assert busy["processes"] >= 3  # the process and its 2 workers
     # Against the cores other processes left (a shared machine): a spinning loader keeps them busy.
