@@ -16,8 +16,7 @@ import yaml
 # reads it once). The suite runs three workers' scripts at once on a machine of a few cores; with torch's default
 # (a thread a core) each torch op wakes a thread a core, and the idle ones spin after it: a run of
 # ``tests/scripts/loops.py --epochs 200 --step_ms 4 --enable_benchy``, whose step sleeps, took 7.8 core-seconds
-# with 2 threads and 4.9 with one, and the others' spinning is what made the timing tests say the machine was
-# too busy to tell. A test that needs more threads sets them in its run's environment.
+# with 2 threads and 4.9 with one. A test that needs more threads sets them in its run's environment.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from helpers import ROOT, SCRATCH, USER_SCRIPT, ZYGOTE_SERVER, Run, made_once, run_python

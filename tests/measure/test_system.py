@@ -79,11 +79,11 @@ def test_the_sampler_tells_a_cpu_bound_loader_from_a_waiting_one(tmp_path: Path,
     busy = system_means(spinning.benchy.results.measured(Mode.IO))
     idle = system_means(sleeping.benchy.results.measured(Mode.IO))
     assert busy is not None and idle is not None
+    others = f"{busy['other_cores_busy']:.2f}" if "other_cores_busy" in busy else "unknown"
     with capsys.disabled():
         print(
             f"IO trials: spinning loader {busy['cpu_cores_busy']:.2f} cores busy, sleeping loader "
-            f"{idle['cpu_cores_busy']:.2f} (of {busy['cpu_cores']:g}; others {busy.get('other_cores_busy', 'unknown')}); "
-            f"processes {busy['processes']:g}"
+            f"{idle['cpu_cores_busy']:.2f} (of {busy['cpu_cores']:g}; others took {others}); processes {busy['processes']:g}"
         )
     assert busy["processes"] >= 3  # the process and its 2 workers
     # Against the cores other processes left (a shared machine): a spinning loader keeps them busy.
