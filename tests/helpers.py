@@ -58,6 +58,14 @@ class Run:
         assert len(texts) == 1, (word, self.stdout)
         return texts[0]
 
+    def undecided_ratio(self) -> float:
+        """SYNTHETIC/IO of a run whose verdict is "undecided" with its busy trials named (the ``BUSY`` line): what
+        benchy must say where others took most of the cores and the trials scattered too widely to decide."""
+        undecided = re.match(r"undecided: SYNTHETIC/IO is ([0-9.]+)x", self.summary_line("VERDICT"))
+        assert undecided is not None, self
+        assert self.summary_line("BUSY")  # the busy trials named
+        return float(undecided.group(1))
+
     def __repr__(self) -> str:
         return f"Run(rc={self.returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
