@@ -11,7 +11,8 @@ machine decides follows from :class:`~benchy.core.schedule.Schedule` (the plan, 
   by no more than :data:`STEADY_TOLERANCE` against the steps before, which the session measures and hands
   over in :class:`Counted`), then, with ``profiler: torch``, one profiled warm-up, then counted trials. With
   ``ntrials: auto`` windows are short first and grow (``ModePlan.length``), and measuring stops as soon as
-  the verdict is decided (the :class:`Judgement` handed over after each counted trial; FULL gets its
+  the verdict is decided (the :class:`Judgement` handed over after each counted trial) and every mode's
+  interval is within :data:`~benchy.core.schedule.FIGURE_PRECISION` of its mean (each mode has at least its
   fewest trials), or every ``auto`` mode's interval is within the precision, or the trials reach
   ``auto_max_trials``. An IO trial beyond the fewest runs between two windows, one per boundary, when IO
   is the less precise side. Where the loop's length is known (``room`` in the events: the steps left), a
@@ -35,8 +36,8 @@ from typing import FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .results import RunResults, ScheduleState
-from .schedule import MIN_AUTO_TRIALS, MIN_WINDOW, Extra, Mode, ModePlan, Schedule, TrialSpec, abba_first
+from .results import Imprecise, RunResults, ScheduleState
+from .schedule import FIGURE_PRECISION, MIN_AUTO_TRIALS, MIN_WINDOW, Extra, Mode, ModePlan, Schedule, TrialSpec, abba_first
 from .verdict import Outcome, verdict
 
 __all__ = [
@@ -104,12 +105,15 @@ class Stop(str, enum.Enum):
 @dataclass(frozen=True)
 class Judgement:
     """The evidence after a counted trial: the verdict is ``decided`` (as ``outcome``), the modes whose
-    interval is within the precision, and whether IO is the less precise side of the comparison."""
+    interval is within the precision, those whose interval is within :data:`~benchy.core.schedule.FIGURE_PRECISION`
+    (``settled``: a decided verdict stops measuring once every mode is), and whether IO is the less precise side of
+    the comparison."""
 
     decided: bool = False
     outcome: Optional[Outcome] = None
     precise: FrozenSet[Mode] = frozenset()
     io_wider: bool = True
+    settled: FrozenSet[Mode] = frozenset(Mode)
 
 
 @dataclass(frozen=True)
@@ -216,13 +220,14 @@ def judge(results: RunResults, schedule: Schedule) -> Judgement:
     side of the comparison is the less precise."""
     widths = {mode: _relative_width(results, mode) for mode in Mode}
     precise = frozenset(mode for mode, w in widths.items() if w <= schedule.precision)
+    settled = frozenset(mode for mode, w in widths.items() if w <= max(schedule.precision, FIGURE_PRECISION))
     io_wider = widths[Mode.IO] >= widths[Mode.SYNTHETIC]
     if any(len(results.measured(mode)) < MIN_AUTO_TRIALS for mode in (Mode.IO, Mode.SYNTHETIC)):
-        return Judgement(False, None, precise, io_wider)
+        return Judgement(False, None, precise, io_wider, settled)
     found = verdict(results, schedule.modes, schedule.decision_confidence)  # None without IO or SYNTHETIC
     if found is None:
-        return Judgement(False, None, precise, io_wider)
-    return Judgement(found.decided, found.outcome, precise, io_wider)
+        return Judgement(False, None, precise, io_wider, settled)
+    return Judgement(found.decided, found.outcome, precise, io_wider, settled)
 
 
 def _relative_width(results: RunResults, mode: Mode) -> float:
@@ -232,9 +237,25 @@ def _relative_width(results: RunResults, mode: Mode) -> float:
     return est.half_width / est.mean
 
 
-def warmup_change(periods: Sequence[float], window: int) -> Optional[float]:
+def warmup_change(periods: Sequence[float], window: int, cycle: int = 1) -> Optional[float]:
     """median(last ``window``) / median(the ``window`` before) - 1 (negative: steps got faster); None with too few
-    periods (``window`` is at least :data:`MIN_STEADY_WINDOW`)."""
+    periods (``window`` is at least :data:`MIN_STEADY_WINDOW`). With a loader's round of ``cycle`` > 1 periods (its
+    workers hand out ``cycle`` batches at once, then wait), the periods are summed a round at a time, from the last,
+    and the rounds compared (at least one a side): a median period alone would read the bursts' short hand-outs."""
+    c = max(1, int(cycle))
+    if c > 1:
+        whole = len(periods) // c * c
+        if whole < 2 * c:
+            return None
+        rounds = np.asarray(periods[len(periods) - whole :], dtype=float).reshape(-1, c).sum(axis=1)
+        k = max(1, int(window) // c)
+        if len(rounds) < 2 * k:
+            k = len(rounds) // 2
+        data = rounds[-2 * k :]
+        before, last = float(np.median(data[:k])), float(np.median(data[k:]))
+        if not (before > 0 and math.isfinite(before) and math.isfinite(last)):
+            return None
+        return last / before - 1.0
     k = max(MIN_STEADY_WINDOW, int(window))
     if len(periods) < 2 * k:
         return None
@@ -417,7 +438,7 @@ def _spec(state: State, mode: Mode, *, warmup: bool, profiled: bool = False, len
     plan = state.schedule.plan(mode)
     assert plan is not None
     n = plan.length(state.windows(mode)) if length is None else length
-    return TrialSpec(mode, state.issued(mode, warmup=warmup) + 1, warmup, n, profiled=profiled)
+    return TrialSpec(mode, state.issued(mode, warmup=warmup) + 1, warmup, n, profiled=profiled, cycle=plan.cycle)
 
 
 def _warming(state: State, plan: ModePlan) -> bool:
@@ -451,7 +472,12 @@ def _needs(state: State, mode: Mode) -> bool:
         return True
     if plan.ntrials is not None or issued >= plan.max_trials:
         return False
-    return not (state.judgement.decided or mode in state.judgement.precise)
+    judgement = state.judgement
+    if mode in judgement.precise:
+        return False
+    # A decided verdict stops a mode once its interval is within FIGURE_PRECISION: the figures beside the verdict are
+    # read too (two trials give a t quantile of 12.7, an interval wider than most figures).
+    return not (judgement.decided and mode in judgement.settled)
 
 
 def _io_warmup_or_fewest(state: State) -> Optional[TrialSpec]:
@@ -482,6 +508,11 @@ def _lead(state: State, mode: Mode) -> int:
     return (state.queue_depth + 1 if mode is Mode.FULL else 0) + 2
 
 
+def _cycle(state: State, mode: Mode) -> int:
+    plan = state.schedule.plan(mode)
+    return 1 if plan is None else max(1, plan.cycle)
+
+
 def _kept_for_flops(state: State) -> int:
     """The loop's steps the windows leave for the FLOPs' count where the loop's length is known: a few steps
     (:data:`FLOPS_STEPS`) that would otherwise go to the last window, so that a run whose windows grow to its
@@ -493,8 +524,10 @@ def _crossed(state: State, mode: Mode, n: int) -> int:
     """The most steps a window of ``n`` batches may leave out at the epochs' ends it crosses (0 where the loader's
     length is unknown): at each, the period the end cuts and the next epoch's first, and before FULL's next period
     the batches a new pass's workers hold ready. With the end :func:`_lead` holds too, it errs long: only the last
-    windows of a loop of known length are sized by it."""
-    return _epoch_ends(n, state.epoch_length, 2 + (state.queue_depth if mode is Mode.FULL else 0))
+    windows of a loop of known length are sized by it. A window in whole rounds leaves out, at each, up to a round's
+    periods less one more (its stretch before the end is counted in whole rounds)."""
+    per = 2 + (state.queue_depth if mode is Mode.FULL else 0) + _cycle(state, mode) - 1
+    return _epoch_ends(n, state.epoch_length, per)
 
 
 def _epoch_ends(steps: int, epoch_length: Optional[int], per: int) -> int:
@@ -508,14 +541,16 @@ def _epoch_ends(steps: int, epoch_length: Optional[int], per: int) -> int:
 
 def _fitting(state: State, mode: Mode, length: int, budget: int) -> int:
     """``length``, or the longest window shorter than it whose batches and the epochs' ends it may cross fit
-    ``budget`` steps (a loop of known length: with short epochs a window of 50 batches crosses two or three)."""
+    ``budget`` steps (a loop of known length: with short epochs a window of 50 batches crosses two or three); in
+    whole rounds of the loader where the mode has them (0: not one fits)."""
     if length + _crossed(state, mode, length) <= budget:
         return length
     low, high = 0, max(0, min(length, budget))  # n + _crossed(n) grows with n: the largest n that fits
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if mid + _crossed(state, mode, mid) <= budget else (low, mid - 1)
-    return low
+    cycle = _cycle(state, mode)
+    return low - low % cycle
 
 
 def _next_window(state: State) -> Optional[TrialSpec]:
@@ -541,7 +576,7 @@ def _next_window(state: State) -> Optional[TrialSpec]:
     length = chosen.length(state.windows(mode))
     if state.room is not None:
         length = _fitting(state, mode, length, state.room - _lead(state, mode) - _kept_for_flops(state))
-        if length < min(MIN_WINDOW, chosen.nbatches):
+        if length < max(min(MIN_WINDOW, chosen.nbatches), chosen.cycle):
             return None
     return _spec(state, mode, warmup=warmup, profiled=profiled, length=length)
 
@@ -600,9 +635,19 @@ def _extra_spec(state: State, extra: Extra) -> Optional[TrialSpec]:
     return TrialSpec(Mode.SYNTHETIC, 1, False, max(1, steps), variant=extra.value)
 
 
-def schedule_state(state: State, order: Tuple[str, ...], stopped_at: Optional[int]) -> ScheduleState:
+def schedule_state(
+    state: State,
+    order: Tuple[str, ...],
+    stopped_at: Optional[int],
+    *,
+    decided_at: Optional[int] = None,
+    decided_seconds: Optional[float] = None,
+    stopped_seconds: Optional[float] = None,
+    imprecise: Tuple[Imprecise, ...] = (),
+) -> ScheduleState:
     """The schedule as it ran, for the results: the plan's figures, the trials in ``order``, the warm-ups, why
-    measuring stopped and at which of the loop's steps (``stopped_at``), the extras planned and those not run."""
+    measuring stopped and at which of the loop's steps (``stopped_at``) and seconds, when the verdict was first
+    decided, the extras planned and those not run, and the figures still wider than the figure precision."""
     schedule = state.schedule
     return ScheduleState(
         adaptive=schedule.adaptive,
@@ -617,6 +662,12 @@ def schedule_state(state: State, order: Tuple[str, ...], stopped_at: Optional[in
         extras_not_run=tuple((e.value, "horizon") for e in state.skipped) + tuple((e.value, "ended") for e in state.extras),
         horizon=schedule.horizon,
         stopped_at=stopped_at,
+        cycle=schedule.cycle,
+        decided_at=decided_at,
+        decided_seconds=decided_seconds,
+        stopped_seconds=stopped_seconds,
+        figure_precision=FIGURE_PRECISION,
+        imprecise=imprecise,
     )
 
 
@@ -678,19 +729,21 @@ def steps_of(
     if not steps:
         return 0
     steps += 1
-    per = 2 + queue_depth  # at each epoch's end after the first: its cut period, the next one's first, a new queue
+    # At each epoch's end after the first: its cut period, the next one's first, a new queue, and the part of a round
+    # a window's stretch before the end leaves out (it counts whole rounds).
+    per = 2 + queue_depth + schedule.cycle - 1
     steps += max(0, _epoch_ends(steps, epoch_length, per) - per)
     if schedule.horizon is not None:
         steps = min(steps, schedule.horizon)
     return steps
 
 
-def min_epoch_steps(queue_depth: int = 0) -> int:
-    """The fewest steps an epoch of the loop must run for a window to measure a period in it: the period its
-    end cuts is left out, and before it the epoch's first period (left out too), or, with workers, the
-    ``queue_depth`` batches they hold ready and the one the epoch's first ask fetched, handed out untimed
-    before a FULL stretch."""
-    return queue_depth + 3
+def min_epoch_steps(queue_depth: int = 0, cycle: int = 1) -> int:
+    """The fewest steps an epoch of the loop must run for a window to measure a round (``cycle`` periods: one without
+    workers) in it: the period its end cuts is left out, and before it the epoch's first period (left out too), or,
+    with workers, the ``queue_depth`` batches they hold ready and the one the epoch's first ask fetched, handed out
+    untimed before a FULL stretch."""
+    return queue_depth + 2 + max(1, cycle)
 
 
 def epochs_for(steps: int, epoch_length: Optional[int], start_at: int = 0) -> Optional[int]:

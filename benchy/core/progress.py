@@ -10,16 +10,30 @@ early end reports.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
 
 from . import machine as m
 from .outcomes import Interruption
-from .results import RunResults
-from .schedule import Mode, Schedule, TrialSpec
+from .results import Imprecise, RunResults
+from .schedule import FIGURE_PRECISION, Mode, Schedule, TrialSpec, abba_first
+from .stats import t_quantile
 from .verdict import trials_to_decide
 
-__all__ = ["Progress", "Where", "epochs_needed", "likely_more", "not_run", "progress", "steps_needed"]
+__all__ = [
+    "Progress",
+    "Where",
+    "epochs_needed",
+    "imprecise",
+    "likely_more",
+    "not_run",
+    "progress",
+    "steps_needed",
+    "trials_to_settle",
+]
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,7 @@ class Where:
     epoch: Optional[int]
     left_early: bool
     queue_depth: int
+    cycle: int = 1  # the loader's round (its workers), in batches
 
 
 @dataclass(frozen=True)
@@ -74,7 +89,7 @@ def steps_needed(schedule: Schedule, where: Where, decided_after: Optional[int] 
     """The loop's steps the schedule takes at the most (``decided_after``: where the verdict is decided after that
     many SYNTHETIC trials), an estimate, in epochs of the loop's own length (where long enough to hold a window)."""
     per = where.epoch
-    fits = per is None or per >= m.min_epoch_steps(where.queue_depth)
+    fits = per is None or per >= m.min_epoch_steps(where.queue_depth, where.cycle)
     return m.steps_of(schedule, where.queue_depth, per if fits else None, decided_after)
 
 
@@ -85,7 +100,7 @@ def epochs_needed(schedule: Schedule, where: Where) -> Optional[int]:
     if not schedule.window_plans:
         return 1
     per = where.epoch
-    if per is None or per < m.min_epoch_steps(where.queue_depth):
+    if per is None or per < m.min_epoch_steps(where.queue_depth, where.cycle):
         return None
     return m.epochs_for(steps_needed(schedule, where), per, where.start_at)
 
@@ -110,6 +125,69 @@ def likely_more(schedule: Schedule, state: m.State, results: RunResults, queue_d
         steps += sum(plan.length(start + i) for i in range(more + warm))
         if mode is Mode.FULL:
             steps += (more + warm) * queue_depth
+    return max(1, steps)
+
+
+def trials_to_settle(values: Sequence[float], precision: float = FIGURE_PRECISION, most: int = 64) -> Optional[int]:
+    """How many more trials would likely bring the 95 % interval of the mean of ``values`` within ``precision`` of it,
+    if their mean and spread held: the fewest ``k`` up to ``most - len(values)``; 0: within now; None: not within
+    ``most`` trials in all, or too few (two) to estimate a spread."""
+    data = np.asarray(values, dtype=float)
+    if data.size < 2 or not np.all(np.isfinite(data)) or data.mean() <= 0:
+        return None
+    cv = float(data.std(ddof=1) / data.mean())
+    for n in range(data.size, max(data.size, most) + 1):
+        if t_quantile(0.95, n - 1) * cv / math.sqrt(n) <= precision:
+            return n - data.size
+    return None
+
+
+def imprecise(schedule: Schedule, state: m.State, results: RunResults, queue_depth: int) -> Tuple[Imprecise, ...]:
+    """The scheduled modes whose 95 % interval is wider than :data:`~benchy.core.schedule.FIGURE_PRECISION` of their
+    mean, each with the loop's further steps more trials of it would likely take to settle it (the mode's next
+    windows, and the other window mode's beside them, as they alternate; IO's trials run between windows, one a
+    boundary: a window each)."""
+    out = []
+    for plan in schedule.plans:
+        mode = plan.mode
+        values = [t.throughput for t in results.measured(mode)]
+        if not values:
+            continue
+        est = results.estimate(mode)
+        share = None if est.half_width is None or not est.mean else est.half_width / est.mean
+        if share is not None and share <= FIGURE_PRECISION:
+            continue
+        capped = state.issued(mode) >= plan.most_trials
+        more = trials_to_settle(values, FIGURE_PRECISION, plan.most_trials)
+        if more is None and len(values) == 1 and not capped:
+            more = 1  # an interval needs a second trial; what it shows decides the rest
+        steps = None
+        if more is not None and not capped:
+            steps = _window_steps(schedule, state, more, queue_depth, mode)
+        out.append(Imprecise(mode.value, share, len(values), steps, capped))
+    return tuple(out)
+
+
+def _window_steps(schedule: Schedule, state: m.State, more: int, queue_depth: int, mode: Mode) -> int:
+    """The loop's steps ``more`` further trials of ``mode`` would likely take: a window mode's next windows with the
+    other's beside them (they alternate, S F F S); IO's, which run between two windows, one a boundary, the next
+    ``more`` windows of the alternation. FULL's windows with their lead-ins."""
+    windows = {w: 0 for w in (Mode.SYNTHETIC, Mode.FULL) if schedule.plan(w) is not None}
+    if mode is Mode.IO:
+        for i in range(more):
+            choices = list(windows)
+            if choices:
+                windows[choices[0] if len(choices) == 1 or abba_first(state.position + i) else choices[1]] += 1
+    else:
+        windows = {w: more for w in windows}
+    steps = 0
+    for window, count in windows.items():
+        plan = schedule.plan(window)
+        assert plan is not None
+        start = state.windows(window)
+        steps += sum(plan.length(start + i) for i in range(count))
+        if window is Mode.FULL:
+            steps += count * (queue_depth + 1)
     return max(1, steps)
 
 
@@ -159,7 +237,7 @@ def progress(
         raised,
         running,
         left_early=where.left_early,
-        min_steps=m.min_epoch_steps(depth),
+        min_steps=m.min_epoch_steps(depth, where.cycle),
         queue_depth=depth,
         fits=fits,
         likely=likely,

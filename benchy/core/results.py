@@ -26,6 +26,7 @@ __all__ = [
     "RATES_SLICE",
     "SAMPLE_TYPECODES",
     "FlopCount",
+    "Imprecise",
     "ProfilerState",
     "RankSummary",
     "RunResults",
@@ -468,6 +469,12 @@ class ScheduleState:
     extras_not_run: Tuple[Tuple[str, str], ...] = ()
     horizon: Optional[int] = None
     stopped_at: Optional[int] = None  # the loop's steps from the benchmark's start until measuring stopped
+    cycle: int = 1  # the loader's round in batches: IO trials and FULL windows are whole rounds
+    decided_at: Optional[int] = None  # the loop's steps from the benchmark's start until the verdict was decided
+    decided_seconds: Optional[float] = None  # ... and the seconds (benchy's own trials between the steps included)
+    stopped_seconds: Optional[float] = None  # the seconds from the benchmark's start until measuring stopped
+    figure_precision: float = 0.10  # a decided verdict stops measuring once each mode's interval is within it
+    imprecise: Tuple[Imprecise, ...] = ()  # the modes whose interval is wider than figure_precision at the end
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON's ``schedule`` (its ``stop_reason`` in words is added where the document is made)."""
@@ -484,7 +491,30 @@ class ScheduleState:
             "extras_not_run": dict(self.extras_not_run),
             "loop_steps": self.horizon,
             "measuring_steps": self.stopped_at,
+            "measuring_seconds": self.stopped_seconds,
+            "decided_steps": self.decided_at,
+            "decided_seconds": self.decided_seconds,
+            "loader_round": self.cycle,
+            "figure_precision": self.figure_precision,
+            "imprecise": {i.mode: i.to_dict() for i in self.imprecise},
         }
+
+
+@dataclass(frozen=True)
+class Imprecise:
+    """A mode whose 95 % interval is wider than the schedule's figure precision: ``share``, its half-width over its
+    mean (None: one trial, no interval), over ``trials``; ``more_steps``, the loop's further steps that would likely
+    settle it from the spread so far (None: not within the schedule's bound, or too few trials to tell); ``capped``,
+    the mode ran its ``auto_max_trials`` (or its fixed count): measuring ended there."""
+
+    mode: str
+    share: Optional[float]
+    trials: int
+    more_steps: Optional[int] = None
+    capped: bool = False
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"share": self.share, "trials": self.trials, "more_steps": self.more_steps, "capped": self.capped}
 
 
 @dataclass(frozen=True)

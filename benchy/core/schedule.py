@@ -8,6 +8,14 @@ S F F S S F F S ..., warm-ups included, so that a step time that still drifts (s
 allocator, clocks) is charged to both modes alike. With ``ntrials: auto`` (the default) windows are
 short first and grow (:data:`FIRST_WINDOW`, then :data:`GROWTH` times longer each, up to ``nbatches``),
 so that a short run holds many trials; with a fixed ``ntrials`` every window is ``nbatches`` long.
+
+IO trials and FULL windows are sized to the loader's *round* (``cycle``): a DataLoader with ``k`` workers hands
+out its batches in order, worker after worker, so its hand-outs repeat every ``k`` batches (with workers in step,
+``k`` batches at once, then a wait of a whole batch's loading time). A stretch of whole rounds takes a round's time
+wherever it starts; one that holds part of a round takes more or less, by where it starts. So those trials are
+whole rounds, at least :data:`FIRST_ROUNDS` of them (see :meth:`ModePlan.length`), and the periods a window's
+stretch measures are counted in whole rounds (:mod:`benchy.measure.window`). SYNTHETIC windows do not involve the
+loader: their round is 1.
 :mod:`benchy.core.machine` walks the plan: which trial runs next, when the schedule stops, and the
 extras that follow the verdict.
 """
@@ -23,6 +31,8 @@ from .config import AUTO, Config
 
 __all__ = [
     "EXTRAS",
+    "FIGURE_PRECISION",
+    "FIRST_ROUNDS",
     "FIRST_WINDOW",
     "GROWTH",
     "MIN_AUTO_TRIALS",
@@ -43,6 +53,11 @@ FIRST_WINDOW = 8
 GROWTH = 1.25
 # The shortest window the schedule shrinks one to, where the loop's known length leaves no room for more.
 MIN_WINDOW = 5
+# IO trials and FULL windows: at least this many of the loader's rounds (its workers' turns), whole.
+FIRST_ROUNDS = 3
+# ntrials auto: a decided verdict does not stop measuring while a mode's 95 % interval is wider than this share of its
+# mean (the trials go on, up to auto_max_trials): the summary's figures are the user's to act on, not only the verdict.
+FIGURE_PRECISION = 0.10
 
 
 class Mode(str, enum.Enum):
@@ -88,6 +103,9 @@ class TrialSpec:
     # profiler: torch: the one extra warm-up of its kind, run under torch.profiler after the others
     # (a warm-up: never counted; labelled as one, so every reader of the output knows it).
     profiled: bool = False
+    # The loader's round in batches: the trial's periods are counted in whole rounds (a stretch cut short, by an
+    # epoch's or a pass's end, leaves out the part of a round it holds), so where it starts cannot bias it.
+    cycle: int = 1
 
     @property
     def label(self) -> str:
@@ -111,14 +129,20 @@ class ModePlan:
     profiled: bool = False  # one extra warm-up, under torch.profiler, after the warm-ups (profiler: torch)
     first: int = 0  # 0: nbatches
     growth: float = 1.0
+    cycle: int = 1  # the loader's round in batches (IO and FULL; 1 for SYNTHETIC): each trial is whole rounds
 
     def length(self, k: int) -> int:
-        """The ``k``-th window (or IO trial) of the mode, warm-ups included, from 0."""
-        longest = self.nbatches
+        """The ``k``-th window (or IO trial) of the mode, warm-ups included, from 0. With a round of ``cycle`` > 1
+        batches: whole rounds, at least :data:`FIRST_ROUNDS` of them (past ``nbatches`` only where that is shorter than
+        those), growing from there; ``nbatches`` is taken to the nearest whole rounds."""
+        c = max(1, self.cycle)
+        longest = self.nbatches if c == 1 else max(FIRST_ROUNDS * c, c * max(1, round(self.nbatches / c)))
         first = min(longest, self.first or longest)
+        if c > 1:
+            first = min(longest, max(FIRST_ROUNDS * c, first))
         if self.growth <= 1.0 or first >= longest:
-            return first
-        return min(longest, math.ceil(first * self.growth**k - 1e-9))
+            return _whole(first, c)
+        return min(longest, _whole(math.ceil(first * self.growth**k - 1e-9), c))
 
     @property
     def most_warmups(self) -> int:
@@ -135,6 +159,11 @@ class ModePlan:
     @property
     def fewest_trials(self) -> int:
         return min(MIN_AUTO_TRIALS, self.max_trials) if self.ntrials is None else self.ntrials
+
+
+def _whole(n: int, cycle: int) -> int:
+    """``n`` batches up to whole rounds of ``cycle``."""
+    return -(-n // cycle) * cycle
 
 
 def abba_first(position: int) -> bool:
@@ -253,6 +282,16 @@ class Schedule:
     def with_horizon(self, horizon: Optional[int]) -> Schedule:
         return replace(self, horizon=horizon)
 
+    def with_cycle(self, cycle: int) -> Schedule:
+        """This plan with IO trials and FULL windows in whole rounds of ``cycle`` batches (the loader's workers)."""
+        cycle = max(1, int(cycle))
+        return replace(self, plans=tuple(p if p.mode is Mode.SYNTHETIC else replace(p, cycle=cycle) for p in self.plans))
+
+    @property
+    def cycle(self) -> int:
+        """The loader's round in batches (1: no rhythm to fit)."""
+        return max((p.cycle for p in self.plans), default=1)
+
     def fingerprint(self) -> Dict[str, object]:
         """What every rank must agree on: each mode's counts and bounds (``IO.nbatches``, ...)."""
         out: Dict[str, object] = {"precision": self.precision, "extras": ",".join(e.value for e in self.extras)}
@@ -266,4 +305,5 @@ class Schedule:
                 out[f"{mode.value}.ntrials"] = AUTO if p.ntrials is None else p.ntrials
                 out[f"{mode.value}.nwarmup"] = AUTO if p.nwarmup is None else p.nwarmup
                 out[f"{mode.value}.profiled"] = p.profiled
+                out[f"{mode.value}.cycle"] = p.cycle
         return out

@@ -29,6 +29,7 @@ __all__ = [
     "Stamps",
     "build_result",
     "compact",
+    "part_round",
     "size_buffer",
 ]
 
@@ -362,6 +363,13 @@ def build_result(
         started=started,
         **split,
     )
+
+
+def part_round(start: int, stop: int, cycle: int) -> range:
+    """The periods of the consecutive run ``start`` to ``stop`` (excluded) past its last whole round of ``cycle``
+    periods: those a trial in whole rounds leaves out (empty for ``cycle`` 1)."""
+    whole = max(0, stop - start) // max(1, cycle) * max(1, cycle)
+    return range(start + whole, max(start + whole, stop))
 
 
 _BLOCK = 1 << 16  # values moved at a time when periods are dropped (a block's temporary copy at most)

@@ -2,7 +2,10 @@
 (no printing, no torch import).
 
 **IO** (:func:`io_trial`) drains ``n`` batches from a batch source by itself: from receiving one
-batch to receiving ``n`` more; the ``n`` received inside the window are counted.
+batch to receiving ``n`` more; the ``n`` received inside the window are counted. Where a pass ends inside
+it, the period that holds the next pass's start-up (its ``iter()``, its workers' first batches) is left out
+(the loader's start-up is measured on its own), and so is the part of a round of the loader's workers
+(``spec.cycle``) that each stretch holds past its whole rounds.
 
 **An epoch** (:func:`epoch_loop`) is what the training loop iterates: one per ``iter()`` of a
 wrapper, over a pass of the loader made at that ``iter()``, as the plain loader makes it. It hands
@@ -40,12 +43,12 @@ import dataclasses
 import inspect
 import sys
 import textwrap
-from typing import Any, Callable, Dict, Generator, Iterator, Optional, Protocol, Tuple, Union
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Protocol, Tuple, Union
 
 from ..core.results import TrialResult
 from ..core.schedule import TrialSpec
 from .source import Source
-from .stamps import Counts, Pauses, Stamps, build_result, size_buffer
+from .stamps import Counts, Pauses, Stamps, build_result, part_round, size_buffer
 from .window import WindowRun
 
 __all__ = [
@@ -252,6 +255,7 @@ def _io_annotated(args: IOArgs) -> TrialResult:
     pauses: Pauses = []
     next_report = _first_report(report, freq, n)
     began = -1  # the fetch whose batch was the first of the running pass, when it began in this trial
+    crossed: List[int] = []  # the stamps whose batch was a new pass's first (its period holds the pass's start-up)
     push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch  # nvtx
     depth = 0  # nvtx
     try:
@@ -279,6 +283,7 @@ def _io_annotated(args: IOArgs) -> TrialResult:
                     if began >= 0:
                         source.pass_length(c0 + k - began)  # a whole pass, seen in this trial
                     began = c0 + k
+                    crossed.append(began)
                     nxt, batch = source.new_pass()
                 pop()  # nvtx
                 if each:
@@ -299,7 +304,23 @@ def _io_annotated(args: IOArgs) -> TrialResult:
         source.keep(batch)
     finally:
         depth = _close_ranges(pop, depth, 0)  # nvtx
-    return build_result(spec, stamps, sizes, pauses)
+    return build_result(spec, stamps, sizes, pauses, drop=_left_out(crossed, n, spec.cycle))
+
+
+def _left_out(crossed: List[int], n: int, cycle: int) -> List[int]:
+    """An IO trial's periods left out: each that holds a new pass's start-up (it ends at a stamp in ``crossed``),
+    and each stretch's part of a round past its whole rounds (the last stretch's too: it may begin part-way)."""
+    if not crossed:
+        return []
+    drop: List[int] = []
+    start = 0
+    for stamp in crossed + [n + 1]:
+        end = min(stamp - 1, n)  # the period that ends at this stamp holds the start-up
+        drop.extend(part_round(start, end, cycle))
+        if end < n:
+            drop.append(end)
+        start = end + 1
+    return drop
 
 
 def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:

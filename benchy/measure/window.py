@@ -12,6 +12,11 @@ So is the first period of a segment that begins an epoch (its step 0), unless th
 fetch ahead: a loop that fetches one batch ahead asks for its second batch before it runs any step, so
 that period may hold no step at all.
 So the window's result is ``n`` measured periods, whatever the epochs did.
+
+A FULL window is measured in whole *rounds* of the loader (``spec.cycle`` periods: its workers' turns, see
+:mod:`benchy.core.schedule`): a stretch that does not finish the window counts the whole rounds it holds, and the
+part of a round after them is left out too, so that no stretch's time depends on where in the workers' rhythm it
+began or ended.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 
 from ..core.results import TrialResult, WindowSpan
 from ..core.schedule import Mode, TrialSpec
-from .stamps import LOOKAHEAD_SHARE, Counts, Pauses, Stamps, build_result, compact, size_buffer
+from .stamps import LOOKAHEAD_SHARE, Counts, Pauses, Stamps, build_result, compact, part_round, size_buffer
 
 __all__ = ["Placed", "WindowArgs", "WindowRun"]
 
@@ -152,6 +157,11 @@ class WindowRun:
             self._leave_out(first)
         if not finished:
             self._leave_out(handed - 1)
+            # Whole rounds only: the periods of this stretch past its last whole round are left out (the last one
+            # that finishes the window runs whole rounds already: the window's length is whole rounds).
+            begin = first + int(first in self.left_out)
+            for period in part_round(begin, handed - 1, self.spec.cycle):
+                self._leave_out(period)
         return finished
 
     def _leave_out(self, period: int) -> None:

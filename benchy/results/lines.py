@@ -41,6 +41,7 @@ RANK0 = " [rank 0]"  # ends a summary line that holds rank 0's own figures in a 
 MESSAGE_KINDS = ("INFO", "WARNING", "ERROR")
 # BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name).
 SUMMARY_WORDS = (
+    "PRECISION",
     "DATA_WAIT",
     "STEPS",
     "SYSTEM",
@@ -118,6 +119,13 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
         "BENCHY::SUMMARY::<MODE> average trial throughput: <mean> +/- <half-width>",
         "the end, per mode: samples/s of all ranks together and the 95 % half-width; with one trial "
         "`+/- n/a (1 trial: no interval)`, with none `n/a (no completed trial)`",
+    ),
+    (
+        "PRECISION",
+        "BENCHY::SUMMARY::PRECISION <MODE> <mean> +/- <half-width> is +/-<pct> % of its mean over <n> trials, wider "
+        "than +/-<pct> %: ...",
+        "the end, per mode whose 95 % interval is wider than the schedule's figure precision (10 %): the script ended "
+        "first (and the loop's further steps that would likely settle it), or the trials the schedule allows did not",
     ),
     (
         "TRIAL_WAIT",

@@ -602,6 +602,15 @@ class Profiler(_Block, frozen=True, kw_only=True):
     torch_trace_write_s: Annotated[Dict[str, Number], _keys("trace files")] = {}
 
 
+class Imprecise(_Block, frozen=True, kw_only=True):
+    what: ClassVar[str] = "an imprecise figure"
+    plural: ClassVar[str] = "imprecise figures"
+    share: Optional[Number] = None
+    trials: Optional[Count] = None
+    more_steps: Optional[Count] = None
+    capped: Optional[bool] = None
+
+
 class Schedule(_Block, frozen=True, kw_only=True):
     adaptive: Optional[bool] = None
     precision: Optional[Number] = None
@@ -618,6 +627,12 @@ class Schedule(_Block, frozen=True, kw_only=True):
     extras_not_run: Annotated[Dict[str, str], _keys("extras")] = {}
     loop_steps: Optional[Count] = None
     measuring_steps: Optional[Count] = None
+    measuring_seconds: Optional[Number] = None
+    decided_steps: Optional[Count] = None
+    decided_seconds: Optional[Number] = None
+    loader_round: Optional[Count] = None
+    figure_precision: Optional[Number] = None
+    imprecise: Annotated[Dict[str, Imprecise], _keys("modes")] = {}
 
 
 class Environment(_Block, frozen=True, kw_only=True):
@@ -775,8 +790,14 @@ class Document(_Block, frozen=True, kw_only=True):
             "trials run per mode), `decision_confidence`, `stop` (why measuring ended: `decided`, `precise`, "
             "`budget`, `all-ran`, `horizon`, `nothing`) and `stop_reason` (the same in words), `extras` (what runs "
             "after the verdict, most useful first), `extras_not_run` (each one not run, and why), `loop_steps` (the "
-            "loop's steps in all, where known: the windows fit inside them), `measuring_steps` (the loop's steps "
-            "from the benchmark's start until measuring stopped: the steps the verdict took)"
+            "loop's steps in all, where known: the windows fit inside them), `measuring_steps` and `measuring_seconds` "
+            "(the loop's steps and the seconds from the benchmark's start until measuring stopped: the final figures), "
+            "`decided_steps` and `decided_seconds` (until the verdict was first decided; null: never), `loader_round` "
+            "(the batches of one round of the loader's workers: IO trials and FULL windows are whole rounds), "
+            "`figure_precision` (a decided verdict stops measuring once each mode's 95 % interval is within this "
+            "share of its mean) and `imprecise` (each mode whose interval is wider at the end: `share`, its half-width "
+            "over its mean, null with one trial; `trials`; `more_steps`, the loop's further steps that would likely "
+            "settle it, null where unknown; `capped`, it ran all the trials the schedule allows)"
         ),
     ] = None
     lookahead: Annotated[

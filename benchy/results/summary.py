@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import List, Mapping, Optional, Sequence
 
 from ..core.distribution import STALL_FACTOR, StepProfile
-from ..core.results import RunResults
+from ..core.results import RunResults, ScheduleState
 from ..core.schedule import Extra, Mode
 from ..core.stages import HOL_SHARE, Stage, StageReport, WorkerStat
 from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, smallest_within
@@ -214,17 +214,31 @@ def straggler_text(results: RunResults, mode: Mode) -> Optional[str]:
     )
 
 
-def summary_lines(results: RunResults, modes: Sequence[Mode], reading: Reading, workers: int = 0, world: int = 1) -> List[str]:
+def summary_lines(
+    results: RunResults,
+    modes: Sequence[Mode],
+    reading: Reading,
+    workers: int = 0,
+    world: int = 1,
+    schedule: Optional[ScheduleState] = None,
+    max_trials: int = 8,
+) -> List[str]:
     """The summary lines for the modes that were scheduled, FULL's data wait, each mode's step
     distribution and system metrics, the copies, the loader's start-up, stragglers, the loader sweep,
     then the verdict (``reading``, worked out once by the caller). ``workers``: the loader's
     ``num_workers``. With several ranks (``world``) the data wait, step, system, start-up and sweep
-    lines are rank 0's own and say so."""
+    lines are rank 0's own and say so. ``schedule``: the schedule as it ran, whose figures wider than its
+    figure precision each get a PRECISION line (``max_trials``: ``global.auto_max_trials``)."""
     own = world > 1
     out = []
     for mode in modes:
         est = results.estimate(mode)
         out.append(lines.summary(mode.value, est.mean, est.half_width))
+    if schedule is not None:
+        for wide in schedule.imprecise:
+            est = results.estimate(Mode(wide.mode))
+            said = reports.precision(wide, est.mean, est.half_width, schedule.figure_precision, max_trials)
+            out.append(lines.summary_text("PRECISION", said))
     if Mode.FULL in modes:
         wait = results.data_wait()
         line = lines.data_wait(wait.mean, wait.half_width, own)

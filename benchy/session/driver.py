@@ -73,6 +73,9 @@ class Driver:
         self.loop = self._loop = Loop(self, loader, runner, clock, report)  # the loop's epochs, which this drives
         self.state = m.start(schedule)
         self.stopped_at: Optional[int] = None  # the loop's steps when measuring stopped (the verdict decided, ...)
+        self.decided_at: Optional[int] = None  # the loop's steps when the verdict was first decided
+        self.began: Optional[float] = None  # the clock when the benchmark began (its Begin)
+        self.seconds: Tuple[Optional[float], Optional[float]] = (None, None)  # to the decision, to measuring's end
         self._action: Optional[m.Action] = None  # the machine's last action, waiting for the loop (a window, ...)
         self._side = Running()  # the side window that runs now, if any
         self._side_said = False
@@ -179,10 +182,11 @@ class Driver:
     def feed(self, event: m.Event) -> None:
         """``event`` to the machine; its hidden actions carried out now (one pass of benchy's own for the lot), until
         one for the loop (kept for :meth:`next_work`) or the end."""
+        if isinstance(event, m.Begin):
+            self.began = self._clock()
         self.state, (action,) = m.transition(self.state, event)
         self._notes()
-        if self.stopped_at is None and self.state.stop is not None:
-            self.stopped_at = self._loop.steps_taken()
+        self._milestones()
         ran = False
         with contextlib.ExitStack() as stack:
             while isinstance(action, m.RunIO) or (isinstance(action, m.RunExtra) and action.extra in HIDDEN):
@@ -198,12 +202,22 @@ class Driver:
                     event = m.ExtraEnded(action.extra, self.room())
                 self.state, (action,) = m.transition(self.state, event)
                 self._notes()
+                self._milestones()
         if ran:
             self._host.ctx.sink.checkpoint(self._host.snapshot())
         if isinstance(action, m.Finish):
             self._host.finish()
         else:
             self._action = action
+
+    def _milestones(self) -> None:
+        """The loop's steps and the seconds since the benchmark began when the verdict was first decided, and when
+        measuring stopped (each once)."""
+        since = None if self.began is None else self._clock() - self.began
+        if self.decided_at is None and self.state.judgement.decided:
+            self.decided_at, self.seconds = self._loop.steps_taken(), (since, self.seconds[1])
+        if self.stopped_at is None and self.state.stop is not None:
+            self.stopped_at, self.seconds = self._loop.steps_taken(), (self.seconds[0], since)
 
     def count(self, result: TrialResult, feed: bool = True) -> m.Event:
         """A scheduled trial that counted (``Tally.count``); then the machine hears it."""
@@ -212,7 +226,7 @@ class Driver:
         except DistributedError:
             self._host.exchange_failed(result.spec)
             raise
-        self._profiler_after(result.spec)
+        self._profiler_after(result.spec, event.judgement)
         if feed:
             self._host.ctx.sink.checkpoint(self._host.snapshot())
             self.feed(event)
@@ -250,9 +264,12 @@ class Driver:
             return None, 0
         return w.spec, max(0, w.measured + max(0, w.open_count() - 1))
 
-    def _profiler_after(self, spec: TrialSpec) -> None:
+    def _profiler_after(self, spec: TrialSpec, judgement: Optional[m.Judgement] = None) -> None:
+        """After ``spec``: the capture stops where no trial of its kinds may follow (read with ``judgement``, the
+        evidence this trial brought, where it counted)."""
         profilers = self._host.ctx.profilers
-        more = any(self.state.may_run(mode) for mode in profilers.kinds)
+        state = self.state if judgement is None else dataclasses.replace(self.state, judgement=judgement)
+        more = any(state.may_run(mode) for mode in profilers.kinds)
         for event in profilers.after_trial(spec, more):
             self._say(event)
 

@@ -23,7 +23,7 @@ from ..core import events as ev
 from ..core import machine as m
 from ..core.config import Config
 from ..core.outcomes import Interruption, Outcomes, Reason
-from ..core.progress import Progress, Where, epochs_needed, likely_more, not_run, progress, steps_needed
+from ..core.progress import Progress, Where, epochs_needed, imprecise, likely_more, not_run, progress, steps_needed
 from ..core.results import RunResults, Snapshot
 from ..core.schedule import Extra, Schedule, TrialSpec
 from ..core.sweep import queue_depth
@@ -80,7 +80,9 @@ class Session:
         )
         self.tally = Tally(config, self.runner)
         report = config.general.report_freq > 0
-        self.driver = Driver(self, Schedule.from_config(config), loader, self.runner, self.tally, clock, report)
+        # IO trials and FULL windows in whole rounds of the loader's workers (core.schedule).
+        schedule = Schedule.from_config(config).with_cycle(loader.workers)
+        self.driver = Driver(self, schedule, loader, self.runner, self.tally, clock, report)
         self.loop = self.driver.loop
         self._output, self._profiler_api, self._exit = output, profiler_api, exit
         self._ctx: Optional[RunContext] = None
@@ -170,7 +172,13 @@ class Session:
         """Where the loop is, for the plan's arithmetic (``core.progress``)."""
         loop = self.loop
         return Where(
-            loop.epochs_started, loop.steps_taken(), loop.start_at, loop.loop_epoch(), loop.left_early, self.runner.queue_depth
+            loop.epochs_started,
+            loop.steps_taken(),
+            loop.start_at,
+            loop.loop_epoch(),
+            loop.left_early,
+            self.runner.queue_depth,
+            self.schedule.cycle,
         )
 
     def steps_needed(self) -> int:
@@ -186,7 +194,15 @@ class Session:
         windows, runner, loop, state = bool(self.schedule.window_plans), self.runner, self.loop, self.driver.state
         return Snapshot(
             results=self.results,
-            schedule=m.schedule_state(state, tuple(t.label for t in self.results.trials), self.driver.stopped_at),
+            schedule=m.schedule_state(
+                state,
+                tuple(t.label for t in self.results.trials),
+                self.driver.stopped_at,
+                decided_at=self.driver.decided_at,
+                decided_seconds=self.driver.seconds[0],
+                stopped_seconds=self.driver.seconds[1],
+                imprecise=imprecise(self.schedule, state, self.results, runner.queue_depth),
+            ),
             epochs_started=loop.epochs_started,
             finished=self.complete and self._state is State.DONE,
             profiler=self.ctx.profilers.block(runner.ranges is not None),
@@ -328,6 +344,7 @@ class Session:
         if self.results.sweep_applied is not None:
             self._workers = self.results.sweep_applied.num_workers
             self.runner.queue_depth = queue_depth(self._workers, self.results.sweep_applied.prefetch_factor)
+            self.driver.replan(self.schedule.with_cycle(self._workers))
         self.driver.feed(m.Begin(self.runner.queue_depth, self.driver.room(), self.loop.length))
 
     def _become_plain(self) -> Iterator[Any]:

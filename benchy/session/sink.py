@@ -194,7 +194,9 @@ class ResultSink:
         # step: worked out here only, once, in the reading every output renders from.
         results = snapshot.results
         reading = self.reading(snapshot, steps=True)
-        printed = summary_lines(results, modes, reading, snapshot.workers, self.world)
+        printed = summary_lines(
+            results, modes, reading, snapshot.workers, self.world, snapshot.schedule, self.config.general.auto_max_trials
+        )
         for line in printed:
             self.out.line(line)
         self.out.summary_table(results, modes, reading)

@@ -48,10 +48,11 @@ class Tally:
 
     def _warmup_change(self, result: TrialResult) -> Optional[float]:
         """How much this mode's step time still changes over its latest warm-up steps (no more kept than it reads)."""
-        new = result.step_seconds
+        new, cycle = result.step_seconds, max(1, result.spec.cycle)
         periods = self._warm.get(result.mode, array(PERIOD_CODE)) + new
-        self._warm[result.mode] = periods[-max(10, len(new)) :]
-        return m.warmup_change(periods, len(new) // 2)
+        keep = -(-max(10, len(new)) // cycle) * cycle  # whole rounds of the loader (its periods come in them)
+        self._warm[result.mode] = periods[-keep:]
+        return m.warmup_change(periods, len(new) // 2, cycle)
 
     def io(self, spec: TrialSpec, ctx: RunContext, first: bool, lose: Callable[[Interruption], None]) -> TrialResult:
         """One IO trial on benchy's own pass (``lose``: a loader that raises loses it, then the error propagates).

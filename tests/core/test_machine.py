@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from benchy import Mode, Schedule, load_config
 from benchy.core import machine as m
-from benchy.core.schedule import Extra, TrialSpec, abba_first
+from benchy.core.schedule import FIRST_ROUNDS, Extra, TrialSpec, abba_first
 from benchy.core.verdict import Outcome
 
 
@@ -30,9 +30,11 @@ def drive(
     queue_depth: int = 0,
     room: Optional[int] = None,
     outcome: Outcome = Outcome.COMPUTE,
+    settle_after: int = 0,
 ) -> List[Step]:
     """The actions of a run whose warm-ups change by ``change`` and whose verdict is decided once SYNTHETIC has
-    ``decide_after`` counted trials (never: None); ``room``: the loop's steps, used up by each window."""
+    ``decide_after`` counted trials (never: None); ``room``: the loop's steps, used up by each window;
+    ``settle_after``: FULL's interval is within the figure precision once it has that many counted trials."""
     taken = 0
     state, actions = m.transition(m.start(schedule), m.Begin(queue_depth, room))
     out: List[Step] = []
@@ -51,7 +53,8 @@ def drive(
             taken += spec.nbatches + (queue_depth + 1 if spec.mode is Mode.FULL else 0)
             left = None if room is None else room - taken
         decided = decide_after is not None and state.issued(Mode.SYNTHETIC) >= decide_after
-        judgement = m.Judgement(decided, outcome if decided else None)
+        settled = frozenset(Mode) - (frozenset() if state.issued(Mode.FULL) >= settle_after else {Mode.FULL})
+        judgement = m.Judgement(decided, outcome if decided else None, settled=settled)
         state, actions = m.transition(state, m.Counted(spec, change if spec.warmup else None, judgement, left))
 
 
@@ -101,6 +104,33 @@ def test_the_default_schedule_stops_at_the_decision_and_the_extras_follow_most_u
     assert lengths == sorted(lengths) and lengths[0] == 8  # short first, growing
 
 
+def test_a_decided_verdict_goes_on_while_a_figure_is_wider_than_the_figure_precision() -> None:
+    # FULL's interval settles at its 5th trial: the decision (after 3 SYNTHETIC trials) does not stop FULL before it;
+    # SYNTHETIC, settled, runs no more; the stop is still the decision's.
+    steps = drive(plan(), decide_after=3, settle_after=5)
+    windows = labels(steps, m.OpenWindow)
+    assert "FULL_5" in windows and "FULL_6" not in windows and "SYNTHETIC_4" not in windows
+    assert steps[-1][0] == m.Finish(m.Stop.DECIDED)
+    # Never settled: FULL runs to the budget (auto_max_trials), then the decided verdict ends measuring.
+    capped = labels(drive(plan(), decide_after=3, settle_after=99), m.OpenWindow)
+    assert "FULL_8" in capped and "FULL_9" not in capped
+    # A verdict that is decided with every figure within the precision stops at once (S F F S S F F S: FULL_3 ran
+    # before SYNTHETIC_3 decided it).
+    assert labels(drive(plan(), decide_after=3, settle_after=2), m.OpenWindow)[-1] == "SYNTHETIC_3"
+
+
+def test_judge_names_the_modes_whose_interval_is_within_the_figure_precision() -> None:
+    from benchy.core.results import RunResults, TrialResult
+
+    def trials(mode: Mode, rates: List[float]) -> List[TrialResult]:
+        return [TrialResult(TrialSpec(mode, k + 1, False, 10), int(r), 1.0) for k, r in enumerate(rates)]
+
+    two_close = trials(Mode.IO, [1000, 1004]) + trials(Mode.SYNTHETIC, [3000, 3010])
+    found = m.judge(RunResults(trials=tuple(two_close + trials(Mode.FULL, [1000, 1300]))), plan())
+    assert found.settled == {Mode.IO, Mode.SYNTHETIC}  # FULL +/-95 %: two trials 30 % apart
+    assert Mode.FULL in m.judge(RunResults(trials=tuple(two_close + trials(Mode.FULL, [1000, 1005]))), plan()).settled
+
+
 def test_compute_bound_runs_the_flops_count_and_the_parts_first() -> None:
     extras = [a.extra for a, _ in drive(plan(), decide_after=3, outcome=Outcome.COMPUTE) if isinstance(a, m.RunExtra)]
     assert extras[:2] == [Extra.FLOPS, Extra.PARTS]
@@ -145,23 +175,25 @@ judgements = st.builds(
     st.sampled_from([None, *Outcome]),
     st.frozensets(st.sampled_from(list(Mode))),
     st.booleans(),
+    st.frozensets(st.sampled_from(list(Mode))),
 )
 changes = st.one_of(st.none(), st.floats(-0.5, 0.5))
 rooms = st.one_of(st.none(), st.integers(0, 2000))
 counts = st.one_of(st.just("auto"), st.integers(1, 4))
 plans = st.builds(
-    lambda n, t, w, nb, extras, io: plan(
+    lambda n, t, w, nb, extras, io, cycle: plan(
         IO={"run_benchmark": io, "ntrials": t, "nwarmup": w},
         synthetic={"ntrials": t, "nwarmup": w, "nbatches": nb},
         full={"ntrials": t, "nwarmup": w, "nbatches": nb},
         **{"global": {"auto_max_trials": n, "whatif": extras, "flops": extras}},
-    ),
+    ).with_cycle(cycle),
     st.integers(2, 6),
     counts,
     counts,
     st.integers(1, 60),
     st.booleans(),
     st.booleans(),
+    st.sampled_from([1, 1, 2, 4, 8, 16, 32]),  # the loader's workers
 )
 
 
@@ -191,7 +223,10 @@ def test_every_event_stream_keeps_the_schedules_rules(schedule: Schedule, data: 
         spec = action.spec
         assert state.phase is m.Phase.MEASURING
         p = schedule.plan(spec.mode)
-        assert p is not None and 1 <= spec.nbatches <= p.nbatches
+        # At most nbatches, to the nearest whole rounds of the loader's workers (and at least FIRST_ROUNDS of them).
+        assert p is not None and 1 <= spec.nbatches <= max(p.nbatches + p.cycle // 2, FIRST_ROUNDS * p.cycle)
+        # IO trials and FULL windows in whole rounds of the loader's workers (also when fitted to the room left).
+        assert spec.cycle == p.cycle and spec.nbatches % p.cycle == 0
         if isinstance(action, m.OpenWindow):
             assert spec.mode is not Mode.IO
             if state.room is not None:
@@ -236,7 +271,7 @@ def test_the_steps_of_the_plan_cover_its_windows_and_fit_a_known_length() -> Non
     assert m.steps_of(s) > m.steps_of(s, decided_after=3) > m.steps_of(s, decided_after=3, verdict_only=True)
     assert m.steps_of(s.with_horizon(289), 4, 24) <= 289
     assert m.steps_of(plan(synthetic={"run_benchmark": False}, full={"run_benchmark": False})) == 0
-    assert m.min_epoch_steps(0) == 3 and m.min_epoch_steps(4) == 7
+    assert m.min_epoch_steps(0) == 3 and m.min_epoch_steps(4) == 7 and m.min_epoch_steps(16, 8) == 26
     assert m.epochs_for(100, 24) == 5 and m.epochs_for(100, None) is None and m.epochs_for(10, 10_000) == 1
 
 
@@ -269,6 +304,15 @@ def test_the_windows_that_fit_a_run_are_the_longest_whose_steps_it_holds() -> No
 def test_a_warmup_change_needs_enough_periods() -> None:
     assert m.warmup_change([1.0] * 7, 3) is None
     assert m.warmup_change([2.0] * 4 + [1.0] * 4, 4) == pytest.approx(-0.5)
+
+
+def test_a_warmup_change_of_a_loader_in_rounds_compares_whole_rounds() -> None:
+    burst = [0.001] * 7 + [0.1]  # a round of 8 workers: 7 batches at once, then the wait for the next round
+    assert m.warmup_change(burst * 4, 16, 8) == pytest.approx(0.0)  # steady, wherever the medians of periods fall
+    assert m.warmup_change(burst[3:] + burst * 3, 12, 1) is not None  # (periods one by one read the bursts instead)
+    faster = [0.002] * 7 + [0.2]
+    assert m.warmup_change(faster * 2 + burst * 2, 16, 8) == pytest.approx(-0.5, rel=0.02)
+    assert m.warmup_change(burst, 4, 8) is None  # one round: nothing to compare
 
 
 def test_judge_needs_two_trials_a_side_and_names_the_wider_side() -> None:

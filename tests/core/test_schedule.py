@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchy import Mode, Schedule, load_config
-from benchy.core.schedule import FIRST_WINDOW, GROWTH, Extra, ModePlan
+from benchy.core.schedule import FIRST_ROUNDS, FIRST_WINDOW, GROWTH, Extra, ModePlan
 
 
 def plan(**overrides) -> Schedule:
@@ -29,6 +29,24 @@ def test_auto_windows_are_short_first_and_grow_to_nbatches() -> None:
     assert all(b <= max(a + 1, round(a * GROWTH + 1)) for a, b in zip(lengths, lengths[1:]))  # growth at most 1.25x
     short = plan(synthetic={"nbatches": 5}).plan(Mode.SYNTHETIC)
     assert short is not None and [short.length(k) for k in range(4)] == [5, 5, 5, 5]
+
+
+def test_io_trials_and_full_windows_are_whole_rounds_of_the_loader_s_workers() -> None:
+    s = plan().with_cycle(8)
+    synthetic, full, io = (s.plan(mode) for mode in (Mode.SYNTHETIC, Mode.FULL, Mode.IO))
+    assert synthetic is not None and full is not None and io is not None
+    assert synthetic.cycle == 1 and [synthetic.length(k) for k in range(3)] == [8, 10, 13]  # no loader in it
+    for p in (full, io):
+        lengths = [p.length(k) for k in range(10)]
+        assert all(n % 8 == 0 for n in lengths) and lengths[0] == FIRST_ROUNDS * 8  # the shortest that can be right
+        assert lengths == sorted(lengths) and lengths[-1] == 48  # nbatches 50 to the nearest whole rounds
+    assert s.cycle == 8 and s.fingerprint()["FULL.cycle"] == 8
+    # More workers than nbatches holds three rounds of: three rounds, past nbatches.
+    assert {plan().with_cycle(32).plan(Mode.FULL).length(k) for k in range(5)} == {96}  # type: ignore[union-attr]
+    # A fixed count: nbatches to the nearest whole rounds, at least FIRST_ROUNDS.
+    fixed = plan(full={"ntrials": 3, "nwarmup": 1}).with_cycle(8).plan(Mode.FULL)
+    assert fixed is not None and {fixed.length(k) for k in range(4)} == {48}
+    assert plan().with_cycle(1) == plan() and plan().with_cycle(0).cycle == 1
 
 
 def test_fixed_counts_keep_every_window_nbatches_long() -> None:

@@ -165,9 +165,17 @@ class Loops:
         return count
 
     def window(
-        self, mode: Mode, n: int, *, constant: Optional[int] = None, report: Any = None, freq: int = 0, index: int = 1
+        self,
+        mode: Mode,
+        n: int,
+        *,
+        constant: Optional[int] = None,
+        report: Any = None,
+        freq: int = 0,
+        index: int = 1,
+        cycle: int = 1,
     ) -> WindowRun:
-        spec = TrialSpec(mode, index, False, n)
+        spec = TrialSpec(mode, index, False, n, cycle=cycle)
         args = WindowArgs(
             spec, self.counter(), constant, self.t.clock, noop, noop, report, freq, self.ranges if self.annotated else None
         )
@@ -557,3 +565,79 @@ def test_a_result_drops_its_left_out_periods_in_place_as_a_mask_would(drop: List
         assert r.wait_seconds == pytest.approx(float(waits[keep].sum()))
         assert r.wait_median == pytest.approx(float(np.median(waits[keep])))
         assert r.work_median == pytest.approx(float(np.median(periods[keep] - waits[keep])))
+
+
+# --- a loader whose workers hand out their batches in rounds ------------------------------------------------------
+
+
+def workers_loader(t: FakeClock, batches: int, workers: int, make: float, depth: int = 0, startup: float = 0.0):
+    """A re-iterable loader that delivers as a DataLoader with ``workers`` workers does: batch ``k`` is made by worker
+    ``k % workers`` in ``make`` seconds, once that worker finished its batch before and the batch is asked for (a
+    DataLoader asks for ``depth`` batches ahead: ``workers x prefetch_factor``); batches come in order. With the
+    workers in step and a consumer faster than them, they come ``workers`` at once, then a wait of ``make``."""
+    depth = depth or 2 * workers
+
+    class L:
+        passes = 0
+
+        def __iter__(self) -> Iterator[List[int]]:
+            L.passes += 1
+            t0 = t.now + startup
+            asked: List[float] = [t0] * min(depth, batches)  # when each batch was asked of its worker
+            done: List[float] = []
+            for k in range(batches):
+                begin = max(asked[k], done[k - workers] if k >= workers else t0)
+                done.append(begin + make)
+                t.now = max(t.now, done[k])  # the fetch waits for it
+                yield [0] * 8
+                if k + depth < batches:
+                    asked.append(t.now)  # handing batch k out asks for batch k + depth
+
+    return L()
+
+
+def full_rate(variant: str, lead: int, n: int, cycle: int, step: float, workers: int = 8, make: float = 0.08) -> float:
+    """A FULL window of ``n`` periods in rounds of ``cycle`` after ``lead`` plain steps of an epoch, its throughput."""
+    t = FakeClock()
+    loops = Loops(variant, t)
+    w = loops.window(Mode.FULL, n, cycle=cycle)
+    script = Script([("PLAIN", lead), ("FULL", n + 1, w)] if lead else [("FULL", n + 1, w)])
+    drive(loops.epoch(workers_loader(t, 400, workers, make), script), t, step)
+    assert w.done
+    return float(w.result().throughput)
+
+
+@pytest.mark.parametrize("step", [0.002, 0.02])  # the loader limits (8 batches each 80 ms, 10 ms a batch), the step does
+def test_a_full_window_in_whole_rounds_reads_the_same_wherever_it_starts_in_the_workers_rhythm(variant: str, step: float) -> None:
+    steady = 8 * min(8 / 0.08, 1 / step)  # samples/s: the slower of the loader (8 batches each 80 ms) and the step
+    rates = [full_rate(variant, lead, 24, 8, step) for lead in range(24, 40)]
+    assert rates == pytest.approx([steady] * len(rates), rel=1e-6)
+    # The same windows counted in single periods (no round) depend on where they start, by up to a round's wait.
+    parts = [full_rate(variant, lead, 20, 1, step) for lead in range(24, 40)]
+    if step < 0.01:
+        assert max(parts) / min(parts) > 1.3
+
+
+def test_a_window_cut_by_its_epoch_keeps_whole_rounds_and_leaves_out_the_rest(variant: str) -> None:
+    t = FakeClock()
+    loops = Loops(variant, t)
+    w = loops.window(Mode.FULL, 24, cycle=8)
+    script = Script([("PLAIN", 5), ("FULL", 100, w)])  # from step 5 to the end of an epoch of 20 batches
+    drive(loops.epoch(workers_loader(t, 20, 8, 0.08), script), t, 0.002)
+    # 15 hand-outs: period 14 holds the epoch's end; of the 14 before it, one whole round is kept and 6 left out.
+    assert sorted(w.left_out) == list(range(8, 15)) and w.measured == 8 and not w.done
+    assert w.quota(0) == 24 - 8 + 1  # the next epoch's stretch: two more rounds, and its first period left out
+
+
+def test_an_io_trial_in_whole_rounds_leaves_out_a_new_pass_s_start_up_and_the_part_rounds(variant: str) -> None:
+    t = FakeClock()
+    data = workers_loader(t, 60, 8, 0.08, startup=0.5)  # passes of 60 batches (7.5 rounds), 0.5 s to start each
+    src = BatchSource(lambda: iter(data))
+    r = Loops(variant, t).io(TrialSpec(Mode.IO, 1, False, 96, cycle=8), src)
+    assert type(data).passes == 2
+    assert r.throughput == pytest.approx(8 * 8 / 0.08, rel=1e-6)  # the workers' rate: no start-up, no part round
+    assert len(r.step_seconds) % 8 == 0 and len(r.step_seconds) < 96
+    t2 = FakeClock()
+    again = workers_loader(t2, 60, 8, 0.08, startup=0.5)
+    r2 = Loops(variant, t2).io(TrialSpec(Mode.IO, 1, False, 96), BatchSource(lambda: iter(again)))
+    assert r2.throughput > 1.05 * r.throughput  # counted period by period: the part rounds' batches come free

@@ -68,8 +68,10 @@ def test_the_loops_epochs_keep_their_length_during_and_after_the_schedule(tmp_pa
     steps = until_done(session, clock) + [run_epoch(session, clock) for _ in range(2)]
     assert set(steps) == {7} and exits == []
     assert windows(session) == ["SYNTHETIC_1", "FULL_1", "FULL_2", "SYNTHETIC_2"]
-    # Each window measured its 4 periods, whatever the epochs' ends left out.
-    assert all(len(t.step_seconds) == 4 for t in session.results.trials)
+    # Each window measured its 4 periods, whatever the epochs' ends left out; an IO trial that ran into a new pass of
+    # benchy's own (7 batches each) leaves out the period that holds its start-up.
+    assert all(len(t.step_seconds) == 4 for t in session.results.trials if t.mode is not Mode.IO)
+    assert {len(t.step_seconds) for t in session.results.trials if t.mode is Mode.IO} <= {3, 4}
     assert all(t.throughput == pytest.approx(400.0) for t in session.results.measured(Mode.SYNTHETIC))
     assert all(t.throughput == pytest.approx(8 / 0.03) for t in session.results.measured(Mode.FULL))
     doc = read_json(session)

@@ -8,6 +8,7 @@ from typing import List, Optional
 
 from ...core.compute import ENERGY_KEYS, ComputeReport, EnergyReport, NoPeak, Peak, TokenReport
 from ...core.diagnostics import StepParts
+from ...core.results import Imprecise
 from ...core.schedule import Mode
 from ...core.stages import FirstPass, Fix, FixKind, Stage, StageKind
 from ...core.startup import Basis, Startup
@@ -53,6 +54,28 @@ __all__ = [
 
 
 # --- the step's cost ----------------------------------------------------------------------------------
+
+
+def precision(i: Imprecise, mean: Optional[float], half_width: Optional[float], precision: float, max_trials: int) -> str:
+    """A figure wider than the schedule's figure precision: how wide, and what would settle it."""
+    if mean is None:
+        return f"{i.mode}: no completed trial"
+    bound = f"{100 * precision:.0f}"
+    if i.share is None or half_width is None:
+        head = f"{i.mode} {mean:.3f} has no interval ({i.trials} trial)"
+    else:
+        head = (
+            f"{i.mode} {mean:.3f} +/- {half_width:.3f} is +/-{100 * i.share:.0f} % of its mean over {i.trials} trials, "
+            f"wider than +/-{bound} %"
+        )
+    if i.capped:
+        return (
+            f"{head}: its trials scatter too much for the trials the schedule allows ({i.trials}; "
+            f"global.auto_max_trials: {max_trials}): a busy machine, or a loop whose rate changes as it runs"
+        )
+    if i.more_steps is not None:
+        return f"{head}: about {i.more_steps} more steps of the loop would likely bring it within +/-{bound} %"
+    return f"{head}: its trials scatter too much for more of them to settle it within the schedule's bound"
 
 
 def peak_basis(peak: Peak) -> str:

@@ -330,7 +330,7 @@ def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, 
     text = f"Schedule: {describe(schedule)}."
     if schedule.window_plans:
         epoch_length, epochs, most = snapshot.epoch_length, snapshot.epochs_needed, snapshot.steps_needed
-        min_steps = m.min_epoch_steps(queue_depth)
+        min_steps = m.min_epoch_steps(queue_depth, schedule.cycle)
         span = (
             f": {epochs} epoch(s) of {epoch_length} batches in all are enough, counting the one running now "
             f"(the most it may take)"
