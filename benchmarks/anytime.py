@@ -6,8 +6,10 @@ Each case is a DataLoader whose batches take ``ratio x step`` to make (a sleep i
 process makes it) and a training step that sleeps ``step`` milliseconds: ``ratio`` above 1, data loading limits
 training by that much; below 1, compute by its inverse. benchy runs with its defaults (``exit_after_tests: false``,
 so that the loop goes on, and its lines to /dev/null) through ``BenchmarkDataLoader``, the one-line edit's
-wrapper; the loop runs epochs of 64 batches until the schedule is over. For each case: the loop's steps until
-measuring stopped (the verdict decided, or the budget spent), the verdict, and the seconds that took. Sleep-based
+wrapper; the loop runs epochs of 64 batches until the schedule is over. For each case: the loop's steps until the
+verdict was decided (the JSON's ``schedule.decided_steps``; where it never was, until measuring stopped), the steps
+until the final figures (``measuring_steps``: a decided verdict goes on while a figure's interval is wider than
++/-10 % of it), the verdict, and the seconds each took (``decided_seconds``, ``measuring_seconds``). Sleep-based
 loops keep their ratio on a busy machine; ``--busy N`` keeps N other processes spinning meanwhile, to show what the
 noise of a shared machine costs.
 """
@@ -59,28 +61,22 @@ def run(ratio: float, step: float, workers: int, out_dir: str) -> Dict[str, Any]
     loader = BenchmarkDataLoader(
         Sleepy(per_batch), batch_size=BATCH, num_workers=workers, persistent_workers=workers > 0, benchy_config=config
     )
-    t0 = time.perf_counter()
-    steps = 0
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
         session = loader.benchy
-        while session.stopped_at is None and not session.done:
-            for _ in loader:
-                steps += 1
-                time.sleep(step)
-                if session.stopped_at is not None or session.done:
-                    break
-        stopped = session.stopped_at
-        seconds = time.perf_counter() - t0
-        while not session.done:  # the extras after the verdict, then the summary
+        while not session.done:  # the schedule, the extras after the verdict, then the summary
             for _ in loader:
                 time.sleep(step)
                 if session.done:
                     break
     reading = session.sink.reading(session.snapshot())
     found = reading.verdict
+    schedule = session.snapshot().schedule
+    decided = schedule.decided_at is not None
     return {
-        "steps": stopped if stopped is not None else steps,
-        "seconds": seconds,
+        "steps": schedule.decided_at if decided else schedule.stopped_at,
+        "seconds": schedule.decided_seconds if decided else schedule.stopped_seconds,
+        "final": schedule.stopped_at,
+        "final_seconds": schedule.stopped_seconds,
         "verdict": "-" if found is None else found.label,
         "stop": session.machine.stop.value if session.machine.stop is not None else "-",
     }
@@ -113,13 +109,21 @@ def main() -> None:
         f"batches of {BATCH}, epochs of {EPOCH} batches; {args.reps} run(s) each; {args.busy} other process(es) spinning; "
         f"Python {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} cores"
     )
-    header = f"{'workers':>7} {'step ms':>7} {'loader/step':>11}  {'expected':<22} {'steps (each run)':<24} {'verdicts':<28}"
-    print(header + " seconds")
+    header = (
+        f"{'workers':>7} {'step ms':>7} {'loader/step':>11}  {'expected':<22} {'steps to verdict':<18} "
+        f"{'steps to figures':<18} {'verdicts':<28}"
+    )
+    print(header + " seconds (median: verdict, figures)")
     for workers, step_ms, ratio, found in rows:
         steps = " ".join(str(f["steps"]) for f in found)
         verdicts = ", ".join(sorted({f["verdict"] for f in found}))
-        seconds = statistics.median(f["seconds"] for f in found)
-        print(f"{workers:>7} {step_ms:>7g} {ratio:>11.2f}  {expected(ratio):<22} {steps:<24} {verdicts:<28} {seconds:.1f}")
+        final = " ".join(str(f["final"]) for f in found)
+        seconds = statistics.median(f["seconds"] or 0.0 for f in found)
+        final_seconds = statistics.median(f["final_seconds"] or 0.0 for f in found)
+        print(
+            f"{workers:>7} {step_ms:>7g} {ratio:>11.2f}  {expected(ratio):<22} {steps:<18} {final:<18} {verdicts:<28} "
+            f"{seconds:.1f}, {final_seconds:.1f}"
+        )
 
 
 def measure(args: argparse.Namespace) -> List[Any]:

@@ -138,6 +138,32 @@ class FakeClock:
         return self.now
 
 
+def workers_loader(t: FakeClock, batches: int, workers: int, make: float, depth: int = 0, startup: float = 0.0) -> Any:
+    """A re-iterable loader that delivers as a DataLoader with ``workers`` workers does: batch ``k`` is made by worker
+    ``k % workers`` in ``make`` seconds, once that worker finished its batch before and the batch is asked for (a
+    DataLoader asks for ``depth`` batches ahead: ``workers x prefetch_factor``); batches come in order. With the
+    workers in step and a consumer faster than them, they come ``workers`` at once, then a wait of ``make``."""
+    depth = depth or 2 * workers
+
+    class L:
+        passes = 0
+
+        def __iter__(self) -> Iterator[List[int]]:
+            L.passes += 1
+            t0 = t.now + startup
+            asked: List[float] = [t0] * min(depth, batches)  # when each batch was asked of its worker
+            done: List[float] = []
+            for k in range(batches):
+                begin = max(asked[k], done[k - workers] if k >= workers else t0)
+                done.append(begin + make)
+                t.now = max(t.now, done[k])  # the fetch waits for it
+                if k + depth < batches:
+                    asked.append(t.now)  # receiving batch k asks for batch k + depth
+                yield [0] * 8
+
+    return L()
+
+
 class SlowStream(io.StringIO):
     """An output stream whose every write takes ``cost`` seconds of fake time (a very slow terminal)."""
 

@@ -15,9 +15,12 @@ machine decides follows from :class:`~benchy.core.schedule.Schedule` (the plan, 
   interval is within :data:`~benchy.core.schedule.FIGURE_PRECISION` of its mean (each mode has at least its
   fewest trials), or every ``auto`` mode's interval is within the precision, or the trials reach
   ``auto_max_trials``. An IO trial beyond the fewest runs between two windows, one per boundary, when IO
-  is the less precise side. Where the loop's length is known (``room`` in the events: the steps left), a
-  window is shortened to fit, down to :data:`~benchy.core.schedule.MIN_WINDOW` steps; none fits: measuring
-  stops.
+  is the less precise side, never between two FULL windows: the loader's workers make batches ahead while
+  benchy pauses the loop, and a loop faster than its loader needs many steps to use them up, so every such
+  pause comes before a SYNTHETIC window, after which the pass's repay takes them at once (a SYNTHETIC window
+  is at least as long as the loader's queue, and SYNTHETIC windows go on beside FULL's while IO needs trials).
+  Where the loop's length is known (``room`` in the events: the steps left), a window is shortened to fit,
+  down to :data:`~benchy.core.schedule.MIN_WINDOW` steps; none fits: measuring stops.
 * **Extras** (:attr:`Phase.EXTRAS`): the plan's extras, most useful first for the verdict measuring ended
   with (:func:`extras_order`); one that takes the loop's steps is left out where they do not fit.
 * **Done** (:attr:`Phase.DONE`): :class:`Finish`, with why measuring stopped (:class:`Stop`).
@@ -306,6 +309,7 @@ class State:
     skipped: Tuple[Extra, ...] = ()  # extras left out: their steps did not fit the loop's known length
     notes: Tuple[Note, ...] = ()
     synthetic_length: int = 0  # the last SYNTHETIC window's length
+    previous: Optional[Mode] = None  # the mode of the last window issued
 
     def issued(self, mode: Mode, *, warmup: bool = False) -> int:
         return _get(self.warmups if warmup else self.trials, mode)
@@ -320,8 +324,11 @@ class State:
 
     @property
     def decided_phase(self) -> bool:
-        """Measuring is over (extras or done): a script that ends now leaves a complete run."""
-        return self.phase in (Phase.EXTRAS, Phase.DONE)
+        """Measuring is over (extras or done), or an ``auto`` schedule's verdict is decided and its trials go on only to
+        narrow the figures beside it: a script that ends now leaves a complete run (its imprecise figures said)."""
+        if self.phase in (Phase.EXTRAS, Phase.DONE):
+            return True
+        return self.measuring and self.schedule.stops_early and self.judgement.decided
 
     def warmups_used(self) -> dict[str, int]:
         return {p.mode.value: self.issued(p.mode, warmup=True) for p in self.schedule.plans}
@@ -379,7 +386,8 @@ def _next(state: State) -> Tuple[State, Action]:
         if spec is not None:
             return _issue(state, spec), RunIO(spec)
         window = _next_window(state)
-        if _io_needed(state) and (window is None or _io_due(state)):
+        between_full = window is not None and window.mode is Mode.FULL and state.previous is Mode.FULL
+        if _io_needed(state) and (window is None or (_io_due(state) and not between_full)):
             spec = _spec(state, Mode.IO, warmup=False)
             state = dataclasses.replace(_issue(state, spec), io_boundary=state.boundary)
             return state, RunIO(spec)
@@ -428,7 +436,7 @@ def _issue(state: State, spec: TrialSpec) -> State:
     else:
         state = dataclasses.replace(state, trials=_plus(state.trials, spec.mode))
     if spec.mode is not Mode.IO:
-        state = dataclasses.replace(state, position=state.position + 1)
+        state = dataclasses.replace(state, position=state.position + 1, previous=spec.mode)
         if spec.mode is Mode.SYNTHETIC:
             state = dataclasses.replace(state, synthetic_length=spec.nbatches)
     return state
@@ -491,6 +499,14 @@ def _io_warmup_or_fewest(state: State) -> Optional[TrialSpec]:
     if state.issued(Mode.IO) < plan.fewest_trials:
         return _spec(state, Mode.IO, warmup=False)
     return None
+
+
+def _beside(state: State, plan: ModePlan) -> bool:
+    """SYNTHETIC goes on beside FULL (counted, up to its bound) while FULL and IO both need trials: IO's run at a boundary
+    before a SYNTHETIC window, never between two FULL ones."""
+    if plan.mode is not Mode.SYNTHETIC or plan.ntrials is not None or state.issued(plan.mode) >= plan.max_trials:
+        return False
+    return _needs(state, Mode.FULL) and _io_needed(state)
 
 
 def _io_needed(state: State) -> bool:
@@ -562,7 +578,7 @@ def _next_window(state: State) -> Optional[TrialSpec]:
             wanted.append((plan.mode, True, False))
         elif _profile_due(state, plan):
             wanted.append((plan.mode, True, True))
-        elif _needs(state, plan.mode):
+        elif _needs(state, plan.mode) or _beside(state, plan):
             wanted.append((plan.mode, False, False))
     if not wanted:
         return None
@@ -574,6 +590,9 @@ def _next_window(state: State) -> Optional[TrialSpec]:
     chosen = state.schedule.plan(mode)
     assert chosen is not None
     length = chosen.length(state.windows(mode))
+    if mode is Mode.SYNTHETIC and state.queue_depth > 0:
+        # As long as the loader's queue: the repay before the next FULL window takes what its workers made meanwhile.
+        length = max(length, min(state.queue_depth, chosen.nbatches))
     if state.room is not None:
         length = _fitting(state, mode, length, state.room - _lead(state, mode) - _kept_for_flops(state))
         if length < max(min(MIN_WINDOW, chosen.nbatches), chosen.cycle):
@@ -659,7 +678,8 @@ def schedule_state(
         decision_confidence=schedule.decision_confidence,
         stop=None if state.stop is None else state.stop.value,
         extras=tuple(e.value for e in schedule.extras),
-        extras_not_run=tuple((e.value, "horizon") for e in state.skipped) + tuple((e.value, "ended") for e in state.extras),
+        extras_not_run=tuple((e.value, "horizon") for e in state.skipped)
+        + tuple((e.value, "ended") for e in (schedule.extras if state.measuring and state.decided_phase else state.extras)),
         horizon=schedule.horizon,
         stopped_at=stopped_at,
         cycle=schedule.cycle,

@@ -260,6 +260,10 @@ def _io_annotated(args: IOArgs) -> TrialResult:
     depth = 0  # nvtx
     try:
         push(ranges.trial(spec))  # nvtx
+        depth = 1  # nvtx
+        # Before the fetch the clock starts after: the workers make nothing ahead while it runs (the sampler's baseline
+        # takes milliseconds with many workers: a trial begun after it started on a part of a round made meanwhile).
+        (begin or sync)()
         fetch_attr.payload = 0  # nvtx
         push(fetch_attr)  # nvtx
         depth = 2  # nvtx
@@ -267,7 +271,6 @@ def _io_annotated(args: IOArgs) -> TrialResult:
         nxt = source.next_function()
         pop()  # nvtx
         depth = 1  # nvtx
-        (begin or sync)()
         stamps.start(clock())
         for c0 in range(1, n + 1, chunk):  # stamp c0 + k is buf[k]; size c0 - 1 + k is zbuf[k]
             m = min(chunk, n + 1 - c0)
@@ -431,6 +434,8 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
             depth = 1  # nvtx
             batch = ep.pending
             ep.pending = NO_BATCH
+            # Before the fetch the clock starts after, where there is one: the workers make nothing ahead meanwhile.
+            (a.sync if seg.resume else a.begin)()
             if batch is NO_BATCH:
                 fetch_attr.payload = base  # nvtx
                 push(fetch_attr)  # nvtx
@@ -443,7 +448,6 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
                     continue
                 pop()  # nvtx
                 depth = 1  # nvtx
-            (a.sync if seg.resume else a.begin)()
             for c0 in range(base, end, chunk):  # batch c0 + k: its stamp, ask and size are buf[k]
                 m = min(chunk, end - c0)
                 rk = next_report - c0

@@ -78,9 +78,9 @@ class WindowRun:
         self.started = False  # the first segment ran its begin()
         self.done = False  # the clock stopped: the window has its ``n`` periods
         self.discarded = False  # restarted elsewhere (another iterator took the loop over): ignore
-        # The workers may hold ready batches when it begins (benchy reported or ran a trial of its own since the
-        # loop's last real batch): a FULL window then starts after a lead-in of that many untimed batches.
-        self.lead_in = True
+        # FULL: the batches the loader's workers may have made ahead while benchy paused the loop before it (its
+        # lead-in hands them out, less those the pass's repay took at once); the queue's depth unless said otherwise.
+        self.backlog = 1 << 30
         # The loop is known not to fetch a batch ahead: the first period of a segment at an epoch's start holds
         # its step, and is measured (else it is left out: it may hold no step at all).
         self.sound_first = False

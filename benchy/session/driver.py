@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from typing import Any, Callable, Optional, Protocol, Tuple
 
 from ..core import events as ev
@@ -28,10 +29,7 @@ from .sides import HIDDEN, Running, SideEnv
 from .tally import Tally
 from .trials import TrialRunner
 
-__all__ = ["PAUSE_SHARE", "Driver", "Host"]
-
-# A pause of benchy's between two FULL windows shorter than this share of a period needs no lead-in before the second.
-PAUSE_SHARE = 0.1
+__all__ = ["Driver", "Host"]
 
 
 class Host(Protocol):
@@ -79,9 +77,8 @@ class Driver:
         self._action: Optional[m.Action] = None  # the machine's last action, waiting for the loop (a window, ...)
         self._side = Running()  # the side window that runs now, if any
         self._side_said = False
-        # The last FULL window: when its clock stopped and its median period. A FULL window right after it, with nothing
-        # of benchy's between but far less than a period, needs no lead-in: the workers made no batch more than in
-        # FULL's steady state.
+        # The last FULL window: when its clock stopped and its mean period. A FULL window right after it meets the
+        # batches the workers made during benchy's pause between them: about one a period of it (its lead-in's backlog).
         self._full: Optional[Tuple[float, float]] = None
 
     def replan(self, schedule: Schedule) -> None:
@@ -137,8 +134,9 @@ class Driver:
             self._host.ctx.sink.trial(result)
             self.feed(m.ExtraEnded(extra, self.room()))
             return
-        period = result.median_period
-        self._full = (self._clock(), period) if w.spec.mode is Mode.FULL and period else None
+        periods = len(result.step_seconds)
+        period = result.seconds / periods if periods else 0.0  # the mean: a bursty loader's median is a burst's
+        self._full = (self._clock(), period) if w.spec.mode is Mode.FULL and period > 0 else None
         self.count(result)
 
     def flops_done(self, work: FlopsWork, completed: bool) -> None:
@@ -228,7 +226,11 @@ class Driver:
             raise
         self._profiler_after(result.spec, event.judgement)
         if feed:
-            self._host.ctx.sink.checkpoint(self._host.snapshot())
+            _, (after,) = m.transition(self.state, event)  # what comes next (a pure look ahead)
+            if not (result.spec.mode is Mode.FULL and isinstance(after, m.OpenWindow) and after.spec.mode is Mode.FULL):
+                # Between two FULL windows the JSON waits for the next trial: the loader's workers make batches ahead
+                # during every pause of the loop, and the second window would start on them.
+                self._host.ctx.sink.checkpoint(self._host.snapshot())
             self.feed(event)
         return event
 
@@ -244,7 +246,9 @@ class Driver:
             # lead-in taken, always.
             return w
         w.sound_first = self._runner.lookahead is False
-        w.lead_in = not (last is not None and spec.mode is Mode.FULL and self._clock() - last[0] < PAUSE_SHARE * last[1])
+        if last is not None and spec.mode is Mode.FULL:
+            # Right after another FULL window: the workers made about a batch a period of benchy's pause between them.
+            w.backlog = math.ceil((self._clock() - last[0]) / last[1])
         return w
 
     # --- the endings ----------------------------------------------------------------------------

@@ -7,8 +7,14 @@ epoch (its first ``next()``, or a segment's end) :meth:`Loop.segment` chooses th
 * the running window's next stretch (a window may begin at any step and may span epochs,
   :mod:`benchy.measure.window`); where none runs, the session's next piece of work (:meth:`Driver.next_work`:
   a window, or the FLOPs' count, or None once the schedule is over);
-* before a FULL window (or its stretch in a new epoch) whose loader may hold ready batches, the loop takes
-  that many real batches untimed (the *lead-in*), so that no window starts on free batches;
+* before a FULL window (or its stretch in a new epoch), the loop takes real batches untimed (the *lead-in*), so
+  that the window meets the loop's own steady state: the batches the loader's workers may have made ahead while
+  benchy paused the loop (the window's ``backlog``) less those the pass just repaid (taken at once, as a loader
+  alone takes them), then a round of the workers and one batch more (in a new pass, or after the repay, a loop
+  slower than its loader waits for the workers' first round once, which it never does in its steady state).
+  A loop faster than its loader hands out a backlog at its own pace, not the loader's, and only slowly catches
+  up with it (near the balance, in hundreds of steps): the schedule leaves the pauses before a FULL window to a
+  SYNTHETIC one, whose repay takes the backlog (see :mod:`benchy.core.machine`);
 * a SYNTHETIC stretch hands out the cached batch; each such hand-out takes the place of one batch of the
   pass, which is taken from the pass and dropped (*repaid*) between windows, before the loop's next real
   batch, at the epoch's end or where the loop leaves it: every epoch has its pass's own length, every real
@@ -229,8 +235,7 @@ class Loop:
             work = self.work = self._driver.next_work()
             if work is None:  # the schedule is over (exit_after_tests ended the process if it was on)
                 return self._plain_rest(ep)
-            if not isinstance(work, WindowRun) or work.lead_in:
-                ep.queue_ready = False  # the workers refilled their queue while benchy reported (a lead-in follows)
+            ep.queue_ready = False  # the workers made batches ahead while benchy worked (a FULL window's lead-in follows)
         if isinstance(work, FlopsWork):
             return self._flops_segment(ep, work)
         return self._window_segment(ep, work)
@@ -249,13 +254,14 @@ class Loop:
         self._let_go(ep)
         return Segment(END)
 
-    def _repay(self, ep: EpochState) -> None:
+    def _repay(self, ep: EpochState) -> int:
         """The batches of ``ep``'s pass that cached hand-outs took the place of, taken from the pass now and
         dropped (the batch fetched for the loop's ask first), before the loop's next real batch or the
         epoch's end: the pass is consumed batch for batch as the plain loop consumes it (its length, its
         sampler's and workers' random draws), so that the epochs after the schedule see the plain run's
-        batches. Never inside a window: between windows, untimed."""
+        batches. Never inside a window: between windows, untimed. The batches taken from the pass, returned."""
         owed, ep.owed = ep.owed, 0
+        taken = owed
         while owed > 0 and not ep.exhausted:
             owed -= 1
             if ep.pending is not NO_BATCH:
@@ -266,6 +272,7 @@ class Loop:
             except StopIteration:  # a cached stretch ran past the end of a pass of unknown length
                 ep.exhausted = True
                 ep.short = owed + 1
+        return taken - max(0, owed)
 
     def _account(self, ep: EpochState) -> None:
         """The cached segment that just ended (or was left): its hand-outs are owed to the pass."""
@@ -489,14 +496,16 @@ class Loop:
         spec, runner = w.spec, self._runner
         depth = runner.queue_depth
         if spec.mode.value == "FULL":
-            self._repay(ep)  # real batches from here: the pass first takes what cached hand-outs took
+            drained = self._repay(ep)  # real batches from here: the pass first takes what cached hand-outs took
             if ep.exhausted or self._room(ep) <= 0:  # the pass is at its end: the window begins in the next
                 return self._pass_rest(ep)
             if depth > 0 and not ep.queue_ready:
                 ep.queue_ready = ep.settled = True
-                # The ready batches, fresh from the workers (a batch already held is handed out first).
-                lead = min(depth + int(ep.pending is not NO_BATCH), self._room(ep) - 2)
-                if lead > 0:  # the batches the workers hold ready, handed out untimed
+                # A new pass's workers start together now: nothing made ahead. Else what benchy's pause let them make,
+                # less what the repay took at once; then a round and one batch more (a batch held is handed out first).
+                backlog = 0 if ep.handed == 0 else max(0, min(depth, w.backlog) - drained)
+                lead = min(backlog + w.spec.cycle + 1, self._room(ep) - 2)
+                if lead > 0:  # handed out untimed
                     return Segment(PLAIN, lead)
             room = sys.maxsize  # real batches: the window's stretch runs until the pass ends
         else:

@@ -119,6 +119,27 @@ def test_a_decided_verdict_goes_on_while_a_figure_is_wider_than_the_figure_preci
     assert labels(drive(plan(), decide_after=3, settle_after=2), m.OpenWindow)[-1] == "SYNTHETIC_3"
 
 
+def test_no_io_trial_runs_between_two_full_windows_and_synthetic_ones_go_on_beside_full() -> None:
+    # FULL never settles and IO stays the less precise side: IO's trials run at boundaries before a SYNTHETIC window
+    # (whose repay takes what the loader's workers made during the pause), never between two FULL windows, and
+    # SYNTHETIC windows go on beside FULL's (counted) so that IO has such boundaries.
+    steps = drive(plan(), decide_after=3, settle_after=99, queue_depth=16)
+    kinds = [a.spec.mode if isinstance(a, m.OpenWindow) else "IO" for a, _ in steps if isinstance(a, (m.OpenWindow, m.RunIO))]
+    windows = [k for k in kinds if k != "IO"]
+    assert windows.count(Mode.FULL) > 6 and windows.count(Mode.SYNTHETIC) > 3  # SYNTHETIC beside, past its decision
+    for before, io, after in zip(kinds, kinds[1:], kinds[2:]):
+        assert not (before is Mode.FULL and io == "IO" and after is Mode.FULL), kinds
+    assert kinds.count("IO") > 3
+    # SYNTHETIC windows as long as the loader's queue (16 batches), at the most nbatches.
+    lengths = [a.spec.nbatches for a, _ in steps if isinstance(a, m.OpenWindow) and a.spec.mode is Mode.SYNTHETIC]
+    assert min(lengths) == 16 and max(lengths) <= 50
+    assert {
+        a.spec.nbatches
+        for a, _ in drive(plan(synthetic={"nbatches": 12}), 3, queue_depth=16)
+        if isinstance(a, m.OpenWindow) and a.spec.mode is Mode.SYNTHETIC
+    } == {12}
+
+
 def test_judge_names_the_modes_whose_interval_is_within_the_figure_precision() -> None:
     from benchy.core.results import RunResults, TrialResult
 

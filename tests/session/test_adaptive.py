@@ -181,7 +181,7 @@ def test_a_clear_gap_stops_at_the_fewest_trials(tmp_path) -> None:
     assert [t.spec.nbatches for t in session.results.trials if t.mode is Mode.SYNTHETIC] == [8, 10, 13]
     text = stream.getvalue()
     doc = read_json(session)
-    assert "it stops as soon as the verdict is decided (sides 2x apart: typically within " in text
+    assert "it stops once the verdict is decided (sides 2x apart: typically within " in text
     assert f"; at most about {doc['steps_needed']} steps;" in text
     assert (
         "Schedule: done after IO 1 warm-up + 2, SYNTHETIC 1 warm-up + 2, FULL 1 warm-up + 2: the verdict "
@@ -206,12 +206,15 @@ def test_an_undecided_comparison_gets_more_trials_of_the_wider_side_up_to_the_bo
     session, stream = make(clock, noisy_io, {"global": {"auto_max_trials": 5}})
     train(session, clock, lambda k: 0.0105)
     labels = order(session)
-    assert len(rates(session, Mode.IO)) == 5 and len(rates(session, Mode.SYNTHETIC)) == 2
+    # SYNTHETIC, steady, goes on beside FULL (counted) only so that IO's trials have boundaries before a SYNTHETIC
+    # window: none runs between two FULL windows.
+    assert len(rates(session, Mode.IO)) == 5 and len(rates(session, Mode.SYNTHETIC)) in (2, 3, 4, 5)
     # The extra IO trials ran hidden between later windows, one per boundary.
     first_epoch_trial = labels.index("SYNTHETIC_WARMUP_1")
     extra = [labels.index(f"IO_{k}") for k in (3, 4, 5)]
     assert all(i > first_epoch_trial for i in extra) and len(set(b - a for a, b in zip(extra, extra[1:]))) >= 1
     assert all(b - a >= 2 for a, b in zip(extra, extra[1:])), labels
+    assert not any(labels[i - 1].startswith("FULL") and labels[i + 1].startswith("FULL") for i in extra if i + 1 < len(labels))
     text = stream.getvalue()
     assert "auto_max_trials (5) reached for IO, FULL before the answer was known" in text
     assert "BENCHY::SUMMARY::VERDICT undecided" in text
@@ -309,8 +312,8 @@ def test_the_profiled_warmup_follows_auto_warmups_and_is_never_counted(tmp_path)
 
 def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
     # Workers fill their queue while the loop takes no batches (a SYNTHETIC window, benchy's own report
-    # between windows): each FULL window first takes num_workers x prefetch_factor batches untimed (and
-    # the one it holds), so that it does not start with free ones.
+    # between windows): each FULL window first takes what they may have made untimed, so that it does not
+    # start with free ones.
     clock = FakeClock()
     fixed = {"ntrials": 2, "nwarmup": 1}
     session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed}, queue_depth=3)
@@ -322,10 +325,11 @@ def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
     for before, label in zip(labels, labels[1:]):
         if label.startswith("FULL"):
             gaps.append(spans[label].start_step - spans[before].end_step - 1)
-    # The 3 ready batches after a SYNTHETIC window (the batch the epoch's first ask fetched went to repay the cached
-    # steps); none between two FULL windows, where benchy's pause was far shorter than a period (nothing to
-    # print on this stream): the workers made no batch more than in FULL's steady state.
-    assert gaps == [3, 0, 3], gaps
+    # After a SYNTHETIC window the pass's repay took the ready batches at once (its 8 cached steps' places, more
+    # than the 3 the workers hold); between two FULL windows benchy's pause was far shorter than a period (nothing
+    # to print on this stream): no batch made ahead. Each lead-in is then a round of the workers (1: none said)
+    # and one batch more, for a loop slower than its loader, which waits once for the workers after a repay.
+    assert gaps == [2, 2, 2], gaps
 
 
 def swinging_io(k: int) -> float:

@@ -168,11 +168,12 @@ def test_checkpoints_cost_the_new_trial_and_the_final_json_keeps_the_rates(tmp_p
             epochs(w, 1)
             doc = json.loads((out / "benchy_result.json").read_text())
             now = snapshot(out)
-            # Every trial that ended has its file; files written earlier were not written again.
-            # Every trial that ended has its steps file and its system readings beside it.
-            assert sorted(now) == sorted(
-                name for t in w.benchy.results.trials for name in (f"{t.label}.npy", f"{t.label}.system.npy")
-            )
+            # Every trial that ended has its steps file and its system readings beside it; files written earlier were
+            # not written again. (A FULL trial followed by another FULL window has its files with that one's: no
+            # checkpoint comes between two FULL windows, where the loader's workers would make batches ahead.)
+            ended = [name for t in w.benchy.results.trials for name in (f"{t.label}.npy", f"{t.label}.system.npy")]
+            missing = sorted(set(ended) - set(now))
+            assert set(now) <= set(ended) and len(missing) <= 2 and all(x.startswith("FULL_") for x in missing), missing
             assert all(now[name] == seen[name] for name in seen), "an earlier trial's file was rewritten"
             seen = now
             if not w.benchy.done:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, List
 
 import pytest
-from helpers import FakeClock, Made, make_session, read_json, run_epoch
+from helpers import FakeClock, Made, make_session, read_json, run_epoch, workers_loader
 
 from benchy import EXIT_MISSING_MODE, Mode
 from benchy.session.registry import Registry
@@ -534,3 +534,40 @@ class Prefetching:
                 yield [0] * 8
 
         return batches()
+
+
+@pytest.mark.parametrize("step, truth", [(0.002, 800.0), (0.02, 400.0)])  # the loader limits (8 workers), the step
+def test_a_loader_whose_workers_hand_out_in_rounds_reads_its_own_rate_with_the_defaults(
+    tmp_path, monkeypatch, step: float, truth: float
+) -> None:
+    # 8 workers in step, 80 ms a batch each: 8 batches at once, then a wait (100 batches/s, 800 samples/s); epochs of
+    # 150 batches (not whole rounds), the default anytime schedule, and benchy's pauses between windows 1 s of fake time
+    # a line (the workers fill their queue meanwhile). IO and FULL read the rate the loop has without benchy, every
+    # trial: whole rounds, a pass's start-up left out, the workers' ready batches taken before FULL.
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    data = workers_loader(clock, 150, 8, 0.08, startup=0.3)
+    auto = {"nbatches": 50, "ntrials": "auto", "nwarmup": "auto"}
+    made = make_session(
+        clock,
+        modes=auto,
+        queue_depth=16,
+        workers=8,
+        global_={"exit_after_tests": False, "flops": False, "stages": False},
+        make_iterator=lambda: iter(data),
+    )
+    session = made.session
+    for _ in range(60):
+        if session.done:
+            break
+        run_epoch(session, clock, step)
+    assert session.done
+    results = session.results
+    for mode, rate in ((Mode.IO, 800.0), (Mode.FULL, truth)):
+        trials = results.measured(mode)
+        assert trials and all(t.throughput == pytest.approx(rate, rel=1e-3) for t in trials), [t.throughput for t in trials]
+        assert all(len(t.step_seconds) % 8 == 0 for t in trials)  # whole rounds
+    assert results.estimate(Mode.SYNTHETIC).mean == pytest.approx(8 / step, rel=1e-6)
+    doc = read_json(session)
+    assert doc["schedule"]["loader_round"] == 8 and doc["schedule"]["decided_steps"] <= doc["schedule"]["measuring_steps"]
+    assert doc["schedule"]["imprecise"] == {}

@@ -13,7 +13,7 @@ from ...core.exits import EXIT_INCOMPLETE
 from ...core.machine import Stop
 from ...core.progress import Progress
 from ...core.results import Snapshot, TrialResult
-from ...core.schedule import Mode, ModePlan, Schedule
+from ...core.schedule import FIGURE_PRECISION, Mode, ModePlan, Schedule
 from .reports import setting
 from .why import ranks, reason
 
@@ -98,11 +98,12 @@ def _plan(p: ModePlan) -> str:
     warm = f"{p.nwarmup} warm-up" if p.nwarmup is not None else f"warm-ups until steady (1 to {p.max_warmup})"
     profiled = " + 1 profiled warm-up" if p.profiled else ""
     hidden = " on passes of its own" if p.mode is Mode.IO else ""
+    rounds = f" (whole rounds of the loader's {p.cycle} workers)" if p.cycle > 1 else ""
     if p.ntrials is not None:
-        return f"{p.mode.value} {warm}{profiled} + {p.ntrials} x {p.nbatches} batches{hidden}"
-    first = p.length(0)
-    size = f"{first} growing to {p.nbatches}" if first < p.nbatches else f"{p.nbatches}"
-    return f"{p.mode.value} {warm}{profiled} + {p.fewest_trials} to {p.max_trials} trials of {size} batches{hidden}"
+        return f"{p.mode.value} {warm}{profiled} + {p.ntrials} x {p.length(0)} batches{rounds}{hidden}"
+    first, longest = p.length(0), p.length(64)
+    size = f"{first} growing to {longest}" if first < longest else f"{longest}"
+    return f"{p.mode.value} {warm}{profiled} + {p.fewest_trials} to {p.max_trials} trials of {size} batches{rounds}{hidden}"
 
 
 def describe(schedule: Schedule) -> str:
@@ -341,8 +342,9 @@ def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, 
             else ""
         )
         stops = (
-            f"; it stops as soon as the verdict is decided (sides 2x apart: typically within "
-            f"{m.steps_of(schedule, queue_depth, None, decided_after=3, verdict_only=True)} steps)"
+            f"; it stops once the verdict is decided (sides 2x apart: typically within "
+            f"{m.steps_of(schedule, queue_depth, None, decided_after=3, verdict_only=True)} steps) and each figure's "
+            f"interval is within +/-{100 * FIGURE_PRECISION:g} % of it"
             if schedule.stops_early
             else ""
         )
