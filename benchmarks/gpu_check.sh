@@ -3,8 +3,10 @@
 #
 #   bash benchmarks/gpu_check.sh OUT_DIR [WHEELS_DIR] [NVTX_INCLUDE_DIR]
 #
-# 1. the demo on CUDA unwrapped (the plain loop's samples/s per epoch) and wrapped (IO, SYNTHETIC, FULL), in the
-#    same call; 2. that NVTX ranges and cudaProfilerStart/Stop reach the NVTX injection interface and the CUDA
+# 1. the demo on CUDA unwrapped (the plain loop's samples/s per epoch, and between its epochs' start-ups), its
+#    loader alone (--loader_only), wrapped (IO, SYNTHETIC, FULL) by the one-line edit with the demo's own settings and
+#    by `benchy run` with benchy's defaults, then unwrapped and the loader alone again, in the same call, and the
+#    figures side by side (accuracy.txt); 2. that NVTX ranges and cudaProfilerStart/Stop reach the NVTX injection interface and the CUDA
 #    runtime: tests/nvtx/recorder.c loaded as Nsight Systems loads its own (NVTX_INJECTION64_PATH), and
 #    benchmarks/cudaprof_shim.c preloaded in front of libcudart, logging each call and what CUDA returned;
 #    3. the GPU paths: IO_H2D, NVML (GPU readings and energy), the FLOPs and MFU against the peak table, and
@@ -32,9 +34,11 @@ cc -shared -fPIC -O2 -I"$INCLUDE" -o /tmp/gpu_check/recorder.so "$REPO/tests/nvt
 cd /tmp/gpu_check || exit 1
 DEMO="python3 $REPO/examples/train_cnn.py --device ${DEVICE:-cuda} --num_workers ${WORKERS:-8}"
 
-# 1. unwrapped: the plain loop's own samples/s, epoch by epoch
+# 1. unwrapped: the plain loop's own samples/s, epoch by epoch (and between start-ups), and its loader alone
 timeout 120 $DEMO --num_epochs 4 > "$OUT_DIR/plain.txt" 2>&1
 echo "status $?" >> "$OUT_DIR/plain.txt"
+timeout 90 $DEMO --num_epochs 4 --loader_only > "$OUT_DIR/loader.txt" 2>&1
+echo "status $?" >> "$OUT_DIR/loader.txt"
 
 # 2. wrapped, the default configuration, with the NVTX recorder and the cudaProfiler shim in place
 rm -f nvtx.txt cudaprof.txt
@@ -51,6 +55,43 @@ echo "status $?" >> "$OUT_DIR/wrapped.txt"
     head -12 nvtx.txt 2>/dev/null
 } > "$OUT_DIR/reached.txt"
 cp benchy_result.json "$OUT_DIR/wrapped.json" 2>/dev/null
+
+# 1b. benchy's own defaults, zero edit; then the truth again (the same minutes), and the figures side by side
+timeout 240 python3 -m benchy run -- $DEMO > "$OUT_DIR/defaults.txt" 2>&1
+echo "status $?" >> "$OUT_DIR/defaults.txt"
+cp benchy_result.json "$OUT_DIR/defaults.json" 2>/dev/null
+timeout 120 $DEMO --num_epochs 4 > "$OUT_DIR/plain_after.txt" 2>&1
+echo "status $?" >> "$OUT_DIR/plain_after.txt"
+timeout 90 $DEMO --num_epochs 4 --loader_only > "$OUT_DIR/loader_after.txt" 2>&1
+echo "status $?" >> "$OUT_DIR/loader_after.txt"
+python3 - "$OUT_DIR" > "$OUT_DIR/accuracy.txt" 2>&1 <<'EOF'
+import json, re, statistics, sys
+out = sys.argv[1]
+def steady(name):  # the epochs after the first, between their start-ups
+    text = open(f"{out}/{name}").read()
+    rates = [float(x) for x in re.findall(r"\(([0-9.]+) between start-ups\)", text)[1:]]
+    return statistics.mean(rates) if rates else float("nan")
+truth = {"FULL": (steady("plain.txt") + steady("plain_after.txt")) / 2}
+truth["IO"] = (steady("loader.txt") + steady("loader_after.txt")) / 2
+print("truth (mean of before and after):", {k: round(v, 1) for k, v in truth.items()})
+for name in ("wrapped", "defaults"):
+    try:
+        doc = json.load(open(f"{out}/{name}.json"))
+    except OSError:
+        print(name, "no JSON")
+        continue
+    for mode in ("IO", "SYNTHETIC", "FULL"):
+        mean, half = doc[mode]["mean"], doc[mode]["interval"]
+        err = f", {100 * (mean / truth[mode] - 1):+.1f} % against the truth" if mode in truth else ""
+        width = f"+/- {half:.1f} ({100 * half / mean:.1f} %)" if half is not None else "no interval"
+        print(f"{name} {mode}: {mean:.1f} {width}{err}, trials {doc[mode]['nbatches']}")
+    s = doc["schedule"]
+    print(
+        f"{name}: decided at {s.get('decided_steps')} steps / {s.get('decided_seconds')} s, final figures at "
+        f"{s.get('measuring_steps')} steps / {s.get('measuring_seconds')} s; loader_round {s.get('loader_round')}; "
+        f"imprecise {s.get('imprecise')}"
+    )
+EOF
 
 # 3. torch.profiler on one extra FULL warm-up: its CUDA kernels in the trace
 cat > torch.yaml <<'EOF'

@@ -4,6 +4,10 @@
     python examples/train_cnn.py --enable_benchy --bottleneck compute   # compute limits training
     python examples/train_cnn.py --enable_benchy --num_workers 1        # a loader worker beside the step
     python examples/train_cnn.py --enable_benchy --benchy_config my.yaml   # your own schedule
+    python examples/train_cnn.py --num_workers 8 --loader_only          # the loader alone, no step (no benchy)
+
+Each epoch prints its samples/s, and, from its second batch on (over whole rounds of the loader's workers), its
+rate between the epochs' start-ups: the figure benchy's FULL (and, with ``--loader_only``, IO) is checked against.
 
 The bottleneck is clear by design, on a quiet machine and on a busy one alike. With
 ``--bottleneck data`` (the default) each sample is drawn at 4x its size and augmented there
@@ -118,6 +122,7 @@ def main() -> None:
     parser.add_argument("--dataset_size", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of the step (torch.set_num_threads)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--loader_only", action="store_true", help="iterate the loader alone (no step): its own rate")
     benchy.add_arguments(parser)  # --enable_benchy, --benchy_config
     args = parser.parse_args()
 
@@ -148,7 +153,15 @@ def main() -> None:
         start, seen = time.perf_counter(), 0
         correct = torch.zeros((), device=device)
         loss_sum = torch.zeros((), device=device)
-        for images, labels in loader:
+        second = last = None  # hand-out times: of the epoch's second batch, and of its last whole round
+        rounds = max(1, args.num_workers)
+        for k, (images, labels) in enumerate(loader):
+            if k >= 1 and (k - 1) % rounds == 0:
+                last = time.perf_counter()
+                second = second if second is not None else last
+            if args.loader_only:
+                seen += labels.shape[0]
+                continue
             images = images.to(device, non_blocking=True)
             labels = labels.to(device, non_blocking=True)
             logits = model(images)
@@ -160,9 +173,13 @@ def main() -> None:
             loss_sum += loss.detach() * labels.shape[0]
             correct += (logits.argmax(1) == labels).sum()
         elapsed = time.perf_counter() - start
+        steady = ""
+        if second is not None and last is not None and last > second:
+            batches = k - (k - 1) % rounds - 1  # the batches from the second to the last whole round's start
+            steady = f" ({batches * args.batch_size / (last - second):.1f} between start-ups)"
         print(
             f"epoch {epoch}: {seen} samples, loss {float(loss_sum) / max(seen, 1):.4f}, "
-            f"accuracy {float(correct) / max(seen, 1):.3f}, {seen / elapsed:.1f} samples/s",
+            f"accuracy {float(correct) / max(seen, 1):.3f}, {seen / elapsed:.1f} samples/s{steady}",
             flush=True,
         )
 

@@ -81,7 +81,8 @@ class IOArgs:
     """One IO trial's arguments. ``constant``: every batch but the last of a pass holds this many
     samples (a DataLoader's batch sampler with the default collate), so only those last batches are
     counted; a pass's last batch shows itself by the StopIteration that follows it. ``ranges``: the
-    NVTX ranges (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None."""
+    NVTX ranges (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None. ``drain``:
+    run last before the fetch the clock starts after (the workers' ready batches taken, untimed)."""
 
     spec: TrialSpec
     source: Source
@@ -93,6 +94,7 @@ class IOArgs:
     begin: Optional[Callable[[], None]] = None
     constant: Optional[int] = None
     ranges: Any = None
+    drain: Optional[Callable[[], None]] = None  # takes the batches the workers hold ready, right before the clock
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,7 +247,7 @@ NO_RANGES = _NoRanges()
 
 def _io_annotated(args: IOArgs) -> TrialResult:
     spec, source, counter, clock, sync = args.spec, args.source, args.counter, args.clock, args.sync
-    report, freq, begin, constant = args.report, args.freq, args.begin, args.constant
+    report, freq, begin, constant, drain = args.report, args.freq, args.begin, args.constant, args.drain
     ranges = args.ranges or NO_RANGES  # nvtx
     n = spec.nbatches
     stamps = Stamps(n)
@@ -264,6 +266,8 @@ def _io_annotated(args: IOArgs) -> TrialResult:
         # Before the fetch the clock starts after: the workers make nothing ahead while it runs (the sampler's baseline
         # takes milliseconds with many workers: a trial begun after it started on a part of a round made meanwhile).
         (begin or sync)()
+        if drain is not None:
+            drain()
         fetch_attr.payload = 0  # nvtx
         push(fetch_attr)  # nvtx
         depth = 2  # nvtx

@@ -76,6 +76,7 @@ class WindowRun:
         self.left_out: List[int] = []  # periods not measured (segment ends; first periods at an epoch start)
         self.placed: List[Placed] = []
         self.started = False  # the first segment ran its begin()
+        self.begun = False  # its begin() ran before a FULL window's lead-in (the first segment then only syncs)
         self.done = False  # the clock stopped: the window has its ``n`` periods
         self.discarded = False  # restarted elsewhere (another iterator took the loop over): ignore
         # FULL: the batches the loader's workers may have made ahead while benchy paused the loop before it (its

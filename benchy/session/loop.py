@@ -506,6 +506,11 @@ class Loop:
                 backlog = 0 if ep.handed == 0 else max(0, min(depth, w.backlog) - drained)
                 lead = min(backlog + w.spec.cycle + 1, self._room(ep) - 2)
                 if lead > 0:  # handed out untimed
+                    if not w.started and not w.begun:
+                        # What runs before the clock (the sampler's baseline: milliseconds with many workers) runs
+                        # before the lead-in, whose steps use up the batches the workers make meanwhile.
+                        w.begun = True
+                        w.args.begin()
                     return Segment(PLAIN, lead)
             room = sys.maxsize  # real batches: the window's stretch runs until the pass ends
         else:
@@ -525,7 +530,7 @@ class Loop:
         steps = min(quota, room)
         if steps <= 0:
             return self._pass_rest(ep)
-        resume = w.started
+        resume = w.started or w.begun  # its begin ran already (before the lead-in): a device sync before the clock
         w.started = True
         if isinstance(w.args.ranges, TorchRanges):  # the profiled warm-up: its trace names the steps this stretch holds
             w.args.ranges.stretch(w.stamps.done, min(steps, self._room(ep)))

@@ -58,13 +58,11 @@ class Tally:
         """One IO trial on benchy's own pass (``lose``: a loader that raises loses it, then the error propagates).
         Every IO trial but the first starts with the batches the workers hold ready taken, untimed: the state of
         a plain loop that drains the loader as fast as it can."""
-        if not first:
-            self.runner.drain()
         ctx.out.trial_started(spec)
         ranges = ctx.profilers.before_trial(spec, self.runner.ranges)
         self.hidden = spec
         try:
-            result = self.runner.io(spec, ctx.out, ranges)
+            result = self.runner.io(spec, ctx.out, ranges, drain=not first)
         except BaseException as err:
             self.hidden = None
             lose(Interruption(spec, 0, Reason(Why.LOADER_RAISED, error=raised(err))))

@@ -352,10 +352,12 @@ class TrialRunner:
 
         return report
 
-    def io(self, spec: TrialSpec, out: Output, ranges: Any = None) -> TrialResult:
+    def io(self, spec: TrialSpec, out: Output, ranges: Any = None, drain: bool = False) -> TrialResult:
         """One scheduled IO trial on benchy's own pass (an IO block must be open); ``ranges``: the
-        profiler's in place of the NVTX ones (the profiled warm-up). Its system metrics are read by
-        the caller (:meth:`finish`)."""
+        profiler's in place of the NVTX ones (the profiled warm-up); ``drain``: the batches the workers hold
+        ready are taken first (:meth:`drain`), by the trial's loop, after everything else that runs before its
+        clock (the sampler's baseline takes milliseconds with many workers, and the batches they make meanwhile
+        must not be the trial's). Its system metrics are read by the caller (:meth:`finish`)."""
         sync = synchronizer()
         source = self.open_own()
         if not self.counter_known:  # the first batch benchy sees: the counting rule, and IO's first batch
@@ -374,6 +376,7 @@ class TrialRunner:
                 self._begin(spec, sync),
                 self.constant,
                 self.ranges if ranges is None else ranges,
+                self.drain if drain else None,
             )
         )
 
