@@ -114,6 +114,7 @@ class GlobalConfig:
     dist_timeout: float = 600.0
     dist_rank_lists: int = 64
     auto_precision: float = 0.02
+    auto_figure_precision: float = 0.05
     auto_max_trials: int = 8
     auto_max_warmup: int = 4
     loop_steps: Union[int, str] = AUTO

@@ -169,6 +169,10 @@ GLOBAL_RULES: Dict[str, _Rule] = {
         lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
         "a share of the mean strictly between 0 and 1 (0.02 = 2 %)",
     ),
+    "auto_figure_precision": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+        "a share of the mean above 0 and at most 1 (0.05 = 5 %; 1: the verdict alone stops measuring, as the intervals allow)",
+    ),
     "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
     "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
     "loop_steps": (
@@ -220,6 +224,7 @@ GLOBAL_RULES: Dict[str, _Rule] = {
 _NORMALISE: Dict[str, Callable[[Any], Any]] = {
     "profiler_capture": lambda v: v if v == AUTO else tuple(x.upper() for x in v),
     "auto_precision": float,
+    "auto_figure_precision": float,
     "system_metrics_hz": float,
     "busy_machine_share": float,
     "price_per_hour": lambda v: None if v is None else float(v),

@@ -12,7 +12,7 @@ machine decides follows from :class:`~benchy.core.schedule.Schedule` (the plan, 
   over in :class:`Counted`), then, with ``profiler: torch``, one profiled warm-up, then counted trials. With
   ``ntrials: auto`` windows are short first and grow (``ModePlan.length``), and measuring stops as soon as
   the verdict is decided (the :class:`Judgement` handed over after each counted trial) and every mode's
-  interval is within :data:`~benchy.core.schedule.FIGURE_PRECISION` of its mean (each mode has at least its
+  interval is within the plan's figure precision of its mean (each mode has at least its
   fewest trials), or every ``auto`` mode's interval is within the precision, or the trials reach
   ``auto_max_trials``. An IO trial beyond the fewest runs between two windows, one per boundary, when IO
   is the less precise side, never between two FULL windows: the loader's workers make batches ahead while
@@ -40,7 +40,7 @@ from typing import FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .results import Imprecise, RunResults, ScheduleState
-from .schedule import FIGURE_PRECISION, MIN_AUTO_TRIALS, MIN_WINDOW, Extra, Mode, ModePlan, Schedule, TrialSpec, abba_first
+from .schedule import MIN_AUTO_TRIALS, MIN_WINDOW, Extra, Mode, ModePlan, Schedule, TrialSpec, abba_first
 from .verdict import Outcome, verdict
 
 __all__ = [
@@ -108,7 +108,7 @@ class Stop(str, enum.Enum):
 @dataclass(frozen=True)
 class Judgement:
     """The evidence after a counted trial: the verdict is ``decided`` (as ``outcome``), the modes whose
-    interval is within the precision, those whose interval is within :data:`~benchy.core.schedule.FIGURE_PRECISION`
+    interval is within the precision, those whose interval is within the plan's figure precision
     (``settled``: a decided verdict stops measuring once every mode is), and whether IO is the less precise side of
     the comparison."""
 
@@ -223,7 +223,7 @@ def judge(results: RunResults, schedule: Schedule) -> Judgement:
     side of the comparison is the less precise."""
     widths = {mode: _relative_width(results, mode) for mode in Mode}
     precise = frozenset(mode for mode, w in widths.items() if w <= schedule.precision)
-    settled = frozenset(mode for mode, w in widths.items() if w <= max(schedule.precision, FIGURE_PRECISION))
+    settled = frozenset(mode for mode, w in widths.items() if w <= max(schedule.precision, schedule.figure_precision))
     io_wider = widths[Mode.IO] >= widths[Mode.SYNTHETIC]
     if any(len(results.measured(mode)) < MIN_AUTO_TRIALS for mode in (Mode.IO, Mode.SYNTHETIC)):
         return Judgement(False, None, precise, io_wider, settled)
@@ -483,7 +483,7 @@ def _needs(state: State, mode: Mode) -> bool:
     judgement = state.judgement
     if mode in judgement.precise:
         return False
-    # A decided verdict stops a mode once its interval is within FIGURE_PRECISION: the figures beside the verdict are
+    # A decided verdict stops a mode once its interval is within the figure precision: the figures beside the verdict are
     # read too (two trials give a t quantile of 12.7, an interval wider than most figures).
     return not (judgement.decided and mode in judgement.settled)
 
@@ -686,7 +686,7 @@ def schedule_state(
         decided_at=decided_at,
         decided_seconds=decided_seconds,
         stopped_seconds=stopped_seconds,
-        figure_precision=FIGURE_PRECISION,
+        figure_precision=schedule.figure_precision,
         imprecise=imprecise,
     )
 

@@ -143,7 +143,7 @@ def trials_to_settle(values: Sequence[float], precision: float = FIGURE_PRECISIO
 
 
 def imprecise(schedule: Schedule, state: m.State, results: RunResults, queue_depth: int) -> Tuple[Imprecise, ...]:
-    """The scheduled modes whose 95 % interval is wider than :data:`~benchy.core.schedule.FIGURE_PRECISION` of their
+    """The scheduled modes whose 95 % interval is wider than the plan's figure precision of their
     mean, each with the loop's further steps more trials of it would likely take to settle it (the mode's next
     windows, and the other window mode's beside them, as they alternate; IO's trials run between windows, one a
     boundary: a window each)."""
@@ -155,10 +155,10 @@ def imprecise(schedule: Schedule, state: m.State, results: RunResults, queue_dep
             continue
         est = results.estimate(mode)
         share = None if est.half_width is None or not est.mean else est.half_width / est.mean
-        if share is not None and share <= FIGURE_PRECISION:
+        if share is not None and share <= schedule.figure_precision:
             continue
         capped = state.issued(mode) >= plan.most_trials
-        more = trials_to_settle(values, FIGURE_PRECISION, plan.most_trials)
+        more = trials_to_settle(values, schedule.figure_precision, plan.most_trials)
         if more is None and len(values) == 1 and not capped:
             more = 1  # an interval needs a second trial; what it shows decides the rest
         steps = None

@@ -56,8 +56,9 @@ MIN_WINDOW = 5
 # IO trials and FULL windows: at least this many of the loader's rounds (its workers' turns), whole.
 FIRST_ROUNDS = 3
 # ntrials auto: a decided verdict does not stop measuring while a mode's 95 % interval is wider than this share of its
-# mean (the trials go on, up to auto_max_trials): the summary's figures are the user's to act on, not only the verdict.
-FIGURE_PRECISION = 0.10
+# mean (global.auto_figure_precision's default; the trials go on, up to auto_max_trials): the summary's figures are the
+# user's to act on, not only the verdict.
+FIGURE_PRECISION = 0.05
 
 
 class Mode(str, enum.Enum):
@@ -181,6 +182,7 @@ class Schedule:
     precision: float = 0.02
     extras: Tuple[Extra, ...] = ()
     horizon: Optional[int] = None
+    figure_precision: float = FIGURE_PRECISION
 
     @classmethod
     def from_config(cls, config: Config) -> Schedule:
@@ -217,7 +219,7 @@ class Schedule:
         }
         extras = tuple(e for e in EXTRAS if enabled[e])
         horizon = g.loop_steps if isinstance(g.loop_steps, int) else None
-        return cls(tuple(plans), float(g.auto_precision), extras, horizon)
+        return cls(tuple(plans), float(g.auto_precision), extras, horizon, float(g.auto_figure_precision))
 
     def plan(self, mode: Mode) -> Optional[ModePlan]:
         for p in self.plans:
@@ -294,7 +296,11 @@ class Schedule:
 
     def fingerprint(self) -> Dict[str, object]:
         """What every rank must agree on: each mode's counts and bounds (``IO.nbatches``, ...)."""
-        out: Dict[str, object] = {"precision": self.precision, "extras": ",".join(e.value for e in self.extras)}
+        out: Dict[str, object] = {
+            "precision": self.precision,
+            "figure_precision": self.figure_precision,
+            "extras": ",".join(e.value for e in self.extras),
+        }
         if self.plans:  # the bounds are global: every plan holds the same ones
             out["auto_max_trials"], out["auto_max_warmup"] = self.plans[0].max_trials, self.plans[0].max_warmup
         for mode in Mode:

@@ -124,7 +124,7 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
         "PRECISION",
         "BENCHY::SUMMARY::PRECISION <MODE> <mean> +/- <half-width> is +/-<pct> % of its mean over <n> trials, wider "
         "than +/-<pct> %: ...",
-        "the end, per mode whose 95 % interval is wider than the schedule's figure precision (10 %): the script ended "
+        "the end, per mode whose 95 % interval is wider than `global.auto_figure_precision` (5 %): the script ended "
         "first (and the loop's further steps that would likely settle it), or the trials the schedule allows did not",
     ),
     (

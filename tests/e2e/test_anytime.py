@@ -2,8 +2,9 @@
 sides are sleeps of known length (``tests/scripts/ratio_loop.py``), under the one-line edit and ``benchy run``.
 
 Sides 2x apart decide within 150 of the loop's steps, 1.3x apart within 400; a balanced loop (1.0x) is called
-balanced or undecided, never a side. The steps counted are the JSON's ``schedule.measuring_steps``: from the
-benchmark's start to the end of the window that decided it (the extras after the verdict are not in them).
+balanced or undecided, never a side. The steps counted are the JSON's ``schedule.decided_steps``: from the
+benchmark's start to the end of the window that decided it (the trials that narrow the figures after it, to
+``measuring_steps``, and the extras are not in them).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def test_sides_apart_decide_within_their_steps(tmp_path: Path, case: Tuple[str, 
     schedule = doc["schedule"]
     said = "\n".join(line for line in out.splitlines() if "SUMMARY::VERDICT" in line or "Schedule: done" in line)
     assert schedule["stop"] == "decided" and doc["decision"]["outcome"] == side, said
-    assert schedule["measuring_steps"] <= most, (schedule["measuring_steps"], said)
+    assert schedule["decided_steps"] <= most, (schedule["decided_steps"], said)
+    assert schedule["decided_steps"] <= schedule["measuring_steps"]
     assert doc["complete"] is True and doc["exit_status"] == 0
 
 
@@ -67,7 +69,7 @@ def test_a_short_run_gets_the_verdict_its_evidence_supports(tmp_path: Path) -> N
     # (about 65 steps on a quiet machine) and during the extras: the run is complete (the extras it did not reach
     # are named as not run), its verdict decided.
     doc, out = run(tmp_path, 8.0, 4.0, "one-line", "--epochs", "1", "--batches", "90")
-    if doc["schedule"]["stop"] != "decided":
+    if doc["schedule"]["decided_steps"] is None:
         # A busy machine took more steps than the run had: said as such, with the steps a decision would likely take,
         # or, where the trials so far scatter too widely to say (a CI run: the suite's load), the schedule's bound.
         said = [x for x in out.splitlines() if "before the verdict was decided" in x or "SUMMARY::VERDICT" in x]
@@ -80,3 +82,10 @@ def test_a_short_run_gets_the_verdict_its_evidence_supports(tmp_path: Path) -> N
     assert "USER::done" in out  # the script ended on its own, as it does without benchy
     not_run: Dict[str, str] = doc["schedule"]["extras_not_run"]
     assert all(why == "the script ended before it ran" for why in not_run.values()), not_run
+    # Where the script ended while the figures were still narrowing, each figure wider than the precision says so, with
+    # the steps that would likely settle it (or why none would).
+    precision = [x for x in out.splitlines() if "SUMMARY::PRECISION" in x]
+    for mode, wide in doc["schedule"]["imprecise"].items():
+        line = next((x for x in precision if f"PRECISION {mode} " in x), None)
+        assert line is not None, (mode, precision)
+        assert ("more steps of the loop would likely bring it within +/-5 %" in line) == (wide["more_steps"] is not None)

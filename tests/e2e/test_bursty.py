@@ -52,7 +52,8 @@ def test_a_gpu_shaped_loop_reads_its_own_rates_with_the_defaults(tmp_path: Path)
     assert all(abs(e) <= BOUND for e in errors.values()), (errors, before, after, said)
     # No loop is faster than its loader: FULL is never above IO beyond what their intervals allow.
     assert doc["FULL"]["mean"] - doc["FULL"]["interval"] <= doc["IO"]["mean"] + doc["IO"]["interval"], said
-    # Each figure within +/-10 % of its mean, or a PRECISION line that says it is not (and why).
+    # Each figure within the figure precision (+/-5 % of its mean), or a PRECISION line that says it is not (and why).
+    assert schedule["figure_precision"] == 0.05
     for mode in ("IO", "SYNTHETIC", "FULL"):
-        wide = doc[mode]["interval"] > 0.10 * doc[mode]["mean"]
+        wide = doc[mode]["interval"] > 0.05 * doc[mode]["mean"]
         assert wide == (mode in schedule["imprecise"]) == any(f"PRECISION {mode} " in x for x in precision), (mode, said)

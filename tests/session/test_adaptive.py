@@ -228,6 +228,22 @@ def test_precision_alone_stops_a_run_without_a_comparison(tmp_path) -> None:
     assert "every interval is within 2 % of its mean" in stream.getvalue()
 
 
+def test_a_figure_precision_of_1_stops_at_the_verdict_with_the_fewest_trials(tmp_path) -> None:
+    # FULL's windows swing by a few % (two trials: an interval far wider than 5 %): with the default figure precision
+    # FULL gets more trials after the decision; at 1 (an interval as wide as the mean), the verdict alone stops it.
+    def swinging(k: int) -> float:
+        return 0.0106 if (k // 40) % 2 else 0.01
+
+    counts = {}
+    for precision in (0.05, 1.0):
+        clock = FakeClock()
+        session, _ = make(clock, swinging, {"global": {"auto_figure_precision": precision}})
+        train(session, clock, lambda k: 0.002)
+        counts[precision] = len(rates(session, Mode.FULL))
+        assert read_json(session)["schedule"]["figure_precision"] == precision
+    assert counts[1.0] == 2 and counts[0.05] > 2, counts
+
+
 def test_fixed_counts_ignore_the_answer(tmp_path) -> None:
     clock = FakeClock()
     fixed = {"ntrials": 4, "nwarmup": 1}
@@ -253,6 +269,9 @@ def test_fixed_counts_ignore_the_answer(tmp_path) -> None:
         ("IO", "ntrials", "Auto"),
         ("full", "nwarmup", "steady"),
         ("global", "auto_precision", 0),
+        ("global", "auto_figure_precision", 0),
+        ("global", "auto_figure_precision", 1.5),
+        ("global", "auto_figure_precision", True),
         ("global", "auto_max_trials", 1),
         ("global", "auto_max_warmup", 0),
     ],
@@ -346,3 +365,34 @@ def test_equal_means_with_a_wide_spread_are_never_called_balanced(tmp_path) -> N
     assert "BENCHY::SUMMARY::VERDICT undecided: SYNTHETIC/IO is" in text
     assert len(rates(session, Mode.IO)) == 4  # the schedule went on to its bound instead of stopping on two means
     assert read_json(session)["schedule"]["stop_reason"] != "the verdict is decided (99 % confidence)"
+
+
+def test_a_script_that_ends_after_the_decision_is_complete_and_names_each_imprecise_figure(tmp_path) -> None:
+    # Loading is 5x the step, so the verdict decides at once; FULL's windows swing (a batch costs 10.6 ms in some
+    # stretches of the pass, 10 ms in others): two FULL trials a few % apart, an interval wider than +/-5 %. The script
+    # ends while FULL's trials go on: the run is complete (the verdict stands), and the PRECISION line names FULL with
+    # the steps more of its trials would likely take.
+    clock = FakeClock()
+
+    def swinging(k: int) -> float:
+        return 0.0106 if (k // 40) % 2 else 0.01
+
+    session, stream = make(clock, swinging, {"IO": {"run_benchmark": True}})
+    for _ in session.iterate():
+        clock.now += 0.002
+        decided = session.machine.judgement.decided
+        if decided and len(session.results.measured(Mode.FULL)) >= 2 and Mode.FULL not in session.machine.judgement.settled:
+            break
+    else:
+        raise AssertionError("the verdict was never decided with FULL still wide")
+    session.life.at_exit()  # the script ends here, as atexit would end it
+    doc = read_json(session)
+    text = stream.getvalue()
+    assert doc["complete"] is True and doc["exit_status"] == 0 and doc["decision"]["outcome"] == "data-loading"
+    wide = doc["schedule"]["imprecise"]["FULL"]
+    assert wide["trials"] >= 2 and wide["share"] > 0.05 and wide["more_steps"] is not None and not wide["capped"]
+    line = next(x for x in text.splitlines() if x.startswith("BENCHY::SUMMARY::PRECISION FULL "))
+    assert f"about {wide['more_steps']} more steps of the loop would likely bring it within +/-5 %" in line
+    assert len(line) <= 240
+    assert doc["schedule"]["decided_steps"] is not None and doc["schedule"]["measuring_steps"] is None
+    assert set(doc["schedule"]["extras_not_run"]) == {e.value for e in session.schedule.extras}

@@ -34,6 +34,8 @@ MEANINGS: Dict[str, Dict[str, str]] = {
         "dist_rank_lists": "each rank's figures are kept in the JSON up to this many ranks; past it, reduced "
         "summaries (slowest, fastest and mean rank per trial)",
         "auto_precision": "with `ntrials: auto`, stop when the interval's half-width is this share of the mean",
+        "auto_figure_precision": "with `ntrials: auto`, a decided verdict stops measuring once each mode's interval's "
+        "half-width is within this share of its mean (or at `auto_max_trials`)",
         "auto_max_trials": "with `ntrials: auto`, at most this many trials per mode",
         "auto_max_warmup": "with `nwarmup: auto`, at most this many warm-up trials per mode",
         "loop_steps": "the steps the training loop takes in all, so that the windows fit inside it; `auto`: a "

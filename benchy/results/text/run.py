@@ -13,7 +13,7 @@ from ...core.exits import EXIT_INCOMPLETE
 from ...core.machine import Stop
 from ...core.progress import Progress
 from ...core.results import Snapshot, TrialResult
-from ...core.schedule import FIGURE_PRECISION, Mode, ModePlan, Schedule
+from ...core.schedule import Mode, ModePlan, Schedule
 from .reports import setting
 from .why import ranks, reason
 
@@ -344,7 +344,7 @@ def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, 
         stops = (
             f"; it stops once the verdict is decided (sides 2x apart: typically within "
             f"{m.steps_of(schedule, queue_depth, None, decided_after=3, verdict_only=True)} steps) and each figure's "
-            f"interval is within +/-{100 * FIGURE_PRECISION:g} % of it"
+            f"interval is within +/-{100 * schedule.figure_precision:g} % of it"
             if schedule.stops_early
             else ""
         )
