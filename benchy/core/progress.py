@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -143,11 +143,10 @@ def trials_to_settle(values: Sequence[float], precision: float = FIGURE_PRECISIO
 
 
 def imprecise(schedule: Schedule, state: m.State, results: RunResults, queue_depth: int) -> Tuple[Imprecise, ...]:
-    """The scheduled modes whose 95 % interval is wider than the plan's figure precision of their
-    mean, each with the loop's further steps more trials of it would likely take to settle it (the mode's next
-    windows, and the other window mode's beside them, as they alternate; IO's trials run between windows, one a
-    boundary: a window each)."""
-    out = []
+    """The scheduled modes whose 95 % interval is wider than the plan's figure precision of their mean, each with the
+    loop's further steps more trials of it would likely take to settle it (:func:`trials_to_settle`, as the plan's next
+    windows: :func:`_window_steps`), or why no number of them would (the schedule's count ran out: ``capped``)."""
+    found = {}
     for plan in schedule.plans:
         mode = plan.mode
         values = [t.throughput for t in results.measured(mode)]
@@ -158,36 +157,45 @@ def imprecise(schedule: Schedule, state: m.State, results: RunResults, queue_dep
         if share is not None and share <= schedule.figure_precision:
             continue
         capped = state.issued(mode) >= plan.most_trials
-        more = trials_to_settle(values, schedule.figure_precision, plan.most_trials)
+        more = None if capped else trials_to_settle(values, schedule.figure_precision, plan.most_trials)
         if more is None and len(values) == 1 and not capped:
             more = 1  # an interval needs a second trial; what it shows decides the rest
-        steps = None
-        if more is not None and not capped:
-            steps = _window_steps(schedule, state, more, queue_depth, mode)
-        out.append(Imprecise(mode.value, share, len(values), steps, capped))
-    return tuple(out)
+        found[mode] = (share, len(values), more, capped, plan.ntrials is not None)
+    needs = {mode: f[2] or 0 for mode, f in found.items()}
+    return tuple(
+        Imprecise(
+            mode.value,
+            share,
+            n,
+            None if more is None else _window_steps(schedule, state, needs, queue_depth, mode),
+            capped,
+            fixed,
+        )
+        for mode, (share, n, more, capped, fixed) in found.items()
+    )
 
 
-def _window_steps(schedule: Schedule, state: m.State, more: int, queue_depth: int, mode: Mode) -> int:
-    """The loop's steps ``more`` further trials of ``mode`` would likely take: a window mode's next windows with the
-    other's beside them (they alternate, S F F S); IO's, which run between two windows, one a boundary, the next
-    ``more`` windows of the alternation. FULL's windows with their lead-ins."""
-    windows = {w: 0 for w in (Mode.SYNTHETIC, Mode.FULL) if schedule.plan(w) is not None}
+def _window_steps(schedule: Schedule, state: m.State, needs: Dict[Mode, int], queue_depth: int, mode: Mode) -> int:
+    """The loop's steps the further trials ``needs[mode]`` of ``mode`` would likely take, as the plan's next windows: a
+    window mode's own, and the other's beside them as far as it needs as many (they alternate, S F F S); IO's, which
+    run between two windows, one a boundary: the next windows of the alternation (none where no window runs: IO's
+    trials then follow each other at the next boundary). FULL's windows with their lead-ins."""
+    more = needs.get(mode, 0)
+    counts = {w: 0 for w in (Mode.SYNTHETIC, Mode.FULL) if schedule.plan(w) is not None}
     if mode is Mode.IO:
-        for i in range(more):
-            choices = list(windows)
-            if choices:
-                windows[choices[0] if len(choices) == 1 or abba_first(state.position + i) else choices[1]] += 1
+        running = [w for w in counts if needs.get(w, 0) > 0]
+        for i in range(more if running else 0):
+            counts[running[0] if len(running) == 1 or abba_first(state.position + i) else running[1]] += 1
     else:
-        windows = {w: more for w in windows}
+        counts = {w: more if w is mode else min(more, needs.get(w, 0)) for w in counts}
     steps = 0
-    for window, count in windows.items():
+    for window, count in counts.items():
         plan = schedule.plan(window)
         assert plan is not None
         start = state.windows(window)
         steps += sum(plan.length(start + i) for i in range(count))
         if window is Mode.FULL:
-            steps += count * (queue_depth + 1)
+            steps += count * (queue_depth + plan.cycle + 1)
     return max(1, steps)
 
 

@@ -512,6 +512,7 @@ class Imprecise:
     trials: int
     more_steps: Optional[int] = None
     capped: bool = False
+    fixed: bool = False  # the mode's trials are a fixed count (ntrials), not auto
 
     def to_dict(self) -> Dict[str, Any]:
         return {"share": self.share, "trials": self.trials, "more_steps": self.more_steps, "capped": self.capped}

@@ -68,6 +68,8 @@ def precision(i: Imprecise, mean: Optional[float], half_width: Optional[float], 
             f"{i.mode} {mean:.3f} +/- {half_width:.3f} is +/-{100 * i.share:.0f} % of its mean over {i.trials} trials, "
             f"wider than +/-{bound} %"
         )
+    if i.capped and i.fixed:
+        return f"{head}: the schedule runs {i.trials} (ntrials); more, or longer ones (nbatches), would narrow it"
     if i.capped:
         return (
             f"{head}: its trials scatter too much for the trials the schedule allows ({i.trials}; "
