@@ -19,10 +19,13 @@ Each repetition measures the truth, runs benchy, and measures the truth again, i
 benchy runs with its defaults through ``BenchmarkDataLoader`` (the one-line edit's wrapper; only ``exit_after_tests:
 false``, so the loop goes on, and its lines to /dev/null); the loop runs epochs until the schedule is over. The error
 is benchy's mean against the mean of the truth before and after; ``+/-`` its 95 % interval as a share of its mean;
-"covers" the repetitions whose interval holds the truth. ``decided`` and ``final``: the loop's steps and seconds from
+"covers" the repetitions whose interval holds the truth; ``drift`` how far the truth itself moved between before and
+after (FULL, IO: the largest of the repetitions, % of their mean): the machine's own noise, which no figure beats.
+``decided`` and ``final``: the loop's steps and seconds from
 the benchmark's start until the verdict was first decided and until measuring stopped (the JSON's
 ``schedule.decided_steps``, ``decided_seconds``, ``measuring_steps``, ``measuring_seconds``). ``FULL>`` counts the
-repetitions whose FULL, less its interval, lies above IO or SYNTHETIC (no loop is faster than its loader or its step).
+repetitions whose FULL, less its interval, lies above IO or SYNTHETIC plus theirs (no loop is faster than its loader or
+its step, beyond what the intervals allow).
 """
 
 from __future__ import annotations
@@ -198,9 +201,9 @@ def main() -> int:
     )
     print(
         "| row | loader/step | truth IO / SYN / FULL samples/s | error % IO | error % SYN | error % FULL | +/- % IO / SYN / FULL "
-        "(max) | covers | FULL> | decided: steps, s | final: steps, s |"
+        "(max) | covers | FULL> | drift % FULL, IO | decided: steps, s | final: steps, s |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     record = []
     with tempfile.TemporaryDirectory() as out_dir:
         for row in rows:
@@ -208,6 +211,7 @@ def main() -> int:
             widths: Dict[str, List[float]] = {m: [] for m in MODES}
             covers = {m: 0 for m in MODES}
             truths: Dict[str, List[float]] = {m: [] for m in MODES}
+            drift: Dict[str, List[float]] = {m: [] for m in MODES}
             decided: List[Tuple[Any, Any]] = []
             final: List[Tuple[Any, Any]] = []
             above = 0
@@ -220,11 +224,12 @@ def main() -> int:
                     ref = 0.5 * (before[m] + after[m])
                     mean, half, _ = figures[m]
                     truths[m].append(ref)
+                    drift[m].append(100.0 * abs(before[m] - after[m]) / ref)
                     errors[m].append(100.0 * (mean - ref) / ref)
                     widths[m].append(100.0 * half / mean if half is not None else float("inf"))
                     covers[m] += int(half is not None and abs(mean - ref) <= half)
                 full_low = figures["FULL"][0] - (figures["FULL"][1] or 0.0)
-                above += int(full_low > min(figures["IO"][0], figures["SYNTHETIC"][0]))
+                above += int(any(full_low > figures[m][0] + (figures[m][1] or 0.0) for m in ("IO", "SYNTHETIC")))
                 decided.append(got["decided"])
                 final.append(got["final"])
                 record.append({"row": row.name, "before": before, "after": after, **got})
@@ -235,6 +240,7 @@ def main() -> int:
                 f"| {row.name} | {row.ratio:.2f} | {ref} | {spread(errors['IO'])} | {spread(errors['SYNTHETIC'])} | "
                 f"{spread(errors['FULL'])} | {width} ({worst:.1f}) | "
                 f"{covers['IO']}/{covers['SYNTHETIC']}/{covers['FULL']} of {reps} | {above} | "
+                f"{max(drift['FULL']):.1f}, {max(drift['IO']):.1f} | "
                 f"{ints([d[0] for d in decided])}, {ints([d[1] for d in decided], '{:.1f}')} | "
                 f"{ints([f[0] for f in final])}, {ints([f[1] for f in final], '{:.1f}')} |",
                 flush=True,

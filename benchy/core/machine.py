@@ -68,6 +68,7 @@ __all__ = [
     "longest_run",
     "min_epoch_steps",
     "nbatches_to_fit",
+    "rounds_fit",
     "schedule_state",
     "start",
     "steps_of",
@@ -759,11 +760,18 @@ def steps_of(
 
 
 def min_epoch_steps(queue_depth: int = 0, cycle: int = 1) -> int:
-    """The fewest steps an epoch of the loop must run for a window to measure a round (``cycle`` periods: one without
-    workers) in it: the period its end cuts is left out, and before it the epoch's first period (left out too), or,
-    with workers, the ``queue_depth`` batches they hold ready and the one the epoch's first ask fetched, handed out
-    untimed before a FULL stretch."""
-    return queue_depth + 2 + max(1, cycle)
+    """The fewest steps an epoch of the loop must run for a window to measure a round (``cycle`` periods: one, counted
+    period by period) in it: the period its end cuts is left out, and before it the epoch's first period (left out
+    too), or, in whole rounds, the lead-in of a FULL stretch in a new pass: a round of the workers and one batch more
+    (shorter where the epoch is: :func:`rounds_fit`). ``queue_depth``: the batches the workers hold ready (the lead-in
+    in a new pass no longer depends on it)."""
+    return 3 if cycle <= 1 else 2 * cycle + 2
+
+
+def rounds_fit(epoch_length: Optional[int], cycle: int) -> bool:
+    """Whether the loop's epochs (``epoch_length`` batches; None: unknown) hold a FULL stretch of whole rounds of
+    ``cycle``: else (a loader whose epoch is shorter than two of its workers' rounds) trials count period by period."""
+    return epoch_length is None or cycle <= 1 or epoch_length >= min_epoch_steps(0, cycle)
 
 
 def epochs_for(steps: int, epoch_length: Optional[int], start_at: int = 0) -> Optional[int]:

@@ -320,14 +320,17 @@ def _left_out(crossed: List[int], n: int, cycle: int) -> List[int]:
     if not crossed:
         return []
     drop: List[int] = []
+    ends: List[int] = []
     start = 0
     for stamp in crossed + [n + 1]:
         end = min(stamp - 1, n)  # the period that ends at this stamp holds the start-up
         drop.extend(part_round(start, end, cycle))
         if end < n:
-            drop.append(end)
+            ends.append(end)
         start = end + 1
-    return drop
+    if len(set(drop + ends)) >= n:  # passes shorter than a round (their length unknown ahead): period by period
+        return ends
+    return drop + ends
 
 
 def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:

@@ -345,6 +345,10 @@ class Session:
             self._workers = self.results.sweep_applied.num_workers
             self.runner.queue_depth = queue_depth(self._workers, self.results.sweep_applied.prefetch_factor)
             self.driver.replan(self.schedule.with_cycle(self._workers))
+        if not m.rounds_fit(self.loop.length, self.schedule.cycle):
+            # Epochs shorter than two rounds of the workers hold no whole round after a new pass's lead-in: the trials
+            # count period by period (the JSON's loader_round says 1).
+            self.driver.replan(self.schedule.with_cycle(1))
         self.driver.feed(m.Begin(self.runner.queue_depth, self.driver.room(), self.loop.length))
 
     def _become_plain(self) -> Iterator[Any]:
