@@ -9,9 +9,9 @@ so that the loop goes on, and its lines to /dev/null) through ``BenchmarkDataLoa
 wrapper; the loop runs epochs of 64 batches until the schedule is over. For each case: the loop's steps until the
 verdict was decided (the JSON's ``schedule.decided_steps``; where it never was, until measuring stopped), the steps
 until the final figures (``measuring_steps``: a decided verdict goes on while a figure's interval is wider than
-+/-10 % of it), the verdict, and the seconds each took (``decided_seconds``, ``measuring_seconds``). Sleep-based
-loops keep their ratio on a busy machine; ``--busy N`` keeps N other processes spinning meanwhile, to show what the
-noise of a shared machine costs.
++/-5 % of it, ``global.auto_figure_precision``), the verdict, and the seconds each took (``decided_seconds``,
+``measuring_seconds``). Sleep-based loops keep their ratio on a busy machine; ``--busy N`` keeps N other processes
+spinning meanwhile, to show what the noise of a shared machine costs.
 """
 
 from __future__ import annotations
