@@ -129,7 +129,6 @@ class GlobalConfig:
     flops: bool = True
     peak_flops: Any = None
     whatif: bool = True
-    price_per_hour: Optional[float] = None
     count: str = "samples"
     token_key: Union[str, int] = AUTO
     mask_key: Union[str, int] = AUTO

@@ -200,10 +200,6 @@ GLOBAL_RULES: Dict[str, _Rule] = {
         f"or a mapping of dtype ({', '.join(DTYPES)}) to such a figure",
     ),
     "whatif": (_is_bool, "true or false"),
-    "price_per_hour": (
-        lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e9),
-        "null or a positive number: what an hour of the job costs, in any currency",
-    ),
     "count": (lambda v: v in COUNT_UNITS, "one of " + ", ".join(repr(m) for m in COUNT_UNITS)),
     "token_key": (
         lambda v: v == AUTO or _batch_key(v),
@@ -221,13 +217,21 @@ GLOBAL_RULES: Dict[str, _Rule] = {
 }
 
 # Normalisation of accepted values into the stored form.
+# keys of earlier versions that are gone, with what to do instead
+REMOVED = {
+    "price_per_hour": (
+        "removed after 0.2.0 (what the data wait costs at a price an hour); expected no such key: the "
+        "DATA_WAIT line and the JSON's FULL.data_wait give the share of FULL's time spent waiting for the "
+        "loader: that share of your job's price is what the wait costs"
+    ),
+}
+
 _NORMALISE: Dict[str, Callable[[Any], Any]] = {
     "profiler_capture": lambda v: v if v == AUTO else tuple(x.upper() for x in v),
     "auto_precision": float,
     "auto_figure_precision": float,
     "system_metrics_hz": float,
     "busy_machine_share": float,
-    "price_per_hour": lambda v: None if v is None else float(v),
     "peak_flops": lambda v: parse_peak(v)[0],
     "num_workers": lambda v: v if isinstance(v, str) else tuple(v),
     "pin_memory": tuple,
@@ -309,6 +313,9 @@ def merge_layer(
             continue
         rules = RULES[section]
         for key, value in body.items():
+            if key in REMOVED:
+                problems.append(f"benchy config {source}: {raw_section}.{key}: {REMOVED[key]}")
+                continue
             if key not in rules:
                 problems.append(f"benchy config {source}: {raw_section}.{_name(key)}: unknown key (allowed: {', '.join(rules)})")
                 continue

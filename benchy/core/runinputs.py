@@ -298,8 +298,6 @@ def from_results(
     systems: Mapping[Any, Mapping[str, float]],
     workers: int,
     *,
-    price: Optional[float] = None,
-    epoch_batches: Optional[int] = None,
     depth: int = 0,
 ) -> Optional[WhatIf]:
     """The :class:`WhatIf` of a run's :class:`~benchy.core.results.RunResults` (:func:`run_inputs`), checked
@@ -318,4 +316,4 @@ def from_results(
         if found.error is None and found.trials:
             setting = found.setting
             checks.append((Checked.SWEEP, j, setting, "IO", Change(setting.num_workers, inp.cores), found.estimate))
-    return whatif(inp, checks=checks, price=price, epoch_batches=epoch_batches)
+    return whatif(inp, checks=checks)

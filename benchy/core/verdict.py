@@ -527,8 +527,6 @@ def read(
     peak_flops: PeakConfig = None,
     tokens_source: Optional[str] = None,
     whatif: bool = False,
-    price: Optional[float] = None,
-    epoch_batches: Optional[int] = None,
     more: MoreTrials = MoreTrials(),
     depth: int = 0,
 ) -> Reading:
@@ -537,7 +535,7 @@ def read(
     (``global.peak_flops``) on ``world`` devices, the tokens (``tokens_source``: what was counted,
     with ``count: tokens``), the energy, each mode's system means and, with ``steps`` (the final
     summary: it reads every step), each mode's step profile (FULL's gives the stall claim); with ``whatif``,
-    the model of :mod:`benchy.core.whatif` (``price``: an hour's price; ``epoch_batches``: the epoch's length);
+    the model of :mod:`benchy.core.whatif`;
     ``more``: how this run gets more trials (what an undecided verdict advises); ``depth``: the loader's queue
     depth (the what-if model's simulation)."""
     profiles = {m: p for m in modes if steps and (p := step_profile(results.measured(m))) is not None}
@@ -559,5 +557,5 @@ def read(
         energy_report(results, modes),
         profiles,
         systems,
-        from_results(results, systems, workers, price=price, epoch_batches=epoch_batches, depth=depth) if whatif else None,
+        from_results(results, systems, workers, depth=depth) if whatif else None,
     )

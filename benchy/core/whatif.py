@@ -314,26 +314,12 @@ class WhatIf:
     checks: Tuple[Check, ...] = ()
     utilization: Optional[float] = None  # FULL: the step's share of the time (MLPerf Storage's accelerator utilization)
     contention: Optional[float] = None  # FULL's step over SYNTHETIC's, less one: how much the loader slows the step
-    price: Optional[float] = None  # global.price_per_hour
-    epoch_batches: Optional[int] = None
     # the flip at the ends of the measured intervals: the earliest (a slower IO, a faster step) and the latest
     flip_range: Tuple[Optional[float], Optional[float]] = (None, None)
-
-    @property
-    def wait_cost(self) -> Optional[Tuple[Optional[float], float]]:
-        """With a price: what the data wait costs (per epoch where the epoch's length is known, per 1 000 steps)."""
-        inp = self.inputs
-        if self.price is None or inp.full is None or inp.full_wait is None or inp.full[1] <= 0:
-            return None
-        per_step = inp.batch / inp.full[1] * inp.full_wait  # seconds of waiting a step
-        per_thousand = 1000 * per_step * self.price / 3600.0
-        epoch = None if self.epoch_batches is None else self.epoch_batches * per_step * self.price / 3600.0
-        return epoch, per_thousand
 
     def to_dict(self) -> Dict[str, Any]:
         inp = self.inputs
         there = inp.other_setting
-        cost = self.wait_cost
         return {
             "inputs": {
                 "samples_per_batch": inp.batch,
@@ -371,9 +357,6 @@ class WhatIf:
             "checks": [c.to_dict() for c in self.checks],
             "accelerator_utilization": self.utilization,
             "contention": self.contention,
-            "price_per_hour": self.price,
-            "wait_cost_per_epoch": None if cost is None else cost[0],
-            "wait_cost_per_1000_steps": None if cost is None else cost[1],
         }
 
 
@@ -600,8 +583,6 @@ def whatif(
     inp: Inputs,
     *,
     checks: Sequence[Tuple[Checked, int, Any, str, Change, Estimate]] = (),
-    price: Optional[float] = None,
-    epoch_batches: Optional[int] = None,
 ) -> WhatIf:
     """The model's predictions over workers (0 to twice the cores), cores (half, as many, twice), the
     step :data:`SPEEDUPS` faster and each stage made free; the speed-up where loading starts to limit;
@@ -645,7 +626,5 @@ def whatif(
         found,
         utilization,
         contention,
-        price,
-        epoch_batches,
         (flip_speedup(inp, 0), flip_speedup(inp, 2)),
     )

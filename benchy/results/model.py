@@ -497,9 +497,6 @@ class WhatIf(_Block, frozen=True, kw_only=True):
     checks: List[Check] = []
     accelerator_utilization: Optional[Number] = None
     contention: Optional[Number] = None
-    price_per_hour: Optional[Number] = None
-    wait_cost_per_epoch: Optional[Number] = None
-    wait_cost_per_1000_steps: Optional[Number] = None
 
 
 # --- the windows after the verdict, the emulated step, IO_H2D -------------------------------
@@ -905,7 +902,7 @@ class Document(_Block, frozen=True, kw_only=True):
             "`workers`, `cores`, `speedup`, `free_stage`, with `io`, "
             "`full`, `limit` in words and `naive_full`), `checks` (`what` was measured, `kind`, `change`, "
             "`predicted`, `measured`, `measured_half_width`, `error`, `agree`), `accelerator_utilization`, "
-            "`contention`, `price_per_hour`, `wait_cost_per_epoch`, `wait_cost_per_1000_steps`"
+            "`contention`"
         ),
     ] = None
     summary: Annotated[

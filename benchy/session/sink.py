@@ -170,8 +170,6 @@ class ResultSink:
             peak_flops=g.peak_flops,
             tokens_source=snapshot.tokens,
             whatif=g.whatif and steps,  # the final summary's: a checkpoint does not work the model out
-            price=g.price_per_hour,
-            epoch_batches=snapshot.epoch_length,
             depth=snapshot.queue_depth,
             more=MoreTrials(
                 auto=any(p.ntrials is None for p in self.schedule.plans if p.mode in (Mode.IO, Mode.SYNTHETIC)),

@@ -71,6 +71,10 @@ def test_resolve_accepts_config_mapping_and_path(tmp_path: Path) -> None:
     "text, expected",
     [
         ("IO:\n  nbatch: 5\n", "IO.nbatch: unknown key (allowed: run_benchmark, nbatches, ntrials, nwarmup)"),
+        (
+            "global:\n  price_per_hour: 3.5\n",
+            "global.price_per_hour: removed after 0.2.0 (what the data wait costs at a price an hour); expected no such key",
+        ),
         ("global:\n  report_frq: 5\n", "global.report_frq: unknown key (allowed: report_freq,"),
         ("fulll:\n  nbatches: 5\n", "'fulll': unknown section (allowed: global, IO, synthetic, full, sweep)"),
         ("IO:\n  nbatches: 0\n", "IO.nbatches: got 0 (int); expected an integer from 1 to 1000000"),

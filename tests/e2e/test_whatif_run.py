@@ -60,17 +60,18 @@ def test_whatif_false_runs_no_emulated_trial_and_prints_no_whatif(run_script) ->
     assert doc["whatif"] is None and doc["EMULATED"] is None
 
 
-def test_a_price_gives_what_the_data_wait_costs(run_script) -> None:
-    config = small_config(nbatches=10, ntrials=2, nwarmup=1, price_per_hour=3.5)
+def test_a_loader_without_workers_is_modelled_one_after_the_other_and_its_workers_measured(run_script) -> None:
+    config = small_config(nbatches=10, ntrials=2, nwarmup=1)
     run = run_script(config, "--workers", "0", "--item-ms", "1", "--step-ms", "2", script=SCRIPT)
     assert run.returncode == 0, run
-    assert "per 1 000 steps at 3.5 an hour" in run.summary_line("WHATIF")
     w = run.result()["whatif"]
-    assert w["price_per_hour"] == 3.5 and w["wait_cost_per_1000_steps"] > 0
+    assert "price_per_hour" not in w and "wait_cost_per_1000_steps" not in w  # cut: a sum a user does in their head
     # Without workers the loading and the step run one after the other: the model says so, the naive reading not.
+    # The model's FULL is batch / (loading + step), the naive one batch / max(loading, step): below it for any
+    # positive times, whatever the machine's load does to them (no timing ratio is asserted).
     own = w["own"]
     assert own["limit"] == "the loading and the step one after the other"
-    assert own["full"][1] < 0.8 * own["naive_full"]
+    assert own["full"][1] < own["naive_full"]
     # what workers cost, which a loader without workers does not show: the stage trial with two workers (one on a
     # single core), STAGES_WORKER, and the step beside them (CONTENTION_1 on a copy of the loader with them)
     two = min(2, len(os.sched_getaffinity(0)))

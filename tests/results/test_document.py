@@ -200,9 +200,14 @@ def test_every_stored_version_checks_and_every_declared_key_is_documented() -> N
     assert top == ["schema_version", "run_name"]
 
 
+# keys the stored runs' versions wrote that benchy no longer writes (global.price_per_hour was cut after 0.2.0): a
+# file that holds them still reads (test_every_stored_version_checks_...), the model no longer declares them
+CUT = {"whatif.price_per_hour", "whatif.wait_cost_per_epoch", "whatif.wait_cost_per_1000_steps"}
+
+
 def test_the_model_declares_every_key_a_real_run_writes() -> None:
     for name in ("v4", "v4-2ranks", "v4-sweep", "v5", "v5-2ranks", "v5-sweep"):
-        assert undeclared(raw(name)) == set(), name
+        assert undeclared(raw(name)) - CUT == set(), name
 
 
 def test_keys_the_model_does_not_declare_are_kept_on_read(tmp_path: Path) -> None:

@@ -54,7 +54,6 @@ MEANINGS: Dict[str, Dict[str, str]] = {
         "peak_flops": "the device's peak FLOP/s for MFU: one figure, or one per dtype; null: the built-in table",
         "whatif": "predict what a change would give (workers, cores, a faster step, a stage made free) and check "
         "it with emulated-step trials at the end (the WHATIF line)",
-        "price_per_hour": "what an hour of the job costs: the WHATIF line then says what the data wait costs",
         "count": "`tokens`: also tokens per second and the padding share (sequence batches)",
         "token_key": "with `count: tokens`, where the token ids are in a batch",
         "mask_key": "with `count: tokens`, where the attention mask is in a batch",

@@ -489,12 +489,4 @@ def whatif(w: WhatIf) -> str:
             f"a faster accelerator leaves {100 * inp.step_fixed:.0f} % of the step as it is (the rest of the loop "
             f"beside forward, backward and the optimizer step: PARTS_1)"
         )
-    cost = w.wait_cost
-    if cost is not None:
-        epoch, thousand = cost
-        out.append(
-            "the data wait costs "
-            + (f"{epoch:.4g} an epoch, " if epoch is not None else "")
-            + f"{thousand:.4g} per 1 000 steps at {w.price:g} an hour"
-        )
     return "; ".join(out)
