@@ -19,8 +19,6 @@ The exit statuses (of these commands, and of a script benchy benchmarks) are lis
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
@@ -34,7 +32,7 @@ from ..results import lines
 from ..results import scaling as scaling
 from ..results.saved import Run
 from ..results.schema import ResultFileError, json_safe, load
-from ..results.tables import markdown_text, print_table, summary_table
+from ..results.tables import Table, markdown_text, print_table, summary_table
 from ..results.text.exits import table_text
 
 USAGE = __doc__.split("\n\nThe exit statuses")[0]  # the --help text: plain, no markup
@@ -101,22 +99,11 @@ def _summary(args: argparse.Namespace) -> int:
         if not run.complete:
             print(lines.warning(f"{args.path} holds an incomplete run ({_progress(run)})."))
     elif args.format == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["run", "mode", "mean", "interval", "n", "confidence", "data_wait"])
+        table = Table(["run", "mode", "mean", "interval", "n", "confidence", "data_wait"])
         for mode, m in run.modes.items():
-            writer.writerow(
-                [
-                    run.name,
-                    mode.value,
-                    "" if m.mean is None else repr(m.mean),
-                    "" if m.interval is None else repr(m.interval),
-                    "" if m.n is None else m.n,
-                    m.confidence,
-                    "" if m.data_wait is None else repr(m.data_wait),
-                ]
-            )
-        sys.stdout.write(buffer.getvalue())
+            cells = (run.name, mode.value, m.mean, m.interval, m.n, m.confidence, m.data_wait)
+            table.rows.append(["" if c is None else repr(c) if isinstance(c, float) else str(c) for c in cells])
+        print(table.csv())
     elif args.format == "json":
         print(json.dumps(json_safe(_summary_json(run)), indent=1))
     else:

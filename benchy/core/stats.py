@@ -25,6 +25,7 @@ __all__ = [
     "t_quantile",
     "t_two_sided_cdf",
     "welch",
+    "welch_df",
 ]
 
 
@@ -117,6 +118,12 @@ class Comparison:
     confidence: float = 0.95
 
 
+def welch_df(sa: float, na: int, sb: float, nb: int) -> float:
+    """The Welch-Satterthwaite degrees of freedom of two means whose squared standard errors are ``sa`` and ``sb``
+    (of ``na`` and ``nb`` values, two or more each, ``sa + sb > 0``)."""
+    return (sa + sb) ** 2 / ((sa * sa) / (na - 1) + (sb * sb) / (nb - 1))
+
+
 def compare_log(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Optional[Comparison]:
     """Compare two samples of positive values (trial throughputs); None when one is empty or not positive."""
     la = np.asarray(a, dtype=float)
@@ -146,8 +153,7 @@ def compare_log(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
             int(lb.size),
             confidence,
         )
-    welch = (va + vb) ** 2 / ((va * va) / (la.size - 1) + (vb * vb) / (lb.size - 1))
-    df = max(1, math.floor(welch))
+    df = max(1, math.floor(welch_df(va, la.size, vb, lb.size)))
     q = t_quantile(confidence, df)
     t = diff / se
     p = 1.0 - t_two_sided_cdf(abs(t), df)
@@ -181,7 +187,7 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Optional[Welch]:
         df_equal = float(xa.size + xb.size - 2)
         return Welch(math.copysign(math.inf, diff) if diff else 0.0, df_equal, int(df_equal), 0.0 if diff else 1.0)
     t = diff / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / ((va * va) / (xa.size - 1) + (vb * vb) / (xb.size - 1))
+    df = welch_df(va, xa.size, vb, xb.size)
     used = max(1, math.floor(df))
     return Welch(t, df, used, 1.0 - t_two_sided_cdf(abs(t), used))
 

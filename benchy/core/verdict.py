@@ -50,7 +50,7 @@ from .runinputs import contended, from_results
 from .schedule import Mode
 from .stages import FirstPass
 from .startup import Startup
-from .stats import Comparison, Estimate, compare_log, estimate, t_quantile
+from .stats import Comparison, Estimate, compare_log, estimate, t_quantile, welch_df
 from .sweep import feed, feed_advice
 from .whatif import WhatIf
 
@@ -150,9 +150,6 @@ CPU_IDLE = 0.5
 
 
 READS_HIGH = 20e6  # bytes per second from storage that make storage a suspect
-
-
-H2D_SLOWER = 0.9  # copies that leave less than this share of IO's rate are named in the verdict
 
 
 def busy(results: RunResults, more: MoreTrials = MoreTrials()) -> Optional[Busy]:
@@ -477,7 +474,7 @@ def trials_to_decide(io: Sequence[float], synthetic: Sequence[float], confidence
         se = math.sqrt(sa + sb)
         if se == 0.0:
             return k
-        df = max(1, math.floor((sa + sb) ** 2 / ((sa * sa) / (na - 1) + (sb * sb) / (nb - 1))))
+        df = max(1, math.floor(welch_df(sa, na, sb, nb)))
         half = t_quantile(confidence, df) * se
         if diff - half > band or diff + half < band:
             return k

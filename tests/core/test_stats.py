@@ -70,3 +70,11 @@ def test_one_trial_has_no_interval_and_none_has_no_mean() -> None:
     assert (one.mean, one.half_width, one.n) == (5.0, None, 1)
     none = estimate([])
     assert (none.mean, none.half_width, none.n) == (None, None, 0)
+
+
+def test_the_welch_satterthwaite_df_is_the_pooled_one_for_equal_sides_and_the_smaller_side_s_for_a_lopsided_one() -> None:
+    from benchy.core.stats import welch_df
+
+    assert welch_df(0.5 / 6, 6, 0.5 / 6, 6) == pytest.approx(10)  # equal sides: na + nb - 2
+    assert welch_df(1e-9, 3, 1.0, 5) == pytest.approx(4, rel=1e-6)  # one side's spread alone: its n - 1
+    assert 2 <= welch_df(0.2, 3, 0.1, 9) <= 10
