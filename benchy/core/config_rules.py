@@ -216,8 +216,7 @@ GLOBAL_RULES: Dict[str, _Rule] = {
     ),
 }
 
-# Normalisation of accepted values into the stored form.
-# keys of earlier versions that are gone, with what to do instead
+# Keys of earlier versions that are gone, with what to do instead.
 REMOVED = {
     "price_per_hour": (
         "removed after 0.2.0 (what the data wait costs at a price an hour); expected no such key: the "
@@ -226,6 +225,7 @@ REMOVED = {
     ),
 }
 
+# Normalisation of accepted values into the stored form.
 _NORMALISE: Dict[str, Callable[[Any], Any]] = {
     "profiler_capture": lambda v: v if v == AUTO else tuple(x.upper() for x in v),
     "auto_precision": float,
