@@ -759,19 +759,19 @@ def steps_of(
     return steps
 
 
-def min_epoch_steps(queue_depth: int = 0, cycle: int = 1) -> int:
+def min_epoch_steps(cycle: int = 1) -> int:
     """The fewest steps an epoch of the loop must run for a window to measure a round (``cycle`` periods: one, counted
     period by period) in it: the period its end cuts is left out, and before it the epoch's first period (left out
     too), or, in whole rounds, the lead-in of a FULL stretch in a new pass: a round of the workers and one batch more
-    (shorter where the epoch is: :func:`rounds_fit`). ``queue_depth``: the batches the workers hold ready (the lead-in
-    in a new pass no longer depends on it)."""
+    (shorter where the epoch is: :func:`rounds_fit`); the batches the workers hold ready do not count: a new pass
+    starts with none handed out ahead."""
     return 3 if cycle <= 1 else 2 * cycle + 2
 
 
 def rounds_fit(epoch_length: Optional[int], cycle: int) -> bool:
     """Whether the loop's epochs (``epoch_length`` batches; None: unknown) hold a FULL stretch of whole rounds of
     ``cycle``: else (a loader whose epoch is shorter than two of its workers' rounds) trials count period by period."""
-    return epoch_length is None or cycle <= 1 or epoch_length >= min_epoch_steps(0, cycle)
+    return epoch_length is None or cycle <= 1 or epoch_length >= min_epoch_steps(cycle)
 
 
 def epochs_for(steps: int, epoch_length: Optional[int], start_at: int = 0) -> Optional[int]:

@@ -74,7 +74,7 @@ class Progress:
     running: Optional[str]
     left_early: bool = False
     min_steps: int = 3
-    queue_depth: int = 0
+    cycle: int = 1  # the loader's round (its workers), as the schedule counts trials
     fits: Optional[int] = None
     likely: Optional[int] = None
     likely_epochs: Optional[int] = None
@@ -89,7 +89,7 @@ def steps_needed(schedule: Schedule, where: Where, decided_after: Optional[int] 
     """The loop's steps the schedule takes at the most (``decided_after``: where the verdict is decided after that
     many SYNTHETIC trials), an estimate, in epochs of the loop's own length (where long enough to hold a window)."""
     per = where.epoch
-    fits = per is None or per >= m.min_epoch_steps(where.queue_depth, where.cycle)
+    fits = per is None or per >= m.min_epoch_steps(where.cycle)
     return m.steps_of(schedule, where.queue_depth, per if fits else None, decided_after)
 
 
@@ -100,7 +100,7 @@ def epochs_needed(schedule: Schedule, where: Where) -> Optional[int]:
     if not schedule.window_plans:
         return 1
     per = where.epoch
-    if per is None or per < m.min_epoch_steps(where.queue_depth, where.cycle):
+    if per is None or per < m.min_epoch_steps(where.cycle):
         return None
     return m.epochs_for(steps_needed(schedule, where), per, where.start_at)
 
@@ -245,8 +245,8 @@ def progress(
         raised,
         running,
         left_early=where.left_early,
-        min_steps=m.min_epoch_steps(depth, where.cycle),
-        queue_depth=depth,
+        min_steps=m.min_epoch_steps(where.cycle),
+        cycle=where.cycle,
         fits=fits,
         likely=likely,
         likely_epochs=likely_epochs,

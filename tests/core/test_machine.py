@@ -292,7 +292,7 @@ def test_the_steps_of_the_plan_cover_its_windows_and_fit_a_known_length() -> Non
     assert m.steps_of(s) > m.steps_of(s, decided_after=3) > m.steps_of(s, decided_after=3, verdict_only=True)
     assert m.steps_of(s.with_horizon(289), 4, 24) <= 289
     assert m.steps_of(plan(synthetic={"run_benchmark": False}, full={"run_benchmark": False})) == 0
-    assert m.min_epoch_steps(0) == 3 and m.min_epoch_steps(4) == 3 and m.min_epoch_steps(16, 8) == 18
+    assert m.min_epoch_steps() == 3 and m.min_epoch_steps(1) == 3 and m.min_epoch_steps(8) == 18
     assert m.rounds_fit(None, 8) and m.rounds_fit(18, 8) and not m.rounds_fit(17, 8) and m.rounds_fit(3, 1)
     assert m.epochs_for(100, 24) == 5 and m.epochs_for(100, None) is None and m.epochs_for(10, 10_000) == 1
 

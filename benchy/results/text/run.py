@@ -331,7 +331,7 @@ def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, 
     text = f"Schedule: {describe(schedule)}."
     if schedule.window_plans:
         epoch_length, epochs, most = snapshot.epoch_length, snapshot.epochs_needed, snapshot.steps_needed
-        min_steps = m.min_epoch_steps(queue_depth, schedule.cycle)
+        min_steps = m.min_epoch_steps(schedule.cycle)
         span = (
             f": {epochs} epoch(s) of {epoch_length} batches in all are enough, counting the one running now "
             f"(the most it may take)"
@@ -399,9 +399,9 @@ def stopped_early(progress: Progress, schedule: Schedule) -> str:
             else f"its epochs are {progress.epoch_length} step(s) long"
         )
         ready = (
-            f", and before it the {progress.queue_depth} batches the loader's workers hold ready and the one the "
-            f"epoch's first step fetched go by untimed"
-            if progress.queue_depth
+            f", and before it a FULL window's lead-in, a round of the loader's {progress.cycle} workers and one batch "
+            f"more, goes by untimed"
+            if progress.cycle > 1
             else ", and so is its first"
         )
         return (
