@@ -10,12 +10,15 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Annotated, Any, ClassVar, Dict, List, Mapping, Optional, Tuple
 
+import msgspec
 import numpy as np
+from msgspec import Meta
 
 from .diagnostics import ContentionRun, StepParts
 from .outcomes import Outcomes, Reason
+from .record import Count, Number, Record, Seconds
 from .schedule import Mode, TrialSpec
 from .stages import StageReport
 from .startup import Startup
@@ -183,93 +186,55 @@ class RankSummary:
         }
 
 
-@dataclass(frozen=True)
-class SystemFigures:
+class SystemFigures(Record, frozen=True):
     """What the system sampler measured over one trial (this rank's process and its loader workers).
 
     The base figures are set by every sampled trial; the GPU's only with NVML and CUDA in use; the
     energy figures where a counter gave them, else ``energy_missing`` says why. ``disturbed``: other
     processes certainly took more than ``busy_machine_share`` of the cores (see ``measure.system``)."""
 
-    seconds: float
-    readings: Optional[int] = None
-    cpu_cores_busy: Optional[float] = None  # CPU seconds of the process and its children per second
-    cpu_cores: Optional[float] = None  # cores this process may use
-    cpu_util: Optional[float] = None
-    processes: Optional[int] = None
-    rss_max_bytes: Optional[int] = None
-    read_bytes_per_s: Optional[float] = None
-    loader_read_chars_per_s: Optional[float] = None
-    other_cores_busy: Optional[float] = None  # None: too short a trial for the kernel's counters
-    gpu_util: Optional[float] = None
-    gpu_memory_bytes: Optional[float] = None
-    gpu_power_w: Optional[float] = None
-    gpu_energy_j: Optional[float] = None
+    what: ClassVar[str] = "an object of system figures"
+    plural: ClassVar[str] = "objects of system figures"
+    seconds: Seconds
+    readings: Optional[Count] = None
+    cpu_cores_busy: Optional[Number] = None  # CPU seconds of the process and its children per second
+    cpu_cores: Optional[Number] = None  # cores this process may use
+    cpu_util: Optional[Number] = None
+    processes: Optional[Count] = None
+    rss_max_bytes: Optional[Number] = None
+    read_bytes_per_s: Optional[Number] = None
+    loader_read_chars_per_s: Optional[Number] = None
+    other_cores_busy: Optional[Number] = None  # None: too short a trial for the kernel's counters
+    disturbed: bool = False
+    gpu_util: Optional[Number] = None
+    gpu_memory_bytes: Optional[Number] = None
+    gpu_power_w: Optional[Number] = None
+    gpu_energy_j: Optional[Number] = None
     gpu_energy_source: Optional[str] = None
-    cpu_energy_j: Optional[float] = None
+    cpu_energy_j: Optional[Number] = None
     cpu_energy_source: Optional[str] = None
     energy_missing: Optional[str] = None
-    disturbed: bool = False
-
-    _BASE = (
-        "seconds",
-        "readings",
-        "cpu_cores_busy",
-        "cpu_cores",
-        "cpu_util",
-        "processes",
-        "rss_max_bytes",
-        "read_bytes_per_s",
-        "loader_read_chars_per_s",
-        "other_cores_busy",
-    )
-    _WHEN_SET = (
-        "gpu_util",
-        "gpu_memory_bytes",
-        "gpu_power_w",
-        "gpu_energy_j",
-        "gpu_energy_source",
-        "cpu_energy_j",
-        "cpu_energy_source",
-        "energy_missing",
-    )
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The JSON's ``system`` entry: the base figures, those of the GPU and energy that were measured,
-        and ``disturbed``."""
-        out: Dict[str, Any] = {key: getattr(self, key) for key in self._BASE}
-        out.update({key: getattr(self, key) for key in self._WHEN_SET if getattr(self, key) is not None})
-        out["disturbed"] = self.disturbed
-        return out
 
     def numbers(self) -> Dict[str, float]:
         """The figures that are numbers (what the SYSTEM line averages over trials)."""
-        return {k: v for k, v in self.to_dict().items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {
+            k: v for k in self.__struct_fields__ if isinstance(v := getattr(self, k), (int, float)) and not isinstance(v, bool)
+        }
 
 
-@dataclass(frozen=True)
-class WindowSpan:
+class WindowSpan(Record, frozen=True):
     """Where a SYNTHETIC or FULL trial ran in the training loop: the epoch (1 = the first the benchmark
     saw) and the step of that epoch (from 0) of its first and its last hand-out, the epochs' stretches
     it ran in (``segments``), and the periods left out (the last of each stretch that did not end the
     trial: its end fell in the next epoch; with a loop that fetches one batch ahead, each stretch's first)."""
 
-    start_epoch: int
-    start_step: int
-    end_epoch: int
-    end_step: int
-    segments: int = 1
-    left_out: int = 0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "start_epoch": self.start_epoch,
-            "start_step": self.start_step,
-            "end_epoch": self.end_epoch,
-            "end_step": self.end_step,
-            "segments": self.segments,
-            "left_out": self.left_out,
-        }
+    what: ClassVar[str] = "a window"
+    start_epoch: Count
+    start_step: Count
+    end_epoch: Count
+    end_step: Count
+    segments: Count = 1
+    left_out: Count = 0
 
 
 @dataclass(frozen=True)
@@ -518,8 +483,7 @@ class Imprecise:
         return {"share": self.share, "trials": self.trials, "more_steps": self.more_steps, "capped": self.capped}
 
 
-@dataclass(frozen=True)
-class ProfilerState:
+class ProfilerState(Record, frozen=True):
     """What the profilers did: a tool attached for NVTX, the profiler and its mode, the kinds captured,
     the capture's events (cudaProfilerStart/Stop calls, or why none; each torch trace written), and
     rank 0's torch.profiler trace files with the seconds each took to write."""
@@ -529,22 +493,9 @@ class ProfilerState:
     profiler_mode: str
     capture: Tuple[str, ...]
     events: Tuple[str, ...]
-    torch_traces: Tuple[str, ...] = ()
     torch_trace_dir: Optional[str] = None
-    torch_trace_write_s: Mapping[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The JSON's ``profiler``."""
-        return {
-            "nvtx_tool_attached": self.nvtx_tool_attached,
-            "profiler": self.profiler,
-            "profiler_mode": self.profiler_mode,
-            "capture": list(self.capture),
-            "events": list(self.events),
-            "torch_traces": list(self.torch_traces),
-            "torch_trace_dir": self.torch_trace_dir,
-            "torch_trace_write_s": dict(self.torch_trace_write_s),
-        }
+    torch_traces: Tuple[str, ...] = ()
+    torch_trace_write_s: Annotated[Dict[str, Number], Meta(extra={"keys": "trace files"})] = msgspec.field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,21 @@ from typing import Annotated, Any, ClassVar, Dict, Iterator, List, Literal, Opti
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from ..core.record import (
+    MAX_MAGNITUDE,
+    Count,
+    Fraction,
+    Index,
+    ModeName,
+    Number,
+    Numbers,
+    Pair,
+    Seconds,
+    Triple,
+    UnixTime,
+)
+from ..core.results import ProfilerState, SystemFigures, WindowSpan
+
 __all__ = [
     "MAX_MAGNITUDE",
     "Document",
@@ -30,19 +45,6 @@ __all__ = [
     "rows",
     "top_rows",
 ]
-
-MAX_MAGNITUDE = 1e30  # no figure benchy writes comes near it; beyond, statistics overflow (x**4 past 1e308)
-
-Number = Annotated[float, Meta(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)]
-Count = Annotated[int, Meta(ge=0)]
-Index = Count
-UnixTime = Annotated[float, Meta(ge=0, le=1e11, extra={"what": "Unix seconds"})]  # up to the year 5138
-Seconds = Annotated[float, Meta(ge=0, le=1e9, extra={"what": "seconds"})]  # a duration: up to some 31 years
-Fraction = Annotated[float, Meta(ge=0, le=1)]
-Triple = Annotated[List[Optional[Number]], Meta(min_length=3, max_length=3)]
-Pair = Annotated[List[Optional[Number]], Meta(min_length=2, max_length=2)]
-Numbers = List[Optional[Number]]
-ModeName = Literal["IO", "SYNTHETIC", "FULL"]
 
 
 def _d(text: str) -> Meta:
@@ -55,7 +57,8 @@ def _keys(names: str) -> Meta:
 
 
 class _Block(Struct, frozen=True, kw_only=True):
-    """An object of the file: frozen, its fields by keyword, unknown keys left to the document."""
+    r"""An object of the file that only the file has: frozen, its fields by keyword, unknown keys left to the
+    document (the objects benchy also keeps in memory are :class:`~benchy.core.record.Record`\ s)."""
 
     what: ClassVar[str] = "an object"
     plural: ClassVar[str] = "objects"
@@ -64,35 +67,11 @@ class _Block(Struct, frozen=True, kw_only=True):
 # --- a mode's trials ------------------------------------------------------------------------
 
 
-class System(_Block, frozen=True, kw_only=True):
-    what: ClassVar[str] = "an object of system figures"
-    plural: ClassVar[str] = "objects of system figures"
-    seconds: Optional[Number] = None
-    readings: Optional[Count] = None
-    cpu_cores_busy: Optional[Number] = None
-    cpu_cores: Optional[Number] = None
-    cpu_util: Optional[Number] = None
-    processes: Optional[Count] = None
-    rss_max_bytes: Optional[Number] = None
-    read_bytes_per_s: Optional[Number] = None
-    loader_read_chars_per_s: Optional[Number] = None
-    other_cores_busy: Optional[Number] = None
-    disturbed: Optional[bool] = None
-    gpu_util: Optional[Number] = None
-    gpu_memory_bytes: Optional[Number] = None
-    gpu_power_w: Optional[Number] = None
-    gpu_energy_j: Optional[Number] = None
-    gpu_energy_source: Optional[str] = None
-    cpu_energy_j: Optional[Number] = None
-    cpu_energy_source: Optional[str] = None
-    energy_missing: Optional[str] = None
-
-
 class Warmup(_Block, frozen=True, kw_only=True):
     trial_throughput: Numbers = []
     trial_time: List[Seconds] = []
     trial_samples: List[Count] = []
-    system: List[Optional[System]] = []
+    system: List[Optional[SystemFigures]] = []
 
 
 class Steps(_Block, frozen=True, kw_only=True):
@@ -186,7 +165,7 @@ class ModeBlock(_Block, frozen=True, kw_only=True):
     n: Optional[Count] = None
     warmup: Optional[Warmup] = None
     steps: Optional[Steps] = None
-    system: List[Optional[System]] = []
+    system: List[Optional[SystemFigures]] = []
     tokens: Union[List[Optional[TrialTokens]], UnsetType] = UNSET
     data_wait: Union[DataWait, UnsetType, None] = UNSET
     ranks: Union[Ranks, UnsetType, None] = UNSET
@@ -202,16 +181,6 @@ class LoaderSetting(_Block, frozen=True, kw_only=True):
     num_workers: Count
     pin_memory: bool
     prefetch_factor: Optional[Count] = None
-
-
-class Window(_Block, frozen=True, kw_only=True):
-    what: ClassVar[str] = "a window"
-    start_epoch: Count
-    start_step: Count
-    end_epoch: Count
-    end_step: Count
-    segments: Optional[Count] = None
-    left_out: Optional[Count] = None
 
 
 class TimelineTrial(_Block, frozen=True, kw_only=True):
@@ -230,7 +199,7 @@ class TimelineTrial(_Block, frozen=True, kw_only=True):
     steps_file: Optional[bool] = None
     rank_started: Optional[List[UnixTime]] = None
     rank_seconds: Optional[List[Seconds]] = None
-    window: Optional[Window] = None
+    window: Optional[WindowSpan] = None
     setting: Union[LoaderSetting, UnsetType, None] = UNSET
 
 
@@ -563,7 +532,7 @@ class H2D(_Block, frozen=True, kw_only=True):
     interval: Optional[Number] = None
     n: Optional[Count] = None
     vs_io: Optional[Number] = None
-    system: List[Optional[System]] = []
+    system: List[Optional[SystemFigures]] = []
 
 
 # --- how the verdict was reached, the run's settings ----------------------------------------
@@ -586,17 +555,6 @@ class Decision(_Block, frozen=True, kw_only=True):
     full_vs_slower: Optional[Comparison] = None
     outcome: Optional[str] = None
     inconsistent: Optional[bool] = None
-
-
-class Profiler(_Block, frozen=True, kw_only=True):
-    nvtx_tool_attached: Optional[bool] = None
-    profiler: Optional[str] = None
-    profiler_mode: Optional[str] = None
-    capture: List[str] = []
-    events: List[str] = []
-    torch_trace_dir: Optional[str] = None
-    torch_traces: List[str] = []
-    torch_trace_write_s: Annotated[Dict[str, Number], _keys("trace files")] = {}
 
 
 class Imprecise(_Block, frozen=True, kw_only=True):
@@ -764,7 +722,7 @@ class Document(_Block, frozen=True, kw_only=True):
         _d("benchy, torch and Python versions, platform, host, CPU count, device, world size, argv, time"),
     ] = None
     profiler: Annotated[
-        Optional[Profiler],
+        Optional[ProfilerState],
         _d(
             "`nvtx_tool_attached`, `profiler` (`cudaProfilerApi` or `torch`), `profiler_mode`, `capture` (the kinds, "
             "`auto` resolved), `events` (the cudaProfilerStart/Stop calls made, or why none; with `profiler: torch` "
@@ -961,8 +919,9 @@ class Document(_Block, frozen=True, kw_only=True):
 
 
 def encode(document: Document) -> Dict[str, Any]:
-    """The document as JSON values, in the declared order (keys left unset are left out)."""
-    out: Dict[str, Any] = msgspec.to_builtins(document)
+    """The document as JSON values (a tuple kept in memory as a list), in the declared order (keys left unset are
+    left out)."""
+    out: Dict[str, Any] = msgspec.json.decode(msgspec.json.encode(document))
     return out
 
 
@@ -1008,7 +967,7 @@ def describe(info: Any) -> str:
         return "true or false"
     if isinstance(info, i.LiteralType):
         return "one of " + ", ".join(json.dumps(v) for v in info.values)
-    if isinstance(info, i.ListType):
+    if isinstance(info, (i.ListType, i.VarTupleType)):  # a tuple in memory is a list in the file
         size = f"{info.min_length} " if info.min_length is not None and info.min_length == info.max_length else ""
         return f"a list of {size}{_plural(info.item_type)}"
     if isinstance(info, i.DictType):
@@ -1069,7 +1028,7 @@ def children(hint: Any) -> Iterator[Tuple[str, Any, bool]]:
     if isinstance(found, type) and issubclass(found, Struct):
         for f in msgspec.structs.fields(found):
             yield f".{f.encode_name}", f.type, f.required
-    elif typing.get_origin(found) is list:
+    elif typing.get_origin(found) in (list, tuple):  # a tuple in memory (``Tuple[X, ...]``) is a list in the file
         yield "[]", typing.get_args(found)[0], False
     elif typing.get_origin(found) is dict:
         yield ".<name>", typing.get_args(found)[1], False

@@ -101,10 +101,6 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def _system(t: TrialResult) -> Optional[Dict[str, Any]]:
-    return None if t.system is None else t.system.to_dict()
-
-
 def _mean_step_rate(t: TrialResult) -> Optional[float]:
     mean = t.mean_step_rate
     return None if mean is None else finite(mean)
@@ -155,10 +151,10 @@ def _mode_block(results: RunResults, mode: Mode, reading: Reading, per_step: boo
     # Pooled over every step: in the final document only, as ``rates`` (a checkpoint costs the new trial).
     profile = reading.profiles.get(mode) if per_step else None  # worked out once, in the reading
     block["steps"] = None if profile is None else profile.to_dict()
-    block["system"] = [_system(t) for t in trials]  # per counted trial (null when not sampled)
+    block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
     if any(t.tokens is not None for t in trials):  # count: tokens: each counted trial's tokens
         block["tokens"] = [None if t.tokens is None else t.tokens.to_dict() for t in trials]
-    block["warmup"]["system"] = [_system(t) for t in warm]
+    block["warmup"]["system"] = [t.system for t in warm]
     if mode is Mode.FULL:
         block["data_wait"] = _data_wait_block(results)
     if any(t.rank_seconds for t in trials):
@@ -205,7 +201,7 @@ def _timeline_entry(t: TrialResult, group: str, *, saved: bool, folded: bool = F
         "steps_file": saved,
         "rank_started": list(t.rank_started) or None,
         "rank_seconds": list(t.rank_seconds) or None,
-        "window": None if t.window is None else t.window.to_dict(),
+        "window": t.window,
     }
 
 
@@ -260,7 +256,7 @@ def h2d_block(results: RunResults) -> Dict[str, Any]:
         "interval": est.half_width,
         "n": est.n,
         "vs_io": est.mean / io.mean if est.mean is not None and io.mean else None,
-        "system": [_system(t) for t in results.h2d],
+        "system": [t.system for t in results.h2d],
     }
 
 
@@ -510,7 +506,7 @@ def result_document(
         "decision": None if found is None else decision_block(found),
         "config": dict(config),
         "environment": dict(environment),
-        "profiler": snapshot.profiler.to_dict(),
+        "profiler": snapshot.profiler,
         "steps_dir": steps_dir,
         "schedule": schedule_block(snapshot.schedule),
         "lookahead": snapshot.lookahead,
@@ -595,8 +591,12 @@ def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _v2_to_v3(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 2 to 3: no timeline (trial start times were not recorded before)."""
+    """Version 2 to 3: no timeline (trial start times were not recorded before); the one profiler was Nsight
+    Systems' capture range."""
     doc.setdefault("timeline", None)
+    profiler = doc.get("profiler")
+    if isinstance(profiler, dict):
+        profiler.setdefault("profiler", "cudaProfilerApi")
     doc["schema_version"] = 3
     return doc
 

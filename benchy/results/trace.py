@@ -34,6 +34,7 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import msgspec
 import numpy as np
 
+from ..core.results import WindowSpan
 from . import model
 from . import steps as step_files
 from .saved import Run
@@ -124,10 +125,10 @@ class TimelineTrial:
     nbatches: int
     samples: Optional[int]
     setting: Optional[Dict[str, Any]] = None  # a sweep trial's loader setting
-    window: Optional[model.Window] = None  # where a SYNTHETIC or FULL trial ran in the loop (schema 4)
+    window: Optional[WindowSpan] = None  # where a SYNTHETIC or FULL trial ran in the loop (schema 4)
 
 
-def window_text(window: model.Window) -> str:
+def window_text(window: WindowSpan) -> str:
     """A trial's window in words: ``epoch 1, step 13 to epoch 2, step 10 (2 stretches, 2 periods left out)``."""
     text = f"epoch {window.start_epoch}, step {window.start_step} to epoch {window.end_epoch}, step {window.end_step}"
     segments, left = window.segments or 1, window.left_out or 0

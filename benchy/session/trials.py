@@ -15,6 +15,8 @@ import statistics
 import time
 from typing import Any, Callable, Iterator, List, Optional
 
+import msgspec
+
 from ..core.config import Config
 from ..core.events import CounterNote, Event, TokensNotCounted
 from ..core.outcomes import Reason, Why
@@ -293,7 +295,7 @@ class TrialRunner:
         system = self.sampler.stop()
         if system is None:
             return dataclasses.replace(result, started=started)
-        system = dataclasses.replace(system, disturbed=disturbed(system, self.config.general.busy_machine_share))
+        system = msgspec.structs.replace(system, disturbed=disturbed(system, self.config.general.busy_machine_share))
         readings = self.sampler.readings()
         if readings is not None:
             readings["time"] += self.unix_offset

@@ -1,0 +1,49 @@
+"""The result file's value types and the base of every object in it (pure, no torch).
+
+A type that benchy keeps in memory and writes to the result file is declared once, as a frozen
+:class:`Record`: the measuring code builds it, the writer encodes it, the reader decodes it
+(:mod:`benchy.results.model` composes the file from these), and the documentation's key tables come from
+its hints: the bounds below (``Meta(ge=..., le=...)``) and each field's words.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, List, Literal, Optional
+
+from msgspec import Meta, Struct
+
+__all__ = [
+    "MAX_MAGNITUDE",
+    "Count",
+    "Fraction",
+    "Index",
+    "ModeName",
+    "Number",
+    "Numbers",
+    "Pair",
+    "Record",
+    "Seconds",
+    "Triple",
+    "UnixTime",
+]
+
+MAX_MAGNITUDE = 1e30  # no figure benchy writes comes near it; beyond, statistics overflow (x**4 past 1e308)
+
+Number = Annotated[float, Meta(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)]
+Count = Annotated[int, Meta(ge=0)]
+Index = Count
+UnixTime = Annotated[float, Meta(ge=0, le=1e11, extra={"what": "Unix seconds"})]  # up to the year 5138
+Seconds = Annotated[float, Meta(ge=0, le=1e9, extra={"what": "seconds"})]  # a duration: up to some 31 years
+Fraction = Annotated[float, Meta(ge=0, le=1)]
+Triple = Annotated[List[Optional[Number]], Meta(min_length=3, max_length=3)]
+Pair = Annotated[List[Optional[Number]], Meta(min_length=2, max_length=2)]
+Numbers = List[Optional[Number]]
+ModeName = Literal["IO", "SYNTHETIC", "FULL"]
+
+
+class Record(Struct, frozen=True):
+    """An object of the result file: frozen; ``what`` and ``plural`` name it in the documentation and in the
+    reader's errors; keys it does not declare are left to the document."""
+
+    what: ClassVar[str] = "an object"
+    plural: ClassVar[str] = "objects"
