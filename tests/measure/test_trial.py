@@ -16,6 +16,7 @@ import pytest
 from helpers import FakeClock, workers_loader
 
 from benchy import EmptyLoaderError, Mode, TrialSpec
+from benchy.core.results import WindowSpan
 from benchy.measure.counting import make_counter
 from benchy.measure.source import BatchSource
 from benchy.measure.trial import (
@@ -302,7 +303,7 @@ def test_a_window_spans_epochs_leaving_out_the_period_that_crosses_each_end(vari
     assert len(r.step_seconds) == 7 and r.samples == 56
     assert r.step_seconds == pytest.approx((0.05,) * 7) and r.seconds == pytest.approx(7 * 0.05)
     assert [tuple(p) for p in w.placed] == [(1, 0, 4), (1, 0, 4), (1, 0, 4), (1, 0, 2)]
-    assert w.span().to_dict() == {"start_epoch": 1, "start_step": 0, "end_epoch": 1, "end_step": 1, "segments": 4, "left_out": 7}
+    assert w.span() == WindowSpan(start_epoch=1, start_step=0, end_epoch=1, end_step=1, segments=4, left_out=7)
     assert sorted(w.left_out) == [0, 3, 4, 7, 8, 11, 12] and loops.balanced()
 
 
