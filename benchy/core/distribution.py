@@ -10,11 +10,12 @@ little apart make one or two long waits per round: both count as that round's st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
+import msgspec
 import numpy as np
 
+from .record import Count, Number, Record
 from .results import TrialResult
 
 __all__ = ["STALL_FACTOR", "StepProfile", "percentiles", "step_profile"]
@@ -26,29 +27,17 @@ COVER = 0.8  # periodic: at most half of the phases of a cycle hold this share o
 REGULAR = 0.6  # ... and each of those phases stalls in at least this share of the cycles
 
 
-@dataclass(frozen=True)
-class StepProfile:
+class StepProfile(Record, frozen=True):
     """Percentiles of the periods (seconds) pooled over a mode's counted trials, and its stalls."""
 
-    steps: int
-    p50: float
-    p90: float
-    p99: float
-    stalls: int
-    stall_share: float  # the stalled periods' share of the trials' time
-    stall_period: Optional[int]  # stalls every this many steps, when they are periodic
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "steps": self.steps,
-            "p50_s": self.p50,
-            "p90_s": self.p90,
-            "p99_s": self.p99,
-            "stall_factor": STALL_FACTOR,
-            "stalls": self.stalls,
-            "stall_share": self.stall_share,
-            "stall_period": self.stall_period,
-        }
+    steps: Count
+    p50: float = msgspec.field(name="p50_s")
+    p90: float = msgspec.field(name="p90_s")
+    p99: float = msgspec.field(name="p99_s")
+    stalls: Count
+    stall_share: Number  # the stalled periods' share of the trials' time
+    stall_period: Optional[Count]  # stalls every this many steps, when they are periodic
+    stall_factor: Number = STALL_FACTOR  # a period over this many times its trial's median is a stall
 
 
 def percentiles(arrays: Sequence[np.ndarray[Any, np.dtype[np.float32]]], levels: Sequence[float]) -> List[float]:

@@ -113,21 +113,20 @@ class FlopCount:
         }
 
 
-@dataclass(frozen=True)
-class TokenCount:
+class TokenCount(Record, frozen=True):
     """Tokens in one trial's batches (``count: tokens``), as the counter saw them.
 
     ``tokens``: every position of the token tensor (exact); ``sampled_tokens`` and ``real``: the
     positions and non-padding tokens of the batches whose attention mask was summed (every
     ``every``-th batch; all of them when ``every`` is 1); without a mask ``real == sampled_tokens``."""
 
-    samples: int
-    tokens: int
-    sampled_tokens: int
-    real: int
-    batches: int
-    sampled: int
-    every: int = 1
+    samples: Count
+    tokens: Count
+    sampled_tokens: Count
+    real: Count = msgspec.field(name="real_tokens")
+    batches: Count
+    sampled: Count = msgspec.field(name="sampled_batches")
+    every: Count = 1
     masked: bool = False
 
     @property
@@ -141,18 +140,6 @@ class TokenCount:
         if self.samples <= 0 or self.padding is None:
             return None
         return self.tokens * (1.0 - self.padding) / self.samples
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "samples": self.samples,
-            "tokens": self.tokens,
-            "sampled_tokens": self.sampled_tokens,
-            "real_tokens": self.real,
-            "batches": self.batches,
-            "sampled_batches": self.sampled,
-            "every": self.every,
-            "masked": self.masked,
-        }
 
 
 @dataclass(frozen=True)

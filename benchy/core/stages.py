@@ -28,9 +28,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import msgspec
 import numpy as np
 
 from .queues import Shape, shape_of
+from .record import Count, Index, Record
 
 __all__ = [
     "BUSY_WORKERS",
@@ -61,18 +63,14 @@ FREE_CORE = 0.9  # about a core free (the readings' noise aside): loader workers
 OFF_CPU = 0.5  # the dataset's own work off the CPU more than this share: it waits on storage or the network
 
 
-@dataclass(frozen=True)
-class WorkerMemory:
+class WorkerMemory(Record, frozen=True):
     """One worker's memory: unique set size (pages only it holds), proportional set size where the
     kernel gives it (shared pages split among their holders), and RSS (shared pages counted whole)."""
 
-    worker: int
-    uss: int
-    pss: Optional[int]
-    rss: int
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"worker": self.worker, "uss_bytes": self.uss, "pss_bytes": self.pss, "rss_bytes": self.rss}
+    worker: Index
+    uss: Count = msgspec.field(name="uss_bytes")
+    pss: Optional[Count] = msgspec.field(name="pss_bytes")
+    rss: Count = msgspec.field(name="rss_bytes")
 
 
 @dataclass(frozen=True, eq=False)

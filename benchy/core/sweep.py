@@ -11,10 +11,11 @@ then pinned memory, then prefetching), so "the smallest setting within 5 % of th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, ClassVar, Dict, List, Optional, Sequence
 
 from .claims import Feed
 from .config import AUTO, SweepConfig
+from .record import Count, Record
 from .results import TrialResult
 from .stats import Estimate, estimate
 
@@ -49,16 +50,14 @@ NEAR_BEST = 0.05  # "within 5 % of the best"
 FEEDS = 1.1  # IO at least 1.1x SYNTHETIC: enough to feed the step
 
 
-@dataclass(frozen=True, order=True)
-class Setting:
+class Setting(Record, frozen=True, order=True):
     """One combination of loader settings; ordered by cost."""
 
-    num_workers: int
+    what: ClassVar[str] = "a loader setting"
+    plural: ClassVar[str] = "loader settings"
+    num_workers: Count
     pin_memory: bool
-    prefetch_factor: Optional[int]  # None with 0 workers (no prefetching without workers)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"num_workers": self.num_workers, "pin_memory": self.pin_memory, "prefetch_factor": self.prefetch_factor}
+    prefetch_factor: Optional[Count] = None  # None with 0 workers (no prefetching without workers)
 
 
 def auto_workers(cores: int) -> List[int]:
@@ -107,7 +106,7 @@ class SettingResult:
     def to_dict(self) -> Dict[str, Any]:
         est = self.estimate
         return {
-            "settings": self.setting.to_dict(),
+            "settings": self.setting,
             "trial_throughput": [t.throughput for t in self.trials],
             "trial_time": [t.seconds for t in self.trials],
             "trial_samples": [t.samples for t in self.trials],

@@ -20,11 +20,11 @@ import msgspec
 
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
-from ..core.sweep import NEAR_BEST, Setting
+from ..core.sweep import NEAR_BEST
 from ..core.verdict import figure_means, outcome_of
 from . import plots as drawing
 from . import scaling, tables
-from .model import Environment, LoaderSetting
+from .model import Environment
 from .saved import Run
 from .tables import Table, summary_table
 from .text.numbers import cell
@@ -117,11 +117,6 @@ def system_table(run: Run) -> Optional[Table]:
     return tables.system_table(rows)
 
 
-def _setting_text(s: LoaderSetting) -> str:
-    """A saved setting as the sweep's table printed it (:func:`benchy.results.text.reports.setting`)."""
-    return setting(Setting(s.num_workers, s.pin_memory, s.prefetch_factor))
-
-
 def sweep_table(run: Run) -> Optional[Table]:
     """The loader sweep's table as ``benchy`` printed it (the JSON's ``sweep``), or None without a sweep."""
     sweep = run.model.sweep
@@ -148,7 +143,7 @@ def sweep_table(run: Run) -> Optional[Table]:
         memory = entry.workers_memory_bytes
         table.rows.append(
             [
-                _setting_text(entry.settings),
+                setting(entry.settings),
                 cell(entry.mean, spec=".3f"),
                 cell(entry.interval, spec=".3f"),
                 str(entry.n or 0),

@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Dict, Iterator, List, Literal, Opti
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from ..core.distribution import StepProfile
 from ..core.record import (
     MAX_MAGNITUDE,
     Count,
@@ -34,7 +35,9 @@ from ..core.record import (
     Triple,
     UnixTime,
 )
-from ..core.results import ProfilerState, SystemFigures, WindowSpan
+from ..core.results import ProfilerState, SystemFigures, TokenCount, WindowSpan
+from ..core.stages import WorkerMemory
+from ..core.sweep import Setting
 
 __all__ = [
     "MAX_MAGNITUDE",
@@ -74,17 +77,6 @@ class Warmup(_Block, frozen=True, kw_only=True):
     system: List[Optional[SystemFigures]] = []
 
 
-class Steps(_Block, frozen=True, kw_only=True):
-    steps: Optional[Count] = None
-    p50_s: Optional[Number] = None
-    p90_s: Optional[Number] = None
-    p99_s: Optional[Number] = None
-    stall_factor: Optional[Number] = None
-    stalls: Optional[Count] = None
-    stall_share: Optional[Number] = None
-    stall_period: Optional[Count] = None
-
-
 class RankSummary(_Block, frozen=True, kw_only=True):
     ranks: Optional[Count] = None
     slowest_rank: Optional[Index] = None
@@ -104,17 +96,6 @@ class Ranks(_Block, frozen=True, kw_only=True):
     straggler: Optional[str] = None
     summarised: Optional[bool] = None
     trials: List[Optional[RankSummary]] = []
-
-
-class TrialTokens(_Block, frozen=True, kw_only=True):
-    samples: Optional[Count] = None
-    tokens: Optional[Count] = None
-    sampled_tokens: Optional[Count] = None
-    real_tokens: Optional[Count] = None
-    batches: Optional[Count] = None
-    sampled_batches: Optional[Count] = None
-    every: Optional[Count] = None
-    masked: Optional[bool] = None
 
 
 class DataWait(_Block, frozen=True, kw_only=True):
@@ -164,23 +145,15 @@ class ModeBlock(_Block, frozen=True, kw_only=True):
     confidence: Optional[Fraction] = None
     n: Optional[Count] = None
     warmup: Optional[Warmup] = None
-    steps: Optional[Steps] = None
+    steps: Optional[StepProfile] = None
     system: List[Optional[SystemFigures]] = []
-    tokens: Union[List[Optional[TrialTokens]], UnsetType] = UNSET
+    tokens: Union[List[Optional[TokenCount]], UnsetType] = UNSET
     data_wait: Union[DataWait, UnsetType, None] = UNSET
     ranks: Union[Ranks, UnsetType, None] = UNSET
     batch_samples: Union[Count, UnsetType, None] = UNSET
 
 
 # --- the timeline and the sweep -------------------------------------------------------------
-
-
-class LoaderSetting(_Block, frozen=True, kw_only=True):
-    what: ClassVar[str] = "a loader setting"
-    plural: ClassVar[str] = "loader settings"
-    num_workers: Count
-    pin_memory: bool
-    prefetch_factor: Optional[Count] = None
 
 
 class TimelineTrial(_Block, frozen=True, kw_only=True):
@@ -200,7 +173,7 @@ class TimelineTrial(_Block, frozen=True, kw_only=True):
     rank_started: Optional[List[UnixTime]] = None
     rank_seconds: Optional[List[Seconds]] = None
     window: Optional[WindowSpan] = None
-    setting: Union[LoaderSetting, UnsetType, None] = UNSET
+    setting: Union[Setting, UnsetType, None] = UNSET
 
 
 class Timeline(_Block, frozen=True, kw_only=True):
@@ -215,7 +188,7 @@ class SweepWarmup(_Block, frozen=True, kw_only=True):
 class SweepSetting(_Block, frozen=True, kw_only=True):
     what: ClassVar[str] = "a setting with its trials"
     plural: ClassVar[str] = "settings with their trials"
-    settings: LoaderSetting
+    settings: Setting
     trial_throughput: Numbers = []
     trial_time: List[Seconds] = []
     trial_samples: List[Count] = []
@@ -229,12 +202,12 @@ class SweepSetting(_Block, frozen=True, kw_only=True):
 
 
 class Sweep(_Block, frozen=True, kw_only=True):
-    own: Optional[LoaderSetting] = None
+    own: Optional[Setting] = None
     settings: List[SweepSetting] = []
-    best: Optional[LoaderSetting] = None
-    smallest_within_5pct: Optional[LoaderSetting] = None
-    feeds_synthetic: Optional[LoaderSetting] = None
-    applied: Optional[LoaderSetting] = None
+    best: Optional[Setting] = None
+    smallest_within_5pct: Optional[Setting] = None
+    feeds_synthetic: Optional[Setting] = None
+    applied: Optional[Setting] = None
     memory_cap_bytes: Optional[Number] = None
 
 
@@ -293,13 +266,6 @@ class SlowestWorkerCost(_Block, frozen=True, kw_only=True):
     worker: Optional[Index] = None
     ratio: Optional[Number] = None
     io_share: Optional[Number] = None
-
-
-class WorkerMemory(_Block, frozen=True, kw_only=True):
-    worker: Optional[Index] = None
-    uss_bytes: Optional[Number] = None
-    pss_bytes: Optional[Number] = None
-    rss_bytes: Optional[Number] = None
 
 
 class Stages(_Block, frozen=True, kw_only=True):

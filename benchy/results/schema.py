@@ -150,10 +150,10 @@ def _mode_block(results: RunResults, mode: Mode, reading: Reading, per_step: boo
     }
     # Pooled over every step: in the final document only, as ``rates`` (a checkpoint costs the new trial).
     profile = reading.profiles.get(mode) if per_step else None  # worked out once, in the reading
-    block["steps"] = None if profile is None else profile.to_dict()
+    block["steps"] = profile
     block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
     if any(t.tokens is not None for t in trials):  # count: tokens: each counted trial's tokens
-        block["tokens"] = [None if t.tokens is None else t.tokens.to_dict() for t in trials]
+        block["tokens"] = [t.tokens for t in trials]
     block["warmup"]["system"] = [t.system for t in warm]
     if mode is Mode.FULL:
         block["data_wait"] = _data_wait_block(results)
@@ -219,7 +219,7 @@ def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
     entries += [_timeline_entry(t, "emulated", saved=False, folded=True) for t in results.emulated]
     for setting in results.sweep:
         for t in [*setting.warmups, *setting.trials]:
-            entries.append(dict(_timeline_entry(t, "sweep", saved=False), setting=setting.setting.to_dict()))
+            entries.append(dict(_timeline_entry(t, "sweep", saved=False), setting=setting.setting))
     for span in results.spans:  # the stage trials: rank 0's own time, no per-step file
         entries.append(
             {
@@ -310,12 +310,12 @@ def sweep_block(results: RunResults) -> Optional[Dict[str, Any]]:
     top, small = best(results.sweep), smallest_within(results.sweep)
     enough = cheapest_enough(results.sweep, synthetic) if synthetic is not None else None
     return {
-        "own": own.to_dict(),
+        "own": own,
         "settings": [r.to_dict() for r in results.sweep],
-        "best": None if top is None else top.setting.to_dict(),
-        "smallest_within_5pct": None if small is None else small.setting.to_dict(),
-        "feeds_synthetic": None if enough is None else enough.setting.to_dict(),
-        "applied": None if applied is None else applied.to_dict(),
+        "best": None if top is None else top.setting,
+        "smallest_within_5pct": None if small is None else small.setting,
+        "feeds_synthetic": None if enough is None else enough.setting,
+        "applied": applied,
         "memory_cap_bytes": results.sweep_memory_budget,
     }
 
@@ -403,7 +403,7 @@ def stages_block(results: RunResults) -> Optional[Dict[str, Any]]:
         "head_of_line_share": report.hol_share,
         "in_order_available": report.in_order,
         "first_throughput": report.first_throughput,
-        "worker_memory": [m.to_dict() for m in report.memory],
+        "worker_memory": list(report.memory),
         "instrumentation_seconds_per_sample": report.instrumentation,
         "instrumentation_share": report.timer_share,
         "other_skipped": _skipped(results.stages_other_skipped),

@@ -35,6 +35,7 @@ import msgspec
 import numpy as np
 
 from ..core.results import WindowSpan
+from ..core.sweep import Setting
 from . import model
 from . import steps as step_files
 from .saved import Run
@@ -150,7 +151,7 @@ def _trials(timeline: model.Timeline, rank: int) -> List[TimelineTrial]:
             started, seconds = starts[rank], times[rank]
         if started is None or seconds is None:
             continue
-        setting = entry.setting if isinstance(entry.setting, model.LoaderSetting) else None
+        setting = entry.setting if isinstance(entry.setting, Setting) else None
         out.append(
             TimelineTrial(
                 entry.trial,
