@@ -183,8 +183,8 @@ def test_benchmarks_and_examples_import_only_what_exists() -> None:
 
 
 # Sentences are written under results/ only (results/text/); core and session hand over codes, enums and numbers.
-# Left out: the configuration's rules (what each key allows, said in the ConfigError raised before any trial runs)
-# and the peak table (where each figure comes from: a datasheet's name is data).
+# Left out: the configuration's keys (what each allows, said in the ConfigError raised before any trial runs, and
+# what each does, declared with it) and the peak table (where each figure comes from: a datasheet's name is data).
 SENTENCE_FREE = {"core", "session"}
 SENTENCE_EXEMPT = {"core/config_rules.py", "core/peaks.py"}
 _MARKUP = re.compile(r"\[/?[a-z ]*\]|\{[^}]*\}")  # rich markup and format fields are not words

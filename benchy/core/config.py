@@ -1,4 +1,6 @@
-"""Configuration: defaults, the merge of layers, validation (pure, no torch, no files).
+"""Configuration: the merge of layers into one :class:`Config`, validated (pure, no torch, no files). Each key's
+default, what it allows and what it does are declared once, as a field of its section's dataclass in
+:mod:`benchy.core.config_rules`.
 
 The file format is the original benchy's (sections ``global``, ``IO``, ``synthetic``,
 ``full``). Sources are merged key by key, in order: defaults, then the YAML file
@@ -17,11 +19,15 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 from .config_rules import (
     ATTR_OF_SECTION,
     AUTO,
-    GLOBAL_RULES,
     PROBE_PREFIX,
+    RULES,
+    SECTION_CLASS,
     STEPS_TEMP_SUFFIX,
     TEMP_PREFIX,
     TEMP_SUFFIX,
+    GlobalConfig,
+    ModeConfig,
+    SweepConfig,
     canonical_section,
     check_consistency,
     describe,
@@ -78,87 +84,6 @@ ConfigError.__module__ = "benchy"  # tracebacks show benchy.ConfigError, the pub
 
 
 @dataclass(frozen=True)
-class ModeConfig:
-    """One trial kind (IO, synthetic or full).
-
-    ``ntrials`` and ``nwarmup`` are ``"auto"`` by default: trials until the answer is known, in windows
-    short first and growing up to ``nbatches``, and warm-ups until the step time is steady (bounded by
-    ``global.auto_max_trials`` / ``auto_max_warmup``); a number fixes the count (every window ``nbatches``).
-    """
-
-    run_benchmark: bool = True
-    nbatches: int = 50
-    ntrials: Union[int, str] = AUTO
-    nwarmup: Union[int, str] = AUTO
-
-
-@dataclass(frozen=True)
-class GlobalConfig:
-    """The ``global`` section. What each key does, what it allows and its default are in
-    :data:`~benchy.results.text.config.MEANINGS` and :data:`~benchy.core.config_rules.GLOBAL_RULES` (the
-    manual's configuration reference is made from them and these defaults)."""
-
-    report_freq: int = 10
-    exit_after_tests: bool = True
-    profiler_mode: str = "single"
-    output_filename: str = "benchy_result.json"
-    output_dir: Optional[str] = None
-    use_distributed_barrier: bool = False
-    # Ours (not in the original).
-    console: str = "auto"
-    profiler_capture: Union[str, Tuple[str, ...]] = AUTO
-    profiler: str = "cudaProfilerApi"
-    profiler_steps: int = 5
-    nvtx: bool = True
-    sync_every_step: bool = False
-    dist_timeout: float = 600.0
-    dist_rank_lists: int = 64
-    auto_precision: float = 0.02
-    auto_figure_precision: float = 0.05
-    auto_max_trials: int = 8
-    auto_max_warmup: int = 4
-    loop_steps: Union[int, str] = AUTO
-    save_steps: Union[bool, str] = True
-    system_metrics: bool = True
-    system_metrics_hz: float = 10.0
-    busy_machine_share: float = 0.25
-    io_h2d: bool = True
-    stages: bool = True
-    run_name: Optional[str] = None
-    sweep_apply: bool = False
-    flops: bool = True
-    peak_flops: Any = None
-    whatif: bool = True
-    count: str = "samples"
-    token_key: Union[str, int] = AUTO
-    mask_key: Union[str, int] = AUTO
-
-    @property
-    def capture_kinds(self) -> Tuple[str, ...]:
-        """The trial kinds the profiler captures (``profiler_capture`` with ``auto`` resolved)."""
-        if self.profiler_capture == AUTO:
-            return ("FULL",) if self.profiler == "torch" else ("IO", "SYNTHETIC", "FULL")
-        return tuple(self.profiler_capture)
-
-
-@dataclass(frozen=True)
-class SweepConfig:
-    """The ``sweep`` section: loader settings tried with IO trials before the schedule.
-
-    Each key lists values to try (the product of the keys given); a key left out keeps the
-    loader's own value; ``num_workers: auto`` is 0, 1, 2, 4 ... up to the usable cores. Empty:
-    no sweep."""
-
-    num_workers: Union[Tuple[int, ...], str] = ()
-    pin_memory: Tuple[bool, ...] = ()
-    prefetch_factor: Tuple[int, ...] = ()
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.num_workers or self.pin_memory or self.prefetch_factor)
-
-
-@dataclass(frozen=True)
 class Config:
     """The effective configuration; ``source`` names where it came from (for messages)."""
 
@@ -211,9 +136,6 @@ class Config:
         return out
 
 
-_SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeConfig, "full": ModeConfig, "sweep": SweepConfig}
-
-
 # What the wrappers and load_config accept as a config.
 ConfigLike = Union[Config, Mapping[str, Any], str, "os.PathLike[str]", None]
 
@@ -222,7 +144,7 @@ def merge_layers(layers: Sequence[Tuple[str, Any]]) -> Tuple[Dict[str, Dict[str,
     """The defaults with each ``(source, contents)`` layer merged over them in order, key by key: the
     merged sections, the sources' names (``defaults`` without any) and every problem found (pure: the
     caller reads the files; :func:`benchy.results.configfile.load_config` does)."""
-    merged: Dict[str, Dict[str, Any]] = {section: dataclasses.asdict(cls()) for section, cls in _SECTION_CLASS.items()}
+    merged: Dict[str, Dict[str, Any]] = {section: dataclasses.asdict(cls()) for section, cls in SECTION_CLASS.items()}
     problems: List[str] = []
     for source, contents in layers:
         merge_layer(merged, contents, source, problems)
@@ -241,15 +163,8 @@ def absolute(directory: Optional[str], cwd: str) -> str:
 def config_of(merged: Mapping[str, Mapping[str, Any]], source: str, cwd: str) -> Config:
     """The :class:`Config` of merged sections, its ``output_dir`` made absolute against ``cwd`` now, so
     that a script that changes directory later (Hydra's ``job.chdir``) writes where benchy checked."""
-    general = dict(merged["global"], output_dir=absolute(merged["global"]["output_dir"], cwd))
-    return Config(
-        general=GlobalConfig(**general),
-        io=ModeConfig(**merged["IO"]),
-        synthetic=ModeConfig(**merged["synthetic"]),
-        full=ModeConfig(**merged["full"]),
-        sweep=SweepConfig(**merged["sweep"]),
-        source=source,
-    )
+    sections: Dict[str, Any] = {ATTR_OF_SECTION[name]: cls(**merged[name]) for name, cls in SECTION_CLASS.items()}
+    return with_absolute_paths(Config(**sections, source=source), cwd)
 
 
 def with_absolute_paths(config: Config, cwd: str) -> Config:
@@ -274,6 +189,6 @@ def with_global(overrides: Optional[Mapping[str, Any]], given: Mapping[str, Any]
 def check_global(given: Mapping[str, Any]) -> None:
     """:class:`ConfigError` unless each ``--benchy_*`` value in ``given`` is allowed for its key."""
     for key, value in given.items():
-        rules = GLOBAL_RULES[key]
-        if not rules[0](value):
-            raise ConfigError([f"benchy --benchy_{key.replace('run_', '')}: got {describe(value)}; expected {rules[1]}"])
+        rule = RULES["global"][key]
+        if not rule.check(value):
+            raise ConfigError([f"benchy --benchy_{key.replace('run_', '')}: got {describe(value)}; expected {rule.allowed}"])

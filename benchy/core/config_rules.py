@@ -1,26 +1,33 @@
-"""Every config key's rule: what it allows (checked value by value), the sections and how a layer
-(YAML file, environment, Python overrides) merges into the defaults, and the checks across keys
-(pure, no torch, no files). :mod:`benchy.core.config` builds the config with them; the file and the
-output directory are :mod:`benchy.results.configfile`'s."""
+"""Every config key, declared once: its default, what it allows (a check and its words, with the bounds) and what
+it does, as one field of its section's dataclass; how a layer (YAML file, environment, Python
+overrides) merges into the defaults, and the checks across keys (pure, no torch, no files). The validation, the
+defaults and the manual's configuration reference are all read off these fields. :mod:`benchy.core.config`
+builds the config with them; the file and the output directory are :mod:`benchy.results.configfile`'s."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import reprlib
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from .peaks import DTYPES, parse_peak
 
 __all__ = [
     "ATTR_OF_SECTION",
     "AUTO",
-    "GLOBAL_RULES",
-    "MODE_NAMES",
     "PROBE_PREFIX",
     "RULES",
+    "SECTION_CLASS",
     "STEPS_TEMP_SUFFIX",
     "TEMP_PREFIX",
     "TEMP_SUFFIX",
+    "GlobalConfig",
+    "ModeConfig",
+    "Rule",
+    "SweepConfig",
     "canonical_section",
     "check_consistency",
     "describe",
@@ -30,12 +37,6 @@ __all__ = [
 ]
 
 AUTO = "auto"
-MAX_RUN_NAME = 200
-PROFILER_MODES = ("single", "all", "none")
-PROFILERS = ("cudaProfilerApi", "torch")  # the capture window: Nsight Systems' capture range, or torch.profiler
-MAX_PROFILER_STEPS = 10_000
-CONSOLE_MODES = ("auto", "rich", "plain")
-COUNT_UNITS = ("samples", "tokens")
 
 # Section name in the file -> attribute of Config. The original spells IO in capitals
 # and the other two in lower case; section names are matched case-insensitively.
@@ -50,52 +51,19 @@ def canonical_section(name: str) -> str:
         raise KeyError(f"unknown benchy section {name!r} (allowed: {', '.join(ATTR_OF_SECTION)})") from None
 
 
-# --- validation rules: key -> (check, description of what is allowed) -----------------------
-
-
-def _is_bool(v: Any) -> bool:
-    return isinstance(v, bool)
-
-
-def _int_at_least(low: int, high: Optional[int] = None) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low and (high is None or v <= high)
-
-
 # Bounds that keep a run's memory and the checks themselves bounded whatever a file holds.
 MAX_CONFIG_BYTES = 1 << 20
 MAX_NBATCHES = 1_000_000  # per-step data of a trial is kept in memory
 MAX_COUNT = 10_000  # trials or warm-ups per mode
 MAX_AUTO = 1_000
 MAX_DIST_TIMEOUT = 7 * 24 * 3600.0
+MAX_RUN_NAME = 200
+MAX_SWEEP_VALUES = 16  # per key; the product is bounded by MAX_SWEEP_SETTINGS
 
 # Names of benchy's own temporary files in the output directory (removed when stale, see results.files).
 TEMP_PREFIX, TEMP_SUFFIX = ".benchy-", ".json.tmp"
 STEPS_TEMP_SUFFIX = ".npy.tmp"  # a per-step file being written (in the steps directory)
 PROBE_PREFIX = ".benchy-probe-"
-
-
-def _nonempty_str(v: Any) -> bool:
-    return isinstance(v, str) and v.strip() != ""
-
-
-def _optional_dir(v: Any) -> bool:
-    return v is None or _nonempty_str(v)
-
-
-MODE_NAMES = ("IO", "SYNTHETIC", "FULL")
-
-
-def _mode_list(v: Any) -> bool:
-    return (
-        isinstance(v, (list, tuple))
-        and len(v) > 0
-        and all(isinstance(x, str) and x.upper() in MODE_NAMES for x in v)
-        and len({x.upper() for x in v}) == len(v)
-    )
-
-
-def _filename(v: Any) -> bool:
-    return _nonempty_str(v) and os.path.basename(v) == v and v not in (".", "..")
 
 
 def output_stem(output_filename: str) -> str:
@@ -108,112 +76,319 @@ def steps_name(output_filename: str) -> str:
     return output_stem(output_filename) + ".steps"
 
 
-_Rule = Tuple[Callable[[Any], bool], str]
+# --- what a key allows (a check; its words are the key's) and the key's one declaration --------------------------
+
+_Check = Callable[[Any], bool]
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _ints(low: int, high: float = math.inf) -> _Check:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+def _number(test: _Check) -> _Check:
+    return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and test(v)
+
+
+def _or_auto(check: _Check) -> _Check:
+    return lambda v: v == AUTO or check(v)
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str) and v.strip() != ""
+
+
+def _mode_list(v: Any) -> bool:
+    kinds = ("IO", "SYNTHETIC", "FULL")
+    return (
+        isinstance(v, (list, tuple))
+        and len(v) > 0
+        and all(isinstance(x, str) and x.upper() in kinds for x in v)
+        and len({x.upper() for x in v}) == len(v)
+    )
 
 
 def _batch_key(v: Any) -> bool:
     """A dict key (a non-empty string) or a tuple index (an integer >= 0)."""
-    return _nonempty_str(v) or (isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1024)
+    return _text(v) or _ints(0, 1023)(v)
 
 
-def _or_auto(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda v: v == AUTO or check(v)
+def _values(check: _Check) -> _Check:
+    """A list of distinct values, each passing ``check`` (empty: the key is not swept)."""
+    return lambda v: (
+        isinstance(v, (list, tuple)) and len(v) <= MAX_SWEEP_VALUES and all(check(x) for x in v) and len(set(v)) == len(v)
+    )
 
 
-MODE_RULES: Dict[str, _Rule] = {
-    "run_benchmark": (_is_bool, "true or false"),
-    "nbatches": (
-        _int_at_least(1, MAX_NBATCHES),
+@dataclass(frozen=True)
+class Rule:
+    """One key's rule: what it allows (``check``, said in ``allowed``), what it does (``does``: the manual's words)
+    and how an accepted value is stored (``store``; None: as given)."""
+
+    check: _Check
+    allowed: str
+    does: str
+    store: Optional[Callable[[Any], Any]] = None
+
+
+def _key(default: Any, check: _Check, allowed: str, does: str, store: Optional[Callable[[Any], Any]] = None) -> Any:
+    """A config key's one declaration: a dataclass field with its ``default``, whose metadata holds its :class:`Rule`."""
+    return dataclasses.field(default=default, metadata={"rule": Rule(check, allowed, does, store)})
+
+
+def _flag(default: bool, does: str) -> Any:
+    return _key(default, _is_bool, "true or false", does)
+
+
+def _choice(words: Tuple[str, ...], does: str) -> Any:
+    """One of ``words``, the first by default."""
+    return _key(words[0], lambda v: v in words, "one of " + ", ".join(repr(w) for w in words), does)
+
+
+# --- the keys, section by section ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModeConfig:
+    """One trial kind (IO, synthetic or full).
+
+    ``ntrials`` and ``nwarmup`` are ``"auto"`` by default: trials until the answer is known, in windows
+    short first and growing up to ``nbatches``, and warm-ups until the step time is steady (bounded by
+    ``global.auto_max_trials`` / ``auto_max_warmup``); a number fixes the count (every window ``nbatches``).
+    """
+
+    run_benchmark: bool = _flag(True, "run this mode's trials (at least one mode must run)")
+    nbatches: int = _key(
+        50,
+        _ints(1, MAX_NBATCHES),
         f"an integer from 1 to {MAX_NBATCHES} (each trial keeps its per-step times in memory)",
-    ),
-    "ntrials": (
-        _or_auto(_int_at_least(0, MAX_COUNT)),
+        "batches in each trial of the mode (and in each warm-up); with `ntrials: auto`, the longest (windows start at 8 "
+        "and grow)",
+    )
+    ntrials: Union[int, str] = _key(
+        AUTO,
+        _or_auto(_ints(0, MAX_COUNT)),
         f"an integer from 0 to {MAX_COUNT}, or 'auto' (trials until the answer is known)",
-    ),
-    "nwarmup": (
-        _or_auto(_int_at_least(0, MAX_COUNT)),
+        "counted trials of the mode; `auto`: trials until the verdict is decided, in short windows first",
+    )
+    nwarmup: Union[int, str] = _key(
+        AUTO,
+        _or_auto(_ints(0, MAX_COUNT)),
         f"an integer from 0 to {MAX_COUNT}, or 'auto' (warm-ups until the step time is steady)",
-    ),
-}
+        "warm-up trials before the counted ones (not counted); `auto`: until the step time is steady",
+    )
 
-GLOBAL_RULES: Dict[str, _Rule] = {
-    "report_freq": (_int_at_least(0), "an integer >= 0 (0 turns the periodic lines off)"),
-    "exit_after_tests": (_is_bool, "true or false"),
-    "profiler_mode": (lambda v: v in PROFILER_MODES, "one of " + ", ".join(repr(m) for m in PROFILER_MODES)),
-    "output_filename": (_filename, "a non-empty file name without a directory part"),
-    "output_dir": (_optional_dir, "a directory path (string), or null for the current directory"),
-    "use_distributed_barrier": (_is_bool, "true or false"),
-    "console": (lambda v: v in CONSOLE_MODES, "one of " + ", ".join(repr(m) for m in CONSOLE_MODES)),
-    "profiler_capture": (
+
+@dataclass(frozen=True)
+class GlobalConfig:
+    """The ``global`` section. Each key's default, what it allows and what it does are declared together, in its
+    field; the validation and the manual's configuration reference are read from them."""
+
+    report_freq: int = _key(
+        10,
+        _ints(0),
+        "an integer >= 0 (0 turns the periodic lines off)",
+        "an `Iteration` line every this many steps; 0 turns them off",
+    )
+    exit_after_tests: bool = _flag(True, "end the process after the last trial (status 0, or 3 if a mode has no counted trial)")
+    profiler_mode: str = _choice(
+        ("single", "all", "none"), "which ranks open the capture window: `single` (rank 0), `all`, `none`"
+    )
+    output_filename: str = _key(
+        "benchy_result.json",
+        lambda v: _text(v) and os.path.basename(v) == v and v not in (".", ".."),
+        "a non-empty file name without a directory part",
+        "the result JSON's file name (no directory part); the per-step files go in `<name>.steps/` next to it",
+    )
+    output_dir: Optional[str] = _key(
+        None,
+        lambda v: v is None or _text(v),
+        "a directory path (string), or null for the current directory",
+        "the directory of the result JSON; null: the current directory",
+    )
+    use_distributed_barrier: bool = _flag(False, "a barrier across ranks at trial boundaries")
+    # Ours (not in the original).
+    console: str = _choice(
+        ("auto", "rich", "plain"), "how to draw on a terminal: `auto` (rich on a terminal, plain lines in a log), `rich`, `plain`"
+    )
+    profiler_capture: Union[str, Tuple[str, ...]] = _key(
+        AUTO,
         _or_auto(_mode_list),
-        "'auto' (every kind for cudaProfilerApi, FULL for torch), or a "
-        "non-empty list of distinct trial kinds among IO, SYNTHETIC, FULL",
-    ),
-    "profiler": (lambda v: v in PROFILERS, "one of " + ", ".join(repr(m) for m in PROFILERS)),
-    "profiler_steps": (
-        _int_at_least(1, MAX_PROFILER_STEPS),
-        f"an integer from 1 to {MAX_PROFILER_STEPS}: the steps profiled (profiler: torch)",
-    ),
-    "nvtx": (_is_bool, "true or false"),
-    "sync_every_step": (_is_bool, "true or false"),
-    "dist_timeout": (
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_DIST_TIMEOUT,
+        "'auto' (every kind for cudaProfilerApi, FULL for torch), or a non-empty list of distinct trial kinds among IO, "
+        "SYNTHETIC, FULL",
+        "the trial kinds captured; `auto`: IO, SYNTHETIC and FULL with cudaProfilerApi, FULL with torch",
+        lambda v: v if v == AUTO else tuple(x.upper() for x in v),
+    )
+    profiler: str = _choice(
+        ("cudaProfilerApi", "torch"),
+        "the capture: `cudaProfilerApi` (Nsight Systems' capture range) or `torch` (torch.profiler on one extra, uncounted "
+        "warm-up)",
+    )
+    profiler_steps: int = _key(
+        5,
+        _ints(1, 10_000),
+        "an integer from 1 to 10000: the steps profiled (profiler: torch)",
+        "with `profiler: torch`, the steps recorded in the profiled warm-up",
+    )
+    nvtx: bool = _flag(True, "NVTX ranges around trials, steps and fetches when a tool (Nsight Systems) is attached")
+    sync_every_step: bool = _flag(False, "synchronize the device after every step (changes what is measured; for diagnosis)")
+    dist_timeout: float = _key(
+        600.0,
+        _number(lambda v: 0 < v <= MAX_DIST_TIMEOUT),
         f"a number of seconds > 0 and at most {MAX_DIST_TIMEOUT:g} (a week)",
-    ),
-    "dist_rank_lists": (
-        _int_at_least(0, 1 << 20),
-        "an integer from 0 to 1048576: ranks up to which each rank's figures are kept (past it, "
-        "the slowest, fastest and mean rank)",
-    ),
-    "auto_precision": (
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
+        "seconds a rank waits for the others at a trial's end before it names the missing ranks",
+    )
+    dist_rank_lists: int = _key(
+        64,
+        _ints(0, 1 << 20),
+        "an integer from 0 to 1048576: ranks up to which each rank's figures are kept (past it, the slowest, fastest and "
+        "mean rank)",
+        "each rank's figures are kept in the JSON up to this many ranks; past it, reduced summaries (slowest, fastest and "
+        "mean rank per trial)",
+    )
+    auto_precision: float = _key(
+        0.02,
+        _number(lambda v: 0 < v < 1),
         "a share of the mean strictly between 0 and 1 (0.02 = 2 %)",
-    ),
-    "auto_figure_precision": (
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+        "with `ntrials: auto`, stop when the interval's half-width is this share of the mean",
+        float,
+    )
+    auto_figure_precision: float = _key(
+        0.05,
+        _number(lambda v: 0 < v <= 1),
         "a share of the mean above 0 and at most 1 (0.05 = 5 %; 1: the verdict alone stops measuring, as the intervals allow)",
-    ),
-    "auto_max_trials": (_int_at_least(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}"),
-    "auto_max_warmup": (_int_at_least(1, MAX_AUTO), f"an integer from 1 to {MAX_AUTO}"),
-    "loop_steps": (
-        _or_auto(_int_at_least(1, 1 << 40)),
-        "'auto' (a Hugging Face or Lightning Trainer's planned steps, else unknown) or an integer >= 1: the steps "
-        "the training loop takes in all",
-    ),
-    "save_steps": (lambda v: _is_bool(v) or v == "all", "true (rank 0's per-step files), 'all' (every rank's) or false"),
-    "system_metrics": (_is_bool, "true or false"),
-    "io_h2d": (_is_bool, "true or false"),
-    "stages": (_is_bool, "true or false"),
-    "system_metrics_hz": (
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0.1 <= v <= 100,
+        "with `ntrials: auto`, a decided verdict stops measuring once each mode's interval's half-width is within this "
+        "share of its mean (or at `auto_max_trials`)",
+        float,
+    )
+    auto_max_trials: int = _key(
+        8, _ints(2, MAX_AUTO), f"an integer from 2 to {MAX_AUTO}", "with `ntrials: auto`, at most this many trials per mode"
+    )
+    auto_max_warmup: int = _key(
+        4,
+        _ints(1, MAX_AUTO),
+        f"an integer from 1 to {MAX_AUTO}",
+        "with `nwarmup: auto`, at most this many warm-up trials per mode",
+    )
+    loop_steps: Union[int, str] = _key(
+        AUTO,
+        _or_auto(_ints(1, 1 << 40)),
+        "'auto' (a Hugging Face or Lightning Trainer's planned steps, else unknown) or an integer >= 1: the steps the "
+        "training loop takes in all",
+        "the steps the training loop takes in all, so that the windows fit inside it; `auto`: a Hugging Face Trainer's "
+        "`max_steps` or a Lightning Trainer's `estimated_stepping_batches` where one runs the loop, else unknown",
+    )
+    save_steps: Union[bool, str] = _key(
+        True,
+        lambda v: _is_bool(v) or v == "all",
+        "true (rank 0's per-step files), 'all' (every rank's) or false",
+        "each trial's per-step times in `<output name>.steps/<trial>.npy`, written once; `all`: every rank's (rank r in "
+        "`rank<r>/`)",
+    )
+    system_metrics: bool = _flag(True, "sample CPU, memory, storage reads (and the GPU with nvidia-ml-py) during each trial")
+    io_h2d: bool = _flag(True, "with an accelerator in use, IO trials that also copy each batch to it (IO_H2D)")
+    stages: bool = _flag(True, "a DataLoader's stage trials: each stage and each worker timed (diagnostic, not counted)")
+    system_metrics_hz: float = _key(
+        10.0,
+        _number(lambda v: 0.1 <= v <= 100),
         "a number of readings per second from 0.1 to 100",
-    ),
-    "busy_machine_share": (
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+        "readings per second of that sampler",
+        float,
+    )
+    busy_machine_share: float = _key(
+        0.25,
+        _number(lambda v: 0 < v <= 1),
         "a share of the cores above 0 and at most 1 (0.25 = a quarter)",
-    ),
-    "sweep_apply": (_is_bool, "true or false"),
-    "flops": (_is_bool, "true or false"),
-    "peak_flops": (
+        "flag a trial when other processes took more than this share of the cores",
+        float,
+    )
+    sweep_apply: bool = _flag(False, "after a loader sweep, continue with its recommended setting")
+    flops: bool = _flag(True, "count the FLOPs of one untimed extra SYNTHETIC step (the COMPUTE line, MFU)")
+    peak_flops: Any = _key(  # noqa: RUF009 (None: immutable)
+        None,
         lambda v: parse_peak(v)[1] is None,
-        "null, a positive number of FLOP/s a device (989.4e12, or a string such as '989.4 TFLOP/s'), "
-        f"or a mapping of dtype ({', '.join(DTYPES)}) to such a figure",
-    ),
-    "whatif": (_is_bool, "true or false"),
-    "count": (lambda v: v in COUNT_UNITS, "one of " + ", ".join(repr(m) for m in COUNT_UNITS)),
-    "token_key": (
-        lambda v: v == AUTO or _batch_key(v),
+        "null, a positive number of FLOP/s a device (989.4e12, or a string such as '989.4 TFLOP/s'), or a mapping of "
+        f"dtype ({', '.join(DTYPES)}) to such a figure",
+        "the device's peak FLOP/s for MFU: one figure, or one per dtype; null: the built-in table",
+        lambda v: parse_peak(v)[0],
+    )
+    whatif: bool = _flag(
+        True,
+        "predict what a change would give (workers, cores, a faster step, a stage made free) and check it with "
+        "emulated-step trials at the end (the WHATIF line)",
+    )
+    count: str = _choice(("samples", "tokens"), "`tokens`: also tokens per second and the padding share (sequence batches)")
+    token_key: Union[str, int] = _key(
+        AUTO,
+        _or_auto(_batch_key),
         "'auto' (input_ids, else the first 2-D integer tensor), a key of a dict batch or an index into a tuple batch",
-    ),
-    "mask_key": (
+        "with `count: tokens`, where the token ids are in a batch",
+    )
+    mask_key: Union[str, int] = _key(
+        AUTO,
         lambda v: v in (AUTO, "none") or _batch_key(v),
-        "'auto' (attention_mask, else a 0/1 tensor of the tokens' shape), 'none' (no mask: every token "
-        "counts), a key of a dict batch or an index into a tuple batch",
-    ),
-    "run_name": (
+        "'auto' (attention_mask, else a 0/1 tensor of the tokens' shape), 'none' (no mask: every token counts), a key of "
+        "a dict batch or an index into a tuple batch",
+        "with `count: tokens`, where the attention mask is in a batch",
+    )
+    run_name: Optional[str] = _key(
+        None,
         lambda v: v is None or (isinstance(v, str) and 0 < len(v.strip()) and len(v) <= MAX_RUN_NAME and v.isprintable()),
         f"a printable name of 1 to {MAX_RUN_NAME} characters, or null (the script's name and start time)",
-    ),
+        "the run's name in the JSON, `compare` and `report`; null: the script's name and start time",
+    )
+
+    @property
+    def capture_kinds(self) -> Tuple[str, ...]:
+        """The trial kinds the profiler captures (``profiler_capture`` with ``auto`` resolved)."""
+        if self.profiler_capture == AUTO:
+            return ("FULL",) if self.profiler == "torch" else ("IO", "SYNTHETIC", "FULL")
+        return tuple(self.profiler_capture)
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """The ``sweep`` section: loader settings tried with IO trials before the schedule.
+
+    Each key lists values to try (the product of the keys given); a key left out keeps the
+    loader's own value; ``num_workers: auto`` is 0, 1, 2, 4 ... up to the usable cores. Empty:
+    no sweep."""
+
+    num_workers: Union[Tuple[int, ...], str] = _key(
+        (),
+        _or_auto(_values(_ints(0, 256))),
+        f"a list of distinct worker counts (0 to 256, at most {MAX_SWEEP_VALUES}), or 'auto' (0, 1, 2, 4 ... up to the "
+        "usable cores)",
+        "worker counts to try in the loader sweep (empty: the loader's own)",
+        lambda v: v if isinstance(v, str) else tuple(v),
+    )
+    pin_memory: Tuple[bool, ...] = _key(
+        (),
+        _values(_is_bool),
+        "a list of distinct booleans: [false], [true] or [false, true]",
+        "pin_memory settings to try (empty: the loader's own)",
+        tuple,
+    )
+    prefetch_factor: Tuple[int, ...] = _key(
+        (),
+        _values(_ints(1, 64)),
+        f"a list of distinct integers from 1 to 64 (at most {MAX_SWEEP_VALUES}), batches each worker keeps ready",
+        "prefetch factors to try with workers (empty: the loader's own, else 2)",
+        tuple,
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.num_workers or self.pin_memory or self.prefetch_factor)
+
+
+# Each section's class, and its keys' rules read off the class's fields (in the order declared).
+SECTION_CLASS = {"global": GlobalConfig, "IO": ModeConfig, "synthetic": ModeConfig, "full": ModeConfig, "sweep": SweepConfig}
+RULES: Dict[str, Dict[str, Rule]] = {
+    section: {f.name: f.metadata["rule"] for f in dataclasses.fields(cls)} for section, cls in SECTION_CLASS.items()
 }
 
 # Keys of earlier versions that are gone, with what to do instead.
@@ -224,44 +399,6 @@ REMOVED = {
         "loader: that share of your job's price is what the wait costs"
     ),
 }
-
-# Normalisation of accepted values into the stored form.
-_NORMALISE: Dict[str, Callable[[Any], Any]] = {
-    "profiler_capture": lambda v: v if v == AUTO else tuple(x.upper() for x in v),
-    "auto_precision": float,
-    "auto_figure_precision": float,
-    "system_metrics_hz": float,
-    "busy_machine_share": float,
-    "peak_flops": lambda v: parse_peak(v)[0],
-    "num_workers": lambda v: v if isinstance(v, str) else tuple(v),
-    "pin_memory": tuple,
-    "prefetch_factor": tuple,
-}
-
-MAX_SWEEP_VALUES = 16  # per key; the product is bounded by MAX_SWEEP_SETTINGS
-
-
-def _values(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """A list of distinct values, each passing ``check`` (empty: the key is not swept)."""
-    return lambda v: (
-        isinstance(v, (list, tuple)) and len(v) <= MAX_SWEEP_VALUES and all(check(x) for x in v) and len(set(v)) == len(v)
-    )
-
-
-SWEEP_RULES: Dict[str, _Rule] = {
-    "num_workers": (
-        lambda v: v == AUTO or _values(_int_at_least(0, 256))(v),
-        f"a list of distinct worker counts (0 to 256, at most {MAX_SWEEP_VALUES}), or 'auto' "
-        f"(0, 1, 2, 4 ... up to the usable cores)",
-    ),
-    "pin_memory": (_values(_is_bool), "a list of distinct booleans: [false], [true] or [false, true]"),
-    "prefetch_factor": (
-        _values(_int_at_least(1, 64)),
-        f"a list of distinct integers from 1 to 64 (at most {MAX_SWEEP_VALUES}), batches each worker keeps ready",
-    ),
-}
-
-RULES = {"global": GLOBAL_RULES, "IO": MODE_RULES, "synthetic": MODE_RULES, "full": MODE_RULES, "sweep": SWEEP_RULES}
 
 
 _REPR = reprlib.Repr()
@@ -319,11 +456,11 @@ def merge_layer(
             if key not in rules:
                 problems.append(f"benchy config {source}: {raw_section}.{_name(key)}: unknown key (allowed: {', '.join(rules)})")
                 continue
-            check, allowed = rules[key]
-            if not check(value):
-                problems.append(f"benchy config {source}: {raw_section}.{key}: got {describe(value)}; expected {allowed}")
+            rule = rules[key]
+            if not rule.check(value):
+                problems.append(f"benchy config {source}: {raw_section}.{key}: got {describe(value)}; expected {rule.allowed}")
                 continue
-            merged[section][key] = _NORMALISE.get(key, lambda x: x)(value)
+            merged[section][key] = rule.store(value) if rule.store else value
 
 
 def check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems: List[str]) -> None:

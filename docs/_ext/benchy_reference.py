@@ -1,8 +1,9 @@
 """Writes the reference tables of the documentation from the code that defines them, at each build.
 
-* ``reference/_generated/config.md`` and ``defaults.yaml``: every config key with its default (from
-  :class:`benchy.core.config.Config`), what it allows, with its bounds (the validation rules,
-  :data:`benchy.core.config_rules.RULES`) and what it does (:data:`benchy.results.text.config.MEANINGS`);
+* ``reference/_generated/config.md`` and ``defaults.yaml``: every config key with its default, what it allows,
+  with its bounds, and what it does, all from the key's one declaration (its field in
+  :mod:`benchy.core.config_rules`, read through :data:`~benchy.core.config_rules.RULES` and
+  :class:`benchy.core.config.Config`'s defaults): the validation reads the same fields;
 * ``reference/_generated/lines.md``: every ``BENCHY::`` line kind (:data:`benchy.results.lines.LINE_KINDS`);
 * ``reference/_generated/json.md``: every top-level key of the result JSON and what it holds in words (the
   descriptions of :class:`benchy.results.model.Document`'s fields);
@@ -51,20 +52,18 @@ def defaults() -> Dict[str, Dict[str, Any]]:
 
 def config_table() -> str:
     from benchy.core.config_rules import RULES
-    from benchy.results.text.config import MEANINGS
 
     values = defaults()
     rows: List[str] = []
     for section, rules in RULES.items():
-        group = "mode" if section in ("IO", "synthetic", "full") else section
         if section in ("synthetic", "full"):
             continue  # the same keys as IO
-        title = "IO, synthetic, full" if group == "mode" else section
+        title = "IO, synthetic, full" if section == "IO" else section
         rows.append(f"\n### `{title}`\n")
         rows.append("| key | default | allowed | what it does |")
         rows.append("| --- | --- | --- | --- |")
-        for key, (_, allowed) in rules.items():
-            rows.append(f"| `{key}` | {_code(_value(values[section][key]))} | {_cell(allowed)} | {_cell(MEANINGS[group][key])} |")
+        for key, rule in rules.items():
+            rows.append(f"| `{key}` | {_code(_value(values[section][key]))} | {_cell(rule.allowed)} | {_cell(rule.does)} |")
     return "\n".join(rows) + "\n"
 
 

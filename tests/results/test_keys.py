@@ -1,9 +1,10 @@
 """The reference tables the documentation is generated from name exactly what the code writes: every
 top-level key of a written result JSON (real runs and a parsed log: the model's fields, each with words), every
-line kind, every config key."""
+line kind, every config key (the manual's table, the validation and the defaults read from one declaration)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -11,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from benchy.core.config import Config
-from benchy.core.config_rules import RULES
+from benchy.core.config import Config, merge_layers
+from benchy.core.config_rules import RULES, SECTION_CLASS
 from benchy.results import lines
 from benchy.results.model import top_rows
-from benchy.results.text.config import MEANINGS
 
 JSON_KEYS = top_rows()
 
@@ -73,9 +73,30 @@ def test_every_line_of_a_stored_log_is_of_a_documented_kind(name: str) -> None:
     assert seen and seen <= documented
 
 
-def test_every_config_key_has_a_meaning_a_rule_and_a_default() -> None:
-    defaults = Config().to_dict()
-    for section, rules in RULES.items():
-        group = "mode" if section in ("IO", "synthetic", "full") else section
-        assert set(MEANINGS[group]) == set(rules), section
-        assert set(defaults[section]) == set(rules), section
+def test_the_config_reference_the_validation_and_the_defaults_are_one_declaration() -> None:
+    """Each key is declared once, as its section's field (default, rule, words): the manual's table, the checks and
+    the defaults all read that field, so a key declared is in each, in the same order, and nothing else is."""
+    sys.path.insert(0, str(RESULTS.parents[2] / "docs" / "_ext"))
+    try:
+        import benchy_reference as ref
+    finally:
+        sys.path.pop(0)
+    table, documented = ref.config_table(), ref.defaults()
+    merged, _, none = merge_layers([])
+    assert none == [] and list(RULES) == list(SECTION_CLASS) == list(Config().to_dict())
+    rows = 0
+    for section, cls in SECTION_CLASS.items():
+        fields = dataclasses.fields(cls)
+        assert [f.name for f in fields] == list(RULES[section]) == list(merged[section]), section
+        for f in fields:
+            rule, where = f.metadata["rule"], f"{section}.{f.name}"
+            assert RULES[section][f.name] is rule and merged[section][f.name] == f.default, where
+            assert rule.check(f.default) and rule.allowed.strip() and rule.does.strip(), where
+            _, _, problems = merge_layers([("f.yaml", {section: {f.name: object()}})])
+            assert len(problems) == 1 and problems[0].startswith(f"benchy config f.yaml: {where}: got "), problems
+            assert problems[0].endswith(f"; expected {rule.allowed}"), problems
+            if section not in ("synthetic", "full"):  # the manual shows IO's for the three
+                default = ref._code(ref._value(documented[section][f.name]))
+                assert f"| `{f.name}` | {default} | {ref._cell(rule.allowed)} | {ref._cell(rule.does)} |" in table, where
+                rows += 1
+    assert table.count("\n| `") == rows

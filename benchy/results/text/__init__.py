@@ -9,6 +9,8 @@ summary lines, the terminal, the JSON's words, Markdown and HTML render the same
 * :mod:`.run`: what a run says as it goes (its events, the start-up lines, an early end, the schedule and why it
   stopped);
 * :mod:`.why`: why a trial did not count, a side did not run or the FLOPs were not counted;
-* :mod:`.exits`: the exit statuses;
-* :mod:`.config`: what each configuration key does (the manual's configuration reference).
+* :mod:`.exits`: the exit statuses.
+
+A configuration key's words (what it allows, what it does) are declared with the key itself, in
+:mod:`benchy.core.config_rules`.
 """
