@@ -182,10 +182,12 @@ def test_benchmarks_and_examples_import_only_what_exists() -> None:
     assert missing == []
 
 
-# Sentences are written under results/ only (results/text/); core and session hand over codes, enums and numbers.
-# Left out: the configuration's keys (what each allows, said in the ConfigError raised before any trial runs, and
-# what each does, declared with it) and the peak table (where each figure comes from: a datasheet's name is data).
+# Words live beside their values or under results/: session hands over values and builds no sentence; in core a
+# sentence is a value's own words (its ``words`` method, or the words a ``Worded`` code's members carry), never built
+# by the logic beside it. Left out: the configuration's rules (what each key allows, said in the ConfigError raised
+# before any trial runs, and what each does, declared with it) and the peak table (where each figure comes from: a datasheet's name is data).
 SENTENCE_FREE = {"core", "session"}
+BESIDE_VALUES = {"core"}  # where a value may say itself
 SENTENCE_EXEMPT = {"core/config_rules.py", "core/peaks.py"}
 _MARKUP = re.compile(r"\[/?[a-z ]*\]|\{[^}]*\}")  # rich markup and format fields are not words
 _WORD = re.compile(r"[A-Za-z][a-z']+")
@@ -207,10 +209,23 @@ def _not_text(tree: ast.Module) -> Set[int]:
     return found
 
 
-def sentences(tree: ast.Module) -> Iterator[Tuple[int, str]]:
+def _said_by_values(tree: ast.Module) -> Set[int]:
+    """The nodes where a value says itself: a class's ``words`` method, the members of a ``Worded`` code."""
+    found: Set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        worded = any(isinstance(b, ast.Name) and b.id == "Worded" for b in node.bases)
+        for item in node.body:
+            if (worded and isinstance(item, ast.Assign)) or (isinstance(item, ast.FunctionDef) and item.name == "words"):
+                found.update(id(n) for n in ast.walk(item))
+    return found
+
+
+def sentences(tree: ast.Module, beside: bool = False) -> Iterator[Tuple[int, str]]:
     """(line, text) of each sentence built: an f-string whose literal parts hold three words or more, a string
-    constant of four words or more (docstrings, raise and assert left out)."""
-    skip = _not_text(tree)
+    constant of four words or more (docstrings, raise and assert left out; ``beside``: a value's own words too)."""
+    skip = _not_text(tree) | (_said_by_values(tree) if beside else set())
     parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
     for node in ast.walk(tree):
         if id(node) in skip:
@@ -224,14 +239,14 @@ def sentences(tree: ast.Module) -> Iterator[Tuple[int, str]]:
                 yield node.lineno, node.value
 
 
-def test_no_sentence_is_built_in_core_or_session() -> None:
+def test_no_sentence_is_built_in_session_or_by_core_logic() -> None:
     found = []
     for path, wing, tree in modules():
         rel = path.relative_to(PACKAGE).as_posix()
         if wing not in SENTENCE_FREE or rel in SENTENCE_EXEMPT:
             continue
-        found += [f"{path.relative_to(ROOT)}:{line}: {text[:60]!r}" for line, text in sentences(tree)]
-    assert not found, "sentences belong under benchy/results/text:\n" + "\n".join(found)
+        found += [f"{path.relative_to(ROOT)}:{line}: {text[:60]!r}" for line, text in sentences(tree, wing in BESIDE_VALUES)]
+    assert not found, "sentences belong beside their values (core) or under benchy/results/text:\n" + "\n".join(found)
 
 
 def test_the_sentence_check_sees_sentences() -> None:
@@ -241,6 +256,16 @@ def test_the_sentence_check_sees_sentences() -> None:
         'raise ValueError(f"got {v}; expected a positive number")\n'
     )
     assert [line for line, _ in sentences(built)] == [1, 2]
+    values = ast.parse(
+        "class Lost:\n"
+        '    def words(self):\n        return f"the loader waited {n} times"\n'
+        '    def note(self):\n        return f"the loader waited {n} times"\n'
+        "class Help(Worded):\n"
+        '    MORE = "more", "more loader workers, up to the cores"\n'
+        'help = "more loader workers, up to the cores"\n'
+    )
+    assert sorted(line for line, _ in sentences(values, beside=True)) == [5, 8]
+    assert sorted(line for line, _ in sentences(values)) == [3, 5, 7, 8]
 
 
 def test_no_code_reads_a_sentence_back() -> None:

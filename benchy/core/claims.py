@@ -1,7 +1,8 @@
-"""What the measurements add to a verdict, as values (pure, no torch, no text).
+"""What the measurements add to a verdict, as values (pure, no torch).
 
 :func:`benchy.core.verdict.diagnosis` returns these claims, in the order the verdict line says them, with the one
-change most likely to help last (:class:`Advice`); :mod:`benchy.results.text.verdict` renders each.
+change most likely to help last (:class:`Advice`, whose :class:`Help` carries its words);
+:mod:`benchy.results.text.verdict` renders each.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
+
+from .words import Worded
 
 __all__ = [
     "Advice",
@@ -145,25 +148,40 @@ class Contended:
     alone: float
 
 
-class Help(str, enum.Enum):
-    """The one change most likely to help."""
+class Help(Worded):
+    """The one change most likely to help, in words (STAGE's and SWEPT's take the advice's detail: the stage trials'
+    fix, the setting the sweep measured; :func:`benchy.results.text.verdict.advice`)."""
 
-    PINNED_COPIES = "pinned-copies"
-    WORKERS_OR_CHEAPER = "workers-or-cheaper"
-    PERSISTENT = "persistent"
-    FASTER_STEP = "faster-step"
-    CHEAPER_DECODING = "cheaper-decoding"  # the cores are saturated
-    LOADER_WORKERS = "loader-workers"  # up to the free cores
-    MORE_WORKERS_CORES = "more-workers-cores"  # up to the cores
-    STORAGE = "storage"
-    MORE_WORKERS_NOW = "more-workers-now"  # (the workers now)
+    PINNED_COPIES = "pinned-copies", "pinned memory and non_blocking copies (pin_memory=True)"
+    WORKERS_OR_CHEAPER = "workers-or-cheaper", "more loader workers, or cheaper batches"
+    PERSISTENT = "persistent", "persistent_workers=True"
+    FASTER_STEP = (
+        "faster-step",
+        "a faster step (the loader has headroom: mixed precision, a larger batch, compiled or fused code)",
+    )
+    CHEAPER_DECODING = "cheaper-decoding", "cheaper decoding and augmentation per sample (the cores are saturated)"
+    LOADER_WORKERS = "loader-workers", "loader workers (num_workers > 0), up to the free cores"
+    MORE_WORKERS_CORES = "more-workers-cores", "more loader workers (num_workers), up to the cores"
+    STORAGE = "storage", "faster or local storage, or caching the dataset"
+    MORE_WORKERS_NOW = "more-workers-now", "more loader workers (num_workers = {workers} now)"  # detail: the workers
     STAGE = "stage"  # the stage trials' fix (detail: a stages.Fix)
-    PADDING = "padding"
-    NEAR_PEAK = "near-peak"
-    MIXED_PRECISION = "mixed-precision"
-    LARGER_BATCH = "larger-batch"
+    PADDING = "padding", "less padding (batches of similar lengths, e.g. a length-grouped sampler, or packed sequences)"
+    NEAR_PEAK = (
+        "near-peak",
+        "fewer FLOPs a sample (a smaller model or input) or more devices: the step is near the peak",
+    )
+    MIXED_PRECISION = (
+        "mixed-precision",
+        "mixed precision (torch.autocast with bfloat16): most of the step's FLOPs run in float32, far below "
+        "the accelerator's bfloat16 peak",
+    )
+    LARGER_BATCH = "larger-batch", "a larger batch, or compiled or fused code (torch.compile)"
     SWEPT = "swept"  # (detail: the SettingResult the sweep measured, and SYNTHETIC's mean)
-    CONTENTION = "contention"
+    CONTENTION = (
+        "contention",
+        "fewer loader workers or fewer intra-op threads (torch.set_num_threads) so that the step keeps its cores, or "
+        "the workers pinned to cores of their own (os.sched_setaffinity in worker_init_fn)",
+    )
 
 
 @dataclass(frozen=True)

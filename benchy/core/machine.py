@@ -1,4 +1,4 @@
-"""The schedule as a state machine (pure: no torch, no text, no clock).
+"""The schedule as a state machine (pure: no torch, no clock).
 
 A session feeds :func:`transition` one event at a time (the benchmark began, a trial counted or was lost,
 an extra ended) and carries out the actions it returns: an IO trial on benchy's own pass (now, between two
@@ -25,7 +25,8 @@ machine decides follows from :class:`~benchy.core.schedule.Schedule` (the plan, 
   with (:func:`extras_order`); one that takes the loop's steps is left out where they do not fit.
 * **Done** (:attr:`Phase.DONE`): :class:`Finish`, with why measuring stopped (:class:`Stop`).
 
-Notes for the log (a mode's warm-up ended, measuring stopped) collect in :attr:`State.notes`, as values.
+Notes for the log (a mode's warm-up ended, measuring stopped) collect in :attr:`State.notes`, as values that say
+themselves (``words``).
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ import numpy as np
 from .results import Imprecise, RunResults, ScheduleState
 from .schedule import MIN_AUTO_TRIALS, MIN_WINDOW, Extra, Mode, ModePlan, Schedule, TrialSpec, abba_first
 from .verdict import Outcome, verdict
+from .words import Said, Worded
 
 __all__ = [
+    "NOISY_RISE",
     "STEADY_TOLERANCE",
     "Action",
     "Begin",
@@ -78,6 +81,8 @@ __all__ = [
 
 # nwarmup auto: a step time whose median fell by at most this share is steady.
 STEADY_TOLERANCE = 0.05
+# A warm-up's rise in step time up to this share is said as information, beyond it as a warning.
+NOISY_RISE = 0.25
 # nwarmup auto: the fewest steps in each of the two halves compared.
 MIN_STEADY_WINDOW = 4
 # Steps the FLOPs' count takes, as a rule: two untimed steps on the cached batch, then two to four counted (more where
@@ -92,15 +97,32 @@ class Phase(str, enum.Enum):
     DONE = "done"
 
 
-class Stop(str, enum.Enum):
-    """Why measuring ended (the JSON's ``schedule.stop``)."""
+class Stop(Worded):
+    """Why measuring ended (the JSON's ``schedule.stop``), in words that :meth:`reason` fills in."""
 
-    DECIDED = "decided"  # the verdict is decided (and FULL has its fewest trials)
-    PRECISE = "precise"  # every auto mode's interval is within the precision
-    BUDGET = "budget"  # auto_max_trials reached before the answer was known
-    ALL_RAN = "all-ran"  # fixed counts: every scheduled trial ran
-    HORIZON = "horizon"  # the loop's known length leaves no room for another window
-    NOTHING = "nothing"  # no mode needs more trials (only IO is scheduled, say)
+    DECIDED = "decided", "the verdict is decided ({confidence:g} % confidence)"  # and FULL has its fewest trials
+    PRECISE = "precise", "every interval is within {precision:g} % of its mean"  # every auto mode's
+    BUDGET = "budget", "auto_max_trials{most} reached{capped} before the answer was known"
+    ALL_RAN = "all-ran", "every scheduled trial ran"  # fixed counts
+    HORIZON = "horizon", "the loop's {horizon} steps left no room for another window"
+    NOTHING = "nothing", "no mode needs more trials"  # only IO is scheduled, say
+
+    def reason(
+        self,
+        confidence: float,
+        precision: float,
+        horizon: Optional[int],
+        capped: Sequence[str] = (),
+        most: Optional[int] = None,
+    ) -> str:
+        """Why measuring ended, in words (``capped``: the modes at ``auto_max_trials``, ``most``)."""
+        return self.words.format(
+            confidence=100 * confidence,
+            precision=100 * precision,
+            horizon=horizon,
+            most=f" ({most})" if most is not None else "",
+            capped=f" for {', '.join(capped)}" if capped else "",
+        )
 
 
 # --- what the session hands over --------------------------------------------------------------------
@@ -205,14 +227,56 @@ class WarmupEnded:
     steady: bool
     tolerance: float = STEADY_TOLERANCE
 
+    def words(self) -> Said:
+        what = "n/a" if self.change is None else f"{100.0 * self.change:+.1f} %"
+        mode = self.mode.value
+        if self.steady:
+            return Said(
+                False,
+                f"{mode} warm-up: steady after {self.done} warm-up trial(s) (median step time of the last "
+                f"steps {what} against the steps before, within {100 * self.tolerance:g} %; warm-up goes on "
+                f"while it falls by more).",
+            )
+        if self.change is not None and self.tolerance < self.change <= NOISY_RISE:
+            return Said(
+                False,
+                f"{mode} warm-up: over after {self.done} warm-up trial(s): the median step time of the last "
+                f"steps moved {what} against the steps before (noise in a short window, or a step that gets "
+                f"slower: more warm-up would not cure it); measuring begins, and the trials' intervals carry "
+                f"the variation.",
+            )
+        if self.change is not None and self.change > self.tolerance:
+            return Said(
+                True,
+                f"{mode} warm-up: not steady after {self.done} warm-up trial(s): the median step time of "
+                f"the last steps rose {what} against the steps before (warm-up makes steps faster, not "
+                f"slower: another process, throttling or a growing cost in the step); more warm-up would "
+                f"not cure it, so measuring begins, and the trials' intervals carry the variation.",
+            )
+        return Said(
+            False,
+            f"{mode} warm-up: not steady after {self.done} warm-up trials (auto_max_warmup; the median "
+            f"step time still changed {what}); measuring anyway: its first trials may be slower than "
+            f"later ones. Raise global.auto_max_warmup or nbatches.",
+        )
+
 
 @dataclass(frozen=True)
 class Stopped:
-    """Measuring ended (an adaptive schedule's): why, and the warm-ups and trials each mode ran."""
+    """Measuring ended (an adaptive ``schedule``'s): why, and the warm-ups and trials each mode ran."""
 
     stop: Stop
     counts: Tuple[Tuple[Mode, int, int], ...]
+    schedule: Schedule
     capped: Tuple[Mode, ...] = ()  # Stop.BUDGET: the modes at auto_max_trials
+
+    def words(self) -> Said:
+        counts = ", ".join(f"{mode.value} {w} warm-up + {t}" for mode, w, t in self.counts)
+        s = self.schedule
+        capped = [mode.value for mode in self.capped]
+        most = s.plans[0].max_trials if s.plans else None
+        why = self.stop.reason(s.decision_confidence, s.precision, s.horizon, capped, most)
+        return Said(False, f"Schedule: done after {counts}: {why}.")
 
 
 Note = Union[WarmupEnded, Stopped]
@@ -625,7 +689,7 @@ def _stop_measuring(state: State) -> State:
     extras = extras_order(state.schedule.extras, outcome if state.judgement.decided else None)
     capped = tuple(p.mode for p in state.schedule.plans if p.ntrials is None and state.issued(p.mode) >= p.max_trials)
     notes = state.notes + (
-        (Stopped(stop, state.counts(), capped if stop is Stop.BUDGET else ()),) if state.schedule.adaptive else ()
+        (Stopped(stop, state.counts(), state.schedule, capped if stop is Stop.BUDGET else ()),) if state.schedule.adaptive else ()
     )
     return dataclasses.replace(state, phase=Phase.EXTRAS, stop=stop, outcome=outcome, extras=extras, notes=notes)
 

@@ -1,4 +1,4 @@
-"""What became of a run's trials, as one value (pure, no torch).
+"""What became of a run's trials, as one value, and why, in words (pure, no torch).
 
 A session holds one :class:`Outcomes` and replaces it at each event (a trial counted, a trial lost,
 an iterator that was a peek, a signal); nothing else keeps flags about trial outcomes. The sink
@@ -8,49 +8,77 @@ reads it for the summary and the JSON.
 from __future__ import annotations
 
 import dataclasses
-import enum
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 from .schedule import Extra, TrialSpec
+from .words import Worded
 
 __all__ = ["FailedRank", "Interruption", "Outcomes", "Reason", "Why", "raised"]
 
 
-class Why(str, enum.Enum):
-    """Why a trial did not count, a side did not run, or the FLOPs were not counted (the words are
-    :func:`benchy.results.text.run.reason`'s)."""
+class Why(Worded):
+    """Why a trial did not count, a side did not run, or the FLOPs were not counted, in words that
+    :meth:`Reason.words` fills in with the reason's figures."""
 
     # a scheduled trial that did not count
-    LOADER_RAISED = "loader-raised"  # the data loader raised (``error``)
-    RANKS = "ranks"  # the ranks could not exchange its results
-    SIGNAL = "signal"  # ``signal`` ended it after ``steps`` of ``of``; ``failed``: the rank that failed first
-    SCRIPT_RAISED = "script-raised"  # the script ended with an uncaught exception (``error``)
-    SCRIPT_ENDED = "script-ended"  # the script ended before the trial's window was complete
-    NOT_RUN_RAISED = "not-run-raised"  # not run: trial ``label`` raised
-    NOT_RUN_SCRIPT_RAISED = "not-run-script-raised"  # not run: the script ended with ``error``
-    NOT_RUN_STOPPED = "not-run-stopped"  # not run: the script stopped after ``epochs`` epochs, ``steps`` steps
+    LOADER_RAISED = "loader-raised", "the data loader raised {error}"
+    RANKS = "ranks", "the ranks could not exchange its results"
+    SIGNAL = "signal", "interrupted by {detail} after {steps} of {of} steps{first}"  # first: the rank that failed first
+    SCRIPT_RAISED = "script-raised", "the script ended with {error}"  # an uncaught exception
+    SCRIPT_ENDED = "script-ended", "the script ended before the trial's window was complete"
+    NOT_RUN_RAISED = "not-run-raised", "not run: trial {label} raised"
+    NOT_RUN_SCRIPT_RAISED = "not-run-script-raised", "not run: the script ended with {error}"
+    NOT_RUN_STOPPED = "not-run-stopped", "not run: the script stopped after {epochs} epoch(s), {steps} step(s)"
     # a side that did not run, or stopped
-    OFF = "off"  # the config turns it off (``detail``: the key)
-    NOT_A_DATALOADER = "not-a-dataloader"  # only a DataLoader is timed stage by stage (``detail``: the loader's kind)
-    INSTRUMENTED_RAISED = "instrumented-raised"  # the instrumented loader raised (``error``; ``label``: in which trial)
-    TRIAL_RAISED = "trial-raised"  # trial ``label`` raised (``error``)
-    EXTRA_RAISED = "extra-raised"  # the extra (``extra``) raised (``error``)
-    NO_MODEL = "no-model"  # no counted IO and SYNTHETIC trials to build the what-if model from
-    NO_ACCELERATOR = "no-accelerator"  # no accelerator in use
-    NO_WORKERS = "no-workers"  # CONTENTION_1 without loader workers, and no copy of the loader to give it some
-    WINDOW_LOST = "window-lost"  # the side window ``label`` ended early (``cause``)
-    PASS_ENDED = "pass-ended"  # CONTENTION_1's loader: its pass ended before the window
-    DRAINER_RAISED = "drainer-raised"  # CONTENTION_1's loader raised (``error``)
-    NO_LOADER = "no-loader"  # the side window ``label`` ran without its loader beside it (``cause``)
-    SCRIPT_ENDED_EARLY = "script-ended-early"  # the script ended before the benchmark was complete
-    BENCHMARK_ENDED = "benchmark-ended"  # the benchmark ended before it was complete
+    OFF = "off", "{detail}: false"  # the config turns it off (detail: the key)
+    NOT_A_DATALOADER = (
+        "not-a-dataloader",
+        "only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the loader benchy run chose); "
+        "this is a {detail}",
+    )
+    INSTRUMENTED_RAISED = "instrumented-raised", "the instrumented loader raised {kind}{where}: {message}"
+    TRIAL_RAISED = "trial-raised", "{label} raised {error}"
+    EXTRA_RAISED = "extra-raised", "{extra}: raised {error}"
+    NO_MODEL = "no-model", "no counted IO and SYNTHETIC trials to build the model from"
+    NO_ACCELERATOR = "no-accelerator", "no accelerator in use (the run computes on the CPU)"
+    NO_WORKERS = (  # CONTENTION_1 without loader workers, and no copy of the loader to give it some
+        "no-workers",
+        "{label}: no loader workers (the loading runs on the training thread, in FULL only), and no copy of the "
+        "loader to give some (not a DataLoader)",
+    )
+    WINDOW_LOST = "window-lost", "{label}: {cause}"  # the side window ended early
+    PASS_ENDED = "pass-ended", "the loader's pass ended"  # CONTENTION_1's loader, before the window
+    DRAINER_RAISED = "drainer-raised", "the loader raised {error}"  # CONTENTION_1's loader
+    NO_LOADER = (
+        "no-loader",
+        "{label}: the loader gave no batch beside the step{because}; the step alone is not a contention figure",
+    )
+    SCRIPT_ENDED_EARLY = "script-ended-early", "the script ended before it was complete"
+    BENCHMARK_ENDED = "benchmark-ended", "the benchmark ended before it was complete"
     # the FLOPs not counted
-    LEFT_STEP = "left-step"  # the loop left the counted step before asking for the next batch
-    FLOPS_FAILED = "flops-failed"  # torch's FlopCounterMode could not start (``error``)
-    FLOPS_RANKS = "flops-ranks"  # not counted with ``steps`` ranks
-    NO_SYNTHETIC = "no-synthetic"  # SYNTHETIC did not run
-    NO_ROOM = "no-room"  # the loop's known length left no room for the count
-    ENDED_BEFORE = "ended-before"  # the script ended before the count
+    LEFT_STEP = (
+        "left-step",
+        "the loop left the counted step before asking for the next batch (a peek such "
+        "as next(iter(loader)), or a break, during the step whose FLOPs were counted)",
+    )
+    FLOPS_FAILED = "flops-failed", "torch's FlopCounterMode could not start ({error})"
+    FLOPS_RANKS = (
+        "flops-ranks",
+        "not counted with {steps} ranks: a rank whose counted step ran a collective "
+        "(a DDP all-reduce) under torch's FlopCounterMode aborted at exit in about 1 "
+        "run of 15 on the CPU (gloo); run one process to count the step's FLOPs",
+    )
+    NO_SYNTHETIC = "no-synthetic", "SYNTHETIC did not run: the FLOPs are counted on one untimed step on the cached batch"
+    NO_ROOM = (
+        "no-room",
+        "not counted: the count takes one untimed step of the loop on the cached batch after the "
+        "verdict, and the loop's known length left no room for it",
+    )
+    ENDED_BEFORE = (
+        "ended-before",
+        "not counted: the count takes one untimed step of the loop on the cached batch after the "
+        "verdict, and the script ended before it",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +95,24 @@ class Reason:
     failed: Optional[FailedRank] = None
     extra: Optional[Extra] = None
     cause: Optional[Reason] = None
+
+    def words(self) -> str:
+        """Why a trial did not count, a side did not run or stopped, or the FLOPs were not counted: its code's
+        words, filled in with its fields and the few made of them (an error's kind and message, the cause's words)."""
+        kind, _, message = self.error.partition(": ")
+        cause = "" if self.cause is None else self.cause.words()
+        return self.why.words.format_map(
+            {
+                **vars(self),
+                "first": "" if self.failed is None else f"; {self.failed.words()}",
+                "kind": kind,
+                "message": message,
+                "where": f" in {self.label}" if self.label else "",
+                "extra": "" if self.extra is None else self.extra.value,
+                "cause": cause,
+                "because": f" ({cause})" if cause else "",
+            }
+        )
 
 
 def raised(err: BaseException) -> str:
@@ -101,6 +147,13 @@ class FailedRank:
 
     def to_dict(self) -> dict[str, object]:
         return {"rank": self.rank, "reason": self.reason}
+
+    def words(self, then: Sequence[FailedRank] = ()) -> str:
+        """``rank 1 failed first (ValueError: boom)``; ``then``: the ranks that failed after it (three are named)."""
+        text = f"rank {self.rank} failed first ({self.reason})"
+        if then:
+            text += "; then " + ", ".join(f"rank {f.rank} ({f.reason})" for f in then[:3])
+        return text
 
 
 @dataclasses.dataclass(frozen=True)

@@ -59,6 +59,13 @@ class Setting(Record, frozen=True, order=True):
     pin_memory: bool
     prefetch_factor: Optional[Count] = None  # None with 0 workers (no prefetching without workers)
 
+    def words(self) -> str:
+        """``num_workers=4, pin_memory=True, prefetch_factor=2``."""
+        parts = [f"num_workers={self.num_workers}", f"pin_memory={self.pin_memory}"]
+        if self.prefetch_factor is not None:
+            parts.append(f"prefetch_factor={self.prefetch_factor}")
+        return ", ".join(parts)
+
 
 def auto_workers(cores: int) -> List[int]:
     """0, 1, 2, 4 ... up to ``cores`` (and ``cores`` itself)."""

@@ -28,7 +28,6 @@ from .model import Environment
 from .saved import Run
 from .tables import Table, summary_table
 from .text.numbers import cell
-from .text.reports import setting
 
 __all__ = ["Page", "report_page"]
 
@@ -143,7 +142,7 @@ def sweep_table(run: Run) -> Optional[Table]:
         memory = entry.workers_memory_bytes
         table.rows.append(
             [
-                setting(entry.settings),
+                entry.settings.words(),
                 cell(entry.mean, spec=".3f"),
                 cell(entry.interval, spec=".3f"),
                 str(entry.n or 0),

@@ -54,7 +54,6 @@ from .summary import straggler_text
 from .text import reports
 from .text import run as run_text
 from .text.verdict import verdict_line
-from .text.why import reason
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -297,7 +296,7 @@ def diagnostics_block(results: RunResults) -> Optional[Dict[str, Any]]:
             "synthetic_period_seconds": period,
             "slowdown": contention.slowdown(period),
         },
-        "skipped": [reason(r) for r in results.diagnostics_skipped],
+        "skipped": [r.words() for r in results.diagnostics_skipped],
     }
 
 
@@ -324,16 +323,14 @@ def schedule_block(state: ScheduleState) -> Dict[str, Any]:
     """The JSON's ``schedule``: the state's codes, and why measuring stopped in words (``stop_reason``)."""
     block = state.to_dict()
     block["stop_reason"] = (
-        None
-        if state.stop is None
-        else run_text.stop_words(Stop(state.stop), state.decision_confidence, state.precision, state.horizon)
+        None if state.stop is None else Stop(state.stop).reason(state.decision_confidence, state.precision, state.horizon)
     )
     block["extras_not_run"] = {name: run_text.NOT_RUN[why] for name, why in state.extras_not_run}
     return block
 
 
 def _skipped(why: Optional[Reason]) -> Optional[str]:
-    return None if why is None else reason(why)
+    return None if why is None else why.words()
 
 
 def _comparison(c: Comparison, a: str, b: str, a_values: Sequence[float], b_values: Sequence[float]) -> Dict[str, Any]:
@@ -493,7 +490,7 @@ def result_document(
                 "trial": i.spec.label,
                 "batches_done": i.batches_done,
                 "nbatches": i.spec.nbatches,
-                "reason": reason(i.reason),
+                "reason": i.reason.words(),
             }
             for i in outcomes.lost
         ],

@@ -19,7 +19,6 @@ from .tables import Table
 from .text import reports
 from .text.numbers import ms, spread
 from .text.verdict import busy_trials, verdict_line
-from .text.why import reason
 
 __all__ = [
     "copy_text",
@@ -164,7 +163,7 @@ def workers_text(report: StageReport) -> Optional[str]:
 def h2d_line(results: RunResults) -> Optional[str]:
     """``BENCHY::SUMMARY::H2D IO with copies to cuda:0: 812.3 +/- 4.1 samples/s, 0.93x IO``, or why not."""
     if results.h2d_skipped is not None and not results.h2d:
-        return lines.summary_text("H2D", f"skipped: {reason(results.h2d_skipped)}")
+        return lines.summary_text("H2D", f"skipped: {results.h2d_skipped.words()}")
     est, io = h2d_estimate(results), own_io(results)
     if est.mean is None:
         return None
@@ -274,7 +273,7 @@ def summary_lines(
             if found is not None:
                 out.append(lines.summary_text("WORKERS", found, own))
         elif results.stages_skipped is not None:
-            out.append(lines.summary_text("STAGES", f"skipped: {reason(results.stages_skipped)}", own))
+            out.append(lines.summary_text("STAGES", f"skipped: {results.stages_skipped.words()}", own))
     if reading.startup is not None:
         out.append(lines.summary_text("STARTUP", reports.startup(reading.startup), own))
     for mode in modes:
@@ -295,7 +294,7 @@ def summary_lines(
     else:
         why = [r for r in results.diagnostics_skipped if r.extra is Extra.PARTS]
         if why:
-            out.append(lines.summary_text("PARTS", f"not measured: {reason(why[0])}", own))
+            out.append(lines.summary_text("PARTS", f"not measured: {why[0].words()}", own))
     if reading.whatif is not None:
         out.append(lines.summary_text("WHATIF", reports.whatif(reading.whatif), own))
     verdict = verdict_line(reading)
@@ -311,10 +310,10 @@ def sweep_line(results: Sequence[SettingResult], cap: Optional[int] = None) -> O
     if top is None or small is None:
         return None
     text = (
-        f"best {reports.setting(top.setting)}: {spread(top.estimate.mean, top.estimate.half_width)} samples/s; smallest within "
-        f"{100 * NEAR_BEST:g} % of best: {reports.setting(small.setting)}"
+        f"best {top.setting.words()}: {spread(top.estimate.mean, top.estimate.half_width)} samples/s; smallest within "
+        f"{100 * NEAR_BEST:g} % of best: {small.setting.words()}"
     )
-    over = [reports.setting(r.setting) for r in results if r.over_cap]
+    over = [r.setting.words() for r in results if r.over_cap]
     if over and cap is not None:
         text += (
             f"; left out over the workers' memory cap of {cap / 1e9:.2f} GB (available memory less room for "
@@ -342,7 +341,7 @@ def sweep_table(results: Sequence[SettingResult], own: Setting) -> Table:
             notes.append("over the memory cap")
         out.rows.append(
             [
-                reports.setting(r.setting),
+                r.setting.words(),
                 "" if est.mean is None else f"{est.mean:.3f}",
                 "" if est.half_width is None else f"{est.half_width:.3f}",
                 str(est.n),

@@ -1,5 +1,5 @@
-"""Where a run's results go: every event and trial line (in the words of :mod:`benchy.results.text`), the summary,
-the JSON and the exit status.
+"""Where a run's results go: every event and trial line (in the events' own words and those of
+:mod:`benchy.results.text`), the summary, the JSON and the exit status.
 
 The :class:`~benchy.session.session.Session` walks the schedule and hands each event here (values of
 :mod:`benchy.core.events`, or a trial's result), with a typed :class:`~benchy.core.results.Snapshot`
@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from ..core import events as ev
 from ..core.claims import MoreTrials
 from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, EXIT_MISSING_MODE
+from ..core.machine import Note
 from ..core.progress import Progress
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule
 from ..core.verdict import Reading, read
+from ..core.words import Said
 from ..measure.environment import environment
 from ..results import lines, steps
 from ..results.files import remove_stale_temporaries, write_json_atomic
@@ -84,15 +86,13 @@ class ResultSink:
     def warning(self, message: str) -> None:
         self.out.line(lines.warning(message))
 
-    def say(self, event: ev.Event) -> None:
-        """An event, in the words of :func:`benchy.results.text.run.event`, as an information or a warning line."""
+    def say(self, event: Union[ev.Event, Note]) -> None:
+        """An event, in its own words, as an information or a warning line."""
         if isinstance(event, ENDS_TRIAL):
             self.out.trial_ended()
-        said = run_text.event(event, self.schedule)
-        if said is not None:
-            self.line(said)
+        self.line(event.words())
 
-    def line(self, said: run_text.Said) -> None:
+    def line(self, said: Said) -> None:
         (self.warning if said.warning else self.info)(said.text)
 
     def started(self, schedule: Schedule, config: Config, snapshot: Snapshot, nvtx: bool, queue_depth: int) -> None:

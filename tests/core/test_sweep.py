@@ -26,7 +26,6 @@ from benchy.core.sweep import (
     smallest_within,
 )
 from benchy.results.summary import sweep_line
-from benchy.results.text.reports import setting
 from benchy.results.text.verdict import claim
 
 
@@ -47,7 +46,7 @@ def test_expand_orders_by_cost_and_drops_prefetch_without_workers() -> None:
         overrides={"sweep": {"num_workers": [2, 0], "pin_memory": [True, False], "prefetch_factor": [4, 2]}}, environ={}
     ).sweep
     settings = expand(config, Setting(0, False, None), cores=2)
-    assert [setting(s) for s in settings] == [
+    assert [s.words() for s in settings] == [
         "num_workers=0, pin_memory=False",
         "num_workers=0, pin_memory=True",
         "num_workers=2, pin_memory=False, prefetch_factor=2",

@@ -9,7 +9,6 @@ from helpers import FakeClock
 
 from benchy.core.outcomes import Reason, Why
 from benchy.measure.diagnostics import Drainer, StepHooks
-from benchy.results.text.why import reason
 
 
 class _Slow(torch.autograd.Function):
@@ -83,13 +82,13 @@ def test_the_drainer_takes_batches_in_a_process_of_its_own_until_told_to_stop_or
     assert short.ended_by_itself(30)
     short.stop()
     assert short.batches == 5 and short.ended == Reason(Why.PASS_ENDED)
-    assert reason(short.ended) == "the loader's pass ended"
+    assert short.ended.words() == "the loader's pass ended"
     failing = Drainer(lambda: (1 / 0 for _ in range(3)))
     failing.start()
     assert failing.ended_by_itself(30)
     failing.stop()
     assert failing.batches == 0 and failing.ended is not None and failing.ended.why is Why.DRAINER_RAISED
-    assert reason(failing.ended) == "the loader raised ZeroDivisionError: division by zero"
+    assert failing.ended.words() == "the loader raised ZeroDivisionError: division by zero"
 
 
 def test_a_paced_drainer_takes_at_most_a_batch_a_step() -> None:

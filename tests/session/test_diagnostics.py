@@ -85,7 +85,6 @@ def test_contention_where_no_process_can_be_forked_is_left_out_and_says_why(monk
     from types import SimpleNamespace
 
     from benchy.core.results import RunResults
-    from benchy.results.text.why import reason
     from benchy.session.sides import windows
 
     class NoFork:
@@ -96,7 +95,7 @@ def test_contention_where_no_process_can_be_forked_is_left_out_and_says_why(monk
     env = SimpleNamespace(workers=2, runner=SimpleNamespace(queue_depth=4, own=SimpleNamespace(fresh=lambda: iter(()))))
     helper, results = windows.Contention().start(env, RunResults())
     assert helper is None
-    assert [reason(r) for r in results.diagnostics_skipped] == ["CONTENTION: raised ValueError: cannot find context for 'fork'"]
+    assert [r.words() for r in results.diagnostics_skipped] == ["CONTENTION: raised ValueError: cannot find context for 'fork'"]
 
 
 def test_contention_of_a_loop_that_takes_its_batches_in_bursts_is_the_windows_mean_step() -> None:

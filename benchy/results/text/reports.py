@@ -12,7 +12,6 @@ from ...core.results import Imprecise
 from ...core.schedule import Mode
 from ...core.stages import FirstPass, Fix, FixKind, Stage, StageKind
 from ...core.startup import Basis, Startup
-from ...core.sweep import Setting
 from ...core.whatif import (
     FLIP_MAX,
     MAX_WORKERS,
@@ -27,7 +26,6 @@ from ...core.whatif import (
 )
 from ...core.whatif import Basis as ModelBasis
 from .numbers import flop, flops_rate, spread, triple
-from .why import reason
 
 __all__ = [
     "COLD_CACHE_HOWTO",
@@ -42,7 +40,6 @@ __all__ = [
     "no_peak",
     "parts",
     "peak_basis",
-    "setting",
     "stage_fix",
     "stage_name",
     "stage_note",
@@ -105,7 +102,7 @@ def compute(report: ComputeReport) -> str:
     """The COMPUTE line's text."""
     c = report.count
     if c.skipped is not None:
-        return f"FLOPs not counted: {reason(c.skipped)}"
+        return f"FLOPs not counted: {c.skipped.words()}"
     if c.total <= 0:
         return (
             "FLOPs not counted: torch's FlopCounterMode saw no FLOPs in the counted step (a compiled graph "
@@ -261,14 +258,6 @@ def first_pass(f: FirstPass) -> str:
     return out
 
 
-def setting(s: Setting) -> str:
-    """``num_workers=4, pin_memory=True, prefetch_factor=2``."""
-    parts = [f"num_workers={s.num_workers}", f"pin_memory={s.pin_memory}"]
-    if s.prefetch_factor is not None:
-        parts.append(f"prefetch_factor={s.prefetch_factor}")
-    return ", ".join(parts)
-
-
 _STAGE_NAMES = {StageKind.WAIT: "waiting for workers"}
 _STAGE_NOTES = {
     StageKind.DATASET: "__getitem__ without the timed transforms",
@@ -362,7 +351,7 @@ def check_what(c: Check) -> str:
     """What a check measured: ``EMULATED (the real loader, a step 2x faster emulated)``, ``SWEEP3 (num_workers=4, ...)``."""
     if c.source is Checked.EMULATED:
         return f"EMULATED (the real loader, a step {c.change.speedup:.3g}x faster emulated)"
-    return f"SWEEP{c.index} ({setting(c.setting)})"
+    return f"SWEEP{c.index} ({c.setting.words()})"
 
 
 def check(c: Check) -> str:

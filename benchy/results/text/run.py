@@ -1,83 +1,39 @@
-"""What a run says as it goes, in words: its events, the start-up lines, an early end, why a trial did not count or
-a side did not run, the schedule and why it stopped (no torch). The sink (:class:`~benchy.session.sink.ResultSink`)
-prints these; the JSON writes the same reasons (:mod:`benchy.results.schema`)."""
+"""What a run says as it goes, in words: the start-up lines, the schedule, an early end and the lines around the
+summary (no torch; its events say themselves: :mod:`benchy.core.events`). The sink
+(:class:`~benchy.session.sink.ResultSink`) prints these."""
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from ...core import events as ev
 from ...core import machine as m
 from ...core.config import Config
 from ...core.exits import EXIT_INCOMPLETE
-from ...core.machine import Stop
 from ...core.progress import Progress
 from ...core.results import Snapshot, TrialResult
 from ...core.schedule import Mode, ModePlan, Schedule
-from .reports import setting
-from .why import ranks, reason
+from ...core.words import Said
 
 __all__ = [
-    "NOISY_RISE",
     "NOT_RUN",
-    "Said",
     "busy_trial",
     "counting",
     "describe",
-    "event",
     "incomplete",
     "json_failed",
     "lost_trials",
     "missing_modes",
     "never_iterated",
-    "ranks",
-    "reason",
     "stale_removed",
     "started",
     "steps_failed",
-    "stop_words",
     "stopped_early",
 ]
-
-# A warm-up's rise in step time up to this share is said as information, beyond it as a warning.
-NOISY_RISE = 0.25
-
-
-class Said(NamedTuple):
-    """A line to print: a warning or information, and its text."""
-
-    warning: bool
-    text: str
-
 
 NOT_RUN = {
     "ended": "the script ended before it ran",
     "horizon": "the loop's known length left no room for its steps",
 }
-
-
-def stop_words(
-    stop: Stop,
-    confidence: float,
-    precision: float,
-    horizon: Optional[int],
-    capped: Sequence[str] = (),
-    most: Optional[int] = None,
-) -> str:
-    """Why measuring ended, in words (``capped``: the modes at ``auto_max_trials``, ``most``)."""
-    if stop is Stop.DECIDED:
-        return f"the verdict is decided ({100 * confidence:g} % confidence)"
-    if stop is Stop.PRECISE:
-        return f"every interval is within {100 * precision:g} % of its mean"
-    if stop is Stop.BUDGET:
-        bound = f" ({most})" if most is not None else ""
-        modes = f" for {', '.join(capped)}" if capped else ""
-        return f"auto_max_trials{bound} reached{modes} before the answer was known"
-    if stop is Stop.ALL_RAN:
-        return "every scheduled trial ran"
-    if stop is Stop.HORIZON:
-        return f"the loop's {horizon} steps left no room for another window"
-    return "no mode needs more trials"
 
 
 def counting(snapshot: Snapshot) -> str:
@@ -113,203 +69,6 @@ def describe(schedule: Schedule) -> str:
     if schedule.extras:
         text += f"; then the extras, most useful first: {', '.join(e.value for e in schedule.extras)}"
     return text
-
-
-# --- what happens ------------------------------------------------------------------------------------
-
-
-def event(event: ev.Event, schedule: Schedule) -> Optional[Said]:
-    """An event's words, as an information or a warning line."""
-    if isinstance(event, ev.LoaderPlain):
-        if event.same_site:
-            return Said(
-                True,
-                f"a new {event.kind} was built at {event.where}, where the one running the benchmark "
-                f"was built: a loader re-created every epoch never finishes the schedule (each epoch "
-                f"gets a new wrapper, which is the plain loader). Build it once, before the epoch loop.",
-            )
-        else:
-            return Said(
-                False,
-                f"{event.kind} created at {event.where} is the plain loader: a process runs one benchmark "
-                f"at a time, and the {event.running or 'another loader'} is running it (the first loader "
-                f"iterated).",
-            )
-    elif isinstance(event, ev.SideServed):
-        during = f"during trial {event.label}" if event.label else "while the loop's epoch ran"
-        return Said(
-            False,
-            f"an iter() {during} was served by the plain loader (a peek such as next(iter(loader)) inside "
-            f"the loop); the loop's epoch and its trial go on, and the peek's time counts in the step it "
-            f"ran in (said once).",
-        )
-    elif isinstance(event, ev.LookaheadFound):
-        return Said(
-            False,
-            "the loop asks for batch k + 1 before it runs step k (it fetches one batch ahead, as CUDA "
-            "prefetchers such as timm's PrefetchLoader and Accelerate's prepared loaders do): at each "
-            "epoch's start its first period holds no step (the windows leave that period out).",
-        )
-    elif isinstance(event, ev.TrialLost):
-        item = event.item
-        return Said(
-            True,
-            f"trial {item.spec.label} did not count ({item.batches_done} of {item.spec.nbatches} steps "
-            f"measured): {reason(item.reason)}.",
-        )
-    elif isinstance(event, ev.Signalled):
-        who = ranks(event.failed)
-        who = f" {who[0].upper()}{who[1:]}; the launcher stopped the others." if who else ""
-        if event.running is not None:
-            return Said(
-                True,
-                f"{event.name} received during trial {event.running.label} ({event.measured} of "
-                f"{event.running.nbatches} steps measured): it is not counted.{who} The results measured "
-                f"so far follow.",
-            )
-        else:
-            return Said(True, f"{event.name} received between trials.{who} The results measured so far follow.")
-    elif isinstance(event, ev.RankFailed):
-        return Said(True, f"{ranks(event.failed)}: that is why the ranks could not exchange the trial's results.")
-    elif isinstance(event, ev.NoExitHere):
-        return Said(
-            False,
-            f"exit_after_tests: benchy does not end this process, a {event.host} ({event.host.split()[0]} "
-            f"would report the training as failed); the training goes on with the plain loader.",
-        )
-    elif isinstance(event, m.WarmupEnded):
-        what = "n/a" if event.change is None else f"{100.0 * event.change:+.1f} %"
-        mode = event.mode.value
-        if event.steady:
-            return Said(
-                False,
-                f"{mode} warm-up: steady after {event.done} warm-up trial(s) (median step time of the last "
-                f"steps {what} against the steps before, within {100 * event.tolerance:g} %; warm-up goes on "
-                f"while it falls by more).",
-            )
-        elif event.change is not None and event.tolerance < event.change <= NOISY_RISE:
-            return Said(
-                False,
-                f"{mode} warm-up: over after {event.done} warm-up trial(s): the median step time of the last "
-                f"steps moved {what} against the steps before (noise in a short window, or a step that gets "
-                f"slower: more warm-up would not cure it); measuring begins, and the trials' intervals carry "
-                f"the variation.",
-            )
-        elif event.change is not None and event.change > event.tolerance:
-            return Said(
-                True,
-                f"{mode} warm-up: not steady after {event.done} warm-up trial(s): the median step time of "
-                f"the last steps rose {what} against the steps before (warm-up makes steps faster, not "
-                f"slower: another process, throttling or a growing cost in the step); more warm-up would "
-                f"not cure it, so measuring begins, and the trials' intervals carry the variation.",
-            )
-        else:
-            return Said(
-                False,
-                f"{mode} warm-up: not steady after {event.done} warm-up trials (auto_max_warmup; the median "
-                f"step time still changed {what}); measuring anyway: its first trials may be slower than "
-                f"later ones. Raise global.auto_max_warmup or nbatches.",
-            )
-    elif isinstance(event, m.Stopped):
-        counts = ", ".join(f"{mode.value} {w} warm-up + {t}" for mode, w, t in event.counts)
-        s = schedule
-        capped = [mode.value for mode in event.capped]
-        most = s.plans[0].max_trials if s.plans else None
-        why = stop_words(event.stop, s.decision_confidence, s.precision, s.horizon, capped, most)
-        return Said(False, f"Schedule: done after {counts}: {why}.")
-    elif isinstance(event, ev.SideFailed):
-        return Said(True, f"{reason(event.reason)}; only it is lost.")
-    elif isinstance(event, ev.CounterNote):
-        return Said(True, event.text)
-    elif isinstance(event, ev.TokensNotCounted):
-        return Said(True, f"{event.error}; tokens are not counted, samples are")
-    elif isinstance(event, ev.SweepUnavailable):
-        return Said(True, "sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is not swept.")
-    elif isinstance(event, ev.SweepStarted):
-        return Said(
-            False,
-            f"Loader sweep: {event.settings} setting(s), each {event.warmups} warm-up + {event.trials} IO "
-            f"trials of {event.nbatches} batches, before the schedule (the loader's own: {setting(event.own)}).",
-        )
-    elif isinstance(event, ev.SweepFailed):
-        return Said(True, f"sweep: setting {setting(event.setting)} failed ({event.error}); skipped.")
-    elif isinstance(event, ev.SweepStray):
-        return Said(
-            True, f"sweep: {event.processes} process(es) of setting {setting(event.setting)} outlived it and were stopped."
-        )
-    elif isinstance(event, ev.SweepOverCap):
-        return Said(
-            True,
-            f"sweep: the workers of {', '.join(setting(s) for s in event.settings)} took more memory than the cap of "
-            f"{event.cap_bytes / 1e9:.2f} GB (the memory available at the sweep's start less room for the "
-            f"training process); not recommended.",
-        )
-    elif isinstance(event, ev.SweepApplied):
-        if event.applied:
-            return Said(
-                False,
-                f"sweep_apply: the schedule continues with {setting(event.setting)} (the smallest setting within 5 % of "
-                f"the best).",
-            )
-        else:
-            return Said(
-                False,
-                f"The schedule continues with the loader's own settings ({setting(event.setting)})"
-                + ("." if event.apply_on else "; sweep_apply: true would use the recommended ones."),
-            )
-    elif isinstance(event, ev.H2DSkipped):
-        if event.stopped:
-            return Said(True, f"IO_H2D: stopped: {reason(event.reason)}.")
-        else:
-            return Said(False, f"IO_H2D: skipped: {reason(event.reason)}.")
-    elif isinstance(event, ev.StagesStarted) and event.other:
-        why = (
-            "what a worker's batch and its receive cost, which a loader without workers does not show"
-            if event.workers
-            else "the loading on the training thread alone, which workers beside each other do not show"
-        )
-        return Said(
-            False,
-            f"Stage trials at another setting (for the what-if model): {event.warmups} warm-up + {event.trials} IO "
-            f"trial of {event.nbatches} batches on an instrumented copy with {event.workers} "
-            f"worker{'' if event.workers == 1 else 's'} ({why}); not counted in IO.",
-        )
-    elif isinstance(event, ev.StagesStarted):
-        return Said(
-            False,
-            f"Stage trials: {event.warmups} warm-up + {event.trials} IO trials of {event.nbatches} batches "
-            f"on an instrumented copy of the loader ({event.workers} workers; transforms: {event.split}); "
-            f"not counted in IO.",
-        )
-    elif isinstance(event, ev.EmulatedStarted):
-        return Said(
-            False,
-            f"Emulated-step trials (what-if check): {event.warmups} warm-up + {event.trials} trials of "
-            f"{event.nbatches} batches from the real loader, the step replaced by {1e3 * event.seconds:.3f} ms "
-            f"a batch ({1e3 * event.cpu:.3f} ms of it CPU work): a step {event.speedup:.3g}x faster; not counted.",
-        )
-    elif isinstance(event, ev.EmulatedSkipped):
-        return Said(True, f"emulated-step trials: stopped: {reason(event.reason)}.")
-    elif isinstance(event, ev.StagesStopped) and event.other:
-        return Said(
-            True,
-            f"stage trials at another setting: stopped: {reason(event.reason)}; the what-if model takes this "
-            f"run's own loader costs for the changes across no workers.",
-        )
-    elif isinstance(event, ev.StagesStopped):
-        return Said(True, f"stage trials: stopped: {reason(event.reason)}.")
-    elif isinstance(event, ev.CaptureRange):
-        return Said(
-            False, "Profiler (the cudaProfilerStart/Stop capture range for Nsight Systems): " + "; ".join(event.events) + "."
-        )
-    elif isinstance(event, ev.TraceWritten):
-        others = f" Every rank writes its own (rank<r>.<trial>.pt.trace.json in {event.others})." if event.others else ""
-        return Said(
-            False,
-            f"torch.profiler (rank {event.rank}): {event.event}; an extra warm-up, not counted. Open it in "
-            f"https://ui.perfetto.dev, chrome://tracing or TensorBoard's profiler plugin.{others}",
-        )
-    return None
 
 
 def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, nvtx: bool, queue_depth: int) -> List[Said]:
@@ -381,7 +140,7 @@ def stopped_early(progress: Progress, schedule: Schedule) -> str:
     if progress.failed is not None:
         return (
             f"the benchmark ended when trial {progress.failed.spec.label} raised "
-            f"({reason(progress.failed.reason)}); the results below are partial. Fix the error, then run again."
+            f"({progress.failed.reason.words()}); the results below are partial. Fix the error, then run again."
         )
     ran = f"{progress.epochs} epoch(s), {progress.steps} step(s) since the benchmark started"
     if progress.raised is not None:

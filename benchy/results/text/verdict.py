@@ -33,7 +33,7 @@ from ...core.stats import Comparison
 from ...core.sweep import FEEDS, SettingResult
 from ...core.verdict import Full, Outcome, Overlap, Reading, Verdict, balanced_bounds
 from .numbers import flops_rate, percent, ratio, spread
-from .reports import peak_basis, setting, stage_fix, stage_name
+from .reports import peak_basis, stage_fix, stage_name
 
 __all__ = ["advice", "busy_trials", "claim", "interval", "more_trials", "outweigh", "verdict", "verdict_line"]
 
@@ -247,13 +247,13 @@ def _feed(f: Feed) -> str:
         top = f.best
         return (
             f"none of the swept loader settings feeds the step (IO at least {FEEDS:g}x SYNTHETIC "
-            f"{synthetic:.3f}): the best, {setting(top.setting)}, reaches {top.estimate.mean / synthetic:.2f}x; "
+            f"{synthetic:.3f}): the best, {top.setting.words()}, reaches {top.estimate.mean / synthetic:.2f}x; "
             f"it takes more workers than were swept (where cores are free) or cheaper samples"
         )
     est = found.estimate
     return (
         f"the cheapest swept loader setting that feeds the step (IO at least {FEEDS:g}x SYNTHETIC) is "
-        f"{setting(found.setting)} ({spread(est.mean, est.half_width)} samples/s, {(est.mean or 0.0) / synthetic:.2f}x)"
+        f"{found.setting.words()} ({spread(est.mean, est.half_width)} samples/s, {(est.mean or 0.0) / synthetic:.2f}x)"
     )
 
 
@@ -265,33 +265,8 @@ def _contended(c: Contended) -> str:
     )
 
 
-_HELP = {
-    Help.PINNED_COPIES: "pinned memory and non_blocking copies (pin_memory=True)",
-    Help.WORKERS_OR_CHEAPER: "more loader workers, or cheaper batches",
-    Help.PERSISTENT: "persistent_workers=True",
-    Help.FASTER_STEP: "a faster step (the loader has headroom: mixed precision, a larger batch, compiled or fused code)",
-    Help.CHEAPER_DECODING: "cheaper decoding and augmentation per sample (the cores are saturated)",
-    Help.LOADER_WORKERS: "loader workers (num_workers > 0), up to the free cores",
-    Help.MORE_WORKERS_CORES: "more loader workers (num_workers), up to the cores",
-    Help.STORAGE: "faster or local storage, or caching the dataset",
-    Help.PADDING: "less padding (batches of similar lengths, e.g. a length-grouped sampler, or packed sequences)",
-    Help.NEAR_PEAK: "fewer FLOPs a sample (a smaller model or input) or more devices: the step is near the peak",
-    Help.MIXED_PRECISION: (
-        "mixed precision (torch.autocast with bfloat16): most of the step's FLOPs run in float32, far below "
-        "the accelerator's bfloat16 peak"
-    ),
-    Help.LARGER_BATCH: "a larger batch, or compiled or fused code (torch.compile)",
-    Help.CONTENTION: (
-        "fewer loader workers or fewer intra-op threads (torch.set_num_threads) so that the step keeps its cores, or "
-        "the workers pinned to cores of their own (os.sched_setaffinity in worker_init_fn)"
-    ),
-}
-
-
 def advice(a: Advice) -> str:
     """The one change most likely to help (without the words that introduce it)."""
-    if a.help is Help.MORE_WORKERS_NOW:
-        return f"more loader workers (num_workers = {a.detail} now)"
     if a.help is Help.STAGE:
         fix: Fix = a.detail
         return stage_fix(fix)
@@ -299,8 +274,8 @@ def advice(a: Advice) -> str:
         found: SettingResult = a.detail[0]
         synthetic: float = a.detail[1]
         times = (found.estimate.mean or 0.0) / synthetic
-        return f"the loader setting {setting(found.setting)} (the sweep measured IO at {times:.2f}x SYNTHETIC)"
-    return _HELP[a.help]
+        return f"the loader setting {found.setting.words()} (the sweep measured IO at {times:.2f}x SYNTHETIC)"
+    return a.help.words.format(workers=a.detail)
 
 
 def claim(c: Claim) -> str:
