@@ -210,14 +210,16 @@ def _not_text(tree: ast.Module) -> Set[int]:
 
 
 def _said_by_values(tree: ast.Module) -> Set[int]:
-    """The nodes where a value says itself: a class's ``words`` method, the members of a ``Worded`` code."""
+    """The nodes where a value says itself: a class's ``words`` method, the members of a ``Worded`` code, a
+    record's name in the documentation (its ``what`` and ``plural``)."""
     found: Set[int] = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
             continue
         worded = any(isinstance(b, ast.Name) and b.id == "Worded" for b in node.bases)
         for item in node.body:
-            if (worded and isinstance(item, ast.Assign)) or (isinstance(item, ast.FunctionDef) and item.name == "words"):
+            named = isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id in ("what", "plural")
+            if (worded and isinstance(item, ast.Assign)) or named or (isinstance(item, ast.FunctionDef) and item.name == "words"):
                 found.update(id(n) for n in ast.walk(item))
     return found
 
