@@ -12,25 +12,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+import msgspec
+
 from .outcomes import Reason
+from .record import Count, Number, Record
 
 __all__ = ["ContentionRun", "StepParts"]
 
 
-@dataclass(frozen=True)
-class StepParts:
+class StepParts(Record, frozen=True, kw_only=True):
     """The step of ``PARTS_1``: its mean period and the seconds a step of each part (each part's share of
-    the time the hooks were on, times the period)."""
+    the time the hooks were on, times the period), and the rest of the loop."""
 
     label: str
-    period: float
-    forward: float
-    backward: float
-    optimizer: float
-    forwards: int  # outermost forward calls while the hooks were on
-    backwards: int
-    optimizer_steps: int
-    steps: int  # the window's measured steps
+    period: Number = msgspec.field(name="period_seconds")
+    forward: Number = msgspec.field(name="forward_seconds")
+    backward: Number = msgspec.field(name="backward_seconds")
+    optimizer: Number = msgspec.field(name="optimizer_seconds")
+    rest: Number = msgspec.field(name="rest_seconds")  # the loop's data moves, loss bookkeeping, logging, Python
+    forwards: Count  # outermost forward calls while the hooks were on
+    backwards: Count
+    optimizer_steps: Count
+    steps: Count  # the window's measured steps
 
     @classmethod
     def from_times(
@@ -46,7 +49,19 @@ class StepParts:
     ) -> StepParts:
         """From the hooks' totals over ``seconds`` (the time they were on) and the window's ``period``."""
         share = (lambda x: x / seconds) if seconds > 0 else (lambda x: 0.0)
-        return cls(label, period, share(forward) * period, share(backward) * period, share(optimizer) * period, *counts, steps)
+        f, b, o = share(forward) * period, share(backward) * period, share(optimizer) * period
+        return cls(
+            label=label,
+            period=period,
+            forward=f,
+            backward=b,
+            optimizer=o,
+            rest=max(0.0, period - (f + b + o)),
+            forwards=counts[0],
+            backwards=counts[1],
+            optimizer_steps=counts[2],
+            steps=steps,
+        )
 
     @property
     def compute(self) -> float:
@@ -54,28 +69,9 @@ class StepParts:
         return self.forward + self.backward + self.optimizer
 
     @property
-    def rest(self) -> float:
-        """The rest of the loop (data moves, the loss's bookkeeping, logging, Python): seconds a step."""
-        return max(0.0, self.period - self.compute)
-
-    @property
     def found(self) -> bool:
         """The hooks saw a forward or a backward (else the step is not a module's: nothing to split)."""
         return self.forwards > 0 or self.backwards > 0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "label": self.label,
-            "period_seconds": self.period,
-            "forward_seconds": self.forward,
-            "backward_seconds": self.backward,
-            "optimizer_seconds": self.optimizer,
-            "rest_seconds": self.rest,
-            "forwards": self.forwards,
-            "backwards": self.backwards,
-            "optimizer_steps": self.optimizer_steps,
-            "steps": self.steps,
-        }
 
 
 @dataclass(frozen=True)

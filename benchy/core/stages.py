@@ -32,7 +32,7 @@ import msgspec
 import numpy as np
 
 from .queues import Shape, shape_of
-from .record import Count, Index, Record
+from .record import Count, Index, Number, Record
 
 __all__ = [
     "BUSY_WORKERS",
@@ -534,38 +534,24 @@ WARM_CACHE_SHARE = 0.01  # storage reads below this share of the files read: a w
 FILES_READ = 1 << 20  # ... once the loader read at least this many bytes of files in the IO trials
 
 
-@dataclass(frozen=True)
-class FirstPass:
+class FirstPass(Record, frozen=True, kw_only=True):
     """The loader's first batches against its steady IO trials, and whether the IO trials' files
-    came from the page cache."""
+    came from the page cache (``ratio`` and ``warm_cache`` follow from the rest)."""
 
-    first: float  # the loader's first IO trial's throughput (IO_WARMUP_1, or IO_1 without IO warm-ups)
-    steady: float  # the measured IO trials' mean (after the first)
-    files_read: Optional[float]  # bytes of files the loader read in the measured IO trials (None: unknown)
-    storage_read: Optional[float]  # ... of which bytes came from storage
-    label: str = "IO_WARMUP_1"
+    label: str = msgspec.field(name="first_trial", default="IO_WARMUP_1")  # the first IO trial (IO_1 without warm-ups)
+    first: Number = msgspec.field(name="first_throughput")
+    steady: Number = msgspec.field(name="steady_throughput")  # the measured IO trials' mean (after the first)
+    ratio: Optional[Number] = None
+    files_read: Optional[Number] = msgspec.field(name="files_read_bytes", default=None)  # None: unknown
+    storage_read: Optional[Number] = msgspec.field(name="storage_read_bytes", default=None)  # ... from storage
+    warm_cache: bool = False  # the loader read files, and next to nothing of them from storage
 
-    @property
-    def ratio(self) -> float:
-        return self.first / self.steady if self.steady > 0 else float("nan")
-
-    @property
-    def warm_cache(self) -> bool:
-        """The loader read files, and next to nothing of them from storage."""
-        return (
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "ratio", self.first / self.steady if self.steady > 0 else None)
+        warm = (
             self.files_read is not None
             and self.storage_read is not None
             and self.files_read >= FILES_READ
             and self.storage_read < WARM_CACHE_SHARE * self.files_read
         )
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "first_trial": self.label,
-            "first_throughput": self.first,
-            "steady_throughput": self.steady,
-            "ratio": self.ratio,
-            "files_read_bytes": self.files_read,
-            "storage_read_bytes": self.storage_read,
-            "warm_cache": self.warm_cache,
-        }
+        msgspec.structs.force_setattr(self, "warm_cache", warm)

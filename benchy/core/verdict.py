@@ -128,7 +128,7 @@ def first_pass(results: RunResults) -> Optional[FirstPass]:
     if systems:
         files = float(sum((s.loader_read_chars_per_s or 0.0) * s.seconds for s in systems))
         storage = float(sum((s.read_bytes_per_s or 0.0) * s.seconds for s in systems))
-    return FirstPass(first.throughput, steady, files, storage, first.label)
+    return FirstPass(label=first.label, first=first.throughput, steady=steady, files_read=files, storage_read=storage)
 
 
 def h2d_estimate(results: RunResults) -> Estimate:

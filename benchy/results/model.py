@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Dict, Iterator, List, Literal, Opti
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from ..core.diagnostics import StepParts
 from ..core.distribution import StepProfile
 from ..core.record import (
     MAX_MAGNITUDE,
@@ -36,7 +37,7 @@ from ..core.record import (
     UnixTime,
 )
 from ..core.results import ProfilerState, SystemFigures, TokenCount, WindowSpan
-from ..core.stages import WorkerMemory
+from ..core.stages import FirstPass, WorkerMemory
 from ..core.sweep import Setting
 
 __all__ = [
@@ -226,16 +227,6 @@ class LoaderStartup(_Block, frozen=True, kw_only=True):
     share: Optional[Number] = None
     workers: Optional[Count] = None
     persistent_workers: Optional[bool] = None
-
-
-class FirstPass(_Block, frozen=True, kw_only=True):
-    first_trial: Optional[str] = None
-    first_throughput: Optional[Number] = None
-    steady_throughput: Optional[Number] = None
-    ratio: Optional[Number] = None
-    files_read_bytes: Optional[Number] = None
-    storage_read_bytes: Optional[Number] = None
-    warm_cache: Optional[bool] = None
 
 
 class Stage(_Block, frozen=True, kw_only=True):
@@ -443,19 +434,6 @@ class DiagnosticTrial(_Block, frozen=True, kw_only=True):
     seconds: Optional[Seconds] = None
 
 
-class Parts(_Block, frozen=True, kw_only=True):
-    label: Optional[str] = None
-    period_seconds: Optional[Number] = None
-    forward_seconds: Optional[Number] = None
-    backward_seconds: Optional[Number] = None
-    optimizer_seconds: Optional[Number] = None
-    rest_seconds: Optional[Number] = None
-    forwards: Optional[Count] = None
-    backwards: Optional[Count] = None
-    optimizer_steps: Optional[Count] = None
-    steps: Optional[Count] = None
-
-
 class Contention(_Block, frozen=True, kw_only=True):
     label: Optional[str] = None
     period_seconds: Optional[Number] = None
@@ -471,7 +449,7 @@ class Contention(_Block, frozen=True, kw_only=True):
 
 class Diagnostics(_Block, frozen=True, kw_only=True):
     trials: List[DiagnosticTrial] = []
-    parts: Optional[Parts] = None
+    parts: Optional[StepParts] = None
     contention: Optional[Contention] = None
     skipped: List[str] = []
 

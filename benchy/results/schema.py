@@ -287,7 +287,7 @@ def diagnostics_block(results: RunResults) -> Optional[Dict[str, Any]]:
     contention = results.contention
     return {
         "trials": [{"label": t.label, "throughput": finite(t.throughput), "seconds": t.seconds} for t in results.diagnostics],
-        "parts": None if results.parts is None else results.parts.to_dict(),
+        "parts": results.parts,
         "contention": None
         if contention is None
         else {
@@ -512,7 +512,7 @@ def result_document(
         "other_loaders": list(snapshot.other_loaders),
         "sweep": sweep_block(results),
         "loader_startup": None if reading.startup is None else startup_block(reading.startup),
-        "first_pass": None if first is None else first.to_dict(),
+        "first_pass": first,
         "stages": stages_block(results),
         "compute": None if reading.compute is None else compute_block(reading.compute, reading.compute.count.skipped),
         "tokens": None if reading.tokens is None else reading.tokens.to_dict(),

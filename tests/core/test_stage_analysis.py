@@ -176,13 +176,13 @@ def test_warm_ups_are_left_out_and_their_throughput_kept_as_the_first_pass() -> 
 
 
 def test_a_warm_page_cache_is_told_when_the_loader_read_files_but_not_storage() -> None:
-    warm = FirstPass(100.0, 400.0, files_read=50e6, storage_read=0.0)
+    warm = FirstPass(first=100.0, steady=400.0, files_read=50e6, storage_read=0.0)
     text = reports.first_pass(warm)
     assert warm.warm_cache and "warm page cache" in text and "drop_caches" in text
     assert warm.ratio == pytest.approx(0.25)
-    assert not FirstPass(100.0, 400.0, files_read=50e6, storage_read=40e6).warm_cache
-    assert not FirstPass(100.0, 400.0, files_read=1e3, storage_read=0.0).warm_cache  # it reads no files
-    assert not FirstPass(100.0, 400.0, files_read=None, storage_read=None).warm_cache
+    assert not FirstPass(first=100.0, steady=400.0, files_read=50e6, storage_read=40e6).warm_cache
+    assert not FirstPass(first=100.0, steady=400.0, files_read=1e3, storage_read=0.0).warm_cache  # it reads no files
+    assert not FirstPass(first=100.0, steady=400.0, files_read=None, storage_read=None).warm_cache
 
 
 def test_the_timers_share_of_the_period_is_said() -> None:

@@ -4,6 +4,7 @@ torch). Each renders one of ``core``'s values."""
 
 from __future__ import annotations
 
+import math
 from typing import List, Optional
 
 from ...core.compute import ENERGY_KEYS, ComputeReport, EnergyReport, NoPeak, Peak, TokenReport
@@ -246,9 +247,10 @@ COLD_CACHE_HOWTO = (
 
 def first_pass(f: FirstPass) -> str:
     """The FIRST_PASS line's text."""
+    ratio = f.ratio if f.ratio is not None else math.nan
     out = (
         f"the loader's first batches ({f.label}: start-up, opening files, a cold cache) "
-        f"{f.first:.3f} samples/s against {f.steady:.3f} in the steady IO trials ({f.ratio:.2f}x)"
+        f"{f.first:.3f} samples/s against {f.steady:.3f} in the steady IO trials ({ratio:.2f}x)"
     )
     if f.warm_cache and f.files_read is not None and f.storage_read is not None:
         out += (
