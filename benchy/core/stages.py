@@ -146,30 +146,19 @@ class Stage:
         return self.off_cpu is not None and self.off_cpu >= OFF_CPU
 
 
-@dataclass(frozen=True)
-class WorkerStat:
+class WorkerStat(Record, frozen=True, kw_only=True):
     """One worker over the steady stage trials."""
 
-    worker: int
-    batches: int
-    busy: float  # seconds from its batches' first item to their collate_fn's end
-    idle: float  # the trials' time it was not making a batch
-    per_batch: float
+    worker: Index
+    batches: Count
+    busy: Number = msgspec.field(name="busy_seconds")  # from its batches' first item to their collate_fn's end
+    idle: Number = msgspec.field(name="idle_seconds")  # the trials' time it was not making a batch
+    busy_share: Number = 0.0  # busy over busy and idle (follows from them)
+    per_batch: Number = msgspec.field(name="seconds_per_batch")
 
-    @property
-    def busy_share(self) -> float:
+    def __post_init__(self) -> None:
         total = self.busy + self.idle
-        return self.busy / total if total > 0 else 0.0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "worker": self.worker,
-            "batches": self.batches,
-            "busy_seconds": self.busy,
-            "idle_seconds": self.idle,
-            "busy_share": self.busy_share,
-            "seconds_per_batch": self.per_batch,
-        }
+        msgspec.structs.force_setattr(self, "busy_share", self.busy / total if total > 0 else 0.0)
 
 
 @dataclass(frozen=True)
@@ -508,7 +497,11 @@ def _workers(steady: Sequence[StageTrial], seconds: float) -> List[WorkerStat]:
             mine = t.worker == w
             count += int(mine.sum())
             busy += float((t.end[mine] - t.start[mine]).sum())
-        out.append(WorkerStat(w, count, busy, max(0.0, seconds - busy), busy / count if count else 0.0))
+        out.append(
+            WorkerStat(
+                worker=w, batches=count, busy=busy, idle=max(0.0, seconds - busy), per_batch=busy / count if count else 0.0
+            )
+        )
     return out
 
 

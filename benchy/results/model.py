@@ -37,7 +37,7 @@ from ..core.record import (
     UnixTime,
 )
 from ..core.results import ProfilerState, SystemFigures, TokenCount, WindowSpan
-from ..core.stages import FirstPass, WorkerMemory
+from ..core.stages import FirstPass, WorkerMemory, WorkerStat
 from ..core.sweep import Setting
 
 __all__ = [
@@ -239,15 +239,6 @@ class Stage(_Block, frozen=True, kw_only=True):
     off_cpu_share: Optional[Number] = None
 
 
-class PerWorker(_Block, frozen=True, kw_only=True):
-    worker: Optional[Index] = None
-    batches: Optional[Count] = None
-    busy_seconds: Optional[Number] = None
-    idle_seconds: Optional[Number] = None
-    busy_share: Optional[Number] = None
-    seconds_per_batch: Optional[Number] = None
-
-
 class SlowWorker(_Block, frozen=True, kw_only=True):
     worker: Optional[Index] = None
     ratio: Optional[Number] = None
@@ -272,7 +263,7 @@ class Stages(_Block, frozen=True, kw_only=True):
     largest: Optional[str] = None
     advice: Optional[str] = None
     transforms: Optional[str] = None
-    per_worker: List[PerWorker] = []
+    per_worker: List[WorkerStat] = []
     slow_worker: Optional[SlowWorker] = None
     slowest_worker_cost: Optional[SlowestWorkerCost] = None
     out_of_order_batches: Optional[Count] = None

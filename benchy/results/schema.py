@@ -391,7 +391,7 @@ def stages_block(results: RunResults) -> Optional[Dict[str, Any]]:
         "largest": None if top is None else reports.stage_name(top),
         "advice": None if advice is None else reports.stage_fix(advice),
         "transforms": report.split,
-        "per_worker": [w.to_dict() for w in report.per_worker],
+        "per_worker": list(report.per_worker),
         "slow_worker": None if named is None else {"worker": named.worker, "ratio": named.ratio},
         "slowest_worker_cost": None
         if slow is None or report.workers < 2

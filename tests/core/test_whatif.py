@@ -167,8 +167,18 @@ def test_a_slow_worker_is_named_by_the_throughput_it_costs() -> None:
         stages=[Stage(StageKind.DATASET, "workers", 0.0115, 0.9), Stage(StageKind.RECEIVE, "main", 0.0002, 0.03)],
         unexplained=0.0,
         worker_busy=0.9,
-        per_worker=[WorkerStat(0, 50, 0.5, 0.13, 0.010), WorkerStat(1, 50, 0.65, 0.0, 0.013)],
-        slowest=slowest_worker([WorkerStat(0, 50, 0.5, 0.13, 0.010), WorkerStat(1, 50, 0.65, 0.0, 0.013)], 2, 0.0002),
+        per_worker=[
+            WorkerStat(worker=0, batches=50, busy=0.5, idle=0.13, per_batch=0.010),
+            WorkerStat(worker=1, batches=50, busy=0.65, idle=0.0, per_batch=0.013),
+        ],
+        slowest=slowest_worker(
+            [
+                WorkerStat(worker=0, batches=50, busy=0.5, idle=0.13, per_batch=0.010),
+                WorkerStat(worker=1, batches=50, busy=0.65, idle=0.0, per_batch=0.013),
+            ],
+            2,
+            0.0002,
+        ),
         out_of_order=0,
         hol_share=0.03,
         split="",

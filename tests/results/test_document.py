@@ -354,7 +354,7 @@ def test_a_document_in_memory_is_checked_as_a_file_is() -> None:
     doc = _set(raw("v4"), ["stages", "per_worker"], [{"worker": "w0"}])
     with pytest.raises(
         ResultFileError,
-        match=r"^mem: stages\.per_worker\[0\]\.worker: expected an integer >= 0 or null, "
+        match=r"^mem: stages\.per_worker\[0\]\.worker: expected an integer >= 0, "
         r'got "w0"$',
     ):
         read_run(doc, "mem")
