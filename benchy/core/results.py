@@ -18,7 +18,7 @@ from msgspec import Meta
 
 from .diagnostics import ContentionRun, StepParts
 from .outcomes import Outcomes, Reason
-from .record import Count, Number, Record, Seconds
+from .record import Count, Index, Number, Record, Seconds
 from .schedule import Mode, TrialSpec
 from .stages import StageReport
 from .startup import Startup
@@ -142,35 +142,25 @@ class TokenCount(Record, frozen=True):
         return self.tokens * (1.0 - self.padding) / self.samples
 
 
-@dataclass(frozen=True)
-class RankSummary:
+class RankSummary(Record, frozen=True, kw_only=True):
     """A trial on more ranks than ``dist_rank_lists``: fixed-size figures the ranks reduced together
-    instead of every rank's list (``own_*``: this rank's; times are the ranks' own trial times)."""
+    instead of every rank's list (times are the ranks' own trial times; ``own_*``: this rank's, rank 0's in
+    the file; ``spread`` follows from the rest)."""
 
-    ranks: int
-    own_samples: int
-    own_seconds: float
-    slowest: int
-    slowest_seconds: float
-    fastest: int
-    fastest_seconds: float
-    mean_seconds: float
+    ranks: Count
+    slowest: Index = msgspec.field(name="slowest_rank")
+    slowest_seconds: Number = msgspec.field(name="slowest_time")
+    fastest: Index = msgspec.field(name="fastest_rank")
+    fastest_seconds: Number = msgspec.field(name="fastest_time")
+    mean_seconds: Number = msgspec.field(name="mean_time")
+    spread: Optional[Number] = None  # (slowest - fastest) / fastest rank's time
+    own_samples: Count = 0
+    own_seconds: Number = 0.0
 
-    @property
-    def spread(self) -> Optional[float]:
-        """(slowest - fastest) / fastest rank's time."""
-        return (self.slowest_seconds - self.fastest_seconds) / self.fastest_seconds if self.fastest_seconds > 0 else None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "ranks": self.ranks,
-            "slowest_rank": self.slowest,
-            "slowest_time": self.slowest_seconds,
-            "fastest_rank": self.fastest,
-            "fastest_time": self.fastest_seconds,
-            "mean_time": self.mean_seconds,
-            "spread": self.spread,
-        }
+    def __post_init__(self) -> None:
+        fastest = self.fastest_seconds
+        spread = (self.slowest_seconds - fastest) / fastest if fastest > 0 else None
+        msgspec.structs.force_setattr(self, "spread", spread)
 
 
 class SystemFigures(Record, frozen=True):

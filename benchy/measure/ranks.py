@@ -376,14 +376,14 @@ def summarised(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple
     ]
     total = comm.reduce(result.label, mine, merge_summaries)
     summary = RankSummary(
-        comm.world,
-        result.samples,
-        result.seconds,
-        int(total[2]),
-        float(total[1]),
-        int(total[4]),
-        float(total[3]),
-        float(total[5]) / comm.world,
+        ranks=comm.world,
+        slowest=int(total[2]),
+        slowest_seconds=float(total[1]),
+        fastest=int(total[4]),
+        fastest_seconds=float(total[3]),
+        mean_seconds=float(total[5]) / comm.world,
+        own_samples=result.samples,
+        own_seconds=result.seconds,
     )
     combined = dataclasses.replace(result, samples=int(np.rint(total[0])), seconds=float(total[1]), rank_summary=summary)
     return combined, (None if total[7] > 0 else float(total[6]))

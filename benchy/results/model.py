@@ -36,7 +36,7 @@ from ..core.record import (
     Triple,
     UnixTime,
 )
-from ..core.results import ProfilerState, SystemFigures, TokenCount, WindowSpan
+from ..core.results import ProfilerState, RankSummary, SystemFigures, TokenCount, WindowSpan
 from ..core.stages import FirstPass, WorkerMemory, WorkerStat
 from ..core.sweep import Setting
 
@@ -76,16 +76,6 @@ class Warmup(_Block, frozen=True, kw_only=True):
     trial_time: List[Seconds] = []
     trial_samples: List[Count] = []
     system: List[Optional[SystemFigures]] = []
-
-
-class RankSummary(_Block, frozen=True, kw_only=True):
-    ranks: Optional[Count] = None
-    slowest_rank: Optional[Index] = None
-    slowest_time: Optional[Number] = None
-    fastest_rank: Optional[Index] = None
-    fastest_time: Optional[Number] = None
-    mean_time: Optional[Number] = None
-    spread: Optional[Number] = None
 
 
 class Ranks(_Block, frozen=True, kw_only=True):

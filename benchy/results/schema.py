@@ -174,7 +174,7 @@ def _mode_block(results: RunResults, mode: Mode, reading: Reading, per_step: boo
         # Past dist_rank_lists ranks: per counted trial the reduced figures, not every rank's.
         block["ranks"] = {
             "summarised": True,
-            "trials": [None if t.rank_summary is None else t.rank_summary.to_dict() for t in trials],
+            "trials": [t.rank_summary for t in trials],
             "straggler": straggler_text(results, mode),
         }
     return block

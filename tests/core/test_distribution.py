@@ -79,7 +79,16 @@ def test_the_slowest_rank_is_one_definition_for_listed_and_reduced_ranks() -> No
 
     # Reduced ranks (past dist_rank_lists): the rank slowest in most trials, against the ranks' mean there.
     def reduced(slowest: int, slow: float) -> RankSummary:
-        return RankSummary(100, 8, 1.0, slowest, slow, 0, 0.9, 1.0)
+        return RankSummary(
+            ranks=100,
+            slowest=slowest,
+            slowest_seconds=slow,
+            fastest=0,
+            fastest_seconds=0.9,
+            mean_seconds=1.0,
+            own_samples=8,
+            own_seconds=1.0,
+        )
 
     summaries = [reduced(7, 1.4), reduced(7, 1.2), reduced(3, 1.5)]
     results = RunResults([trial_result(Mode.IO, k, rank_summary=s) for k, s in enumerate(summaries, 1)])
