@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from .peaks import DTYPES, parse_peak
+from .record import Mode
 
 __all__ = [
     "ATTR_OF_SECTION",
@@ -102,7 +103,7 @@ def _text(v: Any) -> bool:
 
 
 def _mode_list(v: Any) -> bool:
-    kinds = ("IO", "SYNTHETIC", "FULL")
+    kinds = tuple(m.value for m in Mode)
     return (
         isinstance(v, (list, tuple))
         and len(v) > 0
@@ -345,7 +346,7 @@ class GlobalConfig:
     def capture_kinds(self) -> Tuple[str, ...]:
         """The trial kinds the profiler captures (``profiler_capture`` with ``auto`` resolved)."""
         if self.profiler_capture == AUTO:
-            return ("FULL",) if self.profiler == "torch" else ("IO", "SYNTHETIC", "FULL")
+            return (Mode.FULL.value,) if self.profiler == "torch" else tuple(m.value for m in Mode)
         return tuple(self.profiler_capture)
 
 

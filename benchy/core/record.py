@@ -8,7 +8,8 @@ its hints: the bounds below (``Meta(ge=..., le=...)``) and each field's words.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, List, Literal, Optional
+import enum
+from typing import Annotated, ClassVar, List, Optional
 
 from msgspec import Meta, Struct
 
@@ -17,7 +18,7 @@ __all__ = [
     "Count",
     "Fraction",
     "Index",
-    "ModeName",
+    "Mode",
     "Number",
     "Numbers",
     "Pair",
@@ -38,7 +39,14 @@ Fraction = Annotated[float, Meta(ge=0, le=1)]
 Triple = Annotated[List[Optional[Number]], Meta(min_length=3, max_length=3)]
 Pair = Annotated[List[Optional[Number]], Meta(min_length=2, max_length=2)]
 Numbers = List[Optional[Number]]
-ModeName = Literal["IO", "SYNTHETIC", "FULL"]
+
+
+class Mode(str, enum.Enum):
+    """A trial kind; the value is the name printed in output lines and JSON keys."""
+
+    IO = "IO"
+    SYNTHETIC = "SYNTHETIC"
+    FULL = "FULL"
 
 
 class Record(Struct, frozen=True):

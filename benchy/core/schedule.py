@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, Optional, Tuple
 
 from .config import AUTO, Config
+from .record import Mode
 
 __all__ = [
     "EXTRAS",
@@ -59,14 +60,6 @@ FIRST_ROUNDS = 3
 # mean (global.auto_figure_precision's default; the trials go on, up to auto_max_trials): the summary's figures are the
 # user's to act on, not only the verdict.
 FIGURE_PRECISION = 0.05
-
-
-class Mode(str, enum.Enum):
-    """A trial kind; the value is the name printed in output lines and JSON keys."""
-
-    IO = "IO"
-    SYNTHETIC = "SYNTHETIC"
-    FULL = "FULL"
 
 
 class Extra(str, enum.Enum):

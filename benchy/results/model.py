@@ -28,7 +28,7 @@ from ..core.record import (
     Count,
     Fraction,
     Index,
-    ModeName,
+    Mode,
     Number,
     Numbers,
     Pair,
@@ -151,7 +151,7 @@ class TimelineTrial(_Block, frozen=True, kw_only=True):
     what: ClassVar[str] = "a trial of the timeline"
     plural: ClassVar[str] = "trials of the timeline"
     trial: str
-    mode: ModeName
+    mode: Mode
     group: Optional[str] = None
     warmup: Optional[bool] = None
     profiled: Optional[bool] = None
@@ -892,6 +892,8 @@ def describe(info: Any) -> str:
         return "true or false"
     if isinstance(info, i.LiteralType):
         return "one of " + ", ".join(json.dumps(v) for v in info.values)
+    if isinstance(info, i.EnumType):
+        return "one of " + ", ".join(json.dumps(m.value) for m in info.cls)
     if isinstance(info, (i.ListType, i.VarTupleType)):  # a tuple in memory is a list in the file
         size = f"{info.min_length} " if info.min_length is not None and info.min_length == info.max_length else ""
         return f"a list of {size}{_plural(info.item_type)}"

@@ -101,7 +101,7 @@ CASES: List[tuple] = [
     (
         "a mode that is not one",
         json.dumps(_set(raw("v4"), ["timeline", "trials", 0, "mode"], "FAST")),
-        'timeline.trials[0].mode: expected one of "FULL", "IO", "SYNTHETIC", got "FAST"',
+        'timeline.trials[0].mode: expected one of "IO", "SYNTHETIC", "FULL", got "FAST"',
     ),
     (
         "no run name",
