@@ -230,14 +230,15 @@ def plot_timeline(run: Run, path: Target) -> List[str]:
     fig, (ax, sys_ax) = plt.subplots(2, 1, figsize=TIMELINE_SIZE, dpi=DPI, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     top = 0.0
     for t in trials:
-        start = t.started - line.origin
-        data = steps.get(t.label) if t.group == "schedule" else None
-        mode = Mode(t.mode) if t.mode in Mode.__members__ else Mode.IO
-        ax.axvspan(start, start + t.seconds, color="grey" if t.warmup else COLORS[mode], alpha=0.12, linewidth=0)
+        started, seconds = t.started or 0.0, t.own_seconds or 0.0  # the trace's trials have both
+        start = started - line.origin
+        data = steps.get(t.trial) if t.group == "schedule" else None
+        mode = t.mode
+        ax.axvspan(start, start + seconds, color="grey" if t.warmup else COLORS[mode], alpha=0.12, linewidth=0)
         ax.text(
             start,
             1.0,
-            t.label.replace("_WARMUP_", " W").replace("SYNTHETIC", "SYN"),
+            t.trial.replace("_WARMUP_", " W").replace("SYNTHETIC", "SYN"),
             rotation=90,
             fontsize=6,
             va="top",

@@ -40,7 +40,7 @@ from . import model
 from . import steps as step_files
 from .saved import Run
 
-__all__ = ["MAX_EVENTS", "Timeline", "TimelineTrial", "TraceError", "TraceStats", "load_timeline", "write_trace"]
+__all__ = ["MAX_EVENTS", "Timeline", "TraceError", "TraceStats", "load_timeline", "write_trace"]
 
 MAX_EVENTS = 200_000
 PLURAL = {"fetch": "fetches", "step": "steps", "batch": "batches"}
@@ -112,23 +112,6 @@ class _Writer:
             )
 
 
-@dataclass(frozen=True)
-class TimelineTrial:
-    """One trial of the timeline as one rank ran it."""
-
-    label: str
-    mode: str
-    group: str
-    warmup: bool
-    profiled: bool
-    started: float  # Unix seconds
-    seconds: float  # this rank's own time
-    nbatches: int
-    samples: Optional[int]
-    setting: Optional[Dict[str, Any]] = None  # a sweep trial's loader setting
-    window: Optional[WindowSpan] = None  # where a SYNTHETIC or FULL trial ran in the loop (schema 4)
-
-
 def window_text(window: WindowSpan) -> str:
     """A trial's window in words: ``epoch 1, step 13 to epoch 2, step 10 (2 stretches, 2 periods left out)``."""
     text = f"epoch {window.start_epoch}, step {window.start_step} to epoch {window.end_epoch}, step {window.end_step}"
@@ -139,8 +122,10 @@ def window_text(window: WindowSpan) -> str:
     return text + (f" ({', '.join(extra)})" if extra else "")
 
 
-def _trials(timeline: model.Timeline, rank: int) -> List[TimelineTrial]:
-    """The timeline's trials as ``rank`` ran them (rank 0's own; others' from the exchanged starts)."""
+def _trials(timeline: model.Timeline, rank: int) -> List[model.TimelineTrial]:
+    """The timeline's trials as ``rank`` ran them: each with the rank's own ``started`` and ``own_seconds`` (rank 0's
+    as written; the others' from the exchanged starts), ``samples`` on rank 0's alone, ``group`` named (older files
+    have none: the schedule's)."""
     out = []
     for entry in timeline.trials:
         started, seconds = entry.started, entry.own_seconds
@@ -151,23 +136,16 @@ def _trials(timeline: model.Timeline, rank: int) -> List[TimelineTrial]:
             started, seconds = starts[rank], times[rank]
         if started is None or seconds is None:
             continue
-        setting = entry.setting if isinstance(entry.setting, Setting) else None
-        out.append(
-            TimelineTrial(
-                entry.trial,
-                entry.mode,
-                entry.group or "schedule",
-                bool(entry.warmup),
-                bool(entry.profiled),
-                float(started),
-                float(seconds),
-                entry.nbatches or 0,
-                entry.samples if rank == 0 else None,
-                None if setting is None else msgspec.structs.asdict(setting),
-                entry.window,
-            )
-        )
+        samples = entry.samples if rank == 0 else None
+        group = entry.group or "schedule"
+        out.append(msgspec.structs.replace(entry, started=started, own_seconds=seconds, samples=samples, group=group))
     return out
+
+
+def _span(t: model.TimelineTrial) -> Tuple[float, float]:
+    """A drawn trial's start (Unix seconds) and its own seconds (:func:`_trials` sets both)."""
+    assert t.started is not None and t.own_seconds is not None, t.trial
+    return t.started, t.own_seconds
 
 
 def _rank_dirs(name: Optional[str], path: str) -> Dict[int, str]:
@@ -186,13 +164,13 @@ def _blocks(n: int, block: int) -> np.ndarray[Any, Any]:
     return np.arange(0, n, block)
 
 
-def _trial_name(t: TimelineTrial) -> str:
+def _trial_name(t: model.TimelineTrial) -> str:
     if t.profiled:
-        return f"{t.label} (profiled warm-up)"
-    return f"{t.label} (warm-up)" if t.warmup else t.label
+        return f"{t.trial} (profiled warm-up)"
+    return f"{t.trial} (warm-up)" if t.warmup else t.trial
 
 
-def _steps(w: _Writer, pid: int, tid: int, t: TimelineTrial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
+def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
     """The trial's steps from ``start`` (ns), every one or in blocks of ``block``; their total (ns)."""
     ns = _nanos(data["seconds"])
     ends = np.cumsum(ns)
@@ -277,7 +255,7 @@ class Timeline:
     """A saved run's timeline as drawn: each rank's trials, per-step and reading files, the passes."""
 
     origin: float  # Unix seconds of the earliest start: time 0 of the drawing
-    trials: Dict[int, List[TimelineTrial]]
+    trials: Dict[int, List[model.TimelineTrial]]
     steps: Dict[int, Dict[str, np.ndarray[Any, Any]]]  # rank -> trial -> per-step array (ranks that saved)
     readings: Dict[int, Dict[str, np.ndarray[Any, Any]]]
     passes: List[Tuple[float, float]]  # rank 0's loader passes: (started, seconds)
@@ -297,7 +275,7 @@ def load_timeline(run: Run) -> Timeline:
     path = run.path or "."
     dirs = _rank_dirs(run.model.steps_dir, path)
     per_rank = {r: _trials(timeline, r) for r in range(max(1, run.nranks))}
-    starts = [t.started for trials in per_rank.values() for t in trials]
+    starts = [_span(t)[0] for trials in per_rank.values() for t in trials]
     startup = run.model.loader_startup
     passes = [] if startup is None else [(float(a), float(b)) for a, b in zip(startup.started, startup.seconds)]
     starts += [s for s, _ in passes]
@@ -401,7 +379,7 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
     return stats
 
 
-def _track(t: TimelineTrial) -> str:
+def _track(t: model.TimelineTrial) -> str:
     """The thread a trial is drawn on."""
     if t.group == "sweep":
         return "loader sweep"
@@ -416,35 +394,36 @@ def _draw_rank(
     w: _Writer,
     pid: int,
     rank: int,
-    trials: Sequence[TimelineTrial],
+    trials: Sequence[model.TimelineTrial],
     origin: float,
     steps: Mapping[str, np.ndarray[Any, Any]],
     block: int,
 ) -> None:
     """One rank's trials (and steps where saved), the sweep's settings around their trials."""
     sweep = [t for t in trials if t.group == "sweep"]
-    settings: Dict[str, List[TimelineTrial]] = {}
+    settings: Dict[Optional[Setting], List[model.TimelineTrial]] = {}
     for t in sweep:
-        settings.setdefault(json.dumps(t.setting, sort_keys=True), []).append(t)
-    for key, group in settings.items():
-        begin = min(_ns(t.started, origin) for t in group)
-        end = max(_ns(t.started, origin) + round(t.seconds * 1e9) for t in group)
-        setting = json.loads(key) or {}
+        settings.setdefault(t.setting if isinstance(t.setting, Setting) else None, []).append(t)
+    for found, group in settings.items():
+        begin = min(_ns(_span(t)[0], origin) for t in group)
+        end = max(_ns(_span(t)[0], origin) + round(_span(t)[1] * 1e9) for t in group)
+        setting = {} if found is None else msgspec.structs.asdict(found)
         text = ", ".join(f"{k}={v}" for k, v in setting.items() if v is not None)
         w.slice(pid, TRACKS["loader sweep"], text or "setting", "sweep", begin, end - begin, setting)
     for t in trials:
         tid = TRACKS[_track(t)]
-        start = _ns(t.started, origin)
-        data = steps.get(t.label) if t.group == "schedule" else None
+        started, seconds = _span(t)
+        start = _ns(started, origin)
+        data = steps.get(t.trial) if t.group == "schedule" else None
         # The steps first (events may come in any order): the trial's slice spans what they laid out.
         laid = _steps(w, pid, tid, t, start, data, block) if data is not None and len(data) else 0
-        duration = max(round(t.seconds * 1e9), laid)
-        args: Dict[str, Any] = {"counted": not t.warmup and t.group == "schedule", "seconds": round(t.seconds, 9)}
+        duration = max(round(seconds * 1e9), laid)
+        args: Dict[str, Any] = {"counted": not t.warmup and t.group == "schedule", "seconds": round(seconds, 9)}
         if t.nbatches:
             args["steps"] = t.nbatches
         if t.samples is not None:
             args["samples"] = t.samples
-            args["samples_per_s"] = round(t.samples / t.seconds, 3) if t.seconds > 0 else None
+            args["samples_per_s"] = round(t.samples / seconds, 3) if seconds > 0 else None
         if t.window is not None:
             args["window"] = window_text(t.window)
         if t.profiled:
