@@ -567,70 +567,32 @@ def encoded(doc: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 1 (0.1.0 and later additions) to 2: name the run, fill the keys added since 0.1.0."""
+    """Version 1 (0.1.0 and later additions) to 2: name the run and say where it came from; a mode's trials had no
+    system figures, FULL no data wait."""
     env = doc.get("environment")
     doc["run_name"] = default_run_name(env if isinstance(env, dict) else {})
     doc["source"] = "run"
-    for key in ("exit_status", "decision", "summary", "steps_dir", "IO_H2D", "loader_startup"):
-        doc.setdefault(key, None)
     for key in MODE_KEYS:
         block = doc.get(key)
-        if not isinstance(block, dict):
-            continue
-        throughputs = block.get("trial_throughput")
-        count = len(throughputs) if isinstance(throughputs, list) else 0  # checked after the upgrade
-        block.setdefault("steps", None)
-        block.setdefault("system", [None] * count)
-        if key == Mode.FULL.value:
-            block.setdefault("data_wait", None)
-    doc["schema_version"] = 2
+        if isinstance(block, dict):
+            throughputs = block.get("trial_throughput")
+            block.setdefault("system", [None] * (len(throughputs) if isinstance(throughputs, list) else 0))
+            if key == Mode.FULL.value:
+                block.setdefault("data_wait", None)
     return doc
 
 
 def _v2_to_v3(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 2 to 3: no timeline (trial start times were not recorded before); the one profiler was Nsight
-    Systems' capture range."""
-    doc.setdefault("timeline", None)
+    """Version 2 to 3: the one profiler was Nsight Systems' capture range."""
     profiler = doc.get("profiler")
     if isinstance(profiler, dict):
         profiler.setdefault("profiler", "cudaProfilerApi")
-    doc["schema_version"] = 3
     return doc
 
 
-def _v3_to_v4(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 3 to 4: trials were whole epochs; nothing recorded where in the loop they ran."""
-    for key in ("steps_needed", "epoch_length", "side_iterators"):
-        doc.setdefault(key, None)
-    doc.setdefault("failed_ranks", [])
-    timeline = doc.get("timeline")
-    if isinstance(timeline, dict) and isinstance(timeline.get("trials"), list):
-        for entry in timeline["trials"]:
-            if isinstance(entry, dict):
-                entry.setdefault("window", None)
-    doc["schema_version"] = 4
-    return doc
-
-
-def _v4_to_v5(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 4 to 5: the schedule was not anytime; nothing recorded of its steps taken, its stop or its extras."""
-    doc.setdefault("steps_taken", None)
-    schedule = doc.get("schedule")
-    if isinstance(schedule, dict):
-        for key in ("stop", "loop_steps", "measuring_steps"):
-            schedule.setdefault(key, None)
-        schedule.setdefault("extras", [])
-        schedule.setdefault("extras_not_run", {})
-    doc["schema_version"] = 5
-    return doc
-
-
-_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
-    1: _v1_to_v2,
-    2: _v2_to_v3,
-    3: _v3_to_v4,
-    4: _v4_to_v5,
-}
+# Version ``v`` to ``v + 1`` where it takes more than the keys the model fills with its defaults (null, empty: the
+# keys added by versions 3, 4 and 5, which older files lack).
+_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def upgrade(document: Mapping[str, Any], where: str = "the document", *, in_place: bool = False) -> Tuple[Dict[str, Any], int]:
@@ -650,7 +612,8 @@ def upgrade(document: Mapping[str, Any], where: str = "the document", *, in_plac
         raise ResultFileError(f"{where}: schema_version {version}; expected 1 to {SCHEMA_VERSION}")
     doc = document if in_place and isinstance(document, dict) else copy.deepcopy(dict(document))
     for step in range(version, SCHEMA_VERSION):
-        doc = _UPGRADES[step](doc)
+        doc = _UPGRADES[step](doc) if step in _UPGRADES else doc
+    doc["schema_version"] = SCHEMA_VERSION
     return doc, version
 
 
