@@ -22,7 +22,7 @@ a list iterator (``BenchmarkGenericIteratorWrapper``) and from a ``DataLoader`` 
 in-memory dataset (``BenchmarkDataLoader``, ``batch_size=None``). With an NVTX tool attached
 (``NVTX_INJECTION64_PATH``, e.g. ``tests/nvtx/recorder.c`` built as a shared library, with
 ``NVTX_RECORD_FILE=/dev/null``) the ``nvtx on`` rows push and pop the same ranges in both loops
-(benchy's annotated windows, step and fetch index as payload); without one, only ``nvtx off``
+(benchy's windows, step and fetch index as payload); without one, only ``nvtx off``
 is measured. benchy runs with its defaults (system-metrics sampler on) but ``report_freq: 0``
 unless ``--report_freq`` says otherwise: the periodic line's own time is taken out of the
 trial, and ``--report_freq 10`` (the default config) shows what it leaves behind per step.
@@ -52,7 +52,7 @@ FREQ = [0]  # benchy's report_freq (--report_freq)
 COUNT = {"tensor": "batch.shape[0]", "tuple": "batch[0].shape[0]", "dict": "batch['image'].shape[0]"}
 
 # The floors, written once with {count} and {push}/{pop} placeholders; compiled per batch kind
-# and NVTX setting, so each loop holds only what it needs (as benchy's own windows do).
+# and NVTX setting, so each loop holds only what it needs: the ideal a plain loop is measured against.
 FLOORS = """
 def io(nxt, n, clock, stamps, sizes, push, pop, fetch_attr):
     batch = nxt()
@@ -167,7 +167,7 @@ def benchy_run(loader: str, nvtx: bool, batches: List[Any], n: int, out_dir: str
             "stages": False,
             "whatif": False,  # no diagnostic windows or emulated trials: the three trials' loops are measured
             "nvtx": nvtx,
-        },  # nvtx: false, benchy's plain loops
+        },  # nvtx: false, no ranges pushed
         "IO": mode,
         "synthetic": mode,
         "full": mode,

@@ -14,7 +14,7 @@ views: "wall" times the user's whole ``for`` loop from outside (trial set-up inc
 amortised over ``nbatches``); "in-trial" uses the trial time benchy itself records (the only
 view of the hidden IO trials, compared with a bare ``for`` loop). Periodic lines every 1000 steps, to /dev/null.
 Each is measured with benchy's ``nvtx`` key on and off: without an NVTX tool attached the
-two should agree (benchy runs its plain loops); run under ``NVTX_INJECTION64_PATH=...`` to
+two should agree (benchy pushes no range either way); run under ``NVTX_INJECTION64_PATH=...`` to
 see the cost of the ranges with a tool attached.
 """
 

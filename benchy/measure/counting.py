@@ -16,15 +16,12 @@ The rules, in order (the manual's "Counting samples" section says the same):
    then over-counted).
 
 A counter is specialised once, from the first batch, so the per-step call is one small
-function; a batch of another shape falls back to the general walk. A specialised counter also
-carries its count as an expression (``counter.inline``, e.g. ``batch[0].shape[0]``) that the
-trial loops compile in place of the call.
+function; a batch of another shape falls back to the general walk.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import keyword
 import math
 import time
 from typing import Any, Callable, List, Mapping, Optional, Tuple
@@ -233,29 +230,12 @@ def make_counter(
             except (AttributeError, IndexError, TypeError):
                 return general(batch)
 
-        return _inline(direct, path)
+        return direct
     if len(path) == 1:
-        return _inline(_one_step(path[0], general), path)
+        return _one_step(path[0], general)
     if len(path) == 2 and path[0][0] == "item" and path[1][0] == "item":
-        return _inline(_two_items(path[0][1], path[1][1], general), path)
+        return _two_items(path[0][1], path[1][1], general)
     return general
-
-
-def _inline(counter: Counter, path: List[_Step]) -> Counter:
-    """``counter`` with ``inline``: the same count as a Python expression over ``batch``
-    (``batch[0].shape[0]``), which the trial loops compile in place of the call (see
-    :mod:`benchy.measure.trial`), falling back to the call where it raises. Keys that are not
-    int or str literals, and attribute names that are not identifiers, get no expression."""
-    expr = "batch"
-    for kind, key in path:
-        if kind == "item" and type(key) in (int, str):
-            expr += f"[{key!r}]"
-        elif kind == "attr" and isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key):
-            expr += f".{key}"
-        else:
-            return counter
-    counter.inline = expr + ".shape[0]"  # type: ignore[attr-defined]
-    return counter
 
 
 # --- count: tokens -------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 ``torch.profiler`` capture of ``profiler: torch``.
 
 NVTX: when no tool is attached (no ``NVTX_INJECTION64_PATH``, as without Nsight Systems) the
-``nvtx`` package hands out a dummy domain; benchy then runs its plain loops, so annotations
-cost nothing per step. With a tool attached, the annotated loops push one range per trial,
-one per step and one per fetch, with the index as a payload on attributes made once.
+``nvtx`` package hands out a dummy domain; benchy then pushes no range at all (its hot loops test
+a flag per step). With a tool attached, the hot loops push one range per trial, one per step and
+one per fetch, with the index as a payload on attributes made once.
 
 cudaProfilerStart/Stop: one window over the trials of the chosen kinds, on the ranks chosen
 by ``profiler_mode``, only where CUDA is built and already in use by the program.
@@ -65,7 +65,7 @@ class Ranges:
 
 
 def nvtx_ranges(enabled: bool = True) -> Optional[Ranges]:
-    """Ranges in the ``benchy`` domain when a tool is attached, else None (plain loops)."""
+    """Ranges in the ``benchy`` domain when a tool is attached, else None (no ranges pushed)."""
     if not enabled:
         return None
     try:
@@ -186,7 +186,7 @@ class TorchRanges:
     profiled warm-up: the profiler starts at the first profiled step's range and stops at the range
     after the last one (or when the trial's range closes), so the trace holds whole steps and fetches
     inside a range named after the trial. With an NVTX tool attached the NVTX ranges are kept too.
-    The hot loops call :meth:`push` and :meth:`pop` as they call the NVTX ones (the annotated loops)."""
+    The hot loops call :meth:`push` and :meth:`pop` as they call the NVTX ones."""
 
     def __init__(
         self, spec: TrialSpec, start: Callable[[], None], stop: Callable[[], None], steps: int, nvtx: Optional[Ranges] = None

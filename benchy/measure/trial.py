@@ -28,22 +28,20 @@ Everything else (device sync, the optional barrier, statistics, printing, collec
 of the next segment) happens at segment boundaries; a periodic line runs every ``report_freq``
 steps and its own duration is measured and taken out of the window.
 
-Each loop is written once, annotated with NVTX ranges (one per trial segment, one per step while
-the loop holds the batch, one per fetch, the index as a payload); the lines marked ``# nvtx`` are
-its annotations. The plain variant, used whenever no tool such as Nsight Systems is attached, is
-built from the same source at import with those lines made ``pass`` (which compiles to nothing),
-so the two cannot drift and the plain loop pays nothing for them. Every fake-clock test runs over
-both (``tests/measure/test_trial.py``). Each loop takes one frozen value of its arguments, bound to
+Each loop is one plain function for every setting. NVTX ranges (one per trial segment, one per step
+while the loop holds the batch, one per fetch, the index as a payload) are pushed under ``if nvtx:``, a
+local flag, so a loop with no tool attached tests a flag and pushes nothing; ranges still open are
+popped on every exit. The samples are counted by the run's counter, called per batch (only for a pass's
+last batch where the others hold a known ``constant``); the periodic line is due where the step's index
+reaches the next reporting step (-1: never). Each loop takes one frozen value of its arguments, bound to
 locals on its first lines.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import sys
-import textwrap
-from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Protocol, Tuple, Union
+from typing import Any, Callable, Generator, Iterator, List, Optional, Protocol, Tuple, Union
 
 from ..core.results import TrialResult
 from ..core.schedule import TrialSpec
@@ -65,7 +63,6 @@ __all__ = [
     "Segment",
     "epoch_loop",
     "io_trial",
-    "loop_variant",
 ]
 
 Clock = Callable[[], float]
@@ -104,9 +101,7 @@ class Segment:
     ``steps``: hand-outs (-1: until the epoch ends; PLAIN only); ``window``: the SYNTHETIC or FULL
     window it continues; ``batch``: the cached batch (CACHED, SYNTHETIC); ``finishes``: running all
     ``steps`` finishes the window (its clock stops after the last); ``resume``: the window ran in an
-    earlier segment (only a device sync before the first stamp, not the window's ``begin``);
-    ``delegate``: an epoch loop of another variant that runs this segment (a window whose ranges the
-    running variant does not push)."""
+    earlier segment (only a device sync before the first stamp, not the window's ``begin``)."""
 
     kind: int
     steps: int = -1
@@ -114,7 +109,6 @@ class Segment:
     batch: Any = None
     finishes: bool = False
     resume: bool = False
-    delegate: Optional[Iterator[Any]] = None
 
 
 class EpochState:
@@ -123,7 +117,6 @@ class EpochState:
 
     __slots__ = (
         "__weakref__",
-        "annotated",
         "cached_from",
         "closed",
         "exhausted",
@@ -144,12 +137,11 @@ class EpochState:
         "window",
     )
 
-    def __init__(self, inner: Iterator[Any], limit: int, made: float, annotated: bool) -> None:
+    def __init__(self, inner: Iterator[Any], limit: int, made: float) -> None:
         self.inner = inner  # the loader's own iterator for this pass, made at the wrapper's iter()
         self.inner_next: Callable[[], Any] = inner.__next__
         self.limit = limit  # the pass's batches, as far as known (the loader's len(); -1: unknown)
         self.made = made  # the clock when the pass was made (its start-up runs from here)
-        self.annotated = annotated  # the loop pushes NVTX ranges (else a window with ranges is delegated)
         self.handed = 0  # batches handed out in this epoch
         self.pending: Any = NO_BATCH  # a batch of this pass fetched and not handed out yet
         # The machine's: batches of the pass that cached hand-outs took the place of, not yet taken from it
@@ -199,17 +191,18 @@ def _move(clock: Clock, pauses: Pauses, period: int, count: int, *series: Union[
     pauses.append((period, clock() - start))
 
 
-def _close_ranges(pop: Callable[[], None], depth: int, keep: int) -> int:
-    """Pop NVTX ranges until ``keep`` remain open; the new depth."""
-    while depth > keep:
-        pop()
-        depth -= 1
-    return depth
+def _hooks(ranges: Any) -> Tuple[Any, Any, Any, Any]:
+    """``ranges``' push, pop, step and fetch attributes, bound to a loop's locals (None without ranges)."""
+    if ranges is None:
+        return None, None, None, None
+    return ranges.push, ranges.pop, ranges.step, ranges.fetch
 
 
-def _first_report(report: Any, freq: int, n: int) -> int:
-    """Index of the first step that reports, or -1 (never)."""
-    return freq if (report is not None and 0 < freq < n) else -1
+def _close(ranges: Any, depth: int) -> int:
+    """Pop the ``depth`` ranges still open; the new depth (0)."""
+    for _ in range(depth):
+        ranges.pop()
+    return 0
 
 
 def _following(current: int, freq: int, n: int) -> int:
@@ -218,70 +211,49 @@ def _following(current: int, freq: int, n: int) -> int:
     return following if following < n else -1
 
 
-class _NoRanges:
-    """Ranges that record nothing (the annotated loop running a window without a tool attached)."""
-
-    def __init__(self) -> None:
-        self.step: Any = _Payload()
-        self.fetch: Any = _Payload()
-
-    def push(self, attr: Any) -> None:
-        return None
-
-    def pop(self) -> None:
-        return None
-
-    def trial(self, spec: TrialSpec) -> Any:
-        return None
-
-
-class _Payload:
-    payload = 0
-
-
-NO_RANGES = _NoRanges()
-
-
-# --- the loops, each written once (annotated; the plain variants are derived below) --------------
-
-
-def _io_annotated(args: IOArgs) -> TrialResult:
+def io_trial(args: IOArgs) -> TrialResult:
+    """Drain ``spec.nbatches`` batches from the source alone (no training step)."""
     spec, source, counter, clock, sync = args.spec, args.source, args.counter, args.clock, args.sync
-    report, freq, begin, constant, drain = args.report, args.freq, args.begin, args.constant, args.drain
-    ranges = args.ranges or NO_RANGES  # nvtx
+    report, freq, begin, constant, drain, ranges = args.report, args.freq, args.begin, args.constant, args.drain, args.ranges
+    nvtx = ranges is not None
+    push, pop, _, fetch_attr = _hooks(ranges)
+    depth = 0  # NVTX ranges open
     n = spec.nbatches
     stamps = Stamps(n)
     each = constant is None
     sizes = size_buffer(n, constant)  # sizes[k]: the batch received at stamps[k + 1]
     sbuf, zbuf, chunk = stamps.buf, sizes.buf, len(stamps.buf)
     pauses: Pauses = []
-    next_report = _first_report(report, freq, n)
+    next_report = freq if (report is not None and 0 < freq < n) else -1  # the first step that reports (-1: none)
     began = -1  # the fetch whose batch was the first of the running pass, when it began in this trial
     crossed: List[int] = []  # the stamps whose batch was a new pass's first (its period holds the pass's start-up)
-    push, pop, fetch_attr = ranges.push, ranges.pop, ranges.fetch  # nvtx
-    depth = 0  # nvtx
     try:
-        push(ranges.trial(spec))  # nvtx
-        depth = 1  # nvtx
+        if nvtx:
+            push(ranges.trial(spec))
+            depth = 1
         # Before the fetch the clock starts after: the workers make nothing ahead while it runs (the sampler's baseline
         # takes milliseconds with many workers: a trial begun after it started on a part of a round made meanwhile).
         (begin or sync)()
         if drain is not None:
             drain()
-        fetch_attr.payload = 0  # nvtx
-        push(fetch_attr)  # nvtx
-        depth = 2  # nvtx
+        if nvtx:
+            fetch_attr.payload = 0
+            push(fetch_attr)
+            depth = 2
         batch = source.fetch()
         nxt = source.next_function()
-        pop()  # nvtx
-        depth = 1  # nvtx
+        if nvtx:
+            pop()
+            depth = 1
         stamps.start(clock())
         for c0 in range(1, n + 1, chunk):  # stamp c0 + k is buf[k]; size c0 - 1 + k is zbuf[k]
             m = min(chunk, n + 1 - c0)
             rk = next_report - c0
             for k in range(m):
-                fetch_attr.payload = c0 + k  # nvtx
-                push(fetch_attr)  # nvtx
+                if nvtx:
+                    fetch_attr.payload = c0 + k
+                    push(fetch_attr)
+                    depth = 2
                 try:
                     batch = nxt()
                 except StopIteration:
@@ -292,14 +264,13 @@ def _io_annotated(args: IOArgs) -> TrialResult:
                     began = c0 + k
                     crossed.append(began)
                     nxt, batch = source.new_pass()
-                pop()  # nvtx
+                if nvtx:
+                    pop()
+                    depth = 1
                 if each:
-                    try:
-                        zbuf[k] = counter(batch)  # count
-                    except _MISS:
-                        zbuf[k] = counter(batch)
+                    zbuf[k] = counter(batch)
                 sbuf[k] = clock()
-                if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
+                if k == rk:  # the periodic line: its time, from this stamp on, is taken out of the trial
                     next_report = _following(next_report, freq, n)
                     rk = next_report - c0
                     report(spec, c0 + k, stamps, sizes, pauses)  # type: ignore[misc]
@@ -310,7 +281,7 @@ def _io_annotated(args: IOArgs) -> TrialResult:
             sizes.set(n - 1, counter(batch))  # whether it ends its pass shows only in the next trial
         source.keep(batch)
     finally:
-        depth = _close_ranges(pop, depth, 0)  # nvtx
+        depth = _close(ranges, depth)
     return build_result(spec, stamps, sizes, pauses, drop=_left_out(crossed, n, spec.cycle))
 
 
@@ -333,15 +304,16 @@ def _left_out(crossed: List[int], n: int, cycle: int) -> List[int]:
     return drop + ends
 
 
-def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
+def epoch_loop(args: EpochArgs) -> Generator[Any, None, None]:
+    """The generator the training loop gets for one epoch: the segments its machine chooses, one after another."""
     ep, machine, clock = args.state, args.machine, args.clock
     decide = machine.segment
     inner_next = ep.inner_next
     handed = ep.handed
     seg: Optional[Segment] = None
     k = 0  # hand-outs of the running PLAIN or CACHED segment (a window's are in its series)
-    pop = NO_RANGES.pop  # nvtx
-    depth = 0  # nvtx
+    ranges: Any = None  # the running window's NVTX ranges, and how many of them are open
+    depth = 0
     try:
         while True:
             ep.handed = handed
@@ -351,10 +323,6 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
             k = 0
             if kind == END:
                 return
-            if seg.delegate is not None:  # a segment the other variant runs
-                yield from seg.delegate
-                handed = ep.handed
-                continue
             if kind == PLAIN:
                 count = seg.steps
                 if count < 0 and ep.pending is NO_BATCH:
@@ -399,84 +367,90 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
             stamps, sizes, pauses = w.stamps, w.sizes, w.pauses
             sbuf, chunk = stamps.buf, len(stamps.buf)
             report, freq, n = a.report, a.freq, w.n
-            ranges = a.ranges or NO_RANGES  # nvtx
-            push, pop, step_attr, fetch_attr = ranges.push, ranges.pop, ranges.step, ranges.fetch  # nvtx
+            ranges = a.ranges
+            nvtx = ranges is not None
+            push, pop, step_attr, fetch_attr = _hooks(ranges)
             count = seg.steps
             base = stamps.done
             end = base + count
             next_report = w.next_report
             if kind == SYNTHETIC:
                 batch = seg.batch
-                push(ranges.trial(a.spec))  # nvtx
-                depth = 1  # nvtx
+                if nvtx:
+                    push(ranges.trial(a.spec))
+                    depth = 1
                 (a.sync if seg.resume else a.begin)()
                 for c0 in range(base, end, chunk):  # stamp c0 + k is buf[k]
                     m = min(chunk, end - c0)
                     rk = next_report - c0
                     for k in range(m):
                         sbuf[k] = clock()
-                        if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
+                        if k == rk:  # the periodic line: its time, from this stamp on, is taken out of the trial
                             next_report = _following(next_report, freq, n)
                             rk = next_report - c0
                             report(w, c0 + k)  # type: ignore[misc]
-                        step_attr.payload = c0 + k  # nvtx
-                        push(step_attr)  # nvtx
-                        depth = 2  # nvtx
+                        if nvtx:
+                            step_attr.payload = c0 + k
+                            push(step_attr)
+                            depth = 2
                         yield batch
-                        pop()  # nvtx
-                        depth = 1  # nvtx
+                        if nvtx:
+                            pop()
+                            depth = 1
                     _move(clock, pauses, c0 + m - 1, m, stamps)
                 handed += count
                 w.next_report = next_report
                 if seg.finishes:
                     a.sync()
                     w.finish_at = clock()
-                depth = _close_ranges(pop, depth, 0)  # nvtx
+                depth = _close(ranges, depth)
                 continue
             # FULL
             abuf, zbuf = stamps.asks, sizes.buf
             assert abuf is not None
             counter, each, gaps = a.counter, a.constant is None, w.gaps
-            push(ranges.trial(a.spec))  # nvtx
-            depth = 1  # nvtx
+            if nvtx:
+                push(ranges.trial(a.spec))
+                depth = 1
             batch = ep.pending
             ep.pending = NO_BATCH
             # Before the fetch the clock starts after, where there is one: the workers make nothing ahead meanwhile.
             (a.sync if seg.resume else a.begin)()
             if batch is NO_BATCH:
-                fetch_attr.payload = base  # nvtx
-                push(fetch_attr)  # nvtx
-                depth = 2  # nvtx
+                if nvtx:
+                    fetch_attr.payload = base
+                    push(fetch_attr)
+                    depth = 2
                 try:
                     batch = inner_next()
                 except StopIteration:
                     ep.exhausted = True
-                    depth = _close_ranges(pop, depth, 0)  # nvtx
+                    depth = _close(ranges, depth)
                     continue
-                pop()  # nvtx
-                depth = 1  # nvtx
+                if nvtx:
+                    pop()
+                    depth = 1
             for c0 in range(base, end, chunk):  # batch c0 + k: its stamp, ask and size are buf[k]
                 m = min(chunk, end - c0)
                 rk = next_report - c0
                 for k in range(m):
                     if each:
-                        try:
-                            zbuf[k] = counter(batch)  # count
-                        except _MISS:
-                            zbuf[k] = counter(batch)
+                        zbuf[k] = counter(batch)
                     sbuf[k] = clock()
-                    if k == rk:  # report: the line's time, from this stamp on, is taken out of the trial
+                    if k == rk:  # the periodic line: its time, from this stamp on, is taken out of the trial
                         next_report = _following(next_report, freq, n)
                         rk = next_report - c0
                         report(w, c0 + k)  # type: ignore[misc]
-                    step_attr.payload = c0 + k  # nvtx
-                    push(step_attr)  # nvtx
-                    depth = 2  # nvtx
+                    if nvtx:
+                        step_attr.payload = c0 + k
+                        push(step_attr)
+                        depth = 2
                     yield batch
                     abuf[k] = clock()
-                    pop()  # nvtx
-                    fetch_attr.payload = c0 + k + 1  # nvtx
-                    push(fetch_attr)  # nvtx
+                    if nvtx:
+                        pop()
+                        fetch_attr.payload = c0 + k + 1
+                        push(fetch_attr)
                     # After the step this fetches the next batch, so each period holds a fetch as well
                     # as a step; after the window's last step, the batch is the epoch's next one.
                     try:
@@ -487,11 +461,13 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
                         batch = NO_BATCH
                         ep.exhausted = True
                         m = k + 1
-                        pop()  # nvtx
-                        depth = 1  # nvtx
+                        if nvtx:
+                            pop()
+                            depth = 1
                         break
-                    pop()  # nvtx
-                    depth = 1  # nvtx
+                    if nvtx:
+                        pop()
+                        depth = 1
                 _move(clock, gaps, c0 + m - 1, m, stamps, sizes)
                 if batch is NO_BATCH:
                     break
@@ -503,127 +479,17 @@ def _epoch_annotated(args: EpochArgs) -> Generator[Any, None, None]:
                 a.sync()
                 w.finish_at = clock()
             ep.pending = batch
-            depth = _close_ranges(pop, depth, 0)  # nvtx
+            depth = _close(ranges, depth)
     except GeneratorExit:
         # The loop let go of the iterator (a break, a temporary one for a peek, one it replaced): a
         # batch yielded and never returned counts as handed out (the loop held it).
-        depth = _close_ranges(pop, depth, 0)  # nvtx
+        depth = _close(ranges, depth)
         ep.handed = handed  # a window's running segment: its series tell how far it went
         machine.closed(ep, seg, k)
         raise
     except BaseException as err:
-        depth = _close_ranges(pop, depth, 0)  # nvtx
+        depth = _close(ranges, depth)
         if seg is not None:  # the loader raised in a segment (an error in a choice is benchy's own)
             ep.handed = handed
             machine.failed(ep, seg, err)
         raise
-    finally:
-        depth = _close_ranges(pop, depth, 0)  # nvtx
-
-
-_MARK = "# nvtx"
-_COUNT_MARK = "# count"
-_REPORT_MARK = "# report:"
-# What an inline count may raise on a batch of another structure: then the counter's call.
-_MISS = (AttributeError, IndexError, KeyError, TypeError)
-
-
-def _variant(annotated: Callable[..., Any], nvtx: bool, count: Optional[str], report: bool = True) -> Callable[..., Any]:
-    """A loop compiled from ``annotated``'s source: without NVTX, every line marked ``# nvtx``
-    made ``pass`` (which compiles to nothing); with ``count`` (a counter's ``inline``
-    expression, e.g. ``batch[0].shape[0]``), the lines marked ``# count`` compute it in place
-    of calling the counter (the call remains where it raises); without ``report``, the
-    periodic line's test (marked ``# report:``) is ``if False:``, which compiles to nothing.
-    Same signature, globals and line numbers as the annotated function."""
-    lines, first = inspect.getsourcelines(annotated)
-    source = textwrap.dedent("".join(lines))
-    kept = ["" for _ in range(first - 1)]  # the same line numbers as the file, for tracebacks
-    for line in source.splitlines():
-        stripped = line.rstrip()
-        if not nvtx and stripped.endswith(_MARK):
-            line = line[: len(line) - len(line.lstrip())] + "pass"
-        elif count is not None and stripped.endswith(_COUNT_MARK):
-            line = line.replace("counter(batch)", count)
-        elif not report and _REPORT_MARK in line:
-            line = line[: len(line) - len(line.lstrip())] + "if False:"
-        kept.append(line)
-    name = (
-        annotated.__name__.replace("_annotated", "_plain" if not nvtx else "_annotated")
-        + ("_inline" if count is not None else "")
-        + ("" if report else "_quiet")
-    )
-    code = compile(
-        "\n".join(kept).replace(f"def {annotated.__name__}(", f"def {name}(", 1) + "\n",
-        inspect.getsourcefile(annotated) or "<benchy.measure.trial>",
-        "exec",
-    )
-    namespace: Dict[str, Any] = {}
-    exec(code, annotated.__globals__, namespace)
-    made: Callable[..., Any] = namespace[name]
-    made.__qualname__ = name
-    return made
-
-
-_SOURCE_READABLE = True
-_VARIANTS: Dict[Tuple[str, bool, Optional[str], bool], Callable[..., Any]] = {}
-
-
-def _loop(annotated: Callable[..., Any], nvtx: bool, count: Optional[str] = None, report: bool = True) -> Callable[..., Any]:
-    """The loop to run: ``annotated`` itself (NVTX, no inline count, periodic lines), else its
-    compiled variant (made once per combination). Where the package's source cannot be read (a
-    zipped or compiled-only install) the annotated loop runs (with no-op ranges when NVTX is off)."""
-    global _SOURCE_READABLE
-    if nvtx and count is None and report:
-        return annotated
-    key = (annotated.__name__, nvtx, count, report)
-    found = _VARIANTS.get(key)
-    if found is not None:
-        return found
-    if _SOURCE_READABLE:
-        try:
-            found = _VARIANTS[key] = _variant(annotated, nvtx, count, report)
-            return found
-        except (OSError, TypeError):
-            _SOURCE_READABLE = False
-    return annotated
-
-
-def loop_variant(kind: str, nvtx: bool, count: Optional[str] = None, report: bool = True) -> Callable[..., Any]:
-    """The compiled loop ``kind`` (``"IO"`` or ``"epoch"``) for these settings (what tests compare)."""
-    return _loop(_io_annotated if kind == "IO" else _epoch_annotated, nvtx, count, report)
-
-
-_io_plain = _loop(_io_annotated, nvtx=False)
-_epoch_plain = _loop(_epoch_annotated, nvtx=False)
-
-
-def _inline(counter: Counter) -> Optional[str]:
-    return getattr(counter, "inline", None)
-
-
-# --- the entry points ---------------------------------------------------------------------------
-
-
-def io_trial(args: IOArgs) -> TrialResult:
-    """Drain ``spec.nbatches`` batches from the source alone (no training step)."""
-    run = _loop(
-        _io_annotated,
-        args.ranges is not None,
-        _inline(args.counter),
-        _first_report(args.report, args.freq, args.spec.nbatches) >= 0,
-    )
-    result: TrialResult = run(args)
-    return result
-
-
-def epoch_loop(
-    args: EpochArgs, counter: Optional[Counter], report: bool, nvtx: Optional[bool] = None
-) -> Generator[Any, None, None]:
-    """The generator the training loop gets for one epoch. ``counter``: the run's sample counter
-    (compiled in place where it has an inline form); ``report``: periodic lines may be due (else
-    their test compiles to nothing); ``nvtx``: the variant that pushes ranges (default: as
-    ``args.state.annotated`` says)."""
-    annotated = args.state.annotated if nvtx is None else nvtx
-    run = _loop(_epoch_annotated, annotated, None if counter is None else _inline(counter), report)
-    gen: Generator[Any, None, None] = run(args)
-    return gen

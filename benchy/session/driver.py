@@ -64,11 +64,10 @@ class Driver:
         runner: TrialRunner,
         tally: Tally,
         clock: Callable[[], float],
-        report: bool,
     ) -> None:
         self._host, self.schedule, self._runner, self._tally = host, schedule, runner, tally
         self._generators, self._clock = loader.generators, clock
-        self.loop = self._loop = Loop(self, loader, runner, clock, report)  # the loop's epochs, which this drives
+        self.loop = self._loop = Loop(self, loader, runner, clock)  # the loop's epochs, which this drives
         self.state = m.start(schedule)
         self.stopped_at: Optional[int] = None  # the loop's steps when measuring stopped (the verdict decided, ...)
         self.decided_at: Optional[int] = None  # the loop's steps when the verdict was first decided

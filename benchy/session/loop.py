@@ -115,30 +115,11 @@ class Driver(Protocol):
     def peeked(self) -> None: ...
 
 
-class _Side:
-    """A machine that runs one segment of an epoch in another variant of the loop, then hands back."""
-
-    def __init__(self, loop: Loop, segment: Segment) -> None:
-        self._loop, self._segment = loop, segment
-
-    def segment(self, epoch: EpochState) -> Segment:
-        found, self._segment = self._segment, Segment(END)
-        return found
-
-    def closed(self, epoch: EpochState, segment: Optional[Segment], count: int) -> None:
-        self._loop.closed(epoch, segment, count)
-
-    def failed(self, epoch: EpochState, segment: Segment, error: BaseException) -> None:
-        self._loop.failed(epoch, segment, error)
-
-
 class Loop:
     """The loop's epochs of one benchmark (see the module)."""
 
-    def __init__(
-        self, driver: Driver, loader: LoaderFacts, runner: TrialRunner, clock: Callable[[], float], report: bool
-    ) -> None:
-        self._driver, self._loader, self._runner, self._clock, self._report = driver, loader, runner, clock, report
+    def __init__(self, driver: Driver, loader: LoaderFacts, runner: TrialRunner, clock: Callable[[], float]) -> None:
+        self._driver, self._loader, self._runner, self._clock = driver, loader, runner, clock
         self.passes = 0  # the loop's iter() calls that took the epoch's role, peeks included
         self.peeks = 0
         self.steps = 0  # the loop's steps since the benchmark began (its epochs' hand-outs, at their boundaries)
@@ -204,7 +185,7 @@ class Loop:
         """An epoch of the loop over ``inner`` (made at ``made``), the wrapper kept alive while it is out."""
         length = self.read_length()
         limit = length if length is not None else self._pass_length()
-        ep = EpochState(inner, -1 if limit is None else limit, made, self._runner.ranges is not None)
+        ep = EpochState(inner, -1 if limit is None else limit, made)
         ep.handed = handed
         ep.settled = handed > 0  # a pass adopted part-way (benchy run) started its workers long ago
         if not self._runner.counter_known:
@@ -212,7 +193,7 @@ class Loop:
             ep.role = _UNDECIDED
             self._take_role(ep)
         ep.holder = self._loader.owner()
-        return epoch_loop(EpochArgs(ep, self, self._clock), self._counter(), self._report)
+        return epoch_loop(EpochArgs(ep, self, self._clock))
 
     def segment(self, ep: EpochState) -> Segment:
         """At a boundary of epoch ``ep`` (its first ``next()``, or a segment's end): the next segment."""
@@ -540,10 +521,6 @@ class Loop:
             ep.queue_ready = False  # the workers fill their queue while cached batches are handed out
         kind = SYNTHETIC if spec.mode.value == "SYNTHETIC" else FULL
         batch = runner.cached if kind == SYNTHETIC else None
-        if w.args.ranges is not None and not ep.annotated:  # the running variant pushes no ranges
-            one = Segment(kind, steps, w, batch, finishes=steps == quota, resume=resume)
-            delegate = epoch_loop(EpochArgs(ep, _Side(self, one), self._clock), self._counter(), True, nvtx=True)
-            return Segment(kind, steps, w, batch, steps == quota, resume, delegate=delegate)
         return Segment(kind, steps, w, batch, finishes=steps == quota, resume=resume)
 
     def _pass_rest(self, ep: EpochState) -> Segment:
@@ -572,6 +549,3 @@ class Loop:
         of those benchy's own IO trials ran through), so that a SYNTHETIC stretch stops at it; None: unknown."""
         seen = self._runner.pass_lengths + ([] if self._seen is None else [self._seen])
         return min(seen) if seen else None
-
-    def _counter(self) -> Optional[Callable[[Any], int]]:
-        return self._runner.counter() if self._runner.counter_known else None

@@ -79,10 +79,9 @@ class Session:
             config, own, loader.batch_size, clock, constant=loader.batch_samples, queue_depth=loader.queue_depth, say=self._say
         )
         self.tally = Tally(config, self.runner)
-        report = config.general.report_freq > 0
         # IO trials and FULL windows in whole rounds of the loader's workers (core.schedule).
         schedule = Schedule.from_config(config).with_cycle(loader.workers)
-        self.driver = Driver(self, schedule, loader, self.runner, self.tally, clock, report)
+        self.driver = Driver(self, schedule, loader, self.runner, self.tally, clock)
         self.loop = self.driver.loop
         self._output, self._profiler_api, self._exit = output, profiler_api, exit
         self._ctx: Optional[RunContext] = None

@@ -143,7 +143,7 @@ class TrialRunner:
             self.constant = None  # the first batch says otherwise: count every batch
         g = self.config.general
         if g.count == "tokens":
-            # Every batch goes through the tally (no inline count, no constant): it adds up the tokens.
+            # Every batch goes through the tally (no constant): it adds up the tokens.
             try:
                 self.tokens = TokenTally(self._counter, batch, g.token_key, g.mask_key)
             except TypeError as err:  # batches without token ids: samples are still counted

@@ -1,4 +1,4 @@
-"""``profiler: torch``'s ranges, driven the way the annotated hot loops drive them: the profiler starts at
+"""``profiler: torch``'s ranges, driven the way the hot loops drive them: the profiler starts at
 the first profiled step and stops after the last, a short trial is profiled to its end, a profiler that
 cannot start leaves the loop running, and an earlier run's files are cleared."""
 
@@ -16,7 +16,7 @@ from benchy.results.files import remove_matching
 
 
 def full_loop(ranges: Any, spec: TrialSpec, work: Any = None) -> None:
-    """The FULL window's pushes and pops (measure.trial._full_annotated), with ``work`` as the step."""
+    """The FULL window's pushes and pops (measure.trial.epoch_loop), with ``work`` as the step."""
     ranges.push(ranges.trial(spec))
     ranges.fetch.payload = 0
     ranges.push(ranges.fetch)
@@ -56,7 +56,7 @@ def test_start_and_stop_come_at_the_profiled_steps_edges() -> None:
 
 
 def synthetic_stretch(ranges: Any, spec: TrialSpec, first: int, count: int) -> None:
-    """One stretch of a SYNTHETIC window (measure.trial's annotated loop): its steps, no fetch."""
+    """One stretch of a SYNTHETIC window (measure.trial.epoch_loop): its steps, no fetch."""
     ranges.push(ranges.trial(spec))
     for k in range(first, first + count):
         ranges.step.payload = k

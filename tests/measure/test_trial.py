@@ -1,9 +1,8 @@
 """The hot loops against a fake clock: the IO trial, and the epoch loop with its windows' segments.
 
-Every loop is written once, annotated with NVTX ranges; its plain variant (no tool attached) is
-derived from the same source. Each test here runs over both variants (and with the count compiled
-in place), with a scripted machine standing in for the session: it hands out the segments it was
-given and settles each window stretch as the session does.
+Each test here runs with NVTX ranges attached and without (a recording stand-in for benchy's ranges),
+with a scripted machine standing in for the session: it hands out the segments it was given and
+settles each window stretch as the session does.
 """
 
 from __future__ import annotations
@@ -31,11 +30,10 @@ from benchy.measure.trial import (
     Segment,
     epoch_loop,
     io_trial,
-    loop_variant,
 )
 from benchy.measure.window import WindowArgs, WindowRun
 
-VARIANTS = ["plain", "annotated", "plain-inline", "annotated-inline"]  # -inline: the count compiled in place
+VARIANTS = ["nvtx-off", "nvtx-on"]
 
 
 class Attr:
@@ -142,27 +140,25 @@ class Script:
 
 
 class Loops:
-    """Runs the loops of one variant."""
+    """Runs the loops with NVTX ranges attached (``nvtx-on``) or not."""
 
     def __init__(self, variant: str, t: FakeClock) -> None:
         self.variant, self.t = variant, t
         self.ranges = RecordingRanges()
-        self.calls = 0  # counter calls (the -inline variants compute the per-step count in place)
+        self.calls = 0  # counter calls
 
     @property
-    def annotated(self) -> bool:
-        return self.variant.startswith("annotated")
+    def nvtx(self) -> Optional[RecordingRanges]:
+        return self.ranges if self.variant == "nvtx-on" else None
 
     def counter(self) -> Any:
-        """The fake batches' counter; for the -inline variants one with an inline expression."""
-        if not self.variant.endswith("-inline"):
-            return make_counter([0])
+        """The fake batches' counter, its calls counted."""
+        general = make_counter([0])
 
         def count(batch: Any) -> int:
             self.calls += 1
-            return len(batch)
+            return general(batch)
 
-        count.inline = "len(batch)"  # type: ignore[attr-defined]
         return count
 
     def window(
@@ -177,21 +173,15 @@ class Loops:
         cycle: int = 1,
     ) -> WindowRun:
         spec = TrialSpec(mode, index, False, n, cycle=cycle)
-        args = WindowArgs(
-            spec, self.counter(), constant, self.t.clock, noop, noop, report, freq, self.ranges if self.annotated else None
-        )
+        args = WindowArgs(spec, self.counter(), constant, self.t.clock, noop, noop, report, freq, self.nvtx)
         return WindowRun(args)
 
     def epoch(self, data: Any, script: Script, limit: int = -1) -> Iterator[Any]:
-        ep = EpochState(iter(data), limit, self.t.now, self.annotated)
-        return epoch_loop(EpochArgs(ep, script, self.t.clock), self.counter(), True)
+        ep = EpochState(iter(data), limit, self.t.now)
+        return epoch_loop(EpochArgs(ep, script, self.t.clock))
 
-    def io(self, spec: TrialSpec, src: BatchSource, constant: Optional[int] = None) -> Any:
-        return io_trial(
-            IOArgs(
-                spec, src, self.counter(), self.t.clock, noop, constant=constant, ranges=self.ranges if self.annotated else None
-            )
-        )
+    def io(self, spec: TrialSpec, src: BatchSource, constant: Optional[int] = None, report: Any = None, freq: int = 0) -> Any:
+        return io_trial(IOArgs(spec, src, self.counter(), self.t.clock, noop, report, freq, constant=constant, ranges=self.nvtx))
 
     def balanced(self) -> bool:
         return self.ranges.depth == 0
@@ -435,60 +425,105 @@ def test_plain_segments_hand_out_the_pass_as_it_is_and_cached_ones_the_cached_ba
     assert list(loops.epoch(data, script)) == [[0], [1], cached, cached, [2], [3], [4], [5], [6], [7]]
 
 
-def test_a_segment_another_variant_runs_is_delegated() -> None:
-    """A window with ranges in an epoch of the plain variant (a profiled warm-up) runs in the annotated one."""
-    t = FakeClock()
-    ranges = RecordingRanges()
-    spec = TrialSpec(Mode.FULL, 1, True, 3, profiled=True)
-    w = WindowRun(WindowArgs(spec, make_counter([0]), None, t.clock, noop, noop, None, 0, ranges))
-    ep = EpochState(iter(loader(t, 100, 8, fetch=0.0)), -1, 0.0, False)
-
-    class Outer(Script):
-        def segment(self, state: EpochState) -> Segment:
-            self._settle(state)
-            if w.started:
-                return Segment(END)
-            w.started = True
-            w.open_segment(1, state.handed, 3)
-            state.window = w
-            one = Segment(FULL, 3, w, finishes=True)
-            inner = Script([])
-            inner.segment = lambda s, seg=[one]: seg.pop() if seg else Segment(END)  # type: ignore[method-assign]
-            return Segment(
-                FULL, 3, w, finishes=True, delegate=epoch_loop(EpochArgs(state, inner, t.clock), None, False, nvtx=True)
-            )
-
-    outer = Outer([])
-    assert drive(epoch_loop(EpochArgs(ep, outer, t.clock), None, False), t, 0.01) == 3
-    assert ("PUSH", "FULL_WARMUP_1", 0) in ranges.events and ranges.depth == 0
-    assert ep.handed == 3
-
-
-def test_the_plain_variant_is_the_annotated_one_without_its_annotations() -> None:
-    """The plain loops are derived from the annotated source: no NVTX name is left in them."""
-    import dis
-
-    for kind in ("IO", "epoch"):
-        plain, annotated = loop_variant(kind, False), loop_variant(kind, True)
-        used = {i.argval for i in dis.get_instructions(plain) if isinstance(i.argval, str)}
-        assert not used & {"push", "pop", "depth", "step_attr", "fetch_attr", "_close_ranges", "payload"}
-        assert {"push", "pop"} <= {i.argval for i in dis.get_instructions(annotated) if isinstance(i.argval, str)}
-        assert plain.__code__.co_firstlineno == annotated.__code__.co_firstlineno  # tracebacks name the real lines
-
-
-@pytest.mark.parametrize("variant", ["plain-inline", "annotated-inline"])
-def test_an_inline_count_replaces_the_per_step_call(variant: str) -> None:
+def test_ranges_name_the_trial_each_fetch_and_each_step_with_its_index_and_none_without_a_tool(variant: str) -> None:
     t = FakeClock()
     loops = Loops(variant, t)
-    src = BatchSource(lambda: iter(loader(t, 1000, 4, fetch=0.01)))
-    result = loops.io(TrialSpec(Mode.IO, 1, False, 50), src)
-    assert result.samples == 200 and loops.calls == 0
+    loops.io(TrialSpec(Mode.IO, 1, False, 3), BatchSource(lambda: iter(loader(t, 100, 8, fetch=0.01))))
+    io = loops.ranges.events[:]
+    loops.ranges.events.clear()
+    s, f = loops.window(Mode.SYNTHETIC, 2, constant=8), loops.window(Mode.FULL, 2)
+    script = Script([("PLAIN", 1), ("SYNTHETIC", 2, s), ("FULL", 2, f), ("PLAIN", 1)], cached=[0] * 8)
+    assert drive(loops.epoch(loader(t, 100, 8, fetch=0.01), script), t, 0.01) == 6
+    if variant == "nvtx-off":
+        assert io == [] and loops.ranges.events == []
+        return
+
+    def one(message: str, payload: int) -> List[Tuple[str, str, int]]:
+        return [("PUSH", message, payload), ("POP", "", 0)]
+
+    trial = ("PUSH", "IO_1", 0)
+    assert io == [trial] + one("fetch", 0) + one("fetch", 1) + one("fetch", 2) + one("fetch", 3) + [("POP", "", 0)]
+    synthetic = [("PUSH", "SYNTHETIC_1", 0)] + one("step", 0) + one("step", 1) + [("POP", "", 0)]
+    # FULL: the first batch fetched before the clock, then each step and the fetch after it.
+    full = [("PUSH", "FULL_1", 0)] + one("fetch", 0) + one("step", 0) + one("fetch", 1) + one("step", 1) + one("fetch", 2)
+    assert loops.ranges.events == synthetic + full + [("POP", "", 0)]
+
+
+def test_a_window_pushes_its_own_ranges_whatever_the_epoch_s_other_windows_do() -> None:
+    """A window with ranges (a profiled warm-up) beside windows without: only its own are pushed."""
+    t = FakeClock()
+    on, off = Loops("nvtx-on", t), Loops("nvtx-off", t)
+    first, second = off.window(Mode.FULL, 2), on.window(Mode.FULL, 3, index=2)
+    script = Script([("PLAIN", 1), ("FULL", 2, first), ("FULL", 3, second), ("FULL", 9, off.window(Mode.FULL, 2, index=3))])
+    assert drive(on.epoch(loader(t, 100, 8, fetch=0.0), script), t, 0.01) == 8
+    pushed = [e[1] for e in on.ranges.events if e[0] == "PUSH"]
+    assert pushed == ["FULL_2", "step", "fetch", "step", "fetch", "step", "fetch"] and on.balanced()
+    assert [e[2] for e in on.ranges.events if e[1] == "step"] == [0, 1, 2]
+
+
+def test_a_loader_error_in_an_io_trial_closes_every_range(variant: str) -> None:
+    def bad() -> Iterator[List[int]]:
+        yield [0] * 4
+        yield [0] * 4
+        raise OSError("disk gone")
+
+    t = FakeClock()
+    loops = Loops(variant, t)
+    with pytest.raises(OSError, match="disk gone"):
+        loops.io(TrialSpec(Mode.IO, 1, False, 5), BatchSource(bad))
+    assert loops.balanced() and (variant == "nvtx-off") == (loops.ranges.events == [])
+
+
+def test_a_break_in_a_step_closes_the_step_and_the_trial_range(variant: str) -> None:
+    t = FakeClock()
+    loops = Loops(variant, t)
+    w = loops.window(Mode.SYNTHETIC, 10, constant=8)
+    gen = loops.epoch(loader(t, 100, 8, fetch=0.0), Script([("SYNTHETIC", 10, w)], cached=[0] * 8))
+    next(gen)
+    next(gen)
+    assert loops.ranges.depth == (2 if variant == "nvtx-on" else 0)  # the trial's range and the held step's
+    gen.close()
+    assert loops.balanced()
+
+
+def test_every_batch_is_counted_once_or_only_a_pass_s_last_with_a_constant_batch_size(variant: str) -> None:
+    t = FakeClock()
+    loops = Loops(variant, t)
+    data = loader(t, 7, 4, fetch=0.01, last=3)  # passes of 7 batches, 4 samples but the last (3)
+    src = BatchSource(lambda: iter(data))
+    r = loops.io(TrialSpec(Mode.IO, 1, False, 50), src)
+    assert loops.calls == 50 and r.samples == sum(r.step_samples)
+    loops.calls = 0
+    loops.io(TrialSpec(Mode.IO, 2, False, 13), BatchSource(lambda: iter(data)), constant=4)
+    assert loops.calls == 2  # batch 6, which ended its pass (fetch 7 found the end), and the trial's last
+    loops.calls = 0
     w = loops.window(Mode.FULL, 50)
     assert drive(loops.epoch(loader(t, 1000, 4, fetch=0.01), Script([("FULL", 51, w)])), t, 0.02) == 51
-    assert w.result().samples == 200 and loops.calls == 0
+    assert loops.calls == 51 and w.result().samples == 200  # from step 0: its first period is left out
+    loops.calls = 0
+    s = loops.window(Mode.SYNTHETIC, 20, constant=4)
+    drive(loops.epoch(loader(t, 1000, 4, fetch=0.01), Script([("PLAIN", 1), ("SYNTHETIC", 20, s)], cached=[0] * 4)), t, 0.02)
+    assert loops.calls == 0 and s.result().samples == 80  # the cached batch, counted once by the session
 
 
-def test_counters_carry_their_count_as_an_expression_that_falls_back_to_the_call() -> None:
+@pytest.mark.parametrize("freq", [0, 3, 9, 10, 25])
+def test_the_periodic_line_comes_every_freq_steps_before_the_trial_s_end(variant: str, freq: int) -> None:
+    t = FakeClock()
+    loops = Loops(variant, t)
+    expected = list(range(freq, 10, freq)) if freq else []
+    io_calls: List[int] = []
+    report = None if freq == 25 else lambda spec, i, stamps, sizes, pauses: io_calls.append(i)
+    loops.io(TrialSpec(Mode.IO, 1, False, 10), BatchSource(lambda: iter(loader(t, 100, 8, 0.01))), report=report, freq=freq)
+    assert io_calls == ([] if freq == 25 else expected)
+    for mode in (Mode.SYNTHETIC, Mode.FULL):
+        calls: List[int] = []
+        w = loops.window(mode, 10, constant=8, report=lambda w, i, seen=calls: seen.append(i), freq=freq)
+        cut = [(mode.value, 4, w), (mode.value, 99, w)]  # the window in two stretches: the count goes on across them
+        drive(loops.epoch(loader(t, 100, 8, fetch=0.01), Script([("PLAIN", 1)] + cut, cached=[0] * 8)), t, 0.01)
+        assert w.done and calls == expected, mode
+
+
+def test_counters_count_their_first_batch_s_structure_and_fall_back_to_the_general_walk() -> None:
     import torch
 
     @dataclasses.dataclass
@@ -496,26 +531,23 @@ def test_counters_carry_their_count_as_an_expression_that_falls_back_to_the_call
         x: Any
 
     cases = [
-        (torch.zeros(3, 2), "batch.shape[0]"),
-        ((torch.zeros(3, 2), torch.zeros(3)), "batch[0].shape[0]"),
-        ({"image": torch.zeros(3, 2)}, "batch['image'].shape[0]"),
-        (Batch(torch.zeros(3)), "batch.x.shape[0]"),
-        (({"ids": torch.zeros(3, 1)}, {"y": torch.zeros(3)}), "batch[0]['ids'].shape[0]"),
-        ({1.5: torch.zeros(3)}, None),
-        ([{"a": 1}, {"a": 2}, {"a": 3}], None),
+        torch.zeros(3, 2),
+        (torch.zeros(3, 2), torch.zeros(3)),
+        {"image": torch.zeros(3, 2)},
+        Batch(torch.zeros(3)),
+        ({"ids": torch.zeros(3, 1)}, {"y": torch.zeros(3)}),
+        {1.5: torch.zeros(3)},
+        [{"a": 1}, {"a": 2}, {"a": 3}],
     ]
-    for batch, expected in cases:
-        counter = make_counter(batch)
-        assert getattr(counter, "inline", None) == expected, batch
-        assert (eval(expected, {"batch": batch}) if expected else counter(batch)) == 3
-    # A FULL window with the tuple's inline count, fed a dict and a bare tensor later on: the call counts them.
+    for batch in cases:
+        assert make_counter(batch)(batch) == 3, batch
+    # A FULL window counting tuples, fed a dict and a bare tensor later on: the general walk counts them.
     t = FakeClock()
     counter = make_counter((torch.zeros(4, 2), torch.zeros(4)))
     batches = [(torch.zeros(4, 2), torch.zeros(4)), {"x": torch.zeros(2)}, [1, 2, 3, 4, 5], (torch.zeros(3),)]
-    assert loop_variant("epoch", False, counter.inline).__name__ == "_epoch_plain_inline"
     w = WindowRun(WindowArgs(TrialSpec(Mode.FULL, 1, False, 8), counter, None, t.clock, noop, noop, None, 0, None))
-    ep = EpochState(iter(batches * 3), -1, 0.0, False)
-    assert drive(epoch_loop(EpochArgs(ep, Script([("FULL", 9, w)]), t.clock), counter, False), t, 0.02) == 9
+    ep = EpochState(iter(batches * 3), -1, 0.0)
+    assert drive(epoch_loop(EpochArgs(ep, Script([("FULL", 9, w)]), t.clock)), t, 0.02) == 9
     assert list(w.result().step_samples) == [2, 5, 3, 4] * 2  # from step 0: its first period is left out
 
 
