@@ -1,8 +1,8 @@
 """A benchmark's endings: the schedule's end, the script's exit before it, a signal, a failed exchange.
 
 :class:`Lifecycle` installs the hooks when the benchmark starts (the at-exit hook; the SIGTERM handler where
-signals can be set) and removes the signal handler when it ends. It reaches its session only through
-:class:`Ended` (what it reads, and the session's own methods for what changes). Each ending keeps what was
+signals can be set) and removes the signal handler when it ends; it reads and records on its
+:class:`~benchy.session.session.Session`. Each ending keeps what was
 measured (the summary, the table, the JSON), names what was not, and records the exit status benchy advises
 for CI (:meth:`Lifecycle.advise`: 0, 3 or 4, in the JSON's ``exit_status`` and, under ``benchy run``, in the
 record its parent reads):
@@ -30,20 +30,19 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..core import events as ev
-from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, STATUS_ENV_VAR
-from ..core.outcomes import FailedRank, Interruption, Outcomes, Reason, Why, raised
-from ..core.progress import Progress
-from ..core.results import RunResults, Snapshot
+from ..core.outcomes import FailedRank, Interruption, Reason, Why, raised
 from ..core.schedule import TrialSpec
 from ..measure.profiling import AT_END, AT_EXIT
 from ..results.files import append_status
-from .context import RunContext
 
-__all__ = ["Ended", "Lifecycle", "host"]
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["Lifecycle", "host"]
 
 
 def host() -> Optional[str]:
@@ -63,63 +62,11 @@ def host() -> Optional[str]:
     return "Ray Train worker" if "ray.train" in sys.modules else "Ray worker"
 
 
-class Recorder(Protocol):
-    """Where the endings record what became of the trials (``session.tally.Tally``)."""
-
-    def interrupt(self, item: Interruption) -> None: ...
-
-    def signalled(self, name: str, failed: Tuple[FailedRank, ...]) -> None: ...
-
-    def failed_ranks(self, failed: Tuple[FailedRank, ...]) -> None: ...
-
-
-class Ended(Protocol):
-    """What the endings need of a session."""
-
-    pid: int
-    config: Config
-    advised: Optional[int]
-
-    @property
-    def results(self) -> RunResults: ...
-
-    @property
-    def outcomes(self) -> Outcomes: ...
-
-    @property
-    def running(self) -> bool: ...
-
-    @property
-    def complete(self) -> bool: ...
-
-    @property
-    def ctx(self) -> RunContext: ...
-
-    def stop(self, why: Reason) -> None: ...
-
-    def snapshot(self) -> Snapshot: ...
-
-    def running_trial(self) -> Tuple[Optional[TrialSpec], int]: ...
-
-    def progress(self, raised: Optional[str], failed: Optional[Interruption], running: Optional[str]) -> Progress: ...
-
-    def finish_results(self, final: bool) -> None: ...
-
-    def not_run(self) -> Tuple[TrialSpec, ...]: ...
-
-    def steps_taken(self) -> int: ...
-
-    @property
-    def epochs_started(self) -> int: ...
-
-    def set_advised(self, status: int) -> None: ...
-
-
 class Lifecycle:
     """The endings of one session's benchmark (see the module)."""
 
-    def __init__(self, session: Ended, tally: Recorder) -> None:
-        self._session, self._tally = session, tally
+    def __init__(self, session: Session) -> None:
+        self._session = session
         self._previous: Any = None
         self._exiting = False  # inside the interpreter's exit: never end the process from here
 
@@ -193,9 +140,8 @@ class Lifecycle:
         run prints it, naming a rank that said it failed; the caller raises."""
         s = self._session
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
-        self._tally.failed_ranks(failed)
         item = Interruption(spec, spec.nbatches, Reason(Why.RANKS))
-        self._tally.interrupt(item)
+        s.outcomes = s.outcomes.with_failed(failed).lose(item)
         self._stop()
         self.advise(EXIT_INCOMPLETE)
         try:
@@ -214,10 +160,10 @@ class Lifecycle:
             return
         running, measured = s.running_trial()
         failed = tuple(FailedRank(r, why) for r, why in s.ctx.comm.failures())
-        self._tally.signalled(name, failed)
+        s.outcomes = s.outcomes.signalled(name).with_failed(failed)
         if running is not None:
             why = Reason(Why.SIGNAL, detail=name, steps=measured, of=running.nbatches, failed=failed[0] if failed else None)
-            self._tally.interrupt(Interruption(running, measured, why))
+            s.outcomes = s.outcomes.lose(Interruption(running, measured, why))
         self.advise(EXIT_INCOMPLETE)
         try:
             s.ctx.out.trial_ended()
@@ -235,7 +181,7 @@ class Lifecycle:
             return
         self._exiting = True
         s.ctx.out.trial_ended()
-        if s.complete:  # the verdict stands: the extras not run are named, and the run is complete
+        if s.machine.decided_phase:  # the verdict stands: the extras not run are named, and the run is complete
             self.finish()
             return
         died = getattr(sys, "last_value", None)  # set when an uncaught exception ends the script
@@ -246,7 +192,7 @@ class Lifecycle:
         failed = next((i for i in reversed(s.outcomes.lost) if i.error), None)
         if running is not None:
             ended = Reason(Why.SCRIPT_RAISED, error=error) if error is not None else Reason(Why.SCRIPT_ENDED)
-            self._tally.interrupt(Interruption(running, measured, ended))
+            s.outcomes = s.outcomes.lose(Interruption(running, measured, ended))
         sink = s.ctx.sink
         sink.stopped_early(s.progress(error, failed, None if running is None else running.label))
         why = (
@@ -254,10 +200,10 @@ class Lifecycle:
             if failed is not None
             else Reason(Why.NOT_RUN_SCRIPT_RAISED, error=error)
             if error is not None
-            else Reason(Why.NOT_RUN_STOPPED, epochs=s.epochs_started, steps=s.steps_taken())
+            else Reason(Why.NOT_RUN_STOPPED, epochs=s.loop.epochs_started, steps=s.loop.steps_taken())
         )
         for spec in s.not_run():
-            self._tally.interrupt(Interruption(spec, 0, why))
+            s.outcomes = s.outcomes.lose(Interruption(spec, 0, why))
         self._stop()
         # The process ends as the script makes it end (its status, every exit handler): the run is said incomplete,
         # and a tool that owns the process (benchy run, benchy check) fails the CI job with 4.
@@ -273,7 +219,7 @@ class Lifecycle:
         s = self._session
         if s.advised is not None:
             return
-        s.set_advised(status)
+        s.advised = s.record.advised = status
         path = os.environ.get(STATUS_ENV_VAR)
         if path:
             try:

@@ -5,8 +5,9 @@ epoch hands out, and how every pass is consumed as the plain loop consumes it (g
 epoch (its first ``next()``, or a segment's end) :meth:`Loop.segment` chooses the next segment:
 
 * the running window's next stretch (a window may begin at any step and may span epochs,
-  :mod:`benchy.measure.window`); where none runs, the session's next piece of work (:meth:`Driver.next_work`:
-  a window, or the FLOPs' count, or None once the schedule is over);
+  :mod:`benchy.measure.window`); where none runs, the session's next piece of work
+  (:meth:`~benchy.session.session.Session.next_work`: a window, or the FLOPs' count, or None once the schedule
+  is over);
 * before a FULL window (or its stretch in a new epoch), the loop takes real batches untimed (the *lead-in*), so
   that the window meets the loop's own steady state: the batches the loader's workers may have made ahead while
   benchy paused the loop (the window's ``backlog``) less those the pass just repaid (taken at once, as a loader
@@ -33,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import weakref
-from typing import Any, Callable, Iterator, List, Optional, Protocol, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Union
 
 from ..core.outcomes import Interruption, Reason, Why, raised
 from ..measure.flops import StepCounter
@@ -42,7 +43,10 @@ from ..measure.trial import CACHED, END, FULL, NO_BATCH, PLAIN, SYNTHETIC, Epoch
 from ..measure.window import WindowRun
 from .trials import NOTHING, TrialRunner
 
-__all__ = ["LOOP_BATCHES", "Driver", "FlopsWork", "LoaderFacts", "Loop", "Work"]
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["LOOP_BATCHES", "FlopsWork", "LoaderFacts", "Loop", "Work"]
 
 _UNDECIDED, _OWNER, _SIDE = 0, 1, 2
 
@@ -93,33 +97,11 @@ class FlopsWork:
 Work = Union[WindowRun, FlopsWork]
 
 
-class Driver(Protocol):
-    """What the loop asks of its session."""
-
-    @property
-    def running(self) -> bool: ...
-
-    @property
-    def exiting(self) -> bool: ...
-
-    def next_work(self) -> Optional[Work]: ...
-
-    def window_done(self, window: WindowRun) -> None: ...
-
-    def flops_done(self, work: FlopsWork, completed: bool) -> None: ...
-
-    def lose(self, item: Interruption) -> None: ...
-
-    def side_served(self) -> None: ...
-
-    def peeked(self) -> None: ...
-
-
 class Loop:
     """The loop's epochs of one benchmark (see the module)."""
 
-    def __init__(self, driver: Driver, loader: LoaderFacts, runner: TrialRunner, clock: Callable[[], float]) -> None:
-        self._driver, self._loader, self._runner, self._clock = driver, loader, runner, clock
+    def __init__(self, session: Session, loader: LoaderFacts, runner: TrialRunner, clock: Callable[[], float]) -> None:
+        self._session, self._loader, self._runner, self._clock = session, loader, runner, clock
         self.passes = 0  # the loop's iter() calls that took the epoch's role, peeks included
         self.peeks = 0
         self.steps = 0  # the loop's steps since the benchmark began (its epochs' hand-outs, at their boundaries)
@@ -207,13 +189,13 @@ class Loop:
         if ep.role == _SIDE:
             return self._side_segment(ep)
         self._after_segment(ep)
-        if not self._driver.running:
+        if not self._session.running:
             return self._plain_rest(ep)
         if ep.exhausted:
             return self._epoch_over(ep)
         work = self.work
         if work is None:
-            work = self.work = self._driver.next_work()
+            work = self.work = self._session.next_work()
             if work is None:  # the schedule is over (exit_after_tests ended the process if it was on)
                 return self._plain_rest(ep)
             ep.queue_ready = False  # the workers made batches ahead while benchy worked (a FULL window's lead-in follows)
@@ -264,7 +246,7 @@ class Loop:
     def closed(self, ep: EpochState, seg: Optional[Segment], count: int) -> None:
         """The loop let go of epoch ``ep`` part-way (a break, a peek's temporary iterator, a replaced one)."""
         ep.closed = True
-        if ep.role != _OWNER or not self._driver.running or self._current() is not ep:
+        if ep.role != _OWNER or not self._session.running or self._current() is not ep:
             return
         self._close_segment(ep)
         self._leave_count(completed=False)
@@ -274,14 +256,14 @@ class Loop:
         self.steps += handed
         if handed <= 1:  # next(iter(loader)): a peek, not an epoch; the window goes on in the next one
             self.peeks += 1
-            self._driver.peeked()
+            self._session.peeked()
         else:  # the loop left its epoch part-way (a break): its own epoch is that long
             self._left_after = max(self._left_after or 0, handed)
 
     def _repay_left(self, ep: EpochState) -> None:
         """A pass the loop left part-way is repaid too (its sampler and workers drew as for the plain loop's
         asks); what the loader raises there is not the loop's: it asked for nothing more."""
-        if ep.exhausted or self._driver.exiting:
+        if ep.exhausted or self._session.life.exiting:
             ep.owed = 0
             return
         try:
@@ -291,12 +273,12 @@ class Loop:
 
     def failed(self, ep: EpochState, seg: Segment, error: BaseException) -> None:
         """The loader raised inside a segment of the loop's epoch: the running window is lost."""
-        if ep.role != _OWNER or not self._driver.running:
+        if ep.role != _OWNER or not self._session.running:
             return
         w = self.window
         self._close_segment(ep)
         if w is not None and seg.window is w:
-            self._driver.lose(Interruption(w.spec, w.measured, Reason(Why.LOADER_RAISED, error=raised(error))))
+            self._session.lose(Interruption(w.spec, w.measured, Reason(Why.LOADER_RAISED, error=raised(error))))
 
     # --- roles --------------------------------------------------------------------------------
 
@@ -308,7 +290,7 @@ class Loop:
         if owner is not None and owner is not ep and not owner.closed and not self._complete(owner):
             ep.role = _SIDE
             ep.side_from = self._progress()
-            self._driver.side_served()
+            self._session.side_served()
             return
         if owner is not None and owner is not ep:
             self._let_go(owner)
@@ -321,7 +303,7 @@ class Loop:
         self._owner = weakref.ref(ep)
         self.passes += 1
         ep.index = self.epochs_started  # a peek before it ended is not counted: the epoch takes its number
-        if not self._driver.running or ep.exhausted:
+        if not self._session.running or ep.exhausted:
             return
         if ep.pending is NO_BATCH:
             try:
@@ -358,7 +340,7 @@ class Loop:
             moved = self._progress() != ep.side_from
             ep.side_from = -1
             owner = self._current()
-            if not moved and self._driver.running and owner is not None and owner is not ep:
+            if not moved and self._session.running and owner is not None and owner is not ep:
                 self._let_go(owner)
                 w = self.window
                 if w is not None:  # it starts again here, from its first step
@@ -403,7 +385,7 @@ class Loop:
         counter.leave(completed=completed)
         if completed or work.tries >= FlopsWork.TRIES:
             self.work = None
-            self._driver.flops_done(work, completed)
+            self._session.flops_done(work, completed)
         else:
             work.primed, work.counter = False, None
 
@@ -420,7 +402,7 @@ class Loop:
             return
         if w.close_segment():
             self.work = None
-            self._driver.window_done(w)
+            self._session.window_done(w)
 
     def _close_segment(self, ep: EpochState) -> None:
         """``ep``'s running window stretch ends where it is (its last period is left out)."""

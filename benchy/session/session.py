@@ -1,47 +1,58 @@
-"""One benchmark run: a thin coordinator of the schedule's machine, the trial loops and the sink.
+"""One benchmark run, from the loop's first ``iter()`` to the printed verdict.
 
-``iterate()`` is what a wrapper's ``__iter__`` returns. Its first call begins the benchmark (the run's context, the
-start-up lines, the loader sweep), then the :class:`~benchy.session.driver.Driver` feeds the machine
-(:mod:`benchy.core.machine`) and carries out its actions: IO trials and hidden extras on passes of benchy's own,
-windows in the loop's epochs (:class:`~benchy.session.loop.Loop` places them), the end. What was measured is the
-:class:`~benchy.session.tally.Tally`'s; everything that depends on the rank is one
-:class:`~benchy.session.context.RunContext`; the endings (the schedule's end, the script's exit, a signal) are
-:class:`~benchy.session.lifecycle.Lifecycle`'s. One benchmark at a time per process: the first wrapper iterated
-runs it (see ``registry``).
+A wrapper's ``__iter__`` returns :meth:`Session.iterate`. Its first call begins the benchmark (:meth:`Session._begin`:
+the run's context, the start-up lines, the loader sweep), then hands the schedule's machine (:mod:`benchy.core.machine`,
+pure) its first event. From there the run is a conversation between the machine and the loop's epochs
+(:class:`~benchy.session.loop.Loop`, which places each window in the loop's steps):
+
+* :meth:`Session.feed` hands the machine an event (the benchmark began, a trial counted or was lost, an extra ended)
+  and carries out what it answers: an IO trial or a hidden extra at once, on a pass of benchy's own with the user's
+  random streams kept (:mod:`benchy.measure.rng`); a window, a side window or the FLOPs' count is kept for the
+  loop, which asks for it at its next boundary (:meth:`Session.next_work`); the end goes to the endings.
+* a window the loop finished comes back in :meth:`Session.window_done`, a lost one in :meth:`Session.lose`; a
+  trial that counts goes through :meth:`Session.count` (exchanged with the other ranks, recorded in
+  :attr:`Session.results`, its line said) and its event back to the machine.
+* the endings (the schedule's end, the script's exit, a signal) are :class:`~benchy.session.lifecycle.Lifecycle`'s;
+  the summary and the JSON are the sink's (:class:`~benchy.session.sink.ResultSink`), from one
+  :class:`~benchy.core.results.Snapshot`; everything that depends on the rank is one
+  :class:`~benchy.session.context.RunContext`.
+
+One benchmark at a time per process: the first wrapper iterated runs it (see ``registry``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import enum
+import math
 import os
 import sys
 import time
 import weakref
-from typing import Any, Callable, Iterator, Optional, Tuple
+from array import array
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from ..core import events as ev
 from ..core import machine as m
 from ..core.config import Config
-from ..core.outcomes import Interruption, Outcomes, Reason
+from ..core.outcomes import Interruption, Outcomes, Reason, Why, raised
 from ..core.progress import Progress, Where, epochs_needed, imprecise, likely_more, not_run, progress, steps_needed
-from ..core.results import RunResults, Snapshot
-from ..core.schedule import Extra, Schedule, TrialSpec
+from ..core.results import PERIOD_CODE, RunResults, Snapshot, TrialResult
+from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..core.sweep import queue_depth
 from ..measure.horizon import loop_horizon
 from ..measure.profiling import CudaProfilerApi
-from ..measure.ranks import DistributedError, agree
+from ..measure.ranks import DistributedError, agree, combine
 from ..measure.rng import kept
 from ..measure.window import WindowRun
 from .console import Output
 from .context import RunContext
-from .driver import Driver
 from .lifecycle import Lifecycle
-from .loop import LOOP_BATCHES, LoaderFacts
+from .loop import LOOP_BATCHES, FlopsWork, LoaderFacts, Loop, Work
 from .registry import REGISTRY, Registry
-from .sides import SideEnv, off_by_config
+from .sides import HIDDEN, Running, SideEnv, off_by_config
 from .sides import sweep as sweep_side
-from .sink import ResultSink
-from .tally import Tally
 from .trials import OwnPasses, TrialRunner
 
 __all__ = ["LOOP_BATCHES", "LoaderFacts", "Session"]
@@ -55,7 +66,7 @@ class State(enum.Enum):
 
 
 class Session:
-    """The state of one wrapper's benchmark."""
+    """One wrapper's benchmark: the schedule's machine driven, what was measured, the loop's epochs (see the module)."""
 
     def __init__(
         self,
@@ -78,11 +89,25 @@ class Session:
         self.runner = TrialRunner(
             config, own, loader.batch_size, clock, constant=loader.batch_samples, queue_depth=loader.queue_depth, say=self._say
         )
-        self.tally = Tally(config, self.runner)
-        # IO trials and FULL windows in whole rounds of the loader's workers (core.schedule).
-        schedule = Schedule.from_config(config).with_cycle(loader.workers)
-        self.driver = Driver(self, schedule, loader, self.runner, self.tally, clock)
-        self.loop = self.driver.loop
+        # What was measured so far (frozen values, replaced).
+        self.results = RunResults()
+        self.outcomes = Outcomes()
+        self.hidden: Optional[TrialSpec] = None  # the IO or side trial running now on benchy's own pass, if any
+        self._warm: Dict[Mode, array[float]] = {}  # each mode's latest warm-up periods (nwarmup: auto)
+        # The schedule and its machine: IO trials and FULL windows in whole rounds of the loader's workers (core.schedule).
+        self.schedule = Schedule.from_config(config).with_cycle(loader.workers)
+        self.machine = m.start(self.schedule)
+        self.stopped_at: Optional[int] = None  # the loop's steps when measuring stopped (the verdict decided, ...)
+        self.decided_at: Optional[int] = None  # the loop's steps when the verdict was first decided
+        self.began: Optional[float] = None  # the clock when the benchmark began (its Begin)
+        self.seconds: Tuple[Optional[float], Optional[float]] = (None, None)  # to the decision, to measuring's end
+        self._action: Optional[m.Action] = None  # the machine's last action, waiting for the loop (a window, ...)
+        self._side = Running()  # the side window that runs now, if any
+        self._side_said = False
+        # The last FULL window: when its clock stopped and its mean period. A FULL window right after it meets the
+        # batches the workers made during benchy's pause between them: about one a period of it (its lead-in's backlog).
+        self._full: Optional[Tuple[float, float]] = None
+        self.loop = Loop(self, loader, self.runner, clock)
         self._output, self._profiler_api, self._exit = output, profiler_api, exit
         self._ctx: Optional[RunContext] = None
         self._state = State.NEW
@@ -91,143 +116,7 @@ class Session:
         self.record = registry.register(loader.kind, loader.where)
         self.record.session = weakref.ref(self)
         self.advised: Optional[int] = None  # the exit status benchy advises for CI, once the benchmark ended
-        self.life = Lifecycle(self, self.tally)
-
-    # --- what the wrappers, the driver and the endings read ---------------------------------------------
-
-    @property
-    def schedule(self) -> Schedule:
-        return self.driver.schedule
-
-    @property
-    def machine(self) -> m.State:
-        return self.driver.state
-
-    @property
-    def results(self) -> RunResults:
-        return self.tally.results
-
-    @property
-    def outcomes(self) -> Outcomes:
-        return self.tally.outcomes
-
-    @property
-    def stopped_at(self) -> Optional[int]:
-        return self.driver.stopped_at
-
-    @property
-    def done(self) -> bool:
-        """True once the schedule is over, or when another loader is the benchmarked one."""
-        return self._state in (State.DONE, State.PLAIN)
-
-    @property
-    def running(self) -> bool:
-        return self._state is State.RUNNING
-
-    @property
-    def exiting(self) -> bool:
-        return self.life.exiting
-
-    @property
-    def benchmarked(self) -> bool:
-        """True when this wrapper is the one benchmarked in its process (decided at its first iter())."""
-        return self.record.benchmarked
-
-    @property
-    def complete(self) -> bool:
-        """Measuring is over (the verdict stands, or the plan ran): a script that ends now leaves a complete run."""
-        return self.driver.state.decided_phase
-
-    @property
-    def window(self) -> Optional[WindowRun]:
-        """The window that runs now (None between windows)."""
-        return self.loop.window
-
-    @property
-    def ctx(self) -> RunContext:
-        """This process's part in the run (this process alone until the run starts)."""
-        if self._ctx is None:
-            self._ctx = RunContext.local(
-                self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
-            )
-        return self._ctx
-
-    @property
-    def sink(self) -> ResultSink:
-        return self.ctx.sink
-
-    @property
-    def epochs_started(self) -> int:
-        return self.loop.epochs_started
-
-    def steps_taken(self) -> int:
-        return self.loop.steps_taken()
-
-    def advised_status(self) -> int:
-        """The exit status benchy advises for CI: 0 or 3 once the schedule ended, else 4 (incomplete)."""
-        return 4 if self.advised is None else self.advised
-
-    def where(self) -> Where:
-        """Where the loop is, for the plan's arithmetic (``core.progress``)."""
-        loop = self.loop
-        return Where(
-            loop.epochs_started,
-            loop.steps_taken(),
-            loop.start_at,
-            loop.loop_epoch(),
-            loop.left_early,
-            self.runner.queue_depth,
-            self.schedule.cycle,
-        )
-
-    def steps_needed(self) -> int:
-        """The loop's steps the schedule takes at the most (an estimate: ``core.progress.steps_needed``)."""
-        return steps_needed(self.schedule, self.where())
-
-    def epochs_needed(self) -> Optional[int]:
-        """The epochs of the loop's own length the schedule takes at the most (``core.progress.epochs_needed``)."""
-        return epochs_needed(self.schedule, self.where())
-
-    def snapshot(self) -> Snapshot:
-        """What the sink needs besides the results, as one value."""
-        windows, runner, loop, state = bool(self.schedule.window_plans), self.runner, self.loop, self.driver.state
-        return Snapshot(
-            results=self.results,
-            schedule=m.schedule_state(
-                state,
-                tuple(t.label for t in self.results.trials),
-                self.driver.stopped_at,
-                decided_at=self.driver.decided_at,
-                decided_seconds=self.driver.seconds[0],
-                stopped_seconds=self.driver.seconds[1],
-                imprecise=imprecise(self.schedule, state, self.results, runner.queue_depth),
-            ),
-            epochs_started=loop.epochs_started,
-            finished=self.complete and self._state is State.DONE,
-            profiler=self.ctx.profilers.block(runner.ranges is not None),
-            synthetic_batch_samples=runner.synthetic_samples,
-            lookahead=runner.lookahead,
-            counting=runner.counting,
-            per_batch=runner.constant,
-            queue_depth=runner.queue_depth,
-            loader=f"{self.record.kind} created at {self.record.where}",
-            other_loaders=tuple(self.registry.others()),
-            workers=self._workers,
-            startup=runner.startup(self.results, self._workers, self._loader.persistent, loop.length),
-            tokens=None if runner.tokens is None else runner.tokens.source,
-            outcomes=self.outcomes,
-            steps_needed=self.steps_needed() if windows else None,
-            epoch_length=loop.length,
-            epochs_needed=self.epochs_needed() if windows else None,
-            steps_taken=loop.steps_taken() if windows else None,
-            likely_steps=None
-            if self.complete or not windows
-            else likely_more(self.schedule, state, self.results, runner.queue_depth),
-        )
-
-    def env(self) -> SideEnv:
-        """What a side trial may use (``sides.SideEnv``)."""
-        return SideEnv(self.config, self.runner, self.sink, self._loader, self._workers, self.tally.running, self._h2d_copy)
+        self.life = Lifecycle(self)
 
     # --- what the wrappers call -------------------------------------------------------------------
 
@@ -267,49 +156,7 @@ class Session:
         self._state = State.PLAIN
         self.record.iterated = self.record.finished = True
 
-    # --- what the driver and the endings call (driver.Host, lifecycle.Ended) -----------------------------
-
-    def finish(self) -> None:
-        self.life.finish()
-
-    def exchange_failed(self, spec: TrialSpec) -> None:
-        self.life.exchange_failed(spec)
-
-    def stop(self, why: Reason) -> None:
-        """The benchmark is over, whichever way: no window runs from here on (a side window is cut short: ``why``)."""
-        self._state = State.DONE
-        self.record.finished = True
-        self.driver.stop(why)
-
-    def set_advised(self, status: int) -> None:
-        self.advised = self.record.advised = status
-
-    def finish_results(self, final: bool) -> None:
-        """The benchmark is over: the FLOPs' count or why there is none; benchy's own pass and cached batch let go."""
-        if self.results.flops is None:
-            reached = self.driver.state.decided_phase and Extra.FLOPS in self.driver.state.skipped
-            self.tally.changed(flops=self.runner.flops(final=final, reached=reached))
-        try:
-            self.runner.close()
-        except Exception:  # a worker already gone
-            pass
-
-    def progress(self, raised: Optional[str], failed: Optional[Interruption], running: Optional[str]) -> Progress:
-        record = self.record
-        again = sum(
-            1 for r in self.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
-        )
-        return progress(
-            self.schedule, self.driver.state, self.results, self.where(), record.where, again, failed, raised, running
-        )
-
-    def not_run(self) -> Tuple[TrialSpec, ...]:
-        return not_run(self.schedule, self.driver.state, self.runner.queue_depth)
-
-    def running_trial(self) -> Tuple[Optional[TrialSpec], int]:
-        return self.driver.running_trial()
-
-    # --- set-up -------------------------------------------------------------------------------------
+    # --- the start ----------------------------------------------------------------------------------
 
     def _begin(self) -> None:
         """The benchmark begins (at the first ``iter()``, every rank together): the run's context, the plan's check
@@ -326,29 +173,33 @@ class Session:
             self.record.finished = True
             raise
         self.runner.world, self.runner.barrier, self.runner.ranges = ctx.world, ctx.barrier, ctx.ranges
-        self.tally.results = off_by_config(self.config, self.results)
+        self.results = off_by_config(self.config, self.results)
         self.loop.read_length()
         if self.schedule.horizon is None and self.config.general.loop_steps == "auto" and self.schedule.window_plans:
             found = loop_horizon()
             if found is not None:  # from now: the schedule's count is from the loop's first batch
-                self.driver.replan(self.schedule.with_horizon(found + self.loop.start_at))
+                self._replan(self.schedule.with_horizon(found + self.loop.start_at))
         ctx.sink.clean_stale()
         ctx.sink.started(self.schedule, self.config, self.snapshot(), ctx.ranges is not None, self.runner.queue_depth)
         self.life.install()
         with kept(self._loader.generators()):
             try:
-                self.tally.results = sweep_side.run(self.env(), self.results)
+                self.results = sweep_side.run(self.env(), self.results)
             finally:
                 self.runner.close_own()
         if self.results.sweep_applied is not None:
             self._workers = self.results.sweep_applied.num_workers
             self.runner.queue_depth = queue_depth(self._workers, self.results.sweep_applied.prefetch_factor)
-            self.driver.replan(self.schedule.with_cycle(self._workers))
+            self._replan(self.schedule.with_cycle(self._workers))
         if not m.rounds_fit(self.loop.length, self.schedule.cycle):
             # Epochs shorter than two rounds of the workers hold no whole round after a new pass's lead-in: the trials
             # count period by period (the JSON's loader_round says 1).
-            self.driver.replan(self.schedule.with_cycle(1))
-        self.driver.feed(m.Begin(self.runner.queue_depth, self.driver.room(), self.loop.length))
+            self._replan(self.schedule.with_cycle(1))
+        self.feed(m.Begin(self.runner.queue_depth, self.room(), self.loop.length))
+
+    def _replan(self, schedule: Schedule) -> None:
+        """Before it begins: the plan with what was learnt at the start (the loop's known length)."""
+        self.schedule, self.machine = schedule, m.start(schedule)
 
     def _become_plain(self) -> Iterator[Any]:
         self._state = State.PLAIN
@@ -359,5 +210,351 @@ class Session:
             self._say(ev.LoaderPlain(self.record.kind, where, running, owner is not None and owner.where == where))
         return iter(self._loader.make_iterator())
 
+    # --- the machine ----------------------------------------------------------------------------
+
+    def feed(self, event: m.Event) -> None:
+        """``event`` to the machine; its hidden actions carried out now (one pass of benchy's own for the lot), until
+        one for the loop (kept for :meth:`next_work`) or the end."""
+        if isinstance(event, m.Begin):
+            self.began = self.clock()
+        self.machine, (action,) = m.transition(self.machine, event)
+        self._notes()
+        self._milestones()
+        ran = False
+        with contextlib.ExitStack() as stack:
+            while isinstance(action, m.RunIO) or (isinstance(action, m.RunExtra) and action.extra in HIDDEN):
+                if not ran:
+                    ran, self._full = True, None
+                    stack.enter_context(kept(self._loader.generators()))
+                    stack.callback(self.runner.close_own)
+                if isinstance(action, m.RunIO):
+                    first = self.machine.issued(Mode.IO) + self.machine.issued(Mode.IO, warmup=True) == 1
+                    event = self.count(self._io(action.spec, first), feed=False)
+                else:
+                    self._hidden_extra(action.extra)
+                    event = m.ExtraEnded(action.extra, self.room())
+                self.machine, (action,) = m.transition(self.machine, event)
+                self._notes()
+                self._milestones()
+        if ran:
+            self.ctx.sink.checkpoint(self.snapshot())
+        if isinstance(action, m.Finish):
+            self.life.finish()
+        else:
+            self._action = action
+
+    def room(self) -> Optional[int]:
+        """The loop's steps left where its length is known."""
+        horizon = self.schedule.horizon
+        return None if horizon is None else max(0, horizon - self.loop.start_at - self.loop.steps_taken())
+
+    def _io(self, spec: TrialSpec, first: bool) -> TrialResult:
+        """One IO trial on benchy's own pass (a loader that raises loses it, then the error propagates). Every IO
+        trial but the first starts with the batches the workers hold ready taken, untimed: the state of a plain loop
+        that drains the loader as fast as it can."""
+        ctx = self.ctx
+        ctx.out.trial_started(spec)
+        ranges = ctx.profilers.before_trial(spec, self.runner.ranges)
+        self.hidden = spec
+        try:
+            result = self.runner.io(spec, ctx.out, ranges, drain=not first)
+        except BaseException as err:
+            self.hidden = None
+            self.lose(Interruption(spec, 0, Reason(Why.LOADER_RAISED, error=raised(err))))
+            raise
+        self.hidden = None
+        return self.runner.finish(result)
+
+    def _hidden_extra(self, extra: Extra) -> None:
+        """A hidden extra; one that raises costs only itself (said, and recorded as skipped)."""
+        env = self.env()
+        try:
+            self.results = HIDDEN[extra](env, self.results)
+        except Exception as err:
+            self.hidden = None
+            why = Reason(Why.EXTRA_RAISED, extra=extra, error=raised(err))
+            self.results = self.results.changed(diagnostics_skipped=(*self.results.diagnostics_skipped, why))
+            env.sink.say(ev.SideFailed(why))
+
+    def count(self, result: TrialResult, feed: bool = True) -> m.Counted:
+        """A scheduled trial that counted: exchanged with the other ranks (a DistributedError where they cannot
+        exchange: the endings keep what was measured), recorded, said; then the machine hears it (``feed``)."""
+        plan = self.schedule.plan(result.mode)
+        auto_warmup = result.spec.warmup and not result.spec.profiled and plan is not None and plan.nwarmup is None
+        change = self._warmup_change(result) if auto_warmup else None
+        try:
+            result, change = combine(self.ctx.comm, result, change, self.config.general.dist_rank_lists)
+        except DistributedError:
+            self.life.exchange_failed(result.spec)
+            raise
+        self.results = self.results.add_trial(result)
+        self.outcomes = self.outcomes.count()
+        self.ctx.sink.trial(result)
+        event = m.Counted(result.spec, change, m.judge(self.results, self.schedule), self.room())
+        self._profiler_after(result.spec, event.judgement)
+        if feed:
+            _, (after,) = m.transition(self.machine, event)  # what comes next (a pure look ahead)
+            if not (result.spec.mode is Mode.FULL and isinstance(after, m.OpenWindow) and after.spec.mode is Mode.FULL):
+                # Between two FULL windows the JSON waits for the next trial: the loader's workers make batches ahead
+                # during every pause of the loop, and the second window would start on them.
+                self.ctx.sink.checkpoint(self.snapshot())
+            self.feed(event)
+        return event
+
+    def _warmup_change(self, result: TrialResult) -> Optional[float]:
+        """How much this mode's step time still changes over its latest warm-up steps (no more kept than it reads)."""
+        new, cycle = result.step_seconds, max(1, result.spec.cycle)
+        periods = self._warm.get(result.mode, array(PERIOD_CODE)) + new
+        keep = -(-max(10, len(new)) // cycle) * cycle  # whole rounds of the loader (its periods come in them)
+        self._warm[result.mode] = periods[-keep:]
+        return m.warmup_change(periods, len(new) // 2, cycle)
+
+    def _milestones(self) -> None:
+        """The loop's steps and the seconds since the benchmark began when the verdict was first decided, and when
+        measuring stopped (each once)."""
+        since = None if self.began is None else self.clock() - self.began
+        if self.decided_at is None and self.machine.judgement.decided:
+            self.decided_at, self.seconds = self.loop.steps_taken(), (since, self.seconds[1])
+        if self.stopped_at is None and self.machine.stop is not None:
+            self.stopped_at, self.seconds = self.loop.steps_taken(), (self.seconds[0], since)
+
+    def _notes(self) -> None:
+        """What the machine noted (a warm-up ended, measuring stopped), said once each."""
+        notes = self.machine.notes
+        if notes:
+            self.machine = dataclasses.replace(self.machine, notes=())
+            for note in notes:
+                self._say(note)
+
+    def _profiler_after(self, spec: TrialSpec, judgement: Optional[m.Judgement] = None) -> None:
+        """After ``spec``: the capture stops where no trial of its kinds may follow (read with ``judgement``, the
+        evidence this trial brought, where it counted)."""
+        profilers = self.ctx.profilers
+        state = self.machine if judgement is None else dataclasses.replace(self.machine, judgement=judgement)
+        more = any(state.may_run(mode) for mode in profilers.kinds)
+        for event in profilers.after_trial(spec, more):
+            self._say(event)
+
+    # --- what the loop asks and tells (session.loop.Loop) -------------------------------------------
+
+    def next_work(self) -> Optional[Work]:
+        """The loop's next window (or the FLOPs' count); None once the schedule is over."""
+        action, self._action = self._action, None
+        if isinstance(action, m.OpenWindow):
+            return self._window(action.spec)
+        if isinstance(action, m.RunExtra) and action.extra is Extra.FLOPS:
+            if self.runner.world == 1:
+                return FlopsWork()
+            self.results = self.results.changed(flops=self.runner.flops(final=True))  # why not, with several ranks
+            self.feed(m.ExtraEnded(action.extra, self.room()))
+            return self.next_work()
+        if isinstance(action, m.RunExtra) and action.spec is not None:
+            started, self.results = self._side.start(action.extra, self.env(), self.results)
+            if not started:
+                self.feed(m.ExtraEnded(action.extra, self.room()))
+                return self.next_work()
+            self.loop.settle = action.extra is Extra.CONTENTION  # the fork's copy-on-write: first steps untimed
+            return self._window(action.spec)
+        return None
+
+    def _window(self, spec: TrialSpec) -> WindowRun:
+        ctx = self.ctx
+        ctx.out.trial_started(spec)
+        ranges = ctx.profilers.before_trial(spec, self.runner.ranges)
+        w = self.runner.window(spec, ctx.out, ranges)
+        last, self._full = self._full, None
+        if self.runner.world > 1:
+            # Both are read off this rank's clock: ranks could differ, and then place their windows at different steps
+            # of a loop whose collectives keep them in step. With several ranks, the first period is left out and the
+            # lead-in taken, always.
+            return w
+        w.sound_first = self.runner.lookahead is False
+        if last is not None and spec.mode is Mode.FULL:
+            # Right after another FULL window: the workers made about a batch a period of benchy's pause between them.
+            w.backlog = math.ceil((self.clock() - last[0]) / last[1])
+        return w
+
+    def window_done(self, w: WindowRun) -> None:
+        """A window measured its periods: a side window's figures recorded; a trial counted."""
+        runner = self.runner
+        if runner.lookahead is None and w.spec.mode is Mode.SYNTHETIC and not w.spec.variant:
+            runner.lookahead = w.fetches_ahead()  # from the series, before the result uses them up
+            if runner.lookahead:
+                self._say(ev.LookaheadFound())
+        result = runner.finish(w.result()) if not w.spec.variant else runner.with_system(w.result())
+        extra = self._side.extra
+        if extra is not None:
+            self.results = self._side.finish(self.env(), result, self.results)
+            self.ctx.sink.trial(result)
+            self.feed(m.ExtraEnded(extra, self.room()))
+            return
+        periods = len(result.step_seconds)
+        period = result.seconds / periods if periods else 0.0  # the mean: a bursty loader's median is a burst's
+        self._full = (self.clock(), period) if w.spec.mode is Mode.FULL and period > 0 else None
+        self.count(result)
+
+    def flops_done(self, work: FlopsWork, completed: bool) -> None:
+        self.results = self.results.changed(flops=self.runner.flops(final=False))
+        self.feed(m.ExtraEnded(Extra.FLOPS, self.room()))
+
+    def lose(self, item: Interruption) -> None:
+        """A trial that did not count: recorded and said (never raises); a side window's loss costs only its figures."""
+        if self.loop.window is not None and self.loop.window.spec == item.spec:
+            self.loop.discard()
+        self.runner.sampler.stop()
+        extra = self._side.extra
+        if extra is not None and item.spec.variant == extra.value:
+            self.results = self._side.stop(Reason(Why.WINDOW_LOST, item.spec.label, cause=item.reason), self.results)
+            self.feed(m.ExtraEnded(extra, self.room()))
+            return
+        self.outcomes = self.outcomes.lose(item)
+        try:
+            self._profiler_after(item.spec)
+            self._say(ev.TrialLost(item))
+            self.ctx.sink.checkpoint(self.snapshot())
+        except Exception:  # during interpreter shutdown stdout may be gone
+            pass
+        if self.running and item.spec.mode is not Mode.IO:
+            self.feed(m.Lost(item.spec, self.room()))
+
+    def side_served(self) -> None:
+        self.outcomes = self.outcomes.side()
+        if not self._side_said and self.running:
+            self._side_said = True
+            w = self.loop.window
+            self._say(ev.SideServed(None if w is None else w.spec.label))
+
+    def peeked(self) -> None:
+        self.outcomes = self.outcomes.peek()
+
+    # --- what the endings call (session.lifecycle.Lifecycle) -------------------------------------------
+
+    def stop(self, why: Reason) -> None:
+        """The benchmark is over, whichever way: no window runs from here on (the running one is dropped, a side
+        window's cut short: ``why``)."""
+        self._state = State.DONE
+        self.record.finished = True
+        work = self.loop.discard()
+        if isinstance(work, WindowRun):
+            self.results = self._side.stop(Reason(Why.WINDOW_LOST, work.spec.label, cause=why), self.results)
+
+    def finish_results(self, final: bool) -> None:
+        """The benchmark is over: the FLOPs' count or why there is none; benchy's own pass and cached batch let go."""
+        if self.results.flops is None:
+            reached = self.machine.decided_phase and Extra.FLOPS in self.machine.skipped
+            self.results = self.results.changed(flops=self.runner.flops(final=final, reached=reached))
+        try:
+            self.runner.close()
+        except Exception:  # a worker already gone
+            pass
+
+    def running_trial(self) -> Tuple[Optional[TrialSpec], int]:
+        """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""
+        if self.hidden is not None:
+            return self.hidden, 0
+        w = self.loop.window
+        if w is None:
+            return None, 0
+        return w.spec, max(0, w.measured + max(0, w.open_count() - 1))
+
+    def progress(self, raised: Optional[str], failed: Optional[Interruption], running: Optional[str]) -> Progress:
+        record = self.record
+        again = sum(
+            1 for r in self.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
+        )
+        return progress(self.schedule, self.machine, self.results, self.where(), record.where, again, failed, raised, running)
+
+    def not_run(self) -> Tuple[TrialSpec, ...]:
+        return not_run(self.schedule, self.machine, self.runner.queue_depth)
+
+    # --- what is read of it ---------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """True once the schedule is over, or when another loader is the benchmarked one."""
+        return self._state in (State.DONE, State.PLAIN)
+
+    @property
+    def running(self) -> bool:
+        return self._state is State.RUNNING
+
+    @property
+    def ctx(self) -> RunContext:
+        """This process's part in the run (this process alone until the run starts)."""
+        if self._ctx is None:
+            self._ctx = RunContext.local(
+                self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
+            )
+        return self._ctx
+
+    def advised_status(self) -> int:
+        """The exit status benchy advises for CI: 0 or 3 once the schedule ended, else 4 (incomplete)."""
+        return 4 if self.advised is None else self.advised
+
+    def where(self) -> Where:
+        """Where the loop is, for the plan's arithmetic (``core.progress``)."""
+        loop = self.loop
+        return Where(
+            loop.epochs_started,
+            loop.steps_taken(),
+            loop.start_at,
+            loop.loop_epoch(),
+            loop.left_early,
+            self.runner.queue_depth,
+            self.schedule.cycle,
+        )
+
+    def steps_needed(self) -> int:
+        """The loop's steps the schedule takes at the most (an estimate: ``core.progress.steps_needed``)."""
+        return steps_needed(self.schedule, self.where())
+
+    def epochs_needed(self) -> Optional[int]:
+        """The epochs of the loop's own length the schedule takes at the most (``core.progress.epochs_needed``)."""
+        return epochs_needed(self.schedule, self.where())
+
+    def snapshot(self) -> Snapshot:
+        """What the sink needs besides the results, as one value."""
+        windows, runner, loop, state = bool(self.schedule.window_plans), self.runner, self.loop, self.machine
+        complete = state.decided_phase
+        return Snapshot(
+            results=self.results,
+            schedule=m.schedule_state(
+                state,
+                tuple(t.label for t in self.results.trials),
+                self.stopped_at,
+                decided_at=self.decided_at,
+                decided_seconds=self.seconds[0],
+                stopped_seconds=self.seconds[1],
+                imprecise=imprecise(self.schedule, state, self.results, runner.queue_depth),
+            ),
+            epochs_started=loop.epochs_started,
+            finished=complete and self._state is State.DONE,
+            profiler=self.ctx.profilers.block(runner.ranges is not None),
+            synthetic_batch_samples=runner.synthetic_samples,
+            lookahead=runner.lookahead,
+            counting=runner.counting,
+            per_batch=runner.constant,
+            queue_depth=runner.queue_depth,
+            loader=f"{self.record.kind} created at {self.record.where}",
+            other_loaders=tuple(self.registry.others()),
+            workers=self._workers,
+            startup=runner.startup(self.results, self._workers, self._loader.persistent, loop.length),
+            tokens=None if runner.tokens is None else runner.tokens.source,
+            outcomes=self.outcomes,
+            steps_needed=self.steps_needed() if windows else None,
+            epoch_length=loop.length,
+            epochs_needed=self.epochs_needed() if windows else None,
+            steps_taken=loop.steps_taken() if windows else None,
+            likely_steps=None if complete or not windows else likely_more(self.schedule, state, self.results, runner.queue_depth),
+        )
+
+    def env(self) -> SideEnv:
+        """What a side trial may use (``sides.SideEnv``)."""
+        return SideEnv(self.config, self.runner, self.ctx.sink, self._loader, self._workers, self._hidden_runs, self._h2d_copy)
+
+    def _hidden_runs(self, spec: Optional[TrialSpec]) -> None:
+        """A side says which trial runs (for a signal that comes during it)."""
+        self.hidden = spec
+
     def _say(self, event: Any) -> None:
-        self.sink.say(event)
+        self.ctx.sink.say(event)

@@ -21,7 +21,7 @@ def _train(session, clock: FakeClock, stop_in_diagnostics: int = -1) -> int:
             optimizer.step()
             clock.now += 0.02
             steps += 1
-            w = session.window
+            w = session.loop.window
             if w is not None and w.spec.variant in ("PARTS", "CONTENTION"):
                 inside += 1
                 if inside == stop_in_diagnostics:

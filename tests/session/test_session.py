@@ -183,14 +183,14 @@ def test_one_benchmark_at_a_time_the_first_iterated_runs_it(tmp_path, monkeypatc
     train, _, _ = make(clock, batches=10, registry=registry)
     val, _, _ = make(clock, batches=10, registry=registry)
     run_epoch(train, clock)
-    assert train.benchmarked and not val.benchmarked
+    assert train.record.benchmarked and not val.record.benchmarked
     assert run_epoch(val, clock) == 10 and val.done  # first iterated while train runs it: the plain loader
     until_done(train, clock)
-    assert train.done and not val.benchmarked
+    assert train.done and not val.record.benchmarked
     # After the benchmark has finished, a wrapper iterated for the first time may run a new one.
     later, _, exits = make(clock, batches=10, registry=registry)
     until_done(later, clock)
-    assert later.benchmarked and later.done and exits == [0]
+    assert later.record.benchmarked and later.done and exits == [0]
 
 
 @pytest.mark.parametrize("batches", [4, 9])
@@ -205,7 +205,7 @@ def test_synthetic_batch_is_one_object_for_all_its_windows(tmp_path, monkeypatch
         if session.done:
             break
         for b in session.iterate():
-            if session.window is not None and session.window.spec.mode is Mode.SYNTHETIC:
+            if session.loop.window is not None and session.loop.window.spec.mode is Mode.SYNTHETIC:
                 seen.add(id(b))
             clock.now += 0.01
     assert session.done and len(seen) == 1
@@ -349,7 +349,7 @@ def test_a_peek_before_every_epoch_is_not_an_epoch_in_the_numbers(tmp_path, monk
         epochs += 1
         for _ in session.iterate():
             clock.now += 0.02
-    assert session.outcomes.peeks == epochs and session.epochs_started == epochs
+    assert session.outcomes.peeks == epochs and session.loop.epochs_started == epochs
     doc = read_json(session)
     assert doc["epochs_started"] == epochs and doc["peeks"] == epochs and doc["interrupted"] == []
     spans = [e["window"] for e in doc["timeline"]["trials"] if e["window"]]
