@@ -68,7 +68,7 @@ def run(ratio: float, step: float, workers: int, out_dir: str) -> Dict[str, Any]
                 time.sleep(step)
                 if session.done:
                     break
-    reading = session.sink.reading(session.snapshot())
+    reading = session.ctx.sink.reading(session.snapshot())
     found = reading.verdict
     schedule = session.snapshot().schedule
     decided = schedule.decided_at is not None

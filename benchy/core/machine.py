@@ -1,7 +1,7 @@
 """The schedule as a state machine (pure: no torch, no clock).
 
 A session feeds :func:`transition` one event at a time (the benchmark began, a trial counted or was lost,
-an extra ended) and carries out the actions it returns: an IO trial on benchy's own pass (now, between two
+an extra ended) and carries out the action it returns: an IO trial on benchy's own pass (now, between two
 steps of the loop), a SYNTHETIC or FULL window (the loop's next steps), an extra, or the end. Everything the
 machine decides follows from :class:`~benchy.core.schedule.Schedule` (the plan, as data) and the events:
 
@@ -416,8 +416,8 @@ def start(schedule: Schedule) -> State:
 # --- the transition ---------------------------------------------------------------------------------
 
 
-def transition(state: State, event: Event) -> Tuple[State, Tuple[Action, ...]]:
-    """The next state and what to do now (one action)."""
+def transition(state: State, event: Event) -> Tuple[State, Action]:
+    """The next state and what to do now."""
     room = event.room
     if isinstance(event, Begin):
         if state.phase is not Phase.NEW:
@@ -438,8 +438,7 @@ def transition(state: State, event: Event) -> Tuple[State, Tuple[Action, ...]]:
         if event.spec.mode is not Mode.IO and event.spec.variant == "":
             state = dataclasses.replace(state, boundary=state.boundary + 1)
     state = dataclasses.replace(state, room=room)
-    state, action = _next(state)
-    return state, (action,)
+    return _next(state)
 
 
 def _next(state: State) -> Tuple[State, Action]:
@@ -768,9 +767,8 @@ def longest_run(schedule: Schedule, queue_depth: int = 0, decided_after: Optiona
     def room() -> Optional[int]:
         return None if schedule.horizon is None else max(0, schedule.horizon - taken)
 
-    state, actions = transition(start(schedule), Begin(queue_depth, room()))
+    state, action = transition(start(schedule), Begin(queue_depth, room()))
     while True:
-        action = actions[0]
         steps = 0
         if isinstance(action, OpenWindow):
             mode = action.spec.mode
@@ -784,13 +782,13 @@ def longest_run(schedule: Schedule, queue_depth: int = 0, decided_after: Optiona
         if isinstance(action, Finish):
             return
         if isinstance(action, RunExtra):
-            state, actions = transition(state, ExtraEnded(action.extra, room()))
+            state, action = transition(state, ExtraEnded(action.extra, room()))
             continue
         spec = action.spec
         decided = decided_after is not None and state.issued(Mode.SYNTHETIC) >= decided_after
         change = 0.0 if decided_after is not None else None  # steady at once when a decision is assumed
         judgement = Judgement(decided=decided, outcome=Outcome.COMPUTE if decided else None)
-        state, actions = transition(state, Counted(spec, change, judgement, room()))
+        state, action = transition(state, Counted(spec, change, judgement, room()))
 
 
 # A session asks for its plan's length at each window's end, with the same plan: the same figure each time (a

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..core import events as ev
 from ..core.exits import EXIT_INCOMPLETE, STATUS_ENV_VAR
 from ..core.outcomes import FailedRank, Interruption, Reason, Why, raised
+from ..core.progress import not_run
 from ..core.schedule import TrialSpec
 from ..measure.profiling import AT_END, AT_EXIT
 from ..results.files import append_status
@@ -202,7 +203,7 @@ class Lifecycle:
             if error is not None
             else Reason(Why.NOT_RUN_STOPPED, epochs=s.loop.epochs_started, steps=s.loop.steps_taken())
         )
-        for spec in s.not_run():
+        for spec in not_run(s.schedule, s.machine, s.runner.queue_depth):
             s.outcomes = s.outcomes.lose(Interruption(spec, 0, why))
         self._stop()
         # The process ends as the script makes it end (its status, every exit handler): the run is said incomplete,

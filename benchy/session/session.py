@@ -5,12 +5,12 @@ the run's context, the start-up lines, the loader sweep), then hands the schedul
 pure) its first event. From there the run is a conversation between the machine and the loop's epochs
 (:class:`~benchy.session.loop.Loop`, which places each window in the loop's steps):
 
-* :meth:`Session.feed` hands the machine an event (the benchmark began, a trial counted or was lost, an extra ended)
+* :meth:`Session._feed` hands the machine an event (the benchmark began, a trial counted or was lost, an extra ended)
   and carries out what it answers: an IO trial or a hidden extra at once, on a pass of benchy's own with the user's
   random streams kept (:mod:`benchy.measure.rng`); a window, a side window or the FLOPs' count is kept for the
   loop, which asks for it at its next boundary (:meth:`Session.next_work`); the end goes to the endings.
 * a window the loop finished comes back in :meth:`Session.window_done`, a lost one in :meth:`Session.lose`; a
-  trial that counts goes through :meth:`Session.count` (exchanged with the other ranks, recorded in
+  trial that counts goes through :meth:`Session._count` (exchanged with the other ranks, recorded in
   :attr:`Session.results`, its line said) and its event back to the machine.
 * the endings (the schedule's end, the script's exit, a signal) are :class:`~benchy.session.lifecycle.Lifecycle`'s;
   the summary and the JSON are the sink's (:class:`~benchy.session.sink.ResultSink`), from one
@@ -37,7 +37,7 @@ from ..core import events as ev
 from ..core import machine as m
 from ..core.config import Config
 from ..core.outcomes import Interruption, Outcomes, Reason, Why, raised
-from ..core.progress import Progress, Where, epochs_needed, imprecise, likely_more, not_run, progress, steps_needed
+from ..core.progress import Progress, Where, epochs_needed, imprecise, likely_more, progress, steps_needed
 from ..core.results import PERIOD_CODE, RunResults, Snapshot, TrialResult
 from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..core.sweep import queue_depth
@@ -115,7 +115,7 @@ class Session:
         self.registry = registry
         self.record = registry.register(loader.kind, loader.where)
         self.record.session = weakref.ref(self)
-        self.advised: Optional[int] = None  # the exit status benchy advises for CI, once the benchmark ended
+        self.advised: Optional[int] = None  # the exit status benchy advises for CI (0, 3 or 4), once the benchmark ended
         self.life = Lifecycle(self)
 
     # --- what the wrappers call -------------------------------------------------------------------
@@ -195,7 +195,7 @@ class Session:
             # Epochs shorter than two rounds of the workers hold no whole round after a new pass's lead-in: the trials
             # count period by period (the JSON's loader_round says 1).
             self._replan(self.schedule.with_cycle(1))
-        self.feed(m.Begin(self.runner.queue_depth, self.room(), self.loop.length))
+        self._feed(m.Begin(self.runner.queue_depth, self._room(), self.loop.length))
 
     def _replan(self, schedule: Schedule) -> None:
         """Before it begins: the plan with what was learnt at the start (the loop's known length)."""
@@ -212,30 +212,30 @@ class Session:
 
     # --- the machine ----------------------------------------------------------------------------
 
-    def feed(self, event: m.Event) -> None:
-        """``event`` to the machine; its hidden actions carried out now (one pass of benchy's own for the lot), until
-        one for the loop (kept for :meth:`next_work`) or the end."""
+    def _feed(self, event: m.Event) -> None:
+        """``event`` to the machine; what it answers carried out: IO trials and hidden extras now (one pass of benchy's
+        own for the lot), each one's event fed back, until an action for the loop (kept for :meth:`next_work`) or the
+        end."""
         if isinstance(event, m.Begin):
             self.began = self.clock()
-        self.machine, (action,) = m.transition(self.machine, event)
-        self._notes()
-        self._milestones()
         ran = False
         with contextlib.ExitStack() as stack:
-            while isinstance(action, m.RunIO) or (isinstance(action, m.RunExtra) and action.extra in HIDDEN):
+            while True:
+                self.machine, action = m.transition(self.machine, event)
+                self._notes()
+                self._milestones()
+                if not (isinstance(action, m.RunIO) or (isinstance(action, m.RunExtra) and action.extra in HIDDEN)):
+                    break
                 if not ran:
                     ran, self._full = True, None
                     stack.enter_context(kept(self._loader.generators()))
                     stack.callback(self.runner.close_own)
                 if isinstance(action, m.RunIO):
                     first = self.machine.issued(Mode.IO) + self.machine.issued(Mode.IO, warmup=True) == 1
-                    event = self.count(self._io(action.spec, first), feed=False)
+                    event = self._count(self._io(action.spec, first))
                 else:
                     self._hidden_extra(action.extra)
-                    event = m.ExtraEnded(action.extra, self.room())
-                self.machine, (action,) = m.transition(self.machine, event)
-                self._notes()
-                self._milestones()
+                    event = m.ExtraEnded(action.extra, self._room())
         if ran:
             self.ctx.sink.checkpoint(self.snapshot())
         if isinstance(action, m.Finish):
@@ -243,7 +243,7 @@ class Session:
         else:
             self._action = action
 
-    def room(self) -> Optional[int]:
+    def _room(self) -> Optional[int]:
         """The loop's steps left where its length is known."""
         horizon = self.schedule.horizon
         return None if horizon is None else max(0, horizon - self.loop.start_at - self.loop.steps_taken())
@@ -276,9 +276,9 @@ class Session:
             self.results = self.results.changed(diagnostics_skipped=(*self.results.diagnostics_skipped, why))
             env.sink.say(ev.SideFailed(why))
 
-    def count(self, result: TrialResult, feed: bool = True) -> m.Counted:
+    def _count(self, result: TrialResult) -> m.Counted:
         """A scheduled trial that counted: exchanged with the other ranks (a DistributedError where they cannot
-        exchange: the endings keep what was measured), recorded, said; then the machine hears it (``feed``)."""
+        exchange: the endings keep what was measured), recorded, said; its event for the machine."""
         plan = self.schedule.plan(result.mode)
         auto_warmup = result.spec.warmup and not result.spec.profiled and plan is not None and plan.nwarmup is None
         change = self._warmup_change(result) if auto_warmup else None
@@ -290,15 +290,8 @@ class Session:
         self.results = self.results.add_trial(result)
         self.outcomes = self.outcomes.count()
         self.ctx.sink.trial(result)
-        event = m.Counted(result.spec, change, m.judge(self.results, self.schedule), self.room())
+        event = m.Counted(result.spec, change, m.judge(self.results, self.schedule), self._room())
         self._profiler_after(result.spec, event.judgement)
-        if feed:
-            _, (after,) = m.transition(self.machine, event)  # what comes next (a pure look ahead)
-            if not (result.spec.mode is Mode.FULL and isinstance(after, m.OpenWindow) and after.spec.mode is Mode.FULL):
-                # Between two FULL windows the JSON waits for the next trial: the loader's workers make batches ahead
-                # during every pause of the loop, and the second window would start on them.
-                self.ctx.sink.checkpoint(self.snapshot())
-            self.feed(event)
         return event
 
     def _warmup_change(self, result: TrialResult) -> Optional[float]:
@@ -346,12 +339,12 @@ class Session:
             if self.runner.world == 1:
                 return FlopsWork()
             self.results = self.results.changed(flops=self.runner.flops(final=True))  # why not, with several ranks
-            self.feed(m.ExtraEnded(action.extra, self.room()))
+            self._feed(m.ExtraEnded(action.extra, self._room()))
             return self.next_work()
         if isinstance(action, m.RunExtra) and action.spec is not None:
             started, self.results = self._side.start(action.extra, self.env(), self.results)
             if not started:
-                self.feed(m.ExtraEnded(action.extra, self.room()))
+                self._feed(m.ExtraEnded(action.extra, self._room()))
                 return self.next_work()
             self.loop.settle = action.extra is Extra.CONTENTION  # the fork's copy-on-write: first steps untimed
             return self._window(action.spec)
@@ -386,16 +379,22 @@ class Session:
         if extra is not None:
             self.results = self._side.finish(self.env(), result, self.results)
             self.ctx.sink.trial(result)
-            self.feed(m.ExtraEnded(extra, self.room()))
+            self._feed(m.ExtraEnded(extra, self._room()))
             return
         periods = len(result.step_seconds)
         period = result.seconds / periods if periods else 0.0  # the mean: a bursty loader's median is a burst's
         self._full = (self.clock(), period) if w.spec.mode is Mode.FULL and period > 0 else None
-        self.count(result)
+        event = self._count(result)
+        _, after = m.transition(self.machine, event)  # what comes next (a pure look ahead)
+        if not (result.spec.mode is Mode.FULL and isinstance(after, m.OpenWindow) and after.spec.mode is Mode.FULL):
+            # Between two FULL windows the JSON waits for the next trial: the loader's workers make batches ahead
+            # during every pause of the loop, and the second window would start on them.
+            self.ctx.sink.checkpoint(self.snapshot())
+        self._feed(event)
 
     def flops_done(self, work: FlopsWork, completed: bool) -> None:
         self.results = self.results.changed(flops=self.runner.flops(final=False))
-        self.feed(m.ExtraEnded(Extra.FLOPS, self.room()))
+        self._feed(m.ExtraEnded(Extra.FLOPS, self._room()))
 
     def lose(self, item: Interruption) -> None:
         """A trial that did not count: recorded and said (never raises); a side window's loss costs only its figures."""
@@ -405,7 +404,7 @@ class Session:
         extra = self._side.extra
         if extra is not None and item.spec.variant == extra.value:
             self.results = self._side.stop(Reason(Why.WINDOW_LOST, item.spec.label, cause=item.reason), self.results)
-            self.feed(m.ExtraEnded(extra, self.room()))
+            self._feed(m.ExtraEnded(extra, self._room()))
             return
         self.outcomes = self.outcomes.lose(item)
         try:
@@ -415,7 +414,7 @@ class Session:
         except Exception:  # during interpreter shutdown stdout may be gone
             pass
         if self.running and item.spec.mode is not Mode.IO:
-            self.feed(m.Lost(item.spec, self.room()))
+            self._feed(m.Lost(item.spec, self._room()))
 
     def side_served(self) -> None:
         self.outcomes = self.outcomes.side()
@@ -464,9 +463,6 @@ class Session:
         )
         return progress(self.schedule, self.machine, self.results, self.where(), record.where, again, failed, raised, running)
 
-    def not_run(self) -> Tuple[TrialSpec, ...]:
-        return not_run(self.schedule, self.machine, self.runner.queue_depth)
-
     # --- what is read of it ---------------------------------------------------------------------
 
     @property
@@ -486,10 +482,6 @@ class Session:
                 self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
             )
         return self._ctx
-
-    def advised_status(self) -> int:
-        """The exit status benchy advises for CI: 0 or 3 once the schedule ended, else 4 (incomplete)."""
-        return 4 if self.advised is None else self.advised
 
     def where(self) -> Where:
         """Where the loop is, for the plan's arithmetic (``core.progress``)."""

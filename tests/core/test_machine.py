@@ -36,17 +36,16 @@ def drive(
     ``decide_after`` counted trials (never: None); ``room``: the loop's steps, used up by each window;
     ``settle_after``: FULL's interval is within the figure precision once it has that many counted trials."""
     taken = 0
-    state, actions = m.transition(m.start(schedule), m.Begin(queue_depth, room))
+    state, action = m.transition(m.start(schedule), m.Begin(queue_depth, room))
     out: List[Step] = []
     while True:
-        action = actions[0]
         out.append((action, state))
         if isinstance(action, m.Finish) or len(out) > 500:
             return out
         left = None if room is None else room - taken
         if isinstance(action, m.RunExtra):
             taken += m.FLOPS_STEPS if action.spec is None else action.spec.nbatches
-            state, actions = m.transition(state, m.ExtraEnded(action.extra, None if room is None else room - taken))
+            state, action = m.transition(state, m.ExtraEnded(action.extra, None if room is None else room - taken))
             continue
         spec = action.spec
         if isinstance(action, m.OpenWindow):
@@ -55,7 +54,7 @@ def drive(
         decided = decide_after is not None and state.issued(Mode.SYNTHETIC) >= decide_after
         settled = frozenset(Mode) - (frozenset() if state.issued(Mode.FULL) >= settle_after else {Mode.FULL})
         judgement = m.Judgement(decided, outcome if decided else None, settled=settled)
-        state, actions = m.transition(state, m.Counted(spec, change if spec.warmup else None, judgement, left))
+        state, action = m.transition(state, m.Counted(spec, change if spec.warmup else None, judgement, left))
 
 
 def labels(steps: List[Step], kind: type) -> List[str]:
@@ -223,23 +222,21 @@ plans = st.builds(
 def test_every_event_stream_keeps_the_schedules_rules(schedule: Schedule, data: st.DataObject, depth: int) -> None:
     state = m.start(schedule)
     before = state
-    state, actions = m.transition(state, m.Begin(depth, data.draw(rooms)))
+    state, action = m.transition(state, m.Begin(depth, data.draw(rooms)))
     assert before == m.start(schedule)  # the transition made a new state: the old one is as it was
     windows: List[TrialSpec] = []
     extras: List[Extra] = []
     finished = False
     for _ in range(400):
-        assert len(actions) == 1
-        action = actions[0]
         if isinstance(action, m.Finish):
             finished = True
             _, more = m.transition(state, m.ExtraEnded(Extra.FLOPS))
-            assert more == (action,)  # the end stays the end
+            assert more == action  # the end stays the end
             break
         if isinstance(action, m.RunExtra):
             assert state.phase is m.Phase.EXTRAS and action.extra in schedule.extras and action.extra not in extras
             extras.append(action.extra)
-            state, actions = m.transition(state, m.ExtraEnded(action.extra, data.draw(rooms)))
+            state, action = m.transition(state, m.ExtraEnded(action.extra, data.draw(rooms)))
             continue
         spec = action.spec
         assert state.phase is m.Phase.MEASURING
@@ -263,7 +260,7 @@ def test_every_event_stream_keeps_the_schedules_rules(schedule: Schedule, data: 
             event = m.Lost(spec, data.draw(rooms))
         else:
             event = m.Counted(spec, data.draw(changes) if spec.warmup else None, data.draw(judgements), data.draw(rooms))
-        state, actions = m.transition(state, event)
+        state, action = m.transition(state, event)
     assert finished
     # The extras ran in their order for the verdict measuring ended with, less those left out for room.
     expected = m.extras_order(schedule.extras, state.outcome if state.judgement.decided else None)
@@ -364,15 +361,14 @@ def loop_run(schedule: Schedule, horizon: int, epoch: int, depth: int, start_at:
     def room() -> int:
         return max(0, horizon - pos)
 
-    state, actions = m.transition(m.start(schedule), m.Begin(depth, room(), epoch if told else None))
+    state, action = m.transition(m.start(schedule), m.Begin(depth, room(), epoch if told else None))
     out: List[m.Action] = []
-    while not isinstance(actions[0], m.Finish) and len(out) < 500:
-        action = actions[0]
+    while not isinstance(action, m.Finish) and len(out) < 500:
         out.append(action)
         if isinstance(action, m.RunExtra):
             if action.extra.in_loop:
                 pos += m.FLOPS_STEPS if action.spec is None else action.spec.nbatches
-            state, actions = m.transition(state, m.ExtraEnded(action.extra, room()))
+            state, action = m.transition(state, m.ExtraEnded(action.extra, room()))
             continue
         spec = action.spec
         if isinstance(action, m.OpenWindow):
@@ -384,9 +380,9 @@ def loop_run(schedule: Schedule, horizon: int, epoch: int, depth: int, start_at:
                     pos += 1 + (depth if spec.mode is Mode.FULL else 0)
                 else:
                     measured += 1
-        state, actions = m.transition(state, m.Counted(spec, None, m.Judgement(False, None), room()))
+        state, action = m.transition(state, m.Counted(spec, None, m.Judgement(False, None), room()))
     assert pos <= horizon or not told, (pos, horizon)
-    return out + [actions[0]]
+    return out + [action]
 
 
 def test_windows_across_short_epochs_of_a_known_loop_still_leave_the_flops_count_its_steps() -> None:
