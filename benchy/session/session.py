@@ -58,7 +58,9 @@ from .trials import OwnPasses, TrialRunner
 __all__ = ["LOOP_BATCHES", "LoaderFacts", "Session"]
 
 
-class State(enum.Enum):
+class Stage(enum.Enum):
+    """Where a wrapper's benchmark is (the schedule's own state is the machine's)."""
+
     NEW = "new"  # no iter() yet
     RUNNING = "running"
     DONE = "done"  # the schedule is over, whichever way
@@ -110,7 +112,7 @@ class Session:
         self.loop = Loop(self, loader, self.runner, clock)
         self._output, self._profiler_api, self._exit = output, profiler_api, exit
         self._ctx: Optional[RunContext] = None
-        self._state = State.NEW
+        self._stage = Stage.NEW
         self.pid = os.getpid()  # the process the benchmark runs in (a forked child is not it)
         self.registry = registry
         self.record = registry.register(loader.kind, loader.where)
@@ -122,13 +124,13 @@ class Session:
 
     def iterate(self) -> Iterator[Any]:
         """The iterator for the loop's next ``iter()``: an epoch while the schedule runs, else the plain one."""
-        if self._state in (State.DONE, State.PLAIN):
+        if self._stage in (Stage.DONE, Stage.PLAIN):
             return iter(self._loader.make_iterator())
-        if self._state is State.NEW:
+        if self._stage is Stage.NEW:
             if not self.registry.claim(self.record):
                 return self._become_plain()
             self._begin()
-            if self._state is not State.RUNNING:  # only IO was scheduled: it ran, and the schedule is over
+            if self._stage is not Stage.RUNNING:  # only IO was scheduled: it ran, and the schedule is over
                 return iter(self._loader.make_iterator())
         made = self.clock()  # before iter(): the pass's start-up includes starting its workers
         return self.loop.epoch(iter(self._loader.make_iterator()), made)
@@ -136,12 +138,12 @@ class Session:
     def adopt(self, inner: Iterator[Any], handed: int) -> Iterator[Any]:
         """The loop's epoch from here on, over ``inner`` (a pass that has handed out ``handed`` batches already):
         ``benchy run`` chose this loader part-way through a plain pass. Begins the benchmark."""
-        if self._state is State.NEW:
+        if self._stage is Stage.NEW:
             if not self.registry.claim(self.record):
                 return inner
             self.loop.start_at = handed  # the schedule's steps start there: its epochs count from the epoch's start
             self._begin()
-        if self._state is not State.RUNNING:
+        if self._stage is not Stage.RUNNING:
             return inner
         return self.loop.epoch(inner, self.clock(), handed)
 
@@ -153,7 +155,7 @@ class Session:
 
     def retire(self) -> None:
         """This wrapper is the plain loader for good (a copy of a wrapper whose benchmark is over)."""
-        self._state = State.PLAIN
+        self._stage = Stage.PLAIN
         self.record.iterated = self.record.finished = True
 
     # --- the start ----------------------------------------------------------------------------------
@@ -161,7 +163,7 @@ class Session:
     def _begin(self) -> None:
         """The benchmark begins (at the first ``iter()``, every rank together): the run's context, the plan's check
         across ranks, the loop's known length, the start-up lines, the sweep, then the machine's first actions."""
-        self._state = State.RUNNING
+        self._stage = Stage.RUNNING
         try:
             ctx = self._ctx = RunContext.start(
                 self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
@@ -169,7 +171,7 @@ class Session:
             if ctx.world > 1:
                 agree(ctx.comm, self.schedule.fingerprint(), self.config.general.dist_rank_lists)
         except DistributedError:
-            self._state = State.DONE
+            self._stage = Stage.DONE
             self.record.finished = True
             raise
         self.runner.world, self.runner.barrier, self.runner.ranges = ctx.world, ctx.barrier, ctx.ranges
@@ -202,7 +204,7 @@ class Session:
         self.schedule, self.machine = schedule, m.start(schedule)
 
     def _become_plain(self) -> Iterator[Any]:
-        self._state = State.PLAIN
+        self._stage = Stage.PLAIN
         owner, where = self.registry.owner, self.record.where
         if self.ctx.rank == 0 and where not in self.registry.noted:  # once per creation site
             self.registry.noted.add(where)
@@ -323,8 +325,8 @@ class Session:
         """After ``spec``: the capture stops where no trial of its kinds may follow (read with ``judgement``, the
         evidence this trial brought, where it counted)."""
         profilers = self.ctx.profilers
-        state = self.machine if judgement is None else dataclasses.replace(self.machine, judgement=judgement)
-        more = any(state.may_run(mode) for mode in profilers.kinds)
+        machine = self.machine if judgement is None else dataclasses.replace(self.machine, judgement=judgement)
+        more = any(machine.may_run(mode) for mode in profilers.kinds)
         for event in profilers.after_trial(spec, more):
             self._say(event)
 
@@ -431,7 +433,7 @@ class Session:
     def stop(self, why: Reason) -> None:
         """The benchmark is over, whichever way: no window runs from here on (the running one is dropped, a side
         window's cut short: ``why``)."""
-        self._state = State.DONE
+        self._stage = Stage.DONE
         self.record.finished = True
         work = self.loop.discard()
         if isinstance(work, WindowRun):
@@ -468,11 +470,11 @@ class Session:
     @property
     def done(self) -> bool:
         """True once the schedule is over, or when another loader is the benchmarked one."""
-        return self._state in (State.DONE, State.PLAIN)
+        return self._stage in (Stage.DONE, Stage.PLAIN)
 
     @property
     def running(self) -> bool:
-        return self._state is State.RUNNING
+        return self._stage is Stage.RUNNING
 
     @property
     def ctx(self) -> RunContext:
@@ -506,21 +508,21 @@ class Session:
 
     def snapshot(self) -> Snapshot:
         """What the sink needs besides the results, as one value."""
-        windows, runner, loop, state = bool(self.schedule.window_plans), self.runner, self.loop, self.machine
-        complete = state.decided_phase
+        windows, runner, loop, machine = bool(self.schedule.window_plans), self.runner, self.loop, self.machine
+        complete = machine.decided_phase
         return Snapshot(
             results=self.results,
             schedule=m.schedule_state(
-                state,
+                machine,
                 tuple(t.label for t in self.results.trials),
                 self.stopped_at,
                 decided_at=self.decided_at,
                 decided_seconds=self.seconds[0],
                 stopped_seconds=self.seconds[1],
-                imprecise=imprecise(self.schedule, state, self.results, runner.queue_depth),
+                imprecise=imprecise(self.schedule, machine, self.results, runner.queue_depth),
             ),
             epochs_started=loop.epochs_started,
-            finished=complete and self._state is State.DONE,
+            finished=complete and self._stage is Stage.DONE,
             profiler=self.ctx.profilers.block(runner.ranges is not None),
             synthetic_batch_samples=runner.synthetic_samples,
             lookahead=runner.lookahead,
@@ -537,7 +539,9 @@ class Session:
             epoch_length=loop.length,
             epochs_needed=self.epochs_needed() if windows else None,
             steps_taken=loop.steps_taken() if windows else None,
-            likely_steps=None if complete or not windows else likely_more(self.schedule, state, self.results, runner.queue_depth),
+            likely_steps=None
+            if complete or not windows
+            else likely_more(self.schedule, machine, self.results, runner.queue_depth),
         )
 
     def env(self) -> SideEnv:
