@@ -9,7 +9,7 @@ it, the period that holds the next pass's start-up (its ``iter()``, its workers'
 
 **An epoch** (:func:`epoch_loop`) is what the training loop iterates: one per ``iter()`` of a
 wrapper, over a pass of the loader made at that ``iter()``, as the plain loader makes it. It hands
-out *segments*, each chosen by the session (the :class:`Machine`) at a boundary: plain batches, the
+out *segments*, each chosen by the session (the :class:`Placer`, its loop) at a boundary: plain batches, the
 cached batch untimed (the FLOPs' counted step), or a stretch of a SYNTHETIC or FULL *window*
 (:mod:`benchy.measure.window`). Within a window, ``stamps[i]`` is when hand-out ``i`` was made, so
 a period (``stamps[i]`` to ``stamps[i+1]``) holds one step and, in FULL, one fetch:
@@ -21,7 +21,7 @@ a period (``stamps[i]`` to ``stamps[i+1]``) holds one step and, in FULL, one fet
   period holds a fetch too, and that batch is handed out next (it is the epoch's next batch).
 
 The epoch ends where the loader's pass ends: a cached hand-out takes the place of one batch of the
-pass, which the machine takes from the pass (and drops) before the next real hand-out, so every epoch
+pass, which the placer takes from the pass (and drops) before the next real hand-out, so every epoch
 has the pass's own number of steps and consumes it as the plain loop does.
 
 Everything else (device sync, the optional barrier, statistics, printing, collectives, the choice
@@ -59,7 +59,7 @@ __all__ = [
     "EpochArgs",
     "EpochState",
     "IOArgs",
-    "Machine",
+    "Placer",
     "Segment",
     "epoch_loop",
     "io_trial",
@@ -96,7 +96,7 @@ class IOArgs:
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
-    """The next stretch of an epoch, as the machine decided it at a boundary.
+    """The next stretch of an epoch, as the placer decided it at a boundary.
 
     ``steps``: hand-outs (-1: until the epoch ends; PLAIN only); ``window``: the SYNTHETIC or FULL
     window it continues; ``batch``: the cached batch (CACHED, SYNTHETIC); ``finishes``: running all
@@ -113,7 +113,7 @@ class Segment:
 
 class EpochState:
     """One epoch of the training loop (one ``iter()`` of a wrapper), shared by its loop and the
-    machine; the loop writes it at segment boundaries only."""
+    placer; the loop writes it at segment boundaries only."""
 
     __slots__ = (
         "__weakref__",
@@ -144,27 +144,28 @@ class EpochState:
         self.made = made  # the clock when the pass was made (its start-up runs from here)
         self.handed = 0  # batches handed out in this epoch
         self.pending: Any = NO_BATCH  # a batch of this pass fetched and not handed out yet
-        # The machine's: batches of the pass that cached hand-outs took the place of, not yet taken from it
+        # The placer's: batches of the pass that cached hand-outs took the place of, not yet taken from it
         # (taken before the next real hand-out, so that the pass is consumed as the plain loop consumes it),
         # and where the running cached segment began (-1: the running segment hands out real batches).
         self.owed = 0
         self.cached_from = -1
         self.exhausted = False  # the pass ended (StopIteration)
-        self.short = 0  # the machine's: hand-outs past the pass's end (a cached stretch ran beyond it)
+        self.short = 0  # the placer's: hand-outs past the pass's end (a cached stretch ran beyond it)
         self.closed = False  # the loop let go of the iterator
-        self.role = 0  # the machine's: 0 undecided, 1 the loop's epoch, 2 a side iterator (a peek)
-        self.index = 0  # the machine's: which epoch of the benchmark this is (1 = the first)
+        self.role = 0  # the placer's: 0 undecided, 1 the loop's epoch, 2 a side iterator (a peek)
+        self.index = 0  # the placer's: which epoch of the benchmark this is (1 = the first)
         self.queue_ready = False  # the loader's ready batches were taken since the queue last filled
-        self.settled = False  # the machine's: the pass's first steps (its workers' start) went by untimed
-        self.side_from = 0  # the machine's: a side iterator's note of the loop's progress
+        self.settled = False  # the placer's: the pass's first steps (its workers' start) went by untimed
+        self.side_from = 0  # the placer's: a side iterator's note of the loop's progress
         self.window: Optional[WindowRun] = None  # the window whose segment runs now, if any
         # The wrapper, kept alive while the epoch is out: a loop over a temporary wrapper
         # (``for x in Wrapper(...)``) must not free it, and with it its workers, part-way.
         self.holder: Any = None
 
 
-class Machine(Protocol):
-    """The session side of an epoch: chooses each segment, and hears how the epoch ended."""
+class Placer(Protocol):
+    """The session side of an epoch (the session's loop, which places each window in it): chooses each segment,
+    and hears how the epoch ended."""
 
     def segment(self, epoch: EpochState) -> Segment: ...
 
@@ -178,7 +179,7 @@ class EpochArgs:
     """One epoch loop's arguments."""
 
     state: EpochState
-    machine: Machine
+    placer: Placer
     clock: Clock
 
 
@@ -305,9 +306,9 @@ def _left_out(crossed: List[int], n: int, cycle: int) -> List[int]:
 
 
 def epoch_loop(args: EpochArgs) -> Generator[Any, None, None]:
-    """The generator the training loop gets for one epoch: the segments its machine chooses, one after another."""
-    ep, machine, clock = args.state, args.machine, args.clock
-    decide = machine.segment
+    """The generator the training loop gets for one epoch: the segments its placer chooses, one after another."""
+    ep, placer, clock = args.state, args.placer, args.clock
+    decide = placer.segment
     inner_next = ep.inner_next
     handed = ep.handed
     seg: Optional[Segment] = None
@@ -485,11 +486,11 @@ def epoch_loop(args: EpochArgs) -> Generator[Any, None, None]:
         # batch yielded and never returned counts as handed out (the loop held it).
         depth = _close(ranges, depth)
         ep.handed = handed  # a window's running segment: its series tell how far it went
-        machine.closed(ep, seg, k)
+        placer.closed(ep, seg, k)
         raise
     except BaseException as err:
         depth = _close(ranges, depth)
         if seg is not None:  # the loader raised in a segment (an error in a choice is benchy's own)
             ep.handed = handed
-            machine.failed(ep, seg, err)
+            placer.failed(ep, seg, err)
         raise
