@@ -32,6 +32,7 @@ from ..core.record import (
     Number,
     Numbers,
     Pair,
+    Record,
     Seconds,
     Triple,
     UnixTime,
@@ -60,12 +61,9 @@ def _keys(names: str) -> Meta:
     return Meta(extra={"keys": names})
 
 
-class _Block(Struct, frozen=True, kw_only=True):
-    r"""An object of the file that only the file has: frozen, its fields by keyword, unknown keys left to the
-    document (the objects benchy also keeps in memory are :class:`~benchy.core.record.Record`\ s)."""
-
-    what: ClassVar[str] = "an object"
-    plural: ClassVar[str] = "objects"
+class _Block(Record, frozen=True, kw_only=True):
+    r"""An object of the file that only the file has: its fields by keyword (the objects benchy also keeps in
+    memory are :class:`~benchy.core.record.Record`\ s themselves)."""
 
 
 # --- a mode's trials ------------------------------------------------------------------------

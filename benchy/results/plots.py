@@ -221,7 +221,7 @@ def plot_timeline(run: Run, path: Target) -> List[str]:
     trials shaded and named (warm-ups grey), and the system readings (CPU cores busy, RSS) below;
     returns what the picture leaves out, in words (the timeline's notes).
     :class:`~benchy.results.trace.TraceError` for a run without a timeline."""
-    from .trace import load_timeline
+    from .trace import load_timeline, span
 
     line = load_timeline(run)
     trials = line.trials.get(0, [])
@@ -230,7 +230,7 @@ def plot_timeline(run: Run, path: Target) -> List[str]:
     fig, (ax, sys_ax) = plt.subplots(2, 1, figsize=TIMELINE_SIZE, dpi=DPI, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     top = 0.0
     for t in trials:
-        started, seconds = t.started or 0.0, t.own_seconds or 0.0  # the trace's trials have both
+        started, seconds = span(t)
         start = started - line.origin
         data = steps.get(t.trial) if t.group == "schedule" else None
         mode = t.mode

@@ -40,7 +40,7 @@ from . import model
 from . import steps as step_files
 from .saved import Run
 
-__all__ = ["MAX_EVENTS", "Timeline", "TraceError", "TraceStats", "load_timeline", "write_trace"]
+__all__ = ["MAX_EVENTS", "Timeline", "TraceError", "TraceStats", "load_timeline", "span", "write_trace"]
 
 MAX_EVENTS = 200_000
 PLURAL = {"fetch": "fetches", "step": "steps", "batch": "batches"}
@@ -142,7 +142,7 @@ def _trials(timeline: model.Timeline, rank: int) -> List[model.TimelineTrial]:
     return out
 
 
-def _span(t: model.TimelineTrial) -> Tuple[float, float]:
+def span(t: model.TimelineTrial) -> Tuple[float, float]:
     """A drawn trial's start (Unix seconds) and its own seconds (:func:`_trials` sets both)."""
     assert t.started is not None and t.own_seconds is not None, t.trial
     return t.started, t.own_seconds
@@ -275,7 +275,7 @@ def load_timeline(run: Run) -> Timeline:
     path = run.path or "."
     dirs = _rank_dirs(run.model.steps_dir, path)
     per_rank = {r: _trials(timeline, r) for r in range(max(1, run.nranks))}
-    starts = [_span(t)[0] for trials in per_rank.values() for t in trials]
+    starts = [span(t)[0] for trials in per_rank.values() for t in trials]
     startup = run.model.loader_startup
     passes = [] if startup is None else [(float(a), float(b)) for a, b in zip(startup.started, startup.seconds)]
     starts += [s for s, _ in passes]
@@ -405,14 +405,14 @@ def _draw_rank(
     for t in sweep:
         settings.setdefault(t.setting if isinstance(t.setting, Setting) else None, []).append(t)
     for found, group in settings.items():
-        begin = min(_ns(_span(t)[0], origin) for t in group)
-        end = max(_ns(_span(t)[0], origin) + round(_span(t)[1] * 1e9) for t in group)
+        begin = min(_ns(span(t)[0], origin) for t in group)
+        end = max(_ns(span(t)[0], origin) + round(span(t)[1] * 1e9) for t in group)
         setting = {} if found is None else msgspec.structs.asdict(found)
         text = ", ".join(f"{k}={v}" for k, v in setting.items() if v is not None)
         w.slice(pid, TRACKS["loader sweep"], text or "setting", "sweep", begin, end - begin, setting)
     for t in trials:
         tid = TRACKS[_track(t)]
-        started, seconds = _span(t)
+        started, seconds = span(t)
         start = _ns(started, origin)
         data = steps.get(t.trial) if t.group == "schedule" else None
         # The steps first (events may come in any order): the trial's slice spans what they laid out.
