@@ -554,16 +554,9 @@ def encoded(doc: Dict[str, Any]) -> Dict[str, Any]:
     rates = {k: doc[k]["rates"] for k in MODE_KEYS if isinstance(doc.get(k), dict) and doc[k].get("rates") is not None}
     shallow = {k: ({**v, "rates": None} if k in rates else v) for k, v in doc.items()}
     try:
-        raw = msgspec.json.encode(shallow, enc_hook=_builtin)
-    except TypeError:
+        model = msgspec.json.decode(msgspec.json.encode(shallow, enc_hook=_builtin), type=Document)
+    except (msgspec.ValidationError, TypeError):
         return doc
-    try:
-        model = msgspec.json.decode(raw, type=Document)
-    except msgspec.ValidationError:  # as built, in JSON values (its records too), so that nothing measured is lost
-        out: Dict[str, Any] = msgspec.json.decode(raw)
-        for key, values in rates.items():
-            out[key]["rates"] = values
-        return out
     out = encode(model)
     for key, values in rates.items():
         out[key]["rates"] = values
