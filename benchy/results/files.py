@@ -12,6 +12,7 @@ import time
 import uuid
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional
 
+import msgspec
 import numpy as np
 
 from ..core.config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
@@ -94,7 +95,8 @@ def write_document(handle: IO[str], document: Mapping[str, Any]) -> None:
                 lists.append(values)
             block["rates"] = names
             shallow[key] = block
-    text = json.dumps(shallow, indent=1, allow_nan=False)
+    # A document the model refused is written as built: its records (msgspec structs) by their file names.
+    text = json.dumps(shallow, indent=1, allow_nan=False, default=msgspec.to_builtins)
     # re.split with a group: text, index, text, index, ..., text
     parts = re.split(re.escape(json.dumps(marker)[:-1]) + r'([0-9]+)"', text) if lists else [text]
     for k, part in enumerate(parts):
