@@ -49,9 +49,8 @@ def _terminal_foreground() -> bool:
 
 
 def forwarded(signum: int, foreground: bool) -> bool:
-    """Whether a signal this process received is sent on to the command (see the module): always
-    :data:`ALWAYS_FORWARDED`; :data:`TERMINAL_SIGNALS` only when this process is not in the terminal's
-    foreground group (``foreground``), where the terminal would have sent it to the command too."""
+    """Whether a signal this process received is sent on to the command (see the module; ``foreground``: this
+    process is in the terminal's foreground group, and the terminal sent its signals to the command too)."""
     return signum in ALWAYS_FORWARDED or (signum in TERMINAL_SIGNALS and not foreground)
 
 

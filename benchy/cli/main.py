@@ -22,14 +22,19 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 from typing import IO, Any, Dict, List, Optional, Sequence
 
+from ..core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, ConfigError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, EXIT_REGRESSION, run_status
 from ..core.version import __version__
+from ..integrations import BOOT_DIR
+from ..integrations.runvars import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
 from ..results import compare as comparing
 from ..results import lines
 from ..results import scaling as scaling
+from ..results.configfile import load_config
 from ..results.saved import Run
 from ..results.schema import ResultFileError, json_safe, load
 from ..results.tables import Table, markdown_text, print_table, summary_table
@@ -41,10 +46,6 @@ USAGE = __doc__.split("\n\nThe exit statuses")[0]  # the --help text: plain, no 
 def _fail(command: str, message: str) -> int:
     print(f"benchy {command}: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
-
-
-def _fancy() -> bool:
-    return sys.stdout.isatty()
 
 
 # --- summary ---------------------------------------------------------------------------------
@@ -89,10 +90,7 @@ def _summary_json(run: Run) -> Dict[str, Any]:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    try:
-        run = load(args.path)
-    except ResultFileError as err:
-        return _fail("summary", str(err))
+    run = load(args.path)
     if args.format == "text":
         for line in _summary_text(run):
             print(line)
@@ -121,13 +119,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    runs = []
-    for path in (args.base, args.new):
-        try:
-            runs.append(load(path))
-        except ResultFileError as err:
-            return _fail("compare", str(err))
-    result = comparing.compare_runs(runs[0], runs[1], threshold=args.threshold / 100.0, confidence=args.confidence)
+    result = comparing.compare_runs(load(args.base), load(args.new), threshold=args.threshold / 100.0, confidence=args.confidence)
     if not result.changes:
         return _fail("compare", f"{args.base} and {args.new} have no mode in common")
     if args.format == "json":
@@ -137,21 +129,12 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         for line in comparing.header(result):
             print(line)
-        print_table(comparing.table(result), sys.stdout, fancy=_fancy())
+        print_table(comparing.table(result), sys.stdout, fancy=sys.stdout.isatty())
         print(comparing.status_line(result))
     return result.exit_status
 
 
 # --- check ----------------------------------------------------------------------------------
-
-
-def advised_status(run: Run) -> int:
-    """The exit status a run's file advises for CI: its ``exit_status`` (0, 3, 4); for a file without one (older
-    versions, a parsed log), 0 when the run is complete, else 4."""
-    found = run.model.exit_status
-    if found is not None:
-        return found
-    return EXIT_OK if run.complete else EXIT_INCOMPLETE
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -161,12 +144,11 @@ def _check(args: argparse.Namespace) -> int:
         pattern = re.compile(args.fail_on_verdict) if args.fail_on_verdict else None
     except re.error as err:
         return _fail("check", f"--fail-on-verdict {args.fail_on_verdict!r}: not a regular expression ({err})")
-    try:
-        run = load(args.path)
-        base = load(args.baseline) if args.baseline else None
-    except ResultFileError as err:
-        return _fail("check", str(err))
-    status = advised_status(run)
+    run = load(args.path)
+    base = load(args.baseline) if args.baseline else None
+    status = run.model.exit_status  # what the run advises for CI (0, 3, 4)
+    if status is None:  # a file without one (older versions, a parsed log)
+        status = EXIT_OK if run.complete else EXIT_INCOMPLETE
     if status == EXIT_INCOMPLETE:
         print(f"benchy check: {args.path} holds an incomplete run ({_progress(run)}): status {status}")
         return status
@@ -186,7 +168,7 @@ def _check(args: argparse.Namespace) -> int:
         result = comparing.compare_runs(base, run, threshold=args.threshold / 100.0, confidence=args.confidence)
         if not result.changes:
             return _fail("check", f"{args.baseline} and {args.path} have no mode in common")
-        print_table(comparing.table(result), sys.stdout, fancy=_fancy())
+        print_table(comparing.table(result), sys.stdout, fancy=sys.stdout.isatty())
         print(f"benchy check: {comparing.status_line(result)}")
         failed = failed or result.exit_status != EXIT_OK
     return EXIT_REGRESSION if failed else EXIT_OK
@@ -195,21 +177,8 @@ def _check(args: argparse.Namespace) -> int:
 # --- report ----------------------------------------------------------------------------------
 
 
-def _load_all(command: str, paths: Sequence[str]) -> Optional[List[Run]]:
-    runs = []
-    for path in paths:
-        try:
-            runs.append(load(path))
-        except ResultFileError as err:
-            _fail(command, str(err))
-            return None
-    return runs
-
-
 def _report(args: argparse.Namespace) -> int:
-    runs = _load_all("report", args.runs)
-    if runs is None:
-        return EXIT_BAD_INPUT
+    runs = [load(path) for path in args.runs]
     rows = scaling.scaling_rows(runs)
     table = scaling.table(rows)
     base = scaling.baseline(runs)
@@ -218,7 +187,7 @@ def _report(args: argparse.Namespace) -> int:
         print(table.markdown())
         print(f"\nBaseline: {markdown_text(base.label)} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}.")
     else:
-        print_table(table, sys.stdout, fancy=_fancy())
+        print_table(table, sys.stdout, fancy=sys.stdout.isatty())
         print(f"baseline: {base.label} ({base.nranks} rank{'s' if base.nranks != 1 else ''}); {kind}")
     if args.csv:
         try:
@@ -232,7 +201,9 @@ def _report(args: argparse.Namespace) -> int:
         if status != EXIT_OK:
             return status
     if args.plot:
-        return _draw("report", args.plot, lambda: _plots().plot_scaling(rows, args.plot))
+        from ..results.plots import plot_scaling
+
+        return _draw("report", args.plot, lambda: plot_scaling(rows, args.plot))
     return EXIT_OK
 
 
@@ -258,20 +229,12 @@ def _write_html(runs: Sequence[Run], path: str) -> int:
     return EXIT_OK
 
 
-def _plots() -> Any:
-    from ..results import plots as plots
-
-    return plots
-
-
 def _draw(command: str, path: str, draw: Any) -> int:
     from ..results.plots import PlotUnavailable
 
     try:
         result = draw()
-    except PlotUnavailable as err:
-        return _fail(command, str(err))
-    except ValueError as err:
+    except (PlotUnavailable, ValueError) as err:
         return _fail(command, str(err))
     except OSError as err:
         return _fail(command, f"cannot write {path}: {err.strerror or err}")
@@ -282,13 +245,10 @@ def _draw(command: str, path: str, draw: Any) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    try:
-        run = load(args.path)
-    except ResultFileError as err:
-        return _fail("plot", str(err))
-    if args.timeline:
-        return _draw("plot", args.output, lambda: _plots().plot_timeline(run, args.output))
-    return _draw("plot", args.output, lambda: _plots().plot_run(run, args.output))
+    from ..results.plots import plot_run, plot_timeline
+
+    run = load(args.path)
+    return _draw("plot", args.output, lambda: (plot_timeline if args.timeline else plot_run)(run, args.output))
 
 
 # --- trace -----------------------------------------------------------------------------------
@@ -298,10 +258,7 @@ def _trace(args: argparse.Namespace) -> int:
     from ..results.files import write_atomic
     from ..results.trace import MAX_EVENTS, TraceError, TraceStats, write_trace
 
-    try:
-        run = load(args.path)
-    except ResultFileError as err:
-        return _fail("trace", str(err))
+    run = load(args.path)
     found = TraceStats()
 
     def write(handle: Any) -> None:
@@ -370,9 +327,6 @@ def _run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         return _fail(args.verb, "no command: expected `-- python train.py ARGS...` or `train.py ARGS...`")
-    from ..core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR
-    from ..integrations.runvars import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
-
     try:
         parse_loader(args.loader)
     except ValueError as err:
@@ -387,9 +341,6 @@ def _run(args: argparse.Namespace) -> int:
         env[CONFIG_ENV_VAR] = os.path.abspath(args.config)
     if args.name:
         env[RUN_NAME_ENV_VAR] = args.name
-    from ..core.config import ConfigError
-    from ..results.configfile import load_config
-
     try:  # a bad config is said now, before the script runs, not at its first loop
         load_config()
     except ConfigError as err:
@@ -406,14 +357,11 @@ def _run(args: argparse.Namespace) -> int:
             if done.code not in (None, 0):
                 raise
         return run_status(EXIT_OK, advised_statuses())
-    import shutil
-
-    from ..integrations import BOOT_DIR as boot
     from .child import run_child
 
     if shutil.which(command[0], path=env.get("PATH")) is None and not os.path.isfile(command[0]):
         return _fail(args.verb, f"cannot run {command[0]}: no such command")
-    env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = BOOT_DIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         return run_child(command, dict(env))
     except OSError as err:
@@ -471,14 +419,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     show = sub.add_parser("summary", help="print a run's summary (text lines, CSV, JSON or Markdown)")
     show.add_argument("path", help="a result JSON")
     show.add_argument("--format", choices=["text", "csv", "json", "markdown"], default="text")
-    show.set_defaults(handler=_summary)
+    show.set_defaults(handler=_summary, verb="summary")
 
     comp = sub.add_parser("compare", help="compare two runs mode by mode (exit 1 on a significant regression)")
     comp.add_argument("base", help="the reference result JSON")
     comp.add_argument("new", help="the result JSON to check")
     _regression_options(comp)
     comp.add_argument("--format", choices=["text", "markdown", "json"], default="text")
-    comp.set_defaults(handler=_compare)
+    comp.set_defaults(handler=_compare, verb="compare")
 
     check = sub.add_parser(
         "check",
@@ -489,7 +437,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     check.add_argument("--fail-on-verdict", metavar="REGEX", help="fail (1) when the verdict's text matches REGEX")
     check.add_argument("--baseline", metavar="BASE.json", help="fail (1) when a mode regressed against this run")
     _regression_options(check, "with --baseline: ")
-    check.set_defaults(handler=_check)
+    check.set_defaults(handler=_check, verb="check")
 
     rep = sub.add_parser("report", help="scalability table across runs (CSV, PNG and an HTML page on request)")
     rep.add_argument("runs", nargs="+", help="result JSONs, e.g. of 1, 2 and 4 ranks")
@@ -502,7 +450,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "sweep and, for several runs, scaling (plots need matplotlib)",
     )
     rep.add_argument("--format", choices=["text", "markdown"], default="text")
-    rep.set_defaults(handler=_report)
+    rep.set_defaults(handler=_report, verb="report")
 
     plot = sub.add_parser("plot", help="per-step throughput over time and a histogram per mode (PNG)")
     plot.add_argument("path", help="a result JSON (its .steps directory next to it gives warm-ups and times)")
@@ -513,7 +461,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         help="rank 0's timeline instead: every step at its time (FULL: step and data wait), the "
         "trials, the CPU and RSS readings (the picture of benchy trace)",
     )
-    plot.set_defaults(handler=_plot)
+    plot.set_defaults(handler=_plot, verb="plot")
 
     trace = sub.add_parser("trace", help="a Chrome trace (Perfetto UI, chrome://tracing) of a run's trials and steps")
     trace.add_argument("path", help="a result JSON (its .steps directory next to it gives the steps)")
@@ -525,7 +473,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         metavar="N",
         help="draw at most N step events; past that, blocks of steps (default 200000, ~30 MB)",
     )
-    trace.set_defaults(handler=_trace)
+    trace.set_defaults(handler=_trace, verb="trace")
 
     parse = sub.add_parser("parse", help="a result JSON from the BENCHY:: lines of a log")
     parse.add_argument("log", help="a log holding BENCHY:: lines (benchy's or the original tool's)")
@@ -533,7 +481,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parse.add_argument("--name", help="the run's name (default: the log file's name)")
     parse.add_argument("--ranks", type=_positive, help="ranks of the run, when the log does not say")
     parse.add_argument("--run", type=_positive, metavar="K", help="the K-th run of the log (default: the last)")
-    parse.set_defaults(handler=_parse)
+    parse.set_defaults(handler=_parse, verb="parse")
 
     for verb, text in (
         ("run", "run an unmodified training script with its training DataLoader benchmarked"),
@@ -564,7 +512,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         runner.set_defaults(handler=_run, verb=verb, sweep=False)
 
     args = parser.parse_args(argv)
-    status: int = args.handler(args)
+    try:
+        status: int = args.handler(args)
+    except ResultFileError as err:  # a result file a command reads
+        return _fail(args.verb, str(err))
     return status
 
 

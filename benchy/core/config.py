@@ -21,6 +21,7 @@ from .config_rules import (
     AUTO,
     PROBE_PREFIX,
     RULES,
+    SECTION_BY_LOWER,
     SECTION_CLASS,
     STEPS_TEMP_SUFFIX,
     TEMP_PREFIX,
@@ -28,7 +29,6 @@ from .config_rules import (
     GlobalConfig,
     ModeConfig,
     SweepConfig,
-    canonical_section,
     check_consistency,
     describe,
     merge_layer,
@@ -51,7 +51,6 @@ __all__ = [
     "GlobalConfig",
     "ModeConfig",
     "SweepConfig",
-    "absolute",
     "check_global",
     "config_of",
     "merge_layers",
@@ -96,7 +95,10 @@ class Config:
 
     def mode(self, name: str) -> ModeConfig:
         """The section for a mode name (``IO``, ``SYNTHETIC`` or ``FULL``, any case)."""
-        return getattr(self, ATTR_OF_SECTION[canonical_section(name)])
+        section = SECTION_BY_LOWER.get(name.lower()) if isinstance(name, str) else None
+        if section is None:
+            raise KeyError(f"unknown benchy section {name!r} (allowed: {', '.join(ATTR_OF_SECTION)})")
+        return getattr(self, ATTR_OF_SECTION[section])
 
     @property
     def output_path(self) -> str:
@@ -155,11 +157,6 @@ def merge_layers(layers: Sequence[Tuple[str, Any]]) -> Tuple[Dict[str, Dict[str,
     return merged, source, problems
 
 
-def absolute(directory: Optional[str], cwd: str) -> str:
-    """``directory`` as an absolute, normalised path (``cwd`` itself for None), by string alone."""
-    return os.path.normpath(os.path.join(cwd, os.path.expanduser(directory) if directory else cwd))
-
-
 def config_of(merged: Mapping[str, Mapping[str, Any]], source: str, cwd: str) -> Config:
     """The :class:`Config` of merged sections, its ``output_dir`` made absolute against ``cwd`` now, so
     that a script that changes directory later (Hydra's ``job.chdir``) writes where benchy checked."""
@@ -168,8 +165,10 @@ def config_of(merged: Mapping[str, Mapping[str, Any]], source: str, cwd: str) ->
 
 
 def with_absolute_paths(config: Config, cwd: str) -> Config:
-    """``config`` with its ``output_dir`` absolute against ``cwd`` (itself when it already is)."""
-    directory = absolute(config.general.output_dir, cwd)
+    """``config`` with its ``output_dir`` absolute against ``cwd`` (``cwd`` for None) and normalised, by string alone
+    (itself when it already is)."""
+    given = config.general.output_dir
+    directory = os.path.normpath(os.path.join(cwd, os.path.expanduser(given) if given else cwd))
     if directory == config.general.output_dir:
         return config
     return dataclasses.replace(config, general=dataclasses.replace(config.general, output_dir=directory))

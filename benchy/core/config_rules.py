@@ -29,7 +29,6 @@ __all__ = [
     "ModeConfig",
     "Rule",
     "SweepConfig",
-    "canonical_section",
     "check_consistency",
     "describe",
     "merge_layer",
@@ -43,13 +42,6 @@ AUTO = "auto"
 # and the other two in lower case; section names are matched case-insensitively.
 ATTR_OF_SECTION = {"global": "general", "IO": "io", "synthetic": "synthetic", "full": "full", "sweep": "sweep"}
 SECTION_BY_LOWER = {name.lower(): name for name in ATTR_OF_SECTION}
-
-
-def canonical_section(name: str) -> str:
-    try:
-        return SECTION_BY_LOWER[name.lower()]
-    except (KeyError, AttributeError):
-        raise KeyError(f"unknown benchy section {name!r} (allowed: {', '.join(ATTR_OF_SECTION)})") from None
 
 
 # Bounds that keep a run's memory and the checks themselves bounded whatever a file holds.

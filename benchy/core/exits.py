@@ -14,15 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_INCOMPLETE",
-    "EXIT_MISSING_MODE",
-    "EXIT_OK",
-    "EXIT_REGRESSION",
-    "STATUS_ENV_VAR",
-    "run_status",
-]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INCOMPLETE", "EXIT_MISSING_MODE", "EXIT_OK", "EXIT_REGRESSION", "STATUS_ENV_VAR", "run_status"]
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1  # benchy compare: a mode regressed significantly; benchy check: a check failed
@@ -42,7 +34,4 @@ def run_status(script: int, advised: Iterable[int]) -> int:
     trial, 4 incomplete), and 4 when none was benchmarked."""
     if script != EXIT_OK:
         return script
-    found = list(advised)
-    if not found:
-        return EXIT_INCOMPLETE
-    return max(found)  # 4 over 3 over 0
+    return max(advised, default=EXIT_INCOMPLETE)  # 4 over 3 over 0

@@ -192,6 +192,3 @@ class Outcomes:
     def with_failed(self, failed: Tuple[FailedRank, ...]) -> Outcomes:
         known = {f.rank for f in self.failed_ranks}
         return dataclasses.replace(self, failed_ranks=self.failed_ranks + tuple(f for f in failed if f.rank not in known))
-
-    def lost_labels(self) -> Tuple[str, ...]:
-        return tuple(i.spec.label for i in self.lost)

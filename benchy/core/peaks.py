@@ -31,6 +31,14 @@ class Accelerator:
 
 
 _NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)"
+_HOPPER_SXM = {  # H100 SXM and H200 SXM: the same dense peaks
+    "float64": 34 * _T,
+    "float32": 67 * _T,
+    "tf32": 494.7 * _T,
+    "bfloat16": 989.4 * _T,
+    "float16": 989.4 * _T,
+    "float8": 1978.9 * _T,
+}
 # The most specific pattern first ("A100" before "A10", "H100 PCIe" before "H100").
 ACCELERATORS: Tuple[Accelerator, ...] = (
     Accelerator(
@@ -46,30 +54,11 @@ ACCELERATORS: Tuple[Accelerator, ...] = (
         },
         _NV_H100,
     ),
-    Accelerator(
-        r"gh200|\bh100\b",
-        "NVIDIA H100 SXM",
-        {
-            "float64": 34 * _T,
-            "float32": 67 * _T,
-            "tf32": 494.7 * _T,
-            "bfloat16": 989.4 * _T,
-            "float16": 989.4 * _T,
-            "float8": 1978.9 * _T,
-        },
-        _NV_H100,
-    ),
+    Accelerator(r"gh200|\bh100\b", "NVIDIA H100 SXM", _HOPPER_SXM, _NV_H100),
     Accelerator(
         r"\bh200\b",
         "NVIDIA H200 SXM",
-        {
-            "float64": 34 * _T,
-            "float32": 67 * _T,
-            "tf32": 494.7 * _T,
-            "bfloat16": 989.4 * _T,
-            "float16": 989.4 * _T,
-            "float8": 1978.9 * _T,
-        },
+        _HOPPER_SXM,
         "NVIDIA H200 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)",
     ),
     Accelerator(

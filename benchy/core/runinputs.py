@@ -13,8 +13,9 @@ import numpy as np
 
 from .claims import Contended
 from .queues import Shape, Shapes, shape_of
+from .record import Mode
 from .stages import MAIN_WORK, StageKind
-from .stats import Estimate
+from .stats import Estimate, estimate
 from .whatif import (
     BASIS_STAGES,
     SATURATED,
@@ -233,8 +234,6 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
 def step_in_full(results: Any) -> Optional[float]:
     """FULL's seconds a step with its wait for data taken out (the step as it runs beside the loader), over
     the counted FULL trials that split their time; None without them."""
-    from .schedule import Mode
-
     found = [t for t in results.measured(Mode.FULL) if t.wait_seconds is not None and len(t.step_seconds)]
     if not found:
         return None
@@ -247,8 +246,6 @@ def contended(results: Any, workers: int) -> Optional[Contended]:
     its step takes 5 % or more longer than SYNTHETIC's: the workers slow the step (cores, the GIL, memory
     bandwidth). Without workers FULL is below both by design (loading and the step run in series, which the
     verdict says), and there are no workers to take fewer of or to pin: None."""
-    from .schedule import Mode
-
     if workers <= 0:
         return None
     io, syn, full = (results.estimate(m).mean for m in (Mode.IO, Mode.SYNTHETIC, Mode.FULL))
@@ -265,8 +262,6 @@ def run_inputs(results: Any, systems: Mapping[Any, Mapping[str, float]], workers
     """The model's :class:`Inputs` from a run's :class:`~benchy.core.results.RunResults` (``systems``: each mode's
     system means; ``depth``: the loader's queue depth, num_workers x prefetch_factor); None without IO and
     SYNTHETIC trials."""
-    from .schedule import Mode
-
     io_trials = results.measured(Mode.IO)
     batches = sum(t.spec.nbatches for t in io_trials)
     batch = sum(t.samples for t in io_trials) / batches if batches else None
@@ -307,8 +302,6 @@ def from_results(
         return None
     checks: List[Tuple[Checked, int, Any, str, Change, Estimate]] = []
     if results.emulated and results.emulated_speedup:
-        from .stats import estimate
-
         k = float(results.emulated_speedup)
         measured = estimate([t.throughput for t in results.emulated if not t.spec.warmup])
         checks.append((Checked.EMULATED, 0, None, "FULL", Change(inp.workers, inp.cores, k), measured))

@@ -12,13 +12,9 @@ that into a :class:`StageReport`:
   With workers, the main process's wait is explained by the workers' work when they are busy, so
   what is left unexplained is ``1 - max(workers' busy share, main process's work share)``; without
   workers every stage is on the main thread and the remainder is the loader's own code.
-* **Each worker**: batches made, busy and idle time, time per batch. The slowest worker
-  (:func:`slowest_worker`, the one definition) is its time a batch against the median of the others', and what
-  its pace costs the IO throughput (in-order delivery takes the workers' batches in turn); it is named where
-  the ratio reaches :data:`STRAGGLER_RATIO` or the cost :data:`SLOW_COST`.
-* **Order**: a batch is *out of order* when a later one (of the batches in flight) was ready before
-  it; the *head-of-line* time is the part of the loop's wait for such a batch during which another
-  worker sat idle for want of an index: the most ``in_order=False`` could give back.
+* **Each worker**: batches made, busy and idle time, time per batch; the slowest (:func:`slowest_worker`).
+* **Order**: batches out of order and the head-of-line time, the most ``in_order=False`` could give back
+  (:func:`_order`).
 """
 
 from __future__ import annotations
@@ -246,16 +242,10 @@ class StageReport:
         (workers at all, when the loading runs on the training thread and cores are free);
         in_order=False when head-of-line waits are large and larger than the largest stage's share;
         else the largest stage's fix."""
-        free = self.free_cores
-        if (
-            self.workers
-            and self.worker_busy is not None
-            and self.worker_busy >= BUSY_WORKERS
-            and free is not None
-            and free >= 1.0
-        ):
-            return Fix(FixKind.MORE_WORKERS, figure=self.worker_busy, other=free, workers=self.workers)
-        if not self.workers and free is not None and free >= FREE_CORE:
+        busy, free = self.worker_busy or 0.0, self.free_cores or 0.0  # None: not known, no advice from it
+        if self.workers and busy >= BUSY_WORKERS and free >= 1.0:
+            return Fix(FixKind.MORE_WORKERS, figure=busy, other=free, workers=self.workers)
+        if not self.workers and free >= FREE_CORE:
             return Fix(FixKind.LOADER_WORKERS, figure=free)
         top = self.largest
         # in_order=False gives back at most the head-of-line time; a fix of the largest stage, at most its share.
@@ -305,17 +295,11 @@ def stage_fix(stage: Stage) -> Fix:
     kind = stage.kind
     if kind is StageKind.DATASET:
         return Fix(FixKind.WAITS if stage.waits else FixKind.DATASET)
-    if kind is StageKind.TRANSFORM:
-        return Fix(FixKind.TRANSFORM, stage.step)
-    if kind is StageKind.COLLATE:
-        return Fix(FixKind.COLLATE)
     if kind is StageKind.RECEIVE:
         return Fix(FixKind.RECEIVE if stage.waits else FixKind.RECEIVE_CPU)
-    if kind is StageKind.PIN:
-        return Fix(FixKind.PIN)
-    if kind is StageKind.SAMPLER:
-        return Fix(FixKind.SAMPLER)
-    return Fix(FixKind.OTHER, stage.name)
+    if kind in (StageKind.COLLATE, StageKind.PIN, StageKind.SAMPLER):
+        return Fix(FixKind[kind.name])
+    return Fix(FixKind.TRANSFORM if kind is StageKind.TRANSFORM else FixKind.OTHER, stage.name)
 
 
 def _mean(values: np.ndarray[Any, Any]) -> float:
@@ -457,14 +441,12 @@ def analyse(
         busy = None
         unexplained = 1.0 - sum(s.share for s in stages)
     per_worker = _workers(steady, seconds)
-    main_seconds = sum(st.seconds for st in stages if st.where == "main" and st.kind in MAIN_WORK)
-    slowest = slowest_worker(per_worker, workers, main_seconds)
     late, blocked = 0, 0.0
     if workers > 1:
         for t in steady:
             a, b = _order(t)
             late, blocked = late + a, blocked + b
-    return StageReport(
+    report = StageReport(
         period=period,
         throughput=samples / seconds if seconds > 0 else float("inf"),
         batches=n,
@@ -474,7 +456,7 @@ def analyse(
         unexplained=unexplained,
         worker_busy=busy,
         per_worker=per_worker,
-        slowest=slowest,
+        slowest=None,
         out_of_order=late,
         hol_share=blocked / seconds if seconds > 0 else 0.0,
         split=split,
@@ -486,6 +468,8 @@ def analyse(
         worker_shape=shape_of(*[t.end - t.start for t in steady]) if workers else (),
         receive_shape=shape_of(receive) if workers else (),
     )
+    report.slowest = slowest_worker(per_worker, workers, report.main_seconds)
+    return report
 
 
 def _workers(steady: Sequence[StageTrial], seconds: float) -> List[WorkerStat]:

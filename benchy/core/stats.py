@@ -135,29 +135,12 @@ def compare_log(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
     la, lb = np.log(la), np.log(lb)
     diff = float(lb.mean() - la.mean())
     ratio = math.exp(diff)
-    if la.size < 2 or lb.size < 2:
+    test = welch(la, lb)
+    if test is None:
         return Comparison(ratio, None, None, None, None, None, int(la.size), int(lb.size), confidence)
-    va = float(la.var(ddof=1)) / la.size
-    vb = float(lb.var(ddof=1)) / lb.size
-    se = math.sqrt(va + vb)
-    if se == 0.0:
-        df = int(la.size + lb.size - 2)
-        return Comparison(
-            ratio,
-            ratio,
-            ratio,
-            math.copysign(math.inf, diff) if diff else 0.0,
-            df,
-            0.0 if diff else 1.0,
-            int(la.size),
-            int(lb.size),
-            confidence,
-        )
-    df = max(1, math.floor(welch_df(va, la.size, vb, lb.size)))
-    q = t_quantile(confidence, df)
-    t = diff / se
-    p = 1.0 - t_two_sided_cdf(abs(t), df)
-    return Comparison(ratio, math.exp(diff - q * se), math.exp(diff + q * se), t, df, p, int(la.size), int(lb.size), confidence)
+    half = t_quantile(confidence, test.df_used) * test.se
+    low, high = math.exp(diff - half), math.exp(diff + half)
+    return Comparison(ratio, low, high, test.t, test.df_used, test.p, int(la.size), int(lb.size), confidence)
 
 
 @dataclass(frozen=True)
@@ -172,6 +155,7 @@ class Welch:
     df: float
     df_used: int
     p: float
+    se: float  # the standard error of the difference
 
 
 def welch(a: Sequence[float], b: Sequence[float]) -> Optional[Welch]:
@@ -185,11 +169,12 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Optional[Welch]:
     diff = float(xb.mean() - xa.mean())
     if va + vb == 0.0:
         df_equal = float(xa.size + xb.size - 2)
-        return Welch(math.copysign(math.inf, diff) if diff else 0.0, df_equal, int(df_equal), 0.0 if diff else 1.0)
-    t = diff / math.sqrt(va + vb)
+        return Welch(math.copysign(math.inf, diff) if diff else 0.0, df_equal, int(df_equal), 0.0 if diff else 1.0, 0.0)
+    se = math.sqrt(va + vb)
     df = welch_df(va, xa.size, vb, xb.size)
     used = max(1, math.floor(df))
-    return Welch(t, df, used, 1.0 - t_two_sided_cdf(abs(t), used))
+    t = diff / se
+    return Welch(t, df, used, 1.0 - t_two_sided_cdf(abs(t), used), se)
 
 
 def finite(x: float) -> Optional[float]:

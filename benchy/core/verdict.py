@@ -83,14 +83,14 @@ __all__ = [
 # Balanced: the interval of SYNTHETIC/IO lies within this share either way (see balanced_bounds):
 # a 5 % difference is not a bottleneck worth acting on, once the trials show it is no more.
 BALANCE_TOLERANCE = 0.05
-
-
 # FULL below this share of min(IO, SYNTHETIC) is worth explaining; down to the serial
 # estimate IO*SYN/(IO+SYN) / SERIAL_MARGIN it is explained by loading and compute not overlapping.
 OVERLAP_THRESHOLD = 0.8
-
-
 SERIAL_MARGIN = 1.1
+H2D_SLOWER = 0.9  # copies that leave less than this share of IO's rate are named in the verdict
+CPU_SATURATED = 0.85  # IO trials keeping this share of the cores busy: the loader is CPU-bound
+CPU_IDLE = 0.5
+READS_HIGH = 20e6  # bytes per second from storage that make storage a suspect
 
 
 def system_means(trials: Sequence[TrialResult]) -> Optional[Dict[str, float]]:
@@ -138,18 +138,6 @@ def h2d_estimate(results: RunResults) -> Estimate:
 def own_io(results: RunResults) -> Estimate:
     """IO as rank 0 saw it alone: what its IO_H2D trials compare with (they are rank 0's own)."""
     return estimate([t.own_throughput for t in results.measured(Mode.IO)])
-
-
-H2D_SLOWER = 0.9  # copies that leave less than this share of IO's rate are named in the verdict
-
-
-CPU_SATURATED = 0.85  # IO trials keeping this share of the cores busy: the loader is CPU-bound
-
-
-CPU_IDLE = 0.5
-
-
-READS_HIGH = 20e6  # bytes per second from storage that make storage a suspect
 
 
 def busy(results: RunResults, more: MoreTrials = MoreTrials()) -> Optional[Busy]:
@@ -241,18 +229,16 @@ def diagnosis(
     saturated = stages is not None and loader is not None and loader[0].cause is Cause.CPU_BOUND and stages.waits_off_cpu
     if stages is not None:
         claims.append(StagesFound(stages, saturated))
-    profile = full_profile  # None: not looked at (checkpoints), no stall claim
-    starved = profile is not None and bool(workers) and profile.stall_period == workers
-    if starved and profile is not None:
-        claims.append(Starved(workers, profile.stalls, profile.stall_share))
+    # full_profile None: not looked at (checkpoints), no stall claim
+    starved = full_profile is not None and bool(workers) and full_profile.stall_period == workers
+    if starved and full_profile is not None:
+        claims.append(Starved(workers, full_profile.stalls, full_profile.stall_share))
     cost = copies(results)
     if cost is not None:
         claims.append(cost)
     if start is not None and start.costly and start.share is not None:
         claims.append(StartupCost(start))
-    fix: Optional[Advice] = None
-    if loader is not None:
-        fix = Advice(loader[1], workers)
+    fix = None if loader is None else Advice(loader[1], workers)
     if stages is not None and stages.advice is not None and not saturated:
         fix = Advice(Help.STAGE, stages.advice)
     restart = start is not None and start.restarts_workers
@@ -398,16 +384,17 @@ def _io_vs_synthetic(c: Comparison) -> Outcome:
     """
     low_ok, high_ok = balanced_bounds()
     low, high = c.low, c.high
-    if low is not None and high is not None and low_ok <= low <= high <= high_ok:
+    if low is None or high is None:
+        return Outcome.UNDECIDED
+    if low_ok <= low <= high <= high_ok:
         return Outcome.BALANCED
-    if low is not None and high is not None and low > high_ok:
+    if low > high_ok:
         return Outcome.DATA_LOADING
-    if low is not None and high is not None and high < low_ok:
-        return Outcome.COMPUTE
-    return Outcome.UNDECIDED
+    return Outcome.COMPUTE if high < low_ok else Outcome.UNDECIDED
 
 
 def _full(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float], confidence: float) -> Full:
+    """FULL against the slower side; above it beyond the interval (and by more than 5 %) it cannot be: inconsistent."""
     io_mean, syn_mean = float(np.mean(io)), float(np.mean(synthetic))
     slower_name, slower = ("IO", io) if io_mean <= syn_mean else ("SYNTHETIC", synthetic)
     slower_mean, full_mean = min(io_mean, syn_mean), float(np.mean(full))
@@ -434,15 +421,9 @@ def decide(
     confidence: float = 0.95,
     more: MoreTrials = MoreTrials(),
 ) -> Optional[Verdict]:
-    """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC).
-
-
-    IO against SYNTHETIC is a ratio test on a log scale (:func:`compare_log`): a side when the
-    interval of SYNTHETIC/IO (``confidence``, 95 % by default; 99 % when trials stop adaptively,
-    see ``core.machine``) lies beyond 5 % either way, balanced when it lies within 5 %, undecided
-    otherwise. FULL is then read against the slower of the two; FULL above it beyond
-    the interval (and by more than 5 %) cannot be, and is named as an inconsistent measurement.
-    """
+    """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC): IO against
+    SYNTHETIC (:func:`_io_vs_synthetic`; ``confidence``: 95 % by default, 99 % when trials stop adaptively, see
+    ``core.machine``), then FULL against the slower of the two (:func:`_full`)."""
     c = compare_log(io, synthetic, confidence)
     if c is None:
         return None
@@ -527,14 +508,11 @@ def read(
     more: MoreTrials = MoreTrials(),
     depth: int = 0,
 ) -> Reading:
-    """The :class:`Reading` of ``results``, every figure the outputs render worked out once:
-    :func:`verdict`, then :func:`diagnosis` of it, with the step's FLOPs against ``peak_flops``
-    (``global.peak_flops``) on ``world`` devices, the tokens (``tokens_source``: what was counted,
-    with ``count: tokens``), the energy, each mode's system means and, with ``steps`` (the final
-    summary: it reads every step), each mode's step profile (FULL's gives the stall claim); with ``whatif``,
-    the model of :mod:`benchy.core.whatif`;
-    ``more``: how this run gets more trials (what an undecided verdict advises); ``depth``: the loader's queue
-    depth (the what-if model's simulation)."""
+    """The :class:`Reading` of ``results``, every figure the outputs render worked out once: :func:`verdict` and its
+    :func:`diagnosis`, the step's FLOPs against ``peak_flops`` on ``world`` devices, the tokens (``tokens_source``:
+    what ``count: tokens`` counted), the energy, each mode's system means and, with ``steps`` (the final summary:
+    it reads every step), step profile; with ``whatif``, the model of :mod:`benchy.core.whatif` (``depth``: the
+    loader's queue depth)."""
     profiles = {m: p for m in modes if steps and (p := step_profile(results.measured(m))) is not None}
     systems = {m: s for m in modes if (s := system_means(results.measured(m))) is not None}
     full_profile = profiles.get(Mode.FULL)

@@ -48,7 +48,6 @@ __all__ = [
     "RunnerDataLoader",
     "advised_statuses",
     "install",
-    "installed",
     "parse_loader",
     "run_script",
 ]
@@ -64,6 +63,7 @@ class _State:
         self.created = 0
         self.chosen: Optional[RunnerDataLoader] = None
         self.sweep = False
+        self.installed = False  # DataLoader replaced (install() is idempotent)
         self.lock = threading.Lock()
 
 
@@ -184,27 +184,20 @@ def _none_chosen() -> None:
     write_line(message, sys.stdout, sys.stderr)
 
 
-_INSTALLED: List[bool] = []
-
-
-def installed() -> bool:
-    return bool(_INSTALLED)
-
-
 def install(loader: Optional[str] = None, sweep: Optional[bool] = None) -> None:
     """Replace ``DataLoader`` for this process (idempotent). ``loader``: ``first`` or ``N``
     (default ``$BENCHY_RUN_LOADER``); ``sweep``: default ``$BENCHY_RUN_SWEEP``."""
     choice = loader if loader is not None else os.environ.get(LOADER_ENV_VAR, "first")
     STATE.mode = parse_loader(choice)
     STATE.sweep = bool(sweep) if sweep is not None else os.environ.get(SWEEP_ENV_VAR) == "1"
-    if _INSTALLED:
+    if STATE.installed:
         return
     RunnerDataLoader.__module__ = "torch.utils.data.dataloader"
     RunnerDataLoader.__qualname__ = RunnerDataLoader.__name__ = "DataLoader"
     torch.utils.data.DataLoader = RunnerDataLoader  # type: ignore[misc]
     torch.utils.data.dataloader.DataLoader = RunnerDataLoader  # type: ignore[misc]
     atexit.register(_none_chosen)
-    _INSTALLED.append(True)
+    STATE.installed = True
 
 
 def advised_statuses() -> List[int]:

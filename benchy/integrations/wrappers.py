@@ -7,6 +7,7 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple, TypeVar
 
+import psutil
 from torch.utils.data import DataLoader
 
 from ..core.config import Config, ConfigLike
@@ -162,13 +163,7 @@ def own_passes(loader: DataLoader, plain_iter: Callable[[Any], Iterator[Any]]) -
     iterator of their own (``DataLoader._get_iterator``), reset for each further pass and shut down when
     benchy is done with it, so the loop's is never reset under it and its workers' seeds are drawn as
     without benchy."""
-    ref = weakref.ref(loader)
-
-    def found() -> DataLoader:
-        got = ref()
-        if got is None:
-            raise ReferenceError("benchy: the loader this benchmark reads was garbage-collected")
-        return got
+    found: Callable[[], DataLoader] = weakly(loader, lambda got: got)
 
     def shutdown(iterator: Iterator[Any]) -> None:
         stop = getattr(iterator, "_shutdown_workers", None)
@@ -212,30 +207,25 @@ class LoaderSweeper:
     def cores(self) -> int:
         return available_cores()
 
+    def _arguments_with(self, setting: Setting, **more: Any) -> Dict[str, Any]:
+        """The loader's constructor arguments with ``setting`` (and ``more``) in place of its own."""
+        found = {"num_workers": setting.num_workers, "pin_memory": setting.pin_memory, "prefetch_factor": setting.prefetch_factor}
+        return dict(self._arguments, **found, **more)
+
     def make(self, setting: Setting) -> DataLoader:
-        arguments = dict(
-            self._arguments,
-            num_workers=setting.num_workers,
-            pin_memory=setting.pin_memory,
-            persistent_workers=False,
-            prefetch_factor=setting.prefetch_factor,
-        )
-        return DataLoader(**arguments)
+        return DataLoader(**self._arguments_with(setting, persistent_workers=False))
 
     def instrumented(self, workers: Optional[int] = None) -> Instrumented:
         """An instrumented copy with the loader's current settings (``measure.stages.instrument``); ``workers``:
         with that many workers instead (the what-if model's other setting). A loader without workers given one
         gets a timeout of :data:`WORKER_TIMEOUT` seconds a batch where it has none: a dataset that never ran in a
         worker may hang there (a lock held at the fork), and the diagnosis must not hang the run."""
-        own = self.own()
-        arguments = dict(self._arguments)
+        own, more = self.own(), {}
         if workers is not None and workers != own.num_workers:
-            if own.num_workers == 0 and workers > 0 and not arguments.get("timeout"):
-                arguments["timeout"] = WORKER_TIMEOUT
+            if own.num_workers == 0 and workers > 0 and not self._arguments.get("timeout"):
+                more["timeout"] = WORKER_TIMEOUT
             own = Setting(workers, own.pin_memory, (own.prefetch_factor or 2) if workers > 0 else None)
-        return instrument(
-            dict(arguments, num_workers=own.num_workers, pin_memory=own.pin_memory, prefetch_factor=own.prefetch_factor)
-        )
+        return instrument(self._arguments_with(own, **more))
 
     def apply(self, setting: Setting) -> None:
         """The wrapper itself takes the setting (DataLoader allows these three after construction)."""
@@ -245,13 +235,9 @@ class LoaderSweeper:
 
     def processes(self) -> Set[int]:
         """This process's children now (loader workers among them)."""
-        import psutil
-
         return {child.pid for child in psutil.Process().children(recursive=True)}
 
     def stop(self, pids: Set[int]) -> None:
-        import psutil
-
         for pid in pids:
             try:
                 psutil.Process(pid).terminate()
@@ -332,24 +318,18 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
     def _new_session(self, made: _Made) -> Session:
         iterable = self._iterable
         facts = LoaderFacts(
-            weakly(self, BenchmarkGenericIteratorWrapper._plain_iter),
+            weakly(self, lambda wrapper: iter(wrapper._iterable)),
             self.batch_size,
             type(self).__name__,
             made.where,
             queue_depth=_queue_depth(iterable),
             workers=_workers(iterable),
             persistent=bool(getattr(iterable, "persistent_workers", False)),
-            length=weakly(self, BenchmarkGenericIteratorWrapper._plain_length),
+            length=weakly(self, lambda wrapper: _length(wrapper._iterable, len)),
             generators=lambda: loader_generators(iterable),
             owner=weakref.ref(self),
         )
         return Session(made.config, facts)
-
-    def _plain_iter(self) -> Iterator[Any]:
-        return iter(self._iterable)
-
-    def _plain_length(self) -> Optional[int]:
-        return _length(self._iterable, len)
 
     def __len__(self) -> int:
         return len(self._iterable)  # type: ignore[arg-type]
