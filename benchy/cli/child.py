@@ -27,8 +27,6 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..core.exits import STATUS_ENV_VAR, run_status
 from ..results.files import read_statuses
 
-__all__ = ["ALWAYS_FORWARDED", "TERMINAL_SIGNALS", "forwarded", "run_child"]
-
 ALWAYS_FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)  # a terminal sends these to its foreground group
 

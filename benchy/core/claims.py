@@ -13,25 +13,6 @@ from typing import Any, Optional, Tuple, Union
 
 from .words import Worded
 
-__all__ = [
-    "Advice",
-    "Busy",
-    "Cause",
-    "Claim",
-    "Contended",
-    "Copies",
-    "DataWait",
-    "Feed",
-    "Help",
-    "LoaderCause",
-    "Mfu",
-    "MoreTrials",
-    "Padding",
-    "StagesFound",
-    "StartupCost",
-    "Starved",
-]
-
 
 @dataclass(frozen=True)
 class MoreTrials:

@@ -19,13 +19,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 from .config_rules import (
     ATTR_OF_SECTION,
     AUTO,
-    PROBE_PREFIX,
     RULES,
     SECTION_BY_LOWER,
     SECTION_CLASS,
-    STEPS_TEMP_SUFFIX,
-    TEMP_PREFIX,
-    TEMP_SUFFIX,
     GlobalConfig,
     ModeConfig,
     SweepConfig,
@@ -36,28 +32,6 @@ from .config_rules import (
     steps_name,
 )
 from .errors import BenchyError
-
-__all__ = [
-    "AUTO",
-    "CONFIG_ENV_VAR",
-    "PROBE_PREFIX",
-    "RUN_NAME_ENV_VAR",
-    "STEPS_TEMP_SUFFIX",
-    "TEMP_PREFIX",
-    "TEMP_SUFFIX",
-    "Config",
-    "ConfigError",
-    "ConfigLike",
-    "GlobalConfig",
-    "ModeConfig",
-    "SweepConfig",
-    "check_global",
-    "config_of",
-    "merge_layers",
-    "steps_name",
-    "with_absolute_paths",
-    "with_global",
-]
 
 CONFIG_ENV_VAR = "BENCHY_CONFIG_FILE"
 RUN_NAME_ENV_VAR = "BENCHY_RUN_NAME"  # overrides global.run_name (as --benchy_name does)

@@ -16,26 +16,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 from .peaks import DTYPES, parse_peak
 from .record import Mode
 
-__all__ = [
-    "ATTR_OF_SECTION",
-    "AUTO",
-    "PROBE_PREFIX",
-    "RULES",
-    "SECTION_CLASS",
-    "STEPS_TEMP_SUFFIX",
-    "TEMP_PREFIX",
-    "TEMP_SUFFIX",
-    "GlobalConfig",
-    "ModeConfig",
-    "Rule",
-    "SweepConfig",
-    "check_consistency",
-    "describe",
-    "merge_layer",
-    "output_stem",
-    "steps_name",
-]
-
 AUTO = "auto"
 
 # Section name in the file -> attribute of Config. The original spells IO in capitals

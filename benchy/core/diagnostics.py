@@ -17,8 +17,6 @@ import msgspec
 from .outcomes import Reason
 from .record import Count, Number, Record
 
-__all__ = ["ContentionRun", "StepParts"]
-
 
 class StepParts(Record, frozen=True, kw_only=True):
     """The step of ``PARTS_1``: its mean period and the seconds a step of each part (each part's share of

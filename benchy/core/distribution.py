@@ -18,8 +18,6 @@ import numpy as np
 from .record import Count, Number, Record
 from .results import TrialResult
 
-__all__ = ["STALL_FACTOR", "StepProfile", "percentiles", "step_profile"]
-
 STALL_FACTOR = 3.0  # a period over this many times its trial's median is a stall
 MIN_CYCLES = 3  # a period must repeat at least this many times within a trial
 MAX_PERIOD = 64

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["BenchyError"]
-
 
 class BenchyError(Exception):
     """Base class of the errors benchy raises (config, distributed exchange, empty loader)."""

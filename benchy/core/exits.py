@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_INCOMPLETE", "EXIT_MISSING_MODE", "EXIT_OK", "EXIT_REGRESSION", "STATUS_ENV_VAR", "run_status"]
-
 EXIT_OK = 0
 EXIT_REGRESSION = 1  # benchy compare: a mode regressed significantly; benchy check: a check failed
 EXIT_BAD_INPUT = 2  # a command's input is wrong (a file, an argument) or an optional package is missing

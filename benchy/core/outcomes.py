@@ -13,8 +13,6 @@ from typing import Optional, Sequence, Tuple
 from .schedule import Extra, TrialSpec
 from .words import Worded
 
-__all__ = ["FailedRank", "Interruption", "Outcomes", "Reason", "Why", "raised"]
-
 
 class Why(Worded):
     """Why a trial did not count, a side did not run, or the FLOPs were not counted, in words that

@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-__all__ = ["ACCELERATORS", "DTYPES", "Accelerator", "PeakConfig", "dtype_key", "known_accelerator", "parse_peak"]
-
 _T = 1e12
 
 # The dtype keys of the peak table and of global.peak_flops: what a FLOP is done in.

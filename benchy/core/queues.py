@@ -38,8 +38,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["BATCHES", "Column", "Shape", "Shapes", "periods", "shape_of"]
-
 BATCHES = 1200  # batches simulated; the first WARM are left out (the queues filling)
 WARM = 200
 QUANTILES = 41  # points a measured distribution's shape keeps

@@ -13,21 +13,6 @@ from typing import Annotated, ClassVar, List, Optional
 
 from msgspec import Meta, Struct
 
-__all__ = [
-    "MAX_MAGNITUDE",
-    "Count",
-    "Fraction",
-    "Index",
-    "Mode",
-    "Number",
-    "Numbers",
-    "Pair",
-    "Record",
-    "Seconds",
-    "Triple",
-    "UnixTime",
-]
-
 MAX_MAGNITUDE = 1e30  # no figure benchy writes comes near it; beyond, statistics overflow (x**4 past 1e308)
 
 Number = Annotated[float, Meta(ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)]

@@ -29,8 +29,6 @@ from .whatif import (
     whatif,
 )
 
-__all__ = ["contended", "from_results", "inputs_from", "run_inputs", "step_in_full"]
-
 
 def _ends(est: Estimate) -> Optional[Triple]:
     if est.mean is None or est.mean <= 0:

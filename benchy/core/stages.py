@@ -30,27 +30,6 @@ import numpy as np
 from .queues import Shape, shape_of
 from .record import Count, Index, Number, Record
 
-__all__ = [
-    "BUSY_WORKERS",
-    "HOL_SHARE",
-    "ORDER_MARGIN",
-    "SLOW_COST",
-    "STRAGGLER_RATIO",
-    "FirstPass",
-    "Fix",
-    "FixKind",
-    "SlowWorker",
-    "Stage",
-    "StageKind",
-    "StageReport",
-    "StageTrial",
-    "WorkerMemory",
-    "WorkerStat",
-    "analyse",
-    "slowest_worker",
-    "stage_fix",
-]
-
 STRAGGLER_RATIO = 1.5  # a worker this many times slower per batch than the median of the others is named
 SLOW_COST = 0.05  # ... and so is one whose pace costs this share of the IO throughput (in-order delivery)
 HOL_SHARE = 0.05  # head-of-line waits over this share of the IO time are named (in_order=False as the fix)

@@ -15,19 +15,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-__all__ = [
-    "Comparison",
-    "Estimate",
-    "Welch",
-    "compare_log",
-    "estimate",
-    "finite",
-    "t_quantile",
-    "t_two_sided_cdf",
-    "welch",
-    "welch_df",
-]
-
 
 def t_two_sided_cdf(t: float, df: int) -> float:
     """P(|T| <= t) for Student's t with ``df`` (integer >= 1) degrees of freedom."""

@@ -54,32 +54,6 @@ from .stats import Comparison, Estimate, compare_log, estimate, t_quantile, welc
 from .sweep import feed, feed_advice
 from .whatif import WhatIf
 
-__all__ = [
-    "BALANCE_TOLERANCE",
-    "Full",
-    "Outcome",
-    "Overlap",
-    "Reading",
-    "Verdict",
-    "balanced_bounds",
-    "busy",
-    "choose_advice",
-    "copies",
-    "decide",
-    "diagnosis",
-    "disturbed_trials",
-    "figure_means",
-    "first_pass",
-    "h2d_estimate",
-    "loader_cause",
-    "outcome_of",
-    "own_io",
-    "read",
-    "system_means",
-    "trials_to_decide",
-    "verdict",
-]
-
 # Balanced: the interval of SYNTHETIC/IO lies within this share either way (see balanced_bounds):
 # a 5 % difference is not a bottleneck worth acting on, once the trials show it is no more.
 BALANCE_TOLERANCE = 0.05

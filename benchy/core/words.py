@@ -7,8 +7,6 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple, Type, TypeVar
 
-__all__ = ["Said", "Worded"]
-
 
 class Said(NamedTuple):
     """A line to print: a warning or information, and its text."""

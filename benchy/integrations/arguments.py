@@ -11,8 +11,6 @@ from ..core.config import Config, ConfigLike
 from ..results.configfile import resolve_config
 from .wrappers import BenchmarkDataLoader, BenchmarkGenericIteratorWrapper
 
-__all__ = ["add_arguments", "data_loader", "wrap"]
-
 Switch = Union[bool, argparse.Namespace]
 
 

@@ -41,17 +41,6 @@ from .runvars import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
 # Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
 from .wrappers import dataloader_session
 
-__all__ = [
-    "LOADER_ENV_VAR",
-    "LOOP_BATCHES",
-    "SWEEP_ENV_VAR",
-    "RunnerDataLoader",
-    "advised_statuses",
-    "install",
-    "parse_loader",
-    "run_script",
-]
-
 ORIGINAL = DataLoader
 
 

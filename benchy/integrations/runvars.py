@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["LOADER_ENV_VAR", "SWEEP_ENV_VAR", "parse_loader"]
-
 LOADER_ENV_VAR = "BENCHY_RUN_LOADER"  # "first" or N: set by `benchy run`; read by runner.install()
 SWEEP_ENV_VAR = "BENCHY_RUN_SWEEP"  # "1": sweep num_workers (auto) unless the config has a sweep
 

@@ -20,8 +20,6 @@ from ..session.registry import creation_site
 from ..session.session import LoaderFacts, Session
 from ..session.trials import OwnPasses
 
-__all__ = ["BenchmarkDataLoader", "BenchmarkGenericIteratorWrapper", "LoaderSweeper", "dataloader_session", "weakly"]
-
 T = TypeVar("T")
 WORKER_TIMEOUT = 120.0  # seconds a batch the copy of a loader without workers may take in a worker of its own
 

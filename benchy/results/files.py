@@ -15,7 +15,7 @@ from typing import IO, Any, Callable, Dict, List, Mapping, Optional
 import msgspec
 import numpy as np
 
-from ..core.config import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
+from ..core.config_rules import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
 
 __all__ = [
     "append_status",

@@ -21,7 +21,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from ..core.config import STEPS_TEMP_SUFFIX
+from ..core.config_rules import STEPS_TEMP_SUFFIX
 from ..core.results import TrialResult
 from .files import remove_matching, write_atomic
 
