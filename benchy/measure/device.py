@@ -72,20 +72,6 @@ def synchronizer() -> Callable[[], None]:
     return all_devices
 
 
-def describe_device() -> str:
-    """What the run computes on, for the JSON environment block."""
-    import torch
-
-    if cuda_active():
-        index = torch.cuda.current_device()
-        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
-    if _mps_active():
-        return "mps"
-    if _xpu_active():
-        return "xpu"
-    return "cpu"
-
-
 def accelerator_in_use() -> Optional[str]:
     """The device the program computes on, when it is an accelerator it has started (``cuda:0``)."""
     if cuda_active():
@@ -97,6 +83,16 @@ def accelerator_in_use() -> Optional[str]:
     if _mps_active():
         return "mps"
     return None
+
+
+def describe_device() -> str:
+    """What the run computes on, for the JSON environment block."""
+    found = accelerator_in_use()
+    if found is not None and found.startswith("cuda"):
+        import torch
+
+        return f"{found} ({torch.cuda.get_device_name(torch.cuda.current_device())})"
+    return found or "cpu"
 
 
 def to_device(batch: Any, device: Any) -> Any:

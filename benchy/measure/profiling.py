@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..core.schedule import Mode, TrialSpec
@@ -163,16 +164,6 @@ class ProfilerWindow:
 # --- profiler: torch -------------------------------------------------------------------------------
 
 
-class _Attr:
-    """A range's name and payload, as the hot loops set them (the NVTX attributes' shape)."""
-
-    __slots__ = ("message", "payload")
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        self.payload = 0
-
-
 def profiled_steps(nbatches: int, steps: int) -> Tuple[int, int]:
     """(the first profiled step, how many): ``steps`` steps from the third (the first two hold
     the profiler's own start and the trial's first fetch and step), fewer in a shorter trial."""
@@ -195,9 +186,9 @@ class TorchRanges:
 
         self._record = torch.autograd.profiler.record_function
         self._start, self._stop = start, stop
-        self.step = _Attr("step")
-        self.fetch = _Attr("fetch")
-        self._trial = _Attr(spec.label)
+        self.step = SimpleNamespace(message="step", payload=0)  # shaped as the NVTX attributes
+        self.fetch = SimpleNamespace(message="fetch", payload=0)
+        self._trial = SimpleNamespace(message=spec.label, payload=0)
         # IO has no step ranges: its profiled span is counted in fetches (fetch k brings batch k).
         self._trigger = self.fetch if spec.mode is Mode.IO else self.step
         self.first, self.count = profiled_steps(spec.nbatches, steps)

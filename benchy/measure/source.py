@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterator, List, Optional, Protocol, Tuple
 
 from ..core.errors import BenchyError
 
-__all__ = ["BatchSource", "CopyingSource", "EmptyLoaderError", "Source"]
+__all__ = ["NO_BATCH", "BatchSource", "CopyingSource", "EmptyLoaderError", "Source"]
 
-_NOTHING = object()
+NO_BATCH: Any = object()  # no batch pending
 
 
 class EmptyLoaderError(BenchyError, RuntimeError):
@@ -45,7 +45,7 @@ class BatchSource:
     def __init__(self, make_iterator: Callable[[], Iterator[Any]], clock: Callable[[], float] = time.perf_counter) -> None:
         self._make_iterator = make_iterator
         self._iterator: Any = None
-        self._pending: Any = _NOTHING
+        self.pending: Any = NO_BATCH  # the batch held for the next fetch()
         self._clock = clock
         self._started: Optional[float] = None  # iter() of a pass whose first batch has not come yet
         self.passes = 0
@@ -84,8 +84,8 @@ class BatchSource:
 
     def fetch(self) -> Any:
         """The pending batch if any, else the next one (starting a new pass if needed)."""
-        if self._pending is not _NOTHING:
-            batch, self._pending = self._pending, _NOTHING
+        if self.pending is not NO_BATCH:
+            batch, self.pending = self.pending, NO_BATCH
             return batch
         step = self.next_function()
         try:
@@ -100,25 +100,11 @@ class BatchSource:
 
     def keep(self, batch: Any) -> None:
         """Hold ``batch`` for the next :meth:`fetch`."""
-        self._pending = batch
+        self.pending = batch
 
     def pass_length(self, batches: int) -> None:
         """A trial saw a whole pass of ``batches`` batches (a loader without ``len()`` shows its length so)."""
         self.lengths.append(batches)
-
-    @property
-    def has_pending(self) -> bool:
-        """A batch is held for the next :meth:`fetch`."""
-        return self._pending is not _NOTHING
-
-    @property
-    def pending(self) -> Any:
-        """The batch held for the next :meth:`fetch` (see :attr:`has_pending`)."""
-        return self._pending
-
-    def drop_pending(self) -> None:
-        """Forget the batch held for the next :meth:`fetch` (it was ready long ago)."""
-        self._pending = _NOTHING
 
     def worker_pids(self) -> List[int]:
         """The pids of the current pass's loader workers, in worker-id order (empty without workers,
@@ -137,7 +123,7 @@ class BatchSource:
         if callable(shutdown) and not getattr(self._iterator, "_persistent_workers", False):
             shutdown()
         self._iterator = None
-        self._pending = _NOTHING
+        self.pending = NO_BATCH
         self._started = None
 
 

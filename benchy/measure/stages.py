@@ -73,54 +73,41 @@ class _Sums:
         self.items = 0
 
 
-class Arrival:
-    """First element of an instrumented batch: the worker's sums for it; stamps its unpickling."""
-
-    __slots__ = ("cpu", "end", "items", "pinned", "received", "received_cpu", "seconds", "start", "worker")
-
-    def __init__(self, worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float, items: int) -> None:
-        self.worker, self.start, self.end, self.seconds, self.cpu, self.items = worker, start, end, seconds, cpu, items
-        self.received = float("nan")  # when the main process (or the pin thread) unpickled it
-        self.received_cpu = float("nan")  # ... that thread's CPU time then
-        self.pinned = float("nan")  # when pin_memory reached it
-
-    def __reduce__(self) -> Tuple[Any, ...]:
-        return (_arrived, (self.worker, self.start, self.end, self.seconds, self.cpu, self.items))
-
-    def pin_memory(self, *_: Any) -> Arrival:
-        self.pinned = _clock()
-        return self
-
-
-def _arrived(worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float, items: int) -> Arrival:
-    mark = Arrival(worker, start, end, seconds, cpu, items)
-    mark.received_cpu = _cpu()
-    mark.received = _clock()
-    return mark
-
-
 class Done:
     """Last element of an instrumented batch: stamps the end of its unpickling and of its pinning."""
 
     __slots__ = ("pinned", "received", "received_cpu")
 
     def __init__(self) -> None:
-        self.received = float("nan")
-        self.received_cpu = float("nan")
-        self.pinned = float("nan")
+        self.received = float("nan")  # when the main process (or the pin thread) unpickled it
+        self.received_cpu = float("nan")  # ... that thread's CPU time then
+        self.pinned = float("nan")  # when pin_memory reached it
 
     def __reduce__(self) -> Tuple[Any, ...]:
-        return (_done, ())
+        return (_unpickled, (Done,))
 
-    def pin_memory(self, *_: Any) -> Done:
+    def pin_memory(self, *_: Any) -> Any:
         self.pinned = _clock()
         return self
 
 
-def _done() -> Done:
-    mark = Done()
-    mark.received = _clock()
+class Arrival(Done):
+    """First element of an instrumented batch: the worker's sums for it; stamps its unpickling."""
+
+    __slots__ = ("cpu", "end", "items", "seconds", "start", "worker")
+
+    def __init__(self, worker: int, start: float, end: float, seconds: Tuple[float, ...], cpu: float, items: int) -> None:
+        super().__init__()
+        self.worker, self.start, self.end, self.seconds, self.cpu, self.items = worker, start, end, seconds, cpu, items
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (_unpickled, (Arrival, self.worker, self.start, self.end, self.seconds, self.cpu, self.items))
+
+
+def _unpickled(kind: Any, *args: Any) -> Done:
+    mark = kind(*args)
     mark.received_cpu = _cpu()
+    mark.received = _clock()
     return mark
 
 
@@ -244,7 +231,7 @@ class _Forwarding:
         self.inner, self.sums = inner, sums
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("inner", "sums") or name.startswith("__"):
+        if name in ("inner", "sums", "seconds") or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
@@ -318,11 +305,11 @@ class _TimedCollate:
         return (mark, batch, Done())
 
 
-class _TimedSampler:
+class _TimedSampler(_Forwarding):
     """The (batch) sampler, iterated in the main process: time per index (batch) handed out."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner = inner
+        super().__init__(inner, _Sums(0))
         self.seconds = 0.0
 
     def __len__(self) -> int:
@@ -338,11 +325,6 @@ class _TimedSampler:
                 return
             self.seconds += _clock() - t0
             yield item
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("inner", "seconds") or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
 
 class Instrumented:
@@ -395,15 +377,6 @@ def stage_trial(
     slots = 1 + len(made.plan.names) + 1  # dataset, transform steps, collate
     asked = np.empty(nbatches)
     got = np.empty(nbatches)
-    worker = np.empty(nbatches, dtype=np.int64)
-    start = np.empty(nbatches)
-    end = np.empty(nbatches)
-    work = np.zeros((nbatches, slots))
-    cpu = np.empty(nbatches)
-    received = np.full((nbatches, 2), np.nan)
-    received_cpu = np.full((nbatches, 2), np.nan)
-    pinned = np.full((nbatches, 2), np.nan)
-    items = np.empty(nbatches, dtype=np.int64)
     samples = 0
     sampler_before = made.sampler.seconds if made.sampler is not None else 0.0
     marks: List[Tuple[Arrival, Done]] = []
@@ -417,12 +390,16 @@ def stage_trial(
         samples += counter(batch)
         marks.append((arrival, done))
     seconds = _clock() - begin
-    for k, (arrival, done) in enumerate(marks):
-        worker[k], start[k], end[k], cpu[k], items[k] = (arrival.worker, arrival.start, arrival.end, arrival.cpu, arrival.items)
+    work = np.zeros((nbatches, slots))
+    for k, (arrival, _) in enumerate(marks):
         work[k, : len(arrival.seconds)] = arrival.seconds
-        received[k] = (arrival.received, done.received)
-        received_cpu[k] = (arrival.received_cpu, done.received_cpu)
-        pinned[k] = (arrival.pinned, done.pinned)
+
+    def each(name: str, dtype: Any = np.float64) -> np.ndarray[Any, Any]:
+        return np.array([getattr(arrival, name) for arrival, _ in marks], dtype=dtype).reshape(nbatches)
+
+    def both(name: str) -> np.ndarray[Any, Any]:
+        return np.array([(getattr(arrival, name), getattr(done, name)) for arrival, done in marks]).reshape(nbatches, 2)
+
     sampler = (made.sampler.seconds - sampler_before) if made.sampler is not None else 0.0
     return StageTrial(
         label=label,
@@ -432,18 +409,18 @@ def stage_trial(
         names=tuple(made.plan.names),
         asked=asked,
         got=got,
-        worker=worker,
-        start=start,
-        end=end,
+        worker=each("worker", np.int64),
+        start=each("start"),
+        end=each("end"),
         work=work,
-        dataset_cpu=cpu,
-        received=received,
-        pinned=pinned,
-        items=items,
+        dataset_cpu=each("cpu"),
+        received=both("received"),
+        pinned=both("pinned"),
+        items=each("items", np.int64),
         sampler_seconds=sampler,
         workers=made.workers,
         pin_memory=made.pin_memory,
-        received_cpu=received_cpu,
+        received_cpu=both("received_cpu"),
     )
 
 

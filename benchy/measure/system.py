@@ -213,12 +213,9 @@ def _descendants(me: psutil.Process) -> List[int]:
     """
     found: List[int] = []
     todo = [me.pid]
-    if not os.path.exists(f"/proc/{me.pid}/task/{me.pid}/children"):  # no such files: the portable way
-        try:
-            return [kid.pid for kid in me.children(recursive=True)]
-        except psutil.Error:
-            return []
     try:
+        if not os.path.exists(f"/proc/{me.pid}/task/{me.pid}/children"):
+            raise OSError("no children files")
         while todo:
             pid = todo.pop()
             for task in os.listdir(f"/proc/{pid}/task"):
@@ -268,9 +265,6 @@ class SystemSampler:
         self._gpu_checked = False
         self._me = psutil.Process()
         self._procs: Dict[int, psutil.Process] = {}
-        self._cpu: Dict[int, float] = {}  # last CPU seconds seen per pid
-        self._read: Dict[int, int] = {}  # last bytes read seen per pid
-        self._chars: Dict[int, int] = {}  # last bytes read() seen per pid
         self._cpus = _cpu_set()
         self._machine_at = 0.0  # the machine's busy CPU seconds on those cores at the trial's start
         self._started = 0.0
@@ -280,6 +274,9 @@ class SystemSampler:
         self._reset()
 
     def _reset(self) -> None:
+        self._cpu: Dict[int, float] = {}  # last CPU seconds seen per pid
+        self._read: Dict[int, int] = {}  # last bytes read seen per pid
+        self._chars: Dict[int, int] = {}  # last bytes read() seen per pid
         self._cpu_seconds = 0.0
         self._read_bytes = 0
         self._own_chars = 0  # this process's read() bytes (files; pipes from its workers too)
@@ -357,9 +354,6 @@ class SystemSampler:
             self._gpu = self._gpu_factory()
             self._rapl = self._rapl_factory()
         self._reset()
-        self._cpu.clear()
-        self._read.clear()
-        self._chars.clear()
         self._tick(baseline=True)  # deltas count from here
         self._machine_at = _machine_busy(self._cpus)
         self._ticks = 0
@@ -483,7 +477,8 @@ def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
             info = psutil.Process(pid).memory_full_info()
         except (psutil.Error, OSError):
             continue
-        out.append(WorkerMemory(k, int(getattr(info, "uss", 0)), _opt(getattr(info, "pss", None)), int(info.rss)))
+        pss = getattr(info, "pss", None)
+        out.append(WorkerMemory(k, int(getattr(info, "uss", 0)), None if pss is None else int(pss), int(info.rss)))
     return out
 
 
@@ -505,10 +500,6 @@ def processes_cpu(pids: Sequence[int]) -> Optional[float]:
             return None
         total += float(times.user) + float(times.system)
     return total if pids else None
-
-
-def _opt(value: Any) -> Optional[int]:
-    return None if value is None else int(value)
 
 
 def trainer_memory() -> int:

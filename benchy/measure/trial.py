@@ -28,13 +28,9 @@ Everything else (device sync, the optional barrier, statistics, printing, collec
 of the next segment) happens at segment boundaries; a periodic line runs every ``report_freq``
 steps and its own duration is measured and taken out of the window.
 
-Each loop is one plain function for every setting. NVTX ranges (one per trial segment, one per step
-while the loop holds the batch, one per fetch, the index as a payload) are pushed under ``if nvtx:``, a
-local flag, so a loop with no tool attached tests a flag and pushes nothing; ranges still open are
-popped on every exit. The samples are counted by the run's counter, called per batch (only for a pass's
-last batch where the others hold a known ``constant``); the periodic line is due where the step's index
-reaches the next reporting step (-1: never). Each loop takes one frozen value of its arguments, bound to
-locals on its first lines.
+Each loop is one plain function for every setting (docs/development.md): NVTX ranges (one per trial segment,
+one per step while the loop holds the batch, one per fetch, the index as a payload) are pushed under ``if nvtx:``
+and popped on every exit; a counter call per batch (a pass's last only, given a ``constant``).
 """
 
 from __future__ import annotations
@@ -45,7 +41,7 @@ from typing import Any, Callable, Generator, Iterator, List, Optional, Protocol,
 
 from ..core.results import TrialResult
 from ..core.schedule import TrialSpec
-from .source import Source
+from .source import NO_BATCH, Source
 from .stamps import Counts, Pauses, Stamps, build_result, part_round, size_buffer
 from .window import WindowRun
 
@@ -67,7 +63,6 @@ __all__ = [
 
 Clock = Callable[[], float]
 Counter = Callable[[Any], int]
-NO_BATCH: Any = object()  # no batch pending
 
 # Segment kinds: what the next stretch of an epoch hands out.
 END, PLAIN, CACHED, SYNTHETIC, FULL = 0, 1, 2, 3, 4
@@ -114,28 +109,6 @@ class Segment:
 class EpochState:
     """One epoch of the training loop (one ``iter()`` of a wrapper), shared by its loop and the
     placer; the loop writes it at segment boundaries only."""
-
-    __slots__ = (
-        "__weakref__",
-        "cached_from",
-        "closed",
-        "exhausted",
-        "handed",
-        "holder",
-        "index",
-        "inner",
-        "inner_next",
-        "limit",
-        "made",
-        "owed",
-        "pending",
-        "queue_ready",
-        "role",
-        "settled",
-        "short",
-        "side_from",
-        "window",
-    )
 
     def __init__(self, inner: Iterator[Any], limit: int, made: float) -> None:
         self.inner = inner  # the loader's own iterator for this pass, made at the wrapper's iter()

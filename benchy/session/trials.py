@@ -26,7 +26,7 @@ from ..core.startup import Startup, startup
 from ..measure.counting import TokenTally, describe_rule, make_counter
 from ..measure.device import synchronizer
 from ..measure.flops import StepCounter
-from ..measure.source import BatchSource
+from ..measure.source import NO_BATCH, BatchSource
 from ..measure.stamps import Counts, Pauses, Stamps
 from ..measure.system import NullSampler, SystemSampler, disturbed
 from ..measure.trial import IOArgs, io_trial
@@ -186,7 +186,7 @@ class TrialRunner:
         source, self.source = self.source, None
         if source is None:
             return
-        if source.has_pending and self.cached is NOTHING:
+        if source.pending is not NO_BATCH and self.cached is NOTHING:
             self.keep_cached(source.pending)
         self.startups += source.startups
         self.pass_starts += source.pass_starts
@@ -202,7 +202,7 @@ class TrialRunner:
         source = self.open_own()
         if self.queue_depth <= 0:
             return
-        source.drop_pending()
+        source.pending = NO_BATCH
         for _ in range(self.queue_depth):
             source.fetch()
 

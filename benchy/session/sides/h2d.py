@@ -7,7 +7,7 @@ from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults
 from ...core.schedule import Mode, TrialSpec
 from ...measure.device import accelerator_in_use, copier
-from ...measure.source import CopyingSource
+from ...measure.source import NO_BATCH, CopyingSource
 from . import SideEnv, side_counts
 
 __all__ = ["run"]
@@ -47,5 +47,5 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
             env.running(None)
         results = results.add_h2d(result)
         sink.trial(result)
-    own.drop_pending()
+    own.pending = NO_BATCH
     return results
