@@ -12,6 +12,7 @@ counter cannot see is said, not guessed. The result is a :class:`~benchy.core.co
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
 import warnings
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import torch
 from torch.utils import flop_counter
+from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..core.outcomes import Reason, Why, raised
@@ -48,17 +50,6 @@ def cpu_name() -> str:
     return f"cpu ({model})" if model else "cpu"
 
 
-def _first_tensor(args: Any) -> Optional[torch.Tensor]:
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            return a
-        if isinstance(a, (list, tuple)):
-            found = _first_tensor(a)
-            if found is not None:
-                return found
-    return None
-
-
 def _extra_formulas() -> Dict[Any, Any]:
     """torch's own attention formulas for the CPU's fused attention ops, which its registry leaves out
     (their arguments start like the CUDA kernels': query, key, value; grad_out first for backward)."""
@@ -77,10 +68,7 @@ def _extra_formulas() -> Dict[Any, Any]:
 
 def _as_raw(formula: Any) -> Any:
     """A registered formula (it takes tensors already) as a custom mapping that the counter does not wrap again."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return formula(*args, **kwargs)
-
+    call = functools.partial(formula)
     call._get_raw = True  # type: ignore[attr-defined]
     return call
 
@@ -109,7 +97,7 @@ class _Counter(FlopCounterMode):
             return out
         added = counts.get(func_packet, 0) - before
         if added:
-            tensor = _first_tensor(args)
+            tensor = next((a for a in tree_leaves(args) if isinstance(a, torch.Tensor)), None)
             dtype = "unknown" if tensor is None else str(tensor.dtype).replace("torch.", "")
             device = "cpu" if tensor is None else tensor.device.type
             if dtype == "float32" and device == "cuda":

@@ -63,20 +63,17 @@ class LocalComm:
     def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0, started: float = math.nan) -> List[Report]:
         return [(samples, seconds, extra, started)]
 
-    def barrier(self, label: str) -> None:
-        return None
-
     def gather(self, label: str, value: Any) -> List[Any]:
         return [value]
-
-    def report_failure(self, reason: str) -> None:
-        return None
 
     def failures(self) -> List[Tuple[int, str]]:
         return []
 
-    def shutdown(self) -> None:
-        return None
+    def barrier(self, label: str) -> None: ...
+
+    def report_failure(self, reason: str) -> None: ...
+
+    def shutdown(self) -> None: ...
 
 
 class TorchComm:
@@ -105,11 +102,8 @@ class TorchComm:
         self._held[what] = work
 
     def _missing(self, key: str) -> Optional[List[int]]:
-        """After a failed collective: the ranks that never entered it (None when the store cannot tell).
-
-        A rank next to a dead one in the ring fails at once, while others are still in their step on
-        the way to the collective: the answer is read again until it has not changed for
-        :data:`SETTLE_S` (at most a quarter of ``dist_timeout``, and :data:`SETTLE_CAP_S`)."""
+        """After a failed collective: the ranks that never entered it (None when the store cannot tell). A rank
+        next to a dead one fails at once, while others are still on their way: read until unchanged for :data:`SETTLE_S`."""
         if self._store is None:
             return None
         try:
@@ -265,11 +259,8 @@ class TorchComm:
         return out
 
     def shutdown(self) -> None:
-        """Tear the process groups down (before benchy ends the process).
-
-        Then the works held and benchy's group are let go here, on this thread: the group's
-        destructor joins its worker threads, so none is left to free a tensor during exit.
-        """
+        """Tear the process groups down; the works held and benchy's group are let go on this thread (the group's
+        destructor joins its worker threads, so none is left to free a tensor during exit)."""
         if self._dist.is_initialized():
             self._dist.destroy_process_group()
         self._held.clear()

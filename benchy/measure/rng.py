@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import random
 import sys
-from typing import Any, Iterator, List, Tuple
+from typing import Any, Iterator, List
 
 import torch
 
@@ -44,33 +44,18 @@ def loader_generators(loader: Any) -> List[torch.Generator]:
 @contextlib.contextmanager
 def kept(generators: List[torch.Generator]) -> Iterator[None]:
     """Inside: benchy's own draws. After: every stream as it was before (see the module)."""
-    saved = _save(generators)
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    numpy = sys.modules.get("numpy")
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    cpu, python, own = torch.get_rng_state(), random.getstate(), [(g, g.get_state()) for g in generators]
     try:
         yield
     finally:
-        _restore(saved)
-
-
-_State = Tuple[Any, Any, Any, Any, List[Tuple[torch.Generator, torch.Tensor]]]
-
-
-def _save(generators: List[torch.Generator]) -> _State:
-    cuda = None
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        cuda = torch.cuda.get_rng_state_all()
-    numpy = sys.modules.get("numpy")
-    numpy_state = numpy.random.get_state() if numpy is not None else None
-    return (torch.get_rng_state(), cuda, random.getstate(), numpy_state, [(g, g.get_state()) for g in generators])
-
-
-def _restore(saved: _State) -> None:
-    cpu, cuda, python, numpy_state, generators = saved
-    torch.set_rng_state(cpu)
-    if cuda is not None:
-        torch.cuda.set_rng_state_all(cuda)
-    random.setstate(python)
-    numpy = sys.modules.get("numpy")
-    if numpy_state is not None and numpy is not None:
-        numpy.random.set_state(numpy_state)
-    for generator, state in generators:
-        generator.set_state(state)
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+        random.setstate(python)
+        if numpy is not None and numpy_state is not None:
+            numpy.random.set_state(numpy_state)
+        for generator, state in own:
+            generator.set_state(state)

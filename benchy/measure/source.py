@@ -64,15 +64,10 @@ class BatchSource:
     def new_pass(self) -> Tuple[Callable[[], Any], Any]:
         """Start a new pass and return (its ``__next__``, its first batch)."""
         self._iterator = None
-        started = self._clock()
-        self._iterator = iter(self._make_iterator())
-        self.passes += 1
-        step = self._iterator.__next__
+        step = self.next_function()
         try:
             first = step()
-            self.startups.append(self._clock() - started)
-            self.pass_starts.append(started)
-            self._started = None
+            self._first_came()
             return step, first
         except StopIteration:
             raise EmptyLoaderError(
@@ -92,11 +87,15 @@ class BatchSource:
             batch = step()
         except StopIteration:
             return self.new_pass()[1]
-        if self._started is not None:  # the first batch of the pass started by next_function()
+        self._first_came()
+        return batch
+
+    def _first_came(self) -> None:
+        """A batch came: the first of a pass started by :meth:`next_function` ends the pass's start-up."""
+        if self._started is not None:
             self.startups.append(self._clock() - self._started)
             self.pass_starts.append(self._started)
             self._started = None
-        return batch
 
     def keep(self, batch: Any) -> None:
         """Hold ``batch`` for the next :meth:`fetch`."""

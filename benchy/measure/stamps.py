@@ -44,8 +44,6 @@ CHUNK = 4096
 # Per-step sample counts while a trial runs: 4 bytes each ('I'), made smaller when it ends.
 _COUNTS = "I" if array("I").itemsize >= 4 else "Q"
 
-_FLOAT = np.dtype(PERIOD_CODE)
-
 
 def _zeros(code: str, length: int) -> array[Any]:
     return array(code, [0]) * max(0, length)
@@ -57,20 +55,13 @@ def _view(values: array[Any]) -> np.ndarray[Any, Any]:
 
 
 class Stamps:
-    """The timestamps of up to ``periods + 1`` hand-outs, taken one at a time by a hot loop, kept as the
-    ``periods`` between them: 4 bytes a period (``float32``: 7 significant digits, a nanosecond in a 10 ms
-    period), where the times themselves would take 8.
+    """The timestamps of up to ``periods + 1`` hand-outs, kept as the ``periods`` between them: 4 bytes a
+    period (``float32``: a nanosecond in a 10 ms period), where the times would take 8.
 
     The loop stores each stamp into ``buf``, a list of :data:`CHUNK` slots (a list store is the cheapest
-    store a loop can make); at each chunk's end :meth:`flush` turns them into the periods since the stamp
-    before (in double precision, kept in single), outside the trial's time (a pause), and blanks ``buf``
-    again. Stamp ``i`` is ``buf[i - done]`` from ``done`` on; below that the first stamp (``first``) and
-    the last one moved (``last``) are kept as times, the rest as the periods between them (:meth:`get`).
-
-    ``split`` (FULL): the loop also stores into ``asks`` when it asked for the next batch after hand-out
-    ``i`` (in period ``i``); kept as the period's wait for data, ``stamps[i + 1] - asks[i]`` (``waits``, 4
-    bytes; the last ask moved waits for the next stamp as a time, ``ask``), the rest of the period being the
-    step.
+    store a loop can make); at each chunk's end :meth:`flush` turns them into periods, outside the trial's
+    time (a pause). ``split`` (FULL): the loop also stores into ``asks`` when it asked for the next batch
+    after hand-out ``i``, kept as the period's wait for data, ``stamps[i + 1] - asks[i]`` (``waits``).
     """
 
     __slots__ = ("_blank", "ask", "asks", "buf", "done", "end", "first", "last", "periods", "waits")
@@ -167,12 +158,8 @@ class Stamps:
 
 
 class Series:
-    """``length`` per-batch sample counts a hot loop writes one at a time, 4 bytes each.
-
-    The loop stores into ``buf``, a list of :data:`CHUNK` slots; at each chunk's end :meth:`flush` moves
-    them into ``data``, a typed array, and blanks ``buf`` again, outside the trial's time (a pause). Value
-    ``i`` is ``data[i]`` below ``done`` and ``buf[i - done]`` from there.
-    """
+    """``length`` per-batch sample counts a hot loop writes one at a time into ``buf`` (as :class:`Stamps`),
+    moved into ``data`` (4 bytes each) by :meth:`flush`."""
 
     __slots__ = ("_blank", "buf", "data", "done")
 
@@ -290,17 +277,12 @@ def build_result(
     """A :class:`TrialResult` over the first ``periods`` periods (default: one a count) less those in ``drop``
     (a window's periods left out), from the series the loop filled (moved by the caller; the clock stopped).
 
-    FULL's stamps hold ``waits``: each period's wait for data (the loop's ask for the next batch to its
-    hand-out), the rest of the period being the step; ``fetched`` is when the last fetch
-    returned, before the device sync that closes the trial (the sync is the step's work, not the loader's).
-    ``pauses``: benchy's own time inside the step part of a period (periodic lines, and the series' moves in
-    IO and SYNTHETIC), taken out of the period; ``gaps``: its time inside the wait part (FULL's series
-    moves), taken out of the period and its wait.
+    ``fetched`` (FULL): when the last fetch returned, before the closing device sync (the step's work, not the
+    loader's). ``pauses``: benchy's own time inside the step part of a period, taken out of it; ``gaps``: its
+    time inside FULL's wait part, taken out of the period and its wait.
 
-    Memory: the result takes over the series' own arrays (the periods and FULL's waits), the periods left out
-    moved out in place, so that nothing per step is allocated here beyond a copy of the counts in their smallest
-    type (1 to 8 bytes) and, for FULL's medians, a wait's worth (4 bytes) for a moment. A result keeps 4 bytes a
-    period, 4 more a FULL period's wait, and the count. The series are used up: build the result last.
+    Memory: the result takes over the series' own arrays, the periods left out moved out in place; nothing per
+    step is allocated beyond the counts in their smallest type. The series are used up: build the result last.
     """
     n = len(sizes) if periods is None else periods
     step_seconds = stamps.periods
@@ -321,7 +303,8 @@ def build_result(
         if 0 <= k < n:
             steps[k] -= seconds
     counts_all = sizes.values(n)
-    counts, view = _typed(samples_typecode(counts_all), n)
+    counts = _zeros(samples_typecode(counts_all), n)
+    view = _view(counts)
     view[:] = counts_all
     del counts_all
     sizes.release()
@@ -386,12 +369,6 @@ def compact(values: np.ndarray[Any, Any], dropped: Sequence[int], n: int) -> Non
             size = min(_BLOCK, end - s)
             values[at : at + size] = values[s : s + size]
             at += size
-
-
-def _typed(code: str, n: int) -> Tuple[array[Any], np.ndarray[Any, Any]]:
-    """A typed array of ``n`` zeros, exactly its size, and a numpy view of it to fill."""
-    out = _zeros(code, n)
-    return out, _view(out)
 
 
 # A SYNTHETIC first period shorter than this share of the median period holds no step.
