@@ -1,16 +1,10 @@
 """What runs beside the two diagnostic windows at the schedule's end (needs torch; never in a counted trial).
 
-* ``PARTS_1``: the step on the cached batch, with hooks on every module's forward (the outermost
-  call timed), on ``torch.autograd.backward`` and on every optimizer's ``step``
-  (:class:`StepHooks`): the step's time split into forward, backward, optimizer step and the rest
-  of the loop, zero edit. Hooks cost microseconds a call, so only this window has them.
-* ``CONTENTION_1``: the step on the cached batch while a process forked for it takes batches from a
-  pass of the real loader as fast as they come, and drops them (:class:`Drainer`): the loader's
-  workers run beside the step, as in FULL, without the step waiting for them. Its step time against
-  SYNTHETIC's is how much the loader slows the step (cores, memory bandwidth). A loader without workers is
-  given the what-if model's other setting's there, and the process takes at most a batch a step (``pace``).
-
-With an accelerator in use the hooks synchronize it, so that each part holds its device work.
+* ``PARTS_1``: the step on the cached batch, its time split into forward, backward, optimizer step and the rest
+  (:class:`StepHooks`; hooks cost microseconds a call, so only this window has them).
+* ``CONTENTION_1``: the step on the cached batch while the loader's workers run beside it (:class:`Drainer`): its
+  step time against SYNTHETIC's is how much the loader slows the step (cores, memory bandwidth). A loader without
+  workers is given the what-if model's other setting's there, and takes at most a batch a step (``pace``).
 """
 
 from __future__ import annotations
@@ -36,7 +30,8 @@ class PartTimes:
 
 
 class StepHooks:
-    """Global hooks that time the outermost forward, each backward and each optimizer step."""
+    """Global hooks that time the outermost forward, each ``torch.autograd.backward`` and each optimizer step (zero
+    edit); with an accelerator in use they synchronize it, so that each part holds its device work."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.times = PartTimes()

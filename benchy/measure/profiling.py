@@ -1,17 +1,6 @@
-"""Profiler hooks: NVTX ranges in the ``benchy`` domain, the cudaProfilerStart/Stop window, and the
-``torch.profiler`` capture of ``profiler: torch``.
-
-NVTX: when no tool is attached (no ``NVTX_INJECTION64_PATH``, as without Nsight Systems) the
-``nvtx`` package hands out a dummy domain; benchy then pushes no range at all (its hot loops test
-a flag per step). With a tool attached, the hot loops push one range per trial, one per step and
-one per fetch, with the index as a payload on attributes made once.
-
-cudaProfilerStart/Stop: one window over the trials of the chosen kinds, on the ranks chosen
-by ``profiler_mode``, only where CUDA is built and already in use by the program.
-
-torch.profiler (``profiler: torch``): a few steps of one extra warm-up of each captured kind, with
-benchy's trial, step and fetch ranges as ``record_function`` ranges around the model's ops; the
-warm-up is not counted, so the profiler's overhead never reaches a trial's numbers.
+"""Profiler hooks: NVTX ranges in the ``benchy`` domain (none pushed when no tool is attached: the ``nvtx``
+package then hands out a dummy domain), the cudaProfilerStart/Stop window (:class:`ProfilerWindow`), and the
+``torch.profiler`` capture of ``profiler: torch`` over extra, uncounted warm-ups (:class:`TorchProfiler`).
 """
 
 from __future__ import annotations
@@ -118,15 +107,10 @@ def global_rank() -> int:
 
 
 class ProfilerWindow:
-    """One cudaProfilerStart/Stop window over the trials of the ``capture`` kinds.
-
-    Starts before the first trial of those kinds (warm-ups included), on the ranks chosen
-    by ``mode``; if CUDA is not in use yet it tries again at each later trial of those kinds.
-    Stops after the last trial of those kinds (the session says, after each trial, whether
-    one may still come: with interleaved or adaptive schedules trials of other kinds in
-    between are inside the window), or at :meth:`close` (exception, early exit, end of the
-    run). ``events`` records what happened, for the log and the tests.
-    """
+    """One cudaProfilerStart/Stop window over the trials of the ``capture`` kinds, on the ranks chosen by ``mode``,
+    only where CUDA is built and in use (tried again at each trial of those kinds until it is). Starts before the
+    first such trial, stops after the last (trials of other kinds in between are inside) or at :meth:`close`;
+    ``events`` says what happened."""
 
     def __init__(self, mode: str, rank: int, capture: Iterable[Mode], api: Any = CudaProfilerApi) -> None:
         self.api = api

@@ -395,14 +395,14 @@ def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int 
         math.nan if change is None else change,
         math.nan if result.started is None else result.started,
     )
-    changes = [c for _, _, c, _ in reports]
+    samples, seconds, changes, started = zip(*reports)
     combined = dataclasses.replace(
         result,
-        samples=sum(n for n, _, _, _ in reports),
-        seconds=max(t for _, t, _, _ in reports),
-        rank_samples=tuple(n for n, _, _, _ in reports),
-        rank_seconds=tuple(t for _, t, _, _ in reports),
-        rank_started=() if any(math.isnan(s) for _, _, _, s in reports) else tuple(s for _, _, _, s in reports),
+        samples=sum(samples),
+        seconds=max(seconds),
+        rank_samples=samples,
+        rank_seconds=seconds,
+        rank_started=() if any(math.isnan(s) for s in started) else started,
     )
     return combined, (None if any(math.isnan(c) for c in changes) else min(changes))
 

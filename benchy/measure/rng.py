@@ -1,17 +1,10 @@
 """The user's random streams, kept through benchy's own work (needs torch).
 
-benchy's own passes over the loader (the IO trials, the stage trials, IO_H2D, the sweep) make
-iterators as the loop does, and a DataLoader's iterator draws from random streams when it is made
-(its workers' base seed) and when it starts (a shuffling sampler's permutation): from the loader's
-``generator`` where it has one, else from torch's global generator. A dataset loaded in the main
-process may draw from Python's, NumPy's or torch's global streams for each sample. Without care, a
-seeded run would see other batches after the benchmark than without it.
-
-:func:`kept` saves every one of those streams before benchy's own work and puts them back after it,
-so the training draws exactly what it would have drawn: torch's global CPU generator (and each CUDA
-device's, where CUDA is initialised), Python's ``random``, NumPy's global generator (where NumPy is
-imported), and the ``torch.Generator`` objects the loader holds (its own, its sampler's, its batch
-sampler's sampler's).
+benchy's own passes over the loader (the IO and stage trials, IO_H2D, the sweep) draw, as the loop's do, from
+the loader's generators or torch's global one (its workers' base seed, a shuffling sampler's permutation), and a
+dataset loaded in the main process from Python's, NumPy's or torch's global streams. :func:`kept` saves every one
+of those streams (each CUDA device's too, where CUDA is initialised) before that work and puts them back after it,
+so a seeded run sees the batches it would see without benchy.
 """
 
 from __future__ import annotations

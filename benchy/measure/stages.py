@@ -1,21 +1,14 @@
 """Stage timing of a DataLoader: an instrumented copy of it, and the diagnostic trial loop that reads it.
 
-The copy is a new DataLoader over the same dataset, sampler and collate function (the loader's own
-is never touched), whose pieces are wrapped in timers:
+The copy is a new DataLoader over the same dataset, sampler and collate function (the loader's own is never
+touched), whose pieces are timed: the dataset's ``__getitem__`` (or each item an iterable dataset makes), with
+its ``transform`` / ``target_transform`` split out step by step (a torchvision-style ``Compose``) on a shallow
+copy of the dataset; ``collate_fn``, which hands back ``(Arrival, batch, Done)`` (one small record per batch
+with the worker's sums; both marks stamp their unpickling and pinning in the main process); the sampler.
 
-* the dataset's ``__getitem__`` (or, for an iterable dataset, each item its iterator makes), with
-  its ``transform`` / ``target_transform`` split out (each step of a torchvision-style ``Compose``,
-  anything with a ``transforms`` list, on its own) on a shallow copy of the dataset;
-* ``collate_fn``, which closes the batch: it hands back ``(Arrival, batch, Done)`` where
-  :class:`Arrival` carries the worker's sums for that batch (one small record per batch, never a
-  message per sample), and both marks stamp the moment the main process unpickles them and the
-  moment ``pin_memory`` reaches them, which times receiving (unpickling, shared memory) and pinning;
-* the sampler, in the main process.
-
-Every clock is ``time.perf_counter`` (CLOCK_MONOTONIC on Linux: one clock for all processes of a
-machine), so a worker's batch-ready time and the main process's wait can be compared.
-:func:`stage_trial` drains the copy like an IO trial and returns a
-:class:`~benchy.core.stages.StageTrial` for the pure analysis in :mod:`benchy.core.stages`.
+Every clock is ``time.perf_counter`` (CLOCK_MONOTONIC on Linux: one clock for all processes of a machine).
+:func:`stage_trial` drains the copy like an IO trial; :mod:`benchy.core.stages` analyses its
+:class:`~benchy.core.stages.StageTrial`.
 """
 
 from __future__ import annotations
@@ -189,6 +182,7 @@ def _split_transforms(dataset: Any, plan: StagePlan, sums: _Sums, depth: int = 0
     except Exception as err:
         plan.split = f"{type(dataset).__name__} could not be copied ({type(err).__name__}: {err})"
         return dataset
+    replaced: List[str] = []
     for attr in found:
         fn = getattr(dataset, attr)
         steps = getattr(fn, "transforms", None)
@@ -204,6 +198,7 @@ def _split_transforms(dataset: Any, plan: StagePlan, sums: _Sums, depth: int = 0
             else:
                 for step in steps:
                     plan.add(f"{attr} {step_name(step)}")
+                replaced.append(attr)
                 continue
         name = attr if attr == "target_transform" else f"{attr} {step_name(fn)}"
         try:
@@ -211,12 +206,7 @@ def _split_transforms(dataset: Any, plan: StagePlan, sums: _Sums, depth: int = 0
         except Exception:  # a read-only attribute (a property without a setter): left in the dataset's time
             continue
         plan.add(name)
-    replaced = [
-        a
-        for a in found
-        if isinstance(getattr(copied, a, None), _TimedStep)
-        or any(isinstance(t, _TimedStep) for t in getattr(getattr(copied, a, None), "transforms", None) or ())
-    ]
+        replaced.append(attr)
     if not replaced:
         plan.split = f"{type(dataset).__name__}'s {' and '.join(found)} could not be replaced (read-only)"
         return dataset

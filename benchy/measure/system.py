@@ -1,19 +1,10 @@
-"""System metrics per trial: a sampler thread started and stopped at trial boundaries.
+"""System metrics per trial: a sampler thread (psutil, and NVML with ``nvidia-ml-py``) started and stopped at
+trial boundaries; the memory of the loader's workers (USS, PSS), the training process and the machine.
 
-What it records for each trial (the process and its children, i.e. the loader's workers):
-CPU cores busy out of the cores available, peak host RSS, bytes read from storage per
-second, and, with ``nvidia-ml-py`` installed and a CUDA device in use, GPU utilization,
-memory used and power. It also reads the whole machine's CPU time on the cores available to
-the process (``/proc/stat``): what other processes (and a hypervisor's steal) took of them is
-``other_cores_busy``, and a trial where they certainly took more than a set share is
-disturbed (:func:`disturbed`). It reads ``/proc`` through psutil a few times a second and holds the
-GIL for well under a millisecond per tick; the hot loops are untouched. Also the memory readings
-of the loader's workers (their own pages: USS, PSS), the training process and the machine.
-
-Energy, where the machine exposes it, read at each trial's start and end: the GPU's total-energy
-counter through NVML (millijoules; where the device has none, its power readings integrated over
-the trial) and the CPU packages' RAPL counters (``/sys/class/powercap/intel-rapl:N/energy_uj``, when
-readable: often root only). RAPL counts the whole package, every process on it.
+Per trial, for the process and its children (the loader's workers): cores busy, peak RSS, bytes read, the GPU's
+utilization, memory and power; what other processes took of the same cores (``/proc/stat``:
+``other_cores_busy``, :func:`disturbed`); energy from NVML's counter and the CPU packages' RAPL counters
+(whole packages, often readable by root only). A tick holds the GIL well under a millisecond, a few times a second.
 """
 
 from __future__ import annotations
@@ -98,9 +89,8 @@ def _slack(cores: float, processes: float, wall: float) -> float:
 
 
 def disturbed(system: SystemFigures, share: float) -> bool:
-    """Whether other processes certainly kept more than ``share`` of the cores busy during the
-    trial: ``other_cores_busy`` above the limit by more than the counters' granularity (one
-    kernel tick per reading of each core and each process read, at the trial's start and end)."""
+    """Whether other processes certainly kept more than ``share`` of the cores busy during the trial:
+    ``other_cores_busy`` above the limit by more than the counters' granularity (:func:`_slack`)."""
     other, wall = system.other_cores_busy, system.seconds
     if other is None or wall <= 0:
         return False
@@ -302,11 +292,8 @@ class SystemSampler:
         return [self._me, *self._procs.values()]
 
     def _tick(self, baseline: bool = False) -> None:
-        """Add the CPU time and bytes read since the last tick, and the tree's RSS.
-
-        The baseline reading (the tree refreshed) only records; a process first seen later
-        started during the trial and counts from zero.
-        """
+        """Add the CPU time and bytes read since the last tick, and the tree's RSS (the baseline only records; a
+        process first seen later started during the trial and counts from zero)."""
         now = self._clock()
         rss = 0
         for proc in self._tree(now):
@@ -432,9 +419,8 @@ GPU_FIELDS = ("gpu_util", "gpu_memory_bytes")  # the GPU readings kept per readi
 
 
 def readings_array(rows: Sequence[Tuple[float, ...]], gpu: bool) -> np.ndarray[Any, Any]:
-    """A trial's readings, one row each after the baseline: ``time`` (the clock's), ``cpu_cores_busy``
-    over the stretch since the reading before, ``rss_bytes``, and with a GPU ``gpu_util`` (0 to 1) and
-    ``gpu_memory_bytes`` (its readings at that moment)."""
+    """A trial's readings, one row each after the baseline: ``time``, ``cpu_cores_busy`` since the reading
+    before, ``rss_bytes``, and with a GPU :data:`GPU_FIELDS`."""
     fields = [("time", "<f8"), ("cpu_cores_busy", "<f4"), ("rss_bytes", "<f8")]
     if gpu:
         fields += [(name, "<f8") for name in GPU_FIELDS]
@@ -455,22 +441,18 @@ def readings_array(rows: Sequence[Tuple[float, ...]], gpu: bool) -> np.ndarray[A
 class NullSampler:
     """``system_metrics: false``: nothing is sampled."""
 
-    def readings(self) -> Any:
-        return None
+    def readings(self) -> Any: ...
 
-    def start(self) -> None:
-        return None
+    def start(self) -> None: ...
 
-    def stop(self) -> Optional[SystemFigures]:
-        return None
+    def stop(self) -> Optional[SystemFigures]: ...
 
 
 # --- memory: the loader's workers, the training process, the machine --------------------------------
 
 
 def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
-    """Each worker's own memory: unique set size (USS: pages only it holds) and, where the kernel
-    says, proportional set size (PSS: shared pages split among their holders); RSS for reference."""
+    """Each worker's own memory: USS (pages only it holds), PSS where the kernel says (shared pages split), RSS."""
     out: List[WorkerMemory] = []
     for k, pid in enumerate(pids):
         try:
@@ -483,9 +465,8 @@ def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
 
 
 def processes_cpu(pids: Sequence[int]) -> Optional[float]:
-    """The CPU seconds the processes ``pids`` have run so far, added up: the scheduler's own count where Linux
-    gives it (``/proc/<pid>/schedstat``, in nanoseconds), else their user and system times (in the kernel's
-    ticks, 10 ms); None without a pid or where one cannot be read (gone, or another user's)."""
+    """The CPU seconds the processes ``pids`` have run so far: the scheduler's count (``/proc/<pid>/schedstat``,
+    nanoseconds) where Linux gives it, else psutil's (the kernel's ticks); None without a pid or one unreadable."""
     total = 0.0
     for pid in pids:
         try:

@@ -177,7 +177,7 @@ class WindowRun:
         h = self.stamps.done
         if h < 3:
             return None
-        firsts = [self._first_index(k) for k, p in enumerate(self.placed) if p.step == 0 and p.handed > 1]
+        firsts = [sum(q.handed for q in self.placed[:k]) for k, p in enumerate(self.placed) if p.step == 0 and p.handed > 1]
         dropped = sorted({k for k in self.left_out if 0 <= k < h})
         if not firsts or h - len(dropped) < 2:
             return None
@@ -189,9 +189,6 @@ class WindowRun:
         compact(periods, dropped, h)  # the periods measured, in place: the median's input
         median = float(np.median(periods[: h - len(dropped)], overwrite_input=True))
         return median > 0 and all(p < LOOKAHEAD_SHARE * median for p in first)
-
-    def _first_index(self, k: int) -> int:
-        return sum(p.handed for p in self.placed[:k])
 
     # --- the result ------------------------------------------------------------------------------
 
