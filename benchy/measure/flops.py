@@ -1,13 +1,9 @@
-"""The FLOPs of one real training step, counted by torch's own ``FlopCounterMode`` (needs torch).
+"""The FLOPs of one real training step, counted by torch's own ``FlopCounterMode`` on untimed steps on the cached
+batch, after the verdict (needs torch).
 
-The count runs on steps that are not timed, on the cached batch, after the verdict: two cached batches handed
-out first (a loop that fetches ahead runs, between a hand-out and the next ask, the step on a batch before), then
-the counter over the loop's asks until their FLOPs repeat (:class:`StepCounter`). No timed step pays for it.
-
-:class:`StepCounter` adds to torch's counter the dtype each FLOP ran in (the op's first tensor
-input; float32 matmuls and convolutions on CUDA count as ``tf32`` where torch lets them use it) and
-the compute-heavy ops it has no formula for, so that the peak is chosen per dtype and a step the
-counter cannot see is said, not guessed. The result is a :class:`~benchy.core.compute.FlopCount`.
+Added to torch's counter: the dtype each FLOP ran in (the op's first tensor input; float32 matmuls and
+convolutions on CUDA count as ``tf32`` where torch lets them use it), so that the peak is chosen per dtype, and
+the compute-heavy ops it has no formula for, so that a step the counter cannot see is said, not guessed.
 """
 
 from __future__ import annotations
@@ -115,13 +111,10 @@ class StepCounter:
     handed out, :meth:`mark` at each ask after it, :meth:`leave` at the end; then :attr:`count` holds the
     :class:`FlopCount` (or why none was made).
 
-    Between two asks a loop usually runs one step; one that fetches ahead runs the step on the batch before, and
-    one that takes several batches at once (the Hugging Face Trainer takes a gradient accumulation's batches
-    together, then runs their steps) runs none between some asks and several between others. The FLOPs between
-    asks repeat with the loop's own period: :meth:`mark` finds the shortest period ``b`` whose last two blocks of
-    ``b`` intervals are the same, interval by interval, and the step's FLOPs are a block's over ``b``: the same for each of these
-    loops, and for a step that runs several models. :attr:`settled` says when one is found (at most
-    :data:`MAX_INTERVALS` intervals; past them, the mean over all)."""
+    The FLOPs between asks repeat with the loop's own period (one step an ask; or none between some asks and
+    several between others, as the Hugging Face Trainer's gradient accumulation takes its batches together):
+    :meth:`mark` finds the shortest period ``b`` whose last two blocks of ``b`` intervals are the same, and the
+    step's FLOPs are a block's over ``b``. :attr:`settled` says when one is found (at most :data:`MAX_INTERVALS`)."""
 
     MAX_INTERVALS = 12  # covers periods of 1 to 6 asks
 

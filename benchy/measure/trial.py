@@ -73,8 +73,7 @@ class IOArgs:
     """One IO trial's arguments. ``constant``: every batch but the last of a pass holds this many
     samples (a DataLoader's batch sampler with the default collate), so only those last batches are
     counted; a pass's last batch shows itself by the StopIteration that follows it. ``ranges``: the
-    NVTX ranges (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None. ``drain``:
-    run last before the fetch the clock starts after (the workers' ready batches taken, untimed)."""
+    NVTX ranges (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None."""
 
     spec: TrialSpec
     source: Source
@@ -303,13 +302,11 @@ def epoch_loop(args: EpochArgs) -> Generator[Any, None, None]:
                     yield from ep.inner  # the rest of the pass, as the loader gives it
                     ep.exhausted = True
                     continue
+                if count == 0:
+                    continue
                 if count < 0:
                     count = sys.maxsize
-                batch = ep.pending
-                ep.pending = NO_BATCH
-                if count <= 0:
-                    ep.pending = batch
-                    continue
+                batch, ep.pending = ep.pending, NO_BATCH
                 if batch is NO_BATCH:
                     try:
                         batch = inner_next()
@@ -386,8 +383,7 @@ def epoch_loop(args: EpochArgs) -> Generator[Any, None, None]:
             if nvtx:
                 push(ranges.trial(a.spec))
                 depth = 1
-            batch = ep.pending
-            ep.pending = NO_BATCH
+            batch, ep.pending = ep.pending, NO_BATCH
             # Before the fetch the clock starts after, where there is one: the workers make nothing ahead meanwhile.
             (a.sync if seg.resume else a.begin)()
             if batch is NO_BATCH:

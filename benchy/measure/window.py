@@ -1,17 +1,13 @@
 """A SYNTHETIC or FULL trial as a window of steps in the training loop: what its segments recorded
 (glue between the epoch loop of :mod:`benchy.measure.trial` and the result model; numpy, no torch).
 
-A window measures ``n`` periods (a period: one step and, in FULL, the fetch of the next batch). It
-may begin at any step of an epoch, and it may span epochs: each epoch it runs in is one *segment*,
-a run of consecutive hand-outs. The series are the window's: ``stamps[i]`` is when hand-out ``i``
-of the window was made (whatever its segment), ``stamps[h]`` when the clock stopped. A period whose
-end falls in another epoch than its start (the last of a segment that did not finish the window:
-the loop's epoch ended, it stopped early, or another iterator took over) holds the loop's own work
-between epochs and the next pass's start-up; it is *left out* and the window takes one more step.
-So is the first period of a segment that begins an epoch (its step 0), unless the loop is known not to
-fetch ahead: a loop that fetches one batch ahead asks for its second batch before it runs any step, so
-that period may hold no step at all.
-So the window's result is ``n`` measured periods, whatever the epochs did.
+A window measures ``n`` periods (a period: one step and, in FULL, the fetch of the next batch). It may begin
+at any step of an epoch and span epochs, one *segment* (a run of consecutive hand-outs) an epoch; ``stamps[i]``
+is when hand-out ``i`` of the window was made, whatever its segment. A period that ends in another epoch than
+it began (the last of a segment that did not finish the window) holds the loop's work between epochs and the
+next pass's start-up: it is *left out*, and the window takes one more step. So is the first period of a
+segment at an epoch's step 0, unless the loop is known not to fetch ahead (one that does asks for its second
+batch before it runs any step). So the window's result is ``n`` measured periods, whatever the epochs did.
 
 A FULL window is measured in whole *rounds* of the loader (``spec.cycle`` periods: its workers' turns, see
 :mod:`benchy.core.schedule`): a stretch that does not finish the window counts the whole rounds it holds, and the
