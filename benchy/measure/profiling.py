@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..core.schedule import Mode, TrialSpec
+from .device import cuda_active
 
 __all__ = [
     "AT_END",
@@ -71,11 +72,7 @@ def nvtx_ranges(enabled: bool = True) -> Optional[Ranges]:
 class CudaProfilerApi:
     """The real cudaProfilerStart/Stop, reached only where CUDA is built and in use."""
 
-    @staticmethod
-    def available() -> bool:
-        from .device import cuda_active
-
-        return cuda_active()
+    available = staticmethod(cuda_active)
 
     @staticmethod
     def start() -> None:
@@ -178,7 +175,6 @@ class TorchRanges:
         self.first, self.count = profiled_steps(spec.nbatches, steps)
         if spec.mode is Mode.IO:
             self.first += 1
-        self._label = spec.label
         self._spec = spec
         self._nvtx = nvtx
         self._stack: List[Any] = []  # per open range: its record_function, or None (opened while not profiling)
@@ -218,7 +214,7 @@ class TorchRanges:
         self.state = "profiling"
         if self._stretch_end is not None:  # the stretch ends before the steps planned: the range names those it holds
             self._last = min(self._last, self._stretch_end - 1)
-        self._span = self._enter(f"benchy: {self._label} ({self.unit} {self.first} to {self._last} profiled)")
+        self._span = self._enter(f"benchy: {self._spec.label} ({self.unit} {self.first} to {self._last} profiled)")
 
     def _end(self) -> None:
         for k in range(len(self._stack) - 1, -1, -1):  # ranges still open inside the span end with it
@@ -233,9 +229,9 @@ class TorchRanges:
                 if self._seen + 1 < self._last
                 else f"{self.unit[:-1]} {self._last}"
             )
-            self._enter(f"benchy: the loop left {self._label} after {self.unit[:-1]} {self._seen}: {gone} not profiled").__exit__(
-                None, None, None
-            )
+            self._enter(
+                f"benchy: the loop left {self._spec.label} after {self.unit[:-1]} {self._seen}: {gone} not profiled"
+            ).__exit__(None, None, None)
         self._span.__exit__(None, None, None)
         self.state = "done"
         self._stop()
@@ -259,7 +255,7 @@ class TorchRanges:
         if self.state != "profiling":
             self._stack.append(None)
         elif attr is self._trial:
-            self._stack.append(self._enter(f"benchy: {self._label}"))
+            self._stack.append(self._enter(f"benchy: {self._spec.label}"))
         else:
             self._stack.append(self._enter(f"benchy: {attr.message} {attr.payload}"))
 
@@ -304,8 +300,6 @@ class TorchProfiler:
     def _start(self, spec: TrialSpec) -> None:
         import torch
         from torch.profiler import ProfilerActivity, profile
-
-        from .device import cuda_active
 
         activities = [ProfilerActivity.CPU]
         if cuda_active() and torch.cuda.is_available():

@@ -7,13 +7,9 @@ whatever the training's backend (gloo, NCCL) and carries benchy's bounded wait
 naming the trial and the ranks that did not report, instead of hanging.
 
 At scale (``benchmarks/ranks.py``, the manual's "Thousands of ranks"): the group connects lazily
-(``TORCH_GLOO_LAZY_INIT`` while it is made), so a rank opens sockets only to the peers its
-collectives talk to (2 to 6 here, about log2 of the ranks for a barrier) instead of one to every
-rank, and making it costs no exchange of every rank's address with every other (the square of the
-ranks in store reads). Before each collective every rank writes one key to the rendezvous store
-(the write does not wait for the store's answer); only when a collective fails are they read, and
-the ranks that never entered it are found by halving the rank range with ``store.check`` (a few
-reads per missing rank instead of one per rank).
+(:func:`_lazy_group`), so a rank opens sockets only to the peers its collectives talk to and making it costs
+no exchange of every rank's address with every other. Before each collective every rank writes one key to the
+rendezvous store, read only when it fails (:func:`missing_ranks`: a few reads per missing rank, not one a rank).
 """
 
 from __future__ import annotations

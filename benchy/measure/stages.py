@@ -59,8 +59,7 @@ class _Sums:
             self.start = t0
 
     def reset(self) -> None:
-        for k in range(len(self.seconds)):
-            self.seconds[k] = 0.0
+        self.seconds[:] = [0.0] * len(self.seconds)
         self.cpu = 0.0
         self.start = 0.0
         self.items = 0

@@ -1,7 +1,5 @@
-"""A trial's timestamps and what they mean: the series the hot loops fill (:class:`Stamps`, kept as
-the periods between them, 4 bytes a period; :class:`Series` and :class:`Constant` for the per-batch
-sample counts), and the :class:`~benchy.core.results.TrialResult` built from them once the trial
-ends (glue between the loops of :mod:`benchy.measure.trial` and the result model; numpy, no torch).
+"""A trial's timestamps and sample counts, as the hot loops fill them (:class:`Stamps`, :class:`Series`,
+:class:`Constant`), and the :class:`~benchy.core.results.TrialResult` built from them (numpy, no torch).
 
 ``stamps[i]`` is when batch ``i`` is handed out, ``stamps[n]`` when the trial's clock stops;
 period ``i`` (``stamps[i]`` to ``stamps[i+1]``) holds one training step and one fetch.
