@@ -1,19 +1,7 @@
-"""How many samples a batch holds (no torch import: tensors are recognised by ``shape``).
-
-The rules, in order (the manual's "Counting samples" section says the same):
-
-1. A tensor or array counts its leading dimension.
-2. A list or tuple of two or more dicts **with the same keys**, holding tensors, is one dict
-   per device or pipeline (DALI's ``output_map``): their counts are summed. Dicts with different keys
-   (``(inputs_dict, labels_dict)``) are parts of one batch: rule 3.
-3. A dict, list, tuple, dataclass or other object holding tensors counts its first
-   tensor-like leaf (dict values, items and dataclass fields in order; for other objects,
-   public attributes first).
-4. With no tensor-like leaf: a list counts its length (one item per sample, as with
-   ``collate_fn=lambda x: x``); a tuple of equal-length lists (the columns layout,
-   ``(texts, labels)``) counts its first column's length.
-5. Otherwise the wrapper's ``batch_size``, with a one-time warning (a short last batch is
-   then over-counted).
+"""How many samples a batch holds (no torch import: tensors are recognised by ``shape``), by the rules, in order,
+of the manual's "Counting samples" (docs/guide/wrapping.md): a tensor's leading dimension (1); a sum over
+per-device dicts with the same keys (2); the first tensor-like leaf of a container or object (3); a list's
+length, or a tuple of columns' first (4); else the wrapper's ``batch_size``, with a one-time warning (5).
 
 A counter is specialised once, from the first batch, so the per-step call is one small
 function; a batch of another shape falls back to the general walk.
@@ -108,7 +96,7 @@ def _no_leaf_count(batch: Any) -> Optional[int]:
 
 
 def count_samples(batch: Any, fallback: Optional[int] = None) -> int:
-    """Samples in ``batch`` by the rules in this module's docstring."""
+    """Samples in ``batch`` by the rules (see the module)."""
     if _per_device(batch):
         return sum(count_samples(part, fallback) for part in batch)
     path = _find_path(batch)

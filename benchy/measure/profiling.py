@@ -217,8 +217,7 @@ class TorchRanges:
         self._span = self._enter(f"benchy: {self._spec.label} ({self.unit} {self.first} to {self._last} profiled)")
 
     def _end(self) -> None:
-        for k in range(len(self._stack) - 1, -1, -1):  # ranges still open inside the span end with it
-            rf = self._stack[k]
+        for k, rf in reversed(list(enumerate(self._stack))):  # ranges still open inside the span end with it
             if rf is not None:
                 rf.__exit__(None, None, None)
                 self._stack[k] = None

@@ -146,8 +146,7 @@ class CopyingSource:
         copy = self._copy
         return (lambda: copy(step())), copy(first)
 
-    def keep(self, batch: Any) -> None:
-        return None
+    def keep(self, batch: Any) -> None: ...
 
     def pass_length(self, batches: int) -> None:
         self._source.pass_length(batches)

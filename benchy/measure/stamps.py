@@ -223,8 +223,7 @@ class Constant:
     def __len__(self) -> int:
         return self.length
 
-    def flush(self, count: int) -> None:
-        pass
+    def flush(self, count: int) -> None: ...
 
     def set(self, i: int, value: int) -> None:
         if value == self.value:
@@ -238,8 +237,7 @@ class Constant:
     def grow(self, length: int) -> None:
         self.length = max(self.length, length)
 
-    def settle(self, count: int) -> None:
-        pass
+    def settle(self, count: int) -> None: ...
 
     def values(self, n: int) -> np.ndarray[Any, Any]:
         """The first ``n`` counts (made here: the smallest integer type that holds them)."""
