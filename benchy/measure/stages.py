@@ -251,8 +251,9 @@ class _TimedBatchedMap(_TimedMap):
         return out
 
 
-class _TimedIterable(_Forwarding):
-    """An iterable dataset: the time its iterator takes to make each item."""
+class _TimedIterableDataset(_Forwarding, IterableDataset):
+    """An iterable dataset: the time its iterator takes to make each item (an ``IterableDataset``, so the
+    DataLoader treats it as one; module-level, so that a ``spawn`` worker can unpickle it)."""
 
     def __iter__(self) -> Iterator[Any]:
         sums = self.sums
@@ -266,11 +267,6 @@ class _TimedIterable(_Forwarding):
             t1 = _clock()
             sums.add(t0, t1, _cpu() - c0, 1)
             yield item
-
-
-class _TimedIterableDataset(_TimedIterable, IterableDataset):
-    """:class:`_TimedIterable` as an ``IterableDataset`` (so the DataLoader treats it as one); module-level,
-    so that a ``spawn`` worker can unpickle it."""
 
 
 class _TimedCollate:
