@@ -173,10 +173,7 @@ class Rapl:
 
     def joules(self, before: Sequence[int], after: Sequence[int]) -> float:
         """Joules between two readings, each zone's counter wrapping at its range."""
-        total = 0
-        for (_, wrap), a, b in zip(self.zones, before, after):
-            total += b - a if b >= a else b + wrap - a
-        return total / 1e6
+        return sum(b - a if b >= a else b + wrap - a for (_, wrap), a, b in zip(self.zones, before, after)) / 1e6
 
 
 def cuda_gpu() -> Optional[_Gpu]:
