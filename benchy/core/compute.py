@@ -15,7 +15,7 @@ high; a mix-up doubles MFU): each entry names its source. ``global.peak_flops`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .peaks import PeakConfig, dtype_key, known_accelerator
 from .results import FlopCount, RunResults, TrialResult
@@ -139,19 +139,6 @@ class ComputeReport:
         found = next((m for m in self.modes if m.mode is mode), None)
         return None if found is None else found.mfu
 
-    def to_dict(self) -> Dict[str, Any]:
-        out = self.count.to_dict()
-        out.update(
-            {
-                "flops_per_sample": self.per_sample,
-                "world": self.world,
-                "peak_flops": None if self.peak is None else self.peak.flops,
-            }
-        )
-        for m in self.modes:
-            out[m.mode.value] = {"flops_per_s": m.flops, "interval": m.half_width, "mfu": m.mfu, "mfu_interval": m.mfu_half_width}
-        return out
-
 
 def compute_report(
     count: Optional[FlopCount], results: RunResults, world: int, configured: PeakConfig
@@ -231,18 +218,6 @@ class TokenReport:
         mode, share = max(found, key=lambda x: x[1])
         return mode, share
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"source": self.source}
-        for m in self.modes:
-            out[m.mode.value] = {
-                "tokens_per_s": m.estimate.mean,
-                "interval": m.estimate.half_width,
-                "n": m.estimate.n,
-                "padding": m.padding,
-                "mask_every": m.every,
-            }
-        return out
-
 
 def token_report(results: RunResults, modes: Sequence[Mode], source: str) -> Optional[TokenReport]:
     """Tokens per second and padding per mode, from the trials' :class:`TokenCount` (None: none counted)."""
@@ -285,12 +260,6 @@ class EnergyReport:
     modes: Tuple[ModeEnergy, ...]
     sources: Tuple[str, ...]  # how each figure was read, in words (the sampler's)
     missing: Optional[str]  # why there is none, as the sampler said it (None with no figure: not in every trial)
-
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"sources": list(self.sources), "missing": self.missing}
-        for m in self.modes:
-            out[m.mode.value] = {"joules_per_trial": dict(m.joules), "joules_per_sample": m.per_sample}
-        return out
 
 
 def _own_samples(t: TrialResult) -> int:

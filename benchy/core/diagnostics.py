@@ -10,7 +10,7 @@ step but not the rest of the loop, and the loader's work slows the step by what 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Optional
 
 import msgspec
 
@@ -94,14 +94,3 @@ class ContentionRun:
         if alone is None or alone <= 0 or self.period <= 0:
             return None
         return self.period / alone - 1.0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "label": self.label,
-            "period_seconds": self.period,
-            "steps": self.steps,
-            "loader_batches": self.loader_batches,
-            "loader_seconds": self.loader_seconds,
-            "loader_batches_per_second": self.loader_rate,
-            "loader_workers": self.workers,
-        }

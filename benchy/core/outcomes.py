@@ -143,9 +143,6 @@ class FailedRank:
     rank: int
     reason: str
 
-    def to_dict(self) -> dict[str, object]:
-        return {"rank": self.rank, "reason": self.reason}
-
     def words(self, then: Sequence[FailedRank] = ()) -> str:
         """``rank 1 failed first (ValueError: boom)``; ``then``: the ranks that failed after it (three are named)."""
         text = f"rank {self.rank} failed first ({self.reason})"

@@ -99,19 +99,6 @@ class FlopCount:
     label: str = ""  # the trial whose untimed extra step was counted
     skipped: Optional[Reason] = None
 
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "flops_per_step": self.total,
-            "samples": self.samples,
-            "device": self.device,
-            "device_type": self.device_type,
-            "by_dtype": dict(self.by_dtype),
-            "by_op": dict(self.by_op),
-            "unknown_ops": list(self.unknown),
-            "tf32": self.tf32,
-            "counted_in": self.label,
-        }
-
 
 class TokenCount(Record, frozen=True):
     """Tokens in one trial's batches (``count: tokens``), as the counter saw them.
@@ -418,29 +405,6 @@ class ScheduleState:
     figure_precision: float = 0.10  # a decided verdict stops measuring once each mode's interval is within it
     imprecise: Tuple[Imprecise, ...] = ()  # the modes whose interval is wider than figure_precision at the end
 
-    def to_dict(self) -> Dict[str, Any]:
-        """The JSON's ``schedule`` (its ``stop_reason`` in words is added where the document is made)."""
-        return {
-            "adaptive": self.adaptive,
-            "precision": self.precision,
-            "windows_needed": self.windows_needed,
-            "windows_fewest": self.windows_fewest,
-            "order": list(self.order),
-            "warmups": dict(self.warmups),
-            "decision_confidence": self.decision_confidence,
-            "stop": self.stop,
-            "extras": list(self.extras),
-            "extras_not_run": dict(self.extras_not_run),
-            "loop_steps": self.horizon,
-            "measuring_steps": self.stopped_at,
-            "measuring_seconds": self.stopped_seconds,
-            "decided_steps": self.decided_at,
-            "decided_seconds": self.decided_seconds,
-            "loader_round": self.cycle,
-            "figure_precision": self.figure_precision,
-            "imprecise": {i.mode: i.to_dict() for i in self.imprecise},
-        }
-
 
 @dataclass(frozen=True)
 class Imprecise:
@@ -455,9 +419,6 @@ class Imprecise:
     more_steps: Optional[int] = None
     capped: bool = False
     fixed: bool = False  # the mode's trials are a fixed count (ntrials), not auto
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"share": self.share, "trials": self.trials, "more_steps": self.more_steps, "capped": self.capped}
 
 
 class ProfilerState(Record, frozen=True):

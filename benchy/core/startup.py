@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import statistics
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 __all__ = ["STARTUP_SHARE", "Basis", "Startup", "startup"]
 
@@ -64,21 +64,6 @@ class Startup:
     def restarts_workers(self) -> bool:
         """A costly start-up of workers that restart every epoch: ``persistent_workers=True`` fixes it."""
         return self.costly and bool(self.workers) and not self.persistent
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "seconds": list(self.seconds),
-            "typical": self.typical,
-            "basis": self.basis.value,
-            "batch_seconds": self.batch_seconds,
-            "extra": self.extra,
-            "epoch_batches": self.epoch_batches,
-            "epoch_seconds": self.epoch_seconds,
-            "share": self.share,
-            "workers": self.workers,
-            "persistent_workers": self.persistent,
-            "started": list(self.started),
-        }
 
 
 def startup(

@@ -11,7 +11,7 @@ then pinned memory, then prefetching), so "the smallest setting within 5 % of th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional, Sequence
+from typing import ClassVar, List, Optional, Sequence
 
 from .claims import Feed
 from .config import AUTO, SweepConfig
@@ -109,22 +109,6 @@ class SettingResult:
     @property
     def estimate(self) -> Estimate:
         return estimate([t.throughput for t in self.trials])
-
-    def to_dict(self) -> Dict[str, Any]:
-        est = self.estimate
-        return {
-            "settings": self.setting,
-            "trial_throughput": [t.throughput for t in self.trials],
-            "trial_time": [t.seconds for t in self.trials],
-            "trial_samples": [t.samples for t in self.trials],
-            "warmup": {"trial_throughput": [t.throughput for t in self.warmups]},
-            "mean": est.mean,
-            "interval": est.half_width,
-            "n": est.n,
-            "error": self.error,
-            "workers_memory_bytes": self.memory,
-            "over_memory_cap": self.over_cap,
-        }
 
 
 ROOM_SHARE = 0.1  # the training process keeps at least this share of the machine's memory

@@ -213,9 +213,6 @@ class Change:
     speedup: float = 1.0
     free: Optional[str] = None
 
-    def to_dict(self) -> Dict[str, Any]:
-        return {"workers": self.workers, "cores": self.cores, "speedup": self.speedup, "free_stage": self.free}
-
 
 @dataclass(frozen=True)
 class Prediction:
@@ -226,10 +223,6 @@ class Prediction:
     full: Triple
     limit: Limit
     naive: float  # min(IO, k x SYNTHETIC) at the mean: what a reading of the two numbers alone says
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The prediction's figures (the schema adds its ``limit`` in words)."""
-        return {**self.change.to_dict(), "io": _triple(self.io), "full": _triple(self.full), "naive_full": self.naive}
 
 
 @dataclass(frozen=True)
@@ -263,17 +256,6 @@ class Check:
         hw = m.half_width or 0.0
         return m.mean - hw <= self.predicted[2] and m.mean + hw >= self.predicted[0]
 
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "change": self.change.to_dict(),
-            "predicted": _triple(self.predicted),
-            "measured": self.measured.mean,
-            "measured_half_width": self.measured.half_width,
-            "error": self.error,
-            "agree": self.agree,
-        }
-
 
 @dataclass(frozen=True)
 class Need:
@@ -289,15 +271,6 @@ class Need:
     fewest: Optional[int] = None
     most: Optional[int] = None
     limit: Optional[Limit] = None  # what limits FULL then (the loading where no number of workers feeds the step)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "speedup": self.speedup,
-            "workers": self.workers,
-            "workers_interval": [self.fewest, self.most],
-            "cores": self.cores,
-            "full": self.full,
-        }
 
 
 @dataclass(frozen=True)
@@ -316,52 +289,6 @@ class WhatIf:
     contention: Optional[float] = None  # FULL's step over SYNTHETIC's, less one: how much the loader slows the step
     # the flip at the ends of the measured intervals: the earliest (a slower IO, a faster step) and the latest
     flip_range: Tuple[Optional[float], Optional[float]] = (None, None)
-
-    def to_dict(self) -> Dict[str, Any]:
-        inp = self.inputs
-        there = inp.other_setting
-        return {
-            "inputs": {
-                "samples_per_batch": inp.batch,
-                "workers": inp.workers,
-                "cores": inp.cores,
-                "other_cores_busy": inp.other,
-                "io": _triple(inp.io),
-                "step_seconds": _triple(inp.step),
-                "step_cores": inp.step_cores,
-                "worker_seconds_per_batch": inp.loader.worker,
-                "worker_cpu_share": inp.loader.cpu,
-                "main_seconds_per_batch": inp.loader.main,
-                "main_seconds_per_batch_no_workers": inp.loader.main_plain,
-                "main_cpu_share": inp.loader.main_cpu,
-                "slow_worker_ratio": inp.loader.slow,
-                "worker_handover_seconds": inp.loader.handover,
-                "full": None if inp.full is None else _triple(inp.full),
-                "full_step_seconds": inp.full_step,
-                "step_fixed_share": inp.step_fixed,
-                "contention": inp.contention,
-                "contention_loader_rate": inp.contention_rate,
-                "full_contention": inp.full_contention,
-                "full_loader_rate": inp.full_rate,
-                "queue_depth": inp.depth,
-                "other_workers": None if there is None else inp.other_workers,
-                "other_worker_seconds_per_batch": None if there is None else there.worker,
-                "other_main_seconds_per_batch": None if there is None else there.main + there.main_plain,
-            },
-            "scale": self.scale,
-            "own": self.own.to_dict(),
-            "flip_speedup": self.flip,
-            "flip_speedup_interval": list(self.flip_range),
-            "needs": [n.to_dict() for n in self.needs],
-            "predictions": [p.to_dict() for p in self.predictions],
-            "checks": [c.to_dict() for c in self.checks],
-            "accelerator_utilization": self.utilization,
-            "contention": self.contention,
-        }
-
-
-def _triple(t: Triple) -> List[Optional[float]]:
-    return [float(x) if math.isfinite(x) else None for x in t]
 
 
 # --- the model ------------------------------------------------------------------------------

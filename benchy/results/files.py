@@ -3,6 +3,7 @@ piece by piece, and removal of the temporaries a killed writer left (pure: no to
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import os
@@ -10,7 +11,7 @@ import re
 import tempfile
 import time
 import uuid
-from typing import IO, Any, Callable, Dict, List, Mapping, Optional
+from typing import IO, Any, Callable, List, Mapping, Optional
 
 import msgspec
 import numpy as np
@@ -73,30 +74,47 @@ def remove_matching(directory: str, pattern: re.Pattern[str]) -> List[str]:
     return removed
 
 
-def write_document(handle: IO[str], document: Mapping[str, Any]) -> None:
-    """The document as indented JSON, each per-step list on one line, written piece by piece.
+def _builtin(value: Any) -> Any:
+    """A value msgspec does not encode itself as the JSON value it stands for (numpy's numbers and arrays, a
+    subclass of str such as ``torch.__version__``, an enum, a path)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
 
-    Per-step lists are encoded apart by the json module's C encoder (the indenting encoder is
-    pure Python, about 5 times slower) and written in place of a marker no value can hold, one
-    trial at a time, so the whole text is never held in memory. A per-step list given as a
-    numpy array, or as an object that makes one a slice at a time (the final document's
-    ``rates``), is written in slices of :data:`SLICE` values, its non-finite values as null: no
+
+def write_document(handle: IO[str], document: Any) -> None:
+    """The document (a :class:`~benchy.results.model.Document`, or JSON values read back) as indented JSON
+    (``msgspec.json.encode``: non-finite numbers as null), each per-step list on one line, written piece by piece.
+
+    Each mode's per-step ``rates`` are written in place of a marker no value can hold, one trial at a time, so
+    the whole text is never held in memory: a list of JSON values by the json module's C encoder (a non-finite
+    value in one is refused), a numpy array or an object that makes one a slice at a time (the final document's
+    :class:`~benchy.core.results.StepRates`) in slices of :data:`SLICE` values, its non-finite values as null: no
     Python object, and no array of the trial's length, per step at any time.
     """
     marker = f"\0benchy-per-step-{uuid.uuid4().hex}-"
     lists: List[Any] = []
-    shallow: Dict[str, Any] = dict(document)
-    for key, block in document.items():
-        if isinstance(block, Mapping) and isinstance(block.get("rates"), list):
-            block = dict(block)
-            names = []
-            for values in block["rates"]:
-                names.append(f"{marker}{len(lists)}")
-                lists.append(values)
-            block["rates"] = names
-            shallow[key] = block
-    # A document the model refused is written as built: its records (msgspec structs) by their file names.
-    text = json.dumps(shallow, indent=1, allow_nan=False, default=msgspec.to_builtins)
+
+    def held(values: Any) -> str:
+        lists.append(values)
+        return f"{marker}{len(lists) - 1}"
+
+    if isinstance(document, Mapping):
+        document = {
+            key: {**block, "rates": [held(values) for values in block["rates"]]}
+            if isinstance(block, Mapping) and isinstance(block.get("rates"), list)
+            else block
+            for key, block in document.items()
+        }
+    text = msgspec.json.format(
+        msgspec.json.encode(document, enc_hook=lambda v: held(v) if hasattr(v, "slice") else _builtin(v)), indent=1
+    ).decode()
     # re.split with a group: text, index, text, index, ..., text
     parts = re.split(re.escape(json.dumps(marker)[:-1]) + r'([0-9]+)"', text) if lists else [text]
     for k, part in enumerate(parts):
@@ -160,7 +178,7 @@ def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = 
         raise
 
 
-def write_json_atomic(path: str, document: Mapping[str, Any]) -> None:
+def write_json_atomic(path: str, document: Any) -> None:
     """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
     write_atomic(path, lambda handle: write_document(handle, document))
 

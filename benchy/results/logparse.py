@@ -20,11 +20,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TextIO
 
+import msgspec
+
 from ..core.schedule import Mode
 from ..core.stats import estimate
 from . import lines
+from .model import Document
 from .saved import Run
-from .schema import SCHEMA_VERSION, encoded, read_run
+from .schema import SCHEMA_VERSION, read_run
 
 __all__ = ["LogRun", "parse_log", "split_runs"]
 
@@ -148,7 +151,8 @@ def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_fro
     }
     for mode in Mode:
         doc[mode.value] = _mode_block(run, mode)
-    return encoded(doc)
+    out: Dict[str, Any] = msgspec.to_builtins(msgspec.convert(doc, Document))  # every key, in the declared order
+    return out
 
 
 def parse_log(log: TextIO, *, name: str, nranks: Optional[int] = None, which: int = -1, parsed_from: str = "") -> Run:

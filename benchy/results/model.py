@@ -1,10 +1,11 @@
 """The result file's one declaration: a frozen msgspec struct for every object in it, at every depth (pure, no torch).
 
 :class:`Document` is the layout of a result file of the current schema version (older files are upgraded
-first, see :mod:`benchy.results.schema`). The writer encodes a :class:`Document` (:func:`encode`), the reader
-decodes into one (:mod:`benchy.results.document`), and the documentation's tables of the keys are generated
-from the same classes (:func:`rows`, :func:`top_rows`): each field's type, its bounds (``Meta`` constraints:
-``ge``, ``le``, list lengths) and its words (``Meta(description=...)``). A key the model does not declare is
+first, see :mod:`benchy.results.schema`). :mod:`benchy.results.schema` builds a :class:`Document`,
+:func:`benchy.results.files.write_document` encodes it, the reader decodes into one
+(:mod:`benchy.results.document`), and the documentation's tables of the keys are generated from the same classes
+(:func:`rows`, :func:`top_rows`): each field's type, its bounds (``Meta`` constraints: ``ge``, ``le``, list lengths)
+and its words (``Meta(description=...)``). A key the model does not declare is
 kept by the reader in :attr:`benchy.results.saved.Run.document` but not read.
 
 A field whose object is written only where it applies (``parsed_from``, a mode's ``tokens``, ``ranks``,
@@ -46,7 +47,6 @@ __all__ = [
     "Document",
     "ModeBlock",
     "describe",
-    "encode",
     "rows",
     "top_rows",
 ]
@@ -839,13 +839,6 @@ class Document(_Block, frozen=True, kw_only=True):
         """The block of mode ``name`` (``"IO"``, ``"SYNTHETIC"``, ``"FULL"``), or None."""
         block: Optional[ModeBlock] = getattr(self, name)
         return block
-
-
-def encode(document: Document) -> Dict[str, Any]:
-    """The document as JSON values (a tuple kept in memory as a list), in the declared order (keys left unset are
-    left out)."""
-    out: Dict[str, Any] = msgspec.json.decode(msgspec.json.encode(document))
-    return out
 
 
 # --- the document in words: the documentation and the reader's errors --------------------------

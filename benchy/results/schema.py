@@ -29,26 +29,28 @@ a damaged file is named with the key that is wrong.
 from __future__ import annotations
 
 import copy
-import enum
 import math
 import os
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-import msgspec
 import numpy as np
+from msgspec import UNSET, UnsetType
+from msgspec.structs import replace
 
-from ..core.compute import ComputeReport, EnergyReport
+from ..core.compute import ComputeReport, EnergyReport, TokenReport
 from ..core.machine import Stop
 from ..core.outcomes import Reason
 from ..core.results import RunResults, ScheduleState, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode
 from ..core.startup import Startup
 from ..core.stats import Comparison, estimate, finite
-from ..core.sweep import best, cheapest_enough, smallest_within
+from ..core.sweep import SettingResult, best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, Verdict, disturbed_trials, h2d_estimate, own_io
-from ..core.whatif import WhatIf
+from ..core.whatif import Change, WhatIf
+from ..core.whatif import Prediction as WhatIfPrediction
+from . import model
 from .document import ResultFileError, check, read_file
-from .model import DataWait, Document, ModeBlock, encode
+from .model import DataWait, ModeBlock
 from .saved import ModeRun, Run
 from .summary import straggler_text
 from .text import reports
@@ -59,7 +61,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "ResultFileError",
     "default_run_name",
-    "encoded",
     "h2d_block",
     "json_safe",
     "load",
@@ -100,84 +101,79 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def _mean_step_rate(t: TrialResult) -> Optional[float]:
-    mean = t.mean_step_rate
-    return None if mean is None else finite(mean)
-
-
-def _data_wait_block(results: RunResults) -> Optional[Dict[str, Any]]:
+def _data_wait_block(results: RunResults) -> Optional[model.DataWait]:
     """FULL's share of time waiting for the loader (fractions), per counted trial and overall."""
     trials = [t for t in results.measured(Mode.FULL) if t.data_wait is not None]
     if not trials:
         return None
     est = results.data_wait()
-    return {
-        "mean": est.mean,
-        "interval": est.half_width,
-        "confidence": est.confidence,
-        "trials": [t.data_wait for t in trials],
-        "labels": [t.label for t in trials],
-        "wait_median_s": [t.wait_median for t in trials],
-        "step_median_s": [t.work_median for t in trials],
-    }
+    return model.DataWait(
+        mean=est.mean,
+        interval=est.half_width,
+        confidence=est.confidence,
+        trials=[t.data_wait for t in trials],
+        labels=[t.label for t in trials],
+        wait_median_s=[t.wait_median for t in trials],
+        step_median_s=[t.work_median for t in trials],
+    )
 
 
-def _mode_block(results: RunResults, mode: Mode, reading: Reading, per_step: bool = True) -> Dict[str, Any]:
-    trials = results.measured(mode)
-    est = results.estimate(mode)
-    warm = results.warmups(mode)
-    block: Dict[str, Any] = {
-        # The original's keys, one entry per counted trial. ``rates`` (per-step throughputs)
-        # only in the final document: a checkpoint costs the new trial, not every trial so far.
-        # Computed and written by ``files.write_document`` a slice at a time, non-finite as null.
-        "rates": [StepRates(t) for t in trials] if per_step else None,
-        "avg_iter_throughput": [_mean_step_rate(t) for t in trials],
-        "trial_throughput": [finite(t.throughput) for t in trials],
-        "trial_time": [t.seconds for t in trials],
-        # Ours.
-        "trial_samples": [t.samples for t in trials],
-        "nbatches": [len(t.step_seconds) for t in trials],
-        "mean": est.mean,
-        "interval": est.half_width,
-        "confidence": est.confidence,
-        "n": est.n,
-        "warmup": {
-            "trial_throughput": [finite(t.throughput) for t in warm],
-            "trial_time": [t.seconds for t in warm],
-            "trial_samples": [t.samples for t in warm],
-        },
-    }
-    # Pooled over every step: in the final document only, as ``rates`` (a checkpoint costs the new trial).
-    profile = reading.profiles.get(mode) if per_step else None  # worked out once, in the reading
-    block["steps"] = profile
-    block["system"] = [t.system for t in trials]  # per counted trial (null when not sampled)
-    if any(t.tokens is not None for t in trials):  # count: tokens: each counted trial's tokens
-        block["tokens"] = [t.tokens for t in trials]
-    block["warmup"]["system"] = [t.system for t in warm]
-    if mode is Mode.FULL:
-        block["data_wait"] = _data_wait_block(results)
+def _ranks_block(results: RunResults, mode: Mode, trials: List[TrialResult]) -> Union[model.Ranks, UnsetType]:
+    """A mode's ``ranks``: one list per counted trial, one entry per rank; past ``dist_rank_lists`` ranks the reduced
+    figures per counted trial (``summarised``); unset for one process."""
     if any(t.rank_seconds for t in trials):
-        block["ranks"] = {
-            # One list per counted trial, one entry per rank.
-            "trial_throughput": [[finite(r) for r in t.rank_throughputs] for t in trials],
-            "trial_time": [list(t.rank_seconds) for t in trials],
-            "trial_samples": [list(t.rank_samples) for t in trials],
+        return model.Ranks(
+            trial_throughput=[list(t.rank_throughputs) for t in trials],
+            trial_time=[list(t.rank_seconds) for t in trials],
+            trial_samples=[list(t.rank_samples) for t in trials],
             # (slowest - fastest) / fastest rank's trial time, per trial.
-            "spread": [
+            spread=[
                 (max(t.rank_seconds) - min(t.rank_seconds)) / min(t.rank_seconds) if min(t.rank_seconds) > 0 else None
                 for t in trials
             ],
-            "mean_trial_time": results.rank_mean_times(mode),
-            "straggler": straggler_text(results, mode),
-        }
-    elif any(t.rank_summary is not None for t in trials):
-        # Past dist_rank_lists ranks: per counted trial the reduced figures, not every rank's.
-        block["ranks"] = {
-            "summarised": True,
-            "trials": [t.rank_summary for t in trials],
-            "straggler": straggler_text(results, mode),
-        }
-    return block
+            mean_trial_time=list[Optional[float]](results.rank_mean_times(mode)),
+            straggler=straggler_text(results, mode),
+        )
+    if any(t.rank_summary is not None for t in trials):
+        return model.Ranks(summarised=True, trials=[t.rank_summary for t in trials], straggler=straggler_text(results, mode))
+    return UNSET
+
+
+def _mode_block(
+    results: RunResults, mode: Mode, reading: Reading, per_step: bool, batch_samples: Optional[int]
+) -> model.ModeBlock:
+    trials = results.measured(mode)
+    est = results.estimate(mode)
+    warm = results.warmups(mode)
+    return model.ModeBlock(
+        # The original's keys, one entry per counted trial. ``rates`` (per-step throughputs) and ``steps`` (pooled
+        # over every step, worked out once in the reading) only in the final document: a checkpoint costs the new
+        # trial, not every trial so far. ``files.write_document`` writes the rates a slice at a time.
+        rates=[StepRates(t) for t in trials] if per_step else None,  # type: ignore[misc]
+        avg_iter_throughput=[t.mean_step_rate for t in trials],
+        trial_throughput=[t.throughput for t in trials],
+        trial_time=[t.seconds for t in trials],
+        # Ours.
+        trial_samples=[t.samples for t in trials],
+        nbatches=[len(t.step_seconds) for t in trials],
+        mean=est.mean,
+        interval=est.half_width,
+        confidence=est.confidence,
+        n=est.n,
+        warmup=model.Warmup(
+            trial_throughput=[t.throughput for t in warm],
+            trial_time=[t.seconds for t in warm],
+            trial_samples=[t.samples for t in warm],
+            system=[t.system for t in warm],
+        ),
+        steps=reading.profiles.get(mode) if per_step else None,
+        system=[t.system for t in trials],  # per counted trial (null when not sampled)
+        tokens=[t.tokens for t in trials] if any(t.tokens is not None for t in trials) else UNSET,
+        data_wait=_data_wait_block(results) if mode is Mode.FULL else UNSET,
+        ranks=_ranks_block(results, mode, trials),
+        # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
+        batch_samples=batch_samples if mode is Mode.SYNTHETIC else UNSET,
+    )
 
 
 TIMELINE_CLOCK = (
@@ -185,26 +181,26 @@ TIMELINE_CLOCK = (
 )
 
 
-def _timeline_entry(t: TrialResult, group: str, *, saved: bool, folded: bool = False) -> Dict[str, Any]:
-    return {
-        "trial": t.label,
-        "mode": t.mode.value,
-        "group": group,
-        "warmup": t.spec.warmup,
-        "profiled": t.spec.profiled,
-        "started": finite(t.started) if t.started is not None else None,
-        "own_seconds": t.own_seconds,
-        "seconds": t.seconds,
-        "nbatches": t.spec.nbatches if folded else len(t.step_seconds),
-        "samples": t.samples,
-        "steps_file": saved,
-        "rank_started": list(t.rank_started) or None,
-        "rank_seconds": list(t.rank_seconds) or None,
-        "window": t.window,
-    }
+def _timeline_entry(t: TrialResult, group: str, *, saved: bool = False, folded: bool = False) -> model.TimelineTrial:
+    return model.TimelineTrial(
+        trial=t.label,
+        mode=t.mode,
+        group=group,
+        warmup=t.spec.warmup,
+        profiled=t.spec.profiled,
+        started=t.started,
+        own_seconds=t.own_seconds,
+        seconds=t.seconds,
+        nbatches=t.spec.nbatches if folded else len(t.step_seconds),
+        samples=t.samples,
+        steps_file=saved,
+        rank_started=list(t.rank_started) or None,
+        rank_seconds=list(t.rank_seconds) or None,
+        window=t.window,
+    )
 
 
-def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
+def timeline_block(results: RunResults, steps_saved: bool) -> model.Timeline:
     """The JSON's ``timeline``: every trial that ran, in the order it started (``benchy trace`` draws it).
 
     ``group``: ``schedule`` (its per-step file is ``<trial>.npy`` in ``steps_dir`` when ``steps_file``),
@@ -213,233 +209,362 @@ def timeline_block(results: RunResults, steps_saved: bool) -> Dict[str, Any]:
     ``own_seconds``: this rank's time over the trial's periods (rank 0's); ``seconds``: with several
     ranks the slowest rank's; ``rank_started`` and ``rank_seconds``: each rank's start and own time."""
     entries = [_timeline_entry(t, "schedule", saved=steps_saved) for t in results.trials]
-    entries += [_timeline_entry(t, "IO_H2D", saved=False) for t in results.h2d]
-    entries += [_timeline_entry(t, "diagnostics", saved=False, folded=True) for t in results.diagnostics]
-    entries += [_timeline_entry(t, "emulated", saved=False, folded=True) for t in results.emulated]
+    entries += [_timeline_entry(t, "IO_H2D") for t in results.h2d]
+    entries += [_timeline_entry(t, "diagnostics", folded=True) for t in results.diagnostics]
+    entries += [_timeline_entry(t, "emulated", folded=True) for t in results.emulated]
     for setting in results.sweep:
-        for t in [*setting.warmups, *setting.trials]:
-            entries.append(dict(_timeline_entry(t, "sweep", saved=False), setting=setting.setting))
-    for span in results.spans:  # the stage trials: rank 0's own time, no per-step file
-        entries.append(
-            {
-                "trial": span.label,
-                "mode": "IO",
-                "group": span.group,
-                "warmup": span.warmup,
-                "profiled": False,
-                "started": finite(span.started),
-                "own_seconds": span.seconds,
-                "seconds": span.seconds,
-                "nbatches": None,
-                "samples": None,
-                "steps_file": False,
-                "rank_started": None,
-                "rank_seconds": None,
-                "window": None,
-            }
+        entries += [replace(_timeline_entry(t, "sweep"), setting=setting.setting) for t in [*setting.warmups, *setting.trials]]
+    entries += [  # the stage trials: rank 0's own time, no per-step file
+        model.TimelineTrial(
+            trial=span.label,
+            mode=Mode.IO,
+            group=span.group,
+            warmup=span.warmup,
+            profiled=False,
+            started=span.started,
+            own_seconds=span.seconds,
+            seconds=span.seconds,
+            steps_file=False,
         )
-    entries.sort(key=lambda e: math.inf if e["started"] is None else e["started"])
-    return {"clock": TIMELINE_CLOCK, "trials": entries}
+        for span in results.spans
+    ]
+    entries.sort(key=lambda e: math.inf if e.started is None or not math.isfinite(e.started) else e.started)
+    return model.Timeline(clock=TIMELINE_CLOCK, trials=entries)
 
 
-def h2d_block(results: RunResults) -> Dict[str, Any]:
+def h2d_block(results: RunResults) -> model.H2D:
     """The JSON's ``IO_H2D``: this rank's IO trials with copies to the accelerator, or why none ran."""
     est, io = h2d_estimate(results), own_io(results)
-    return {
-        "device": results.h2d_device,
-        "skipped": _skipped(results.h2d_skipped),
-        "trial_throughput": [finite(t.throughput) for t in results.h2d],
-        "trial_time": [t.seconds for t in results.h2d],
-        "trial_samples": [t.samples for t in results.h2d],
-        "mean": est.mean,
-        "interval": est.half_width,
-        "n": est.n,
-        "vs_io": est.mean / io.mean if est.mean is not None and io.mean else None,
-        "system": [t.system for t in results.h2d],
-    }
+    return model.H2D(
+        device=results.h2d_device,
+        skipped=_skipped(results.h2d_skipped),
+        trial_throughput=[t.throughput for t in results.h2d],
+        trial_time=[t.seconds for t in results.h2d],
+        trial_samples=[t.samples for t in results.h2d],
+        mean=est.mean,
+        interval=est.half_width,
+        n=est.n,
+        vs_io=est.mean / io.mean if est.mean is not None and io.mean else None,
+        system=[t.system for t in results.h2d],
+    )
 
 
-def emulated_block(results: RunResults) -> Optional[Dict[str, Any]]:
+def emulated_block(results: RunResults) -> Optional[model.Emulated]:
     """The JSON's ``EMULATED``: the emulated-step trials (the real loader, a step ``speedup`` times faster
     emulated), or why they stopped (None: they did not run)."""
     if results.emulated_speedup is None and results.emulated_skipped is None:
         return None
     measured = [t for t in results.emulated if not t.spec.warmup]
     est = estimate([t.throughput for t in measured])
-    return {
-        "speedup": results.emulated_speedup,
-        "skipped": _skipped(results.emulated_skipped),
-        "trial_throughput": [finite(t.throughput) for t in measured],
-        "trial_time": [t.seconds for t in measured],
-        "trial_samples": [t.samples for t in measured],
-        "mean": est.mean,
-        "interval": est.half_width,
-        "n": est.n,
-    }
+    return model.Emulated(
+        speedup=results.emulated_speedup,
+        skipped=_skipped(results.emulated_skipped),
+        trial_throughput=[t.throughput for t in measured],
+        trial_time=[t.seconds for t in measured],
+        trial_samples=[t.samples for t in measured],
+        mean=est.mean,
+        interval=est.half_width,
+        n=est.n,
+    )
 
 
-def diagnostics_block(results: RunResults) -> Optional[Dict[str, Any]]:
+def diagnostics_block(results: RunResults) -> Optional[model.Diagnostics]:
     """The JSON's ``diagnostics``: the windows after the counted ones (the step's parts, the step beside the
     loader), each trial's throughput, and why one did not run (None: none ran or was meant to)."""
     if not results.diagnostics and not results.diagnostics_skipped:
         return None
     period = results.step_alone()
-    contention = results.contention
-    return {
-        "trials": [{"label": t.label, "throughput": finite(t.throughput), "seconds": t.seconds} for t in results.diagnostics],
-        "parts": results.parts,
-        "contention": None
-        if contention is None
-        else {
-            **contention.to_dict(),
-            "ended": _skipped(contention.ended),
-            "synthetic_period_seconds": period,
-            "slowdown": contention.slowdown(period),
-        },
-        "skipped": [r.words() for r in results.diagnostics_skipped],
-    }
+    c = results.contention
+    return model.Diagnostics(
+        trials=[model.DiagnosticTrial(label=t.label, throughput=t.throughput, seconds=t.seconds) for t in results.diagnostics],
+        parts=results.parts,
+        contention=None
+        if c is None
+        else model.Contention(
+            label=c.label,
+            period_seconds=c.period,
+            steps=c.steps,
+            loader_batches=c.loader_batches,
+            loader_seconds=c.loader_seconds,
+            loader_batches_per_second=c.loader_rate,
+            loader_workers=c.workers,
+            ended=_skipped(c.ended),
+            synthetic_period_seconds=period,
+            slowdown=c.slowdown(period),
+        ),
+        skipped=[r.words() for r in results.diagnostics_skipped],
+    )
 
 
-def sweep_block(results: RunResults) -> Optional[Dict[str, Any]]:
+def _setting_block(r: SettingResult) -> model.SweepSetting:
+    est = r.estimate
+    return model.SweepSetting(
+        settings=r.setting,
+        trial_throughput=[t.throughput for t in r.trials],
+        trial_time=[t.seconds for t in r.trials],
+        trial_samples=[t.samples for t in r.trials],
+        warmup=model.SweepWarmup(trial_throughput=[t.throughput for t in r.warmups]),
+        mean=est.mean,
+        interval=est.half_width,
+        n=est.n,
+        error=r.error,
+        workers_memory_bytes=r.memory,
+        over_memory_cap=r.over_cap,
+    )
+
+
+def sweep_block(results: RunResults) -> Optional[model.Sweep]:
     """The JSON's ``sweep``: each setting's IO trials, the best, the recommended, the applied (None: no sweep)."""
     if not results.sweep:
         return None
-    own, applied = results.sweep_own, results.sweep_applied
     synthetic = results.estimate(Mode.SYNTHETIC).mean
     top, small = best(results.sweep), smallest_within(results.sweep)
     enough = cheapest_enough(results.sweep, synthetic) if synthetic is not None else None
-    return {
-        "own": own,
-        "settings": [r.to_dict() for r in results.sweep],
-        "best": None if top is None else top.setting,
-        "smallest_within_5pct": None if small is None else small.setting,
-        "feeds_synthetic": None if enough is None else enough.setting,
-        "applied": applied,
-        "memory_cap_bytes": results.sweep_memory_budget,
-    }
-
-
-def schedule_block(state: ScheduleState) -> Dict[str, Any]:
-    """The JSON's ``schedule``: the state's codes, and why measuring stopped in words (``stop_reason``)."""
-    block = state.to_dict()
-    block["stop_reason"] = (
-        None if state.stop is None else Stop(state.stop).reason(state.decision_confidence, state.precision, state.horizon)
+    return model.Sweep(
+        own=results.sweep_own,
+        settings=[_setting_block(r) for r in results.sweep],
+        best=None if top is None else top.setting,
+        smallest_within_5pct=None if small is None else small.setting,
+        feeds_synthetic=None if enough is None else enough.setting,
+        applied=results.sweep_applied,
+        memory_cap_bytes=results.sweep_memory_budget,
     )
-    block["extras_not_run"] = {name: run_text.NOT_RUN[why] for name, why in state.extras_not_run}
-    return block
+
+
+def schedule_block(s: ScheduleState) -> model.Schedule:
+    """The JSON's ``schedule``: the state's codes, and why measuring stopped in words (``stop_reason``)."""
+    return model.Schedule(
+        adaptive=s.adaptive,
+        precision=s.precision,
+        windows_needed=s.windows_needed,
+        windows_fewest=s.windows_fewest,
+        order=list(s.order),
+        warmups=dict(s.warmups),
+        decision_confidence=s.decision_confidence,
+        stop_reason=None if s.stop is None else Stop(s.stop).reason(s.decision_confidence, s.precision, s.horizon),
+        stop=s.stop,
+        extras=list(s.extras),
+        extras_not_run={name: run_text.NOT_RUN[why] for name, why in s.extras_not_run},
+        loop_steps=s.horizon,
+        measuring_steps=s.stopped_at,
+        measuring_seconds=s.stopped_seconds,
+        decided_steps=s.decided_at,
+        decided_seconds=s.decided_seconds,
+        loader_round=s.cycle,
+        figure_precision=s.figure_precision,
+        imprecise={
+            i.mode: model.Imprecise(share=i.share, trials=i.trials, more_steps=i.more_steps, capped=i.capped) for i in s.imprecise
+        },
+    )
 
 
 def _skipped(why: Optional[Reason]) -> Optional[str]:
     return None if why is None else why.words()
 
 
-def _comparison(c: Comparison, a: str, b: str, a_values: Sequence[float], b_values: Sequence[float]) -> Dict[str, Any]:
-    return {
-        "method": METHOD,
-        "ratio": f"{b}/{a}",
-        "value": finite(c.ratio),
-        "interval": None if c.low is None or c.high is None else [finite(c.low), finite(c.high)],
-        "confidence": c.confidence,
-        "t": None if c.t is None else finite(c.t),
-        "df": c.df,
-        "p": c.p,
-        "inputs": {a: [finite(v) for v in a_values], b: [finite(v) for v in b_values]},
-    }
+def _comparison(c: Comparison, a: str, b: str, a_values: Sequence[float], b_values: Sequence[float]) -> model.Comparison:
+    return model.Comparison(
+        method=METHOD,
+        ratio=f"{b}/{a}",
+        value=c.ratio,
+        interval=None if c.low is None or c.high is None else [c.low, c.high],
+        confidence=c.confidence,
+        t=c.t,
+        df=c.df,
+        p=c.p,
+        inputs={a: list(a_values), b: list(b_values)},
+    )
 
 
-def decision_block(v: Verdict) -> Dict[str, Any]:
+def decision_block(v: Verdict) -> model.Decision:
     """The JSON's ``decision``: how the verdict was decided (IO against SYNTHETIC; FULL against the slower)."""
-    block: Dict[str, Any] = {"io_vs_synthetic": _comparison(v.comparison, "IO", "SYNTHETIC", v.io, v.synthetic)}
-    block["outcome"] = v.label
     full = v.full
-    if full is None:
-        return block
-    slower = v.io if full.slower == "IO" else v.synthetic
-    if full.comparison is not None:
-        block["full_vs_slower"] = _comparison(full.comparison, full.slower, "FULL", slower, v.full_values)
-    block["inconsistent"] = v.inconsistent
-    return block
+    slower = None if full is None else (v.io if full.slower == "IO" else v.synthetic)
+    return model.Decision(
+        io_vs_synthetic=_comparison(v.comparison, "IO", "SYNTHETIC", v.io, v.synthetic),
+        full_vs_slower=None
+        if full is None or full.comparison is None or slower is None
+        else _comparison(full.comparison, full.slower, "FULL", slower, v.full_values),
+        outcome=v.label,
+        inconsistent=None if full is None else v.inconsistent,
+    )
 
 
-def stages_block(results: RunResults) -> Optional[Dict[str, Any]]:
+def stages_block(results: RunResults) -> Optional[model.Stages]:
     """The JSON's ``stages``: the stage trials' report, or why they did not run (None: neither)."""
     report = results.stages
     if report is None:
-        return None if results.stages_skipped is None else {"skipped": _skipped(results.stages_skipped)}
-    top = report.largest
-    advice = report.advice
+        return None if results.stages_skipped is None else model.Stages(skipped=_skipped(results.stages_skipped))
+    top, advice = report.largest, report.advice
     slow, named = report.slowest, report.straggler
-    return {
-        "period_seconds": report.period,
-        "throughput": report.throughput,
-        "batches": report.batches,
-        "workers": report.workers,
-        "trials": report.trials,
-        "stages": [
-            {
-                "name": reports.stage_name(st),
-                "where": st.where,
-                "seconds_per_batch": st.seconds,
-                "share": st.share,
-                "note": reports.stage_note(st) or None,
-                "off_cpu_share": st.off_cpu,
-            }
+    return model.Stages(
+        period_seconds=report.period,
+        throughput=report.throughput,
+        batches=report.batches,
+        workers=report.workers,
+        trials=list(report.trials),
+        stages=[
+            model.Stage(
+                name=reports.stage_name(st),
+                where=st.where,
+                seconds_per_batch=st.seconds,
+                share=st.share,
+                note=reports.stage_note(st) or None,
+                off_cpu_share=st.off_cpu,
+            )
             for st in report.stages
         ],
-        "unexplained_share": report.unexplained,
-        "workers_busy_share": report.worker_busy,
-        "largest": None if top is None else reports.stage_name(top),
-        "advice": None if advice is None else reports.stage_fix(advice),
-        "transforms": report.split,
-        "per_worker": list(report.per_worker),
-        "slow_worker": None if named is None else {"worker": named.worker, "ratio": named.ratio},
-        "slowest_worker_cost": None
+        unexplained_share=report.unexplained,
+        workers_busy_share=report.worker_busy,
+        largest=None if top is None else reports.stage_name(top),
+        advice=None if advice is None else reports.stage_fix(advice),
+        transforms=report.split,
+        per_worker=list(report.per_worker),
+        slow_worker=None if named is None else model.SlowWorker(worker=named.worker, ratio=named.ratio),
+        slowest_worker_cost=None
         if slow is None or report.workers < 2
-        else {"worker": slow.worker, "ratio": slow.ratio, "io_share": slow.cost},
-        "out_of_order_batches": report.out_of_order,
-        "head_of_line_share": report.hol_share,
-        "in_order_available": report.in_order,
-        "first_throughput": report.first_throughput,
-        "worker_memory": list(report.memory),
-        "instrumentation_seconds_per_sample": report.instrumentation,
-        "instrumentation_share": report.timer_share,
-        "other_skipped": _skipped(results.stages_other_skipped),
-    }
+        else model.SlowestWorkerCost(worker=slow.worker, ratio=slow.ratio, io_share=slow.cost),
+        out_of_order_batches=report.out_of_order,
+        head_of_line_share=report.hol_share,
+        in_order_available=report.in_order,
+        first_throughput=report.first_throughput,
+        worker_memory=list(report.memory),
+        instrumentation_seconds_per_sample=report.instrumentation,
+        instrumentation_share=report.timer_share,
+        other_skipped=_skipped(results.stages_other_skipped),
+    )
 
 
-def compute_block(report: ComputeReport, skipped: Optional[Reason]) -> Dict[str, Any]:
+def compute_block(report: ComputeReport) -> model.Compute:
     """The JSON's ``compute``: the counted step's FLOPs and the achieved rates, with the peak's sources and why there
     is no MFU or no count, in words."""
-    block = report.to_dict()
-    block["peak_basis"] = None if report.peak is None else reports.peak_basis(report.peak)
-    block["no_mfu"] = None if report.no_peak is None else reports.no_peak(report.no_peak)
-    block["skipped"] = _skipped(skipped)
-    return block
+    c = report.count
+    modes = {
+        m.mode.value: model.ComputeMode(flops_per_s=m.flops, interval=m.half_width, mfu=m.mfu, mfu_interval=m.mfu_half_width)
+        for m in report.modes
+    }
+    return model.Compute(
+        flops_per_step=c.total,
+        flops_per_sample=report.per_sample,
+        samples=c.samples,
+        counted_in=c.label,
+        device=c.device,
+        device_type=c.device_type,
+        by_dtype=dict(c.by_dtype),
+        by_op=dict(c.by_op),
+        unknown_ops=list(c.unknown),
+        tf32=c.tf32,
+        world=report.world,
+        peak_flops=None if report.peak is None else report.peak.flops,
+        peak_basis=None if report.peak is None else reports.peak_basis(report.peak),
+        no_mfu=None if report.no_peak is None else reports.no_peak(report.no_peak),
+        skipped=_skipped(c.skipped),
+        **modes,
+    )
 
 
-def whatif_block(w: WhatIf) -> Dict[str, Any]:
+def tokens_block(report: TokenReport) -> model.Tokens:
+    """The JSON's ``tokens``: what was counted, and each mode's non-padding tokens a second and padding share."""
+    modes = {
+        m.mode.value: model.TokensMode(
+            tokens_per_s=m.estimate.mean, interval=m.estimate.half_width, n=m.estimate.n, padding=m.padding, mask_every=m.every
+        )
+        for m in report.modes
+    }
+    return model.Tokens(source=report.source, **modes)
+
+
+def _change(c: Change) -> Dict[str, Any]:
+    return {"workers": c.workers, "cores": c.cores, "speedup": c.speedup, "free_stage": c.free}
+
+
+def _prediction(p: WhatIfPrediction) -> model.Prediction:
+    return model.Prediction(
+        **_change(p.change), io=list(p.io), full=list(p.full), limit=reports.limit(p.limit), naive_full=p.naive
+    )
+
+
+def whatif_block(w: WhatIf) -> model.WhatIf:
     """The JSON's ``whatif``: the model's figures, with what limits each prediction and what each check measured in
     words."""
-    block = w.to_dict()
-    block["basis"] = reports.model_basis(w.inputs.basis)
-    block["own"]["limit"] = reports.limit(w.own.limit)
-    for entry, p in zip(block["predictions"], w.predictions):
-        entry["limit"] = reports.limit(p.limit)
-    for entry, c in zip(block["checks"], w.checks):
-        entry["what"] = reports.check_what(c)
-    return block
+    inp, there = w.inputs, w.inputs.other_setting
+    return model.WhatIf(
+        basis=reports.model_basis(inp.basis),
+        inputs=model.WhatIfInputs(
+            samples_per_batch=inp.batch,
+            workers=inp.workers,
+            cores=inp.cores,
+            other_cores_busy=inp.other,
+            io=list(inp.io),
+            step_seconds=list(inp.step),
+            step_cores=inp.step_cores,
+            worker_seconds_per_batch=inp.loader.worker,
+            worker_cpu_share=inp.loader.cpu,
+            main_seconds_per_batch=inp.loader.main,
+            main_seconds_per_batch_no_workers=inp.loader.main_plain,
+            main_cpu_share=inp.loader.main_cpu,
+            slow_worker_ratio=inp.loader.slow,
+            worker_handover_seconds=inp.loader.handover,
+            full=None if inp.full is None else list(inp.full),
+            full_step_seconds=inp.full_step,
+            step_fixed_share=inp.step_fixed,
+            contention=inp.contention,
+            contention_loader_rate=inp.contention_rate,
+            full_contention=inp.full_contention,
+            full_loader_rate=inp.full_rate,
+            queue_depth=inp.depth,
+            other_workers=None if there is None else inp.other_workers,
+            other_worker_seconds_per_batch=None if there is None else there.worker,
+            other_main_seconds_per_batch=None if there is None else there.main + there.main_plain,
+        ),
+        scale=w.scale,
+        own=_prediction(w.own),
+        flip_speedup=w.flip,
+        flip_speedup_interval=list(w.flip_range),
+        needs=[
+            model.Need(speedup=n.speedup, workers=n.workers, workers_interval=[n.fewest, n.most], cores=n.cores, full=n.full)
+            for n in w.needs
+        ],
+        predictions=[_prediction(p) for p in w.predictions],
+        checks=[
+            model.Check(
+                measured_what=reports.check_what(c),
+                kind=c.kind,
+                change=model.Change(**_change(c.change)),
+                predicted=list(c.predicted),
+                measured=c.measured.mean,
+                measured_half_width=c.measured.half_width,
+                error=c.error,
+                agree=c.agree,
+            )
+            for c in w.checks
+        ],
+        accelerator_utilization=w.utilization,
+        contention=w.contention,
+    )
 
 
-def energy_block(report: EnergyReport) -> Dict[str, Any]:
-    block = report.to_dict()
-    block["missing"] = reports.energy_missing(report)
-    return block
+def energy_block(report: EnergyReport) -> model.Energy:
+    modes = {
+        m.mode.value: model.EnergyMode(joules_per_trial=dict(m.joules), joules_per_sample=m.per_sample) for m in report.modes
+    }
+    return model.Energy(sources=list(report.sources), missing=reports.energy_missing(report), **modes)
 
 
-def startup_block(s: Startup) -> Dict[str, Any]:
-    block = s.to_dict()
-    block["basis"] = reports.startup_basis(s)
-    return block
+def startup_block(s: Startup) -> model.LoaderStartup:
+    return model.LoaderStartup(
+        seconds=list(s.seconds),
+        started=list(s.started),
+        typical=s.typical,
+        basis=reports.startup_basis(s),
+        batch_seconds=s.batch_seconds,
+        extra=s.extra,
+        epoch_batches=s.epoch_batches,
+        epoch_seconds=s.epoch_seconds,
+        share=s.share,
+        workers=s.workers,
+        persistent_workers=s.persistent,
+    )
 
 
 def result_document(
@@ -455,8 +580,9 @@ def result_document(
     steps_dir: Optional[str] = None,
     summary: Optional[Sequence[str]] = None,
     run_name: Optional[str] = None,
-) -> Dict[str, Any]:
-    """The JSON document: the original's keys plus schema version, config, environment, status.
+) -> model.Document:
+    """The JSON document: the original's keys plus schema version, config, environment, status
+    (``files.write_document`` writes it).
 
     ``per_step``: include each mode's ``rates`` (per-step throughputs of every counted trial);
     checkpoints leave them out (null); every trial's per-step times were saved once, when it
@@ -471,96 +597,56 @@ def result_document(
     """
     results = snapshot.results
     found = reading.verdict
-    first = reading.first_pass if Mode.IO in modes else None
     outcomes = snapshot.outcomes
-    doc: Dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "run_name": run_name or default_run_name(environment),
-        "source": "run",
-        "complete": snapshot.finished and not outcomes.lost,
-        "exit_status": exit_status,
-        "nranks": nranks,
-        "steps_needed": snapshot.steps_needed,
-        "epoch_length": snapshot.epoch_length,
-        "epochs_needed": snapshot.epochs_needed,
-        "epochs_started": snapshot.epochs_started,
-        "steps_taken": snapshot.steps_taken,
-        "interrupted": [
-            {
-                "trial": i.spec.label,
-                "batches_done": i.batches_done,
-                "nbatches": i.spec.nbatches,
-                "reason": i.reason.words(),
-            }
+    blocks = {m.value: _mode_block(results, m, reading, per_step, snapshot.synthetic_batch_samples) for m in modes}
+    return model.Document(
+        schema_version=SCHEMA_VERSION,
+        run_name=run_name or default_run_name(environment),
+        source="run",
+        complete=snapshot.finished and not outcomes.lost,
+        exit_status=exit_status,
+        nranks=nranks,
+        steps_needed=snapshot.steps_needed,
+        epoch_length=snapshot.epoch_length,
+        epochs_needed=snapshot.epochs_needed,
+        epochs_started=snapshot.epochs_started,
+        steps_taken=snapshot.steps_taken,
+        interrupted=[
+            model.Interrupted(trial=i.spec.label, batches_done=i.batches_done, nbatches=i.spec.nbatches, reason=i.reason.words())
             for i in outcomes.lost
         ],
-        "rerun": [],
-        "peeks": outcomes.peeks,
-        "side_iterators": outcomes.sides,
-        "failed_ranks": [f.to_dict() for f in outcomes.failed_ranks],
-        "disturbed": [t.label for t in disturbed_trials(results)],
-        "verdict": verdict_line(reading),
-        "decision": None if found is None else decision_block(found),
-        "config": dict(config),
-        "environment": dict(environment),
-        "profiler": snapshot.profiler,
-        "steps_dir": steps_dir,
-        "schedule": schedule_block(snapshot.schedule),
-        "lookahead": snapshot.lookahead,
-        "counting": run_text.counting(snapshot),
-        "loader": snapshot.loader,
-        "other_loaders": list(snapshot.other_loaders),
-        "sweep": sweep_block(results),
-        "loader_startup": None if reading.startup is None else startup_block(reading.startup),
-        "first_pass": first,
-        "stages": stages_block(results),
-        "compute": None if reading.compute is None else compute_block(reading.compute, reading.compute.count.skipped),
-        "tokens": None if reading.tokens is None else reading.tokens.to_dict(),
-        "energy": None if reading.energy is None else energy_block(reading.energy),
-        "whatif": None if reading.whatif is None else whatif_block(reading.whatif),
-        "summary": None if summary is None else list(summary),
-        "timeline": timeline_block(results, steps_dir is not None),
-    }
-    for mode in modes:
-        doc[mode.value] = _mode_block(results, mode, reading, per_step)
-    doc["IO_H2D"] = h2d_block(results) if Mode.IO in modes else None
-    doc["EMULATED"] = emulated_block(results)
-    doc["diagnostics"] = diagnostics_block(results)
-    if Mode.SYNTHETIC in modes:
-        # The one cached batch every SYNTHETIC warm-up and trial yields (None until fetched).
-        doc[Mode.SYNTHETIC.value]["batch_samples"] = snapshot.synthetic_batch_samples
-    return encoded(doc)
-
-
-def _builtin(value: Any) -> Any:
-    """A value msgspec does not encode itself as the JSON value it stands for (numpy's numbers and arrays, a
-    subclass of str such as ``torch.__version__``, an enum, a path)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (str, os.PathLike)):
-        return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
-
-
-def encoded(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """``doc`` as the model writes it: decoded into :class:`~benchy.results.model.Document` (every type and bound
-    checked, non-finite numbers as null) and encoded again, its keys in the declared order; each mode's per-step
-    ``rates`` put back as given (``files.write_document`` writes them a slice at a time). A document the model
-    refuses is returned as built, so that nothing measured is lost: reading it back names the key that is wrong."""
-    rates = {k: doc[k]["rates"] for k in MODE_KEYS if isinstance(doc.get(k), dict) and doc[k].get("rates") is not None}
-    shallow = {k: ({**v, "rates": None} if k in rates else v) for k, v in doc.items()}
-    try:
-        model = msgspec.json.decode(msgspec.json.encode(shallow, enc_hook=_builtin), type=Document)
-    except (msgspec.ValidationError, TypeError):
-        return doc
-    out = encode(model)
-    for key, values in rates.items():
-        out[key]["rates"] = values
-    return out
+        peeks=outcomes.peeks,
+        side_iterators=outcomes.sides,
+        failed_ranks=[model.FailedRank(rank=f.rank, reason=f.reason) for f in outcomes.failed_ranks],
+        disturbed=[t.label for t in disturbed_trials(results)],
+        verdict=verdict_line(reading),
+        decision=None if found is None else decision_block(found),
+        config=dict(config),
+        environment=model.Environment(**environment),
+        profiler=snapshot.profiler,
+        steps_dir=steps_dir,
+        schedule=schedule_block(snapshot.schedule),
+        lookahead=snapshot.lookahead,
+        counting=run_text.counting(snapshot),
+        loader=snapshot.loader,
+        other_loaders=list(snapshot.other_loaders),
+        sweep=sweep_block(results),
+        loader_startup=None if reading.startup is None else startup_block(reading.startup),
+        first_pass=reading.first_pass if Mode.IO in modes else None,
+        stages=stages_block(results),
+        compute=None if reading.compute is None else compute_block(reading.compute),
+        tokens=None if reading.tokens is None else tokens_block(reading.tokens),
+        energy=None if reading.energy is None else energy_block(reading.energy),
+        whatif=None if reading.whatif is None else whatif_block(reading.whatif),
+        summary=None if summary is None else list(summary),
+        timeline=timeline_block(results, steps_dir is not None),
+        IO=blocks.get("IO"),
+        SYNTHETIC=blocks.get("SYNTHETIC"),
+        FULL=blocks.get("FULL"),
+        IO_H2D=h2d_block(results) if Mode.IO in modes else None,
+        EMULATED=emulated_block(results),
+        diagnostics=diagnostics_block(results),
+    )
 
 
 # --- reading ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from benchy.core.peaks import known_accelerator, parse_peak
 from benchy.core.results import FlopCount, SystemFigures, TokenCount
 from benchy.core.verdict import read
 from benchy.results.configfile import load_config
+from benchy.results.schema import compute_block, tokens_block
 from benchy.results.text.reports import compute as compute_text
 from benchy.results.text.reports import energy as energy_text
 from benchy.results.text.reports import no_peak, peak_basis
@@ -142,7 +143,8 @@ def test_achieved_flops_and_mfu_are_exact() -> None:
     text = compute_text(report)
     assert "1 TFLOP a step, 100 GFLOP a sample" in text
     assert "2 ranks together" in text and "a device" in text and "of a peak of 989.4 TFLOP/s" in text
-    assert report.to_dict()["SYNTHETIC"]["mfu"] == pytest.approx(syn.mfu)
+    block = compute_block(report).SYNTHETIC
+    assert block is not None and block.mfu == pytest.approx(syn.mfu)
 
 
 def test_no_flops_seen_is_said_not_guessed() -> None:
@@ -221,7 +223,8 @@ def test_tokens_per_second_and_padding_are_exact() -> None:
     waste = padding_waste(report)
     assert waste is not None and waste[0] is Mode.FULL and waste[1] == pytest.approx(0.25)
     assert claim(Padding("FULL", waste[1])).startswith("25 % of the token positions in FULL are padding")
-    assert report.to_dict()["FULL"]["padding"] == pytest.approx(0.25)
+    block = tokens_block(report).FULL
+    assert block is not None and block.padding == pytest.approx(0.25)
 
 
 def test_sampled_masks_are_said_and_little_padding_is_not() -> None:

@@ -195,7 +195,7 @@ def test_the_timers_share_of_the_period_is_said() -> None:
     from benchy.results.schema import stages_block
 
     block = stages_block(RunResults(stages=report))
-    assert block is not None and block["instrumentation_share"] == pytest.approx(0.0008)
+    assert block is not None and block.instrumentation_share == pytest.approx(0.0008)
 
 
 def test_the_copy_to_the_device_joins_the_stages_line_where_io_h2d_ran() -> None:

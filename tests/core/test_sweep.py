@@ -13,6 +13,7 @@ import pytest
 from helpers import check_trace, children, small_config, trial_result
 
 from benchy import ConfigError, Mode, load_config
+from benchy.core.results import RunResults
 from benchy.core.sweep import (
     Setting,
     SettingResult,
@@ -25,6 +26,7 @@ from benchy.core.sweep import (
     memory_cap,
     smallest_within,
 )
+from benchy.results.schema import sweep_block
 from benchy.results.summary import sweep_line
 from benchy.results.text.verdict import claim
 
@@ -107,7 +109,8 @@ def test_settings_whose_workers_do_not_fit_the_memory_cap_are_never_recommended(
         "less room for the training process): num_workers=4, "
         "pin_memory=False, prefetch_factor=2"
     )
-    assert results[2].to_dict()["over_memory_cap"] is True and results[2].to_dict()["workers_memory_bytes"] == 12e8
+    block = sweep_block(RunResults(sweep=results))
+    assert block is not None and block.settings[2].over_memory_cap is True and block.settings[2].workers_memory_bytes == 12e8
 
 
 @pytest.mark.parametrize(

@@ -54,13 +54,14 @@ def test_the_decision_is_recorded_with_its_method_statistic_and_inputs() -> None
     verdict = decide([100.0, 102.0], [150.0, 153.0], [95.0, 96.0])
     assert verdict is not None
     record = decision_block(verdict)
-    rec = record["io_vs_synthetic"]
-    assert rec["method"] == "welch-t on log trial throughputs" and rec["ratio"] == "SYNTHETIC/IO"
-    assert rec["value"] == pytest.approx((150 * 153 / (100 * 102)) ** 0.5)
-    assert rec["interval"][0] > 1.0 and rec["df"] >= 1 and 0.0 <= rec["p"] < 0.05 and rec["t"] > 0
-    assert rec["inputs"] == {"IO": [100.0, 102.0], "SYNTHETIC": [150.0, 153.0]}
-    assert record["outcome"] == "data-loading" and record["inconsistent"] is False
-    assert record["full_vs_slower"]["ratio"] == "FULL/IO"
+    rec = record.io_vs_synthetic
+    assert rec is not None and rec.method == "welch-t on log trial throughputs" and rec.ratio == "SYNTHETIC/IO"
+    assert rec.value == pytest.approx((150 * 153 / (100 * 102)) ** 0.5)
+    assert rec.interval is not None and rec.df is not None and rec.p is not None and rec.t is not None
+    assert rec.interval[0] > 1.0 and rec.df >= 1 and 0.0 <= rec.p < 0.05 and rec.t > 0
+    assert rec.inputs == {"IO": [100.0, 102.0], "SYNTHETIC": [150.0, 153.0]}
+    assert record.outcome == "data-loading" and record.inconsistent is False
+    assert record.full_vs_slower is not None and record.full_vs_slower.ratio == "FULL/IO"
 
 
 def test_full_above_the_slower_mode_is_named_inconsistent_never_a_share_above_100() -> None:
@@ -71,8 +72,8 @@ def test_full_above_the_slower_mode_is_named_inconsistent_never_a_share_above_10
     assert said.startswith("inconsistent measurement: FULL 230.000 is above SYNTHETIC 100.000")
     assert "warm-up drift" in said and "nwarmup: auto" in said and "prefetching across epochs" in said
     assert "IO against SYNTHETIC alone: compute limits training" in said
-    assert decision_block(verdict)["inconsistent"] is True
-    assert decision_block(verdict)["outcome"] == "inconsistent: compute"
+    assert decision_block(verdict).inconsistent is True
+    assert decision_block(verdict).outcome == "inconsistent: compute"
     # Slightly above within the intervals: no percentage above 100, no alarm.
     mild = text([1000.0, 1010.0], [100.0, 104.0], [101.0, 104.0])
     assert "matches the slower of the two within the intervals" in mild and "%" not in mild.split(";")[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -14,6 +15,7 @@ from benchy.core.runinputs import inputs_from
 from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat, slowest_worker
 from benchy.core.stats import Estimate
 from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, other_workers, predict, whatif
+from benchy.results.schema import whatif_block
 from benchy.results.text.reports import check as check_text
 from benchy.results.text.reports import limit
 from benchy.results.text.reports import whatif as whatif_text
@@ -150,8 +152,8 @@ def test_a_check_agrees_within_ten_percent_or_the_intervals() -> None:
 
 def test_the_json_block_has_no_infinity() -> None:
     inp = inputs(2, worker=0.0, main=0.0, plain=0.0)
-    block = whatif(inp).to_dict()
-    for p in block["predictions"]:
+    text = msgspec.json.encode(whatif_block(whatif(inp)))  # non-finite numbers as null
+    for p in msgspec.json.decode(text)["predictions"]:
         assert all(x is None or math.isfinite(x) for x in p["io"] + p["full"])
 
 
@@ -274,7 +276,7 @@ def test_the_queue_depth_and_the_measured_shapes_reach_the_model() -> None:
     assert inp is not None and inp.depth == 6 and inp.prefetch == 3
     assert inp.shapes.worker == spread and inp.shapes.main == spread and inp.shapes.step == spread
     assert replace(inp, depth=0).prefetch == 2  # unknown: torch's default
-    assert whatif(inp).to_dict()["inputs"]["queue_depth"] == 6
+    assert whatif_block(whatif(inp)).inputs.queue_depth == 6  # type: ignore[union-attr]
 
 
 def test_where_the_paces_meet_the_queued_prediction_is_below_the_steady_one() -> None:
@@ -358,10 +360,10 @@ def test_the_other_settings_stage_trials_serve_the_changes_on_their_side_of_no_w
     assert predict(inp, Change(2, 2.0)).io[1] == pytest.approx(8 / 0.0055)
     assert predict(inp, Change(2, 2.0)).full[1] == pytest.approx(8 / 0.0115)
     assert predict(without, Change(2, 2.0)).full[1] == pytest.approx(8 / 0.010)  # what the run alone would say
-    block = whatif(inp).to_dict()["inputs"]
-    assert block["other_workers"] == 1 and block["other_worker_seconds_per_batch"] == pytest.approx(0.011)
-    assert block["other_main_seconds_per_batch"] == pytest.approx(0.0015)
-    assert whatif(without).to_dict()["inputs"]["other_workers"] is None
+    block = whatif_block(whatif(inp)).inputs
+    assert block is not None and block.other_workers == 1 and block.other_worker_seconds_per_batch == pytest.approx(0.011)
+    assert block.other_main_seconds_per_batch == pytest.approx(0.0015)
+    assert whatif_block(whatif(without)).inputs.other_workers is None  # type: ignore[union-attr]
 
 
 def test_a_faster_step_that_workers_would_not_feed_is_said_to_get_the_most_from_none() -> None:

@@ -166,7 +166,7 @@ def test_with_several_ranks_the_data_wait_and_h2d_are_rank_0s_own() -> None:
     ]  # the job: 64 samples in 4 s, 16/s; rank 0 alone: 32/s
     h2d = [trial_result(Mode.IO, k, 16, 1.0, variant="H2D") for k in (1, 2)]
     results = RunResults(io, h2d=h2d, h2d_device="cuda:0")
-    assert h2d_block(results)["vs_io"] == pytest.approx(0.5)  # 16/s against rank 0's 32/s, not the job's 16/s
+    assert h2d_block(results).vs_io == pytest.approx(0.5)  # 16/s against rank 0's 32/s, not the job's 16/s
     assert h2d[0].label == "H2D_1"
 
 

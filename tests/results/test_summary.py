@@ -68,21 +68,21 @@ def test_result_document_has_original_keys_and_ours() -> None:
         environment={"host": "h"},
         nranks=1,
     )
+    handle = io_module.StringIO()
+    write_document(handle, doc)  # how the document is written: its per-step arrays a slice at a time
+    doc = json.loads(handle.getvalue())
     assert doc["schema_version"] == SCHEMA_VERSION and doc["complete"] is False and doc["nranks"] == 1
     assert doc["epochs_started"] == 2 and doc["steps_needed"] == 100 and doc["epochs_needed"] == 5
     assert doc["epoch_length"] == 24 and doc["rerun"] == [] and doc["failed_ranks"] == []
     io = doc["IO"]
     assert io["trial_throughput"] == [50.0, 40.0] and io["trial_time"] == [2.0, 2.5]
-    assert [r.tolist() for r in io["rates"]] == [[50.0] * 4, [40.0] * 4] and io["avg_iter_throughput"] == [50.0, 40.0]
+    assert io["rates"] == [[50.0] * 4, [40.0] * 4] and io["avg_iter_throughput"] == [50.0, 40.0]
     assert io["n"] == 2 and io["mean"] == 45.0 and io["interval"] > 0
     assert io["warmup"]["trial_throughput"] == [100.0]
     assert doc["FULL"]["n"] == 0 and doc["FULL"]["mean"] is None and doc["FULL"]["interval"] is None
     assert doc["interrupted"] == [
         {"trial": "FULL_1", "batches_done": 2, "nbatches": 4, "reason": "the script ended before the trial's window was complete"}
     ]
-    handle = io_module.StringIO()
-    write_document(handle, doc)  # how the document is written: its per-step arrays a slice at a time
-    assert json.loads(handle.getvalue())["IO"]["rates"] == [[50.0] * 4, [40.0] * 4]
     # Complete only when the schedule finished and every trial it issued counted.
     finished = result_document(
         snapshot(results=RunResults(results.trials), finished=True),
@@ -92,4 +92,4 @@ def test_result_document_has_original_keys_and_ours() -> None:
         environment={},
         nranks=1,
     )
-    assert finished["complete"] is True and finished["verdict"] is None
+    assert finished.complete is True and finished.verdict is None
