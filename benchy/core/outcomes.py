@@ -8,8 +8,9 @@ reads it for the summary and the JSON.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence, Tuple
+from typing import ClassVar, Optional, Sequence, Tuple
 
+from .record import Index, Record
 from .schedule import Extra, TrialSpec
 from .words import Worded
 
@@ -136,11 +137,12 @@ class Interruption:
         return self.reason.why in (Why.LOADER_RAISED, Why.SCRIPT_RAISED)
 
 
-@dataclasses.dataclass(frozen=True)
-class FailedRank:
+class FailedRank(Record, frozen=True):
     """A rank whose training failed, as it said before it ended (the job's rendezvous store)."""
 
-    rank: int
+    what: ClassVar[str] = "a rank that failed"
+    plural: ClassVar[str] = "ranks that failed"
+    rank: Index
     reason: str
 
     def words(self, then: Sequence[FailedRank] = ()) -> str:

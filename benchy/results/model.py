@@ -24,6 +24,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from ..core.diagnostics import StepParts
 from ..core.distribution import StepProfile
+from ..core.outcomes import FailedRank
 from ..core.record import (
     MAX_MAGNITUDE,
     Count,
@@ -532,13 +533,6 @@ class Interrupted(_Block, frozen=True, kw_only=True):
     trial: Optional[str] = None
     batches_done: Optional[Count] = None
     nbatches: Optional[Count] = None
-    reason: Optional[str] = None
-
-
-class FailedRank(_Block, frozen=True, kw_only=True):
-    what: ClassVar[str] = "a rank that failed"
-    plural: ClassVar[str] = "ranks that failed"
-    rank: Optional[Index] = None
     reason: Optional[str] = None
 
 

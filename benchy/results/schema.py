@@ -617,7 +617,7 @@ def result_document(
         ],
         peeks=outcomes.peeks,
         side_iterators=outcomes.sides,
-        failed_ranks=[model.FailedRank(rank=f.rank, reason=f.reason) for f in outcomes.failed_ranks],
+        failed_ranks=list(outcomes.failed_ranks),
         disturbed=[t.label for t in disturbed_trials(results)],
         verdict=verdict_line(reading),
         decision=None if found is None else decision_block(found),
