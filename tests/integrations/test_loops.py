@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
-from helpers import ROOT, SUMMARY_RE, free_port, launch_ranks, run_python, run_torchrun, run_zero_edit
+from helpers import ROOT, SUMMARY_RE, checked, free_port, launch_ranks, run_python, run_torchrun, run_zero_edit
 
 SCRIPTS = ROOT / "tests" / "scripts"
 VERDICT = re.compile(r"BENCHY::SUMMARY::VERDICT (data loading|compute) limits training", re.M)
@@ -33,7 +33,10 @@ class Ran:
         self.returncode, self.stdout, self.stderr = proc.returncode, proc.stdout, proc.stderr
 
     def doc(self) -> dict:
-        return json.loads((self.workdir / "benchy_result.json").read_text())
+        """The result file, checked against the model (what benchy.load reads: every value within its bounds)."""
+        document = json.loads((self.workdir / "benchy_result.json").read_text())
+        checked(document, "benchy_result.json")
+        return document
 
     def __repr__(self) -> str:
         return f"Ran(rc={self.returncode})\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-4000:]}"
