@@ -76,7 +76,8 @@ def remove_matching(directory: str, pattern: re.Pattern[str]) -> List[str]:
 
 def _builtin(value: Any) -> Any:
     """A value msgspec does not encode itself as the JSON value it stands for (numpy's numbers and arrays, a
-    subclass of str such as ``torch.__version__``, an enum, a path)."""
+    subclass of str such as ``torch.__version__``, an enum, a path); ValueError for any other (the writer's callers
+    report a document that cannot be written rather than end the training)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -85,7 +86,7 @@ def _builtin(value: Any) -> Any:
         return value.value
     if isinstance(value, (str, os.PathLike)):
         return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
+    raise ValueError(f"expected a JSON value, got {type(value).__name__}")
 
 
 def write_document(handle: IO[str], document: Any) -> None:

@@ -148,7 +148,8 @@ def _mode_block(
     return model.ModeBlock(
         # The original's keys, one entry per counted trial. ``rates`` (per-step throughputs) and ``steps`` (pooled
         # over every step, worked out once in the reading) only in the final document: a checkpoint costs the new
-        # trial, not every trial so far. ``files.write_document`` writes the rates a slice at a time.
+        # trial, not every trial so far. Each trial's rates are made a slice at a time by ``files.write_document``
+        # (a StepRates in place of the list the reader decodes).
         rates=[StepRates(t) for t in trials] if per_step else None,  # type: ignore[misc]
         avg_iter_throughput=[t.mean_step_rate for t in trials],
         trial_throughput=[t.throughput for t in trials],

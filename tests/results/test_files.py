@@ -21,7 +21,7 @@ def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path: Path) -> None:
 def test_atomic_write_failure_keeps_the_old_file(tmp_path: Path) -> None:
     target = tmp_path / "r.json"
     write_json_atomic(str(target), {"a": 1})
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="expected a JSON value, got object"):
         write_json_atomic(str(target), {"a": object()})  # not a JSON value
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
