@@ -22,27 +22,6 @@ from .results import FlopCount, RunResults, TrialResult
 from .schedule import Mode
 from .stats import Estimate, estimate
 
-__all__ = [
-    "ENERGY_KEYS",
-    "NEAR_PEAK",
-    "PADDING_SHARE",
-    "ComputeReport",
-    "EnergyReport",
-    "ModeEnergy",
-    "ModeFlops",
-    "ModeTokens",
-    "NoPeak",
-    "Peak",
-    "TokenReport",
-    "compute_report",
-    "energy_report",
-    "mostly_float32",
-    "near_peak",
-    "padding_waste",
-    "peak_for",
-    "token_report",
-]
-
 # Padding above this share of the token positions is named in the verdict.
 PADDING_SHARE = 0.10
 

@@ -24,28 +24,6 @@ from .stages import StageReport
 from .startup import Startup
 from .stats import Estimate, estimate
 
-__all__ = [
-    "PERIOD_CODE",
-    "RATES_SLICE",
-    "SAMPLE_TYPECODES",
-    "FlopCount",
-    "Imprecise",
-    "ProfilerState",
-    "RankSummary",
-    "RunResults",
-    "ScheduleState",
-    "Snapshot",
-    "Span",
-    "StepRates",
-    "Straggler",
-    "SystemFigures",
-    "TokenCount",
-    "TrialResult",
-    "WindowSpan",
-    "folded",
-    "samples_typecode",
-]
-
 RATES_SLICE = 65_536  # steps whose throughputs are computed at a time
 
 # A period's time (and a FULL period's wait) is kept in single precision, 4 bytes a step: 7 significant digits, a

@@ -13,8 +13,6 @@ import statistics
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["STARTUP_SHARE", "Basis", "Startup", "startup"]
-
 STARTUP_SHARE = 0.02  # over this share of an epoch, start-up is named in the verdict
 
 

@@ -19,22 +19,6 @@ from .record import Count, Record
 from .results import TrialResult
 from .stats import Estimate, estimate
 
-__all__ = [
-    "ROOM_SHARE",
-    "Setting",
-    "SettingResult",
-    "apply_cap",
-    "auto_workers",
-    "best",
-    "cheapest_enough",
-    "expand",
-    "feed",
-    "feed_advice",
-    "memory_cap",
-    "queue_depth",
-    "smallest_within",
-]
-
 DEFAULT_PREFETCH = 2  # DataLoader's prefetch_factor when workers are given none
 
 

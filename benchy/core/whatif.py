@@ -48,33 +48,6 @@ import numpy as np
 from .queues import Column, Shapes, periods
 from .stats import Estimate
 
-__all__ = [
-    "AGREE",
-    "BASIS_STAGES",
-    "FLIP_MAX",
-    "MAX_WORKERS",
-    "NEEDS_SHARE",
-    "OTHER_WORKERS",
-    "SPEEDUPS",
-    "Basis",
-    "Change",
-    "Check",
-    "Checked",
-    "Inputs",
-    "Limit",
-    "Loader",
-    "Need",
-    "Prediction",
-    "WhatIf",
-    "best_free",
-    "best_workers",
-    "faster",
-    "flip_speedup",
-    "other_workers",
-    "predict",
-    "whatif",
-]
-
 SPEEDUPS = (1.0, 2.0, 4.0, 10.0)  # "a step k times faster": a faster accelerator
 NEEDS_SHARE = 0.95  # enough workers for a faster step: FULL within 5 % of the most any number of workers gives
 SATURATED = 0.9  # the IO trials kept this share of the free cores busy: the workers' waits were for a core

@@ -16,8 +16,6 @@ from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 from ..core.results import TokenCount
 
-__all__ = ["MASK_BUDGET_S", "TokenTally", "count_samples", "describe_rule", "make_counter"]
-
 Counter = Callable[[Any], int]
 # One step of a path to the counted leaf: ("item", key) or ("attr", name).
 _Step = Tuple[str, Any]

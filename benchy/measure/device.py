@@ -9,8 +9,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, List, Optional
 
-__all__ = ["accelerator_in_use", "active_devices", "copier", "cuda_active", "describe_device", "synchronizer", "to_device"]
-
 
 def cuda_active() -> bool:
     """CUDA is built and already initialised by the program (never initialises it)."""

@@ -16,8 +16,6 @@ from typing import Any, Callable, List, Optional
 from ..core.outcomes import Reason, Why, raised
 from .device import synchronizer
 
-__all__ = ["Drainer", "PartTimes", "StepHooks"]
-
 
 class PartTimes:
     """Seconds spent in each part while the hooks were on, and for how long they were on."""

@@ -13,8 +13,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-__all__ = ["EmulatedStep"]
-
 
 class EmulatedStep:
     """``seconds`` a batch: ``cpu`` seconds' worth of CPU work (as measured alone), then a wait for the rest."""

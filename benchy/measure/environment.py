@@ -12,8 +12,6 @@ from typing import Any, Dict
 from ..core.version import __version__
 from .device import describe_device
 
-__all__ = ["environment"]
-
 
 def environment(world_size: int) -> Dict[str, Any]:
     """Versions, device, host and command line of this run."""

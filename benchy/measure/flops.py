@@ -22,8 +22,6 @@ from torch.utils.flop_counter import FlopCounterMode
 from ..core.outcomes import Reason, Why, raised
 from ..core.results import FlopCount
 
-__all__ = ["StepCounter", "cpu_name"]
-
 # Ops without a FLOP formula that are worth naming: matmuls, convolutions, attention, recurrences, FFTs.
 _HEAVY = re.compile(r"mm|matmul|conv|attention|attn|linear|einsum|rnn|lstm|gru|fft|cudnn|mkldnn|flash|bmm", re.IGNORECASE)
 _CONV = re.compile(r"conv", re.IGNORECASE)

@@ -16,8 +16,6 @@ import sys
 from types import FrameType
 from typing import Any, Optional
 
-__all__ = ["loop_horizon"]
-
 _DEPTH = 64  # frames looked at, from the loader's iter() up
 
 

@@ -13,20 +13,6 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from ..core.schedule import Mode, TrialSpec
 from .device import cuda_active
 
-__all__ = [
-    "AT_END",
-    "AT_EXIT",
-    "TRACE_FILE",
-    "CudaProfilerApi",
-    "ProfilerWindow",
-    "Ranges",
-    "TorchProfiler",
-    "TorchRanges",
-    "global_rank",
-    "nvtx_ranges",
-    "profiled_steps",
-]
-
 DOMAIN = "benchy"
 TRACE_FILE = re.compile(  # the trace files TorchProfiler writes
     r"^rank[0-9]+\.(IO|SYNTHETIC|FULL)_WARMUP_[0-9]+\.pt\.trace\.json$"

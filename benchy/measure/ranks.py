@@ -26,20 +26,6 @@ import numpy as np
 from ..core.errors import BenchyError
 from ..core.results import RankSummary, TrialResult
 
-__all__ = [
-    "DistributedError",
-    "LocalComm",
-    "TorchComm",
-    "agree",
-    "combine",
-    "disagreement",
-    "make_comm",
-    "merge_summaries",
-    "missing_ranks",
-    "schedule_digest",
-    "summarised",
-]
-
 Report = Tuple[int, float, float, float]  # (samples, seconds, extra, started) of one rank's trial
 
 

@@ -16,8 +16,6 @@ from typing import Any, Iterator, List
 
 import torch
 
-__all__ = ["kept", "loader_generators"]
-
 
 def loader_generators(loader: Any) -> List[torch.Generator]:
     """The ``torch.Generator`` objects a loader draws from: its own, its sampler's, its batch sampler's

@@ -13,8 +13,6 @@ from typing import Any, Callable, Iterator, List, Optional, Protocol, Tuple
 
 from ..core.errors import BenchyError
 
-__all__ = ["NO_BATCH", "BatchSource", "CopyingSource", "EmptyLoaderError", "Source"]
-
 NO_BATCH: Any = object()  # no batch pending
 
 

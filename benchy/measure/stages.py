@@ -22,19 +22,6 @@ from torch.utils.data import IterableDataset
 
 from ..core.stages import StageTrial
 
-__all__ = [
-    "Arrival",
-    "Done",
-    "Instrumented",
-    "StagePlan",
-    "Steps",
-    "has_in_order",
-    "instrument",
-    "stage_trial",
-    "step_name",
-    "timer_cost",
-]
-
 _clock = time.perf_counter
 _cpu = time.thread_time
 

@@ -16,21 +16,6 @@ import numpy as np
 from ..core.results import PERIOD_CODE, TrialResult, samples_typecode
 from ..core.schedule import TrialSpec
 
-__all__ = [
-    "CHUNK",
-    "LOOKAHEAD_SHARE",
-    "UNSET",
-    "Constant",
-    "Counts",
-    "Pauses",
-    "Series",
-    "Stamps",
-    "build_result",
-    "compact",
-    "part_round",
-    "size_buffer",
-]
-
 Pauses = List[Tuple[int, float]]  # (period, seconds) of benchy's own work inside a trial, taken out of it
 
 # A stamp not taken yet. Found by identity (``buf.index(UNSET)``), so a session can tell how

@@ -21,21 +21,6 @@ import psutil
 from ..core.results import SystemFigures
 from ..core.stages import WorkerMemory
 
-__all__ = [
-    "GPU_FIELDS",
-    "NO_ENERGY",
-    "NullSampler",
-    "Rapl",
-    "SystemSampler",
-    "available_cores",
-    "disturbed",
-    "machine_memory",
-    "processes_cpu",
-    "readings_array",
-    "trainer_memory",
-    "worker_memory",
-]
-
 CHILDREN_EVERY_S = 0.2  # how often the list of child processes (workers) is refreshed (a pass's workers can live < 1 s)
 try:
     TICK_S = 1.0 / float(os.sysconf("SC_CLK_TCK"))  # the granularity of the kernel's CPU times

@@ -45,22 +45,6 @@ from .source import NO_BATCH, Source
 from .stamps import Counts, Pauses, Stamps, build_result, part_round, size_buffer
 from .window import WindowRun
 
-__all__ = [
-    "CACHED",
-    "END",
-    "FULL",
-    "NO_BATCH",
-    "PLAIN",
-    "SYNTHETIC",
-    "EpochArgs",
-    "EpochState",
-    "IOArgs",
-    "Placer",
-    "Segment",
-    "epoch_loop",
-    "io_trial",
-]
-
 Clock = Callable[[], float]
 Counter = Callable[[Any], int]
 

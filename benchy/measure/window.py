@@ -26,8 +26,6 @@ from ..core.results import TrialResult, WindowSpan
 from ..core.schedule import Mode, TrialSpec
 from .stamps import LOOKAHEAD_SHARE, Counts, Pauses, Stamps, build_result, compact, part_round, size_buffer
 
-__all__ = ["Placed", "WindowArgs", "WindowRun"]
-
 # Hand-outs the window's series hold beyond ``n`` when it starts; more are added when it spans epochs.
 _SLACK = 8
 

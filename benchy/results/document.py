@@ -26,18 +26,6 @@ import msgspec
 from ..core.errors import BenchyError
 from .model import MAX_MAGNITUDE, Document, describe, inner
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_DIGITS",
-    "MAX_FILE_BYTES",
-    "MAX_MAGNITUDE",
-    "ResultFileError",
-    "check",
-    "parse",
-    "parse_cost",
-    "read_file",
-]
-
 
 class ResultFileError(BenchyError, ValueError):
     """A result file that cannot be read: not JSON, not benchy's, from a newer benchy, or damaged."""

@@ -18,18 +18,6 @@ import numpy as np
 
 from ..core.config_rules import PROBE_PREFIX, STEPS_TEMP_SUFFIX, TEMP_PREFIX, TEMP_SUFFIX
 
-__all__ = [
-    "append_status",
-    "publish",
-    "read_statuses",
-    "remove_matching",
-    "remove_stale_temporaries",
-    "write_atomic",
-    "write_document",
-    "write_json_atomic",
-]
-
-
 STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a killed writer's
 
 

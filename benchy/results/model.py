@@ -43,15 +43,6 @@ from ..core.results import ProfilerState, RankSummary, SystemFigures, TokenCount
 from ..core.stages import FirstPass, WorkerMemory, WorkerStat
 from ..core.sweep import Setting
 
-__all__ = [
-    "MAX_MAGNITUDE",
-    "Document",
-    "ModeBlock",
-    "describe",
-    "rows",
-    "top_rows",
-]
-
 
 def _d(text: str) -> Meta:
     return Meta(description=text)

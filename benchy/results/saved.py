@@ -16,8 +16,6 @@ from ..core.schedule import Mode
 from ..core.stats import Estimate
 from .model import Document
 
-__all__ = ["ModeRun", "Run"]
-
 
 @dataclass(frozen=True)
 class ModeRun:

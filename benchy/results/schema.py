@@ -57,19 +57,6 @@ from .text import reports
 from .text import run as run_text
 from .text.verdict import verdict_line
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "ResultFileError",
-    "default_run_name",
-    "h2d_block",
-    "json_safe",
-    "load",
-    "read_run",
-    "result_document",
-    "sweep_block",
-    "upgrade",
-]
-
 SCHEMA_VERSION = 5
 METHOD = "welch-t on log trial throughputs"  # the decision's test (its ``method``)
 MODE_KEYS = tuple(m.value for m in Mode)
