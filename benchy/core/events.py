@@ -7,7 +7,7 @@ prints each one's :meth:`words`, an information or a warning line.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple, Union
+from typing import Optional, Protocol, Tuple
 
 from .outcomes import FailedRank, Interruption, Reason
 from .schedule import TrialSpec
@@ -385,28 +385,7 @@ class TraceWritten:
         )
 
 
-Event = Union[
-    CaptureRange,
-    TraceWritten,
-    LoaderPlain,
-    SideServed,
-    LookaheadFound,
-    TrialLost,
-    Signalled,
-    RankFailed,
-    NoExitHere,
-    CounterNote,
-    TokensNotCounted,
-    SweepUnavailable,
-    SweepStarted,
-    SweepFailed,
-    SweepStray,
-    SweepOverCap,
-    SweepApplied,
-    H2DSkipped,
-    StagesStarted,
-    StagesStopped,
-    EmulatedStarted,
-    EmulatedSkipped,
-    SideFailed,
-]
+class Event(Protocol):
+    """What a session says happened: a value that says itself (these, and the machine's notes)."""
+
+    def words(self) -> Said: ...

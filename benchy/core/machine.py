@@ -1,32 +1,23 @@
 """The schedule as a state machine (pure: no torch, no clock).
 
-A session feeds :func:`transition` one event at a time (the benchmark began, a trial counted or was lost,
-an extra ended) and carries out the action it returns: an IO trial on benchy's own pass (now, between two
-steps of the loop), a SYNTHETIC or FULL window (the loop's next steps), an extra, or the end. Everything the
-machine decides follows from :class:`~benchy.core.schedule.Schedule` (the plan, as data) and the events:
+A session feeds :func:`transition` one event at a time (the benchmark began, a trial counted or was lost, an extra
+ended) and carries out the one action it answers: an IO trial on benchy's own pass (now, between two steps of the
+loop), a SYNTHETIC or FULL window (the loop's next steps), an extra, or the end. All of it follows from the
+:class:`~benchy.core.schedule.Schedule` and the events:
 
-* **Measuring** (:attr:`Phase.MEASURING`). IO's warm-ups and its fewest trials run first, before the loop's
-  first batch. Then SYNTHETIC and FULL windows alternate, S F F S S F F S ..., from the first one: a mode's
-  windows are warm-ups until its step time is steady (``nwarmup: auto``: the median of the last steps fell
-  by no more than :data:`STEADY_TOLERANCE` against the steps before, which the session measures and hands
-  over in :class:`Counted`), then, with ``profiler: torch``, one profiled warm-up, then counted trials. With
-  ``ntrials: auto`` windows are short first and grow (``ModePlan.length``), and measuring stops as soon as
-  the verdict is decided (the :class:`Judgement` handed over after each counted trial) and every mode's
-  interval is within the plan's figure precision of its mean (each mode has at least its
-  fewest trials), or every ``auto`` mode's interval is within the precision, or the trials reach
-  ``auto_max_trials``. An IO trial beyond the fewest runs between two windows, one per boundary, when IO
-  is the less precise side, never between two FULL windows: the loader's workers make batches ahead while
-  benchy pauses the loop, and a loop faster than its loader needs many steps to use them up, so every such
-  pause comes before a SYNTHETIC window, after which the pass's repay takes them at once (a SYNTHETIC window
-  is at least as long as the loader's queue, and SYNTHETIC windows go on beside FULL's while IO needs trials).
-  Where the loop's length is known (``room`` in the events: the steps left), a window is shortened to fit,
-  down to :data:`~benchy.core.schedule.MIN_WINDOW` steps; none fits: measuring stops.
-* **Extras** (:attr:`Phase.EXTRAS`): the plan's extras, most useful first for the verdict measuring ended
-  with (:func:`extras_order`); one that takes the loop's steps is left out where they do not fit.
-* **Done** (:attr:`Phase.DONE`): :class:`Finish`, with why measuring stopped (:class:`Stop`).
+* **Measuring**: IO's warm-ups and fewest trials first, before the loop's first batch; then SYNTHETIC and FULL
+  windows alternate, S F F S S F F S ... A mode's windows are warm-ups until its step time is steady
+  (``nwarmup: auto``: :data:`STEADY_TOLERANCE`), then, with ``profiler: torch``, one profiled warm-up, then counted
+  trials. With ``ntrials: auto`` windows grow (``ModePlan.length``) and measuring stops once the verdict is decided
+  (the :class:`Judgement` after each counted trial) and every mode is within the figure precision, or every ``auto``
+  mode is within the precision, or ``auto_max_trials`` is reached. A further IO trial runs between two windows, one a
+  boundary, while IO is the less precise side, never between two FULL windows: the loader's workers make batches
+  ahead while benchy pauses the loop, and the repay before a SYNTHETIC window takes them at once. Where the loop's
+  length is known (``room``), a window is shortened to fit, down to :data:`~benchy.core.schedule.MIN_WINDOW`.
+* **Extras**: most useful first for the verdict (:func:`extras_order`); one whose steps do not fit is left out.
+* **Done**: :class:`Finish`, with why measuring stopped (:class:`Stop`).
 
-Notes for the log (a mode's warm-up ended, measuring stopped) collect in :attr:`State.notes`, as values that say
-themselves (``words``).
+Notes for the log collect in :attr:`State.notes`, as values that say themselves.
 """
 
 from __future__ import annotations
@@ -73,7 +64,6 @@ __all__ = [
     "nbatches_to_fit",
     "rounds_fit",
     "schedule_state",
-    "start",
     "steps_of",
     "transition",
     "warmup_change",
@@ -315,19 +305,14 @@ def warmup_change(periods: Sequence[float], window: int, cycle: int = 1) -> Opti
         whole = len(periods) // c * c
         if whole < 2 * c:
             return None
-        rounds = np.asarray(periods[len(periods) - whole :], dtype=float).reshape(-1, c).sum(axis=1)
-        k = max(1, int(window) // c)
-        if len(rounds) < 2 * k:
-            k = len(rounds) // 2
-        data = rounds[-2 * k :]
-        before, last = float(np.median(data[:k])), float(np.median(data[k:]))
-        if not (before > 0 and math.isfinite(before) and math.isfinite(last)):
+        data = np.asarray(periods[len(periods) - whole :], dtype=float).reshape(-1, c).sum(axis=1)
+        k = min(max(1, int(window) // c), len(data) // 2)
+    else:
+        k = max(MIN_STEADY_WINDOW, int(window))
+        if len(periods) < 2 * k:
             return None
-        return last / before - 1.0
-    k = max(MIN_STEADY_WINDOW, int(window))
-    if len(periods) < 2 * k:
-        return None
-    data = np.asarray(periods[-2 * k :], dtype=float)
+        data = np.asarray(periods[-2 * k :], dtype=float)
+    data = data[-2 * k :]
     before, last = float(np.median(data[:k])), float(np.median(data[k:]))
     if not (before > 0 and math.isfinite(before) and math.isfinite(last)):
         return None
@@ -373,7 +358,6 @@ class State:
     extras: Tuple[Extra, ...] = ()  # still to run
     skipped: Tuple[Extra, ...] = ()  # extras left out: their steps did not fit the loop's known length
     notes: Tuple[Note, ...] = ()
-    synthetic_length: int = 0  # the last SYNTHETIC window's length
     previous: Optional[Mode] = None  # the mode of the last window issued
 
     def issued(self, mode: Mode, *, warmup: bool = False) -> int:
@@ -407,10 +391,6 @@ class State:
 
     def counts(self) -> Tuple[Tuple[Mode, int, int], ...]:
         return tuple((p.mode, self.issued(p.mode, warmup=True), self.issued(p.mode)) for p in self.schedule.plans)
-
-
-def start(schedule: Schedule) -> State:
-    return State(schedule)
 
 
 # --- the transition ---------------------------------------------------------------------------------
@@ -481,15 +461,11 @@ def _settle(state: State) -> State:
             continue
         if _warming(state, plan):
             continue
-        change = _get_change(state, mode)
+        change = state.changes[_INDEX[mode]]
         steady = change is not None and abs(change) <= STEADY_TOLERANCE
         note = WarmupEnded(mode, state.issued(mode, warmup=True) - int(mode in state.profiled), change, steady)
         state = dataclasses.replace(state, warm=state.warm | {mode}, notes=state.notes + (note,))
     return state
-
-
-def _get_change(state: State, mode: Mode) -> Optional[float]:
-    return state.changes[_INDEX[mode]]
 
 
 def _issue(state: State, spec: TrialSpec) -> State:
@@ -501,8 +477,6 @@ def _issue(state: State, spec: TrialSpec) -> State:
         state = dataclasses.replace(state, trials=_plus(state.trials, spec.mode))
     if spec.mode is not Mode.IO:
         state = dataclasses.replace(state, position=state.position + 1, previous=spec.mode)
-        if spec.mode is Mode.SYNTHETIC:
-            state = dataclasses.replace(state, synthetic_length=spec.nbatches)
     return state
 
 
@@ -523,7 +497,7 @@ def _warming(state: State, plan: ModePlan) -> bool:
         return done < plan.nwarmup
     if done == 0:
         return True
-    change = _get_change(state, mode)
+    change = state.changes[_INDEX[mode]]
     # Warm-up ends once the step time no longer falls (a step that got slower is not cured by more warm-up).
     settled = change is not None and change >= -STEADY_TOLERANCE
     return not (settled or done >= plan.max_warmup)
@@ -767,7 +741,7 @@ def longest_run(schedule: Schedule, queue_depth: int = 0, decided_after: Optiona
     def room() -> Optional[int]:
         return None if schedule.horizon is None else max(0, schedule.horizon - taken)
 
-    state, action = transition(start(schedule), Begin(queue_depth, room()))
+    state, action = transition(State(schedule), Begin(queue_depth, room()))
     while True:
         steps = 0
         if isinstance(action, OpenWindow):

@@ -1,1 +1,1 @@
-"""One benchmark: the epoch state machine, side trials, lifecycle, the sink, the planner, the registry."""
+"""One benchmark: the epoch state machine, side trials, the endings, the sink, the planner, the registry."""

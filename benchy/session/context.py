@@ -4,7 +4,7 @@ The rank and world come from torch.distributed at the benchmark's first ``iter()
 built before ``init_process_group`` works); from them follow the ranks' channel, the output (only
 rank 0 prints), the sink that writes the JSON, the profiler's capture (which ranks capture), the
 NVTX ranges and the barrier. :class:`RunContext` holds them; before the run starts a session uses
-:meth:`RunContext.local` (this process alone, its rank read from the environment) for what it says.
+``RunContext.start(local=True)`` (this process alone, its rank read from the environment) for what it says.
 """
 
 from __future__ import annotations
@@ -38,23 +38,6 @@ class RunContext:
     barrier: Optional[Callable[[str], None]]  # before each window's clock (use_distributed_barrier)
 
     @classmethod
-    def local(
-        cls,
-        config: Config,
-        schedule: Schedule,
-        *,
-        output: Optional[Output] = None,
-        profiler_api: Any = CudaProfilerApi,
-        exit: Callable[[int], Any] = sys.exit,
-    ) -> RunContext:
-        """Before the run starts: this process alone (what it says goes out only on rank 0)."""
-        rank = global_rank()
-        out = output if output is not None else Output(config.general.console, enabled=rank == 0)
-        comm = LocalComm()
-        sink = ResultSink(config, schedule, out, rank=rank, world=1, shutdown=comm.shutdown, exit=exit)
-        return cls(comm, rank, 1, out, sink, Profilers(config, profiler_api), None, None)
-
-    @classmethod
     def start(
         cls,
         config: Config,
@@ -63,14 +46,18 @@ class RunContext:
         output: Optional[Output] = None,
         profiler_api: Any = CudaProfilerApi,
         exit: Callable[[int], Any] = sys.exit,
+        local: bool = False,
     ) -> RunContext:
-        """At the benchmark's start, on every rank together: the ranks' channel (a DistributedError when
-        it cannot be made), then everything that follows from the rank."""
-        comm = make_comm(config.general.dist_timeout)
-        rank, world = comm.rank, comm.world
+        """At the benchmark's start, on every rank together: the ranks' channel (a DistributedError when it cannot be
+        made), then everything that follows from the rank. ``local``: before the run starts, this process alone (what
+        it says goes out only on rank 0)."""
+        comm = LocalComm() if local else make_comm(config.general.dist_timeout)
+        rank, world = (global_rank(), 1) if local else (comm.rank, comm.world)
         out = output if output is not None else Output(config.general.console, enabled=rank == 0)
         sink = ResultSink(config, schedule, out, rank=rank, world=world, shutdown=comm.shutdown, exit=exit)
         profilers = Profilers(config, profiler_api)
+        if local:
+            return cls(comm, rank, 1, out, sink, profilers, None, None)
         profilers.start(rank, world)
         barrier = comm.barrier if config.general.use_distributed_barrier and world > 1 else None
         return cls(comm, rank, world, out, sink, profilers, nvtx_ranges(config.general.nvtx), barrier)

@@ -263,7 +263,7 @@ class Loop:
     def _repay_left(self, ep: EpochState) -> None:
         """A pass the loop left part-way is repaid too (its sampler and workers drew as for the plain loop's
         asks); what the loader raises there is not the loop's: it asked for nothing more."""
-        if ep.exhausted or self._session.life.exiting:
+        if ep.exhausted or self._session.exiting:
             ep.owed = 0
             return
         try:

@@ -114,7 +114,7 @@ class Registry:
         for record in self.records:
             session = None if record.session is None else record.session()
             if session is not None and session.running:
-                session.life.at_exit()
+                session.at_exit()
 
     def advised(self) -> List[int]:
         """The exit status each benchmark of this process advises for CI (0, 3, or 4 for one that did not

@@ -1,33 +1,29 @@
-"""One benchmark run, from the loop's first ``iter()`` to the printed verdict.
+"""One benchmark run, from the loop's first ``iter()`` to the printed verdict, top to bottom.
 
 A wrapper's ``__iter__`` returns :meth:`Session.iterate`. Its first call begins the benchmark (:meth:`Session._begin`:
-the run's context, the start-up lines, the loader sweep), then hands the schedule's machine (:mod:`benchy.core.machine`,
-pure) its first event. From there the run is a conversation between the machine and the loop's epochs
-(:class:`~benchy.session.loop.Loop`, which places each window in the loop's steps):
-
-* :meth:`Session._feed` hands the machine an event (the benchmark began, a trial counted or was lost, an extra ended)
-  and carries out what it answers: an IO trial or a hidden extra at once, on a pass of benchy's own with the user's
-  random streams kept (:mod:`benchy.measure.rng`); a window, a side window or the FLOPs' count is kept for the
-  loop, which asks for it at its next boundary (:meth:`Session.next_work`); the end goes to the endings.
-* a window the loop finished comes back in :meth:`Session.window_done`, a lost one in :meth:`Session.lose`; a
-  trial that counts goes through :meth:`Session._count` (exchanged with the other ranks, recorded in
-  :attr:`Session.results`, its line said) and its event back to the machine.
-* the endings (the schedule's end, the script's exit, a signal) are :class:`~benchy.session.lifecycle.Lifecycle`'s;
-  the summary and the JSON are the sink's (:class:`~benchy.session.sink.ResultSink`), from one
-  :class:`~benchy.core.results.Snapshot`; everything that depends on the rank is one
-  :class:`~benchy.session.context.RunContext`.
+the run's context, the start-up lines, the loader sweep, the endings' hooks). Then :meth:`Session._feed` hands the
+schedule's machine (:mod:`benchy.core.machine`, pure) an event and carries out its one answer: an IO trial or a hidden
+extra at once, on a pass of benchy's own; a window, a side window or the FLOPs' count kept for the loop
+(:class:`~benchy.session.loop.Loop`), which asks for it at its next boundary (:meth:`Session.next_work`) and hands it
+back finished (:meth:`Session.window_done`) or lost (:meth:`Session.lose`); a trial that counts goes through
+:meth:`Session._count` (exchanged with the other ranks, recorded, said) and its event back to the machine. The
+endings (the schedule's end, the script's exit, a signal) have a section of their own; the summary and the JSON are the sink's
+(:class:`~benchy.session.sink.ResultSink`), from one :class:`~benchy.core.results.Snapshot`.
 
 One benchmark at a time per process: the first wrapper iterated runs it (see ``registry``).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import enum
 import math
 import os
+import signal
 import sys
+import threading
 import time
 import weakref
 from array import array
@@ -36,19 +32,20 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 from ..core import events as ev
 from ..core import machine as m
 from ..core.config import Config
-from ..core.outcomes import Interruption, Outcomes, Reason, Why, raised
-from ..core.progress import Progress, Where, epochs_needed, imprecise, likely_more, progress, steps_needed
+from ..core.exits import EXIT_INCOMPLETE, STATUS_ENV_VAR
+from ..core.outcomes import FailedRank, Interruption, Outcomes, Reason, Why, raised
+from ..core.progress import Where, epochs_needed, imprecise, likely_more, not_run, progress, steps_needed
 from ..core.results import PERIOD_CODE, RunResults, Snapshot, TrialResult
 from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..core.sweep import queue_depth
 from ..measure.horizon import loop_horizon
-from ..measure.profiling import CudaProfilerApi
+from ..measure.profiling import AT_END, AT_EXIT, CudaProfilerApi
 from ..measure.ranks import DistributedError, agree, combine
 from ..measure.rng import kept
 from ..measure.window import WindowRun
+from ..results.files import append_status
 from .console import Output
 from .context import RunContext
-from .lifecycle import Lifecycle
 from .loop import LOOP_BATCHES, FlopsWork, LoaderFacts, Loop, Work
 from .registry import REGISTRY, Registry
 from .sides import HIDDEN, Running, SideEnv, off_by_config
@@ -98,7 +95,7 @@ class Session:
         self._warm: Dict[Mode, array[float]] = {}  # each mode's latest warm-up periods (nwarmup: auto)
         # The schedule and its machine: IO trials and FULL windows in whole rounds of the loader's workers (core.schedule).
         self.schedule = Schedule.from_config(config).with_cycle(loader.workers)
-        self.machine = m.start(self.schedule)
+        self.machine = m.State(self.schedule)
         self.stopped_at: Optional[int] = None  # the loop's steps when measuring stopped (the verdict decided, ...)
         self.decided_at: Optional[int] = None  # the loop's steps when the verdict was first decided
         self.began: Optional[float] = None  # the clock when the benchmark began (its Begin)
@@ -118,7 +115,8 @@ class Session:
         self.record = registry.register(loader.kind, loader.where)
         self.record.session = weakref.ref(self)
         self.advised: Optional[int] = None  # the exit status benchy advises for CI (0, 3 or 4), once the benchmark ended
-        self.life = Lifecycle(self)
+        self._sigterm_before: Any = None
+        self.exiting = False  # inside the interpreter's exit (at_exit): no loader pass is started or advanced
 
     # --- what the wrappers call -------------------------------------------------------------------
 
@@ -183,7 +181,7 @@ class Session:
                 self._replan(self.schedule.with_horizon(found + self.loop.start_at))
         ctx.sink.clean_stale()
         ctx.sink.started(self.schedule, self.config, self.snapshot(), ctx.ranges is not None, self.runner.queue_depth)
-        self.life.install()
+        self._install_hooks()
         with kept(self._loader.generators()):
             try:
                 self.results = sweep_side.run(self.env(), self.results)
@@ -201,7 +199,7 @@ class Session:
 
     def _replan(self, schedule: Schedule) -> None:
         """Before it begins: the plan with what was learnt at the start (the loop's known length)."""
-        self.schedule, self.machine = schedule, m.start(schedule)
+        self.schedule, self.machine = schedule, m.State(schedule)
 
     def _become_plain(self) -> Iterator[Any]:
         self._stage = Stage.PLAIN
@@ -241,7 +239,7 @@ class Session:
         if ran:
             self.ctx.sink.checkpoint(self.snapshot())
         if isinstance(action, m.Finish):
-            self.life.finish()
+            self.finish()
         else:
             self._action = action
 
@@ -287,7 +285,7 @@ class Session:
         try:
             result, change = combine(self.ctx.comm, result, change, self.config.general.dist_rank_lists)
         except DistributedError:
-            self.life.exchange_failed(result.spec)
+            self._exchange_failed(result.spec)
             raise
         self.results = self.results.add_trial(result)
         self.outcomes = self.outcomes.count()
@@ -428,28 +426,177 @@ class Session:
     def peeked(self) -> None:
         self.outcomes = self.outcomes.peek()
 
-    # --- what the endings call (session.lifecycle.Lifecycle) -------------------------------------------
+    # --- the endings ---------------------------------------------------------------------------------
+    # Each keeps what was measured (the summary, the table, the JSON), names what was not, and records the exit status
+    # benchy advises for CI (advise: 0, 3 or 4). The schedule's end (finish) ends the process with exit_after_tests,
+    # the one place benchy ends it (not in a Ray worker, whose end Ray reports as a failed training). The script's
+    # exit first (at_exit) leaves it its status and exit handlers: the run is said incomplete. A signal (SIGTERM:
+    # Slurm, torchrun stopping the ranks after one failed) names the running trial, then takes its course: the
+    # handler that was there before runs, or the default action ends the process with the signal's status.
 
-    def stop(self, why: Reason) -> None:
+    def _install_hooks(self) -> None:
+        """At the benchmark's start: the at-exit hook, and the SIGTERM handler where signals can be set."""
+        atexit.register(self.at_exit)
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread
+        try:
+            self._sigterm_before = signal.signal(signal.SIGTERM, self._on_sigterm)
+        except (ValueError, OSError):  # pragma: no cover - unusual embeddings
+            self._sigterm_before = None
+
+    def _restore_sigterm(self) -> None:
+        """At the benchmark's end: the SIGTERM handler that was there before, if ours is still set."""
+        if self._sigterm_before is None or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+                signal.signal(signal.SIGTERM, self._sigterm_before)
+        except (ValueError, OSError):  # pragma: no cover
+            pass
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        previous = self._sigterm_before
+        try:
+            self.on_signal("SIGTERM")
+        finally:
+            self._restore_sigterm()
+            if callable(previous):
+                previous(signum, frame)  # the script's or launcher's own handler
+            elif previous != signal.SIG_IGN:
+                os.kill(os.getpid(), signum)  # the default action: end with the signal's status
+
+    def _end(self) -> None:
         """The benchmark is over, whichever way: no window runs from here on (the running one is dropped, a side
-        window's cut short: ``why``)."""
+        window's cut short), the FLOPs' count or why there is none, benchy's own pass and cached batch let go."""
         self._stage = Stage.DONE
         self.record.finished = True
         work = self.loop.discard()
         if isinstance(work, WindowRun):
+            why = Reason(Why.SCRIPT_ENDED_EARLY if self.exiting else Why.BENCHMARK_ENDED)
             self.results = self._side.stop(Reason(Why.WINDOW_LOST, work.spec.label, cause=why), self.results)
-
-    def finish_results(self, final: bool) -> None:
-        """The benchmark is over: the FLOPs' count or why there is none; benchy's own pass and cached batch let go."""
+        self._restore_sigterm()
         if self.results.flops is None:
             reached = self.machine.decided_phase and Extra.FLOPS in self.machine.skipped
-            self.results = self.results.changed(flops=self.runner.flops(final=final, reached=reached))
+            self.results = self.results.changed(flops=self.runner.flops(final=True, reached=reached))
         try:
             self.runner.close()
         except Exception:  # a worker already gone
             pass
+        for event in self.ctx.profilers.close(AT_EXIT if self.exiting else AT_END):
+            self._say(event)
 
-    def running_trial(self) -> Tuple[Optional[TrialSpec], int]:
+    def finish(self) -> None:
+        """The schedule is over (or the script ended once the verdict stood): summary, table and final JSON; then
+        the process ends (``exit_after_tests``) or the loader is the plain one from here on."""
+        self._end()
+        sink = self.ctx.sink
+        exit_after = self.config.general.exit_after_tests
+        where = host() if exit_after else None
+        ends = exit_after and where is None and not self.exiting
+        status = sink.exit_status(self.results)
+        self.advise(status)
+        sink.summary(self.snapshot(), exit_status=status)
+        if where is not None:
+            sink.say(ev.NoExitHere(where))
+        if not self.exiting:
+            sink.end(self.results, ends)
+
+    def _exchange_failed(self, spec: TrialSpec) -> None:
+        """The ranks could not exchange ``spec``'s results: keep what was measured and print it, as a single-rank
+        run prints it, naming a rank that said it failed; the caller raises."""
+        failed = tuple(FailedRank(r, why) for r, why in self.ctx.comm.failures())
+        item = Interruption(spec, spec.nbatches, Reason(Why.RANKS))
+        self.outcomes = self.outcomes.with_failed(failed).lose(item)
+        self._end()
+        self.advise(EXIT_INCOMPLETE)
+        try:
+            self._say(ev.TrialLost(item))
+            if failed:
+                self._say(ev.RankFailed(failed))
+            self.ctx.sink.summary(self.snapshot(), exit_status=EXIT_INCOMPLETE)
+        except Exception:
+            pass
+
+    def on_signal(self, name: str) -> None:
+        """A signal ends the benchmark: the running trial is named as interrupted (with the rank that failed first,
+        when one said so); the summary is printed and the JSON written."""
+        if os.getpid() != self.pid or not self.running:
+            return
+        running, measured = self._running_trial()
+        failed = tuple(FailedRank(r, why) for r, why in self.ctx.comm.failures())
+        self.outcomes = self.outcomes.signalled(name).with_failed(failed)
+        if running is not None:
+            why = Reason(Why.SIGNAL, detail=name, steps=measured, of=running.nbatches, failed=failed[0] if failed else None)
+            self.outcomes = self.outcomes.lose(Interruption(running, measured, why))
+        self.advise(EXIT_INCOMPLETE)
+        try:
+            self.ctx.out.trial_ended()
+            self._say(ev.Signalled(name, running, measured, failed))
+            self._end()
+            self.ctx.sink.summary(self.snapshot(), exit_status=EXIT_INCOMPLETE)
+        except Exception:  # the signal must take its course whatever happens here
+            pass
+
+    def at_exit(self) -> None:
+        """At interpreter exit, when the script ended before the schedule did: say so, with what a decision needs,
+        and keep what was measured (summary and JSON). A rank that ends with an uncaught exception says so in the
+        job's rendezvous store, so that the ranks the launcher stops next can name it."""
+        if os.getpid() != self.pid or not self.running:
+            return
+        self.exiting = True
+        self.ctx.out.trial_ended()
+        if self.machine.decided_phase:  # the verdict stands: the extras not run are named, and the run is complete
+            self.finish()
+            return
+        died = getattr(sys, "last_value", None)  # set when an uncaught exception ends the script
+        error = None if died is None or isinstance(died, SystemExit) else raised(died)
+        if error is not None and self.ctx.world > 1:
+            self.ctx.comm.report_failure(error)
+        running, measured = self._running_trial()
+        failed = next((i for i in reversed(self.outcomes.lost) if i.error), None)
+        if running is not None:
+            ended = Reason(Why.SCRIPT_RAISED, error=error) if error is not None else Reason(Why.SCRIPT_ENDED)
+            self.outcomes = self.outcomes.lose(Interruption(running, measured, ended))
+        sink, record = self.ctx.sink, self.record
+        again = sum(
+            1 for r in self.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
+        )
+        label = None if running is None else running.label
+        sink.stopped_early(
+            progress(self.schedule, self.machine, self.results, self.where(), record.where, again, failed, error, label)
+        )
+        why = (
+            Reason(Why.NOT_RUN_RAISED, label=failed.spec.label)
+            if failed is not None
+            else Reason(Why.NOT_RUN_SCRIPT_RAISED, error=error)
+            if error is not None
+            else Reason(Why.NOT_RUN_STOPPED, epochs=self.loop.epochs_started, steps=self.loop.steps_taken())
+        )
+        for spec in not_run(self.schedule, self.machine, self.runner.queue_depth):
+            self.outcomes = self.outcomes.lose(Interruption(spec, 0, why))
+        self._end()
+        # The process ends as the script makes it end (its status, every exit handler): the run is said incomplete,
+        # and a tool that owns the process (benchy run, benchy check) fails the CI job with 4.
+        self.advise(EXIT_INCOMPLETE)
+        sink.summary(self.snapshot(), exit_status=EXIT_INCOMPLETE)
+        if error is None:
+            sink.incomplete()
+
+    def advise(self, status: int) -> None:
+        """The exit status benchy advises for CI (0 complete, 3 a mode without a counted trial, 4 incomplete): kept
+        and, under ``benchy run``, appended to the record its parent reads (once: every ending ends the benchmark
+        first)."""
+        if self.advised is not None:
+            return
+        self.advised = self.record.advised = status
+        path = os.environ.get(STATUS_ENV_VAR)
+        if path:
+            try:
+                append_status(path, status)
+            except OSError:  # the parent's record is gone: it reports the run as incomplete
+                pass
+
+    def _running_trial(self) -> Tuple[Optional[TrialSpec], int]:
         """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""
         if self.hidden is not None:
             return self.hidden, 0
@@ -457,13 +604,6 @@ class Session:
         if w is None:
             return None, 0
         return w.spec, max(0, w.measured + max(0, w.open_count() - 1))
-
-    def progress(self, raised: Optional[str], failed: Optional[Interruption], running: Optional[str]) -> Progress:
-        record = self.record
-        again = sum(
-            1 for r in self.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
-        )
-        return progress(self.schedule, self.machine, self.results, self.where(), record.where, again, failed, raised, running)
 
     # --- what is read of it ---------------------------------------------------------------------
 
@@ -480,8 +620,8 @@ class Session:
     def ctx(self) -> RunContext:
         """This process's part in the run (this process alone until the run starts)."""
         if self._ctx is None:
-            self._ctx = RunContext.local(
-                self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
+            self._ctx = RunContext.start(
+                self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit, local=True
             )
         return self._ctx
 
@@ -554,3 +694,20 @@ class Session:
 
     def _say(self, event: Any) -> None:
         self.ctx.sink.say(event)
+
+
+def host() -> Optional[str]:
+    """What hosts this process when it is not the script's own to end: ``"Ray Train worker"`` (or ``"Ray worker"``)
+    inside Ray's actors and tasks; None for an ordinary process."""
+    ray = sys.modules.get("ray")
+    if ray is None:
+        return None
+    try:
+        if not ray.is_initialized():
+            return None
+        context = ray.get_runtime_context()
+        if context.get_actor_id() is None and context.get_task_id() is None:
+            return None  # the driver: the user's own script
+    except Exception:
+        return None
+    return "Ray Train worker" if "ray.train" in sys.modules else "Ray worker"

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional
 
 from ..core import events as ev
 from ..core.claims import MoreTrials
 from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, EXIT_MISSING_MODE
-from ..core.machine import Note
 from ..core.progress import Progress
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule
@@ -86,7 +85,7 @@ class ResultSink:
     def warning(self, message: str) -> None:
         self.out.line(lines.warning(message))
 
-    def say(self, event: Union[ev.Event, Note]) -> None:
+    def say(self, event: ev.Event) -> None:
         """An event, in its own words, as an information or a warning line."""
         if isinstance(event, ENDS_TRIAL):
             self.out.trial_ended()

@@ -36,7 +36,7 @@ def drive(
     ``decide_after`` counted trials (never: None); ``room``: the loop's steps, used up by each window;
     ``settle_after``: FULL's interval is within the figure precision once it has that many counted trials."""
     taken = 0
-    state, action = m.transition(m.start(schedule), m.Begin(queue_depth, room))
+    state, action = m.transition(m.State(schedule), m.Begin(queue_depth, room))
     out: List[Step] = []
     while True:
         out.append((action, state))
@@ -220,10 +220,10 @@ plans = st.builds(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plans, st.data(), st.integers(0, 8))
 def test_every_event_stream_keeps_the_schedules_rules(schedule: Schedule, data: st.DataObject, depth: int) -> None:
-    state = m.start(schedule)
+    state = m.State(schedule)
     before = state
     state, action = m.transition(state, m.Begin(depth, data.draw(rooms)))
-    assert before == m.start(schedule)  # the transition made a new state: the old one is as it was
+    assert before == m.State(schedule)  # the transition made a new state: the old one is as it was
     windows: List[TrialSpec] = []
     extras: List[Extra] = []
     finished = False
@@ -361,7 +361,7 @@ def loop_run(schedule: Schedule, horizon: int, epoch: int, depth: int, start_at:
     def room() -> int:
         return max(0, horizon - pos)
 
-    state, action = m.transition(m.start(schedule), m.Begin(depth, room(), epoch if told else None))
+    state, action = m.transition(m.State(schedule), m.Begin(depth, room(), epoch if told else None))
     out: List[m.Action] = []
     while not isinstance(action, m.Finish) and len(out) < 500:
         out.append(action)

@@ -33,7 +33,7 @@ def test_each_imprecise_figure_gets_the_steps_its_next_windows_take() -> None:
     results = RunResults(
         trials=tuple(trials(Mode.IO, [1000, 1001]) + trials(Mode.SYNTHETIC, [3000, 3003]) + trials(Mode.FULL, [1000, 1040]))
     )
-    state = m.start(schedule)
+    state = m.State(schedule)
     state, _ = m.transition(state, m.Begin(queue_depth=16))
     found = {i.mode: i for i in imprecise(schedule, state, results, 16)}
     assert set(found) == {"FULL"}  # IO and SYNTHETIC are within 5 %
@@ -44,7 +44,7 @@ def test_each_imprecise_figure_gets_the_steps_its_next_windows_take() -> None:
     assert full.more_steps == 24 + 32 + 2 * 25
     # A mode at the schedule's bound: no number of further steps, said as capped.
     capped = Schedule.from_config(load_config(overrides={"global": {"auto_max_trials": 2}}, environ={}))
-    state = m.transition(m.start(capped), m.Begin())[0]
+    state = m.transition(m.State(capped), m.Begin())[0]
     for spec in (TrialSpec(Mode.FULL, k, False, 8) for k in (1, 2)):
         state = dataclasses.replace(state, trials=(state.trials[0], state.trials[1], spec.index))
     (only,) = imprecise(capped, state, results, 0)

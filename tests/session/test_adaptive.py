@@ -385,7 +385,7 @@ def test_a_script_that_ends_after_the_decision_is_complete_and_names_each_imprec
             break
     else:
         raise AssertionError("the verdict was never decided with FULL still wide")
-    session.life.at_exit()  # the script ends here, as atexit would end it
+    session.at_exit()  # the script ends here, as atexit would end it
     doc = read_json(session)
     text = stream.getvalue()
     assert doc["complete"] is True and doc["exit_status"] == 0 and doc["decision"]["outcome"] == "data-loading"

@@ -62,7 +62,7 @@ def test_a_script_that_ends_during_the_diagnostic_windows_keeps_a_complete_run(t
     clock = FakeClock()
     made = make_session(clock, batches=40, global_={"whatif": True})
     _train(made.session, clock, stop_in_diagnostics=2)
-    made.session.life.at_exit()
+    made.session.at_exit()
     doc = read_json(made.session)
     assert doc["complete"] is True and doc["interrupted"] == [] and doc["verdict"]
     assert "PARTS_1: the script ended before it was complete" in doc["diagnostics"]["skipped"]

@@ -138,7 +138,7 @@ def test_session_stops_the_profiler_when_the_step_raises_and_the_script_ends() -
                 if epoch == 1 and k == 1:  # inside the schedule's windows
                     1 / 0
     assert api.calls == ["start"]
-    session.life.at_exit()  # what atexit does when the script dies of the exception
+    session.at_exit()  # what atexit does when the script dies of the exception
     assert api.calls == ["start", "stop"]
     assert "cudaProfilerStop at exit" in stream.getvalue()
 

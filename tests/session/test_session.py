@@ -467,7 +467,7 @@ def test_a_signal_during_a_window_names_it_and_keeps_what_was_measured(tmp_path,
     for _ in range(8):  # the FLOPs' 2 untimed steps, SYNTHETIC_1's 4, then into FULL_1
         next(it)
         clock.now += 0.02
-    session.life.on_signal("SIGTERM")
+    session.on_signal("SIGTERM")
     doc = read_json(session)
     assert [(i["trial"], i["reason"].split(" after")[0]) for i in doc["interrupted"]] == [("FULL_1", "interrupted by SIGTERM")]
     assert "SIGTERM received during trial FULL_1" in stream.getvalue()
@@ -481,7 +481,7 @@ def test_at_exit_a_window_part_way_is_lost_and_the_steps_needed_said(tmp_path, m
     clock = FakeClock()
     session, stream, _ = make(clock, batches=batches)
     run_epoch(session, clock)  # SYNTHETIC_1 (4 steps), then FULL_1 (and with 10 batches FULL_2 from the 9th)
-    session.life.at_exit()
+    session.at_exit()
     # The process is left to end as the script ends it; the status advised for CI is EXIT_INCOMPLETE.
     assert session.advised == 4 and session.record.advised == 4
     text = stream.getvalue()
