@@ -27,7 +27,7 @@ import enum
 import functools
 import math
 from dataclasses import dataclass
-from typing import FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -568,41 +568,34 @@ def _cycle(state: State, mode: Mode) -> int:
 
 
 def _kept_for_flops(state: State) -> int:
-    """The loop's steps the windows leave for the FLOPs' count where the loop's length is known: a few steps
-    (:data:`FLOPS_STEPS`) that would otherwise go to the last window, so that a run whose windows grow to its
-    length (a busy machine: more and longer trials) still counts its FLOPs."""
+    """The loop's steps the windows leave for the FLOPs' count where the loop's length is known, so that a run whose
+    windows grow to its length still counts its FLOPs."""
     return FLOPS_STEPS if Extra.FLOPS in state.schedule.extras else 0
 
 
 def _crossed(state: State, mode: Mode, n: int) -> int:
     """The most steps a window of ``n`` batches may leave out at the epochs' ends it crosses (0 where the loader's
-    length is unknown): at each, the period the end cuts and the next epoch's first, and before FULL's next period
-    the batches a new pass's workers hold ready. With the end :func:`_lead` holds too, it errs long: only the last
-    windows of a loop of known length are sized by it. A window in whole rounds leaves out, at each, up to a round's
-    periods less one more (its stretch before the end is counted in whole rounds)."""
+    length is unknown): at each, the period the end cuts, the next epoch's first, before FULL a new pass's ready
+    batches, and in whole rounds up to a round's periods less one. It errs long (with :func:`_lead`): only the last
+    windows of a loop of known length are sized by it."""
     per = 2 + (state.queue_depth if mode is Mode.FULL else 0) + _cycle(state, mode) - 1
     return _epoch_ends(n, state.epoch_length, per)
 
 
 def _epoch_ends(steps: int, epoch_length: Optional[int], per: int) -> int:
-    """``per`` steps for each epoch a stretch of ``steps`` measured steps runs into, where an epoch holds
-    ``epoch_length - per`` of them (0 where the length is unknown): the one rule of both the plan's estimate
-    (:func:`steps_of`) and the last windows' sizing (:func:`_crossed`)."""
+    """``per`` steps for each epoch a stretch of ``steps`` measured steps runs into, an epoch holding ``epoch_length -
+    per`` of them (0 where the length is unknown): for :func:`steps_of` and :func:`_crossed` alike."""
     if not epoch_length or epoch_length <= 0 or steps <= 0:
         return 0
     return per * math.ceil(steps / max(1, epoch_length - per))
 
 
 def _fitting(state: State, mode: Mode, length: int, budget: int) -> int:
-    """``length``, or the longest window shorter than it whose batches and the epochs' ends it may cross fit
-    ``budget`` steps (a loop of known length: with short epochs a window of 50 batches crosses two or three); in
-    whole rounds of the loader where the mode has them (0: not one fits)."""
+    """``length``, or the longest window shorter than it whose batches and the epochs' ends it may cross fit ``budget``
+    steps; in whole rounds of the loader where the mode has them (0: not one fits)."""
     if length + _crossed(state, mode, length) <= budget:
         return length
-    low, high = 0, max(0, min(length, budget))  # n + _crossed(n) grows with n: the largest n that fits
-    while low < high:
-        mid = (low + high + 1) // 2
-        low, high = (mid, high) if mid + _crossed(state, mode, mid) <= budget else (low, mid - 1)
+    low = _largest(0, max(0, min(length, budget)), lambda n: n + _crossed(state, mode, n) <= budget)
     cycle = _cycle(state, mode)
     return low - low % cycle
 
@@ -776,12 +769,9 @@ def steps_of(
     *,
     verdict_only: bool = False,
 ) -> int:
-    """The loop's steps the plan takes (:func:`longest_run`), an estimate made before it runs: each window's
-    length; before each FULL window after a SYNTHETIC one, ``queue_depth`` untimed steps that take the batches
-    the workers hold ready; the extras' steps; the first period of the first epoch; and, with a loader of
-    ``epoch_length`` batches, for each epoch a window runs into, its first and last periods (left out) and the
-    steps that let a new pass's workers start (``queue_depth``). With a known horizon, at most the horizon.
-    ``verdict_only``: up to the end of measuring (the extras left out)."""
+    """The loop's steps the plan takes at the most (:func:`longest_run`, with the first period and, with a loader of
+    ``epoch_length`` batches, what each epoch's end costs), up to a known horizon. ``verdict_only``: the extras left
+    out."""
     steps = sum(n for a, n in longest_run(schedule, queue_depth, decided_after) if not (verdict_only and isinstance(a, RunExtra)))
     if not steps:
         return 0
@@ -796,11 +786,9 @@ def steps_of(
 
 
 def min_epoch_steps(cycle: int = 1) -> int:
-    """The fewest steps an epoch of the loop must run for a window to measure a round (``cycle`` periods: one, counted
-    period by period) in it: the period its end cuts is left out, and before it the epoch's first period (left out
-    too), or, in whole rounds, the lead-in of a FULL stretch in a new pass: a round of the workers and one batch more
-    (shorter where the epoch is: :func:`rounds_fit`); the batches the workers hold ready do not count: a new pass
-    starts with none handed out ahead."""
+    """The fewest steps an epoch must run for a window to measure a round (``cycle`` periods) in it: the epoch's first
+    and last periods are left out, or, in whole rounds, a FULL stretch's lead-in in a new pass (a round and one batch;
+    a new pass starts with nothing handed out ahead)."""
     return 3 if cycle <= 1 else 2 * cycle + 2
 
 
@@ -830,11 +818,12 @@ def nbatches_to_fit(
 
     if top < least or not fits(least):
         return None
-    low, high = least, top
+    return _largest(least, top, fits)
+
+
+def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``n`` from ``low`` to ``high`` that ``fits`` (which holds up to some ``n``, ``low`` included)."""
     while low < high:
         middle = (low + high + 1) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle - 1
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
     return low

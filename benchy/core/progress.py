@@ -115,17 +115,8 @@ def likely_more(schedule: Schedule, state: m.State, results: RunResults, queue_d
             return None
     else:
         more = max(1, 3 - len(syn))  # a gap of 2x or more decides with about three trials a side
-    steps = 0
-    for mode in (Mode.SYNTHETIC, Mode.FULL):
-        plan = schedule.plan(mode)
-        if plan is None:
-            continue
-        start = state.windows(mode)
-        warm = 1 if state.issued(mode) == 0 and mode not in state.warm else 0
-        steps += sum(plan.length(start + i) for i in range(more + warm))
-        if mode is Mode.FULL:
-            steps += (more + warm) * queue_depth
-    return max(1, steps)
+    counts = {mode: more + int(state.issued(mode) == 0 and mode not in state.warm) for mode in (Mode.SYNTHETIC, Mode.FULL)}
+    return _steps(schedule, state, counts, queue_depth, rounds=False)
 
 
 def trials_to_settle(values: Sequence[float], precision: float = FIGURE_PRECISION, most: int = 64) -> Optional[int]:
@@ -188,14 +179,20 @@ def _window_steps(schedule: Schedule, state: m.State, needs: Dict[Mode, int], qu
             counts[running[0] if len(running) == 1 or abba_first(state.position + i) else running[1]] += 1
     else:
         counts = {w: more if w is mode else min(more, needs.get(w, 0)) for w in counts}
+    return _steps(schedule, state, counts, queue_depth, rounds=True)
+
+
+def _steps(schedule: Schedule, state: m.State, counts: Dict[Mode, int], queue_depth: int, *, rounds: bool) -> int:
+    """The loop's steps the next ``counts`` windows of each scheduled mode take, each FULL one with its lead-in: the
+    workers' ready batches, and with ``rounds`` a round and one batch more."""
     steps = 0
-    for window, count in counts.items():
-        plan = schedule.plan(window)
-        assert plan is not None
-        start = state.windows(window)
-        steps += sum(plan.length(start + i) for i in range(count))
-        if window is Mode.FULL:
-            steps += count * (queue_depth + plan.cycle + 1)
+    for mode, count in counts.items():
+        plan = schedule.plan(mode)
+        if plan is None:
+            continue
+        steps += sum(plan.length(state.windows(mode) + i) for i in range(count))
+        if mode is Mode.FULL:
+            steps += count * (queue_depth + (plan.cycle + 1 if rounds else 0))
     return max(1, steps)
 
 

@@ -1,32 +1,22 @@
 """The training loop's epochs while a benchmark runs: which ``iter()`` is the loop's, what each stretch of an
 epoch hands out, and how every pass is consumed as the plain loop consumes it (glue, no torch).
 
-:class:`Loop` is the *machine* of :func:`~benchy.measure.trial.epoch_loop`: at each boundary of the loop's
-epoch (its first ``next()``, or a segment's end) :meth:`Loop.segment` chooses the next segment:
+:class:`Loop` is what :func:`~benchy.measure.trial.epoch_loop` asks at each boundary of the loop's epoch (its first
+``next()``, or a segment's end) for the next segment (:meth:`Loop.segment`):
 
-* the running window's next stretch (a window may begin at any step and may span epochs,
-  :mod:`benchy.measure.window`); where none runs, the session's next piece of work
-  (:meth:`~benchy.session.session.Session.next_work`: a window, or the FLOPs' count, or None once the schedule
-  is over);
-* before a FULL window (or its stretch in a new epoch), the loop takes real batches untimed (the *lead-in*), so
-  that the window meets the loop's own steady state: the batches the loader's workers may have made ahead while
-  benchy paused the loop (the window's ``backlog``) less those the pass just repaid (taken at once, as a loader
-  alone takes them), then a round of the workers and one batch more (in a new pass, or after the repay, a loop
-  slower than its loader waits for the workers' first round once, which it never does in its steady state).
-  A loop faster than its loader hands out a backlog at its own pace, not the loader's, and only slowly catches
-  up with it (near the balance, in hundreds of steps): the schedule leaves the pauses before a FULL window to a
-  SYNTHETIC one, whose repay takes the backlog (see :mod:`benchy.core.machine`);
-* a SYNTHETIC stretch hands out the cached batch; each such hand-out takes the place of one batch of the
-  pass, which is taken from the pass and dropped (*repaid*) between windows, before the loop's next real
-  batch, at the epoch's end or where the loop leaves it: every epoch has its pass's own length, every real
-  batch is the one the plain loop gets at that step, and the pass's sampler and workers draw as without
-  benchy.
+* the running window's next stretch (a window may begin at any step and span epochs, :mod:`benchy.measure.window`);
+  where none runs, the session's next work (:meth:`~benchy.session.session.Session.next_work`), or plain batches
+  once the schedule is over;
+* before a FULL window (or its stretch in a new epoch), real batches untimed (the *lead-in*): the batches the
+  workers made ahead while benchy paused the loop (the window's ``backlog``) less those the pass just repaid, then a
+  round of the workers and one batch more, so that the window meets the loop's own steady state;
+* a SYNTHETIC stretch hands out the cached batch, each hand-out in place of a batch of the pass, which is taken and
+  dropped (*repaid*) between windows: every epoch has its pass's own length, every real batch is the one the plain
+  loop gets at that step, and the pass's sampler and workers draw as without benchy.
 
-Which ``iter()`` is the loop's: the first to ask for a batch, and later each new one that asks while the
-loop's current epoch has ended, reached its length, or was let go. One that asks while the loop's epoch is
-still part-way and held (a peek, ``next(iter(loader))`` inside the loop) is a *side* iterator: the plain
-loader serves it; if it goes on for :data:`LOOP_BATCHES` batches while the loop's epoch does not move, it
-is the loop's after all and takes the window over.
+The loop's ``iter()`` is the first to ask for a batch, and later each new one that asks once the loop's epoch has
+ended, reached its length, or was let go. One that asks while it is part-way and held (a peek) is a *side* iterator
+served plain; after :data:`LOOP_BATCHES` batches while the loop's epoch does not move, it is the loop's after all.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Which wrapped loader a process benchmarks, and a loud word for wrappers never iterated.
 
-The rule: one benchmark at a time per process. The first wrapper whose ``iter()`` is
-called runs it; every wrapper first iterated while it runs (a validation loader, a copy a
-framework re-created) is the plain loader, with a one-time note naming it. Once that
-benchmark has finished, the next wrapper iterated for the first time may start a new one
-(a notebook re-running its cell, a script that benchmarks loaders one after the other).
-
-A wrapper that was built but never iterated by the time the process ends, while no other
-was benchmarked, usually means a framework replaced it (Accelerate's ``prepare()``): that
-is said at exit on stdout and stderr, with the fix.
-
-Records hold no reference to the loader, so a wrapper that is garbage-collected (replaced
-by ``prepare()``) is still reported.
+One benchmark at a time per process: the first wrapper iterated runs it; one first iterated while it runs (a
+validation loader, a copy a framework re-created) is the plain loader, named once; after it finished, the next new
+one may start another (a notebook's cell run again). A wrapper never iterated by the process's end while none was
+benchmarked usually means a framework replaced it (Accelerate's ``prepare()``): said at exit, with the fix. Records
+hold no reference to the loader, so a wrapper garbage-collected is still reported.
 """
 
 from __future__ import annotations

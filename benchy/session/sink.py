@@ -1,20 +1,9 @@
 """Where a run's results go: every event and trial line (in the events' own words and those of
-:mod:`benchy.results.text`), the summary, the JSON and the exit status.
-
-The :class:`~benchy.session.session.Session` walks the schedule and hands each event here (values of
-:mod:`benchy.core.events`, or a trial's result), with a typed :class:`~benchy.core.results.Snapshot`
-of its state for summaries and JSON writes; this module decides nothing about trials, and every line a
-session prints goes out through it. ``exit_after_tests`` ends the process here, in one place, with a
-status that CI can trust:
-
-* ``0``: every scheduled mode has at least one counted trial;
-* :data:`EXIT_MISSING_MODE` (3): the schedule ended but a scheduled mode has no counted
-  trial (every one of its trials was interrupted); the summary says which and why.
-
-Every result file carries the status benchy advises for CI (``exit_status``): those two, and
-:data:`~benchy.core.exits.EXIT_INCOMPLETE` (4) in a checkpoint and where the benchmark did not finish
-(the script ended first, a signal, an error). benchy never applies 4 to the script's own process: a
-tool that owns it does (``benchy run``, ``benchy check``).
+:mod:`benchy.results.text`), the summary, the JSON and the exit status, from the session's values and one
+:class:`~benchy.core.results.Snapshot`; it decides nothing about trials. ``exit_after_tests`` ends the process here,
+in one place: 0 where every scheduled mode has a counted trial, else :data:`EXIT_MISSING_MODE` (3). A checkpoint,
+and a benchmark that did not finish, carry :data:`~benchy.core.exits.EXIT_INCOMPLETE` (4) in the JSON, which benchy
+never applies to the script's own process (``benchy run`` and ``benchy check`` do).
 """
 
 from __future__ import annotations

@@ -22,8 +22,6 @@ __all__ = ["run"]
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
     config, sink, runner = env.config, env.sink, env.runner
-    if not config.general.whatif:
-        return results
     systems = {m: s for m in (Mode.IO, Mode.SYNTHETIC) if (s := system_means(results.measured(m))) is not None}
     inp = run_inputs(results, systems, env.workers, depth=env.runner.queue_depth)
     if inp is None:

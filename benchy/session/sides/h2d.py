@@ -18,8 +18,6 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
     (:func:`side_counts`), this rank's own, on benchy's own pass; said and recorded as skipped otherwise.
     ``env.h2d_copy``: an injected copy (tests), else the accelerator's."""
     config, sink, runner = env.config, env.sink, env.runner
-    if not config.general.io_h2d:
-        return results.changed(h2d_skipped=Reason(Why.OFF, detail="io_h2d"))
     device, copy = "the injected copy", env.h2d_copy
     if copy is None:
         found = accelerator_in_use()

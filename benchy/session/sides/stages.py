@@ -31,8 +31,6 @@ OTHER_SECONDS = 5.0  # ... and at most what this long would take at the stage tr
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
     config, sink, runner = env.config, env.sink, env.runner
-    if not config.general.stages:
-        return results.changed(stages_skipped=Reason(Why.OFF, detail="stages"))
     make = env.loader.instrument
     if make is None:
         return results.changed(stages_skipped=Reason(Why.NOT_A_DATALOADER, detail=env.loader.kind))
