@@ -63,9 +63,7 @@ class Output:
             self._rich.print(text, markup=False, highlight=False, soft_wrap=True)
             self._progress.refresh()
         else:
-            stream = self.stream
-            stream.write(text + "\n")
-            stream.flush()
+            write_line(text, self.stream)
 
     # --- live progress (terminal only) ------------------------------------------------------
 

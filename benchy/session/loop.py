@@ -238,28 +238,30 @@ class Loop:
         ep.closed = True
         if ep.role != _OWNER or not self._session.running or self._current() is not ep:
             return
-        self._close_segment(ep)
-        self._leave_count(completed=False)
-        self._account(ep)
-        self._repay_left(ep)
-        handed, ep.handed = ep.handed, 0
-        self.steps += handed
+        handed = self._release(ep)
         if handed <= 1:  # next(iter(loader)): a peek, not an epoch; the window goes on in the next one
             self.peeks += 1
             self._session.peeked()
         else:  # the loop left its epoch part-way (a break): its own epoch is that long
             self._left_after = max(self._left_after or 0, handed)
 
-    def _repay_left(self, ep: EpochState) -> None:
-        """A pass the loop left part-way is repaid too (its sampler and workers drew as for the plain loop's
-        asks); what the loader raises there is not the loop's: it asked for nothing more."""
+    def _release(self, ep: EpochState) -> int:
+        """The loop lets go of ``ep``: its running segment ends, its pass is repaid what cached hand-outs took (the
+        pass's sampler and workers drew as for the plain loop's asks; what the loader raises there is not the loop's),
+        and its hand-outs, returned, count in the run's steps."""
+        self._close_segment(ep)
+        self._leave_count(completed=False)
+        self._account(ep)
         if ep.exhausted or self._session.exiting:
             ep.owed = 0
-            return
-        try:
-            self._repay(ep)
-        except Exception:
-            ep.owed = 0
+        else:
+            try:
+                self._repay(ep)
+            except Exception:
+                ep.owed = 0
+        handed, ep.handed = ep.handed, 0
+        self.steps += handed
+        return handed
 
     def failed(self, ep: EpochState, seg: Segment, error: BaseException) -> None:
         """The loader raised inside a segment of the loop's epoch: the running window is lost."""
@@ -279,7 +281,7 @@ class Loop:
         owner = self._current()
         if owner is not None and owner is not ep and not owner.closed and not self._complete(owner):
             ep.role = _SIDE
-            ep.side_from = self._progress()
+            ep.side_from = self.steps_taken()
             self._session.side_served()
             return
         if owner is not None and owner is not ep:
@@ -310,14 +312,8 @@ class Loop:
             self._runner.decide(ep.pending)
 
     def _let_go(self, old: EpochState) -> None:
-        """The loop moved on from ``old`` (its epoch ended, or a new one took over): its running segment ends,
-        and its pass is repaid what cached hand-outs took."""
-        self._close_segment(old)
-        self._leave_count(completed=False)
-        self._account(old)
-        self._repay_left(old)
-        self.steps += old.handed
-        old.handed = 0
+        """The loop moved on from ``old`` (its epoch ended, or a new one took over)."""
+        self._release(old)
         old.role = _SIDE
         old.side_from = -1  # a stale iterator the loop advances again is served plain, never the loop's
 
@@ -327,7 +323,7 @@ class Loop:
         if ep.exhausted:
             return Segment(END)
         if ep.side_from >= 0 and ep.handed >= LOOP_BATCHES:
-            moved = self._progress() != ep.side_from
+            moved = self.steps_taken() != ep.side_from
             ep.side_from = -1
             owner = self._current()
             if not moved and self._session.running and owner is not None and owner is not ep:
@@ -341,13 +337,6 @@ class Loop:
         if ep.side_from >= 0:
             return Segment(PLAIN, LOOP_BATCHES - ep.handed)
         return Segment(PLAIN)
-
-    def _progress(self) -> int:
-        """How far the loop's epoch has gone (its hand-outs, counted live inside a window's stretch)."""
-        owner = self._current()
-        if owner is None:
-            return -1
-        return self.steps + self._epoch_handed(owner)
 
     def _epoch_handed(self, ep: EpochState) -> int:
         """Batches ``ep`` handed out so far (live: a window's running stretch counts from its series)."""

@@ -53,10 +53,6 @@ class SideEnv:
     h2d_copy: Optional[Callable[[Any], Any]] = None  # an injected IO_H2D copy (tests), else the accelerator's
 
 
-class Side(Protocol):
-    def __call__(self, env: SideEnv, results: RunResults) -> RunResults: ...
-
-
 class SideWindow(Protocol):
     def start(self, env: SideEnv, results: RunResults) -> Tuple[Any, RunResults]: ...
 
@@ -113,6 +109,9 @@ class Running:
         why = dataclasses.replace(why, extra=self.extra)
         self.extra = self._helper = None
         return results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
+
+
+Side = Callable[[SideEnv, RunResults], RunResults]
 
 
 def _registry() -> Tuple[Dict[Extra, Side], Dict[Extra, SideWindow]]:
