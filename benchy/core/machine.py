@@ -27,7 +27,7 @@ import enum
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -321,19 +321,6 @@ def warmup_change(periods: Sequence[float], window: int, cycle: int = 1) -> Opti
 
 # --- the state --------------------------------------------------------------------------------------
 
-_INDEX = {Mode.IO: 0, Mode.SYNTHETIC: 1, Mode.FULL: 2}
-Counts = Tuple[int, int, int]
-
-
-def _get(counts: Counts, mode: Mode) -> int:
-    return counts[_INDEX[mode]]
-
-
-def _plus(counts: Counts, mode: Mode) -> Counts:
-    values = list(counts)
-    values[_INDEX[mode]] += 1
-    return (values[0], values[1], values[2])
-
 
 @dataclass(frozen=True)
 class State:
@@ -341,10 +328,10 @@ class State:
 
     schedule: Schedule
     phase: Phase = Phase.NEW
-    warmups: Counts = (0, 0, 0)  # warm-ups issued per mode (the profiled one included)
-    trials: Counts = (0, 0, 0)  # counted trials issued per mode
+    warmups: Mapping[Mode, int] = dataclasses.field(default_factory=dict)  # warm-ups issued (the profiled one included)
+    trials: Mapping[Mode, int] = dataclasses.field(default_factory=dict)  # counted trials issued
     position: int = 0  # SYNTHETIC and FULL windows issued: the place in S F F S
-    changes: Tuple[Optional[float], Optional[float], Optional[float]] = (None, None, None)
+    changes: Mapping[Mode, Optional[float]] = dataclasses.field(default_factory=dict)  # the last auto warm-up's
     warm: FrozenSet[Mode] = frozenset()  # modes whose warm-up is over
     profiled: FrozenSet[Mode] = frozenset()  # modes whose profiled warm-up was issued
     boundary: int = 0  # window boundaries so far
@@ -361,11 +348,11 @@ class State:
     previous: Optional[Mode] = None  # the mode of the last window issued
 
     def issued(self, mode: Mode, *, warmup: bool = False) -> int:
-        return _get(self.warmups if warmup else self.trials, mode)
+        return (self.warmups if warmup else self.trials).get(mode, 0)
 
     def windows(self, mode: Mode) -> int:
         """Windows (or IO trials) issued for ``mode``, warm-ups included: the index of its next length."""
-        return _get(self.warmups, mode) + _get(self.trials, mode)
+        return self.issued(mode, warmup=True) + self.issued(mode)
 
     @property
     def measuring(self) -> bool:
@@ -408,9 +395,7 @@ def transition(state: State, event: Event) -> Tuple[State, Action]:
     elif isinstance(event, Counted):
         spec = event.spec
         if spec.variant == "" and spec.warmup and not spec.profiled:
-            changes = list(state.changes)
-            changes[_INDEX[spec.mode]] = event.change
-            state = dataclasses.replace(state, changes=(changes[0], changes[1], changes[2]))
+            state = dataclasses.replace(state, changes={**state.changes, spec.mode: event.change})
         state = dataclasses.replace(state, judgement=event.judgement)
         if spec.mode is not Mode.IO and spec.variant == "":
             state = dataclasses.replace(state, boundary=state.boundary + 1)
@@ -461,7 +446,7 @@ def _settle(state: State) -> State:
             continue
         if _warming(state, plan):
             continue
-        change = state.changes[_INDEX[mode]]
+        change = state.changes.get(mode)
         steady = change is not None and abs(change) <= STEADY_TOLERANCE
         note = WarmupEnded(mode, state.issued(mode, warmup=True) - int(mode in state.profiled), change, steady)
         state = dataclasses.replace(state, warm=state.warm | {mode}, notes=state.notes + (note,))
@@ -470,11 +455,11 @@ def _settle(state: State) -> State:
 
 def _issue(state: State, spec: TrialSpec) -> State:
     if spec.warmup:
-        state = dataclasses.replace(state, warmups=_plus(state.warmups, spec.mode))
+        state = dataclasses.replace(state, warmups={**state.warmups, spec.mode: state.issued(spec.mode, warmup=True) + 1})
         if spec.profiled:
             state = dataclasses.replace(state, profiled=state.profiled | {spec.mode})
     else:
-        state = dataclasses.replace(state, trials=_plus(state.trials, spec.mode))
+        state = dataclasses.replace(state, trials={**state.trials, spec.mode: state.issued(spec.mode) + 1})
     if spec.mode is not Mode.IO:
         state = dataclasses.replace(state, position=state.position + 1, previous=spec.mode)
     return state
@@ -497,7 +482,7 @@ def _warming(state: State, plan: ModePlan) -> bool:
         return done < plan.nwarmup
     if done == 0:
         return True
-    change = state.changes[_INDEX[mode]]
+    change = state.changes.get(mode)
     # Warm-up ends once the step time no longer falls (a step that got slower is not cured by more warm-up).
     settled = change is not None and change >= -STEADY_TOLERANCE
     return not (settled or done >= plan.max_warmup)

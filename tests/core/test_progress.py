@@ -46,6 +46,6 @@ def test_each_imprecise_figure_gets_the_steps_its_next_windows_take() -> None:
     capped = Schedule.from_config(load_config(overrides={"global": {"auto_max_trials": 2}}, environ={}))
     state = m.transition(m.State(capped), m.Begin())[0]
     for spec in (TrialSpec(Mode.FULL, k, False, 8) for k in (1, 2)):
-        state = dataclasses.replace(state, trials=(state.trials[0], state.trials[1], spec.index))
+        state = dataclasses.replace(state, trials={**state.trials, Mode.FULL: spec.index})
     (only,) = imprecise(capped, state, results, 0)
     assert only.mode == "FULL" and only.capped and only.more_steps is None
