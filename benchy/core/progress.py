@@ -53,14 +53,10 @@ class Where:
 
 @dataclass(frozen=True)
 class Progress:
-    """How far the loop got when the script ended before the verdict was decided.
-
-    ``steps_needed``: the schedule's steps at the most; ``epoch_length``: the loop's own epoch (the loader's
-    length, or the most steps the loop took of an epoch it left part-way: ``left_early``); ``epochs_needed``: the
-    epochs of that length the schedule takes at the most (None: unknown, or too short); ``likely``: the further
-    steps a decision would likely take (None: the sides are too close to tell within the bound), and
-    ``likely_epochs`` the epochs in all that makes; ``min_steps``: the fewest steps an epoch must run to hold a
-    window; ``fits``: with fixed counts, the longest windows (``nbatches``) that fit the steps this run took."""
+    """How far the loop got when the script ended before the verdict was decided, against the schedule's steps and
+    epochs at the most (:func:`steps_needed`, :func:`epochs_needed`; ``epoch_length``: the loop's own epoch), the
+    further steps a decision would likely take (:func:`likely_more`), and with fixed counts the longest windows that
+    fit the steps this run took (``fits``)."""
 
     epochs: int
     steps: int

@@ -1,23 +1,15 @@
-"""The plan of a benchmark, as data (pure, no torch): the trial kinds, what each mode may run, and the
-windows' lengths.
+"""The plan of a benchmark, as data (pure, no torch): the trial kinds, what each mode may run, and the windows'
+lengths; :mod:`benchy.core.machine` walks it.
 
-IO trials run on passes of benchy's own, hidden from the training loop: before its first batch, and
-between windows where more are needed. SYNTHETIC and FULL trials are *windows* of the loop's own
-steps (``benchy.measure.window``): they alternate from the loop's first batch in the order
-S F F S S F F S ..., warm-ups included, so that a step time that still drifts (slowly warming caches,
-allocator, clocks) is charged to both modes alike. With ``ntrials: auto`` (the default) windows are
-short first and grow (:data:`FIRST_WINDOW`, then :data:`GROWTH` times longer each, up to ``nbatches``),
-so that a short run holds many trials; with a fixed ``ntrials`` every window is ``nbatches`` long.
+IO trials run on passes of benchy's own, hidden from the training loop. SYNTHETIC and FULL trials are *windows* of
+the loop's own steps (``benchy.measure.window``), alternating S F F S S F F S ..., warm-ups included, so that a step
+time that still drifts is charged to both modes alike. With ``ntrials: auto`` windows are short first and grow
+(:data:`FIRST_WINDOW`, then :data:`GROWTH` times longer each, up to ``nbatches``); with a fixed ``ntrials`` every
+window is ``nbatches`` long.
 
-IO trials and FULL windows are sized to the loader's *round* (``cycle``): a DataLoader with ``k`` workers hands
-out its batches in order, worker after worker, so its hand-outs repeat every ``k`` batches (with workers in step,
-``k`` batches at once, then a wait of a whole batch's loading time). A stretch of whole rounds takes a round's time
-wherever it starts; one that holds part of a round takes more or less, by where it starts. So those trials are
-whole rounds, at least :data:`FIRST_ROUNDS` of them (see :meth:`ModePlan.length`), and the periods a window's
-stretch measures are counted in whole rounds (:mod:`benchy.measure.window`). SYNTHETIC windows do not involve the
-loader: their round is 1.
-:mod:`benchy.core.machine` walks the plan: which trial runs next, when the schedule stops, and the
-extras that follow the verdict.
+IO trials and FULL windows are whole *rounds* of the loader (``cycle``: a DataLoader with ``k`` workers hands out
+its batches worker after worker, so its hand-outs repeat every ``k`` batches, and a stretch of whole rounds takes a
+round's time wherever it starts), at least :data:`FIRST_ROUNDS` of them (:meth:`ModePlan.length`).
 """
 
 from __future__ import annotations

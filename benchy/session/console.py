@@ -20,12 +20,8 @@ __all__ = ["Output", "stages_table", "write_line"]
 
 
 def write_line(text: str, *streams: TextIO) -> None:
-    """``text`` and its newline in one write to each stream (stdout by default), flushed at once.
-
-    One write per line: under torchrun every rank shares one pipe, and ``print`` with unbuffered
-    output writes the text and the newline apart, so another process's line could land between
-    them and break both. A closed stream (interpreter shutdown) is skipped.
-    """
+    """``text`` and its newline in one write to each stream (stdout by default), flushed; a closed one skipped. One
+    write: under torchrun the ranks share one pipe, and ``print`` writes the newline apart, where another's line lands."""
     for stream in streams or (sys.stdout,):
         try:
             stream.write(text + "\n")

@@ -31,13 +31,8 @@ def _is_library(filename: str) -> bool:
 
 
 def creation_site() -> str:
-    """``file:line`` where the script built the wrapper.
-
-    The first caller outside benchy that is not an installed library either, so a loader
-    that a framework builds through the script's own code (Lightning calls
-    ``train_dataloader()`` through a wrapper of its own) is named by the script's line; the
-    first caller outside benchy when every frame is a library's.
-    """
+    """``file:line`` where the script built the wrapper: the first caller outside benchy and the installed libraries
+    (Lightning calls the script's ``train_dataloader()``), else the first outside benchy."""
     frame = sys._getframe(1)
     outside: Optional[str] = None
     while frame is not None:

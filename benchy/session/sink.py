@@ -168,10 +168,7 @@ class ResultSink:
         )
 
     def summary(self, snapshot: Snapshot, exit_status: int) -> None:
-        """The summary lines, the terminal table and the final JSON, from one :class:`Reading`;
-        ``exit_status``: the status benchy advises for CI (0, 3, or 4 for a benchmark that did not
-        finish), the JSON's ``exit_status``.
-        """
+        """The summary lines, the terminal table and the final JSON (its ``exit_status``), from one :class:`Reading`."""
         modes = self.schedule.modes
         lost = snapshot.outcomes.lost
         if lost:
@@ -202,12 +199,8 @@ class ResultSink:
         self._exit(status)  # the one place benchy ends the process: exit_after_tests
 
     def save_steps(self, results: RunResults) -> Optional[str]:
-        """Save the trials that ended since the last call, one file each; the directory's name.
-
-        Each trial's per-step data is written once, so a checkpoint costs the new trials only.
-        The first call of a run clears a previous run's trial files from the directory. Rank 0
-        saves into ``steps_dir``; with ``save_steps: all`` every other rank into its ``rank<r>/``.
-        """
+        """Save the trials that ended since the last call, one file each (a checkpoint costs the new trials only; the
+        first call clears a previous run's); the directory's name (``save_steps: all``: each rank's ``rank<r>/``)."""
         directory = self.config.rank_steps_dir(self.rank)
         if directory is None or self._steps_failed:
             return None

@@ -40,11 +40,9 @@ NOTHING: Any = object()  # no batch yet
 
 
 class OwnPasses:
-    """benchy's own passes over the loader (for the IO trials), apart from the loop's: ``new()`` makes
-    one, ``close()`` lets go of the last one (its workers shut down). A DataLoader with persistent
-    workers keeps one iterator for the loop's every epoch; benchy's own passes must not reset it, so
-    they get an iterator of their own (``make``), reset for each further pass and shut down at
-    ``close()``."""
+    """benchy's own passes over the loader (the IO trials), apart from the loop's. With persistent workers the
+    loop's one iterator must not be reset: benchy's passes get one of their own (``make``), reset for each further
+    pass (``again``) and shut down at ``close()``."""
 
     def __init__(
         self,
@@ -255,9 +253,8 @@ class TrialRunner:
     # --- around the clock ---------------------------------------------------------------------
 
     def _begin(self, spec: TrialSpec, sync: Callable[[], None]) -> Callable[[], None]:
-        """What runs just before a trial's clock starts: the device sync; with
-        ``use_distributed_barrier`` and several ranks a barrier, so that all ranks start
-        together; then the system-metrics sampler's baseline reading."""
+        """What runs just before a trial's clock: the device sync, the ranks' barrier (``use_distributed_barrier``),
+        the system sampler's baseline reading."""
         barrier, sampler = self.barrier, self.sampler
 
         tokens = self.tokens
@@ -355,11 +352,9 @@ class TrialRunner:
         return report
 
     def io(self, spec: TrialSpec, out: Output, ranges: Any = None, drain: bool = False) -> TrialResult:
-        """One scheduled IO trial on benchy's own pass (an IO block must be open); ``ranges``: the
-        profiler's in place of the NVTX ones (the profiled warm-up); ``drain``: the batches the workers hold
-        ready are taken first (:meth:`drain`), by the trial's loop, after everything else that runs before its
-        clock (the sampler's baseline takes milliseconds with many workers, and the batches they make meanwhile
-        must not be the trial's). Its system metrics are read by the caller (:meth:`finish`)."""
+        """One scheduled IO trial on benchy's own pass; ``ranges``: the profiler's in place of the NVTX ones;
+        ``drain``: the workers' ready batches taken first (:meth:`drain`), by the trial's loop, after all else that
+        runs before its clock (the sampler's baseline takes milliseconds). System metrics: :meth:`finish`."""
         sync = synchronizer()
         source = self.open_own()
         if not self.counter_known:  # the first batch benchy sees: the counting rule, and IO's first batch
