@@ -31,6 +31,7 @@ __all__ = [
     "Side",
     "SideEnv",
     "SideWindow",
+    "close_quietly",
     "off_by_config",
     "side_counts",
 ]
@@ -67,6 +68,15 @@ def side_counts(config: Config) -> Tuple[int, int]:
     ntrials = io.ntrials if isinstance(io.ntrials, int) and io.ntrials > 0 else AUTO_TRIALS
     nwarmup = io.nwarmup if isinstance(io.nwarmup, int) else AUTO_WARMUPS
     return ntrials, nwarmup
+
+
+def close_quietly(source: Any) -> None:
+    """Shut a pass of a side's own down (its workers end); one already gone is no error."""
+    if source is not None:
+        try:
+            source.close()
+        except Exception:  # a worker already gone
+            pass
 
 
 def off_by_config(config: Config, results: RunResults) -> RunResults:

@@ -19,7 +19,7 @@ from ...core.whatif import other_workers
 from ...measure.source import BatchSource
 from ...measure.stages import Instrumented, has_in_order, stage_trial, timer_cost
 from ...measure.system import available_cores, processes_cpu, worker_memory
-from . import SideEnv, side_counts
+from . import SideEnv, close_quietly, side_counts
 
 __all__ = ["STAGE_TRIALS", "run"]
 
@@ -63,7 +63,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         if report is not None:
             report.instrumentation = timer_cost(len(made.plan.names))
         results = results.changed(stages=report)
-        _close(source)  # its workers end before the other setting's copy starts
+        close_quietly(source)  # its workers end before the other setting's copy starts
         source = None
         if report is not None and config.general.whatif:
             # Alone on one thread a batch takes about a worker's time: so many as fit in OTHER_SECONDS at that pace.
@@ -77,17 +77,8 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         results = results.changed(stages_skipped=why)
         sink.say(StagesStopped(why))
     finally:
-        _close(source)
+        close_quietly(source)
     return results
-
-
-def _close(source: Optional[BatchSource]) -> None:
-    """Shut a copy's pass down (its workers end); one already gone is no error."""
-    if source is not None:
-        try:
-            source.close()
-        except Exception:  # a worker already gone
-            pass
 
 
 def _trial(
@@ -137,7 +128,7 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
         sink.say(StagesStopped(why, other=True))
         return results.changed(stages_other_skipped=why)
     finally:
-        _close(source)
+        close_quietly(source)
 
 
 def _cpu(source: BatchSource) -> Tuple[List[int], Optional[float]]:

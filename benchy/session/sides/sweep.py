@@ -14,7 +14,7 @@ from ...measure.source import BatchSource
 from ...measure.system import machine_memory, trainer_memory, worker_memory
 from ..sink import ResultSink
 from ..trials import TrialRunner
-from . import SideEnv, side_counts
+from . import SideEnv, close_quietly, side_counts
 
 __all__ = ["Sweeper", "run"]
 
@@ -104,9 +104,5 @@ def _one(
         found.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}".rstrip(": ")
         sink.say(SweepFailed(setting, found.error))
     finally:
-        if source is not None:
-            try:
-                source.close()
-            except Exception:  # a worker already gone: nothing left to shut down
-                pass
+        close_quietly(source)
     return found
