@@ -472,7 +472,7 @@ def test_a_signal_during_a_window_names_it_and_keeps_what_was_measured(tmp_path,
     assert [(i["trial"], i["reason"].split(" after")[0]) for i in doc["interrupted"]] == [("FULL_1", "interrupted by SIGTERM")]
     assert "SIGTERM received during trial FULL_1" in stream.getvalue()
     assert session.done and doc["complete"] is False
-    assert signal.SIGTERM  # the handler is Lifecycle's (chained in the e2e test)
+    assert signal.SIGTERM  # the handler is the session's (chained in the e2e test)
 
 
 @pytest.mark.parametrize("batches", [8, 10])
