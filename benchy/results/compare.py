@@ -40,13 +40,13 @@ class ModeChange:
     new_interval: Optional[float]
     new_n: int
     change: Optional[float]  # new / base - 1 of the means
-    t: Optional[float]
-    df: Optional[float]  # Welch-Satterthwaite
-    df_used: Optional[int]  # rounded down for the p-value
-    p: Optional[float]
-    p_adjusted: Optional[float]  # Holm's adjustment over the modes tested
-    significant: bool
-    status: str
+    t: Optional[float] = None
+    df: Optional[float] = None  # Welch-Satterthwaite
+    df_used: Optional[int] = None  # rounded down for the p-value
+    p: Optional[float] = None
+    p_adjusted: Optional[float] = None  # Holm's adjustment over the modes tested
+    significant: bool = False
+    status: str = UNCHANGED
     why: Optional[str] = None  # for "not tested": the reason
 
 
@@ -65,15 +65,15 @@ def _change(mode: Mode, base: ModeRun, new: ModeRun) -> ModeChange:
     """The change and the raw test; status and significance come with the adjustment."""
     change = (new.mean / base.mean - 1.0) if base.mean and new.mean is not None else None
     test = welch(base.trial_throughputs, new.trial_throughputs)
-    common = dict(
-        mode=mode.value,
-        base_mean=base.mean,
-        base_interval=base.interval,
-        base_n=len(base.trial_throughputs),
-        new_mean=new.mean,
-        new_interval=new.interval,
-        new_n=len(new.trial_throughputs),
-        change=change,
+    common = ModeChange(
+        mode.value,
+        base.mean,
+        base.interval,
+        len(base.trial_throughputs),
+        new.mean,
+        new.interval,
+        len(new.trial_throughputs),
+        change,
     )
     if test is None or change is None:
         short = [name for name, side in (("base", base), ("new", new)) if len(side.trial_throughputs) < 2]
@@ -82,27 +82,8 @@ def _change(mode: Mode, base: ModeRun, new: ModeRun) -> ModeChange:
             if short
             else "no mean to compare"
         )
-        return ModeChange(
-            **common,  # type: ignore[arg-type]
-            t=None,
-            df=None,
-            df_used=None,
-            p=None,
-            p_adjusted=None,
-            significant=False,
-            status=UNTESTED,
-            why=why,
-        )
-    return ModeChange(
-        **common,  # type: ignore[arg-type]
-        t=test.t,
-        df=test.df,
-        df_used=test.df_used,
-        p=test.p,
-        p_adjusted=None,
-        significant=False,
-        status=UNCHANGED,
-    )
+        return replace(common, status=UNTESTED, why=why)
+    return replace(common, t=test.t, df=test.df, df_used=test.df_used, p=test.p)
 
 
 def _judged(c: ModeChange, p_adjusted: float, threshold: float, alpha: float) -> ModeChange:
@@ -243,7 +224,7 @@ def as_dict(c: Comparison) -> Dict[str, Any]:
 
     # Each side is the run's row (as ``benchy summary --format json`` has it), with ``name``, the key this output
     # had before ``run_name``, kept for the scripts that read it.
-    doc: Dict[str, Any] = {
+    return {
         "base": {**c.base.row(), "name": c.base.name},
         "new": {**c.new.row(), "name": c.new.name},
         "threshold": c.threshold,
@@ -255,4 +236,3 @@ def as_dict(c: Comparison) -> Dict[str, Any]:
         "exit_status": c.exit_status,
         "result": status_line(c),
     }
-    return doc

@@ -121,11 +121,6 @@ def sweep_table(run: Run) -> Optional[Table]:
     sweep = run.model.sweep
     if sweep is None or not sweep.settings:
         return None
-    table = Table(
-        ["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"],
-        right=[False, True, True, True, True, False],
-        title="Loader sweep (IO trials per setting)",
-    )
     marks = {
         "own": "the loader's own",
         "best": "best",
@@ -133,24 +128,15 @@ def sweep_table(run: Run) -> Optional[Table]:
         "feeds_synthetic": "cheapest that feeds SYNTHETIC",
         "applied": "applied",
     }
+    rows: List[tables.SweepRow] = []
     for entry in sweep.settings:
         notes = [text for key, text in marks.items() if getattr(sweep, key) == entry.settings]
         if entry.error:
             notes.append(f"failed: {entry.error}")
         if entry.over_memory_cap:
             notes.append("over the memory cap")
-        memory = entry.workers_memory_bytes
-        table.rows.append(
-            [
-                entry.settings.words(),
-                cell(entry.mean, spec=".3f"),
-                cell(entry.interval, spec=".3f"),
-                str(entry.n or 0),
-                "" if memory is None else cell(memory, 1e6, ".0f"),
-                "; ".join(notes),
-            ]
-        )
-    return table
+        rows.append((entry.settings.words(), entry.mean, entry.interval, entry.n or 0, entry.workers_memory_bytes, notes))
+    return tables.sweep_table(rows, "Loader sweep (IO trials per setting)")
 
 
 def whatif_table(run: Run) -> Optional[Table]:

@@ -39,28 +39,6 @@ __all__ = [
 PREFIX = "BENCHY::"
 RANK0 = " [rank 0]"  # ends a summary line that holds rank 0's own figures in a multi-rank run
 MESSAGE_KINDS = ("INFO", "WARNING", "ERROR")
-# BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name).
-SUMMARY_WORDS = (
-    "PRECISION",
-    "DATA_WAIT",
-    "STEPS",
-    "SYSTEM",
-    "BUSY",
-    "H2D",
-    "FIRST_PASS",
-    "STAGES",
-    "WORKERS",
-    "STARTUP",
-    "STRAGGLER",
-    "SWEEP",
-    "COMPUTE",
-    "TOKENS",
-    "ENERGY",
-    "PARTS",
-    "WHATIF",
-    "VERDICT",
-)
-
 Number = Optional[float]
 
 
@@ -251,6 +229,9 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
     ("ERROR", "BENCHY::ERROR::Message: <text>", "the JSON could not be written (the path is named; the lines stay)"),
 )
 
+# BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name).
+SUMMARY_WORDS = tuple(kind for kind, form, _ in LINE_KINDS if form.startswith(f"{PREFIX}SUMMARY::{kind} "))
+
 # --- writers ------------------------------------------------------------------------------------
 
 
@@ -326,24 +307,20 @@ _LABEL = r"([A-Z][A-Z0-9]*(?:_WARMUP)?_[0-9]+)"  # FULL_2, IO_WARMUP_1, H2D_1, S
 _MESSAGE = re.compile(r"BENCHY::(INFO|WARNING|ERROR)::Message: ?(.*?)\s*$")
 # The original printed ``BENCHY::SUMMARY:: SYNTHETIC`` (a space): accepted when reading.
 _SUMMARY = re.compile(
-    r"BENCHY::SUMMARY::\s*(IO|SYNTHETIC|FULL) average trial throughput:\s*"
-    r"(?:" + _NUM + r"\s*\+/-\s*(?:" + _NUM + r"|n/a)|n/a)"
+    rf"BENCHY::SUMMARY::\s*(IO|SYNTHETIC|FULL) average trial throughput:\s*(?:{_NUM}\s*\+/-\s*(?:{_NUM}|n/a)|n/a)"
 )
 _WORD = re.compile(r"BENCHY::SUMMARY::(" + "|".join(SUMMARY_WORDS) + r") (.*?)\s*$")
 _WAIT_NUMBERS = re.compile(_NUM + r" % .*\(\+/-\s*(?:" + _NUM + r"|n/a)\)")
-_TRIAL = re.compile(r"BENCHY::\s*" + _LABEL + r"::\s*Trial Throughput:\s*" + _NUM)
-_TRIAL_WAIT = re.compile(
-    r"BENCHY::"
-    + _LABEL
-    + r"::Data Wait: "
-    + _NUM
-    + r" % of the trial \(median step "
-    + _NUM
-    + r" ms, median wait "
-    + _NUM
-    + r" ms\)"
+# The trial lines: (kind, pattern, what each number after the label is divided by).
+_TRIALS = (
+    ("TRIAL", re.compile(rf"BENCHY::\s*{_LABEL}::\s*Trial Throughput:\s*{_NUM}"), (1.0,)),
+    (
+        "TRIAL_WAIT",
+        re.compile(rf"BENCHY::{_LABEL}::Data Wait: {_NUM} % of the trial \(median step {_NUM} ms, median wait {_NUM} ms\)"),
+        (100.0, 1e3, 1e3),
+    ),
+    ("ITERATION", re.compile(rf"BENCHY::{_LABEL}::Iteration ([0-9]+)/([0-9]+) Throughput: {_NUM}"), (1.0, 1.0, 1.0)),
 )
-_ITERATION = re.compile(r"BENCHY::" + _LABEL + r"::Iteration ([0-9]+)/([0-9]+) Throughput: " + _NUM)
 _SWEEP_ROW = re.compile(r"BENCHY::SWEEP::(.*?)\s*$")
 
 
@@ -370,20 +347,11 @@ def parse(text: str) -> Optional[Line]:
             if numbers:
                 values = tuple(None if v is None else float(v) / 100.0 for v in numbers.groups())
         return Line(word, values=values, text=body, rank0=rank0, raw=m.group(0).strip())
-    m = _TRIAL.search(text)
-    if m:
-        return Line("TRIAL", m.group(1), (float(m.group(2)),), raw=m.group(0).strip())
-    m = _TRIAL_WAIT.search(text)
-    if m:
-        return Line(
-            "TRIAL_WAIT",
-            m.group(1),
-            (float(m.group(2)) / 100.0, float(m.group(3)) / 1e3, float(m.group(4)) / 1e3),
-            raw=m.group(0).strip(),
-        )
-    m = _ITERATION.search(text)
-    if m:
-        return Line("ITERATION", m.group(1), (float(m.group(2)), float(m.group(3)), float(m.group(4))), raw=m.group(0).strip())
+    for kind, pattern, scales in _TRIALS:
+        m = pattern.search(text)
+        if m:
+            values = tuple(float(v) / scale for v, scale in zip(m.groups()[1:], scales))
+            return Line(kind, m.group(1), values, raw=m.group(0).strip())
     m = _MESSAGE.search(text)
     if m:
         return Line(m.group(1), text=m.group(2), raw=m.group(0).strip())

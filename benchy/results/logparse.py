@@ -1,13 +1,6 @@
-"""``benchy parse LOG``: a result document from the ``BENCHY::`` lines of a log (pure).
-
-For CI jobs that keep logs, not files. It reads benchy's lines and the original tool's (which
-printed ``BENCHY::SUMMARY:: SYNTHETIC`` with a space), anywhere in a line (a launcher's
-``[rank0]:`` or a timestamp before them is fine):
-
-* ``BENCHY::SUMMARY::<MODE> average trial throughput: <mean> +/- <half-width>`` (or ``n/a``);
-* ``BENCHY::<MODE>_<k>::Trial Throughput: <value>`` (``<MODE>_WARMUP_<k>`` for warm-ups);
-* ``BENCHY::SUMMARY::DATA_WAIT ...``, ``BENCHY::SUMMARY::VERDICT ...``, and the start-up line
-  ``BENCHY::INFO::Message: <N> ranks: ...``.
+"""``benchy parse LOG``: a result document from the ``BENCHY::`` lines of a log (pure), for CI jobs that keep logs,
+not files. The lines are read with :func:`benchy.results.lines.parse` (benchy's and the original tool's, anywhere in
+a line): the trial and summary lines, DATA_WAIT, VERDICT and the start-up line that names the ranks.
 
 A log may hold several runs (a run ends with its summary lines); the last is parsed unless
 asked otherwise. The document has the current schema with ``source: "log"``: what a log does

@@ -99,7 +99,6 @@ def plot_scaling(rows: Sequence[ScalingRow], path: Target) -> None:
     ax_e.legend(fontsize="small", loc="lower left")
     fig.tight_layout()
     _save(fig, path)
-    plt.close(fig)
 
 
 @dataclass(frozen=True)
@@ -194,12 +193,11 @@ def plot_run(run: Run, path: Target) -> str:
     fig.suptitle(f"{run.label} ({run.nranks} rank{'s' if run.nranks != 1 else ''}; rank 0's steps)", fontsize="medium")
     fig.tight_layout()
     _save(fig, path)
-    plt.close(fig)
     return source
 
 
 def _save(fig: Any, path: Target) -> None:
-    """The figure as a PNG with a 256-colour palette (a third of the size; plots have few colours)."""
+    """The figure as a PNG with a 256-colour palette (a third of the size; plots have few colours), then closed."""
     if isinstance(path, str):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     buffer = io.BytesIO()
@@ -209,6 +207,7 @@ def _save(fig: Any, path: Target) -> None:
     buffer.seek(0)
     with Image.open(buffer) as image:
         image.convert("RGB").quantize(colors=256).save(path, format="PNG", optimize=True)
+    _pyplot().close(fig)
 
 
 TIMELINE_SIZE = (14.0, 6.0)  # 1400 x 600
@@ -292,7 +291,6 @@ def plot_timeline(run: Run, path: Target) -> List[str]:
     fig.suptitle(f"{run.label}: timeline ({ranks}; readings only during trials)", fontsize="medium")
     fig.tight_layout()
     _save(fig, path)
-    plt.close(fig)
     return list(line.notes)
 
 
@@ -342,4 +340,3 @@ def plot_whatif(run: Run, path: Target) -> None:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     _save(fig, path)
-    plt.close(fig)

@@ -136,43 +136,17 @@ def table(rows: Sequence[ScalingRow]) -> Table:
     return out
 
 
+# The CSV's figures: the rows' own fields, with full precision.
+_CSV_FIGURES = ("mean", "interval", "n", "speedup", "strong_efficiency", "weak_efficiency", "data_wait", "samples_per_rank_batch")
+
+
 def csv_table(rows: Sequence[ScalingRow]) -> Table:
     """The same rows with full precision and machine-friendly headers."""
-    out = Table(
-        [
-            "run",
-            "path",
-            "ranks",
-            "mode",
-            "mean",
-            "interval",
-            "n",
-            "speedup",
-            "strong_efficiency",
-            "weak_efficiency",
-            "data_wait",
-            "samples_per_rank_batch",
-        ]
-    )
 
     def num(x: Optional[float]) -> str:
-        return "" if x is None else repr(float(x))
+        return "" if x is None else str(x) if isinstance(x, int) else repr(float(x))
 
+    out = Table(["run", "path", "ranks", "mode", *_CSV_FIGURES])
     for r in rows:
-        out.rows.append(
-            [
-                r.run.label,
-                r.run.path or "",
-                str(r.ranks),
-                r.mode.value,
-                num(r.mean),
-                num(r.interval),
-                "" if r.n is None else str(r.n),
-                num(r.speedup),
-                num(r.strong_efficiency),
-                num(r.weak_efficiency),
-                num(r.data_wait),
-                num(r.samples_per_rank_batch),
-            ]
-        )
+        out.rows.append([r.run.label, r.run.path or "", str(r.ranks), r.mode.value, *(num(getattr(r, f)) for f in _CSV_FIGURES)])
     return out

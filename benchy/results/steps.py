@@ -25,26 +25,12 @@ from ..core.config_rules import STEPS_TEMP_SUFFIX
 from ..core.results import TrialResult
 from .files import remove_matching, write_atomic
 
-__all__ = ["DTYPE", "READINGS", "WAIT_DTYPE", "clear", "clear_ranks", "load", "load_readings", "rank_dirs", "save"]
+__all__ = ["DTYPE", "READINGS", "WAIT_DTYPE", "clear", "clear_ranks", "load", "rank_dirs", "save"]
 
 DTYPE = np.dtype([("seconds", "<f8"), ("samples", "<i8")])
 WAIT_DTYPE = np.dtype([("seconds", "<f8"), ("samples", "<i8"), ("wait", "<f4")])
 READINGS = ".system"  # <label>.system.npy: the trial's system readings
 _OURS = re.compile(r"^(IO|SYNTHETIC|FULL)(_WARMUP)?_[0-9]+(\.system)?\.npy$")
-
-
-def _dtype(result: TrialResult) -> np.dtype[Any]:
-    return WAIT_DTYPE if result.step_waits is not None else DTYPE
-
-
-def step_array(result: TrialResult) -> np.ndarray[Any, Any]:
-    """The trial's periods as one structured array (``seconds``, ``samples`` and, FULL, ``wait``)."""
-    out = np.empty(len(result.step_seconds), dtype=_dtype(result))
-    out["seconds"] = result.periods()
-    out["samples"] = result.samples_array()
-    if result.step_waits is not None:
-        out["wait"] = result.waits()
-    return out
 
 
 def clear(directory: str) -> List[str]:
@@ -86,10 +72,11 @@ SLICE = 4_096  # steps written at a time
 
 
 def _write(handle: Any, result: TrialResult) -> None:
-    """The ``.npy`` file of :func:`step_array`, built a slice at a time (at most 82 kB, whatever the trial's
-    length), each slice written from its own buffer (no copy)."""
+    """The trial's periods as one ``.npy`` file of a structured array (``seconds``, ``samples`` and, FULL, ``wait``),
+    built a slice at a time (at most 82 kB, whatever the trial's length), each slice written from its own buffer (no
+    copy)."""
     n = len(result.step_seconds)
-    dtype = _dtype(result)
+    dtype = WAIT_DTYPE if result.step_waits is not None else DTYPE
     np.lib.format.write_array_header_1_0(
         handle, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (n,)}
     )
@@ -122,20 +109,12 @@ def save(directory: str, result: TrialResult) -> str:
     return path
 
 
-def _files(directory: str, readings: bool) -> Dict[str, np.ndarray[Any, Any]]:
+def load(directory: str, readings: bool = False) -> Dict[str, np.ndarray[Any, Any]]:
+    """Every trial's steps file in ``directory`` (``readings``: its system readings, ``<label>.system.npy``), by
+    trial label."""
     out = {}
     for name in sorted(os.listdir(directory)):
         found = _OURS.match(name)
         if found and bool(found.group(3)) == readings:
             out[name[: -len(".npy")].removesuffix(READINGS)] = np.load(os.path.join(directory, name), allow_pickle=False)
     return out
-
-
-def load(directory: str) -> Dict[str, np.ndarray[Any, Any]]:
-    """Every trial's steps file in ``directory``, by trial label."""
-    return _files(directory, readings=False)
-
-
-def load_readings(directory: str) -> Dict[str, np.ndarray[Any, Any]]:
-    """Every trial's system readings in ``directory`` (``<label>.system.npy``), by trial label."""
-    return _files(directory, readings=True)

@@ -14,7 +14,7 @@ from ..core.schedule import Extra, Mode
 from ..core.stages import HOL_SHARE, Stage, StageReport, WorkerStat
 from ..core.sweep import NEAR_BEST, Setting, SettingResult, best, smallest_within
 from ..core.verdict import Reading, disturbed_trials, h2d_estimate, own_io
-from . import lines
+from . import lines, tables
 from .tables import Table
 from .text import reports
 from .text.numbers import ms, spread
@@ -167,8 +167,7 @@ def h2d_line(results: RunResults) -> Optional[str]:
     est, io = h2d_estimate(results), own_io(results)
     if est.mean is None:
         return None
-    spread = "n/a" if est.half_width is None else f"{est.half_width:.3f}"
-    text = f"IO with copies to {results.h2d_device}: {est.mean:.3f} +/- {spread} samples/s"
+    text = f"IO with copies to {results.h2d_device}: {spread(est.mean, est.half_width)} samples/s"
     if io.mean:
         text += f", {est.mean / io.mean:.2f}x IO"
     return lines.summary_text("H2D", text + " (this rank's loader)")
@@ -325,28 +324,15 @@ def sweep_line(results: Sequence[SettingResult], cap: Optional[int] = None) -> O
 def sweep_table(results: Sequence[SettingResult], own: Setting) -> Table:
     """The loader sweep's table: one row per setting, the loader's own, the best and the recommended marked."""
     top, small = best(results), smallest_within(results)
-    out = Table(["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"], right=[False, True, True, True, True, False])
+    rows: List[tables.SweepRow] = []
     for r in results:
-        est = r.estimate
-        notes = []
-        if r.setting == own:
-            notes.append("the loader's own")
-        if r is top:
-            notes.append("best")
-        if r is small:
-            notes.append(f"smallest within {100 * NEAR_BEST:g} %")
-        if r.error is not None:
-            notes.append(f"failed: {r.error}")
-        if r.over_cap:
-            notes.append("over the memory cap")
-        out.rows.append(
-            [
-                r.setting.words(),
-                "" if est.mean is None else f"{est.mean:.3f}",
-                "" if est.half_width is None else f"{est.half_width:.3f}",
-                str(est.n),
-                "" if r.memory is None else f"{r.memory / 1e6:.0f}",
-                "; ".join(notes),
-            ]
+        marks = (
+            (r.setting == own, "the loader's own"),
+            (r is top, "best"),
+            (r is small, f"smallest within {100 * NEAR_BEST:g} %"),
+            (r.error is not None, f"failed: {r.error}"),
+            (r.over_cap, "over the memory cap"),
         )
-    return out
+        notes = [text for marked, text in marks if marked]
+        rows.append((r.setting.words(), r.estimate.mean, r.estimate.half_width, r.estimate.n, r.memory, notes))
+    return tables.sweep_table(rows)

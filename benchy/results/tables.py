@@ -30,6 +30,7 @@ __all__ = [
     "rich_table",
     "stages_table",
     "summary_table",
+    "sweep_table",
     "system_table",
 ]
 
@@ -209,6 +210,24 @@ def system_table(rows: Sequence[Tuple[str, int, Mapping[str, float]]]) -> Option
     )
     for name, count, means in rows:
         table.rows.append([name, str(count)] + [cell(means.get(key), scale, spec) for _, key, scale, spec in columns])
+    return table
+
+
+# A loader sweep's row: the setting in words, IO samples/s, its half-width, trials, the workers' memory (bytes), notes.
+SweepRow = Tuple[str, Optional[float], Optional[float], int, Optional[float], List[str]]
+
+
+def sweep_table(rows: Sequence[SweepRow], title: Optional[str] = None) -> Table:
+    """The loader sweep's table, a row per setting: the live run's and the report page's."""
+    table = Table(
+        ["setting", "IO samples/s", "+/-", "trials", "workers MB", "note"],
+        right=[False, True, True, True, True, False],
+        title=title,
+    )
+    for words, mean, half_width, n, memory, notes in rows:
+        table.rows.append(
+            [words, cell(mean, spec=".3f"), cell(half_width, spec=".3f"), str(n), cell(memory, 1e6, ".0f"), "; ".join(notes)]
+        )
     return table
 
 

@@ -160,16 +160,6 @@ def _rank_dirs(name: Optional[str], path: str) -> Dict[int, str]:
     return found
 
 
-def _blocks(n: int, block: int) -> np.ndarray[Any, Any]:
-    return np.arange(0, n, block)
-
-
-def _trial_name(t: model.TimelineTrial) -> str:
-    if t.profiled:
-        return f"{t.trial} (profiled warm-up)"
-    return f"{t.trial} (warm-up)" if t.warmup else t.trial
-
-
 def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
     """The trial's steps from ``start`` (ns), every one or in blocks of ``block``; their total (ns)."""
     ns = _nanos(data["seconds"])
@@ -188,14 +178,14 @@ def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, d
             if waits is not None:
                 _split(w, pid, tid, at, dur, int(waits[i]), "")
         return int(ends[-1]) if len(ends) else 0
-    firsts = _blocks(len(ns), block)
+    firsts = np.arange(0, len(ns), block)
     totals = np.add.reduceat(ns, firsts) if len(ns) else ns
     sample_sums = np.add.reduceat(samples, firsts) if len(ns) else samples
     slowest = np.maximum.reduceat(ns, firsts) if len(ns) else ns
     fastest = np.minimum.reduceat(ns, firsts) if len(ns) else ns
     wait_sums = np.add.reduceat(waits, firsts) if waits is not None and len(ns) else None
     for k, first in enumerate(firsts):
-        count = int(min(block, len(ns) - first))
+        count = min(block, len(ns) - int(first))
         at, dur = start + int(begins[first]), int(totals[k])
         args: Dict[str, Any] = {
             "steps": count,
@@ -282,7 +272,7 @@ def load_timeline(run: Run) -> Timeline:
     if not starts:
         raise TraceError(f"{path}: its timeline holds no trial with a start time")
     steps = {r: step_files.load(d) for r, d in dirs.items() if r in per_rank}
-    readings = {r: step_files.load_readings(d) for r, d in dirs.items() if r in per_rank}
+    readings = {r: step_files.load(d, readings=True) for r, d in dirs.items() if r in per_rank}
     notes: List[str] = []
     saved = sorted(steps)
     if run.nranks > 1 and not any(per_rank[r] for r in range(1, run.nranks)):
@@ -408,8 +398,7 @@ def _draw_rank(
         begin = min(_ns(span(t)[0], origin) for t in group)
         end = max(_ns(span(t)[0], origin) + round(span(t)[1] * 1e9) for t in group)
         setting = {} if found is None else msgspec.structs.asdict(found)
-        text = ", ".join(f"{k}={v}" for k, v in setting.items() if v is not None)
-        w.slice(pid, TRACKS["loader sweep"], text or "setting", "sweep", begin, end - begin, setting)
+        w.slice(pid, TRACKS["loader sweep"], "setting" if found is None else found.words(), "sweep", begin, end - begin, setting)
     for t in trials:
         tid = TRACKS[_track(t)]
         started, seconds = span(t)
@@ -428,5 +417,5 @@ def _draw_rank(
             args["window"] = window_text(t.window)
         if t.profiled:
             args["profiled"] = "torch.profiler: see the .profile folder next to the result"
-        cat = "warmup" if t.warmup else "trial"
-        w.slice(pid, tid, _trial_name(t), cat, start, duration, args)
+        name = f"{t.trial} (profiled warm-up)" if t.profiled else f"{t.trial} (warm-up)" if t.warmup else t.trial
+        w.slice(pid, tid, name, "warmup" if t.warmup else "trial", start, duration, args)
