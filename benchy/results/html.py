@@ -14,7 +14,7 @@ import base64
 import html
 import io
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence
 
 import msgspec
 
@@ -70,14 +70,6 @@ def _e(text: Any) -> str:
     return html.escape(str(text))
 
 
-def _png(draw: Callable[[io.BytesIO], Any]) -> Tuple[str, List[str]]:
-    """The picture as a data URI, and what it leaves out (the notes a drawing returns, if any)."""
-    buffer = io.BytesIO()
-    notes = draw(buffer)
-    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-    return uri, [str(n) for n in notes] if isinstance(notes, list) else []
-
-
 class _Plots:
     """Draws into the page while matplotlib is there; remembers why a plot is missing."""
 
@@ -89,8 +81,9 @@ class _Plots:
     def figure(self, what: str, draw: Callable[[io.BytesIO], Any], caption: str) -> str:
         if self._unavailable is not None:
             return ""
+        buffer = io.BytesIO()
         try:
-            uri, left_out = _png(draw)
+            left_out = draw(buffer)  # what the picture leaves out, where a drawing says
         except drawing.PlotUnavailable as err:
             self._unavailable = str(err)
             self.notes.append(f"no plots: {err}")
@@ -99,7 +92,8 @@ class _Plots:
             self.notes.append(f"{what}: not drawn: {err}")
             return f'<p class="note">{_e(what)}: not drawn: {_e(err)}</p>'
         self.drawn += 1
-        self.notes.extend(f"{what}: {note}" for note in left_out)
+        self.notes.extend(f"{what}: {note}" for note in (left_out if isinstance(left_out, list) else []))
+        uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
         return f'<figure><img alt="{_e(what)}" src="{uri}"><figcaption>{_e(caption)}</figcaption></figure>'
 
 
@@ -236,13 +230,7 @@ def _run_section(run: Run, index: int, plots: _Plots) -> str:
     out.append(summary_table(run).html())
     if run.summary:
         out.append("<h3>Summary lines</h3><pre>" + _e("\n".join(run.summary)) + "</pre>")
-    system = system_table(run)
-    if system is not None:
-        out.append(system.html())
-    sweep = sweep_table(run)
-    if sweep is not None:
-        out.append(sweep.html())
-    for found in (whatif_table(run), whatif_checks(run)):
+    for found in (system_table(run), sweep_table(run), whatif_table(run), whatif_checks(run)):
         if found is not None:
             out.append(found.html())
     out.append(

@@ -91,56 +91,34 @@ def _mode_block(run: LogRun, mode: Mode) -> Optional[Dict[str, Any]]:
     est = estimate(trials)
     mean, interval = run.summary.get(mode, (est.mean, est.half_width))
     block: Dict[str, Any] = {
-        "rates": None,
-        "avg_iter_throughput": [],
         "trial_throughput": trials,
-        "trial_time": [],
-        "trial_samples": [],
-        "nbatches": [],
         "mean": mean,
         "interval": interval,
         "confidence": 0.95,
         "n": len(trials) if trials else None,
-        "warmup": {"trial_throughput": warm, "trial_time": [], "trial_samples": [], "system": []},
-        "steps": None,
+        "warmup": {"trial_throughput": warm},
         "system": [None] * len(trials),
     }
     if mode is Mode.FULL:
-        block["data_wait"] = (
-            None
-            if run.data_wait is None
-            else {
-                "mean": run.data_wait[0],
-                "interval": run.data_wait[1],
-                "confidence": 0.95,
-                "trials": [],
-                "labels": [],
-                "wait_median_s": [],
-                "step_median_s": [],
-            }
-        )
+        wait = run.data_wait
+        block["data_wait"] = None if wait is None else {"mean": wait[0], "interval": wait[1], "confidence": 0.95}
     return block
 
 
 def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_from: str = "") -> Dict[str, Any]:
-    """The result document (current schema, ``source: "log"``) of one parsed run."""
+    """The result document (current schema, ``source: "log"``) of one parsed run; what a log does not hold is the
+    model's default (an empty list, null), filled in by :func:`~benchy.results.schema.encoded`."""
     doc: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_name": name,
         "source": "log",
         "parsed_from": parsed_from,
         "complete": all(run.summary.get(m, (None,))[0] is not None for m in Mode),
-        "exit_status": None,
         "nranks": nranks or run.nranks or 1,
         "verdict": run.verdict,
-        "decision": None,
         "summary": run.lines,
         "config": {},
         "environment": {},
-        "steps_dir": None,
-        "IO_H2D": None,
-        "loader_startup": None,
-        "timeline": None,
     }
     for mode in Mode:
         doc[mode.value] = _mode_block(run, mode)

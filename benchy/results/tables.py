@@ -16,7 +16,7 @@ from typing import IO, Any, List, Mapping, Optional, Sequence, Tuple
 
 from ..core.stages import StageReport
 from .saved import Run
-from .text.numbers import cell
+from .text.numbers import cell, percent
 from .text.reports import stage_name
 
 __all__ = [
@@ -169,7 +169,7 @@ def mode_table(rows: Sequence[ModeFigures], title: Optional[str] = None) -> Tabl
                 "n/a" if m.mean is None else f"{m.mean:.3f}",
                 "n/a" if m.interval is None else f"{m.interval:.3f}",
                 "" if m.n is None else str(m.n),
-                f"{100 * m.confidence:g} %",
+                percent(m.confidence),
                 "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %",
             ]
         )

@@ -62,10 +62,9 @@ class TraceError(ValueError):
 
 @dataclass
 class TraceStats:
-    """What was written: events by kind, the step block (1: every step drawn) and notes."""
+    """What was written: the events, the step block (1: every step drawn), the processes and notes."""
 
     events: int = 0
-    step_events: int = 0
     block: int = 1
     processes: int = 0
     notes: List[str] = field(default_factory=list)
@@ -174,7 +173,6 @@ def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, d
         for i in range(len(ns)):
             at, dur = start + int(begins[i]), int(ns[i])
             w.slice(pid, tid, name, "step", at, dur, {"i": i, "samples": int(samples[i])})
-            w.stats.step_events += 1
             if waits is not None:
                 _split(w, pid, tid, at, dur, int(waits[i]), "")
         return int(ends[-1]) if len(ends) else 0
@@ -198,7 +196,6 @@ def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, d
         if wait_sums is not None:
             args["data_wait_share"] = round(int(wait_sums[k]) / dur, 4) if dur > 0 else None
         w.slice(pid, tid, f"{PLURAL[name]} {first} to {first + count - 1}", "steps", at, dur, args)
-        w.stats.step_events += 1
         if wait_sums is not None:
             _split(w, pid, tid, at, dur, int(wait_sums[k]), " (sum)")
     return int(ends[-1]) if len(ends) else 0
@@ -214,7 +211,6 @@ def _split(w: _Writer, pid: int, tid: int, at: int, dur: int, wait: int, suffix:
     """A FULL period's two parts inside its slice: the loop's step, then the wait for data."""
     w.slice(pid, tid, "step" + suffix, "step", at, dur - wait)
     w.slice(pid, tid, "data wait" + suffix, "wait", at + dur - wait, wait)
-    w.stats.step_events += 2
 
 
 def _step_events(data: Mapping[str, np.ndarray[Any, Any]]) -> int:
