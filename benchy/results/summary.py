@@ -228,15 +228,19 @@ def summary_lines(
     lines are rank 0's own and say so. ``schedule``: the schedule as it ran, whose figures wider than its
     figure precision each get a PRECISION line (``max_trials``: ``global.auto_max_trials``)."""
     own = world > 1
-    out = []
+    out: List[str] = []
+
+    def say(word: str, text: Optional[str], rank0: bool = own) -> None:
+        if text is not None:
+            out.append(lines.summary_text(word, text, rank0))
+
     for mode in modes:
         est = results.estimate(mode)
         out.append(lines.summary(mode.value, est.mean, est.half_width))
     if schedule is not None:
         for wide in schedule.imprecise:
             est = results.estimate(Mode(wide.mode))
-            said = reports.precision(wide, est.mean, est.half_width, schedule.figure_precision, max_trials)
-            out.append(lines.summary_text("PRECISION", said))
+            say("PRECISION", reports.precision(wide, est.mean, est.half_width, schedule.figure_precision, max_trials), False)
     if Mode.FULL in modes:
         wait = results.data_wait()
         line = lines.data_wait(wait.mean, wait.half_width, own)
@@ -244,61 +248,39 @@ def summary_lines(
             out.append(line)
     for mode in modes:
         profile = reading.profiles.get(mode)
-        if profile is not None:
-            out.append(lines.summary_text("STEPS", steps_text(mode, profile, workers), own))
+        say("STEPS", None if profile is None else steps_text(mode, profile, workers))
     for mode in modes:
         means = reading.systems.get(mode)
-        if means is not None:
-            out.append(lines.summary_text("SYSTEM", system_text(mode, means), own))
+        say("SYSTEM", None if means is None else system_text(mode, means))
     busy = disturbed_trials(results)
     if busy:
         total = sum(len(results.measured(m)) for m in modes)
-        out.append(
-            lines.summary_text(
-                "BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes kept {busy_trials(busy)}", own
-            )
-        )
+        say("BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes kept {busy_trials(busy)}")
     if Mode.IO in modes:
         h2d = h2d_line(results)
         if h2d is not None:
             out.append(h2d)
-        first = reading.first_pass
-        if first is not None:
-            out.append(lines.summary_text("FIRST_PASS", reports.first_pass(first), own))
+        say("FIRST_PASS", None if reading.first_pass is None else reports.first_pass(reading.first_pass))
         report = results.stages
         if report is not None:
-            out.append(lines.summary_text("STAGES", stages_text(report) + copy_text(results, report), own))
-            found = workers_text(report)
-            if found is not None:
-                out.append(lines.summary_text("WORKERS", found, own))
+            say("STAGES", stages_text(report) + copy_text(results, report))
+            say("WORKERS", workers_text(report))
         elif results.stages_skipped is not None:
-            out.append(lines.summary_text("STAGES", f"skipped: {results.stages_skipped.words()}", own))
-    if reading.startup is not None:
-        out.append(lines.summary_text("STARTUP", reports.startup(reading.startup), own))
+            say("STAGES", f"skipped: {results.stages_skipped.words()}")
+    say("STARTUP", None if reading.startup is None else reports.startup(reading.startup))
     for mode in modes:
-        text = straggler_text(results, mode)
-        if text is not None:
-            out.append(lines.summary_text("STRAGGLER", text))
-    swept = sweep_line(results.sweep, results.sweep_memory_budget)
-    if swept is not None:
-        out.append(lines.summary_text("SWEEP", swept, own))
-    if reading.compute is not None:
-        out.append(lines.summary_text("COMPUTE", reports.compute(reading.compute)))
-    if reading.tokens is not None:
-        out.append(lines.summary_text("TOKENS", reports.tokens(reading.tokens)))
-    if reading.energy is not None:
-        out.append(lines.summary_text("ENERGY", reports.energy(reading.energy), own))
+        say("STRAGGLER", straggler_text(results, mode), False)
+    say("SWEEP", sweep_line(results.sweep, results.sweep_memory_budget))
+    say("COMPUTE", None if reading.compute is None else reports.compute(reading.compute), False)
+    say("TOKENS", None if reading.tokens is None else reports.tokens(reading.tokens), False)
+    say("ENERGY", None if reading.energy is None else reports.energy(reading.energy))
+    skipped = [r for r in results.diagnostics_skipped if r.extra is Extra.PARTS]
     if results.parts is not None:
-        out.append(lines.summary_text("PARTS", reports.parts(results.parts), own))
-    else:
-        why = [r for r in results.diagnostics_skipped if r.extra is Extra.PARTS]
-        if why:
-            out.append(lines.summary_text("PARTS", f"not measured: {why[0].words()}", own))
-    if reading.whatif is not None:
-        out.append(lines.summary_text("WHATIF", reports.whatif(reading.whatif), own))
-    verdict = verdict_line(reading)
-    if verdict is not None:
-        out.append(lines.summary_text("VERDICT", verdict))
+        say("PARTS", reports.parts(results.parts))
+    elif skipped:
+        say("PARTS", f"not measured: {skipped[0].words()}")
+    say("WHATIF", None if reading.whatif is None else reports.whatif(reading.whatif))
+    say("VERDICT", verdict_line(reading), False)
     return out
 
 
