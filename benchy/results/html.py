@@ -1,11 +1,8 @@
 """One self-contained HTML page of one or several saved runs (``benchy report RUN... --html OUT.html``).
 
-The page needs no network and no script: styles inline, plots embedded as PNG data (``data:`` URIs),
-so it can be mailed, attached to a CI job or opened from a laptop. Per run: the verdict, the summary
-table and the ``BENCHY::SUMMARY`` lines, the system metrics of each mode's counted trials, the loader
-sweep's table, the per-step throughput with its histograms and the timeline (from the per-step files
-beside the JSON). Several runs add the scaling table and its plot at the top. Plots need matplotlib
-(the ``plot`` extra); without it the page is written with its tables and says why the plots are missing.
+The page needs no network and no script: styles inline, plots embedded as PNG data (``data:`` URIs), so it can be
+mailed, attached to a CI job or opened from a laptop. Plots need matplotlib (the ``plot`` extra); without it the page
+is written with its tables and says why the plots are missing.
 """
 
 from __future__ import annotations

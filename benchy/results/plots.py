@@ -17,9 +17,11 @@ import numpy as np
 
 from ..core.errors import BenchyError
 from ..core.schedule import Mode
+from . import steps as step_files
 from .model import WhatIfInputs
 from .saved import Run
 from .scaling import ScalingRow
+from .trace import load_timeline, span
 
 __all__ = [
     "DPI",
@@ -121,10 +123,7 @@ def trial_steps(run: Run) -> Tuple[Dict[Mode, List[TrialSteps]], str]:
         candidate = os.path.join(os.path.dirname(os.path.abspath(run.path)), os.path.basename(run.steps_dir))
         directory = candidate if os.path.isdir(candidate) else None
     if directory is not None:
-        from . import steps as _steps
-
-        files = _steps.load(directory)
-        for label, steps in files.items():
+        for label, steps in step_files.load(directory).items():
             match = _LABEL.match(label)
             if match is None:
                 continue
@@ -220,8 +219,6 @@ def plot_timeline(run: Run, path: Target) -> List[str]:
     trials shaded and named (warm-ups grey), and the system readings (CPU cores busy, RSS) below;
     returns what the picture leaves out, in words (the timeline's notes).
     :class:`~benchy.results.trace.TraceError` for a run without a timeline."""
-    from .trace import load_timeline, span
-
     line = load_timeline(run)
     trials = line.trials.get(0, [])
     steps = line.steps.get(0, {})

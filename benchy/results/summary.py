@@ -22,7 +22,7 @@ from .text.verdict import busy_trials, verdict_line
 
 __all__ = [
     "copy_text",
-    "h2d_line",
+    "h2d_text",
     "stages_text",
     "steps_text",
     "straggler_text",
@@ -160,17 +160,17 @@ def workers_text(report: StageReport) -> Optional[str]:
     return out
 
 
-def h2d_line(results: RunResults) -> Optional[str]:
-    """``BENCHY::SUMMARY::H2D IO with copies to cuda:0: 812.3 +/- 4.1 samples/s, 0.93x IO``, or why not."""
+def h2d_text(results: RunResults) -> Optional[str]:
+    """The H2D line's text: ``IO with copies to cuda:0: 812.3 +/- 4.1 samples/s, 0.93x IO``, or why not."""
     if results.h2d_skipped is not None and not results.h2d:
-        return lines.summary_text("H2D", f"skipped: {results.h2d_skipped.words()}")
+        return f"skipped: {results.h2d_skipped.words()}"
     est, io = h2d_estimate(results), own_io(results)
     if est.mean is None:
         return None
     text = f"IO with copies to {results.h2d_device}: {spread(est.mean, est.half_width)} samples/s"
     if io.mean:
         text += f", {est.mean / io.mean:.2f}x IO"
-    return lines.summary_text("H2D", text + " (this rank's loader)")
+    return text + " (this rank's loader)"
 
 
 def steps_text(mode: Mode, profile: StepProfile, workers: int = 0) -> str:
@@ -257,9 +257,7 @@ def summary_lines(
         total = sum(len(results.measured(m)) for m in modes)
         say("BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes kept {busy_trials(busy)}")
     if Mode.IO in modes:
-        h2d = h2d_line(results)
-        if h2d is not None:
-            out.append(h2d)
+        say("H2D", h2d_text(results), False)
         say("FIRST_PASS", None if reading.first_pass is None else reports.first_pass(reading.first_pass))
         report = results.stages
         if report is not None:

@@ -7,14 +7,10 @@ order), complete events (``"ph": "X"``, ``ts`` and ``dur`` in microseconds with 
 decimals) and counters (``"ph": "C"``). Complete events on one thread nest: every time is worked
 out in integer nanoseconds, so a child never ends after its parent.
 
-Layout: one process per rank. Its threads: one per mode (``IO``, ``SYNTHETIC``, ``FULL``) with the
-trials (warm-ups marked) and, where its steps were saved, every step as a slice (FULL: split into
-the ``step`` and the ``data wait``), ``IO_H2D``, the ``loader sweep`` (each setting around its IO
-trials), the ``loader stages`` (the diagnostic stage trials) and the ``loader start-up`` of each pass
-(rank 0's); the system readings (CPU cores busy,
-RSS, GPU utilization and memory) as counters. A step is laid after the one before it from the
-trial's start: benchy's own pauses (periodic lines) are out of the steps, so the last step can end
-a little before the trial's clock stopped.
+Layout: one process per rank, a thread per track (:data:`TRACKS`: the modes' trials, warm-ups marked, with every
+step where its steps were saved, FULL's split into the ``step`` and the ``data wait``); the system readings as
+counters (:data:`COUNTERS`). A step is laid after the one before it from the trial's start: benchy's own pauses
+(periodic lines) are out of the steps, so the last step can end a little before the trial's clock stopped.
 
 Bound: at most ``max_events`` step events (default :data:`MAX_EVENTS`, a file of about 30 MB that
 both viewers open); past it, consecutive steps are drawn as one slice per block of ``k`` steps
