@@ -45,14 +45,10 @@ _RANK_DIR = re.compile(r"^rank[0-9]+$")
 def clear_ranks(directory: str) -> List[str]:
     """Remove an earlier run's ``rank<r>/`` trial files (and the emptied folders) under ``directory``."""
     removed: List[str] = []
-    try:
-        entries = [e for e in os.scandir(directory) if _RANK_DIR.match(e.name) and e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return removed
-    for entry in entries:
-        removed += clear(entry.path)
+    for path in rank_dirs(directory).values():
+        removed += clear(path)
         try:
-            os.rmdir(entry.path)
+            os.rmdir(path)
         except OSError:  # something not ours is in it: left alone
             pass
     return removed

@@ -156,7 +156,7 @@ def _rank_dirs(name: Optional[str], path: str) -> Dict[int, str]:
 
 
 def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
-    """The trial's steps from ``start`` (ns), every one or in blocks of ``block``; their total (ns)."""
+    """The trial's steps (at least one) from ``start`` (ns), every one or in blocks of ``block``; their total (ns)."""
     ns = _nanos(data["seconds"])
     ends = np.cumsum(ns)
     begins = ends - ns
@@ -171,13 +171,13 @@ def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, d
             w.slice(pid, tid, name, "step", at, dur, {"i": i, "samples": int(samples[i])})
             if waits is not None:
                 _split(w, pid, tid, at, dur, int(waits[i]), "")
-        return int(ends[-1]) if len(ends) else 0
+        return int(ends[-1])
     firsts = np.arange(0, len(ns), block)
-    totals = np.add.reduceat(ns, firsts) if len(ns) else ns
-    sample_sums = np.add.reduceat(samples, firsts) if len(ns) else samples
-    slowest = np.maximum.reduceat(ns, firsts) if len(ns) else ns
-    fastest = np.minimum.reduceat(ns, firsts) if len(ns) else ns
-    wait_sums = np.add.reduceat(waits, firsts) if waits is not None and len(ns) else None
+    totals = np.add.reduceat(ns, firsts)
+    sample_sums = np.add.reduceat(samples, firsts)
+    slowest = np.maximum.reduceat(ns, firsts)
+    fastest = np.minimum.reduceat(ns, firsts)
+    wait_sums = np.add.reduceat(waits, firsts) if waits is not None else None
     for k, first in enumerate(firsts):
         count = min(block, len(ns) - int(first))
         at, dur = start + int(begins[first]), int(totals[k])
@@ -194,7 +194,7 @@ def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, d
         w.slice(pid, tid, f"{PLURAL[name]} {first} to {first + count - 1}", "steps", at, dur, args)
         if wait_sums is not None:
             _split(w, pid, tid, at, dur, int(wait_sums[k]), " (sum)")
-    return int(ends[-1]) if len(ends) else 0
+    return int(ends[-1])
 
 
 def _nanos(seconds: Any) -> np.ndarray[Any, Any]:

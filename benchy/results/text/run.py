@@ -83,10 +83,8 @@ def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, 
                 f"(samples of all ranks / the slowest rank's trial time).",
             )
         )
-    if config.source == "defaults":
-        out.append(Said(False, "Using default benchy configuration."))
-    else:
-        out.append(Said(False, f"Using benchy configuration from {config.source}."))
+    source = "default benchy configuration" if config.source == "defaults" else f"benchy configuration from {config.source}"
+    out.append(Said(False, f"Using {source}."))
     text = f"Schedule: {describe(schedule)}."
     if schedule.window_plans:
         epoch_length, epochs, most = snapshot.epoch_length, snapshot.epochs_needed, snapshot.steps_needed
