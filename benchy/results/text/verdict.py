@@ -28,7 +28,7 @@ from ...core.claims import (
 from ...core.compute import ComputeReport
 from ...core.results import TrialResult
 from ...core.schedule import Mode
-from ...core.stages import HOL_SHARE, Fix, StageReport
+from ...core.stages import HOL_SHARE, StageReport
 from ...core.stats import Comparison
 from ...core.sweep import FEEDS, SettingResult
 from ...core.verdict import Full, Outcome, Overlap, Reading, Verdict, balanced_bounds
@@ -268,8 +268,7 @@ def _contended(c: Contended) -> str:
 def advice(a: Advice) -> str:
     """The one change most likely to help (without the words that introduce it)."""
     if a.help is Help.STAGE:
-        fix: Fix = a.detail
-        return stage_fix(fix)
+        return stage_fix(a.detail)
     if a.help is Help.SWEPT:
         found: SettingResult = a.detail[0]
         synthetic: float = a.detail[1]
