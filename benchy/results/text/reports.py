@@ -143,12 +143,9 @@ def compute(report: ComputeReport) -> str:
 
 def tokens(report: TokenReport) -> str:
     """The TOKENS line's text."""
-    parts = []
-    for m in report.modes:
-        est = m.estimate
-        if est.mean is None:
-            continue
-        parts.append(f"{m.mode.value} {spread(est.mean, est.half_width, 1)}")
+    parts = [
+        f"{m.mode.value} {spread(m.estimate.mean, m.estimate.half_width, 1)}" for m in report.modes if m.estimate.mean is not None
+    ]
     out = ", ".join(parts) + " tokens/s" if parts else "no counted trial"
     pads = [
         f"{m.mode.value} {100 * m.padding:.1f} %" + (" (its one cached batch)" if m.mode is Mode.SYNTHETIC else "")
