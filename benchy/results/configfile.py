@@ -120,13 +120,6 @@ def read_yaml(path: str) -> Tuple[Any, Optional[str]]:
         return None, f"benchy config {path}: malformed YAML{where}: {what}"
 
 
-def _name_max(directory: str) -> int:
-    try:
-        return int(os.pathconf(directory, "PC_NAME_MAX"))
-    except (OSError, ValueError, AttributeError):
-        return 255
-
-
 def _probe(directory: str) -> Optional[str]:
     """Why a file cannot be created in ``directory`` (None when it can): a real try, then removed."""
     try:
@@ -162,7 +155,10 @@ def check_output(general: Mapping[str, Any], source: str, problems: List[str], c
     if existing != directory and not os.path.isdir(existing):
         problems.append(f"{key_dir}: {directory} cannot be created: {existing} is a file")
         return
-    limit = _name_max(existing)
+    try:
+        limit = int(os.pathconf(existing, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows), or no answer: the common limit
+        limit = 255
     if len(os.fsencode(name)) > limit:
         problems.append(
             f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} allows at most {limit}"
