@@ -149,13 +149,11 @@ def workers_text(report: StageReport) -> Optional[str]:
         )
     out += hol
     if report.memory:
-        uss = [m.uss for m in report.memory]
         pss = [m.pss for m in report.memory if m.pss is not None]
-        rss = [m.rss for m in report.memory]
         out += (
-            f"; memory a worker: unique {max(uss) / 1e6:.0f} MB at most"
+            f"; memory a worker: unique {max(m.uss for m in report.memory) / 1e6:.0f} MB at most"
             + (f", proportional {max(pss) / 1e6:.0f} MB" if pss else "")
-            + f" (RSS {max(rss) / 1e6:.0f} MB counts the pages it shares)"
+            + f" (RSS {max(m.rss for m in report.memory) / 1e6:.0f} MB counts the pages it shares)"
         )
     return out
 
