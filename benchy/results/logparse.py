@@ -107,7 +107,7 @@ def _mode_block(run: LogRun, mode: Mode) -> Optional[Dict[str, Any]]:
 
 def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_from: str = "") -> Dict[str, Any]:
     """The result document (current schema, ``source: "log"``) of one parsed run; what a log does not hold is the
-    model's default (an empty list, null), filled in by :func:`~benchy.results.schema.encoded`."""
+    model's default (an empty list, null), filled in by the model (:class:`~benchy.results.model.Document`)."""
     doc: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_name": name,
