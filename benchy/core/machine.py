@@ -1,23 +1,9 @@
-"""The schedule as a state machine (pure: no torch, no clock).
+"""The schedule as a state machine (pure: no torch, no clock): see docs/guide/schedule.md for the order it follows.
 
-A session feeds :func:`transition` one event at a time (the benchmark began, a trial counted or was lost, an extra
-ended) and carries out the one action it answers: an IO trial on benchy's own pass (now, between two steps of the
-loop), a SYNTHETIC or FULL window (the loop's next steps), an extra, or the end. All of it follows from the
-:class:`~benchy.core.schedule.Schedule` and the events:
-
-* **Measuring**: IO's warm-ups and fewest trials first, before the loop's first batch; then SYNTHETIC and FULL
-  windows alternate, S F F S S F F S ... A mode's windows are warm-ups until its step time is steady
-  (``nwarmup: auto``: :data:`STEADY_TOLERANCE`), then, with ``profiler: torch``, one profiled warm-up, then counted
-  trials. With ``ntrials: auto`` windows grow (``ModePlan.length``) and measuring stops once the verdict is decided
-  (the :class:`Judgement` after each counted trial) and every mode is within the figure precision, or every ``auto``
-  mode is within the precision, or ``auto_max_trials`` is reached. A further IO trial runs between two windows, one a
-  boundary, while IO is the less precise side, never between two FULL windows: the loader's workers make batches
-  ahead while benchy pauses the loop, and the repay before a SYNTHETIC window takes them at once. Where the loop's
-  length is known (``room``), a window is shortened to fit, down to :data:`~benchy.core.schedule.MIN_WINDOW`.
-* **Extras**: most useful first for the verdict (:func:`extras_order`); one whose steps do not fit is left out.
-* **Done**: :class:`Finish`, with why measuring stopped (:class:`Stop`).
-
-Notes for the log collect in :attr:`State.notes`, as values that say themselves.
+A session feeds :func:`transition` one event at a time and carries out the one action it answers: an IO trial on
+benchy's own pass, a SYNTHETIC or FULL window (the loop's next steps), an extra, or the end. Where the loop's length
+is known (``room``), a window is shortened to fit, down to :data:`~benchy.core.schedule.MIN_WINDOW`; an extra that
+does not fit is left out. Notes for the log collect in :attr:`State.notes`.
 """
 
 from __future__ import annotations
@@ -120,10 +106,8 @@ class Stop(Worded):
 
 @dataclass(frozen=True)
 class Judgement:
-    """The evidence after a counted trial: the verdict is ``decided`` (as ``outcome``), the modes whose
-    interval is within the precision, those whose interval is within the plan's figure precision
-    (``settled``: a decided verdict stops measuring once every mode is), and whether IO is the less precise side of
-    the comparison."""
+    """The evidence after a counted trial; ``settled``: the modes within the figure precision (a decided verdict
+    stops measuring once every mode is)."""
 
     decided: bool = False
     outcome: Optional[Outcome] = None
@@ -134,9 +118,8 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Begin:
-    """The benchmark begins (the loop's first ``iter()``): ``queue_depth``, the batches the loader's workers
-    hold ready (the lead-in before a FULL window); ``room``, the loop's steps left where known;
-    ``epoch_length``, the loader's batches an epoch where known (the epochs' ends a window crosses cost steps)."""
+    """The benchmark begins (the loop's first ``iter()``); ``queue_depth``: the batches the loader's workers
+    hold ready (the lead-in before a FULL window); None: unknown."""
 
     queue_depth: int = 0
     room: Optional[int] = None
@@ -146,7 +129,7 @@ class Begin:
 @dataclass(frozen=True)
 class Counted:
     """``spec`` counted; ``change``: for an ``auto`` warm-up, how much its step time still changes (None: too
-    few steps); ``judgement``: the evidence with it."""
+    few steps)."""
 
     spec: TrialSpec
     change: Optional[float] = None
@@ -207,9 +190,8 @@ Action = Union[RunIO, OpenWindow, RunExtra, Finish]
 
 @dataclass(frozen=True)
 class WarmupEnded:
-    """``nwarmup: auto`` ended ``mode``'s warm-up after ``done`` warm-ups (``change``: the last steps' median
-    step time against the steps before): ``steady`` when it moved by at most ``tolerance`` either way; else it
-    rose by more (more warm-up would not cure it) or still fell at the bound (``auto_max_warmup``)."""
+    """``nwarmup: auto`` ended ``mode``'s warm-up: ``steady``, or it rose (more warm-up would not cure it), or it
+    still fell at ``auto_max_warmup``."""
 
     mode: Mode
     done: int
@@ -273,9 +255,8 @@ Note = Union[WarmupEnded, Stopped]
 
 
 def judge(results: RunResults, schedule: Schedule) -> Judgement:
-    """The evidence in ``results``: the verdict (IO against SYNTHETIC, at the plan's decision confidence, with at
-    least :data:`~benchy.core.schedule.MIN_AUTO_TRIALS` counted trials a side), each mode's precision, and which
-    side of the comparison is the less precise."""
+    """The evidence in ``results`` (no verdict before :data:`~benchy.core.schedule.MIN_AUTO_TRIALS` counted trials
+    a side)."""
     widths = {mode: _relative_width(results, mode) for mode in Mode}
     precise = frozenset(mode for mode, w in widths.items() if w <= schedule.precision)
     settled = frozenset(mode for mode, w in widths.items() if w <= max(schedule.precision, schedule.figure_precision))
@@ -297,9 +278,8 @@ def _relative_width(results: RunResults, mode: Mode) -> float:
 
 def warmup_change(periods: Sequence[float], window: int, cycle: int = 1) -> Optional[float]:
     """median(last ``window``) / median(the ``window`` before) - 1 (negative: steps got faster); None with too few
-    periods (``window`` is at least :data:`MIN_STEADY_WINDOW`). With a loader's round of ``cycle`` > 1 periods (its
-    workers hand out ``cycle`` batches at once, then wait), the periods are summed a round at a time, from the last,
-    and the rounds compared (at least one a side): a median period alone would read the bursts' short hand-outs."""
+    periods. With ``cycle`` > 1 the periods are summed a round at a time, from the last: a median period alone would
+    read the bursts' short hand-outs."""
     c = max(1, int(cycle))
     if c > 1:
         whole = len(periods) // c * c
@@ -360,8 +340,7 @@ class State:
 
     @property
     def decided_phase(self) -> bool:
-        """Measuring is over (extras or done), or an ``auto`` schedule's verdict is decided and its trials go on only to
-        narrow the figures beside it: a script that ends now leaves a complete run (its imprecise figures said)."""
+        """A script that ends now leaves a complete run: measuring is over, or an ``auto`` verdict is decided."""
         if self.phase in (Phase.EXTRAS, Phase.DONE):
             return True
         return self.measuring and self.schedule.stops_early and self.judgement.decided
@@ -370,7 +349,6 @@ class State:
         return {p.mode.value: self.issued(p.mode, warmup=True) for p in self.schedule.plans}
 
     def may_run(self, mode: Mode) -> bool:
-        """Whether a trial of ``mode`` may still be issued."""
         plan = self.schedule.plan(mode)
         if plan is None or not self.measuring:
             return False
@@ -473,7 +451,6 @@ def _spec(state: State, mode: Mode, *, warmup: bool, profiled: bool = False, len
 
 
 def _warming(state: State, plan: ModePlan) -> bool:
-    """True while ``plan``'s mode still has a warm-up to run."""
     mode = plan.mode
     done = state.issued(mode, warmup=True)
     if state.issued(mode) > 0 or mode in state.profiled:
@@ -489,12 +466,10 @@ def _warming(state: State, plan: ModePlan) -> bool:
 
 
 def _profile_due(state: State, plan: ModePlan) -> bool:
-    """The mode's profiled warm-up is next: its warm-ups are over and no measured trial ran yet."""
     return plan.profiled and plan.mode not in state.profiled and state.issued(plan.mode) == 0 and not _warming(state, plan)
 
 
 def _needs(state: State, mode: Mode) -> bool:
-    """Whether ``mode`` needs another measured trial."""
     plan = state.schedule.plan(mode)
     if plan is None:
         return False
@@ -525,8 +500,7 @@ def _io_warmup_or_fewest(state: State) -> Optional[TrialSpec]:
 
 
 def _beside(state: State, plan: ModePlan) -> bool:
-    """SYNTHETIC goes on beside FULL (counted, up to its bound) while FULL and IO both need trials: IO's run at a boundary
-    before a SYNTHETIC window, never between two FULL ones."""
+    """SYNTHETIC goes on beside FULL while both FULL and IO need trials: IO runs only before a SYNTHETIC window."""
     if plan.mode is not Mode.SYNTHETIC or plan.ntrials is not None or state.issued(plan.mode) >= plan.max_trials:
         return False
     return _needs(state, Mode.FULL) and _io_needed(state)
@@ -537,13 +511,11 @@ def _io_needed(state: State) -> bool:
 
 
 def _io_due(state: State) -> bool:
-    """One extra IO trial per boundary, when IO is the less precise side."""
     return state.io_boundary != state.boundary and state.judgement.io_wider
 
 
 def _lead(state: State, mode: Mode) -> int:
-    """Untimed steps before a window and periods it may leave out: the workers' ready batches before FULL,
-    and two periods (an epoch's end, its first)."""
+    """Untimed steps before a window and the periods it may leave out (an epoch's end, its first)."""
     return (state.queue_depth + 1 if mode is Mode.FULL else 0) + 2
 
 
@@ -553,31 +525,26 @@ def _cycle(state: State, mode: Mode) -> int:
 
 
 def _kept_for_flops(state: State) -> int:
-    """The loop's steps the windows leave for the FLOPs' count where the loop's length is known, so that a run whose
-    windows grow to its length still counts its FLOPs."""
+    """Steps kept for the FLOPs' count, so that a run whose windows grow to its known length still counts them."""
     return FLOPS_STEPS if Extra.FLOPS in state.schedule.extras else 0
 
 
 def _crossed(state: State, mode: Mode, n: int) -> int:
-    """The most steps a window of ``n`` batches may leave out at the epochs' ends it crosses (0 where the loader's
-    length is unknown): at each, the period the end cuts, the next epoch's first, before FULL a new pass's ready
-    batches, and in whole rounds up to a round's periods less one. It errs long (with :func:`_lead`): only the last
-    windows of a loop of known length are sized by it."""
+    """The most steps a window of ``n`` batches may leave out at the epochs' ends it crosses. It errs long: only the
+    last windows of a loop of known length are sized by it."""
     per = 2 + (state.queue_depth if mode is Mode.FULL else 0) + _cycle(state, mode) - 1
     return _epoch_ends(n, state.epoch_length, per)
 
 
 def _epoch_ends(steps: int, epoch_length: Optional[int], per: int) -> int:
-    """``per`` steps for each epoch a stretch of ``steps`` measured steps runs into, an epoch holding ``epoch_length -
-    per`` of them (0 where the length is unknown): for :func:`steps_of` and :func:`_crossed` alike."""
+    """``per`` steps for each epoch a stretch of ``steps`` measured steps runs into (0 where the length is unknown)."""
     if not epoch_length or epoch_length <= 0 or steps <= 0:
         return 0
     return per * math.ceil(steps / max(1, epoch_length - per))
 
 
 def _fitting(state: State, mode: Mode, length: int, budget: int) -> int:
-    """``length``, or the longest window shorter than it whose batches and the epochs' ends it may cross fit ``budget``
-    steps; in whole rounds of the loader where the mode has them (0: not one fits)."""
+    """The longest window up to ``length``, in whole rounds, that fits ``budget`` steps (0: none)."""
     if length + _crossed(state, mode, length) <= budget:
         return length
     low = _largest(0, max(0, min(length, budget)), lambda n: n + _crossed(state, mode, n) <= budget)
@@ -586,8 +553,7 @@ def _fitting(state: State, mode: Mode, length: int, budget: int) -> int:
 
 
 def _next_window(state: State) -> Optional[TrialSpec]:
-    """The next SYNTHETIC or FULL window (S F F S ..., warm-ups included), shortened to the loop's room; None
-    when no mode needs one or none fits."""
+    """The next SYNTHETIC or FULL window (S F F S ...), shortened to the loop's room; None: none needed or none fits."""
     wanted: List[Tuple[Mode, bool, bool]] = []  # (mode, warm-up, profiled)
     for plan in state.schedule.window_plans:
         if _warming(state, plan):
@@ -680,9 +646,7 @@ def schedule_state(
     stopped_seconds: Optional[float] = None,
     imprecise: Tuple[Imprecise, ...] = (),
 ) -> ScheduleState:
-    """The schedule as it ran, for the results: the plan's figures, the trials in ``order``, the warm-ups, why
-    measuring stopped and at which of the loop's steps (``stopped_at``) and seconds, when the verdict was first
-    decided, the extras planned and those not run, and the figures still wider than the figure precision."""
+    """The schedule as it ran, for the results."""
     schedule = state.schedule
     return ScheduleState(
         adaptive=schedule.adaptive,
@@ -711,9 +675,8 @@ def schedule_state(
 
 
 def longest_run(schedule: Schedule, queue_depth: int = 0, decided_after: Optional[int] = None) -> Iterator[Tuple[Action, int]]:
-    """The actions of a run whose verdict is never decided (``decided_after``: decided once SYNTHETIC has that many
-    counted trials) and whose warm-ups end as late as they may, each with the loop's steps it takes: the most the
-    plan can take. With a known horizon, the room left is handed over as a session would."""
+    """The actions, each with the loop's steps it takes, of the longest run the plan allows: warm-ups end as late as
+    they may, and the verdict is never decided (``decided_after``: once SYNTHETIC has that many counted trials)."""
     taken, previous = 1, None  # the first period of the first epoch
 
     def room() -> Optional[int]:
@@ -754,9 +717,7 @@ def steps_of(
     *,
     verdict_only: bool = False,
 ) -> int:
-    """The loop's steps the plan takes at the most (:func:`longest_run`, with the first period and, with a loader of
-    ``epoch_length`` batches, what each epoch's end costs), up to a known horizon. ``verdict_only``: the extras left
-    out."""
+    """The loop's steps the plan takes at the most (:func:`longest_run` and the epochs' ends), up to a known horizon."""
     steps = sum(n for a, n in longest_run(schedule, queue_depth, decided_after) if not (verdict_only and isinstance(a, RunExtra)))
     if not steps:
         return 0
@@ -771,21 +732,18 @@ def steps_of(
 
 
 def min_epoch_steps(cycle: int = 1) -> int:
-    """The fewest steps an epoch must run for a window to measure a round (``cycle`` periods) in it: the epoch's first
-    and last periods are left out, or, in whole rounds, a FULL stretch's lead-in in a new pass (a round and one batch;
-    a new pass starts with nothing handed out ahead)."""
+    """The fewest steps an epoch must run for a window to measure a round in it: its first and last periods are left
+    out, or a FULL stretch's lead-in in a new pass (a round and one batch)."""
     return 3 if cycle <= 1 else 2 * cycle + 2
 
 
 def rounds_fit(epoch_length: Optional[int], cycle: int) -> bool:
-    """Whether the loop's epochs (``epoch_length`` batches; None: unknown) hold a FULL stretch of whole rounds of
-    ``cycle``: else (a loader whose epoch is shorter than two of its workers' rounds) trials count period by period."""
+    """Whether the loop's epochs hold a FULL stretch of whole rounds: else trials count period by period."""
     return epoch_length is None or cycle <= 1 or epoch_length >= min_epoch_steps(cycle)
 
 
 def epochs_for(steps: int, epoch_length: Optional[int], start_at: int = 0) -> Optional[int]:
-    """Epochs of ``epoch_length`` batches the loop runs to take ``steps`` steps from step ``start_at`` of its first
-    epoch (None: the loader has no length)."""
+    """Epochs the loop runs to take ``steps`` steps from step ``start_at`` (None: the loader has no length)."""
     if epoch_length is None or epoch_length <= 0:
         return None
     return max(1, math.ceil((steps + start_at) / epoch_length))
@@ -794,8 +752,8 @@ def epochs_for(steps: int, epoch_length: Optional[int], start_at: int = 0) -> Op
 def nbatches_to_fit(
     schedule: Schedule, steps: int, queue_depth: int = 0, epoch_length: Optional[int] = None, least: int = MIN_WINDOW
 ) -> Optional[int]:
-    """The longest windows, shorter than the plan's and at least ``least`` steps, with which its windows take at
-    most ``steps`` steps of the loop (:func:`steps_of`); None: none fits."""
+    """The longest windows, from ``least`` to shorter than the plan's, that take at most ``steps`` steps of the loop;
+    None: none fits."""
     top = min((p.nbatches for p in schedule.window_plans), default=0) - 1
 
     def fits(n: int) -> bool:
@@ -807,7 +765,7 @@ def nbatches_to_fit(
 
 
 def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int:
-    """The largest ``n`` from ``low`` to ``high`` that ``fits`` (which holds up to some ``n``, ``low`` included)."""
+    """Binary search: the largest ``n`` in [``low``, ``high``] that ``fits`` (monotone, true at ``low``)."""
     while low < high:
         middle = (low + high + 1) // 2
         low, high = (middle, high) if fits(middle) else (low, middle - 1)

@@ -1,32 +1,10 @@
 """The loader pipeline as a discrete-event simulation: workers, their prefetch queue, in-order delivery, the main
-process's receive and the step, driven by resampled measured times (pure: numpy, no torch).
+process's receive and the step, driven by resampled measured times (pure: numpy, no torch). The model and its
+rules (round-robin indices, ``W x prefetch_factor`` ahead, in-order delivery, cores shared fairly among the
+running threads) are described in docs/guide/whatif.md, "Queues" and "Shared cores".
 
-A steady-pace model takes the slower of the loader's and the step's mean paces. Where the two are close (the
-knee: "will more workers or a faster step pay off?") they queue for each other: a slow batch the step waits
-for is not made up by a fast one later when the prefetch queue is full, and the main process can only hand a
-worker its next index once it received a batch. This module plays PyTorch's ``DataLoader`` pipeline batch
-by batch with the times the run measured:
-
-* batch ``b`` goes to worker ``b mod W`` (the index queues are filled round robin); a worker makes its
-  batches one after the other, in the order it got them;
-* ``depth = W x prefetch_factor`` indices are handed out at the start; the next one, ``b + depth``, when
-  the main process has received batch ``b`` (``_process_data`` puts an index before returning the batch);
-* the main process asks for batch ``b`` when the step of batch ``b - 1`` ends, waits for it (in order:
-  a later batch ready does not help), receives it (``m``) and runs the step (``s``).
-
-Where the threads' CPU work can ask for more cores than there are (``shares``: the share of a worker's, the
-receive's and the step's time on the CPU, the step's as the cores it keeps busy; ``cores``: the cores free), the
-cores are shared as the operating system shares them, fairly among the threads that run (processor sharing):
-each thread's CPU work goes at ``cores / demand`` of its pace while the running threads' CPU shares add up to
-more than the cores, its waits (storage, sleeps) at their own. So a step beside busy workers takes longer, and
-the cores stand idle while the workers, ahead by a full queue, wait for an index: the average of the CPU work
-over the cores is a bound that such a loop does not reach.
-
-Each time is a measured mean times a factor drawn from the measured distribution's shape (its quantiles
-over its mean); the slowest worker keeps its measured pace over the others'. :func:`periods` gives the
-steady seconds a batch of several variants of the same pipeline (columns: the ends of an interval, other
-step times) from the same draws (common random numbers: their differences are the model's, not the
-draws'); the draws are seeded, so a run's prediction does not move when it is worked out again.
+:func:`periods` plays several variants of one pipeline (columns) from the same seeded draws (common random
+numbers: their differences are the model's, not the draws'; a run's prediction does not move when worked out again).
 """
 
 from __future__ import annotations
@@ -47,10 +25,9 @@ Shape = Tuple[float, ...]  # a distribution's quantiles over its mean (QUANTILES
 
 
 def shape_of(*pieces: Sequence[float] | np.ndarray) -> Shape:
-    """The shape of a measured distribution (its values in one or more pieces: a run's trials): its quantiles
-    at ``QUANTILES`` evenly spaced levels (the 1st to the 99th percentile: one stray reading does not make the
-    tail), over its mean; () without a positive mean or with fewer than 8 values. Pooled in single precision
-    and partitioned in place: 4 bytes a value for a moment, whatever the run's length."""
+    """The shape of a measured distribution (in one or more pieces): its 1st to 99th percentiles (one stray reading
+    does not make the tail) over its mean; () with fewer than 8 values. Pooled in single precision: 4 bytes a
+    value for a moment, whatever the run's length."""
     x = np.empty(sum(len(piece) for piece in pieces), dtype=np.float32)
     at = 0
     for piece in pieces:
@@ -102,12 +79,10 @@ def periods(
     cores: float = math.inf,
     memo: Optional[Dict[Column, float]] = None,
 ) -> np.ndarray:
-    """Steady seconds a batch of the pipeline with ``workers`` (at least 1) and ``depth`` indices handed out
-    ahead, for each column of ``worker``, ``main`` and ``step`` (mean seconds a batch, each on a core of its
-    own; ``step`` 0: the IO trials, nothing between the asks); ``slow``: the slowest worker's time over the
-    workers' mean; ``shares``: the CPU share of a worker's time, of the receive's and the cores the step keeps
-    busy; ``cores``: the cores they share (the module's docstring); ``memo``: each column's figure by its
-    :data:`Column` key, read and filled (a model's variants share many columns: IO's do not depend on the step)."""
+    """Steady seconds a batch for each column of ``worker``, ``main`` and ``step`` (mean seconds a batch; ``step``
+    0: the IO trials); ``slow``: the slowest worker's time over the workers' mean; ``shares``: the CPU share of a
+    worker's time, of the receive's, and the cores the step keeps busy; ``memo``: figures by :data:`Column` key,
+    read and filled (a model's variants share many columns)."""
     if workers < 1:
         raise ValueError(f"periods: workers must be 1 or more, got {workers}")
     if batches <= WARM:
@@ -146,7 +121,6 @@ def periods(
 
 
 def _play(workers: int, depth: int, ws: Sequence[float], ms: Sequence[float], ss: Sequence[float]) -> float:
-    """One column: the steady seconds a batch (see :func:`periods`)."""
     n = len(ws)
     got = [0.0] * n
     free = [0.0] * workers  # each worker's end of its last batch
@@ -164,10 +138,8 @@ def _play(workers: int, depth: int, ws: Sequence[float], ms: Sequence[float], ss
 
 
 def _paces(workers: int, shares: Tuple[float, float, float], cores: float) -> List[List[Tuple[float, float]]]:
-    """The paces (a busy worker's, the main process's) with ``n`` workers busy and the main process waiting (0),
-    receiving (1) or stepping (2): ``[n][phase]``. A thread whose time is ``share`` on the CPU (more than 1: all of
-    it, on that many cores) goes at ``1 / ((1 - on) + on / room)`` of its pace, ``on`` its share up to 1 and
-    ``room`` the cores over the running threads' demand (1 while the demand is within the cores)."""
+    """The paces (a busy worker's, the main process's), ``[n workers busy][main: waiting, receiving, stepping]``: a
+    thread goes at ``1 / ((1 - on) + on / room)``, ``on`` its CPU share up to 1, ``room`` the cores over the demand."""
     fw, fm, fs = shares
 
     def pace(on: float, room: float) -> float:
@@ -193,9 +165,8 @@ def _play_shared(
     shares: Tuple[float, float, float],
     cores: float,
 ) -> float:
-    """One column with the cores shared among the running threads (see :func:`periods`): an event simulation
-    in which every busy worker goes at the same pace, so the workers' progress is one clock (``done``: the
-    seconds of its own work each busy worker has done since the start) and their batches' ends a heap on it."""
+    """One column with the cores shared: every busy worker goes at the same pace, so the workers' progress is one
+    clock (``done``) and their batches' ends a heap on it."""
     paces = _paces(workers, shares, cores)
     n = len(ws)
     got = [0.0] * n

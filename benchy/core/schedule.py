@@ -1,15 +1,9 @@
 """The plan of a benchmark, as data (pure, no torch): the trial kinds, what each mode may run, and the windows'
-lengths; :mod:`benchy.core.machine` walks it.
+lengths (docs/guide/schedule.md); :mod:`benchy.core.machine` walks it.
 
-IO trials run on passes of benchy's own, hidden from the training loop. SYNTHETIC and FULL trials are *windows* of
-the loop's own steps (``benchy.measure.window``), alternating S F F S S F F S ..., warm-ups included, so that a step
-time that still drifts is charged to both modes alike. With ``ntrials: auto`` windows are short first and grow
-(:data:`FIRST_WINDOW`, then :data:`GROWTH` times longer each, up to ``nbatches``); with a fixed ``ntrials`` every
-window is ``nbatches`` long.
-
-IO trials and FULL windows are whole *rounds* of the loader (``cycle``: a DataLoader with ``k`` workers hands out
-its batches worker after worker, so its hand-outs repeat every ``k`` batches, and a stretch of whole rounds takes a
-round's time wherever it starts), at least :data:`FIRST_ROUNDS` of them (:meth:`ModePlan.length`).
+Windows alternate S F F S S F F S ..., warm-ups included, so that a step time that still drifts is charged to both
+modes alike. IO trials and FULL windows are whole *rounds* of the loader (``cycle``: its workers hand out batches in
+turn, so a stretch of whole rounds takes a round's time wherever it starts).
 """
 
 from __future__ import annotations
@@ -55,11 +49,8 @@ FIGURE_PRECISION = 0.05
 
 
 class Extra(str, enum.Enum):
-    """What runs after the verdict, most useful first (:mod:`benchy.core.machine` orders them by the verdict):
-    the step's FLOPs (two untimed steps of the loop on the cached batch), the loader's stage trials and its
-    host-to-device copies (on benchy's own passes), the step's parts and the step beside the loader running
-    flat out (windows of the loop, never counted), and the what-if model's emulated-step check (benchy's own
-    pass). The value names it in the JSON and the output."""
+    """What runs after the verdict (:func:`benchy.core.machine.extras_order` orders them); the value names it in the
+    JSON and the output."""
 
     FLOPS = "FLOPS"
     STAGES = "STAGES"
@@ -103,8 +94,7 @@ class TrialSpec:
 
 @dataclass(frozen=True)
 class ModePlan:
-    """One mode's share of the plan; ``None`` counts are ``auto``, with their bounds. ``first``: the first
-    window's length (``nbatches`` with a fixed ``ntrials``)."""
+    """One mode's share of the plan; ``None`` counts are ``auto``, with their bounds."""
 
     mode: Mode
     nbatches: int
@@ -118,9 +108,8 @@ class ModePlan:
     cycle: int = 1  # the loader's round in batches (IO and FULL; 1 for SYNTHETIC): each trial is whole rounds
 
     def length(self, k: int) -> int:
-        """The ``k``-th window (or IO trial) of the mode, warm-ups included, from 0. With a round of ``cycle`` > 1
-        batches: whole rounds, at least :data:`FIRST_ROUNDS` of them (past ``nbatches`` only where that is shorter than
-        those), growing from there; ``nbatches`` is taken to the nearest whole rounds."""
+        """The ``k``-th window (or IO trial) of the mode, warm-ups included, from 0; in whole rounds, at least
+        :data:`FIRST_ROUNDS` of them (past ``nbatches`` only where that is shorter)."""
         c = max(1, self.cycle)
         longest = self.nbatches if c == 1 else max(FIRST_ROUNDS * c, c * max(1, round(self.nbatches / c)))
         first = min(longest, self.first or longest)
@@ -148,7 +137,6 @@ class ModePlan:
 
 
 def _whole(n: int, cycle: int) -> int:
-    """``n`` batches up to whole rounds of ``cycle``."""
     return -(-n // cycle) * cycle
 
 

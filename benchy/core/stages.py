@@ -1,20 +1,7 @@
 """Why the loader is slow: each stage and each worker of the diagnostic stage trials (pure, no torch).
 
-The stage trials (``measure.stages``) drain an instrumented copy of the loader and record, per batch:
-when the main process asked for it and got it, which worker made it, when that worker started and
-finished it, the seconds of each stage in the worker (the dataset's own ``__getitem__``, each
-transform step, ``collate_fn``), and the main process's receiving and pinning. :func:`analyse` turns
-that into a :class:`StageReport`:
-
-* **The IO period, stage by stage.** A stage in the workers costs the period its time per batch
-  divided by the workers running in parallel (``seconds / (workers x period)``: its share of the
-  workers' capacity); a stage in the main process costs its time per batch (``seconds / period``).
-  With workers, the main process's wait is explained by the workers' work when they are busy, so
-  what is left unexplained is ``1 - max(workers' busy share, main process's work share)``; without
-  workers every stage is on the main thread and the remainder is the loader's own code.
-* **Each worker**: batches made, busy and idle time, time per batch; the slowest (:func:`slowest_worker`).
-* **Order**: batches out of order and the head-of-line time, the most ``in_order=False`` could give back
-  (:func:`_order`).
+:func:`analyse` turns the per-batch records of ``measure.stages`` into a :class:`StageReport`: the stages' shares
+of the IO period, each worker, the order; the figures are defined in docs/guide/loader-stages.md.
 """
 
 from __future__ import annotations
@@ -39,8 +26,7 @@ OFF_CPU = 0.5  # the dataset's own work off the CPU more than this share: it wai
 
 
 class WorkerMemory(Record, frozen=True):
-    """One worker's memory: unique set size (pages only it holds), proportional set size where the
-    kernel gives it (shared pages split among their holders), and RSS (shared pages counted whole)."""
+    """One worker's memory: USS (pages only it holds), PSS where the kernel gives it, RSS (shared pages whole)."""
 
     worker: Index
     uss: Count = msgspec.field(name="uss_bytes")
@@ -50,8 +36,8 @@ class WorkerMemory(Record, frozen=True):
 
 @dataclass(frozen=True, eq=False)
 class StageTrial:
-    """One diagnostic stage trial: per batch (in the order the loop got them) the record its worker
-    made and the main process's times; all clocks are one machine-wide monotonic clock."""
+    """One diagnostic stage trial, per batch in the order the loop got them; all clocks are one machine-wide
+    monotonic clock."""
 
     label: str
     warmup: bool
@@ -83,8 +69,7 @@ class StageTrial:
 
 
 class StageKind(str, enum.Enum):
-    """What a stage is: the dataset's own ``__getitem__``, a timed transform step, ``collate_fn``, the main
-    process's receiving, pinning and sampler, and its wait for a worker's batch."""
+    """What a stage is (WAIT: the main process's wait for a worker's batch)."""
 
     DATASET = "dataset"
     TRANSFORM = "transform"
@@ -100,8 +85,8 @@ MAIN_WORK = (StageKind.RECEIVE, StageKind.PIN, StageKind.SAMPLER)  # the main pr
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage: seconds per batch (mean), where it runs, and its share of the IO period; ``step``: a transform's
-    step as the instrumented loader names it (``transform Normalize``)."""
+    """One stage: seconds per batch (mean) and its share of the IO period; ``step``: a transform's name
+    (``transform Normalize``)."""
 
     kind: StageKind
     where: str  # "workers", "main" (the loop's thread) or "pin thread"
@@ -112,12 +97,11 @@ class Stage:
 
     @property
     def name(self) -> str:
-        """The stage's identifier: a transform's step, else its kind (``dataset``, ``receive`` ...)."""
         return self.step if self.kind is StageKind.TRANSFORM else self.kind.value
 
     @property
     def waits(self) -> bool:
-        """Most of its time is off the CPU (the dataset's reads, the main process waiting for a worker's hand-over)."""
+        """Most of its time is off the CPU."""
         return self.off_cpu is not None and self.off_cpu >= OFF_CPU
 
 
@@ -138,8 +122,7 @@ class WorkerStat(Record, frozen=True, kw_only=True):
 
 @dataclass(frozen=True)
 class SlowWorker:
-    """The slowest of two or more workers (:func:`slowest_worker`): its time a batch, the others' median, and the
-    share of the IO throughput its pace costs."""
+    """The slowest of two or more workers (:func:`slowest_worker`)."""
 
     worker: int
     seconds: float  # its time a batch
@@ -148,7 +131,6 @@ class SlowWorker:
 
     @property
     def ratio(self) -> float:
-        """Its time a batch over the others' median."""
         return self.seconds / self.typical
 
     @property
@@ -159,8 +141,7 @@ class SlowWorker:
 
 @dataclass
 class StageReport:
-    """What the steady stage trials say (see the module's docstring); :func:`benchy.results.schema.stages_block`
-    writes it as the JSON's ``stages``."""
+    """What the steady stage trials say; the JSON's ``stages``."""
 
     period: float  # seconds per batch of the stage trials (the IO period, instrumented)
     throughput: float
@@ -191,25 +172,21 @@ class StageReport:
 
     @property
     def straggler(self) -> Optional[SlowWorker]:
-        """The slowest worker, where it is worth naming (:attr:`SlowWorker.named`)."""
         return self.slowest if self.slowest is not None and self.slowest.named else None
 
     @property
     def main_seconds(self) -> float:
-        """The main process's own work a batch with workers: receiving, pinning and the sampler where they run on
-        the loop's thread (its wait for the workers left out)."""
+        """The main process's own work a batch on the loop's thread (its wait for the workers left out)."""
         return sum(st.seconds for st in self.stages if st.where == "main" and st.kind in MAIN_WORK)
 
     @property
     def largest(self) -> Optional[Stage]:
-        """The stage that takes the largest share of the period (the main process's wait excluded)."""
         named = [s for s in self.stages if s.kind is not StageKind.WAIT]
         return max(named, key=lambda s: s.share) if named else None
 
     @property
     def waits_off_cpu(self) -> bool:
-        """Whether the advice comes from a stage that waits off the CPU (the dataset's ``__getitem__`` or
-        the main process's receive): on a machine whose cores are saturated that is a wait for a core."""
+        """Whether the advice comes from a stage that waits off the CPU: on saturated cores, a wait for a core."""
         top = self.largest
         return (
             top is not None and top.kind in (StageKind.DATASET, StageKind.RECEIVE) and top.waits and self.advice == stage_fix(top)
@@ -217,10 +194,7 @@ class StageReport:
 
     @property
     def advice(self) -> Optional[Fix]:
-        """The change the stages point to: more workers when the workers are busy and cores are free
-        (workers at all, when the loading runs on the training thread and cores are free);
-        in_order=False when head-of-line waits are large and larger than the largest stage's share;
-        else the largest stage's fix."""
+        """The change the stages point to (docs/guide/loader-stages.md, the advice)."""
         busy, free = self.worker_busy or 0.0, self.free_cores or 0.0  # None: not known, no advice from it
         if self.workers and busy >= BUSY_WORKERS and free >= 1.0:
             return Fix(FixKind.MORE_WORKERS, figure=busy, other=free, workers=self.workers)
@@ -234,7 +208,7 @@ class StageReport:
 
     @property
     def timer_share(self) -> Optional[float]:
-        """The timers' own cost as a share of the period (in the unexplained part; None: not measured)."""
+        """The timers' own cost as a share of the period (part of the unexplained)."""
         if self.instrumentation is None or self.period <= 0 or self.batches <= 0:
             return None
         per_batch = self.instrumentation * self.samples / self.batches
@@ -242,8 +216,6 @@ class StageReport:
 
 
 class FixKind(str, enum.Enum):
-    """The change the stage trials point to."""
-
     MORE_WORKERS = "more-workers"  # the workers busy (``figure``), cores free (``other``)
     LOADER_WORKERS = "loader-workers"  # no workers, cores free (``figure``)
     OUT_OF_ORDER = "out-of-order"  # head-of-line waits (``figure``: their share of the time)
@@ -290,8 +262,7 @@ ORDER_MARGIN = 0.1  # a later batch counts as ready first when it was by this sh
 
 
 def _idle(trial: StageTrial) -> Dict[int, List[Tuple[float, float]]]:
-    """Per worker, the intervals between the end of one of its batches and the start of its next
-    (waiting for work: the loader had not sent it an index), over the trial's batches."""
+    """Per worker, the intervals it waited for work (the loader had not sent it an index)."""
     out: Dict[int, List[Tuple[float, float]]] = {}
     for w in {int(x) for x in trial.worker}:
         mine = trial.worker == w
@@ -314,13 +285,10 @@ def _covered(lo: float, hi: float, intervals: Sequence[Tuple[float, float]]) -> 
 
 
 def _order(trial: StageTrial) -> Tuple[int, float]:
-    """(batches out of order, head-of-line seconds) of one trial, among the batches in flight
-    (``2 x workers`` after each); "ready first" by more than :data:`ORDER_MARGIN` of the median
-    batch's work time, so that two workers finishing together are not called out of order.
+    """(batches out of order, head-of-line seconds) of one trial, among the ``2 x workers`` batches in flight.
 
-    Head-of-line time is what ``in_order=False`` could give back: while the loop waited for batch
-    ``k`` with a later batch ready, the time another worker sat idle (it gets a new index only when
-    the loop takes a batch). Workers merely out of phase, each busy, lose nothing to the order."""
+    Head-of-line time is what ``in_order=False`` could give back: while the loop waited for a batch with a later one
+    ready, the time another worker sat idle. Workers merely out of phase, each busy, lose nothing to the order."""
     end, asked, got, worker = trial.end, trial.asked, trial.got, trial.worker
     window = max(2, 2 * trial.workers)
     margin = ORDER_MARGIN * float(np.median(trial.end - trial.start)) if len(end) else 0.0
@@ -469,11 +437,8 @@ def _workers(steady: Sequence[StageTrial], seconds: float) -> List[WorkerStat]:
 
 
 def slowest_worker(per_worker: Sequence[WorkerStat], workers: int, main: float) -> Optional[SlowWorker]:
-    """The slowest of two or more workers that made batches: its time a batch against the median of the others', and
-    what its pace costs the IO throughput. With in-order delivery the loop takes the workers' batches in turn, so the
-    pool delivers ``W`` batches per slowest worker's batch: IO would be ``t_slow / t_others`` times higher with that
-    worker as fast as the others, where the workers limit IO (``main``, the main process's own work a batch, bounds
-    what can be won)."""
+    """The slowest of two or more workers and what its pace costs IO: with in-order delivery the pool delivers ``W``
+    batches per slowest worker's batch (``main``, the main process's own work a batch, bounds what can be won)."""
     measured = [w for w in per_worker if w.batches > 0]
     if len(measured) < 2:
         return None
@@ -491,8 +456,7 @@ FILES_READ = 1 << 20  # ... once the loader read at least this many bytes of fil
 
 
 class FirstPass(Record, frozen=True, kw_only=True):
-    """The loader's first batches against its steady IO trials, and whether the IO trials' files
-    came from the page cache (``ratio`` and ``warm_cache`` follow from the rest)."""
+    """The loader's first batches against its steady IO trials (``ratio`` and ``warm_cache`` follow from the rest)."""
 
     label: str = msgspec.field(name="first_trial", default="IO_WARMUP_1")  # the first IO trial (IO_1 without warm-ups)
     first: Number = msgspec.field(name="first_throughput")

@@ -1,10 +1,6 @@
-"""The verdict: which side limits training, what the other measurements add, and the one change most
-likely to help (pure: no torch, no printing, no text). Worked out once per summary as a :class:`Reading`.
-
-IO against SYNTHETIC is a ratio test on a log scale; FULL is read against the slower of the two.
-:func:`diagnosis` adds the claims each other measurement supports (data wait, why the loader is slow,
-periodic stalls, host-to-device copies, start-up, the loader sweep) and the advice, as the values of
-:mod:`benchy.core.claims`; :mod:`benchy.results.text.verdict` says them.
+"""The verdict: which side limits training, what the other measurements add (:mod:`benchy.core.claims`), and the
+one change most likely to help (pure: no torch, no text). Worked out once per summary as a :class:`Reading`;
+docs/guide/verdict.md says how it is read.
 """
 
 from __future__ import annotations
@@ -73,8 +69,7 @@ def system_means(trials: Sequence[TrialResult]) -> Optional[Dict[str, float]]:
 
 
 def figure_means(found: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
-    """The mean of each figure that is a number in every one of ``found`` (None: ``found`` is empty):
-    the SYSTEM line's means, also those of a saved run's ``system`` entries."""
+    """The mean of each figure that is a number in every one of ``found`` (None: ``found`` is empty)."""
     if not found:
         return None
     keys = [k for k in found[0] if all(isinstance(f.get(k), (int, float)) and not isinstance(f.get(k), bool) for f in found)]
@@ -87,9 +82,8 @@ def disturbed_trials(results: RunResults) -> List[TrialResult]:
 
 
 def first_pass(results: RunResults) -> Optional[FirstPass]:
-    """The loader's first IO batches (IO_WARMUP_1; without IO warm-ups IO_1, against the later IO
-    trials) against the measured IO trials, with the files the loader read in those and how much of
-    them came from storage (None without both)."""
+    """The loader's first IO batches against the measured IO trials, with the files read and how much of them came
+    from storage."""
     first = next((t for t in results.warmups(Mode.IO) if t.spec.index == 1), None)
     measured = results.measured(Mode.IO)
     if first is None and len(measured) >= 2:  # no IO warm-up: the first IO trial was the first pass
@@ -123,8 +117,7 @@ def busy(results: RunResults, more: MoreTrials = MoreTrials()) -> Optional[Busy]
 
 
 def copies(results: RunResults) -> Optional[Copies]:
-    """What host-to-device copies cost the loader, when they cost more than 10 % of its rate (``limits``: the
-    copies rather than the loader limit training)."""
+    """What host-to-device copies cost the loader, when they cost more than 10 % of its rate."""
     est, io = h2d_estimate(results), own_io(results)
     syn = estimate([t.own_throughput for t in results.measured(Mode.SYNTHETIC)])
     if est.mean is None or not io.mean or est.mean >= H2D_SLOWER * io.mean:
@@ -134,8 +127,8 @@ def copies(results: RunResults) -> Optional[Copies]:
 
 
 def loader_cause(results: RunResults, found: Optional[Verdict], workers: int) -> Optional[Tuple[LoaderCause, Help]]:
-    """Why the loader is slow, from the IO trials' system metrics, when loading limits training (an
-    inconsistent reading included: IO is still the slower side): (the cause, the change it points to)."""
+    """Why the loader is slow, from the IO trials' system metrics, when loading limits training (an inconsistent
+    reading included: IO is still the slower side)."""
     if found is None or found.outcome is not Outcome.DATA_LOADING:
         return None
     means = system_means(results.measured(Mode.IO))
@@ -173,14 +166,9 @@ def diagnosis(
     compute: Optional[ComputeReport] = None,
     tokens: Optional[TokenReport] = None,
 ) -> List[Claim]:
-    """What the verdict adds to the IO-vs-SYNTHETIC reading, each claim with its number: how much
-    FULL waits for data, why the loader is slow (CPU, workers, storage), periodic stalls,
-    host-to-device copies, start-up; then the one change most likely to help. ``full_profile``:
-    FULL's step profile (it reads every step: the final summary passes it, checkpoints do not).
-    After a loader sweep: which swept setting feeds the step; when loading limits training and one
-    other than the loader's own does, it is the advice (measured beats the guesses above).
-    ``compute``: the step's MFU, said (with its advice) where compute limits; ``tokens``: padding
-    above 10 % is said, and is the advice where compute limits."""
+    """The claims the other measurements add to the IO-vs-SYNTHETIC reading, then the one change most likely to
+    help. ``full_profile`` None (checkpoints): no stall claim. A swept setting that feeds the step is the advice
+    where loading limits: measured beats the guesses."""
     claims: List[Claim] = []
     limited = found is not None and found.limits(Outcome.COMPUTE)
     loading = found is not None and found.outcome is Outcome.DATA_LOADING
@@ -241,9 +229,7 @@ def diagnosis(
 def choose_advice(
     found: Optional[Verdict], loader_fix: Optional[Advice], copies_limit: bool, restart: bool, starved: bool
 ) -> Optional[Advice]:
-    """The one change most likely to help, from the strongest signal: copies that limit training,
-    then (loading the limit) the loader's own cause, its stalls, its start-up; (compute the
-    limit) the start-up the loop still pays, else a faster step."""
+    """The one change most likely to help, from the strongest signal."""
     if found is None or not found.decided:
         return None
     if copies_limit:
@@ -271,8 +257,7 @@ class Outcome(enum.Enum):
 
 
 def outcome_of(label: str) -> Tuple[Optional[Outcome], bool]:
-    """A saved ``decision.outcome`` read back: (the outcome, or None for a label no benchy writes;
-    whether it was inconsistent), e.g. ``inconsistent: compute`` -> (COMPUTE, True)."""
+    """A saved ``decision.outcome`` read back: (the outcome, None for a label no benchy writes; inconsistent)."""
     inconsistent = label.startswith("inconsistent: ")
     value = label[len("inconsistent: ") :] if inconsistent else label
     found = next((o for o in Outcome if o.value == value), None)
@@ -304,9 +289,7 @@ class Full:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The reading of a run: its outcome (``inconsistent``: FULL above the slower side by more than the intervals
-    allow, so the numbers are not to be read), IO against SYNTHETIC, FULL against the slower of the two, and how
-    this run gets more trials (what an undecided verdict advises)."""
+    """The reading of a run; ``more``: how this run gets more trials (what an undecided verdict advises)."""
 
     outcome: Outcome
     comparison: Comparison  # SYNTHETIC against IO
@@ -330,11 +313,9 @@ class Verdict:
 
     @property
     def decided(self) -> bool:
-        """A side was found (or both balanced) and the measurement is consistent."""
         return self.outcome is not Outcome.UNDECIDED and not self.inconsistent
 
     def limits(self, outcome: Outcome) -> bool:
-        """``outcome`` is the verdict's and the measurement is consistent."""
         return self.outcome is outcome and not self.inconsistent
 
     @property
@@ -349,13 +330,8 @@ def balanced_bounds(tolerance: float = BALANCE_TOLERANCE) -> Tuple[float, float]
 
 
 def _io_vs_synthetic(c: Comparison) -> Outcome:
-    """IO against SYNTHETIC: balanced, decided either way, or undecided.
-
-    Balanced needs evidence, not two close means: the whole interval of SYNTHETIC/IO (at the
-    verdict's confidence) must lie within 5 % either way, an equivalence test on the log ratio
-    (the same as two one-sided t-tests, each at half the interval's error rate). Two trials a side of steady sides pass it;
-    two close means with a wide spread do not, and are undecided.
-    """
+    """Balanced needs evidence, not two close means: the whole interval of SYNTHETIC/IO must lie within 5 % either
+    way (an equivalence test, the same as two one-sided t-tests); two close means with a wide spread are undecided."""
     low_ok, high_ok = balanced_bounds()
     low, high = c.low, c.high
     if low is None or high is None:
@@ -395,9 +371,7 @@ def decide(
     confidence: float = 0.95,
     more: MoreTrials = MoreTrials(),
 ) -> Optional[Verdict]:
-    """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC): IO against
-    SYNTHETIC (:func:`_io_vs_synthetic`; ``confidence``: 95 % by default, 99 % when trials stop adaptively, see
-    ``core.machine``), then FULL against the slower of the two (:func:`_full`)."""
+    """Which side limits training, from the trial throughputs of each mode (None without IO or SYNTHETIC)."""
     c = compare_log(io, synthetic, confidence)
     if c is None:
         return None
@@ -413,10 +387,8 @@ def decide(
 
 
 def trials_to_decide(io: Sequence[float], synthetic: Sequence[float], confidence: float, most: int = 64) -> Optional[int]:
-    """How many more trials a side (IO's come with SYNTHETIC's) would likely decide IO against SYNTHETIC, if the
-    means and spreads seen so far held: the fewest ``k`` up to ``most`` with which the ratio's interval lies beyond
-    the balanced band (a side) or within it; 0: decided now; None: not within ``most`` (the sides too close to tell), or
-    too few trials to estimate a spread (two a side)."""
+    """How many more trials a side would likely decide IO against SYNTHETIC, if the means and spreads seen so far
+    held; None: not within ``most``, or fewer than two trials a side."""
     la, lb = np.log(np.asarray(io, dtype=float)), np.log(np.asarray(synthetic, dtype=float))
     if la.size < 2 or lb.size < 2 or not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
         return None
@@ -449,9 +421,7 @@ def verdict(
 
 @dataclass(frozen=True)
 class Reading:
-    """A run's reading, worked out once per summary or JSON write: the verdict (None without IO or
-    SYNTHETIC), the loader's start-up, the claims the other measurements add (advice last), and
-    the loader's first pass (:func:`first_pass`)."""
+    """A run's reading, worked out once per summary or JSON write (claims: advice last)."""
 
     verdict: Optional[Verdict]
     startup: Optional[Startup]
@@ -482,11 +452,8 @@ def read(
     more: MoreTrials = MoreTrials(),
     depth: int = 0,
 ) -> Reading:
-    """The :class:`Reading` of ``results``, every figure the outputs render worked out once: :func:`verdict` and its
-    :func:`diagnosis`, the step's FLOPs against ``peak_flops`` on ``world`` devices, the tokens (``tokens_source``:
-    what ``count: tokens`` counted), the energy, each mode's system means and, with ``steps`` (the final summary:
-    it reads every step), step profile; with ``whatif``, the model of :mod:`benchy.core.whatif` (``depth``: the
-    loader's queue depth)."""
+    """The :class:`Reading` of ``results``, every figure the outputs render worked out once; ``steps`` (the final
+    summary): read every step for the step profiles."""
     profiles = {m: p for m in modes if steps and (p := step_profile(results.measured(m))) is not None}
     systems = {m: s for m in modes if (s := system_means(results.measured(m))) is not None}
     full_profile = profiles.get(Mode.FULL)

@@ -1,15 +1,9 @@
-"""Ranks: who this process is, and the exchange of per-trial results between ranks.
+"""Ranks: who this process is, and the exchange of per-trial results between ranks (docs/guide/distributed.md).
 
-Under ``torch.distributed`` each rank measures its own trials; at each trial end the ranks
-swap (samples, seconds) with an all-gather on a gloo group of benchy's own, which works
-whatever the training's backend (gloo, NCCL) and carries benchy's bounded wait
-(``dist_timeout``). A rank that died or left the schedule makes the others stop with an error
-naming the trial and the ranks that did not report, instead of hanging.
-
-At scale (``benchmarks/ranks.py``, the manual's "Thousands of ranks"): the group connects lazily
-(:func:`_lazy_group`), so a rank opens sockets only to the peers its collectives talk to and making it costs
-no exchange of every rank's address with every other. Before each collective every rank writes one key to the
-rendezvous store, read only when it fails (:func:`missing_ranks`: a few reads per missing rank, not one a rank).
+The exchange runs on a gloo group of benchy's own, whatever the training's backend, with benchy's bounded wait
+(``dist_timeout``): a rank that died or left the schedule makes the others stop with an error naming it, instead
+of hanging. At scale the group connects lazily (:func:`_lazy_group`), and the rendezvous store's keys are read only
+when a collective fails (:func:`missing_ranks`).
 """
 
 from __future__ import annotations
@@ -84,8 +78,8 @@ class TorchComm:
         self._held[what] = work
 
     def _missing(self, key: str) -> Optional[List[int]]:
-        """After a failed collective: the ranks that never entered it (None when the store cannot tell). A rank
-        next to a dead one fails at once, while others are still on their way: read until unchanged for :data:`SETTLE_S`."""
+        """After a failed collective: the ranks that never entered it (None: the store cannot tell). Read until
+        unchanged for :data:`SETTLE_S`: a rank next to a dead one fails at once, while others are still on their way."""
         if self._store is None:
             return None
         try:
@@ -103,10 +97,8 @@ class TorchComm:
             return None
 
     def _named(self, key: str, missing: Optional[List[int]]) -> None:
-        """Say this rank has read the missing ranks; rank 0, when the store lives in its process (a
-        launcher without torchrun's agent, such as srun), waits until every other rank that entered the
-        collective has read them too (at most ``dist_timeout``): were it to leave first, they would lose
-        the store and could not name anyone."""
+        """Say this rank has read the missing ranks; rank 0, when the store lives in its process (srun, say),
+        waits until the others have read them too: were it to leave first, they could not name anyone."""
         store = self._store
         if store is None:
             return
@@ -148,8 +140,7 @@ class TorchComm:
             ) from None
 
     def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0, started: float = math.nan) -> List[Report]:
-        """Every rank's (samples, seconds, extra, started); ``extra`` carries a warm-up's step-time drift,
-        ``started`` the trial's start in Unix seconds (the timeline's)."""
+        """Every rank's (samples, seconds, warm-up drift, start in Unix seconds)."""
         import torch
 
         mine = torch.tensor([float(samples), float(seconds), float(extra), float(started)], dtype=torch.float64)
@@ -168,10 +159,8 @@ class TorchComm:
         merge: Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]], np.ndarray[Any, Any]],
         what: str = "trial summaries",
     ) -> np.ndarray[Any, Any]:
-        """``values`` of every rank merged (``merge(a, b)``, associative and commutative), the result on
-        every rank: up a binomial tree to rank 0 and back down, by point-to-point messages of the
-        vector's fixed size. log2 of the ranks rounds each way, and each rank talks to at most that
-        many others (gloo's all-reduce is a ring: 2 (N - 1) rounds)."""
+        """``values`` of every rank merged (``merge``: associative, commutative), the result on every rank: up a
+        binomial tree and back down, log2 N rounds each way (gloo's all-reduce is a ring: 2 (N - 1) rounds)."""
         return np.asarray(self._collective(label, what, lambda: self._tree(values, merge)))
 
     def _tree(self, values: Sequence[float], merge: Any) -> Any:
@@ -207,9 +196,8 @@ class TorchComm:
         return out
 
     def report_failure(self, reason: str) -> None:
-        """This rank's training failed (an uncaught exception ends it): say so in the job's rendezvous
-        store, so that the ranks the launcher stops next can name it. One counter and one key per
-        failure: reading them costs the failures, not the ranks."""
+        """This rank's training failed: say so in the rendezvous store, so that the ranks the launcher stops next
+        can name it (one counter and one key per failure: reading them costs the failures, not the ranks)."""
         store = self._store
         if store is None:
             return
@@ -241,8 +229,8 @@ class TorchComm:
         return out
 
     def shutdown(self) -> None:
-        """Tear the process groups down; the works held and benchy's group are let go on this thread (the group's
-        destructor joins its worker threads, so none is left to free a tensor during exit)."""
+        """Tear the process groups down on this thread (the group's destructor joins its worker threads, so none is
+        left to free a tensor during exit)."""
         if self._dist.is_initialized():
             self._dist.destroy_process_group()
         self._held.clear()
@@ -258,9 +246,8 @@ FAILED_READ_S = 1.0  # the longest wait for a failure's key once its count is th
 
 
 def _lazy_group(dist: Any, timeout_s: float) -> Any:
-    """benchy's gloo group, connecting each pair of ranks only when a collective first needs it
-    (``TORCH_GLOO_LAZY_INIT``, set only while the group is made: the job's own groups are left as the
-    job makes them)."""
+    """benchy's gloo group, connecting each pair of ranks only when a collective first needs it (the variable is set
+    only while the group is made: the job's own groups are left as they are)."""
     name = "TORCH_GLOO_LAZY_INIT"
     before = os.environ.get(name)
     os.environ[name] = "1"
@@ -274,9 +261,7 @@ def _lazy_group(dist: Any, timeout_s: float) -> Any:
 
 
 def missing_ranks(store: Any, key: str, world: int) -> List[int]:
-    """The ranks ``r`` below ``world`` without a ``<key>/<r>`` entry in ``store``: ranges that are
-    complete are passed over with one ``check`` each, so ``k`` missing ranks cost about ``2 k log2(world)``
-    reads, not ``world``."""
+    """The ranks without a ``<key>/<r>`` entry in ``store``, in about ``2 k log2(world)`` reads for ``k`` missing."""
     names = [f"{key}/{r}" for r in range(world)]
     out: List[int] = []
 
@@ -333,8 +318,7 @@ def merge_summaries(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndar
 
 
 def summarised(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple[TrialResult, Optional[float]]:
-    """:func:`combine` past ``dist_rank_lists`` ranks: fixed-size figures reduced up and down a tree
-    (:meth:`TorchComm.reduce`) in place of every rank's list."""
+    """:func:`combine` past ``dist_rank_lists`` ranks: fixed-size figures reduced in place of every rank's list."""
     rank = float(comm.rank)
     unknown = change is None or math.isnan(change)
     mine = [
@@ -363,9 +347,8 @@ def summarised(comm: Any, result: TrialResult, change: Optional[float]) -> Tuple
 
 
 def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int = 1 << 30) -> Tuple[TrialResult, Optional[float]]:
-    """All ranks' view of a trial: samples of all ranks over the slowest rank's time, and the
-    warm-up change of the rank still speeding up most (None when a rank could not tell). Up to
-    ``lists`` ranks every rank's figures are kept (an all-gather); past it, a summary (:func:`summarised`)."""
+    """All ranks' view of a trial: samples of all ranks over the slowest rank's time, and the warm-up change of the
+    rank still speeding up most (None when a rank could not tell)."""
     if comm.world == 1:
         return result, change
     if comm.world > lists:
@@ -400,10 +383,8 @@ def schedule_digest(fingerprint: Any) -> List[float]:
 
 
 def agree(comm: Any, fingerprint: Any, lists: int = RANK_LISTS_DEFAULT) -> None:
-    """Ranks must run the same trials (each trial's results are exchanged and combined): raise a
-    DistributedError on every rank, together, when their schedules differ. Past ``lists`` ranks
-    (``dist_rank_lists``: where gathering every rank's schedule at every rank costs a ring of N steps)
-    a hash is reduced up and down the tree first; the schedules are gathered only when it differs."""
+    """Raise a DistributedError on every rank, together, when their schedules differ (their results are combined
+    trial by trial). Past ``lists`` ranks a hash is compared first; the schedules are gathered only when it differs."""
     if comm.world > lists and hasattr(comm, "reduce"):
         found = comm.reduce("start (schedule check)", schedule_digest(fingerprint), np.maximum, "schedule hashes")
         if found[0] == -found[2] and found[1] == -found[3]:

@@ -62,12 +62,10 @@ class Stamps:
         self.end = UNSET  # the clock's stop (:meth:`stop`)
 
     def start(self, value: float) -> None:
-        """Stamp 0 (a loop that takes it outside its chunks)."""
         self.first = self.last = value
         self.done = 1
 
     def flush(self, count: int) -> None:
-        """Move stamps ``done`` to ``done + count - 1`` (``buf[:count]``, and ``asks[:count]``) into the periods."""
         if count <= 0:
             return
         d = self.done
@@ -118,7 +116,6 @@ class Stamps:
         return self.last - float(np.sum(_view(self.periods)[i : d - 1], dtype=np.float64))
 
     def period(self, i: int) -> float:
-        """Period ``i`` (stamp ``i`` to ``i + 1``), both stamps taken."""
         return float(self.periods[i]) if i + 1 < self.done else self.get(i + 1) - self.get(i)
 
     def written(self) -> int:
@@ -129,7 +126,6 @@ class Stamps:
             return self.done + len(self.buf)
 
     def grow(self, stamps: int) -> None:
-        """Room for at least ``stamps`` stamps (a window that spans epochs needs more)."""
         if len(self.periods) < stamps - 1:
             self.periods.extend(_zeros(PERIOD_CODE, stamps - 1 - len(self.periods)))
         if self.waits is not None and len(self.waits) < stamps - 1:
@@ -156,7 +152,6 @@ class Series:
         return len(self.data)
 
     def flush(self, count: int) -> None:
-        """Move ``buf[:count]`` into ``data`` (from ``done`` on) and blank those slots."""
         if count > 0:
             start = self.done
             self.data[start : start + count] = array(_COUNTS, self.buf[:count])
@@ -170,14 +165,12 @@ class Series:
             self.buf[i - self.done] = value
 
     def total(self, low: int, high: int) -> float:
-        """The sum of values ``low`` to ``high - 1``."""
         if high <= self.done:
             return float(sum(self.data[low:high]))
         head = float(sum(self.data[low : self.done])) if low < self.done else 0.0
         return head + float(sum(self.buf[max(0, low - self.done) : high - self.done]))
 
     def grow(self, length: int) -> None:
-        """At least ``length`` values (the new ones 0)."""
         if len(self.data) < length:
             self.data.extend(_zeros(_COUNTS, length - len(self.data)))
 
@@ -186,7 +179,6 @@ class Series:
         self.flush(min(count, len(self.data)) - self.done)
 
     def values(self, n: int) -> np.ndarray[Any, Any]:
-        """The first ``n`` counts (a view)."""
         return _view(self.data)[:n]
 
     def release(self) -> None:
@@ -255,15 +247,11 @@ def build_result(
     gaps: Optional[Pauses] = None,
     drop: Sequence[int] = (),
 ) -> TrialResult:
-    """A :class:`TrialResult` over the first ``periods`` periods (default: one a count) less those in ``drop``
-    (a window's periods left out), from the series the loop filled (moved by the caller; the clock stopped).
+    """A :class:`TrialResult` over the first ``periods`` periods less those in ``drop``, from the series the loop
+    filled. ``fetched`` (FULL): when the last fetch returned, before the closing sync (the step's work, not the
+    loader's); ``gaps``: benchy's own time inside FULL's wait part, taken out of the period and its wait.
 
-    ``fetched`` (FULL): when the last fetch returned, before the closing device sync (the step's work, not the
-    loader's). ``pauses``: benchy's own time inside the step part of a period, taken out of it; ``gaps``: its
-    time inside FULL's wait part, taken out of the period and its wait.
-
-    Memory: the result takes over the series' own arrays, the periods left out moved out in place; nothing per
-    step is allocated beyond the counts in their smallest type. The series are used up: build the result last.
+    The result takes over the series' own arrays (nothing per step is allocated): build it last.
     """
     n = len(sizes) if periods is None else periods
     step_seconds = stamps.periods
@@ -330,8 +318,7 @@ def build_result(
 
 
 def part_round(start: int, stop: int, cycle: int) -> range:
-    """The periods of the consecutive run ``start`` to ``stop`` (excluded) past its last whole round of ``cycle``
-    periods: those a trial in whole rounds leaves out (empty for ``cycle`` 1)."""
+    """The periods of ``start`` to ``stop`` (excluded) past its last whole round of ``cycle``: those left out."""
     whole = max(0, stop - start) // max(1, cycle) * max(1, cycle)
     return range(start + whole, max(start + whole, stop))
 

@@ -1,35 +1,18 @@
 """The hot loops: the IO trial over benchy's own batches, and the loop's epoch with its windows
-(no printing, no torch import).
+(no printing, no torch import; what a trial times: docs/guide/what-is-measured.md).
 
-**IO** (:func:`io_trial`) drains ``n`` batches from a batch source by itself: from receiving one
-batch to receiving ``n`` more; the ``n`` received inside the window are counted. Where a pass ends inside
-it, the period that holds the next pass's start-up (its ``iter()``, its workers' first batches) is left out
-(the loader's start-up is measured on its own), and so is the part of a round of the loader's workers
-(``spec.cycle``) that each stretch holds past its whole rounds.
+**IO** (:func:`io_trial`) drains ``n`` batches by itself, from receiving one batch to receiving ``n`` more. A
+period that holds a new pass's start-up is left out (the start-up is measured on its own), and so is each stretch's
+part of a round past its whole rounds.
 
-**An epoch** (:func:`epoch_loop`) is what the training loop iterates: one per ``iter()`` of a
-wrapper, over a pass of the loader made at that ``iter()``, as the plain loader makes it. It hands
-out *segments*, each chosen by the session (the :class:`Placer`, its loop) at a boundary: plain batches, the
-cached batch untimed (the FLOPs' counted step), or a stretch of a SYNTHETIC or FULL *window*
-(:mod:`benchy.measure.window`). Within a window, ``stamps[i]`` is when hand-out ``i`` was made, so
-a period (``stamps[i]`` to ``stamps[i+1]``) holds one step and, in FULL, one fetch:
+**An epoch** (:func:`epoch_loop`) is one ``iter()`` of a wrapper. It hands out *segments*, each chosen by the
+:class:`Placer` at a boundary: plain batches, the cached batch untimed, or a stretch of a SYNTHETIC or FULL window.
+Within a window a period (``stamps[i]`` to ``stamps[i+1]``) holds one step and, in FULL, one fetch. A cached
+hand-out takes the place of one batch of the pass, which the placer drops before the next real hand-out, so every
+epoch has the pass's own number of steps. Everything else (sync, barrier, statistics, printing, collectives)
+happens at segment boundaries; a periodic line's own duration is taken out of the window.
 
-* SYNTHETIC hands out the one cached batch; the loader is not asked for anything (its workers
-  finish what they had queued and wait). The clock stops when the loop asks for the batch after
-  the window's last.
-* FULL hands out the epoch's own batches; after each step it fetches the next, so the window's last
-  period holds a fetch too, and that batch is handed out next (it is the epoch's next batch).
-
-The epoch ends where the loader's pass ends: a cached hand-out takes the place of one batch of the
-pass, which the placer takes from the pass (and drops) before the next real hand-out, so every epoch
-has the pass's own number of steps and consumes it as the plain loop does.
-
-Everything else (device sync, the optional barrier, statistics, printing, collectives, the choice
-of the next segment) happens at segment boundaries; a periodic line runs every ``report_freq``
-steps and its own duration is measured and taken out of the window.
-
-Each loop is one plain function for every setting (docs/development.md): NVTX ranges (one per trial segment,
-one per step while the loop holds the batch, one per fetch, the index as a payload) are pushed under ``if nvtx:``
+Each loop is one plain function for every setting (docs/development.md): NVTX ranges pushed under ``if nvtx:``
 and popped on every exit; a counter call per batch (a pass's last only, given a ``constant``).
 """
 
@@ -54,10 +37,8 @@ END, PLAIN, CACHED, SYNTHETIC, FULL = 0, 1, 2, 3, 4
 
 @dataclasses.dataclass(frozen=True)
 class IOArgs:
-    """One IO trial's arguments. ``constant``: every batch but the last of a pass holds this many
-    samples (a DataLoader's batch sampler with the default collate), so only those last batches are
-    counted; a pass's last batch shows itself by the StopIteration that follows it. ``ranges``: the
-    NVTX ranges (:func:`~benchy.measure.profiling.nvtx_ranges`) while a tool is attached, else None."""
+    """One IO trial's arguments. ``constant``: every batch but a pass's last holds this many samples, so only
+    those last batches are counted. ``ranges``: the NVTX ranges while a tool is attached, else None."""
 
     spec: TrialSpec
     source: Source
@@ -76,10 +57,8 @@ class IOArgs:
 class Segment:
     """The next stretch of an epoch, as the placer decided it at a boundary.
 
-    ``steps``: hand-outs (-1: until the epoch ends; PLAIN only); ``window``: the SYNTHETIC or FULL
-    window it continues; ``batch``: the cached batch (CACHED, SYNTHETIC); ``finishes``: running all
-    ``steps`` finishes the window (its clock stops after the last); ``resume``: the window ran in an
-    earlier segment (only a device sync before the first stamp, not the window's ``begin``)."""
+    ``steps``: hand-outs (-1: until the epoch ends; PLAIN only); ``finishes``: running all ``steps`` finishes the
+    window; ``resume``: the window ran in an earlier segment (only a device sync, not the window's ``begin``)."""
 
     kind: int
     steps: int = -1
@@ -120,8 +99,7 @@ class EpochState:
 
 
 class Placer(Protocol):
-    """The session side of an epoch (the session's loop, which places each window in it): chooses each segment,
-    and hears how the epoch ended."""
+    """The session side of an epoch: chooses each segment, and hears how the epoch ended."""
 
     def segment(self, epoch: EpochState) -> Segment: ...
 
@@ -132,16 +110,13 @@ class Placer(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class EpochArgs:
-    """One epoch loop's arguments."""
-
     state: EpochState
     placer: Placer
     clock: Clock
 
 
 def _move(clock: Clock, pauses: Pauses, period: int, count: int, *series: Union[Stamps, Counts]) -> None:
-    """At a chunk's end: move the loop's ``count`` values of each series into its array, the time
-    it takes recorded as benchy's own in ``period`` (taken out of the trial)."""
+    """At a chunk's end: flush each series, the time it takes recorded as benchy's own in ``period``."""
     start = clock()
     for values in series:
         values.flush(count)
@@ -149,21 +124,18 @@ def _move(clock: Clock, pauses: Pauses, period: int, count: int, *series: Union[
 
 
 def _hooks(ranges: Any) -> Tuple[Any, Any, Any, Any]:
-    """``ranges``' push, pop, step and fetch attributes, bound to a loop's locals (None without ranges)."""
     if ranges is None:
         return None, None, None, None
     return ranges.push, ranges.pop, ranges.step, ranges.fetch
 
 
 def _close(ranges: Any, depth: int) -> int:
-    """Pop the ``depth`` ranges still open; the new depth (0)."""
     for _ in range(depth):
         ranges.pop()
     return 0
 
 
 def _following(current: int, freq: int, n: int) -> int:
-    """The next reporting step after ``current``; -1 once it would reach the trial's end."""
     following = current + freq
     return following if following < n else -1
 
@@ -243,8 +215,7 @@ def io_trial(args: IOArgs) -> TrialResult:
 
 
 def _left_out(crossed: List[int], n: int, cycle: int) -> List[int]:
-    """An IO trial's periods left out: each that holds a new pass's start-up (it ends at a stamp in ``crossed``),
-    and each stretch's part of a round past its whole rounds (the last stretch's too: it may begin part-way)."""
+    """An IO trial's periods left out: each that holds a new pass's start-up, and each stretch's part of a round."""
     if not crossed:
         return []
     drop: List[int] = []
