@@ -1,11 +1,5 @@
-"""How far a run got, against what its schedule takes and what a decision would likely take (pure, no torch).
-
-A session hands over where its loop is (:class:`Where`: the epochs and steps since the benchmark began, the loop's
-own epoch length, the batches the loader's workers hold ready); these functions turn the plan
-(:class:`~benchy.core.schedule.Schedule`) and the machine's state into the steps and epochs it takes at the most
-(:func:`steps_needed`, :func:`epochs_needed`), the further steps a decision would likely take from the trials so far
-(:func:`likely_more`), the planned windows a fixed plan did not run (:func:`not_run`) and the :class:`Progress` an
-early end reports.
+"""How far a run got, against what its schedule takes and what a decision would likely take (pure, no torch):
+from where the loop is (:class:`Where`) and the machine's state, the :class:`Progress` an early end reports.
 """
 
 from __future__ import annotations
@@ -38,9 +32,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Where:
-    """Where the loop is: its epochs (1 = the first) and steps since the benchmark began, the batches it had taken of
-    its first epoch when the benchmark began (``benchy run``), its own epoch (None: unknown), whether it leaves every
-    epoch early, and the batches the loader's workers hold ready."""
+    """Where the loop is: its epochs (1 = the first) and steps since the benchmark began; ``start_at``: the batches
+    of its first epoch taken before (``benchy run``); ``epoch``: its own epoch length (None: unknown)."""
 
     epochs: int
     steps: int
@@ -53,10 +46,8 @@ class Where:
 
 @dataclass(frozen=True)
 class Progress:
-    """How far the loop got when the script ended before the verdict was decided, against the schedule's steps and
-    epochs at the most (:func:`steps_needed`, :func:`epochs_needed`; ``epoch_length``: the loop's own epoch), the
-    further steps a decision would likely take (:func:`likely_more`), and with fixed counts the longest windows that
-    fit the steps this run took (``fits``)."""
+    """How far the loop got when the script ended before the verdict was decided; ``fits``: with fixed counts, the
+    longest windows that fit the steps this run took."""
 
     epochs: int
     steps: int
@@ -77,22 +68,20 @@ class Progress:
 
     @property
     def too_short(self) -> bool:
-        """The loop's epochs are too short to hold a window: no number of them finishes the schedule."""
+        """No number of the loop's epochs finishes the schedule: they are too short to hold a window."""
         return self.epoch_length is not None and self.epoch_length < self.min_steps
 
 
 def steps_needed(schedule: Schedule, where: Where, decided_after: Optional[int] = None) -> int:
-    """The loop's steps the schedule takes at the most (``decided_after``: where the verdict is decided after that
-    many SYNTHETIC trials), an estimate, in epochs of the loop's own length (where long enough to hold a window)."""
+    """The loop's steps the schedule takes at the most, an estimate, in epochs of the loop's own length."""
     per = where.epoch
     fits = per is None or per >= m.min_epoch_steps(where.cycle)
     return m.steps_of(schedule, where.queue_depth, per if fits else None, decided_after)
 
 
 def epochs_needed(schedule: Schedule, where: Where) -> Optional[int]:
-    """The epochs of the loop's own length it runs to finish the schedule (at the most), counted as the script counts
-    them (from the start of the epoch the benchmark began in); None where that length is unknown or too short to
-    hold a window."""
+    """The epochs the loop runs to finish the schedule at the most, counted from the start of the epoch the benchmark
+    began in; None where its length is unknown or too short to hold a window."""
     if not schedule.window_plans:
         return 1
     per = where.epoch
@@ -102,8 +91,7 @@ def epochs_needed(schedule: Schedule, where: Where) -> Optional[int]:
 
 
 def likely_more(schedule: Schedule, state: m.State, results: RunResults, queue_depth: int) -> Optional[int]:
-    """The loop's further steps a decision would likely take (None: the sides are too close to tell in the schedule's
-    bound): the trials :func:`~benchy.core.verdict.trials_to_decide` says, a side, as the plan's next windows."""
+    """The loop's further steps a decision would likely take (None: the sides are too close to tell)."""
     io, syn = ([t.throughput for t in results.measured(mode)] for mode in (Mode.IO, Mode.SYNTHETIC))
     if len(io) >= 2 and len(syn) >= 2:
         more = trials_to_decide(io, syn, schedule.decision_confidence, schedule.plans[0].max_trials)
@@ -116,9 +104,8 @@ def likely_more(schedule: Schedule, state: m.State, results: RunResults, queue_d
 
 
 def trials_to_settle(values: Sequence[float], precision: float = FIGURE_PRECISION, most: int = 64) -> Optional[int]:
-    """How many more trials would likely bring the 95 % interval of the mean of ``values`` within ``precision`` of it,
-    if their mean and spread held: the fewest ``k`` up to ``most - len(values)``; 0: within now; None: not within
-    ``most`` trials in all, or too few (two) to estimate a spread."""
+    """How many more trials would likely bring the 95 % interval of the mean within ``precision`` of it, if the mean
+    and spread held; None: not within ``most`` in all, or fewer than two values."""
     data = np.asarray(values, dtype=float)
     if data.size < 2 or not np.all(np.isfinite(data)) or data.mean() <= 0:
         return None
@@ -130,9 +117,8 @@ def trials_to_settle(values: Sequence[float], precision: float = FIGURE_PRECISIO
 
 
 def imprecise(schedule: Schedule, state: m.State, results: RunResults, queue_depth: int) -> Tuple[Imprecise, ...]:
-    """The scheduled modes whose 95 % interval is wider than the plan's figure precision of their mean, each with the
-    loop's further steps more trials of it would likely take to settle it (:func:`trials_to_settle`, as the plan's next
-    windows: :func:`_window_steps`), or why no number of them would (the schedule's count ran out: ``capped``)."""
+    """The scheduled modes wider than the plan's figure precision, each with the loop's further steps more trials
+    would likely take, or ``capped`` (the schedule's count ran out)."""
     found = {}
     for plan in schedule.plans:
         mode = plan.mode
@@ -163,10 +149,8 @@ def imprecise(schedule: Schedule, state: m.State, results: RunResults, queue_dep
 
 
 def _window_steps(schedule: Schedule, state: m.State, needs: Dict[Mode, int], queue_depth: int, mode: Mode) -> int:
-    """The loop's steps the further trials ``needs[mode]`` of ``mode`` would likely take, as the plan's next windows: a
-    window mode's own, and the other's beside them as far as it needs as many (they alternate, S F F S); IO's, which
-    run between two windows, one a boundary: the next windows of the alternation (none where no window runs: IO's
-    trials then follow each other at the next boundary). FULL's windows with their lead-ins."""
+    """The loop's steps the further trials ``needs[mode]`` would likely take, as the plan's next windows: the other
+    mode's alongside (they alternate); IO's run between windows, so they take the alternation's next ones."""
     more = needs.get(mode, 0)
     counts = {w: 0 for w in (Mode.SYNTHETIC, Mode.FULL) if schedule.plan(w) is not None}
     if mode is Mode.IO:
@@ -179,8 +163,7 @@ def _window_steps(schedule: Schedule, state: m.State, needs: Dict[Mode, int], qu
 
 
 def _steps(schedule: Schedule, state: m.State, counts: Dict[Mode, int], queue_depth: int, *, rounds: bool) -> int:
-    """The loop's steps the next ``counts`` windows of each scheduled mode take, each FULL one with its lead-in: the
-    workers' ready batches, and with ``rounds`` a round and one batch more."""
+    """The loop's steps the next ``counts`` windows of each mode take, each FULL one with its lead-in."""
     steps = 0
     for mode, count in counts.items():
         plan = schedule.plan(mode)
@@ -193,8 +176,8 @@ def _steps(schedule: Schedule, state: m.State, counts: Dict[Mode, int], queue_de
 
 
 def not_run(schedule: Schedule, state: m.State, queue_depth: int) -> Tuple[TrialSpec, ...]:
-    """With fixed counts, the planned windows that were not issued (an ``auto`` plan names no trials it might have
-    run: what a decision would likely take is said instead)."""
+    """With fixed counts, the planned windows that were not issued (an ``auto`` plan says what a decision would
+    likely take instead)."""
     if schedule.stops_early:
         return ()
     planned = [a.spec for a, _ in m.longest_run(schedule, queue_depth) if isinstance(a, m.OpenWindow)]

@@ -1,8 +1,6 @@
-"""The what-if model's inputs read from a run (pure, no torch): the loader's costs from the stage trials (or the
-IO trials alone), the main process's own work from FULL's waits, what handing a worker's batch over costs, how
-much the loader slows the step (``CONTENTION_1``, FULL), and :func:`from_results`, the model of a run's
-:class:`~benchy.core.results.RunResults` checked against its emulated-step trials and its loader sweep. The
-model itself, and what it predicts from these inputs, is :mod:`benchy.core.whatif`."""
+"""The what-if model's inputs read from a run (pure, no torch), as docs/guide/whatif.md's table of inputs says, and
+:func:`from_results`, the model of a run checked against its emulated-step trials and its loader sweep. The model
+itself is :mod:`benchy.core.whatif`."""
 
 from __future__ import annotations
 
@@ -55,13 +53,8 @@ def inputs_from(
     full_wait_median: Optional[float] = None,
     stages_other: Optional[Any] = None,
 ) -> Optional[Inputs]:
-    """The model's :class:`Inputs` from a run's figures: IO and SYNTHETIC (samples/s), each mode's system
-    means (``systems``: mode name to figures), the stage report (a :class:`~benchy.core.stages.StageReport`;
-    without one the loader's cost comes from the IO trials alone), the loader's queue ``depth``, the shape of
-    SYNTHETIC's step times and FULL's median wait for a batch (``full_wait_median``: what the main process's
-    own work a batch is where the loader kept ahead, :func:`_main_from_full`); None without IO, SYNTHETIC or a
-    batch size. ``stages_other``: the stage report at the other setting (no workers, or one), for the changes on
-    that side."""
+    """The model's :class:`Inputs` from a run's figures (``systems``: mode name to system means; without ``stages``
+    the loader's cost comes from the IO trials alone); None without IO, SYNTHETIC or a batch size."""
     io_t, syn_t = _ends(io), _ends(synthetic)
     if io_t is None or syn_t is None or not batch or batch <= 0:
         return None
@@ -128,11 +121,8 @@ AHEAD = 0.8  # the loader kept ahead in FULL: its pool's period at most this sha
 
 
 def _main_from_full(loader: Loader, workers: int, period: float, wait: float) -> Loader:
-    """``loader`` with the main process's work a batch taken from FULL's median wait for a batch where the loader
-    kept ahead of the step (its pool's period at most :data:`AHEAD` of FULL's ``period``): the batch was
-    ready when the loop asked, so the wait is all the main process's own work (receiving it, the loader's
-    bookkeeping, handing a worker its next index), of which the stage trials time only the receive. A longer
-    wait than the stages' is taken as CPU work."""
+    """``loader`` with the main process's work a batch taken from FULL's median wait where the loader kept ahead
+    (the batch was ready, so the wait is all the main process's own work); a longer wait than the stages' is CPU work."""
     if workers <= 0 or wait <= loader.main or period <= 0:
         return loader
     pool = loader.slow * loader.worker / workers
@@ -143,10 +133,8 @@ def _main_from_full(loader: Loader, workers: int, period: float, wait: float) ->
 
 
 def _with_handover(loader: Loader, workers: int, period: float, avail: float) -> Loader:
-    """``loader`` with the time a batch the stage timers leave out (a worker pickling its batch into shared
-    memory and sending it; without workers, the loader's own code) added to the worker's work, where the IO
-    trials' measured ``period`` is longer than the model's IO at the run's own setting and the workers (or
-    the cores they share) set that pace: the pool then runs at the measured pace."""
+    """``loader`` with the time a batch the stage timers leave out (the hand-over) added to the worker's work, where
+    the workers set the pace and the IO trials' ``period`` is longer than the model's IO."""
     lanes = max(1, workers)
     slow = loader.slow if workers > 1 else 1.0
     if workers <= 0:
@@ -166,12 +154,8 @@ def _with_handover(loader: Loader, workers: int, period: float, avail: float) ->
 
 
 def _other_loader(report: Any, avail: float) -> Loader:
-    """The loader's costs at the other setting from its stage trial (``report``), as for the run's own
-    (:func:`_loader_from_stages`, :func:`_with_handover`), but for one thing: where its workers' CPU work and the
-    main process's kept the ``avail`` cores busy (:data:`SATURATED`), its period is the cores' pace, so a
-    worker's time a batch is not the period's share, but the CPU time its process took a batch (its stages,
-    pickling and sending the batch, its loop: ``worker_cpu``, read from the workers' processes), which it
-    takes on a core of its own."""
+    """The loader's costs at the other setting, as for the run's own, but where its trial kept the ``avail`` cores
+    busy its period is the cores' pace: a worker's time a batch is then its process's CPU time a batch."""
     loader = _loader_from_stages(report)
     spent = report.worker_cpu
     if report.workers > 0 and report.period > 0 and spent:
@@ -183,9 +167,8 @@ def _other_loader(report: Any, avail: float) -> Loader:
 
 
 def _contention(run: Any, alone: float, loader: Loader) -> float:
-    """How much longer the step takes beside the loader flat out (``CONTENTION_1``), less the share of the time
-    the draining thread held the GIL to receive its batches: in FULL the main process receives between steps
-    (the model's ``m``), not during them."""
+    """How much longer the step takes beside the loader flat out, less the draining thread's receive (in FULL the
+    main process receives between steps, not during them)."""
     slowdown = run.slowdown(alone)
     if slowdown is None:
         return 0.0
@@ -194,9 +177,8 @@ def _contention(run: Any, alone: float, loader: Loader) -> float:
 
 
 def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
-    """The loader's costs from a :class:`~benchy.core.stages.StageReport`; ``saturated``: the IO trials kept
-    the free cores busy, so the time the workers spent off the CPU was time they waited for a core, not work
-    of theirs: a worker's time a batch is then its CPU time (what it takes on a core of its own)."""
+    """The loader's costs from a stage report; ``saturated``: the workers' time off the CPU was a wait for a core,
+    so a worker's time a batch is its CPU time."""
     worker, cpu, main_cpu, plain = 0.0, 0.0, 0.0, 0.0
     main = report.main_seconds
     named: List[Tuple[str, str, float]] = []
@@ -230,8 +212,7 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
 
 
 def step_in_full(results: Any) -> Optional[float]:
-    """FULL's seconds a step with its wait for data taken out (the step as it runs beside the loader), over
-    the counted FULL trials that split their time; None without them."""
+    """FULL's seconds a step with its wait for data taken out (the step beside the loader); None: not split."""
     found = [t for t in results.measured(Mode.FULL) if t.wait_seconds is not None and len(t.step_seconds)]
     if not found:
         return None
@@ -240,10 +221,8 @@ def step_in_full(results: Any) -> Optional[float]:
 
 
 def contended(results: Any, workers: int) -> Optional[Contended]:
-    """FULL below both sides, when the loader has workers, FULL is below both IO and SYNTHETIC by more than 10 % and
-    its step takes 5 % or more longer than SYNTHETIC's: the workers slow the step (cores, the GIL, memory
-    bandwidth). Without workers FULL is below both by design (loading and the step run in series, which the
-    verdict says), and there are no workers to take fewer of or to pin: None."""
+    """The workers slow the step: FULL below both sides by more than 10 % and its step 5 % longer than SYNTHETIC's.
+    None without workers: FULL is then below both by design (loading and the step in series)."""
     if workers <= 0:
         return None
     io, syn, full = (results.estimate(m).mean for m in (Mode.IO, Mode.SYNTHETIC, Mode.FULL))
@@ -257,9 +236,7 @@ def contended(results: Any, workers: int) -> Optional[Contended]:
 
 
 def run_inputs(results: Any, systems: Mapping[Any, Mapping[str, float]], workers: int, *, depth: int = 0) -> Optional[Inputs]:
-    """The model's :class:`Inputs` from a run's :class:`~benchy.core.results.RunResults` (``systems``: each mode's
-    system means; ``depth``: the loader's queue depth, num_workers x prefetch_factor); None without IO and
-    SYNTHETIC trials."""
+    """The model's :class:`Inputs` from a run's results (``depth``: num_workers x prefetch_factor)."""
     io_trials = results.measured(Mode.IO)
     batches = sum(t.spec.nbatches for t in io_trials)
     batch = sum(t.samples for t in io_trials) / batches if batches else None
@@ -293,8 +270,7 @@ def from_results(
     *,
     depth: int = 0,
 ) -> Optional[WhatIf]:
-    """The :class:`WhatIf` of a run's :class:`~benchy.core.results.RunResults` (:func:`run_inputs`), checked
-    against the emulated-step trials and the loader sweep where they ran; None without IO and SYNTHETIC trials."""
+    """The :class:`WhatIf` of a run, checked against the emulated-step trials and the loader sweep where they ran."""
     inp = run_inputs(results, systems, workers, depth=depth)
     if inp is None:
         return None

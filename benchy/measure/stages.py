@@ -1,14 +1,9 @@
 """Stage timing of a DataLoader: an instrumented copy of it, and the diagnostic trial loop that reads it.
 
 The copy is a new DataLoader over the same dataset, sampler and collate function (the loader's own is never
-touched), whose pieces are timed: the dataset's ``__getitem__`` (or each item an iterable dataset makes), with
-its ``transform`` / ``target_transform`` split out step by step (a torchvision-style ``Compose``) on a shallow
-copy of the dataset; ``collate_fn``, which hands back ``(Arrival, batch, Done)`` (one small record per batch
-with the worker's sums; both marks stamp their unpickling and pinning in the main process); the sampler.
-
-Every clock is ``time.perf_counter`` (CLOCK_MONOTONIC on Linux: one clock for all processes of a machine).
-:func:`stage_trial` drains the copy like an IO trial; :mod:`benchy.core.stages` analyses its
-:class:`~benchy.core.stages.StageTrial`.
+touched): the dataset's items are timed, its transforms step by step on a shallow copy of it, and ``collate_fn``
+hands back ``(Arrival, batch, Done)``: the worker's sums, and marks that stamp their unpickling and pinning in the
+main process. Every clock is ``time.perf_counter`` (CLOCK_MONOTONIC on Linux: one clock for all processes).
 """
 
 from __future__ import annotations
@@ -38,7 +33,6 @@ class _Sums:
         self.items = 0
 
     def add(self, t0: float, t1: float, cpu: float, items: int) -> None:
-        """The dataset's own call from ``t0`` to ``t1`` (``cpu`` seconds on this thread), ``items`` made."""
         self.seconds[0] += t1 - t0
         self.cpu += cpu
         self.items += items
@@ -120,8 +114,8 @@ def step_name(fn: Any) -> str:
 
 
 class StagePlan:
-    """The stage slots of an instrumented loader: slot 0 the dataset's ``__getitem__`` in all,
-    then each timed transform step; the names as the output shows them."""
+    """The stage slots of an instrumented loader: slot 0 the dataset's ``__getitem__`` in all, then each timed
+    transform step."""
 
     def __init__(self) -> None:
         self.names: List[str] = []  # transform steps, in slot order from 1
@@ -141,11 +135,8 @@ _UNWRAP_DEPTH = 3  # Subset(ConcatDataset-free wrappers) of a dataset with the t
 
 
 def _split_transforms(dataset: Any, plan: StagePlan, sums: _Sums, depth: int = 0) -> Any:
-    """A shallow copy of ``dataset`` whose transforms are timed steps (the dataset itself untouched).
-
-    A dataset without transforms that wraps one (``Subset``'s ``dataset``) is looked into, up to
-    :data:`_UNWRAP_DEPTH` levels. Anything that cannot be copied is left as it is (its transforms
-    are then part of the dataset's own time, and :attr:`StagePlan.split` says so)."""
+    """A shallow copy of ``dataset`` (or of the one a ``Subset`` wraps) whose transforms are timed steps; what
+    cannot be copied is left as it is, its transforms in the dataset's own time (:attr:`StagePlan.split` says so)."""
     found = [a for a in _TRANSFORM_ATTRS if callable(getattr(dataset, a, None))]
     if not found:
         inner = getattr(dataset, "dataset", None)
@@ -227,8 +218,7 @@ class _TimedMap(_Forwarding):
 
 
 class _TimedBatchedMap(_TimedMap):
-    """A map-style dataset with ``__getitems__`` (a batch of indices at once, as the DataLoader's
-    fetcher calls it where the dataset has one): the whole call is the dataset's time."""
+    """A map-style dataset with ``__getitems__``: the whole call is the dataset's time."""
 
     def __getitems__(self, indices: Sequence[Any]) -> Any:
         c0, t0 = _cpu(), _clock()
@@ -239,8 +229,7 @@ class _TimedBatchedMap(_TimedMap):
 
 
 class _TimedIterableDataset(_Forwarding, IterableDataset):
-    """An iterable dataset: the time its iterator takes to make each item (an ``IterableDataset``, so the
-    DataLoader treats it as one; module-level, so that a ``spawn`` worker can unpickle it)."""
+    """An iterable dataset, each item timed (module-level, so that a ``spawn`` worker can unpickle it)."""
 
     def __iter__(self) -> Iterator[Any]:
         sums = self.sums
@@ -310,8 +299,7 @@ class Instrumented:
 
 
 def instrument(arguments: Dict[str, Any]) -> Instrumented:
-    """A new DataLoader from a DataLoader's constructor ``arguments`` (as bound by its signature),
-    with timed pieces (see the module's docstring); never persistent (its workers end with it)."""
+    """A new DataLoader from a DataLoader's bound constructor ``arguments``, with timed pieces; never persistent."""
     from torch.utils.data import DataLoader, default_collate
 
     dataset = arguments["dataset"]
@@ -344,8 +332,7 @@ def instrument(arguments: Dict[str, Any]) -> Instrumented:
 def stage_trial(
     label: str, warmup: bool, nbatches: int, fetch: Callable[[], Any], counter: Callable[[Any], int], made: Instrumented
 ) -> StageTrial:
-    """Drain ``nbatches`` instrumented batches (``fetch``: the source's, which starts passes as
-    needed); the record of each batch, and the main process's own figures."""
+    """Drain ``nbatches`` instrumented batches (``fetch`` starts passes as needed)."""
     slots = 1 + len(made.plan.names) + 1  # dataset, transform steps, collate
     asked = np.empty(nbatches)
     got = np.empty(nbatches)
@@ -415,8 +402,7 @@ def has_in_order() -> bool:
 
 
 class Steps:
-    """A torchvision-style ``Compose`` (a ``transforms`` list applied in order), as the stage trials find
-    it: what :func:`timer_cost` and ``benchmarks/stages_cost.py`` time."""
+    """A torchvision-style ``Compose``, as the stage trials find it: what :func:`timer_cost` times."""
 
     def __init__(self, transforms: List[Callable[[Any], Any]]) -> None:
         self.transforms = transforms
@@ -428,8 +414,7 @@ class Steps:
 
 
 def timer_cost(steps: int, n: int = 2000) -> float:
-    """The timers' own cost per sample (seconds) with ``steps`` timed transform steps: ``n`` items of a
-    trivial dataset read through the timers, less the same read plainly (best of three)."""
+    """The timers' own cost per sample (seconds) with ``steps`` timed transform steps (best of three)."""
 
     class _Plain:
         def __init__(self, transform: Callable[[Any], Any]) -> None:

@@ -1,10 +1,6 @@
 """System metrics per trial: a sampler thread (psutil, and NVML with ``nvidia-ml-py``) started and stopped at
-trial boundaries; the memory of the loader's workers (USS, PSS), the training process and the machine.
-
-Per trial, for the process and its children (the loader's workers): cores busy, peak RSS, bytes read, the GPU's
-utilization, memory and power; what other processes took of the same cores (``/proc/stat``:
-``other_cores_busy``, :func:`disturbed`); energy from NVML's counter and the CPU packages' RAPL counters
-(whole packages, often readable by root only). A tick holds the GIL well under a millisecond, a few times a second.
+trial boundaries, over the process and its children (the loader's workers); the memory of the loader's workers,
+the training process and the machine. A tick holds the GIL well under a millisecond, a few times a second.
 """
 
 from __future__ import annotations
@@ -37,7 +33,6 @@ def available_cores() -> int:
 
 
 def _cpu_set() -> Optional[List[int]]:
-    """The CPUs this process may run on (None: all of them, or not known)."""
     try:
         mine = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -54,7 +49,6 @@ def _busy_seconds(times: Any) -> float:
 
 
 def _machine_busy(cpus: Optional[List[int]]) -> float:
-    """Busy CPU seconds so far on ``cpus`` (None: every CPU of the machine); 0 where unreadable."""
     try:
         if cpus is None:
             return _busy_seconds(psutil.cpu_times())
@@ -68,14 +62,13 @@ KNOWN_SHARE = 0.1  # other processes' CPU is reported when known to within this 
 
 
 def _slack(cores: float, processes: float, wall: float) -> float:
-    """How far the cores busy of a trial of ``wall`` seconds may be off: a kernel tick per core
-    and per process read, at each end of the trial."""
+    """How far the cores busy of a trial may be off: a kernel tick per core and per process, at each end."""
     return 2.0 * TICK_S * (cores + processes) / wall
 
 
 def disturbed(system: SystemFigures, share: float) -> bool:
-    """Whether other processes certainly kept more than ``share`` of the cores busy during the trial:
-    ``other_cores_busy`` above the limit by more than the counters' granularity (:func:`_slack`)."""
+    """Whether other processes certainly (beyond the counters' granularity) kept more than ``share`` of the cores
+    busy during the trial."""
     other, wall = system.other_cores_busy, system.seconds
     if other is None or wall <= 0:
         return False
@@ -84,7 +77,7 @@ def disturbed(system: SystemFigures, share: float) -> bool:
 
 
 class _Gpu:
-    """NVML readings for one device (utilization %, memory used, power), when available."""
+    """NVML readings for one device."""
 
     def __init__(self, index: int) -> None:
         import pynvml  # nvidia-ml-py, an optional extra
@@ -126,7 +119,6 @@ class Rapl:
 
     @classmethod
     def find(cls, root: str = "/sys/class/powercap") -> Optional[Rapl]:
-        """The readable package zones under ``root`` (``intel-rapl:0``, ...), or None."""
         zones: List[Tuple[str, int]] = []
         try:
             names = sorted(os.listdir(root))
@@ -178,11 +170,8 @@ def cuda_gpu() -> Optional[_Gpu]:
 
 
 def _descendants(me: psutil.Process) -> List[int]:
-    """The pids of a process's children, recursively.
-
-    On Linux from ``/proc/<pid>/task/<tid>/children`` (a few files); psutil's own way scans
-    every process of the machine (a millisecond per hundred processes, with the GIL held).
-    """
+    """The pids of a process's children, recursively: on Linux from ``/proc`` (psutil's own way scans every process
+    of the machine, a millisecond per hundred processes, with the GIL held)."""
     found: List[int] = []
     todo = [me.pid]
     try:
@@ -207,8 +196,7 @@ def _descendants(me: psutil.Process) -> List[int]:
 
 
 def _read_bytes(proc: psutil.Process) -> Tuple[int, int]:
-    """Bytes the process made storage read (page-cache hits excluded), and bytes it read through
-    read() calls (page-cache hits included: files, and pipes); (0, 0) where not readable."""
+    """(bytes read from storage, bytes read through read() calls: page-cache hits and pipes included)."""
     try:
         counters = proc.io_counters()
     except (AttributeError, psutil.AccessDenied, NotImplementedError):
@@ -274,8 +262,7 @@ class SystemSampler:
         return [self._me, *self._procs.values()]
 
     def _tick(self, baseline: bool = False) -> None:
-        """Add the CPU time and bytes read since the last tick, and the tree's RSS (the baseline only records; a
-        process first seen later started during the trial and counts from zero)."""
+        """One reading (a process first seen after the baseline started during the trial: it counts from zero)."""
         now = self._clock()
         rss = 0
         for proc in self._tree(now):
@@ -336,7 +323,6 @@ class SystemSampler:
         self._thread.start()
 
     def stop(self) -> Optional[SystemFigures]:
-        """Stop sampling and return the trial's figures (None when not started)."""
         thread, self._thread = self._thread, None
         if thread is None:
             return None
@@ -373,11 +359,9 @@ class SystemSampler:
         return SystemFigures(**out)
 
     def readings(self) -> Any:
-        """The last trial's readings as a numpy structured array (see :func:`readings_array`), or None."""
         return readings_array(self._rows, self._gpu is not None) if len(self._rows) >= 2 else None
 
     def _energy(self, wall: float, power: Any) -> Dict[str, Any]:
-        """The trial's joules from the energy counters (or the GPU's power readings), or why none."""
         out: Dict[str, Any] = {}
         end_mj = None if self._gpu is None or self._gpu_mj is None else self._gpu.energy_mj()
         if self._gpu_mj is not None and end_mj is not None:
@@ -401,8 +385,8 @@ GPU_FIELDS = ("gpu_util", "gpu_memory_bytes")  # the GPU readings kept per readi
 
 
 def readings_array(rows: Sequence[Tuple[float, ...]], gpu: bool) -> np.ndarray[Any, Any]:
-    """A trial's readings, one row each after the baseline: ``time``, ``cpu_cores_busy`` since the reading
-    before, ``rss_bytes``, and with a GPU :data:`GPU_FIELDS`."""
+    """A trial's readings as a structured array, one row each after the baseline (``cpu_cores_busy``: since the
+    reading before)."""
     fields = [("time", "<f8"), ("cpu_cores_busy", "<f4"), ("rss_bytes", "<f8")]
     if gpu:
         fields += [(name, "<f8") for name in GPU_FIELDS]
@@ -447,8 +431,8 @@ def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
 
 
 def processes_cpu(pids: Sequence[int]) -> Optional[float]:
-    """The CPU seconds the processes ``pids`` have run so far: the scheduler's count (``/proc/<pid>/schedstat``,
-    nanoseconds) where Linux gives it, else psutil's (the kernel's ticks); None without a pid or one unreadable."""
+    """The CPU seconds the processes have run so far (the scheduler's nanoseconds where Linux gives them, else the
+    kernel's ticks); None without a pid or one unreadable."""
     total = 0.0
     for pid in pids:
         try:
