@@ -1,12 +1,6 @@
-"""Configuration: the merge of layers into one :class:`Config`, validated (pure, no torch, no files). Each key's
-default, what it allows and what it does are declared once, as a field of its section's dataclass in
-:mod:`benchy.core.config_rules`.
-
-The file format is the original benchy's (sections ``global``, ``IO``, ``synthetic``,
-``full``). Sources are merged key by key, in order: defaults, then the YAML file
-(``BENCHY_CONFIG_FILE`` or an explicit path), then Python overrides. Every problem is
-reported at once in one :class:`ConfigError`, before any trial runs. Reading the file and
-probing the output directory are :mod:`benchy.results.configfile`'s (``load_config``).
+"""Configuration: the merge of layers (defaults, the YAML file, the environment, Python overrides, key by key) into
+one :class:`Config`, validated (pure, no torch, no files; docs/reference/configuration.md). Every problem is reported
+at once in one :class:`ConfigError`, before any trial runs. Reading the file is :mod:`benchy.results.configfile`'s.
 """
 
 from __future__ import annotations
@@ -117,9 +111,8 @@ ConfigLike = Union[Config, Mapping[str, Any], str, "os.PathLike[str]", None]
 
 
 def merge_layers(layers: Sequence[Tuple[str, Any]]) -> Tuple[Dict[str, Dict[str, Any]], str, List[str]]:
-    """The defaults with each ``(source, contents)`` layer merged over them in order, key by key: the
-    merged sections, the sources' names (``defaults`` without any) and every problem found (pure: the
-    caller reads the files; :func:`benchy.results.configfile.load_config` does)."""
+    """The defaults with each ``(source, contents)`` layer merged over them in order: the merged sections, the
+    sources' names and every problem found."""
     merged: Dict[str, Dict[str, Any]] = {section: dataclasses.asdict(cls()) for section, cls in SECTION_CLASS.items()}
     problems: List[str] = []
     for source, contents in layers:
@@ -139,8 +132,7 @@ def config_of(merged: Mapping[str, Mapping[str, Any]], source: str, cwd: str) ->
 
 
 def with_absolute_paths(config: Config, cwd: str) -> Config:
-    """``config`` with its ``output_dir`` absolute against ``cwd`` (``cwd`` for None) and normalised, by string alone
-    (itself when it already is)."""
+    """``config`` with its ``output_dir`` absolute against ``cwd`` and normalised, by string alone."""
     given = config.general.output_dir
     directory = os.path.normpath(os.path.join(cwd, os.path.expanduser(given) if given else cwd))
     if directory == config.general.output_dir:

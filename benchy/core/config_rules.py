@@ -1,8 +1,6 @@
-"""Every config key, declared once: its default, what it allows (a check and its words, with the bounds) and what
-it does, as one field of its section's dataclass; how a layer (YAML file, environment, Python
-overrides) merges into the defaults, and the checks across keys (pure, no torch, no files). The validation, the
-defaults and the manual's configuration reference are all read off these fields. :mod:`benchy.core.config`
-builds the config with them; the file and the output directory are :mod:`benchy.results.configfile`'s."""
+"""Every config key, declared once: its default, what it allows (a check and its words) and what it does, as one
+field of its section's dataclass; merging a layer into the defaults, and the checks across keys (pure, no torch, no
+files). The validation and the manual's configuration reference are both read off these fields."""
 
 from __future__ import annotations
 
@@ -157,8 +155,8 @@ class ModeConfig:
 
 @dataclass(frozen=True)
 class GlobalConfig:
-    """The ``global`` section. Each key's default, what it allows and what it does are declared together, in its
-    field; the validation and the manual's configuration reference are read from them."""
+    """The ``global`` section; each key's default, what it allows and what it does are declared in its field (the
+    manual's configuration reference lists them)."""
 
     report_freq: int = _key(
         10,

@@ -1,10 +1,6 @@
-"""How many samples a batch holds (no torch import: tensors are recognised by ``shape``), by the rules, in order,
-of the manual's "Counting samples" (docs/guide/wrapping.md): a tensor's leading dimension (1); a sum over
-per-device dicts with the same keys (2); the first tensor-like leaf of a container or object (3); a list's
-length, or a tuple of columns' first (4); else the wrapper's ``batch_size``, with a one-time warning (5).
-
-A counter is specialised once, from the first batch, so the per-step call is one small
-function; a batch of another shape falls back to the general walk.
+"""How many samples a batch holds (no torch import: tensors are recognised by ``shape``), by the numbered rules of
+the manual's "Counting samples" (docs/guide/wrapping.md); and ``count: tokens``. A counter is specialised once, from
+the first batch, so the per-step call is one small function; a batch of another shape falls back to the general walk.
 """
 
 from __future__ import annotations
@@ -81,11 +77,7 @@ def _find_path(obj: Any, depth: int = 0) -> Optional[List[_Step]]:
 
 
 def _no_leaf_count(batch: Any) -> Optional[int]:
-    """Rule 4: a list or tuple without tensors.
-
-    A list holds one item per sample (``collate_fn=lambda x: x``), whatever each item is; a
-    tuple of equal-length lists or tuples is the columns layout (``(texts, labels)``).
-    """
+    """Rule 4: a list or tuple without tensors (a tuple of equal-length lists: columns, ``(texts, labels)``)."""
     if not isinstance(batch, (list, tuple)) or len(batch) == 0:
         return None
     if isinstance(batch, tuple) and all(isinstance(x, (list, tuple)) for x in batch) and len({len(x) for x in batch}) == 1:
@@ -166,11 +158,8 @@ def make_counter(
     fallback: Optional[int] = None,
     on_fallback: Optional[Callable[[str], None]] = None,
 ) -> Counter:
-    """A fast counter specialised to the structure of ``first_batch``.
-
-    ``on_fallback(message)`` is called once, the first time a batch is counted as
-    ``fallback`` (the configured batch size) because it holds nothing countable.
-    """
+    """A fast counter specialised to the structure of ``first_batch``; ``on_fallback(message)`` is called once, the
+    first time a batch is counted as ``fallback`` because it holds nothing countable."""
     warned = [False]
 
     def general(batch: Any) -> int:
@@ -235,7 +224,6 @@ _TOKEN_NAMES = ("input_ids",)
 
 
 def _top_steps(batch: Any) -> List[_Step]:
-    """The batch's top-level parts: dict keys, tuple indices, dataclass fields, public attributes."""
     return [s for s in _children(batch) if not (s[0] == "attr" and str(s[1]).startswith("_"))]
 
 
@@ -287,9 +275,8 @@ def _where(step: Optional[_Step]) -> str:
 
 
 class TokenTally:
-    """``count: tokens``: a sample counter that also adds up, per trial, the tokens of each batch
-    (every position of the token tensor: exact) and, on 1 in :attr:`every` batches, the non-padding
-    tokens by the attention mask's sum. :meth:`take` returns a trial's figures and starts afresh."""
+    """``count: tokens``: a sample counter that also adds up, per trial, every batch's token positions (exact) and,
+    on 1 in :attr:`every` batches, the non-padding tokens by the attention mask's sum."""
 
     def __init__(
         self,
@@ -360,7 +347,6 @@ class TokenTally:
         self._acc[:] = [0, 0, 0, 0, 0, 0]
 
     def take(self) -> TokenCount:
-        """The figures since :meth:`reset`, and a fresh start."""
         a = self._acc
         out = TokenCount(
             samples=a[0],
@@ -395,7 +381,6 @@ _MISSING = (AttributeError, IndexError, KeyError, TypeError, ValueError)
 
 
 def _size(ids: Any) -> int:
-    """Elements of a tensor (``numel()``) or an array (``size``): the token positions."""
     return int(ids.numel()) if callable(getattr(ids, "numel", None)) else int(ids.size)
 
 
@@ -409,8 +394,7 @@ def _getter(step: Optional[_Step]) -> Callable[[Any], Any]:
 
 
 def _token_steps(batch: Any, token_key: Any, mask_key: Any) -> Tuple[Optional[_Step], Optional[_Step]]:
-    """Where the token ids and the attention mask are in a batch like ``batch``; a clear error when
-    the tokens cannot be found."""
+    """Where the token ids and the attention mask are in a batch like ``batch``."""
     steps = _top_steps(batch) if _dims(batch) < 0 else []
     if token_key != "auto":
         token = _named_step(batch, token_key)

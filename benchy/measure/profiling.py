@@ -90,10 +90,8 @@ def global_rank() -> int:
 
 
 class ProfilerWindow:
-    """One cudaProfilerStart/Stop window over the trials of the ``capture`` kinds, on the ranks chosen by ``mode``,
-    only where CUDA is built and in use (tried again at each trial of those kinds until it is). Starts before the
-    first such trial, stops after the last (trials of other kinds in between are inside) or at :meth:`close`;
-    ``events`` says what happened."""
+    """One cudaProfilerStart/Stop window from before the first trial of the ``capture`` kinds to after the last (trials
+    of other kinds in between are inside), only where CUDA is in use; ``events`` says what happened."""
 
     def __init__(self, mode: str, rank: int, capture: Iterable[Mode], api: Any = CudaProfilerApi) -> None:
         self.api = api
@@ -120,7 +118,6 @@ class ProfilerWindow:
             self.close(f"after {spec.label}")
 
     def close(self, when: str = AT_END) -> None:
-        """Stop the capture if it runs (idempotent)."""
         if self.started:
             self.started = False
             self.api.stop()
@@ -132,19 +129,17 @@ class ProfilerWindow:
 
 
 def profiled_steps(nbatches: int, steps: int) -> Tuple[int, int]:
-    """(the first profiled step, how many): ``steps`` steps from the third (the first two hold
-    the profiler's own start and the trial's first fetch and step), fewer in a shorter trial."""
+    """(the first profiled step, how many): from the third (the first two hold the profiler's own start and the
+    trial's first fetch and step), fewer in a shorter trial."""
     count = max(1, min(steps, nbatches))
     first = min(2, nbatches - count)
     return first, count
 
 
 class TorchRanges:
-    """benchy's trial, step and fetch ranges as ``torch.profiler`` ``record_function`` ranges, in the
-    profiled warm-up: the profiler starts at the first profiled step's range and stops at the range
-    after the last one (or when the trial's range closes), so the trace holds whole steps and fetches
-    inside a range named after the trial. With an NVTX tool attached the NVTX ranges are kept too.
-    The hot loops call :meth:`push` and :meth:`pop` as they call the NVTX ones."""
+    """benchy's ranges as ``torch.profiler`` ``record_function`` ranges in the profiled warm-up, pushed and popped by
+    the hot loops as the NVTX ones: the profiler starts at the first profiled step's range and stops at the one after
+    the last, so the trace holds whole steps and fetches. NVTX ranges are kept too where a tool is attached."""
 
     def __init__(
         self, spec: TrialSpec, start: Callable[[], None], stop: Callable[[], None], steps: int, nvtx: Optional[Ranges] = None
@@ -174,12 +169,11 @@ class TorchRanges:
 
     @property
     def unit(self) -> str:
-        """What the profiled span is counted in: ``steps`` (a window), ``fetches`` (an IO trial)."""
         return "fetches" if self._trigger is self.fetch else "steps"
 
     def stretch(self, first: int, count: int) -> None:
-        """The window's next stretch hands out steps ``first`` to ``first + count - 1`` (the loop's epoch ends
-        after them, or the window does): a profile that begins in it ends with it, and its range says so."""
+        """The window's next stretch hands out steps ``first`` to ``first + count - 1``: a profile that begins in it
+        ends with it."""
         self._stretch_end = first + count
 
     def trial(self, spec: TrialSpec) -> Any:
@@ -255,11 +249,8 @@ class TorchRanges:
 
 
 class TorchProfiler:
-    """``profiler: torch``: the profiled warm-ups (one per ``profiler_capture`` kind, see
-    :class:`~benchy.core.schedule.TrialSpec`) run under ``torch.profiler`` on the ranks chosen by
-    ``mode``: the CPU, and CUDA where it is in use, over ``steps`` steps; one Chrome trace file per
-    rank and trial, ``rank<r>.<trial>.pt.trace.json`` in ``directory`` (TensorBoard's profiler plugin
-    and Holistic Trace Analysis read that folder). ``files`` and ``events`` say what happened."""
+    """``profiler: torch``: the profiled warm-ups run under ``torch.profiler`` on the ranks chosen by ``mode``, one
+    Chrome trace per rank and trial in ``directory`` (docs/guide/nsight.md); ``files`` and ``events`` say what happened."""
 
     def __init__(self, mode: str, rank: int, directory: str, steps: int) -> None:
         self.wanted = mode == "all" or (mode == "single" and rank == 0)
@@ -319,8 +310,7 @@ class TorchProfiler:
         self.events.append(f"{spec.label} profiled ({self._kinds}{held}): {path}")
 
     def close(self) -> None:
-        """Stop a capture still running (its trial ended early or raised), say why one did not start;
-        idempotent."""
+        """Stop a capture still running, say why one did not start; idempotent."""
         if self._profile is not None and self._spec is not None:
             self._stop(self._spec)
         ranges, self._ranges = self._ranges, None

@@ -1,18 +1,11 @@
 """A SYNTHETIC or FULL trial as a window of steps in the training loop: what its segments recorded
 (glue between the epoch loop of :mod:`benchy.measure.trial` and the result model; numpy, no torch).
 
-A window measures ``n`` periods (a period: one step and, in FULL, the fetch of the next batch). It may begin
-at any step of an epoch and span epochs, one *segment* (a run of consecutive hand-outs) an epoch; ``stamps[i]``
-is when hand-out ``i`` of the window was made, whatever its segment. A period that ends in another epoch than
-it began (the last of a segment that did not finish the window) holds the loop's work between epochs and the
-next pass's start-up: it is *left out*, and the window takes one more step. So is the first period of a
-segment at an epoch's step 0, unless the loop is known not to fetch ahead (one that does asks for its second
-batch before it runs any step). So the window's result is ``n`` measured periods, whatever the epochs did.
-
-A FULL window is measured in whole *rounds* of the loader (``spec.cycle`` periods: its workers' turns, see
-:mod:`benchy.core.schedule`): a stretch that does not finish the window counts the whole rounds it holds, and the
-part of a round after them is left out too, so that no stretch's time depends on where in the workers' rhythm it
-began or ended.
+A window measures ``n`` periods and may span epochs, one *segment* an epoch. A period that ends in another epoch
+than it began holds the loop's work between epochs and the next pass's start-up: it is *left out*, and the window
+takes one more step. So is the first period of a segment at an epoch's step 0, unless the loop is known not to fetch
+ahead, and, in whole rounds, the part of a round a stretch holds past them: no stretch's time depends on where in
+the workers' rhythm it began or ended.
 """
 
 from __future__ import annotations
@@ -46,8 +39,7 @@ class WindowArgs:
 
 
 class Placed(NamedTuple):
-    """Where one segment of a window ran: the loop's epoch (1 = the first the benchmark saw), the
-    step of that epoch at the segment's first hand-out (from 0), and how many it made."""
+    """Where one segment of a window ran (``epoch`` from 1, ``step`` from 0)."""
 
     epoch: int
     step: int
@@ -92,13 +84,11 @@ class WindowRun:
         return self.stamps.written() if self._open is not None else self.stamps.done
 
     def constant_samples(self, samples: int) -> None:
-        """Every hand-out of this window holds ``samples`` (SYNTHETIC: the cached batch, known only once
-        the window's first stretch is about to begin)."""
+        """Every hand-out of this window holds ``samples`` (SYNTHETIC: the cached batch)."""
         if self.stamps.done == 0 and self._open is None:
             self.sizes = size_buffer(len(self.sizes), samples)
 
     def open_count(self) -> int:
-        """Hand-outs of the running segment so far (0 when none runs)."""
         return 0 if self._open is None else self.stamps.written() - self._open
 
     def restarted(self) -> WindowRun:
@@ -109,16 +99,13 @@ class WindowRun:
 
     @property
     def measured(self) -> int:
-        """Periods measured so far (those of finished segments)."""
         return self.stamps.done - len(self.left_out)
 
     def quota(self, step: int) -> int:
-        """Hand-outs a segment beginning at ``step`` of its epoch needs to finish the window, if nothing
-        interrupts it (one more at an epoch's step 0, whose first period is left out unless it is sound)."""
+        """Hand-outs a segment beginning at ``step`` of its epoch needs to finish the window, if nothing interrupts it."""
         return self.n - self.measured + int(step == 0 and not self.sound_first)
 
     def open_segment(self, epoch: int, step: int, count: int) -> None:
-        """A segment of up to ``count`` hand-outs starts at ``step`` of ``epoch``: room in the series."""
         need = self.stamps.done + count + 1
         self.stamps.grow(need)
         self.sizes.grow(need)
@@ -126,9 +113,8 @@ class WindowRun:
         self.placed.append(Placed(epoch, step, 0))
 
     def close_segment(self) -> bool:
-        """The running segment ended: its values into the arrays. It finished the window when its loop
-        stopped the clock (``finish_at``); else its last period is left out (its end is in another
-        epoch, or unknown). At an epoch's step 0, its first period is left out too. True: finished."""
+        """The running segment ended: its values into the arrays, the periods it leaves out noted. True: it finished
+        the window (its loop stopped the clock)."""
         first = self._open
         if first is None:
             return False
@@ -164,10 +150,8 @@ class WindowRun:
             self.left_out.append(period)
 
     def fetches_ahead(self) -> Optional[bool]:
-        """Whether the loop asks for batch k + 1 before it runs step k, as this (SYNTHETIC) window shows
-        it: a stretch that began an epoch (its step 0) then has a first period with no step in it, far
-        below the median period. None: no stretch began an epoch (mid-epoch, every period holds a step
-        either way) or too few periods to tell."""
+        """Whether the loop asks for batch k + 1 before it runs step k: a stretch that began an epoch then has a
+        first period with no step in it, far below the median. None: no stretch began an epoch, or too few periods."""
         h = self.stamps.done
         if h < 3:
             return None
@@ -199,8 +183,7 @@ class WindowRun:
         )
 
     def result(self) -> TrialResult:
-        """The trial over its measured periods (the window is ``done``). It uses the series up (FULL's are
-        overwritten in place, the periods left out dropped in place): the last thing asked of a window."""
+        """The trial over its measured periods; it uses the series up: the last thing asked of a window."""
         result = build_result(
             self.spec,
             self.stamps,
