@@ -1,8 +1,5 @@
-"""What the measurements add to a verdict, as values (pure, no torch).
-
-:func:`benchy.core.verdict.diagnosis` returns these claims, in the order the verdict line says them, with the one
-change most likely to help last (:class:`Advice`, whose :class:`Help` carries its words);
-:mod:`benchy.results.text.verdict` renders each.
+"""What the measurements add to a verdict, as values (pure, no torch): :func:`benchy.core.verdict.diagnosis` returns
+them in the order the verdict line says them, the advice last; :mod:`benchy.results.text.verdict` renders each.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from .words import Worded
 
 @dataclass(frozen=True)
 class MoreTrials:
-    """How this run, as configured, gets more trials: what an undecided verdict and the busy-machine caveat advise
-    (each can be followed: ``ntrials: auto`` is not advised where it is on)."""
+    """How this run, as configured, gets more trials: what an undecided verdict and the busy-machine caveat advise."""
 
     auto: bool = False  # ntrials: auto already (stopped at auto_max_trials when the run ended)
     max_trials: int = 8  # global.auto_max_trials

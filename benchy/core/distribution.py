@@ -1,11 +1,8 @@
 """The per-step time distribution of a mode: percentiles, stalls, and whether stalls are periodic (pure).
 
-A trial's mean hides how its steps are spread. Percentiles show the tail; a *stall* is a
-period longer than :data:`STALL_FACTOR` times the mode's median (its p50). Stalls that repeat every
-``k`` steps with ``k`` the loader's ``num_workers`` are the classic sign of a starved worker
-pool: each worker needs longer than ``k`` steps to make its batch, so the loop takes the
-batches the workers made in one round and then waits for the next (workers that finish a
-little apart make one or two long waits per round: both count as that round's stalls).
+A *stall* is a period longer than :data:`STALL_FACTOR` times the mode's median. Stalls that repeat every
+``num_workers`` steps are the sign of a starved worker pool: the loop takes the batches the workers made in one
+round and then waits for the next.
 """
 
 from __future__ import annotations
@@ -39,10 +36,8 @@ class StepProfile(Record, frozen=True):
 
 
 def percentiles(arrays: Sequence[np.ndarray[Any, np.dtype[np.float32]]], levels: Sequence[float]) -> List[float]:
-    """``numpy.percentile``'s (linear) percentiles of the single-precision values of ``arrays`` pooled, NaNs left
-    out (NaN where none is left), without pooling them: each order statistic needed is found by bisection over
-    the values' order (about 32 counting passes, one byte a value of one array for a moment), so a run of
-    millions of steps needs no copy of its periods to be read."""
+    """``numpy.percentile``'s (linear) percentiles of ``arrays`` pooled, NaNs left out, without pooling them: each
+    order statistic is found by bisection (about 32 counting passes), so millions of periods need no copy."""
     counted = [(a, int(np.count_nonzero(~np.isnan(a)))) for a in arrays]
     n = sum(k for _, k in counted)
     if n == 0:
@@ -73,8 +68,7 @@ def _value(key: int) -> np.float32:
 
 
 def _kth(arrays: Sequence[np.ndarray[Any, np.dtype[np.float32]]], k: int, bounds: Tuple[int, int]) -> float:
-    """The ``k``-th smallest (from 0) of the non-NaN values of ``arrays`` pooled (there are more than ``k``),
-    between the keys ``bounds`` (those of the smallest and the largest)."""
+    """The ``k``-th smallest (from 0) of the non-NaN values of ``arrays`` pooled, between the keys ``bounds``."""
     lo, hi = bounds
     while lo < hi:  # the smallest key whose value has more than k values at or below it
         mid = (lo + hi) // 2
@@ -109,12 +103,8 @@ def step_profile(trials: Sequence[TrialResult]) -> Optional[StepProfile]:
 
 
 def _trial_period(stalled: np.ndarray[Any, Any]) -> Optional[int]:
-    """The shortest cycle of ``k >= 2`` steps in which the stalls keep their place: at most
-    half of the cycle's phases hold most stalls, and each of them stalls in most cycles.
-
-    ``[_, _, S, S]`` and ``[_, _, _, S]`` repeated are periodic with ``k = 4``; a slow stretch
-    of consecutive stalls, or stalls scattered at random, are not periodic at any ``k``.
-    """
+    """The shortest cycle of ``k >= 2`` steps in which the stalls keep their place: at most half of the cycle's
+    phases hold most stalls, and each of them stalls in most cycles (a slow stretch, or stalls at random, are not)."""
     n = len(stalled)
     for k in range(2, min(MAX_PERIOD, n // MIN_CYCLES) + 1):
         cycles = n // k

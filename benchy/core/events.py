@@ -1,7 +1,5 @@
-"""What a session says happened, as values that say themselves (pure, no torch).
-
-The session, its trial runner and its side trials emit these; the sink (:class:`~benchy.session.sink.ResultSink`)
-prints each one's :meth:`words`, an information or a warning line.
+"""What a session says happened, as values that say themselves (pure, no torch): the sink prints each one's
+:meth:`words`, an information or a warning line.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class LoaderPlain:
-    """A wrapper first iterated while another runs the benchmark: it is the plain loader.
-    ``same_site``: it was built where the running one was (a loader re-created every epoch)."""
+    """A wrapper first iterated while another runs the benchmark: it is the plain loader."""
 
     kind: str
     where: str
@@ -70,8 +67,7 @@ class LoaderPlain:
 
 @dataclasses.dataclass(frozen=True)
 class SideServed:
-    """An ``iter()`` while the loop's epoch ran (a peek inside the loop): served by the plain loader;
-    ``label``: the trial whose window was running (None: between windows)."""
+    """An ``iter()`` while the loop's epoch ran (a peek inside the loop): served by the plain loader."""
 
     label: Optional[str]
 
@@ -115,8 +111,7 @@ class TrialLost:
 
 @dataclasses.dataclass(frozen=True)
 class Signalled:
-    """A signal ended the benchmark; ``running``: the trial it came in (with the periods it had
-    measured), None between trials; ``failed``: ranks that said their training failed."""
+    """A signal ended the benchmark; ``running``: the trial it came in (None: between trials)."""
 
     name: str
     running: Optional[TrialSpec]
@@ -149,8 +144,7 @@ class RankFailed:
 
 @dataclasses.dataclass(frozen=True)
 class NoExitHere:
-    """``exit_after_tests`` is on, but this process is not the script's own to end (``host``: e.g. a
-    Ray Train worker): the training goes on with the plain loader."""
+    """``exit_after_tests`` is on, but this process is not the script's own to end (a Ray Train worker, say)."""
 
     host: str
 
@@ -369,8 +363,7 @@ class CaptureRange:
 
 @dataclasses.dataclass(frozen=True)
 class TraceWritten:
-    """torch.profiler wrote (or could not write) a profiled warm-up's trace on ``rank``; ``others``: the
-    directory where every rank writes its own (profiler_mode: all, several ranks), else None."""
+    """torch.profiler wrote (or could not write) a profiled warm-up's trace; ``others``: where every rank writes."""
 
     rank: int
     event: str

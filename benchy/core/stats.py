@@ -1,9 +1,5 @@
-"""Summary statistics over trials (pure, no torch).
-
-The 95 % interval is the Student-t one: ``t(0.975, n-1) * s / sqrt(n)`` with the sample
-standard deviation ``s``. The t quantile is computed exactly for integer degrees of
-freedom (closed-form CDF, Abramowitz & Stegun 26.7.3-4, inverted by bisection), which
-avoids a SciPy dependency for one function.
+"""Summary statistics over trials (pure, no torch). The t quantile is computed exactly for integer degrees of
+freedom (closed-form CDF, Abramowitz & Stegun 26.7.3-4, inverted by bisection): no SciPy dependency for one function.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""What runs beside the two diagnostic windows at the schedule's end (needs torch; never in a counted trial).
-
-* ``PARTS_1``: the step on the cached batch, its time split into forward, backward, optimizer step and the rest
-  (:class:`StepHooks`; hooks cost microseconds a call, so only this window has them).
-* ``CONTENTION_1``: the step on the cached batch while the loader's workers run beside it (:class:`Drainer`): its
-  step time against SYNTHETIC's is how much the loader slows the step (cores, memory bandwidth). A loader without
-  workers is given the what-if model's other setting's there, and takes at most a batch a step (``pace``).
+"""What runs beside the two diagnostic windows at the schedule's end (needs torch; never in a counted trial):
+``PARTS_1``'s hooks (:class:`StepHooks`: they cost microseconds a call, so only this window has them) and
+``CONTENTION_1``'s loader beside the step (:class:`Drainer`); see docs/guide/whatif.md.
 """
 
 from __future__ import annotations
@@ -62,7 +58,6 @@ class StepHooks:
         self._installed_at = self._clock()
 
     def remove(self) -> PartTimes:
-        """Take the hooks off; the times they gathered."""
         if self._installed_at is None:
             return self.times
         import torch
@@ -113,9 +108,8 @@ _PASS_ENDED = "<pass-ended>"  # what the child says when the pass ran out (an ex
 
 
 def _no_accelerator() -> None:
-    """In the forked child: CUDA cannot be used after a fork (torch raises "Cannot re-initialize CUDA in forked
-    subprocess" at the first call, pinning included), so the child's pass sees no accelerator and takes its batches
-    unpinned (pinning is the training process's work, on its own thread, in FULL). Its warnings are not the user's."""
+    """In the forked child: CUDA cannot be used after a fork, so the child's pass sees no accelerator and takes its
+    batches unpinned (pinning is the training process's work in FULL). Its warnings are not the user's."""
     import warnings
 
     warnings.simplefilter("ignore")
@@ -128,11 +122,9 @@ def _no_accelerator() -> None:
 
 
 class Drainer:
-    """A process of its own, forked from the training process, that takes batches from a new pass of the loader
-    (``make``: benchy's own pass; its workers are the child's) as fast as they come, and drops them, until
-    stopped or the pass ends. The training process runs no thread for it: its step meets the loader's
-    workers on the cores and the memory bus as in FULL, and receiving the batches (which FULL does between
-    steps, on the training thread) costs it nothing here."""
+    """A forked process that takes batches from a new pass of the loader as fast as they come (or one every ``pace``
+    seconds), and drops them. The training process runs no thread for it: its step meets the loader's workers on
+    the cores and the memory bus as in FULL, and receiving the batches (FULL's, between steps) costs it nothing."""
 
     JOIN_SECONDS = 30.0
 
@@ -189,8 +181,7 @@ class Drainer:
             os._exit(0)  # none of the training process's exit handlers run here
 
     def wait_running(self, batches: int = 1, timeout: float = 60.0) -> bool:
-        """Wait until the process took ``batches`` batches (its workers run, past their first prefetching) or
-        ended; False: neither in ``timeout`` seconds."""
+        """Wait until the process took ``batches`` batches or ended; False: neither in ``timeout`` seconds."""
         end = self._clock() + timeout
         while self._clock() < end:
             if self._count.value >= batches or not self._process.is_alive():
@@ -223,5 +214,4 @@ class Drainer:
 
     @property
     def rate(self) -> float:
-        """Batches a second it took."""
         return self.batches / self.seconds if self.seconds > 0 else 0.0

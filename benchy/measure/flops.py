@@ -45,8 +45,8 @@ def cpu_name() -> str:
 
 
 def _extra_formulas() -> Dict[Any, Any]:
-    """torch's own attention formulas for the CPU's fused attention ops, which its registry leaves out
-    (their arguments start like the CUDA kernels': query, key, value; grad_out first for backward)."""
+    """torch's own attention formulas for the CPU's fused attention ops, which its registry leaves out (their
+    arguments start like the CUDA kernels')."""
     aten = torch.ops.aten
     registry = flop_counter.flop_registry
     out: Dict[Any, Any] = {}
@@ -105,14 +105,11 @@ class _Counter(FlopCounterMode):
 
 
 class StepCounter:
-    """Counts the FLOPs of a step over a stretch of the loop's asks: :meth:`enter` when the first counted batch is
-    handed out, :meth:`mark` at each ask after it, :meth:`leave` at the end; then :attr:`count` holds the
-    :class:`FlopCount` (or why none was made).
+    """Counts the FLOPs of a step over a stretch of the loop's asks (:meth:`enter`, :meth:`mark` at each ask,
+    :meth:`leave`); then :attr:`count` holds the :class:`FlopCount`, or why none was made.
 
-    The FLOPs between asks repeat with the loop's own period (one step an ask; or none between some asks and
-    several between others, as the Hugging Face Trainer's gradient accumulation takes its batches together):
-    :meth:`mark` finds the shortest period ``b`` whose last two blocks of ``b`` intervals are the same, and the
-    step's FLOPs are a block's over ``b``. :attr:`settled` says when one is found (at most :data:`MAX_INTERVALS`)."""
+    The FLOPs between asks repeat with the loop's own period (gradient accumulation takes several batches a step):
+    the step's FLOPs are those of the shortest block of ``b`` intervals that repeats, over ``b``."""
 
     MAX_INTERVALS = 12  # covers periods of 1 to 6 asks
 
@@ -159,8 +156,7 @@ class StepCounter:
         return max(0, len(self._marks) - 1)
 
     def mark(self) -> None:
-        """The loop asked for its next batch: the FLOPs since the last ask are one interval; settled once the loop's
-        period shows (or at :data:`MAX_INTERVALS`)."""
+        """The loop asked for its next batch: the FLOPs since the last ask are one interval."""
         mode = self._mode
         if mode is None or self.settled:
             return
@@ -180,8 +176,7 @@ class StepCounter:
             self._period, self.settled = len(deltas), True  # no period shows: the mean over every interval
 
     def leave(self, *, completed: bool = True) -> None:
-        """Leave the counter; ``completed``: the count stands (else, the loop broke the stretch, :attr:`count` stays
-        None). Without a period found, the mean over the intervals counted."""
+        """Leave the counter; ``completed``: the count stands (else :attr:`count` stays None)."""
         if completed and not self.settled:
             self.mark()  # the ask that ends the count ends its last interval
         mode, self._mode = self._mode, None
