@@ -1,13 +1,8 @@
-"""The exit statuses of benchy's commands and of a benchmarked script, in one table, and the one rule that
-turns a benchmarked script's ending into the status a CI job reads.
+"""The exit statuses of benchy's commands and of a benchmarked script, and the one rule (:func:`run_status`) that
+turns a benchmarked script's ending into the status a CI job reads; their words: :mod:`benchy.results.text.exits`.
 
-What each status means, in words, is :data:`benchy.results.text.exits.EXIT_STATUSES` (``benchy --help`` prints
-it, the documentation's table is generated from it); the session and the commands use the constants.
-
-benchy never changes the status of the script's own process: where the script ends first, the process
-ends as the script makes it end. A tool that owns the process turns an incomplete run into a failing
-status: ``benchy run`` (the parent that waits for the script) with :func:`run_status`, and ``benchy
-check`` from the result file's ``exit_status``.
+benchy never changes the status of the script's own process; a tool that owns the process (``benchy run``,
+``benchy check``) turns an incomplete run into a failing status.
 """
 
 from __future__ import annotations
@@ -26,10 +21,8 @@ STATUS_ENV_VAR = "BENCHY_RUN_STATUS_FILE"
 
 
 def run_status(script: int, advised: Iterable[int]) -> int:
-    """The status of ``benchy run``: the script's own (``script``: its exit status), except where the script
-    ended with 0 and the benchmark did not finish: then the status the benchmark advised, the worst of
-    ``advised`` (one per benchmark in the script's processes: 0 complete, 3 a mode without a counted
-    trial, 4 incomplete), and 4 when none was benchmarked."""
+    """The status of ``benchy run``: the script's own, except where it ended with 0: then the worst status the
+    benchmarks in its processes advised, 4 when none was benchmarked."""
     if script != EXIT_OK:
         return script
     return max(advised, default=EXIT_INCOMPLETE)  # 4 over 3 over 0

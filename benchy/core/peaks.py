@@ -167,11 +167,8 @@ def _one_peak(value: Any) -> Optional[float]:
 
 
 def parse_peak(value: Any) -> Tuple[PeakConfig, Optional[str]]:
-    """``global.peak_flops`` as a value, and what is wrong with it (None: nothing).
-
-    Allowed: null; a positive number of FLOP/s, or a string such as ``"989e12"`` or ``"989 TFLOP/s"``
-    (YAML reads ``989e12`` without a dot as a string); or a mapping of dtype (``float32``, ``tf32``,
-    ``bfloat16``, ``float16``, ``float8``, ``float64``) to such a figure."""
+    """``global.peak_flops`` as a value, and what is wrong with it (None: nothing); a string such as ``"989e12"`` is
+    read too (YAML reads ``989e12`` without a dot as a string)."""
     if value is None:
         return None, None
     if isinstance(value, Mapping):

@@ -1,9 +1,8 @@
 """The result file's value types and the base of every object in it (pure, no torch).
 
-A type that benchy keeps in memory and writes to the result file is declared once, as a frozen
-:class:`Record`: the measuring code builds it, the writer encodes it, the reader decodes it
-(:mod:`benchy.results.model` composes the file from these), and the documentation's key tables come from
-its hints: the bounds below (``Meta(ge=..., le=...)``) and each field's words.
+A type that benchy keeps in memory and writes to the result file is declared once, as a frozen :class:`Record`:
+built, encoded and decoded as it is (:mod:`benchy.results.model` composes the file); the documentation's key
+tables come from its hints and bounds.
 """
 
 from __future__ import annotations

@@ -94,8 +94,7 @@ def describe_device() -> str:
 
 
 def to_device(batch: Any, device: Any) -> Any:
-    """Every tensor of ``batch`` copied to ``device`` (non-blocking from pinned memory), the
-    structure kept: tuples, named tuples, lists, dicts and dataclasses are walked."""
+    """Every tensor of ``batch`` copied to ``device`` (non-blocking from pinned memory), the structure kept."""
     if hasattr(batch, "to") and hasattr(batch, "is_pinned"):
         return batch.to(device, non_blocking=bool(batch.is_pinned()))
     if isinstance(batch, dict):
@@ -109,8 +108,3 @@ def to_device(batch: Any, device: Any) -> Any:
             batch, **{f.name: to_device(getattr(batch, f.name), device) for f in dataclasses.fields(batch) if f.init}
         )
     return batch
-
-
-def copier(device: str) -> Callable[[Any], Any]:
-    """A copy function for the IO_H2D trial: the batch to ``device``."""
-    return lambda batch: to_device(batch, device)

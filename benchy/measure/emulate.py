@@ -1,11 +1,8 @@
 """The emulated step: a calibrated stand-in for the training step, for the emulated-step trials.
 
-As MLPerf Storage emulates an accelerator, :class:`EmulatedStep` replaces the step by what the run
-measured of it, made ``k`` times faster: the share of it the CPU was busy (SYNTHETIC's cores, at
-most one: it runs on the training thread) as a fixed amount of CPU work (calibrated once: on a
-busy machine it takes longer, as the step's own CPU work would), the rest as a wait. Used as the copy of a
-:class:`~benchy.measure.source.CopyingSource`, every batch the real loader hands out costs the
-emulated step before the next is asked for: a FULL loop whose step is ``k`` times faster.
+As MLPerf Storage emulates an accelerator, :class:`EmulatedStep` replaces the step by what the run measured of it,
+made ``k`` times faster: its CPU share as a fixed amount of CPU work (calibrated once: on a busy machine it takes
+longer, as the step's own would), the rest as a wait. As the copy of a ``CopyingSource`` it makes a FULL loop.
 """
 
 from __future__ import annotations

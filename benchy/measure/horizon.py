@@ -1,11 +1,6 @@
-"""How many steps the training loop takes in all, where a framework that runs it knows ahead (no torch import).
-
-At the benchmark's start, :func:`loop_horizon` looks up the call stack for a loop that planned its length: a
-Hugging Face ``transformers.Trainer`` (``state.max_steps`` optimizer steps, each of
-``gradient_accumulation_steps`` batches) or a Lightning ``Trainer`` (``estimated_stepping_batches``, each of
-``accumulate_grad_batches`` batches). The answer is in the loop's batches from its first one, less those it
-took before this epoch (``global_step``); None where no such loop runs the loader (a script's own loop: set
-``global.loop_steps``).
+"""How many steps the training loop takes in all, where a framework that runs it knows ahead (no torch import):
+:func:`loop_horizon` looks up the call stack for a Hugging Face or Lightning ``Trainer`` that planned its length
+(a script's own loop sets ``global.loop_steps``).
 """
 
 from __future__ import annotations

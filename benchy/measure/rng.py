@@ -1,10 +1,6 @@
-"""The user's random streams, kept through benchy's own work (needs torch).
-
-benchy's own passes over the loader (the IO and stage trials, IO_H2D, the sweep) draw, as the loop's do, from
-the loader's generators or torch's global one (its workers' base seed, a shuffling sampler's permutation), and a
-dataset loaded in the main process from Python's, NumPy's or torch's global streams. :func:`kept` saves every one
-of those streams (each CUDA device's too, where CUDA is initialised) before that work and puts them back after it,
-so a seeded run sees the batches it would see without benchy.
+"""The user's random streams, kept through benchy's own work (needs torch): benchy's own passes over the loader
+draw from the loader's generators and the global streams (torch's, Python's, NumPy's, each CUDA device's), so
+:func:`kept` puts them all back after, and a seeded run sees the batches it would see without benchy.
 """
 
 from __future__ import annotations
@@ -18,8 +14,7 @@ import torch
 
 
 def loader_generators(loader: Any) -> List[torch.Generator]:
-    """The ``torch.Generator`` objects a loader draws from: its own, its sampler's, its batch sampler's
-    and that one's sampler's (each once)."""
+    """The ``torch.Generator`` objects a loader and its samplers draw from (each once)."""
     found: List[torch.Generator] = []
     places = [loader, getattr(loader, "sampler", None), getattr(loader, "batch_sampler", None)]
     batch_sampler = places[2]

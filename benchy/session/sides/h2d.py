@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 from ...core.events import H2DSkipped
 from ...core.outcomes import Reason, Why, raised
 from ...core.results import RunResults
 from ...core.schedule import Mode, TrialSpec
-from ...measure.device import accelerator_in_use, copier
+from ...measure.device import accelerator_in_use, to_device
 from ...measure.source import NO_BATCH, CopyingSource
 from . import SideEnv, side_counts
 
@@ -25,7 +27,7 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
             why = Reason(Why.NO_ACCELERATOR)
             sink.say(H2DSkipped(why))
             return results.changed(h2d_skipped=why)
-        copy, device = copier(found), found
+        copy, device = functools.partial(to_device, device=found), found
     results = results.changed(h2d_device=device)
     own = runner.open_own()
     source = CopyingSource(own, copy)
