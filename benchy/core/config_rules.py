@@ -47,8 +47,6 @@ def steps_name(output_filename: str) -> str:
     return output_stem(output_filename) + ".steps"
 
 
-# --- what a key allows (a check; its words are the key's) and the key's one declaration --------------------------
-
 _Check = Callable[[Any], bool]
 
 
@@ -117,9 +115,6 @@ def _flag(default: bool, does: str) -> Any:
 def _choice(words: Tuple[str, ...], does: str) -> Any:
     """One of ``words``, the first by default."""
     return _key(words[0], lambda v: v in words, "one of " + ", ".join(repr(w) for w in words), does)
-
-
-# --- the keys, section by section ----------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -142,8 +142,6 @@ def known_accelerator(device: str) -> Optional[Accelerator]:
     return None
 
 
-# --- the configured peak ---------------------------------------------------------------------------
-
 # global.peak_flops: one FLOP/s figure for every dtype, or one per dtype.
 PeakConfig = Union[None, float, Mapping[str, float]]
 

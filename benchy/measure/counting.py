@@ -213,8 +213,6 @@ def make_counter(
     return general
 
 
-# --- count: tokens -------------------------------------------------------------------------------
-
 # The attention mask's sum is taken on 1 in ``every`` batches, ``every`` chosen from its measured
 # cost so that it adds at most this much a batch on average (a full sum of a 32 x 512 mask costs
 # several microseconds: more than benchy's whole per-batch cost).

@@ -125,9 +125,6 @@ class ProfilerWindow:
         self.finished = True
 
 
-# --- profiler: torch -------------------------------------------------------------------------------
-
-
 def profiled_steps(nbatches: int, steps: int) -> Tuple[int, int]:
     """(the first profiled step, how many): from the third (the first two hold the profiler's own start and the
     trial's first fetch and step), fewer in a shorter trial."""

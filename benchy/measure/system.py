@@ -248,8 +248,6 @@ class SystemSampler:
         self._children_at = -1e9
         self._rows: List[Tuple[float, ...]] = []  # each reading: time, CPU seconds so far, RSS, GPU fields
 
-    # --- one reading ---------------------------------------------------------------------
-
     def _tree(self, now: float) -> List[psutil.Process]:
         if now - self._children_at >= CHILDREN_EVERY_S:
             self._children_at = now
@@ -299,8 +297,6 @@ class SystemSampler:
         while not self._stop.wait(self.interval):
             with self._lock:
                 self._tick()
-
-    # --- a trial ---------------------------------------------------------------------------
 
     def start(self) -> None:
         """Take the baseline reading and start sampling (just before a trial's clock starts)."""
@@ -412,9 +408,6 @@ class NullSampler:
     def start(self) -> None: ...
 
     def stop(self) -> Optional[SystemFigures]: ...
-
-
-# --- memory: the loader's workers, the training process, the machine --------------------------------
 
 
 def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:

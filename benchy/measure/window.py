@@ -76,8 +76,6 @@ class WindowRun:
         self.next_report = args.freq if (args.report is not None and 0 < args.freq < self.n) else -1
         self._open: Optional[int] = None  # the running segment's first hand-out index
 
-    # --- what the machine asks -------------------------------------------------------------------
-
     @property
     def handed(self) -> int:
         """Hand-outs made so far (from the series: exact even when the loop left mid-segment)."""
@@ -167,8 +165,6 @@ class WindowRun:
         compact(periods, dropped, h)  # the periods measured, in place: the median's input
         median = float(np.median(periods[: h - len(dropped)], overwrite_input=True))
         return median > 0 and all(p < LOOKAHEAD_SHARE * median for p in first)
-
-    # --- the result ------------------------------------------------------------------------------
 
     def span(self) -> WindowSpan:
         """Where the window ran, for the JSON and the timeline."""
