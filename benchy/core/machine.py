@@ -106,8 +106,7 @@ class Stop(Worded):
 
 @dataclass(frozen=True)
 class Judgement:
-    """The evidence after a counted trial; ``settled``: the modes within the figure precision (a decided verdict
-    stops measuring once every mode is)."""
+    """The evidence after a counted trial; ``settled``: the modes within the figure precision."""
 
     decided: bool = False
     outcome: Optional[Outcome] = None
@@ -118,8 +117,7 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Begin:
-    """The benchmark begins (the loop's first ``iter()``); ``queue_depth``: the batches the loader's workers
-    hold ready (the lead-in before a FULL window); None: unknown."""
+    """The benchmark begins; ``queue_depth``: the batches the workers hold ready (a FULL window's lead-in)."""
 
     queue_depth: int = 0
     room: Optional[int] = None
@@ -128,8 +126,7 @@ class Begin:
 
 @dataclass(frozen=True)
 class Counted:
-    """``spec`` counted; ``change``: for an ``auto`` warm-up, how much its step time still changes (None: too
-    few steps)."""
+    """``spec`` counted; ``change``: an ``auto`` warm-up's :func:`warmup_change`."""
 
     spec: TrialSpec
     change: Optional[float] = None
@@ -255,8 +252,7 @@ Note = Union[WarmupEnded, Stopped]
 
 
 def judge(results: RunResults, schedule: Schedule) -> Judgement:
-    """The evidence in ``results`` (no verdict before :data:`~benchy.core.schedule.MIN_AUTO_TRIALS` counted trials
-    a side)."""
+    """The evidence in ``results`` (no verdict before ``MIN_AUTO_TRIALS`` counted trials a side)."""
     widths = {mode: _relative_width(results, mode) for mode in Mode}
     precise = frozenset(mode for mode, w in widths.items() if w <= schedule.precision)
     settled = frozenset(mode for mode, w in widths.items() if w <= max(schedule.precision, schedule.figure_precision))
@@ -530,8 +526,7 @@ def _kept_for_flops(state: State) -> int:
 
 
 def _crossed(state: State, mode: Mode, n: int) -> int:
-    """The most steps a window of ``n`` batches may leave out at the epochs' ends it crosses. It errs long: only the
-    last windows of a loop of known length are sized by it."""
+    """The most steps a window of ``n`` batches may leave out at the epochs' ends it crosses (it errs long)."""
     per = 2 + (state.queue_depth if mode is Mode.FULL else 0) + _cycle(state, mode) - 1
     return _epoch_ends(n, state.epoch_length, per)
 
@@ -621,8 +616,7 @@ _DEFAULT_ORDER = (Extra.FLOPS, Extra.STAGES, Extra.H2D, Extra.PARTS, Extra.CONTE
 
 
 def extras_order(enabled: Tuple[Extra, ...], outcome: Optional[Outcome]) -> Tuple[Extra, ...]:
-    """The enabled extras, most useful first for ``outcome`` (the emulated check, which tests the what-if model
-    the others feed, always last)."""
+    """The enabled extras, most useful first for ``outcome`` (the emulated check, testing the others, last)."""
     order = _ORDERS.get(outcome, _DEFAULT_ORDER) if outcome is not None else _DEFAULT_ORDER
     return tuple(e for e in order if e in enabled)
 
@@ -752,8 +746,7 @@ def epochs_for(steps: int, epoch_length: Optional[int], start_at: int = 0) -> Op
 def nbatches_to_fit(
     schedule: Schedule, steps: int, queue_depth: int = 0, epoch_length: Optional[int] = None, least: int = MIN_WINDOW
 ) -> Optional[int]:
-    """The longest windows, from ``least`` to shorter than the plan's, that take at most ``steps`` steps of the loop;
-    None: none fits."""
+    """The longest windows, from ``least`` up, with which the plan takes at most ``steps`` (None: none fits)."""
     top = min((p.nbatches for p in schedule.window_plans), default=0) - 1
 
     def fits(n: int) -> bool:

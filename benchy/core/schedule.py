@@ -217,12 +217,8 @@ class Schedule:
 
     @property
     def decision_confidence(self) -> float:
-        """Confidence of the IO-vs-SYNTHETIC decision: 99 % when trials stop adaptively.
-
-        ``ntrials: auto`` looks at the decision after every trial and stops at the first decided look;
-        testing each look at 1 % keeps the chance of a wrong decision over up to ten looks near 5 %
-        (Pocock's boundary for 10 looks is 1.06 %).
-        """
+        """Confidence of the IO-vs-SYNTHETIC decision: 99 % when trials stop adaptively (looked at after every trial,
+        each at 1 %: near 5 % over ten looks, Pocock's boundary)."""
         return 0.99 if self.stops_early else 0.95
 
     @property
@@ -241,8 +237,7 @@ class Schedule:
 
     @property
     def diagnostic_steps(self) -> int:
-        """The steps of each diagnostic window (PARTS, CONTENTION): half the longest SYNTHETIC window, at least
-        :data:`MIN_WINDOW` (a mean needs few)."""
+        """The steps of each diagnostic window (PARTS, CONTENTION): a mean needs few."""
         synthetic = self.plan(Mode.SYNTHETIC)
         return 0 if synthetic is None else max(MIN_WINDOW, synthetic.nbatches // 2)
 

@@ -82,8 +82,7 @@ def disturbed_trials(results: RunResults) -> List[TrialResult]:
 
 
 def first_pass(results: RunResults) -> Optional[FirstPass]:
-    """The loader's first IO batches against the measured IO trials, with the files read and how much of them came
-    from storage."""
+    """The loader's first IO batches against the measured IO trials, and how much of its files came from storage."""
     first = next((t for t in results.warmups(Mode.IO) if t.spec.index == 1), None)
     measured = results.measured(Mode.IO)
     if first is None and len(measured) >= 2:  # no IO warm-up: the first IO trial was the first pass
@@ -127,8 +126,7 @@ def copies(results: RunResults) -> Optional[Copies]:
 
 
 def loader_cause(results: RunResults, found: Optional[Verdict], workers: int) -> Optional[Tuple[LoaderCause, Help]]:
-    """Why the loader is slow, from the IO trials' system metrics, when loading limits training (an inconsistent
-    reading included: IO is still the slower side)."""
+    """Why the loader is slow, from the IO trials' system metrics, when loading limits (inconsistent or not)."""
     if found is None or found.outcome is not Outcome.DATA_LOADING:
         return None
     means = system_means(results.measured(Mode.IO))
@@ -387,8 +385,7 @@ def decide(
 
 
 def trials_to_decide(io: Sequence[float], synthetic: Sequence[float], confidence: float, most: int = 64) -> Optional[int]:
-    """How many more trials a side would likely decide IO against SYNTHETIC, if the means and spreads seen so far
-    held; None: not within ``most``, or fewer than two trials a side."""
+    """How many more trials a side would likely decide IO against SYNTHETIC, if the means and spreads held."""
     la, lb = np.log(np.asarray(io, dtype=float)), np.log(np.asarray(synthetic, dtype=float))
     if la.size < 2 or lb.size < 2 or not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
         return None
@@ -452,8 +449,7 @@ def read(
     more: MoreTrials = MoreTrials(),
     depth: int = 0,
 ) -> Reading:
-    """The :class:`Reading` of ``results``, every figure the outputs render worked out once; ``steps`` (the final
-    summary): read every step for the step profiles."""
+    """The :class:`Reading` of ``results``; ``steps`` (the final summary): read every step for the step profiles."""
     profiles = {m: p for m in modes if steps and (p := step_profile(results.measured(m))) is not None}
     systems = {m: s for m in modes if (s := system_means(results.measured(m))) is not None}
     full_profile = profiles.get(Mode.FULL)

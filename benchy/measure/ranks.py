@@ -229,8 +229,7 @@ class TorchComm:
         return out
 
     def shutdown(self) -> None:
-        """Tear the process groups down on this thread (the group's destructor joins its worker threads, so none is
-        left to free a tensor during exit)."""
+        """Tear the process groups down on this thread, so no worker thread is left to free a tensor during exit."""
         if self._dist.is_initialized():
             self._dist.destroy_process_group()
         self._held.clear()
@@ -373,8 +372,8 @@ def combine(comm: Any, result: TrialResult, change: Optional[float], lists: int 
 
 
 def schedule_digest(fingerprint: Any) -> List[float]:
-    """A schedule's fingerprint as two 26-bit halves of a hash (exact in float64), with their negatives:
-    reduced by ``max``, equal halves and negatives say every rank holds the same fingerprint."""
+    """A fingerprint's hash as two 26-bit halves (exact in float64) and their negatives: reduced by ``max``, equal
+    halves and negatives say every rank holds the same."""
     import hashlib
 
     value = int.from_bytes(hashlib.sha256(repr(sorted(fingerprint.items())).encode()).digest()[:7], "big") >> 4

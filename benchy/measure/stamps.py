@@ -38,13 +38,10 @@ def _view(values: array[Any]) -> np.ndarray[Any, Any]:
 
 
 class Stamps:
-    """The timestamps of up to ``periods + 1`` hand-outs, kept as the ``periods`` between them: 4 bytes a
-    period (``float32``: a nanosecond in a 10 ms period), where the times would take 8.
-
-    The loop stores each stamp into ``buf``, a list of :data:`CHUNK` slots (a list store is the cheapest
-    store a loop can make); at each chunk's end :meth:`flush` turns them into periods, outside the trial's
-    time (a pause). ``split`` (FULL): the loop also stores into ``asks`` when it asked for the next batch
-    after hand-out ``i``, kept as the period's wait for data, ``stamps[i + 1] - asks[i]`` (``waits``).
+    """The timestamps of up to ``periods + 1`` hand-outs, kept as the periods between them: 4 bytes a period
+    (``float32``: a nanosecond in a 10 ms period). The loop stores each stamp into ``buf`` (a list store is the
+    cheapest a loop can make); :meth:`flush` turns them into periods at each chunk's end, outside the trial's time.
+    ``split`` (FULL): ``asks`` too, kept as each period's wait for data (``waits``).
     """
 
     __slots__ = ("_blank", "ask", "asks", "buf", "done", "end", "first", "last", "periods", "waits")
@@ -137,8 +134,7 @@ class Stamps:
 
 
 class Series:
-    """``length`` per-batch sample counts a hot loop writes one at a time into ``buf`` (as :class:`Stamps`),
-    moved into ``data`` (4 bytes each) by :meth:`flush`."""
+    """Per-batch sample counts, written into ``buf`` and flushed into ``data`` as :class:`Stamps` are."""
 
     __slots__ = ("_blank", "buf", "data", "done")
 
@@ -186,8 +182,7 @@ class Series:
 
 
 class Constant:
-    """``length`` per-batch sample counts, the same for every batch but those :meth:`set` (a pass's short
-    last batch): nothing kept per batch while the trial runs. Its ``buf`` is empty: the loop writes none."""
+    """Per-batch sample counts, the same for every batch but those :meth:`set` (a pass's short last batch)."""
 
     __slots__ = ("buf", "done", "length", "other", "value")
 
