@@ -34,8 +34,8 @@ RUN_NAME_ENV_VAR = "BENCHY_RUN_NAME"  # overrides global.run_name (as --benchy_n
 class ConfigError(BenchyError, ValueError):
     """A benchy configuration problem, raised before any trial runs.
 
-    ``problems`` holds one line per problem, each naming the source, the
-    ``section.key``, the value received and what is allowed.
+    ``problems`` holds one line per problem, each naming the source, the ``section.key``, the value received and what
+    is allowed.
     """
 
     def __init__(self, problems: List[str]) -> None:

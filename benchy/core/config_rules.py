@@ -121,9 +121,9 @@ def _choice(words: Tuple[str, ...], does: str) -> Any:
 class ModeConfig:
     """One trial kind (IO, synthetic or full).
 
-    ``ntrials`` and ``nwarmup`` are ``"auto"`` by default: trials until the answer is known, in windows
-    short first and growing up to ``nbatches``, and warm-ups until the step time is steady (bounded by
-    ``global.auto_max_trials`` / ``auto_max_warmup``); a number fixes the count (every window ``nbatches``).
+    ``ntrials`` and ``nwarmup`` are ``"auto"`` by default: trials until the answer is known, in windows short first
+    and growing up to ``nbatches``, and warm-ups until the step time is steady (bounded by ``global.auto_max_trials``
+    / ``auto_max_warmup``); a number fixes the count (every window ``nbatches``).
     """
 
     run_benchmark: bool = _flag(True, "run this mode's trials (at least one mode must run)")
@@ -150,8 +150,7 @@ class ModeConfig:
 
 @dataclass(frozen=True)
 class GlobalConfig:
-    """The ``global`` section; each key's default, what it allows and what it does are declared in its field (the
-    manual's configuration reference lists them)."""
+    """The ``global`` section; each key's default, what it allows and what it does are declared in its field."""
 
     report_freq: int = _key(
         10,
@@ -317,11 +316,8 @@ class GlobalConfig:
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """The ``sweep`` section: loader settings tried with IO trials before the schedule.
-
-    Each key lists values to try (the product of the keys given); a key left out keeps the
-    loader's own value; ``num_workers: auto`` is 0, 1, 2, 4 ... up to the usable cores. Empty:
-    no sweep."""
+    """The ``sweep`` section: loader settings tried with IO trials before the schedule (the product of the keys
+    given; a key left out keeps the loader's own value; empty: no sweep)."""
 
     num_workers: Union[Tuple[int, ...], str] = _key(
         (),

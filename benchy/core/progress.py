@@ -176,8 +176,7 @@ def _steps(schedule: Schedule, state: m.State, counts: Dict[Mode, int], queue_de
 
 
 def not_run(schedule: Schedule, state: m.State, queue_depth: int) -> Tuple[TrialSpec, ...]:
-    """With fixed counts, the planned windows that were not issued (an ``auto`` plan says what a decision would
-    likely take instead)."""
+    """With fixed counts, the planned windows that were not issued."""
     if schedule.stops_early:
         return ()
     planned = [a.spec for a, _ in m.longest_run(schedule, queue_depth) if isinstance(a, m.OpenWindow)]

@@ -36,8 +36,7 @@ class WorkerMemory(Record, frozen=True):
 
 @dataclass(frozen=True, eq=False)
 class StageTrial:
-    """One diagnostic stage trial, per batch in the order the loop got them; all clocks are one machine-wide
-    monotonic clock."""
+    """One diagnostic stage trial, per batch in the order the loop got them (one machine-wide monotonic clock)."""
 
     label: str
     warmup: bool
@@ -85,8 +84,7 @@ MAIN_WORK = (StageKind.RECEIVE, StageKind.PIN, StageKind.SAMPLER)  # the main pr
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage: seconds per batch (mean) and its share of the IO period; ``step``: a transform's name
-    (``transform Normalize``)."""
+    """One stage: seconds per batch (mean) and its share of the IO period; ``step``: a transform's name."""
 
     kind: StageKind
     where: str  # "workers", "main" (the loop's thread) or "pin thread"

@@ -85,9 +85,8 @@ def estimate(values: Sequence[float], confidence: float = 0.95) -> Estimate:
 class Comparison:
     """``b`` against ``a`` on a log scale: the ratio of geometric means and its interval.
 
-    Welch's t-test on the logs of the trial throughputs: a ratio test that needs no equal
-    variances, stays positive whatever the spread, and is sound with two or three trials a
-    side (its degrees of freedom are rounded down, which only widens the interval).
+    Welch's t-test on the logs of the trial throughputs: a ratio test that needs no equal variances, stays positive
+    whatever the spread, and is sound with two or three trials a side (its df rounded down only widens the interval).
     """
 
     ratio: float  # geometric mean of b / geometric mean of a
@@ -128,11 +127,8 @@ def compare_log(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
 
 @dataclass(frozen=True)
 class Welch:
-    """Welch's unequal-variances t-test of ``mean(b) - mean(a)``.
-
-    ``df`` is the Welch-Satterthwaite value; the p-value uses it rounded down (``df_used``),
-    which can only raise p: a change called significant is significant at the exact df too.
-    """
+    """Welch's unequal-variances t-test of ``mean(b) - mean(a)``; the p-value uses ``df`` rounded down (``df_used``),
+    which can only raise p: a change called significant is significant at the exact df too."""
 
     t: float
     df: float

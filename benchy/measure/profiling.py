@@ -134,9 +134,8 @@ def profiled_steps(nbatches: int, steps: int) -> Tuple[int, int]:
 
 
 class TorchRanges:
-    """benchy's ranges as ``torch.profiler`` ``record_function`` ranges in the profiled warm-up, pushed and popped by
-    the hot loops as the NVTX ones: the profiler starts at the first profiled step's range and stops at the one after
-    the last, so the trace holds whole steps and fetches. NVTX ranges are kept too where a tool is attached."""
+    """benchy's ranges as ``torch.profiler`` ``record_function`` ranges in the profiled warm-up: the profiler starts
+    at the first profiled step's range and stops at the one after the last, so the trace holds whole steps."""
 
     def __init__(
         self, spec: TrialSpec, start: Callable[[], None], stop: Callable[[], None], steps: int, nvtx: Optional[Ranges] = None
@@ -169,8 +168,7 @@ class TorchRanges:
         return "fetches" if self._trigger is self.fetch else "steps"
 
     def stretch(self, first: int, count: int) -> None:
-        """The window's next stretch hands out steps ``first`` to ``first + count - 1``: a profile that begins in it
-        ends with it."""
+        """The window's next stretch: a profile that begins in it ends with it."""
         self._stretch_end = first + count
 
     def trial(self, spec: TrialSpec) -> Any:

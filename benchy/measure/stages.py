@@ -114,8 +114,7 @@ def step_name(fn: Any) -> str:
 
 
 class StagePlan:
-    """The stage slots of an instrumented loader: slot 0 the dataset's ``__getitem__`` in all, then each timed
-    transform step."""
+    """The stage slots of an instrumented loader: 0 the dataset's ``__getitem__`` in all, then each transform step."""
 
     def __init__(self) -> None:
         self.names: List[str] = []  # transform steps, in slot order from 1

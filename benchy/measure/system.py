@@ -67,8 +67,7 @@ def _slack(cores: float, processes: float, wall: float) -> float:
 
 
 def disturbed(system: SystemFigures, share: float) -> bool:
-    """Whether other processes certainly (beyond the counters' granularity) kept more than ``share`` of the cores
-    busy during the trial."""
+    """Whether other processes certainly kept more than ``share`` of the cores busy during the trial."""
     other, wall = system.other_cores_busy, system.seconds
     if other is None or wall <= 0:
         return False
@@ -381,8 +380,7 @@ GPU_FIELDS = ("gpu_util", "gpu_memory_bytes")  # the GPU readings kept per readi
 
 
 def readings_array(rows: Sequence[Tuple[float, ...]], gpu: bool) -> np.ndarray[Any, Any]:
-    """A trial's readings as a structured array, one row each after the baseline (``cpu_cores_busy``: since the
-    reading before)."""
+    """A trial's readings as a structured array, one row each after the baseline."""
     fields = [("time", "<f8"), ("cpu_cores_busy", "<f4"), ("rss_bytes", "<f8")]
     if gpu:
         fields += [(name, "<f8") for name in GPU_FIELDS]
@@ -424,8 +422,7 @@ def worker_memory(pids: Sequence[int]) -> List[WorkerMemory]:
 
 
 def processes_cpu(pids: Sequence[int]) -> Optional[float]:
-    """The CPU seconds the processes have run so far (the scheduler's nanoseconds where Linux gives them, else the
-    kernel's ticks); None without a pid or one unreadable."""
+    """The CPU seconds the processes have run so far (Linux's schedstat, else psutil's); None: one unreadable."""
     total = 0.0
     for pid in pids:
         try:

@@ -69,8 +69,7 @@ class Segment:
 
 
 class EpochState:
-    """One epoch of the training loop (one ``iter()`` of a wrapper), shared by its loop and the
-    placer; the loop writes it at segment boundaries only."""
+    """One epoch of the training loop, shared by its loop and the placer; the loop writes it at boundaries only."""
 
     def __init__(self, inner: Iterator[Any], limit: int, made: float) -> None:
         self.inner = inner  # the loader's own iterator for this pass, made at the wrapper's iter()

@@ -111,8 +111,7 @@ class WindowRun:
         self.placed.append(Placed(epoch, step, 0))
 
     def close_segment(self) -> bool:
-        """The running segment ended: its values into the arrays, the periods it leaves out noted. True: it finished
-        the window (its loop stopped the clock)."""
+        """The running segment ended: its values into the arrays. True: it finished the window."""
         first = self._open
         if first is None:
             return False
