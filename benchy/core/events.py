@@ -83,8 +83,6 @@ class SideServed:
 
 @dataclasses.dataclass(frozen=True)
 class LookaheadFound:
-    """The loop asks for batch k + 1 before it runs step k: each window stretch's first period is left out."""
-
     def words(self) -> Said:
         return Said(
             False,
@@ -158,8 +156,6 @@ class NoExitHere:
 
 @dataclasses.dataclass(frozen=True)
 class CounterNote:
-    """How samples (or tokens) are counted could not be done as configured (the counter's words)."""
-
     text: str
 
     def words(self) -> Said:
@@ -168,8 +164,6 @@ class CounterNote:
 
 @dataclasses.dataclass(frozen=True)
 class TokensNotCounted:
-    """``count: tokens`` on batches without token ids (``error``: the counter's words): samples are counted."""
-
     error: str
 
     def words(self) -> Said:
@@ -178,8 +172,6 @@ class TokensNotCounted:
 
 @dataclasses.dataclass(frozen=True)
 class SweepUnavailable:
-    """A sweep was asked for a loader that is not a DataLoader."""
-
     def words(self) -> Said:
         return Said(True, "sweep: only a BenchmarkDataLoader knows the settings to vary; this loader is not swept.")
 
@@ -255,8 +247,6 @@ class SweepApplied:
 
 @dataclasses.dataclass(frozen=True)
 class H2DSkipped:
-    """IO_H2D did not run (``stopped``: it stopped part-way) and why."""
-
     reason: Reason
     stopped: bool = False
 
@@ -268,8 +258,6 @@ class H2DSkipped:
 
 @dataclasses.dataclass(frozen=True)
 class EmulatedStarted:
-    """The emulated-step trials start: a step ``speedup`` times faster, ``seconds`` a batch, ``cpu`` of them busy."""
-
     speedup: float
     seconds: float
     cpu: float
@@ -341,8 +329,6 @@ class StagesStopped:
 
 @dataclasses.dataclass(frozen=True)
 class SideFailed:
-    """An extra raised: only it is lost."""
-
     reason: Reason
 
     def words(self) -> Said:
@@ -351,8 +337,6 @@ class SideFailed:
 
 @dataclasses.dataclass(frozen=True)
 class CaptureRange:
-    """What the cudaProfilerStart/Stop capture range did (``events``: each call, or why none), said once."""
-
     events: Tuple[str, ...]
 
     def words(self) -> Said:

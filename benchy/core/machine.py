@@ -177,8 +177,6 @@ class RunExtra:
 
 @dataclass(frozen=True)
 class Finish:
-    """The schedule is over."""
-
     stop: Stop
 
 

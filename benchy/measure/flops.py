@@ -217,7 +217,6 @@ class StepCounter:
 
 
 def _accelerator_name(where: str) -> str:
-    """The device's name (``NVIDIA H100 80GB HBM3``) for ``cuda:0``; the device string where unknown."""
     try:
         if where.startswith("cuda"):
             return str(torch.cuda.get_device_name(torch.device(where)))
