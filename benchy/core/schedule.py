@@ -42,9 +42,8 @@ GROWTH = 1.25
 MIN_WINDOW = 5
 # IO trials and FULL windows: at least this many of the loader's rounds (its workers' turns), whole.
 FIRST_ROUNDS = 3
-# ntrials auto: a decided verdict does not stop measuring while a mode's 95 % interval is wider than this share of its
-# mean (global.auto_figure_precision's default; the trials go on, up to auto_max_trials): the summary's figures are the
-# user's to act on, not only the verdict.
+# global.auto_figure_precision's default: a decided verdict does not stop measuring while a mode's 95 % interval is
+# wider than this share of its mean (up to auto_max_trials): the summary's figures are the user's to act on too.
 FIGURE_PRECISION = 0.05
 
 

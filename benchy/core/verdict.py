@@ -50,11 +50,10 @@ from .stats import Comparison, Estimate, compare_log, estimate, t_quantile, welc
 from .sweep import feed, feed_advice
 from .whatif import WhatIf
 
-# Balanced: the interval of SYNTHETIC/IO lies within this share either way (see balanced_bounds):
-# a 5 % difference is not a bottleneck worth acting on, once the trials show it is no more.
+# Balanced: the interval of SYNTHETIC/IO lies within this share either way: not a bottleneck worth acting on.
 BALANCE_TOLERANCE = 0.05
-# FULL below this share of min(IO, SYNTHETIC) is worth explaining; down to the serial
-# estimate IO*SYN/(IO+SYN) / SERIAL_MARGIN it is explained by loading and compute not overlapping.
+# FULL below this share of min(IO, SYNTHETIC) is worth explaining; down to the serial estimate IO*SYN/(IO+SYN) /
+# SERIAL_MARGIN it is explained by loading and compute not overlapping.
 OVERLAP_THRESHOLD = 0.8
 SERIAL_MARGIN = 1.1
 H2D_SLOWER = 0.9  # copies that leave less than this share of IO's rate are named in the verdict
@@ -427,8 +426,7 @@ class Reading:
     compute: Optional[ComputeReport] = None  # FLOPs, achieved FLOP/s and MFU (None: not counted)
     tokens: Optional[TokenReport] = None  # count: tokens: tokens per second and padding per mode
     energy: Optional[EnergyReport] = None  # joules per trial and per sample (None: no trial sampled)
-    # Per mode: the step profile pooled over the counted trials (only when the steps were read: the
-    # final summary; a checkpoint leaves it empty), and the means of the system figures.
+    # Per mode: the step profile over the counted trials (empty at a checkpoint), and the system figures' means.
     profiles: Mapping[Mode, StepProfile] = field(default_factory=dict)
     systems: Mapping[Mode, Dict[str, float]] = field(default_factory=dict)
     whatif: Optional[WhatIf] = None  # what a change would give (``core.whatif``), checked where measured

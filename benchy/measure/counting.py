@@ -213,9 +213,8 @@ def make_counter(
     return general
 
 
-# The attention mask's sum is taken on 1 in ``every`` batches, ``every`` chosen from its measured
-# cost so that it adds at most this much a batch on average (a full sum of a 32 x 512 mask costs
-# several microseconds: more than benchy's whole per-batch cost).
+# The attention mask's sum is taken on 1 in ``every`` batches, chosen from its measured cost so that it adds at most
+# this much a batch on average (a 32 x 512 mask's sum costs several microseconds: more than benchy's per-batch cost).
 MASK_BUDGET_S = 1e-6
 _MASK_NAMES = ("attention_mask",)
 _TOKEN_NAMES = ("input_ids",)

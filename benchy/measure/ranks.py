@@ -68,9 +68,8 @@ class TorchComm:
         except Exception:  # pragma: no cover - older or unusual builds
             self._store = None
         self._round = 0
-        # The last work of each collective, held until shutdown: were its handle dropped at once,
-        # gloo's worker thread could free the work (and the Python tensors in it) after this
-        # thread, which needs the GIL for them, has gone on into interpreter exit: an abort.
+        # The last work of each collective, held until shutdown: were its handle dropped at once, gloo's worker thread
+        # could free its Python tensors after this thread has gone on into interpreter exit: an abort.
         self._held: Dict[str, Any] = {}
 
     def _wait(self, what: str, work: Any) -> None:
