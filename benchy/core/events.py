@@ -336,6 +336,20 @@ class SideFailed:
 
 
 @dataclasses.dataclass(frozen=True)
+class IoNotRun:
+    """The scheduled IO trials cannot run without taking the loop's batches: none runs."""
+
+    reason: Reason
+
+    def words(self) -> Said:
+        return Said(
+            True,
+            f"IO trials: not run: {self.reason.words()}. Without them no verdict is given; FULL against SYNTHETIC and "
+            "the DATA_WAIT line still say how long the loop waits for its data.",
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class CaptureRange:
     events: Tuple[str, ...]
 

@@ -30,6 +30,10 @@ class Why(Worded):
     NOT_RUN_STOPPED = "not-run-stopped", "not run: the script stopped after {epochs} epoch(s), {steps} step(s)"
     # a side that did not run, or stopped
     OFF = "off", "{detail}: false"  # the config turns it off (detail: the key)
+    SHARED_ITERATOR = (  # detail: how the loader shares it
+        "shared-iterator",
+        "the loader hands out one iterator that the loop reads too ({detail}): benchy's own passes would take the loop's batches",
+    )
     NOT_A_DATALOADER = (
         "not-a-dataloader",
         "only a DataLoader can be timed stage by stage (a BenchmarkDataLoader, or the loader benchy run chose); "

@@ -166,7 +166,8 @@ class SystemFigures(Record, frozen=True):
 
 class WindowSpan(Record, frozen=True):
     """Where a SYNTHETIC or FULL trial ran in the training loop: the epoch (1 = the first the benchmark
-    saw) and the step of that epoch (from 0) of its first and its last hand-out, the epochs' stretches
+    saw) and the step of that epoch (from 0) of its first and its last hand-out (untimed ones on the cached batch
+    included: every step that got the cached batch lies in a window), the epochs' stretches
     it ran in (``segments``), and the periods left out (the last of each stretch that did not end the
     trial: its end fell in the next epoch; with a loop that fetches one batch ahead, each stretch's first)."""
 
@@ -446,14 +447,17 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Span:
-    """A stretch of benchy's own work that is not a trial with per-step data (a diagnostic stage trial):
-    what it was and when, for the timeline (``started`` in Unix seconds)."""
+    """A stretch of benchy's own work that is not a trial with per-step data (a diagnostic stage trial, the FLOPs'
+    count): what it was and when, for the timeline (``started`` in Unix seconds); ``window``: the loop's steps it
+    took (the FLOPs' count hands out the cached batch)."""
 
     label: str
     group: str
     started: float
     seconds: float
     warmup: bool = False
+    mode: Mode = Mode.IO
+    window: Optional[WindowSpan] = None
 
 
 STRAGGLER_SHARE = 0.10  # a rank this much slower than the median rank (or the ranks' mean) is named
@@ -491,6 +495,7 @@ class RunResults:
     h2d: Tuple[TrialResult, ...] = ()
     h2d_device: Optional[str] = None
     h2d_skipped: Optional[Reason] = None
+    io_skipped: Optional[Reason] = None  # why the scheduled IO trials did not run (a loader that shares one iterator)
     # Loader sweep (see ``core.sweep``): each setting's IO trials, the loader's own setting, and the
     # setting the schedule continued with when sweep_apply is on.
     sweep: Tuple[Any, ...] = ()

@@ -193,6 +193,12 @@ class Schedule:
         horizon = g.loop_steps if isinstance(g.loop_steps, int) else None
         return cls(tuple(plans), float(g.auto_precision), extras, horizon, float(g.auto_figure_precision))
 
+    def without_io(self) -> Schedule:
+        """The plan without the IO trials and the extras that run on benchy's own passes."""
+        own = (Extra.STAGES, Extra.H2D, Extra.EMULATED)
+        plans = tuple(p for p in self.plans if p.mode is not Mode.IO)
+        return replace(self, plans=plans, extras=tuple(e for e in self.extras if e not in own))
+
     def plan(self, mode: Mode) -> Optional[ModePlan]:
         for p in self.plans:
             if p.mode is mode:

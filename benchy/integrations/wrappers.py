@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
 import weakref
 from dataclasses import dataclass, field, replace
@@ -295,6 +296,20 @@ def _batch_size_of(iterable: Any) -> Optional[int]:
     return None
 
 
+def one_iterator(iterable: Any) -> Optional[str]:
+    """How ``iterable`` hands out one iterator to every ``iter()`` (None: it makes a new one each pass, as far as can
+    be told without calling it): an iterator is its own iterable, and an object that holds an iterator in an attribute
+    may return it (a torch DataLoader's, the iterator of its persistent workers, is not handed out to benchy)."""
+    if isinstance(iterable, DataLoader):
+        return None
+    if isinstance(iterable, collections.abc.Iterator):
+        return f"a {type(iterable).__name__} is an iterator: iter() returns the object itself"
+    for name, value in getattr(iterable, "__dict__", {}).items():
+        if isinstance(value, collections.abc.Iterator):
+            return f"a {type(iterable).__name__} holds an iterator in .{name}, which iter() may return"
+    return None
+
+
 class BenchmarkGenericIteratorWrapper(_Wrapped):
     """Wrap any re-iterable loader (DALI iterators, generators' factories, a framework's loader).
 
@@ -324,6 +339,9 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
             workers=_workers(iterable),
             persistent=bool(getattr(iterable, "persistent_workers", False)),
             length=weakly(self, lambda wrapper: _length(wrapper._iterable, len)),
+            # A DataLoader: benchy's passes are its own, as for a BenchmarkDataLoader (a persistent one is not reset).
+            own=weakly(self, lambda wrapper: own_passes(wrapper._iterable, iter)) if isinstance(iterable, DataLoader) else None,
+            shared=weakly(self, lambda wrapper: one_iterator(wrapper._iterable)),
             generators=lambda: loader_generators(iterable),
             owner=weakref.ref(self),
         )

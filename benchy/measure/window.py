@@ -11,7 +11,7 @@ the workers' rhythm it began or ended.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, List, NamedTuple, Optional
+from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -61,6 +61,8 @@ class WindowRun:
         self.gaps: Pauses = []  # ... inside the wait part of a FULL period
         self.left_out: List[int] = []  # periods not measured (segment ends; first periods at an epoch start)
         self.placed: List[Placed] = []
+        # (epoch, step) of the untimed steps on the cached batch before its first stretch (after a fork), if any
+        self.settled_from: Optional[Tuple[int, int]] = None
         self.started = False  # the first segment ran its begin()
         self.begun = False  # its begin() ran before a FULL window's lead-in (the first segment then only syncs)
         self.done = False  # the clock stopped: the window has its ``n`` periods
@@ -168,9 +170,10 @@ class WindowRun:
     def span(self) -> WindowSpan:
         """Where the window ran, for the JSON and the timeline."""
         first, last = self.placed[0], self.placed[-1]
+        start = self.settled_from or (first.epoch, first.step)
         return WindowSpan(
-            start_epoch=first.epoch,
-            start_step=first.step,
+            start_epoch=start[0],
+            start_step=start[1],
             end_epoch=last.epoch,
             end_step=last.step + max(0, last.handed - 1),
             segments=len(self.placed),

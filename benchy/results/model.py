@@ -622,6 +622,13 @@ class Document(_Block, frozen=True, kw_only=True):
             "`interval`, `confidence`, `t`, `df`, `p`, `inputs`), `outcome`, `inconsistent`"
         ),
     ] = None
+    io_skipped: Annotated[
+        Optional[str],
+        _d(
+            "why no IO trial ran though the configuration asked for them (the loader hands out one iterator that the "
+            "loop reads too, so benchy's own passes would take the loop's batches); null: they ran, or were not asked"
+        ),
+    ] = None
     config: Annotated[
         Optional[Annotated[Dict[str, Any], _keys("sections")]], _d("the effective configuration, in the file's layout")
     ] = None

@@ -205,7 +205,7 @@ def timeline_block(results: RunResults, steps_saved: bool) -> model.Timeline:
     entries += [  # the stage trials: rank 0's own time, no per-step file
         model.TimelineTrial(
             trial=span.label,
-            mode=Mode.IO,
+            mode=span.mode,
             group=span.group,
             warmup=span.warmup,
             profiled=False,
@@ -213,6 +213,7 @@ def timeline_block(results: RunResults, steps_saved: bool) -> model.Timeline:
             own_seconds=span.seconds,
             seconds=span.seconds,
             steps_file=False,
+            window=span.window,
         )
         for span in results.spans
     ]
@@ -609,6 +610,7 @@ def result_document(
         disturbed=[t.label for t in disturbed_trials(results)],
         verdict=verdict_line(reading),
         decision=None if found is None else decision_block(found),
+        io_skipped=_skipped(results.io_skipped),
         config=dict(config),
         environment=model.Environment(**environment),
         profiler=snapshot.profiler,

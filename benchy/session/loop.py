@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Tuple, Union
 
 from ..core.outcomes import Interruption, Reason, Why, raised
 from ..measure.flops import StepCounter
@@ -61,6 +61,9 @@ class LoaderFacts:
     instrument: Any = None  # builds an instrumented copy for the stage trials (DataLoaders)
     # benchy's own passes (IO trials), apart from the loop's; by default new passes of the loader itself.
     own: Any = None
+    # How the loader hands out one iterator that every iter() returns (None: a new one each pass): benchy then runs
+    # no pass of its own, which would take the loop's batches.
+    shared: Callable[[], Optional[str]] = lambda: None
     # The torch.Generator objects the loader draws from (kept through benchy's own passes).
     generators: Callable[[], List[Any]] = lambda: []
     # The wrapper itself, by a weak reference: the session holds it only while an epoch is out, so that
@@ -82,6 +85,10 @@ class FlopsWork:
     primed: bool = False
     counter: Optional[StepCounter] = None
     tries: int = 0
+    # Where its cached hand-outs ran, for the timeline: the clock at the first, (epoch, step) of the first and last.
+    began: Optional[float] = None
+    first: Tuple[int, int] = (0, 0)
+    last: Tuple[int, int] = (0, 0)
 
 
 Work = Union[WindowRun, FlopsWork]
@@ -426,13 +433,16 @@ class Loop:
             work.primed = False
             return self._pass_rest(ep)
         ep.queue_ready = False
+        if work.began is None:
+            work.began, work.first = self._clock(), (ep.index, ep.handed)
+        steps = 1 if work.primed else FlopsWork.PRIMER
+        work.last = (ep.index, ep.handed + steps - 1)
         if not work.primed:
             work.primed = True
-            return Segment(CACHED, FlopsWork.PRIMER, batch=self._runner.cached)
-        if work.counter is None:
+        elif work.counter is None:
             work.tries += 1
             work.counter = self._runner.start_count()
-        return Segment(CACHED, 1, batch=self._runner.cached)
+        return Segment(CACHED, steps, batch=self._runner.cached)
 
     def _window_segment(self, ep: EpochState, w: WindowRun) -> Segment:
         spec, runner = w.spec, self._runner
@@ -467,6 +477,7 @@ class Loop:
                 self.settle = False
                 settle = min(max(1, depth), room - 2)
                 if settle > 0:
+                    w.settled_from = (ep.index, ep.handed)  # its span in the timeline begins there
                     return Segment(CACHED, settle, batch=runner.cached)
         quota = w.quota(ep.handed)
         steps = min(quota, room)

@@ -35,7 +35,7 @@ from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, STATUS_ENV_VAR
 from ..core.outcomes import FailedRank, Interruption, Outcomes, Reason, Why, raised
 from ..core.progress import Where, epochs_needed, imprecise, likely_more, not_run, progress, steps_needed
-from ..core.results import PERIOD_CODE, RunResults, Snapshot, TrialResult
+from ..core.results import PERIOD_CODE, RunResults, Snapshot, Span, TrialResult, WindowSpan
 from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..core.sweep import queue_depth
 from ..measure.horizon import loop_horizon
@@ -162,6 +162,10 @@ class Session:
         """The benchmark begins (at the first ``iter()``, every rank together): the run's context, the plan's check
         across ranks, the loop's known length, the start-up lines, the sweep, then the machine's first actions."""
         self._stage = Stage.RUNNING
+        shared = self._loader.shared() if self.schedule.plan(Mode.IO) is not None else None
+        if shared is not None:  # before the ranks compare their plans: each rank's loader is the same kind
+            self.results = self.results.changed(io_skipped=Reason(Why.SHARED_ITERATOR, detail=shared))
+            self._replan(self.schedule.without_io())
         try:
             ctx = self._ctx = RunContext.start(
                 self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
@@ -180,6 +184,8 @@ class Session:
             if found is not None:  # from now: the schedule's count is from the loop's first batch
                 self._replan(self.schedule.with_horizon(found + self.loop.start_at))
         ctx.sink.clean_stale()
+        if self.results.io_skipped is not None:
+            self._say(ev.IoNotRun(self.results.io_skipped))
         ctx.sink.started(self.schedule, self.config, self.snapshot(), ctx.ranges is not None, self.runner.queue_depth)
         self._install_hooks()
         with kept(self._loader.generators()):
@@ -394,6 +400,13 @@ class Session:
 
     def flops_done(self, work: FlopsWork, completed: bool) -> None:
         self.results = self.results.changed(flops=self.runner.flops(final=False))
+        if work.began is not None:  # the steps it handed the cached batch to, in the timeline
+            (e0, s0), (e1, s1) = work.first, work.last
+            where = WindowSpan(start_epoch=e0, start_step=s0, end_epoch=e1, end_step=s1, segments=max(1, work.tries))
+            seconds = self.clock() - work.began
+            self.results = self.results.add_span(
+                Span("FLOPS_1", "flops", self.runner.unix(work.began), seconds, mode=Mode.SYNTHETIC, window=where)
+            )
         self._feed(m.ExtraEnded(Extra.FLOPS, self._room()))
 
     def lose(self, item: Interruption) -> None:

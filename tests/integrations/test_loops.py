@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 import yaml
@@ -382,6 +382,11 @@ def seeded_run(tmp_path: Path, pattern: str, workers: int, edit: str) -> Ran:
     return Ran(proc, where, time.monotonic() - start)
 
 
+def windows(doc: Dict[str, Any]) -> List[Dict[str, int]]:
+    """The windows of the timeline's entries that ran in the loop (rank 0's: the ranks run one schedule in lockstep)."""
+    return [e["window"] for e in doc["timeline"]["trials"] if e.get("window")]
+
+
 @pytest.mark.parametrize("pattern, workers", SEEDED_CELLS, ids=[f"{p}-{w}-workers" for p, w in SEEDED_CELLS])
 def test_a_seeded_run_sees_the_batches_it_sees_without_benchy(tmp_path: Path, pattern: str, workers: int) -> None:
     plain = seeded_run(tmp_path, pattern, workers, "plain")
@@ -401,6 +406,16 @@ def test_a_seeded_run_sees_the_batches_it_sees_without_benchy(tmp_path: Path, pa
             handed = Counter(obj for epoch in got for obj, _, _ in got[epoch])
             cached = [obj for obj, times in handed.items() if times > 1]
             assert len(cached) == 1, (edit, rank, cached)  # the one cached SYNTHETIC batch, handed out again and again
+            # Every step that got the cached batch lies inside an entry of the timeline (a SYNTHETIC window, its
+            # untimed steps after a fork included, or the FLOPs' count): a user can mask them by the JSON.
+            spans = [(w["start_epoch"], w["start_step"], w["end_epoch"], w["end_step"]) for w in windows(doc)]
+            outside = [
+                (epoch, step)
+                for epoch in got
+                for step, (obj, _, _) in enumerate(got[epoch])
+                if obj in cached and not any((a, b) <= (epoch + 1, step) <= (c, d) for a, b, c, d in spans)
+            ]
+            assert outside == [], (edit, rank, outside, spans)
             for epoch in range(10):
                 # Every epoch has the plain run's steps; each real batch is the one the plain run had at that
                 # step (its samples, their order, and the epoch they were made under: no pass outlives its
