@@ -162,6 +162,7 @@ class TorchRanges:
         self._last = self.first + self.count - 1  # the last step (or fetch) the profiled range names
         self._seen = -1  # the last step (or fetch) pushed while profiling
         self.held: Optional[Tuple[int, int]] = None  # the first and last the trace holds, once it ended
+        self.cut: Optional[str] = None  # why it holds fewer than asked (the epoch ended, the loop left)
 
     @property
     def unit(self) -> str:
@@ -187,9 +188,14 @@ class TorchRanges:
             self.failed = f"torch.profiler could not start ({type(err).__name__}: {err})"
             return
         self.state = "profiling"
-        if self._stretch_end is not None:  # the stretch ends before the steps planned: the range names those it holds
-            self._last = min(self._last, self._stretch_end - 1)
-        self._span = self._enter(f"benchy: {self._spec.label} ({self.unit} {self.first} to {self._last} profiled)")
+        asked = ""
+        if self._stretch_end is not None and self._stretch_end - 1 < self._last:
+            # The stretch ends before the steps asked, and the window holds no later stretch they fit in: the range
+            # names those it holds, and why.
+            self._last = self._stretch_end - 1
+            self.cut = f"the loop's epoch ended after {self.unit[:-1]} {self._last}"
+            asked = f" of {self.count} asked: {self.cut}"
+        self._span = self._enter(f"benchy: {self._spec.label} ({self.unit} {self.first} to {self._last} profiled{asked})")
 
     def _end(self) -> None:
         for k, rf in reversed(list(enumerate(self._stack))):  # ranges still open inside the span end with it
@@ -198,6 +204,7 @@ class TorchRanges:
                 self._stack[k] = None
         self.held = (self.first, self._seen)
         if self._seen < self._last:  # the loop left the window first (a break, an error): the trace says so
+            self.cut = f"the loop left the window after {self.unit[:-1]} {self._seen}"
             gone = (
                 f"{self.unit} {self._seen + 1} to {self._last}"
                 if self._seen + 1 < self._last
@@ -213,7 +220,13 @@ class TorchRanges:
     def push(self, attr: Any) -> None:
         if attr is self._trigger:
             if self.state == "waiting" and attr.payload == self.first:
-                self._begin()
+                end = self._stretch_end
+                if end is not None and end - self.first < self.count and end + self.count <= self._spec.nbatches:
+                    # The asked steps do not fit before this stretch ends (its epoch's end) and do in the next:
+                    # the capture starts there, so the trace holds them all.
+                    self.first, self._last = end, end + self.count - 1
+                else:
+                    self._begin()
             elif self.state == "profiling" and attr.payload == self._last + 1:
                 self._end()
             if self.state == "profiling":
@@ -302,6 +315,8 @@ class TorchProfiler:
         self.files.append(path)
         ranges = self._ranges
         held = "" if ranges is None or ranges.held is None else f"; {ranges.unit} {ranges.held[0]} to {ranges.held[1]}"
+        if ranges is not None and ranges.held is not None and ranges.cut is not None:
+            held += f", {ranges.held[1] - ranges.held[0] + 1} of the {ranges.count} asked: {ranges.cut}"
         self.events.append(f"{spec.label} profiled ({self._kinds}{held}): {path}")
 
     def close(self) -> None:

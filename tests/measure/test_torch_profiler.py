@@ -69,10 +69,10 @@ def named(events: List[Any]) -> List[str]:
     return [e["name"] for e in sorted(events, key=lambda e: e["ts"]) if e.get("ph") == "X" and e["name"].startswith("benchy")]
 
 
-def test_a_stretch_cut_by_its_epoch_end_names_the_steps_it_holds(tmp_path: Path) -> None:
+def test_a_profile_its_epoch_end_would_cut_starts_in_the_next_stretch(tmp_path: Path) -> None:
     # SYNTHETIC_WARMUP_2 spans epochs: its first stretch holds steps 0 to 3 (the loop's epoch ends there), its
-    # second steps 4 on. The profile starts at step 2 and ends with the stretch: its range says steps 2 to 3,
-    # and the trace holds those two, as the event says.
+    # second steps 4 on. Steps 2 to 6 do not fit in the first: the profile starts with the second and holds the 5
+    # steps asked, 4 to 8.
     profiler = TorchProfiler("single", 0, str(tmp_path), 5)
     spec = TrialSpec(Mode.SYNTHETIC, 2, True, 10, profiled=True)
     ranges = profiler.ranges(spec, None)
@@ -83,9 +83,29 @@ def test_a_stretch_cut_by_its_epoch_end_names_the_steps_it_holds(tmp_path: Path)
     synthetic_stretch(ranges, spec, 4, 7)
     profiler.close()
     path = tmp_path / "rank0.SYNTHETIC_WARMUP_2.pt.trace.json"
-    assert profiler.events == [f"SYNTHETIC_WARMUP_2 profiled (CPU; steps 2 to 3): {path}"]
+    assert profiler.events == [f"SYNTHETIC_WARMUP_2 profiled (CPU; steps 4 to 8): {path}"]
     assert named(json.loads(path.read_text())["traceEvents"]) == [
-        "benchy: SYNTHETIC_WARMUP_2 (steps 2 to 3 profiled)",
+        "benchy: SYNTHETIC_WARMUP_2 (steps 4 to 8 profiled)",
+        *[f"benchy: step {k}" for k in range(4, 9)],
+    ]
+
+
+def test_a_profile_no_stretch_holds_says_why_it_is_short(tmp_path: Path) -> None:
+    # Epochs of 4 steps: no stretch of the 8-step window holds the 5 steps asked. The profile holds what the first
+    # stretch does, and the range and the event say why it is short.
+    profiler = TorchProfiler("single", 0, str(tmp_path), 5)
+    spec = TrialSpec(Mode.SYNTHETIC, 2, True, 8, profiled=True)
+    ranges = profiler.ranges(spec, None)
+    assert isinstance(ranges, TorchRanges)
+    for first in (0, 4):
+        ranges.stretch(first, 4)
+        synthetic_stretch(ranges, spec, first, first + 4)
+    profiler.close()
+    path = tmp_path / "rank0.SYNTHETIC_WARMUP_2.pt.trace.json"
+    why = "the loop's epoch ended after step 3"
+    assert profiler.events == [f"SYNTHETIC_WARMUP_2 profiled (CPU; steps 2 to 3, 2 of the 5 asked: {why}): {path}"]
+    assert named(json.loads(path.read_text())["traceEvents"]) == [
+        f"benchy: SYNTHETIC_WARMUP_2 (steps 2 to 3 profiled of 5 asked: {why})",
         "benchy: step 2",
         "benchy: step 3",
     ]
@@ -102,7 +122,8 @@ def test_a_loop_that_leaves_the_window_early_is_named_in_the_trace(tmp_path: Pat
     synthetic_stretch(ranges, spec, 0, 4)  # the loop left after step 3: the trial's range closes there
     profiler.close()
     path = tmp_path / "rank0.SYNTHETIC_WARMUP_2.pt.trace.json"
-    assert profiler.events == [f"SYNTHETIC_WARMUP_2 profiled (CPU; steps 2 to 3): {path}"]
+    why = "2 of the 5 asked: the loop left the window after step 3"
+    assert profiler.events == [f"SYNTHETIC_WARMUP_2 profiled (CPU; steps 2 to 3, {why}): {path}"]
     assert named(json.loads(path.read_text())["traceEvents"]) == [
         "benchy: SYNTHETIC_WARMUP_2 (steps 2 to 6 profiled)",
         "benchy: step 2",
