@@ -655,6 +655,11 @@ class Session:
         """The loop's steps the schedule takes at the most (an estimate: ``core.progress.steps_needed``)."""
         return steps_needed(self.schedule, self.where())
 
+    def epochs_needed(self) -> Optional[int]:
+        """The epochs of the loop's own length the schedule takes at the most (``core.progress.epochs_needed``; the
+        examples run that many: ``num_epochs = max(num_epochs, loader.benchy.epochs_needed() or 1)``)."""
+        return epochs_needed(self.schedule, self.where())
+
     def snapshot(self) -> Snapshot:
         """What the sink needs besides the results, as one value."""
         windows, runner, loop, machine = bool(self.schedule.window_plans), self.runner, self.loop, self.machine
@@ -686,7 +691,7 @@ class Session:
             outcomes=self.outcomes,
             steps_needed=self.steps_needed() if windows else None,
             epoch_length=loop.length,
-            epochs_needed=epochs_needed(self.schedule, self.where()) if windows else None,
+            epochs_needed=self.epochs_needed() if windows else None,
             steps_taken=loop.steps_taken() if windows else None,
             likely_steps=None
             if complete or not windows

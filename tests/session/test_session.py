@@ -487,6 +487,7 @@ def test_at_exit_a_window_part_way_is_lost_and_the_steps_needed_said(tmp_path, m
     text = stream.getvalue()
     assert "incomplete run: the script's exit status and exit handlers stay its own" in text
     needed = session.steps_needed()
+    assert session.epochs_needed() == -(-needed // batches)  # what the examples run: loader.benchy.epochs_needed()
     # The FULL window running at the pass's end needs a fetch past it for its last period.
     running = "FULL_1" if batches == 8 else "FULL_2"
     during = f" during trial {running}"
