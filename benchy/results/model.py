@@ -786,14 +786,16 @@ class Document(_Block, frozen=True, kw_only=True):
         Optional[Timeline],
         _d(
             "`clock` (what its times are), `trials`: every trial that ran, in the order it started: `trial`, `mode`, "
-            "`group` (`schedule`, `IO_H2D`, `sweep` with its `setting`, `stages`, `diagnostics`, `emulated`), "
+            "`group` (`schedule`, `IO_H2D`, `sweep` with its `setting`, `stages`, `diagnostics`, `emulated`, `flops`: the "
+            "FLOPs' count `FLOPS_1` on the cached batch), "
             "`warmup`, `profiled`, `started` (Unix seconds), `own_seconds` (rank 0's time over its periods), "
             "`seconds` (the slowest rank's), `nbatches`, `samples`, `steps_file` (its per-step file was saved), "
             "`rank_started`, `rank_seconds` (each rank's; null for one process), `window` (SYNTHETIC and FULL: where "
             "the trial ran in the loop, `start_epoch`, `start_step`, `end_epoch`, `end_step` (epochs from 1 since "
             "the benchmark began, peeks not counted; steps of the epoch from 0), `segments` (the epochs' stretches "
             "it ran in), `left_out` (periods not measured: an epoch's first and those that ended in the next "
-            "epoch); null for IO and side trials)"
+            "epoch); it holds every step that got the cached batch, untimed ones included, so that a step outside "
+            "every window got the loop's own batch; null for IO and side trials)"
         ),
     ] = None
     IO: Annotated[Optional[ModeBlock], _d(MODE_WORDS)] = None
