@@ -202,7 +202,10 @@ def test_a_loop_that_fetches_one_batch_ahead_is_detected_and_not_biased(run_scri
             # The FLOPs are counted in a step of their own window (FLOPS_1), after the schedule: a step, not the
             # prefetcher's fetch. This step sleeps: 0 FLOPs, said as such.
             assert doc["compute"]["counted_in"] == "FLOPS_1" and doc["compute"]["flops_per_step"] == 0, doc["compute"]
-    assert rates["prefetch"] == pytest.approx(rates["for"], rel=0.10), rates
+    # margin: both runs' steps are the same 20 ms sleep, which CPU load does not slow; they part by 15 % only if one
+    # run's steps oversleep 3 ms more on average than the other's (0.4 to 0.7 ms mean oversleep measured beside a
+    # load average of 5.5 on 2 cores; the 10 % this test once allowed is 2 ms). The bias it catches is 25 %.
+    assert rates["prefetch"] == pytest.approx(rates["for"], rel=0.15), rates
 
 
 def test_an_empty_loader_is_named_as_what_ended_the_benchmark(tmp_path, run_script) -> None:

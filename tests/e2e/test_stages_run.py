@@ -48,7 +48,7 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
         # Where the suite's other workers take most of the cores a trial can stall (one CI-like run: 27x apart, yet
         # 3 trials a side gave an interval from 0.79x to 936x, others keeping 1.5 of 2 cores busy): then benchy
         # must not decide. It says so and names the busy trials, and its ratio still points at the loader.
-        assert run.undecided_ratio() >= 2.0, run
+        assert run.undecided_ratio() >= 2.0, run  # margin: the sides are about 27x apart: a load slowing one 13x more
         return  # the stages reach the verdict only where it names the loader (the STAGES and WORKERS lines hold)
     assert "the stage trials put the largest share of the loader's work in" in verdict
     assert "worker 1 takes" in verdict and "most likely to help:" in verdict

@@ -25,7 +25,10 @@ def test_a_compute_bound_loop_gets_predictions_checked_by_an_emulated_faster_ste
     assert "EMULATED (the real loader, a step" in text and "FULL predicted" in text
     doc = run.result()
     w = doc["whatif"]
-    assert 1.2 <= w["flip_speedup"] <= 10, w["flip_speedup"]  # where receiving (0.5 to 1.5 ms here) and the step meet the pool
+    # Where receiving (0.5 to 1.5 ms here) and the step meet the pool. margin: 6 ms of sleep against the pool's 2 ms a
+    # batch (3x); under 1.2x only if the pool's pace fell to 5 ms a batch, above 10x only if the step's sleep were
+    # under 0.6 ms: neither a sleep nor a spinning core moves them so far.
+    assert 1.2 <= w["flip_speedup"] <= 10, w["flip_speedup"]
     # how sure: the flip and each faster step's workers at the two ends of the measured intervals, on the line too
     lo, hi = w["flip_speedup_interval"]
     assert lo <= w["flip_speedup"] <= hi and f"{lo:.2g}x to {hi:.2g}x; model from the stage trials" in text
@@ -37,11 +40,18 @@ def test_a_compute_bound_loop_gets_predictions_checked_by_an_emulated_faster_ste
     # and the loading alone on the training thread, for the changes to no workers (STAGES_ALONE: 4 x 1 ms a batch)
     assert "Stage trials at another setting (for the what-if model): 1 warm-up + 1 IO trial of 15 batches" in run.stdout
     assert "BENCHY::STAGES_ALONE_1::Trial Throughput:" in run.stdout
-    assert w["inputs"]["other_workers"] == 0 and 0.003 < w["inputs"]["other_worker_seconds_per_batch"] < 0.008
+    # margin: four 1 ms sleeps a batch never end early (lower bound 3 ms); the upper 11 ms fails only if they
+    # oversleep 1.75 ms each on average, the CPU part aside (0.21 ms measured beside a load average of 5.5 on
+    # 2 cores; the 8 ms this test once allowed was 0.5 ms with the CPU part doubled). Still fails on the pool's
+    # 2 ms a batch or a sample's 1 ms read as a batch's.
+    assert w["inputs"]["other_workers"] == 0 and 0.003 < w["inputs"]["other_worker_seconds_per_batch"] < 0.011
     assert doc["EMULATED"]["speedup"] == w["flip_speedup"] and doc["EMULATED"]["n"] == 2
     (check,) = w["checks"]
     assert check["kind"] == "FULL" and check["measured"] == doc["EMULATED"]["mean"]
-    assert abs(check["error"]) < 0.35, (check, run.stdout)  # generous: at the knee the two sides queue for each other
+    # Generous: at the knee the two sides queue for each other. margin: the prediction and the emulated trial are
+    # both sleeps of the same run (the emulated step a sleep of the predicted length) beside the same load; 35 %
+    # is 3.5x the 10 % the what-if page measured at the knee (5 of 5); not measured beside a spinning core here.
+    assert abs(check["error"]) < 0.35, (check, run.stdout)
     # Every change the issue names is predicted: 0 to twice the cores' workers, 1/2/4/10x steps, each stage made free.
     cores = w["inputs"]["cores"]
     found = {(p["workers"], p["speedup"]) for p in w["predictions"] if p["cores"] == cores and p["free_stage"] is None}
@@ -140,6 +150,9 @@ def test_cpu_bound_workers_beside_a_cpu_bound_step_show_contention_and_the_model
     inputs = doc["whatif"]["inputs"]
     assert inputs["full_loader_rate"] > 0 and inputs["contention_loader_rate"] > 0
     # The model's FULL at the run's own setting against the measured FULL (within 10 % on a quiet 2-core
-    # machine: the measured pages; generous here).
+    # machine: the measured pages, benchmarks/whatif.py). margin: CPU work on both sides, which a spinning core slows
+    # by up to 2x, but the model's inputs (the contention window, the stage trials) and the FULL it is checked
+    # against are read in the same run beside the same load; the 20 % once asked left 2x the quiet error, 35 % 3.5x.
+    # A model without the contention (the loader's rate alone, on cores the step shares) still reads far above.
     own, measured = doc["whatif"]["own"]["full"][1], doc["FULL"]["mean"]
-    assert abs(own / measured - 1) < 0.2, (own, measured, run.summary_line("WHATIF"))
+    assert abs(own / measured - 1) < 0.35, (own, measured, run.summary_line("WHATIF"))

@@ -244,7 +244,10 @@ def test_a_ten_thousand_batch_epoch_costs_the_trials_steps_not_epochs(tmp_path: 
     # The schedule's steps (its windows, the lead-ins, the extras' windows) are within its bound, and far fewer than
     # an epoch: the verdict came well inside the first.
     assert first == 3 and last + 1 - first <= doc["steps_needed"], (first, last, doc["steps_needed"])
-    assert doc["schedule"]["decided_steps"] < 400, doc["schedule"]  # the verdict; its figures narrowed after it
+    # The verdict; its figures narrowed after it. margin: a 1 ms sleep step against a loader of about 0.1 ms of CPU a
+    # batch (10x; 5x with the loader's CPU slowed 2x by load) decides in about 100 steps; sides 2x apart decide within
+    # 150 (tests/e2e/test_anytime.py).
+    assert doc["schedule"]["decided_steps"] < 400, doc["schedule"]
     assert "USER::epoch" not in ran.stdout  # no epoch ended: the schedule took a few hundred of its 10 000 steps
     print(f"10 000-batch epoch: the schedule ended at step {last} of epoch 1, the run took {ran.seconds:.1f} s")
 
