@@ -20,7 +20,11 @@ import pytest
 from helpers import ROOT, run_python, run_zero_edit
 
 SCRIPT = ROOT / "tests" / "scripts" / "bursty_train.py"
-BOUND = 8.0  # % against the nearer of the truths before and after
+# % against the nearer of the truths before and after. margin: not measured beside a spinning core for this loop (8
+# workers' CPU on 2 cores); sleep-based loops read up to 9.9 % from the plain loops around them beside a load average
+# of 5.5 (tests/e2e/test_accuracy.py), past the 8 % once asked. 20 % still fails on the -28 % and +23 % of windows
+# that caught a burst half-way, the bug this test was written for.
+BOUND = 20.0
 
 
 def truth(tmp_path: Path, env: Dict[str, str], mode: str) -> float:
