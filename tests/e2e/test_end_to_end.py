@@ -463,6 +463,9 @@ def test_sigterm_in_a_trial_prints_and_writes_what_was_measured(run_script, tmp_
     assert doc["complete"] is False and doc["IO"]["n"] == 2
     [item] = doc["interrupted"]
     assert item["trial"] == "FULL_WARMUP_1" and item["reason"].startswith("interrupted by SIGTERM after ")
+    # margin: the signal comes 0.3 s after SYNTHETIC_WARMUP_1's line, in FULL_WARMUP_1's 40 steps of a 20 ms sleep
+    # (0.8 s or more): it misses them only if the line's reading and the signal are delayed 0.5 s (milliseconds on a
+    # loaded machine), or the window starts 0.3 s after that line; sleeps never end early.
     assert 0 < item["batches_done"] < 40
 
 
