@@ -130,7 +130,7 @@ def test_the_step_parts_and_the_step_beside_the_loader_are_measured_in_windows_o
     p = block["parts"]
     assert p["forwards"] >= 12 and p["backwards"] >= 12 and p["optimizer_steps"] >= 12
     # The sleep of 2 ms a step is none of forward, backward or the optimizer step: it is the rest of the loop.
-    assert p["rest_seconds"] > 0.0015
+    assert p["rest_seconds"] > 0.0015  # margin: a 2 ms sleep never ends early; load only lengthens it
     assert 0 < doc["whatif"]["inputs"]["step_fixed_share"] < 1
     c = block["contention"]
     assert c["loader_batches"] > 0 and c["slowdown"] is not None

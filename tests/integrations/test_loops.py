@@ -133,6 +133,8 @@ def epochs(stdout: str) -> List[Tuple[int, int]]:
 )
 def test_plain_loops(tmp_path: Path, pattern: str, args: List[str], zero_edit: bool) -> None:
     # A 4 ms step (10 ms with workers) against a loader of microseconds a batch: compute limits training, clearly.
+    # margin: the loader's CPU (about 0.1 ms a batch of 4; 0.2 ms with a core slowed 2x by load) is 20x under the step's
+    # sleep: a decided verdict needs only its interval off 1x by 5 %, which a stalled trial (a third of its rate) keeps.
     ran = launch(tmp_path, "loops.py", "--pattern", pattern, "--step_ms", "4", *args, zero_edit=zero_edit)
     complete(ran)
     seen = epochs(ran.stdout)
