@@ -1,17 +1,11 @@
-"""``benchy run -- COMMAND``: the command as a child process that benchy waits for (no torch).
+"""``benchy run -- COMMAND``: the command as a child process that benchy waits for (no torch), its every Python
+process booted by the ``sitecustomize`` beside :mod:`benchy.integrations.runner`, each benchmark's advised status
+appended to a record (:data:`~benchy.core.exits.STATUS_ENV_VAR`).
 
-The command runs with ``PYTHONPATH`` set so that every Python process it starts replaces ``DataLoader``
-once it imports torch (the boot ``sitecustomize``), and with :data:`~benchy.core.exits.STATUS_ENV_VAR`
-naming a record each benchmark in those processes appends the status it advises to. This process only waits:
-
-* the signals it receives reach the command: SIGTERM (Slurm's preemption and time-out, a CI runner's
-  cancel, torchrun stopping its workers), SIGUSR1 and SIGUSR2 (Slurm's ``--signal`` warnings) always;
-  SIGINT, SIGQUIT and SIGHUP unless the terminal sent them, which it does to the command as well (both
-  are in the terminal's foreground process group; the command stays in this process's group, so that
-  it keeps the terminal for input, Ctrl-C and Ctrl-Z as without benchy);
-* its status is the command's (:func:`~benchy.core.exits.run_status`), except where the command ended
-  with 0 and the benchmark did not finish (4) or a mode has no counted trial (3); a command ended by a
-  signal ends this process by the same signal.
+The signals this process receives reach the command; those a terminal sends (SIGINT, SIGQUIT, SIGHUP) only where
+the terminal did not: the command stays in this process's group, so that it keeps the terminal for input,
+Ctrl-C and Ctrl-Z as without benchy, and a terminal signals both. A command ended by a signal ends this process by
+the same signal.
 """
 
 from __future__ import annotations
@@ -32,8 +26,7 @@ TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)  # a terminal 
 
 
 def _terminal_foreground() -> bool:
-    """This process's group is the foreground group of its controlling terminal (a signal the terminal sends
-    reaches every process of the group, the command's included)."""
+    """This process's group is the foreground group of its controlling terminal."""
     try:
         fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
     except OSError:
@@ -47,14 +40,12 @@ def _terminal_foreground() -> bool:
 
 
 def forwarded(signum: int, foreground: bool) -> bool:
-    """Whether a signal this process received is sent on to the command (see the module; ``foreground``: this
-    process is in the terminal's foreground group, and the terminal sent its signals to the command too)."""
+    """Whether a signal this process received is sent on to the command (see the module)."""
     return signum in ALWAYS_FORWARDED or (signum in TERMINAL_SIGNALS and not foreground)
 
 
 def run_child(command: Sequence[str], env: Dict[str, str]) -> int:
-    """Run ``command`` with ``env`` (plus the status record), forward signals, wait; the status this process
-    ends with (or, where a signal ended the command, this process ends by the same signal)."""
+    """Run ``command`` with ``env``, forward signals, wait; the status this process ends with."""
     record_dir = tempfile.mkdtemp(prefix="benchy-run-")
     record = os.path.join(record_dir, "status")
     child: Optional[subprocess.Popen[Any]] = None

@@ -138,8 +138,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    """A CI check of a result file: the status its run advises first (4 incomplete, 3 a mode without a
-    counted trial), then the verdict against ``--fail-on-verdict`` and the modes against ``--baseline`` (1)."""
+    """A CI check of a result file: the status its run advises first, then ``--fail-on-verdict`` and ``--baseline``."""
     try:
         pattern = re.compile(args.fail_on_verdict) if args.fail_on_verdict else None
     except re.error as err:
@@ -315,13 +314,8 @@ def _parse(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Run the unmodified script with DataLoader replaced (see ``integrations.runner``).
-
-    ``train.py ARGS`` runs here, in this process (what ``python -m benchy run`` and torchrun's
-    ``-m benchy run`` do); any other command (``python train.py``, ``torchrun ...``) runs as a child
-    process that this one waits for (:mod:`benchy.cli.child`), with ``PYTHONPATH`` set so that every
-    Python process it starts replaces DataLoader. Either way the status is the script's own, but an
-    incomplete run that ended with 0 is 4 (:func:`~benchy.core.exits.run_status`)."""
+    """Run the unmodified script with DataLoader replaced: ``train.py ARGS`` in this process (as ``python -m benchy
+    run`` does), any other command as a child process this one waits for (:mod:`benchy.cli.child`)."""
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]

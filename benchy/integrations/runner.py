@@ -1,19 +1,10 @@
-"""``benchy run``: benchmark an unmodified script's training loader (zero-edit).
+"""``benchy run``: benchmark an unmodified script's training loader (zero-edit; which loader is chosen:
+docs/guide/zero-edit.md).
 
-:func:`install` replaces ``torch.utils.data.DataLoader`` (and the same name in
-``torch.utils.data.dataloader``) with :class:`RunnerDataLoader`, a subclass that behaves as the
-plain DataLoader until it is chosen, and then as a ``BenchmarkDataLoader``:
-
-* ``--loader first`` (default): the first DataLoader whose iterator runs a loop is chosen: when
-  the loop asks one of its plain passes for a batch after :data:`LOOP_BATCHES`, inside that pass.
-  A peek (``next(iter(loader))``, also one made before every epoch's loop) or Lightning's
-  two-batch sanity check of the validation loader does not choose a loader. The benchmark starts
-  there: the IO trials run on passes of benchy's own, then the windows begin within that epoch.
-* ``--loader N``: the N-th DataLoader created (from 1) is chosen at its first ``iter()``.
-
-Every other DataLoader stays plain, untouched by benchy. ``isinstance(x, DataLoader)`` holds
-for loaders made from the original class too, and scripts' own subclasses subclass the
-replacement. Only one loader per process is chosen.
+:func:`install` replaces ``torch.utils.data.DataLoader`` with :class:`RunnerDataLoader`, a subclass that behaves
+as the plain DataLoader until it is chosen, and then as a ``BenchmarkDataLoader``; only one loader per process
+is chosen. ``isinstance(x, DataLoader)`` holds for loaders made from the original class too, and scripts' own
+subclasses subclass the replacement.
 """
 
 from __future__ import annotations
@@ -45,8 +36,6 @@ ORIGINAL = DataLoader
 
 
 class _State:
-    """The runner's bookkeeping for this process: which loader is chosen, how many were made."""
-
     def __init__(self) -> None:
         self.mode: Optional[int] = None  # None: first loop; N: the N-th loader created
         self.created = 0
@@ -88,8 +77,7 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
     # --- the choice -------------------------------------------------------------------------
 
     def _runner_claims(self, looped: bool = False) -> bool:
-        """Whether this loader is the benchmarked one (choosing it now if it is the one wanted);
-        ``looped``: a plain pass of it is running a loop (``--loader first``)."""
+        """Whether this loader is the benchmarked one (choosing it now if it is the one wanted)."""
         if STATE.chosen is not None:
             return STATE.chosen is self
         wanted = looped if STATE.mode is None else self._runner_index == STATE.mode
@@ -140,8 +128,7 @@ class RunnerDataLoader(ORIGINAL, metaclass=_Meta):
 
 
 def _first_pass(loader: RunnerDataLoader, inner: Iterator[Any]) -> Iterator[Any]:
-    """A plain pass before any loader is chosen: when the loop asks it for a batch after
-    :data:`LOOP_BATCHES`, the loader is chosen (if none was meanwhile) and the benchmark starts in it."""
+    """A plain pass before any loader is chosen: past :data:`LOOP_BATCHES` batches, the benchmark starts in it."""
     nxt = inner.__next__
     for _ in range(LOOP_BATCHES):
         try:
@@ -156,7 +143,7 @@ def _first_pass(loader: RunnerDataLoader, inner: Iterator[Any]) -> Iterator[Any]
 
 
 def _none_chosen() -> None:
-    """At exit: DataLoaders were made but none was benchmarked; say why that usually happens."""
+    """At exit: DataLoaders were made but none was benchmarked: say why that usually happens."""
     if STATE.chosen is not None or STATE.created == 0 or global_rank() != 0:
         return
     rule = (
@@ -174,8 +161,7 @@ def _none_chosen() -> None:
 
 
 def install(loader: Optional[str] = None, sweep: Optional[bool] = None) -> None:
-    """Replace ``DataLoader`` for this process (idempotent). ``loader``: ``first`` or ``N``
-    (default ``$BENCHY_RUN_LOADER``); ``sweep``: default ``$BENCHY_RUN_SWEEP``."""
+    """Replace ``DataLoader`` for this process (idempotent); the arguments default to the environment's."""
     choice = loader if loader is not None else os.environ.get(LOADER_ENV_VAR, "first")
     STATE.mode = parse_loader(choice)
     STATE.sweep = bool(sweep) if sweep is not None else os.environ.get(SWEEP_ENV_VAR) == "1"
@@ -190,9 +176,8 @@ def install(loader: Optional[str] = None, sweep: Optional[bool] = None) -> None:
 
 
 def advised_statuses() -> List[int]:
-    """The exit status each benchmark of this process advises for CI, once the script has returned (``benchy
-    run``'s in-process form): a benchmark still running ends first, as at the interpreter's exit (its summary,
-    its JSON); empty when nothing was benchmarked."""
+    """The exit status each benchmark of this process advises for CI, once the script has returned (a benchmark
+    still running ends first, as at the interpreter's exit)."""
     REGISTRY.end_all()
     return REGISTRY.advised()
 

@@ -1,6 +1,5 @@
-"""What ``benchy run`` tells the processes it starts through their environment (which loader to benchmark,
-whether to sweep ``num_workers``) and the check of ``--loader``: no torch, so that the parent that only
-waits for a command (:mod:`benchy.cli.child`) starts without importing it."""
+"""What ``benchy run`` tells the processes it starts through their environment: no torch, so that the parent that
+only waits for a command (:mod:`benchy.cli.child`) starts without importing it."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """``benchy compare BASE NEW``: did a mode get slower, and is it more than noise? (pure)
 
-Per mode: base and new means, the change of the mean in %, and Welch's t-test on the two
-runs' trial throughputs. A mode **regressed** when its mean fell by more than the threshold
-and the test calls the change significant: its p-value, adjusted with Holm's method for the
-number of modes compared, below 1 - confidence. The exit status answers "did any mode
-regress?", one question asked of up to three tests: without the adjustment two runs of the same
-code would fail it about three times as often as the confidence promises. The exit status is 1
-when any mode regressed, else 0 (``__main__`` gives 2 for unreadable input).
+A mode regressed when its mean fell by more than the threshold and Welch's t-test, Holm-adjusted for the number
+of modes compared, calls the change significant (why the adjustment: docs/guide/comparing.md).
 """
 
 from __future__ import annotations

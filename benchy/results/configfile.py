@@ -1,10 +1,6 @@
-"""The configuration as a run reads it: the YAML file, the environment, the output directory checked.
-
-:func:`load_config` reads ``$BENCHY_CONFIG_FILE`` (or a given path) with YAML's safe loader, takes
-``$BENCHY_RUN_NAME`` and Python overrides over it, merges them with :func:`benchy.core.config.merge_layers`
-(pure), probes the output directory for real (a file is created there and removed) and makes every
-path absolute once, against the directory the run started in. :func:`resolve_config` is what the
-wrappers accept. No torch.
+"""The configuration as a run reads it: the YAML file and the environment merged (by the pure
+:func:`benchy.core.config.merge_layers`), the output directory probed for real, every path made absolute once
+against the directory the run started in. No torch.
 """
 
 from __future__ import annotations
@@ -70,10 +66,8 @@ def load_config(
 
 
 def resolve_config(config: ConfigLike, run_name: Optional[str] = None, count: Optional[str] = None) -> Config:
-    """Accept what the wrappers accept: a Config, a mapping of overrides, a path, or None.
-
-    ``run_name`` (``--benchy_name``) sets ``global.run_name`` and ``count`` (``--benchy_count``)
-    ``global.count`` over everything else. A given :class:`Config` gets its paths made absolute here."""
+    """The config from what the wrappers accept, ``run_name`` (``--benchy_name``) and ``count``
+    (``--benchy_count``) over everything else."""
     given: Dict[str, Any] = {k: v for k, v in (("run_name", run_name), ("count", count)) if v is not None}
     if isinstance(config, Config):
         check_global(given)
@@ -96,7 +90,7 @@ def resolve_config(config: ConfigLike, run_name: Optional[str] = None, count: Op
 
 
 def read_yaml(path: str) -> Tuple[Any, Optional[str]]:
-    """Return (contents, problem); YAML is read with the safe loader."""
+    """(contents, problem)."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read(MAX_CONFIG_BYTES + 1)

@@ -1,14 +1,6 @@
-"""Reading a result file: its text parsed within bounds, then decoded into the model (pure, no torch).
-
-:func:`read_file` and :func:`parse` turn a file into JSON values within bounds that hold for any input: at most
-:data:`MAX_FILE_BYTES`, at most :data:`MAX_DEPTH` levels of nesting, integers of at most :data:`MAX_DIGITS`
-digits, no NaN or Infinity, and a memory use within three times the file's size (a text whose values would
-take more is refused before it is parsed: see :func:`parse_cost`). :func:`check` decodes the values (upgraded
-to the current version by :func:`benchy.results.schema.upgrade`) into the structs of
-:mod:`benchy.results.model`, whose types and bounds are the only declaration of the layout; a value of the wrong
-type anywhere gives one :class:`ResultFileError` naming the file, the key path
-(``FULL.system[2].rss_max_bytes``), what the model expects and what was found. Everything that renders a saved
-run reads a checked document, so none of them meets a string where a number belongs.
+"""Reading a result file: its text parsed within bounds that hold for any input (size, nesting, digits, memory
+within three times the file's size), then decoded into the model (pure, no torch). Everything that renders a
+saved run reads a checked document, so none of them meets a string where a number belongs.
 """
 
 from __future__ import annotations
@@ -90,8 +82,8 @@ def check(document: Any, where: str) -> Document:
 
 
 def _check_depth(document: Any, where: str) -> None:
-    """Values nested more than :data:`MAX_DEPTH` levels (in a configuration or an undeclared key: the model
-    bounds its own), named by their path."""
+    """Refuses values nested more than :data:`MAX_DEPTH` levels (in a configuration or an undeclared key: the
+    model bounds its own)."""
     stack: List[Tuple[Any, str, int]] = [(document, "", 0)]
     while stack:
         value, path, depth = stack.pop()
@@ -157,10 +149,8 @@ _PER_FLOAT, _PER_ITEM, _PER_ENTRY, _PER_CONTAINER = 33, 41, 72, 96
 
 
 def parse_cost(text: str) -> int:
-    """An upper bound of the bytes ``text`` and the values parsed from it take together (strings at
-    the text's own size, every comma a value, a float for each ``.``, every colon an object entry,
-    every bracket a container), reckoned from counts of characters alone so that a text too dense to
-    read within the bound is refused unparsed."""
+    """An upper bound of the bytes ``text`` and the values parsed from it take together, reckoned from counts
+    of characters alone so that a text too dense to read within the bound is refused unparsed."""
     containers = text.count("[") + text.count("{")
     entries = text.count(":")
     items = text.count(",") + containers
@@ -193,8 +183,7 @@ _NARROW = bytes(range(0x80))
 
 
 def memory_budget(size: int) -> int:
-    """The most memory reading a file of ``size`` bytes may take: :data:`MEMORY_FACTOR` times its size,
-    or its size and :data:`MEMORY_FLOOR` for a small one."""
+    """The most memory reading a file of ``size`` bytes may take."""
     return max(MEMORY_FACTOR * size, size + MEMORY_FLOOR)
 
 
@@ -217,11 +206,8 @@ def _constant(name: str) -> float:
 
 
 def parse(text: str, where: str, size: Optional[int] = None) -> Any:
-    """The JSON value of ``text``, or :class:`ResultFileError` naming ``where`` and why not.
-
-    ``size``: the file's size in bytes (the text's UTF-8 length when not given). A text that, with
-    the values parsed from it, would take more than :func:`memory_budget` of that is refused before
-    it is parsed."""
+    """The JSON value of ``text`` (a file of ``size`` bytes), or :class:`ResultFileError` naming ``where`` and
+    why not."""
     size = len(text.encode("utf-8", "surrogatepass")) if size is None else size
     cost = parse_cost(text)
     if cost > memory_budget(size):
@@ -257,8 +243,8 @@ def _read_stream(handle: Any) -> bytes:
 
 
 def read_file(path: str) -> Any:
-    """The JSON value in the file at ``path``, read within :func:`memory_budget` of its size (a file over
-    :data:`MAX_FILE_BYTES` is refused unread); :class:`ResultFileError` naming the file and why not."""
+    """The JSON value in the file at ``path``, read within :func:`memory_budget` of its size; else
+    :class:`ResultFileError`."""
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:

@@ -22,12 +22,8 @@ STALE_AFTER_S = 60.0  # a write takes milliseconds: an older temporary file is a
 
 
 def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> List[str]:
-    """Delete benchy's own temporary files in ``directory`` left by a process killed mid-write.
-
-
-    Only names benchy makes (``.benchy-*.json.tmp``, ``.benchy-*.npy.tmp``, ``.benchy-probe-*``)
-    and only files older than a minute, so a run writing there at this moment keeps its file.
-    """
+    """Delete benchy's own temporary files in ``directory`` left by a process killed mid-write (only those older
+    than a minute, so a run writing there at this moment keeps its file)."""
     now = time.time() if now is None else now
     removed: List[str] = []
     try:
@@ -47,9 +43,8 @@ def remove_stale_temporaries(directory: str, now: Optional[float] = None) -> Lis
 
 
 def remove_matching(directory: str, pattern: re.Pattern[str]) -> List[str]:
-    """Remove the files in ``directory`` whose whole names match ``pattern`` (an earlier run's files of
-    benchy's own naming; links and folders are left alone); the names removed. A directory that cannot
-    be read removes nothing; a file that cannot be removed raises (``OSError``)."""
+    """Remove the files (not links or folders) in ``directory`` whose whole names match ``pattern``; the names
+    removed. A directory that cannot be read removes nothing; a file that cannot be removed raises."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
@@ -63,9 +58,9 @@ def remove_matching(directory: str, pattern: re.Pattern[str]) -> List[str]:
 
 
 def _builtin(value: Any) -> Any:
-    """A value msgspec does not encode itself as the JSON value it stands for (numpy's numbers and arrays, a
-    subclass of str such as ``torch.__version__``, an enum, a path); ValueError for any other (the writer's callers
-    report a document that cannot be written rather than end the training)."""
+    """msgspec's enc_hook: a value it does not encode itself (numpy, a str subclass such as ``torch.__version__``)
+    as JSON; ValueError for any other (the callers report a document that cannot be written rather than end the
+    training)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -78,14 +73,11 @@ def _builtin(value: Any) -> Any:
 
 
 def write_document(handle: IO[str], document: Any) -> None:
-    """The document (a :class:`~benchy.results.model.Document`, or JSON values read back) as indented JSON
-    (``msgspec.json.encode``: non-finite numbers as null), each per-step list on one line, written piece by piece.
+    """The document (a :class:`~benchy.results.model.Document`, or JSON values read back) as indented JSON,
+    non-finite numbers as null, each per-step list on one line.
 
-    Each mode's per-step ``rates`` are written in place of a marker no value can hold, one trial at a time, so
-    the whole text is never held in memory: a list of JSON values by the json module's C encoder (a non-finite
-    value in one is refused), a numpy array or an object that makes one a slice at a time (the final document's
-    :class:`~benchy.core.results.StepRates`) in slices of :data:`SLICE` values, its non-finite values as null: no
-    Python object, and no array of the trial's length, per step at any time.
+    Each mode's per-step ``rates`` are written in place of a marker, one trial at a time and an array in slices
+    of :data:`SLICE` values, so that neither the whole text nor a Python object per step is ever held.
     """
     marker = f"\0benchy-per-step-{uuid.uuid4().hex}-"
     lists: List[Any] = []
@@ -120,9 +112,7 @@ SLICE = 8_192  # values of a per-step array encoded at a time (a few hundred kB 
 
 
 def _write_array(handle: IO[str], values: Any) -> None:
-    """A 1-d float array, or an object that makes one a ``slice(start, stop)`` at a time
-    (:class:`~benchy.core.results.StepRates`), as a JSON list (``json.dumps``'s spelling),
-    non-finite values as null."""
+    """A 1-d float array (or a :class:`~benchy.core.results.StepRates`) as a JSON list, non-finite values as null."""
     handle.write("[")
     for start in range(0, len(values), SLICE):
         part = values.slice(start, start + SLICE) if hasattr(values, "slice") else values[start : start + SLICE]
@@ -143,22 +133,17 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are private (0600)
 
 
-def publish(tmp: str, path: str) -> None:
-    """Give a finished temporary file the usual permissions and rename it to ``path`` (atomic)."""
-    os.chmod(tmp, _FILE_MODE)
-    os.replace(tmp, path)
-
-
 def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = False, suffix: str = TEMP_SUFFIX) -> None:
-    """Write ``path`` through ``write(handle)`` into a temporary file in the same directory, then
-    rename it into place; on any failure the temporary file is removed and the old ``path`` stays."""
+    """Write ``path`` through ``write(handle)`` into a temporary file in the same directory, then rename it into
+    place; on any failure the old ``path`` stays."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=suffix, dir=directory)
     try:
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8") as handle:
             write(handle)
-        publish(tmp, path)
+        os.chmod(tmp, _FILE_MODE)
+        os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -168,14 +153,13 @@ def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = 
 
 
 def write_json_atomic(path: str, document: Any) -> None:
-    """Write ``document`` to ``path`` via a temporary file in the same directory and a rename."""
+    """:func:`write_document` through :func:`write_atomic`."""
     write_atomic(path, lambda handle: write_document(handle, document))
 
 
 def append_status(path: str, status: int) -> None:
-    """One benchmark's advised exit status, appended to ``path`` as a line of its own (``benchy run``'s
-    record: every rank and process of the command appends to the one file; a line this short is written
-    whole by one ``write`` in append mode)."""
+    """One benchmark's advised exit status, appended to ``benchy run``'s record (every rank and process appends to
+    the one file: a line this short is written whole by one ``write`` in append mode)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, f"{int(status)}\n".encode("ascii"))
@@ -184,8 +168,7 @@ def append_status(path: str, status: int) -> None:
 
 
 def read_statuses(path: str) -> List[int]:
-    """The statuses :func:`append_status` recorded in ``path`` (none when it does not exist; a line that is
-    not a status, from a writer killed mid-line, is left out)."""
+    """The statuses :func:`append_status` recorded in ``path`` (a line cut by a killed writer is left out)."""
     try:
         with open(path, encoding="ascii", errors="replace") as handle:
             text = handle.read()

@@ -1,8 +1,5 @@
-"""One self-contained HTML page of one or several saved runs (``benchy report RUN... --html OUT.html``).
-
-The page needs no network and no script: styles inline, plots embedded as PNG data (``data:`` URIs), so it can be
-mailed, attached to a CI job or opened from a laptop. Plots need matplotlib (the ``plot`` extra); without it the page
-is written with its tables and says why the plots are missing.
+"""One self-contained HTML page of one or several saved runs (``benchy report RUN... --html OUT.html``): no network
+and no script (styles inline, plots as ``data:`` URIs), so that it can be mailed or attached to a CI job.
 """
 
 from __future__ import annotations
@@ -95,8 +92,7 @@ class _Plots:
 
 
 def system_table(run: Run) -> Optional[Table]:
-    """Per mode, the means over its counted trials of the system sampler's figures (rank 0's own), as
-    the SYSTEM line takes them (:func:`benchy.core.verdict.figure_means`): :func:`tables.system_table`."""
+    """Per mode, the means of the system sampler's figures (rank 0's own) as the SYSTEM line takes them."""
     rows = []
     for mode in Mode:
         block = run.model.mode(mode.value)

@@ -1,10 +1,5 @@
 """``benchy parse LOG``: a result document from the ``BENCHY::`` lines of a log (pure), for CI jobs that keep logs,
-not files. The lines are read with :func:`benchy.results.lines.parse` (benchy's and the original tool's, anywhere in
-a line): the trial and summary lines, DATA_WAIT, VERDICT and the start-up line that names the ranks.
-
-A log may hold several runs (a run ends with its summary lines); the last is parsed unless
-asked otherwise. The document has the current schema with ``source: "log"``: what a log does
-not hold (trial times, per-step rates, config, environment) is empty or null.
+not files. A log may hold several runs (a run ends with its summary lines).
 """
 
 from __future__ import annotations
@@ -106,8 +101,8 @@ def _mode_block(run: LogRun, mode: Mode) -> Optional[Dict[str, Any]]:
 
 
 def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_from: str = "") -> Dict[str, Any]:
-    """The result document (current schema, ``source: "log"``) of one parsed run; what a log does not hold is the
-    model's default (an empty list, null), filled in by the model (:class:`~benchy.results.model.Document`)."""
+    """The result document (``source: "log"``) of one parsed run; what a log does not hold is left to the model's
+    defaults."""
     doc: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_name": name,

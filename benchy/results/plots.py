@@ -1,8 +1,6 @@
-"""PNG plots for ``benchy report`` and ``benchy plot`` (matplotlib, the optional ``plot`` extra).
-
-matplotlib is imported only here and only when a plot is asked for; without it the commands
-say how to install it (:class:`PlotUnavailable`). Figures are drawn with the Agg backend (no
-display needed) at a fixed size, so a PNG's dimensions are known in advance.
+"""PNG plots for ``benchy report`` and ``benchy plot`` (matplotlib, the optional ``plot`` extra, imported only
+here and only when a plot is asked for). Figures are drawn with the Agg backend at a fixed size, so a PNG's
+dimensions are known in advance.
 """
 
 from __future__ import annotations
@@ -143,9 +141,8 @@ def trial_steps(run: Run) -> Tuple[Dict[Mode, List[TrialSteps]], str]:
 
 
 def plot_run(run: Run, path: Target) -> str:
-    """Per-step throughput over each mode's trials (warm-ups shaded) above a histogram per mode.
-
-    Returns where the per-step data came from; ValueError when the run has none."""
+    """Per-step throughput over each mode's trials (warm-ups shaded) above a histogram per mode; where the
+    per-step data came from (ValueError when the run has none)."""
     trials, source = trial_steps(run)
     modes = [m for m in Mode if trials[m]]
     if not modes:
@@ -214,11 +211,8 @@ WAIT_COLOR = "#ff9896"
 
 
 def plot_timeline(run: Run, path: Target) -> List[str]:
-    """Rank 0's timeline, the picture of what ``benchy trace`` writes: every step of every trial at
-    its time (bar height: the step's duration; FULL split into the step and the data wait), the
-    trials shaded and named (warm-ups grey), and the system readings (CPU cores busy, RSS) below;
-    returns what the picture leaves out, in words (the timeline's notes).
-    :class:`~benchy.results.trace.TraceError` for a run without a timeline."""
+    """Rank 0's timeline, the picture of what ``benchy trace`` writes (bar height: the step's duration); what the
+    picture leaves out, in words. :class:`~benchy.results.trace.TraceError` for a run without a timeline."""
     line = load_timeline(run)
     trials = line.trials.get(0, [])
     steps = line.steps.get(0, {})

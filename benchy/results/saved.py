@@ -1,10 +1,7 @@
-"""A saved run read back: what ``compare``, ``report`` and ``plot`` work from (pure, no torch).
+"""A saved run read back (:func:`benchy.load`): what ``compare``, ``report`` and ``plot`` work from (pure, no torch).
 
-:func:`benchy.load` builds a :class:`Run` from any result JSON benchy wrote (older schema
-versions are upgraded first, see ``results.schema``) or from one ``benchy parse`` made of a log. The
-:class:`Run` keeps the upgraded document (keys the model does not declare included), so writing
-``run.document`` and loading it again gives an equal :class:`Run` (the round trip the tests check for every
-stored version), and the :class:`~benchy.results.model.Document` decoded from it (``run.model``).
+A :class:`Run` keeps the upgraded document, keys the model does not declare included, so that writing
+``run.document`` and loading it again gives an equal :class:`Run`.
 """
 
 from __future__ import annotations

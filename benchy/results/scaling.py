@@ -1,18 +1,6 @@
-"""``benchy report RUN ...``: runs at 1, 2, 4 ... ranks side by side (pure).
-
-Per run and mode: the throughput (all ranks together) with its interval, and against the run
-with the fewest ranks (the first given among equals), the baseline:
-
-* speedup = throughput / the baseline's;
-* strong-scaling efficiency = speedup / (ranks / the baseline's ranks): the share of the
-  ideal, linear growth of throughput (1.0 = every rank adds a full rank's worth);
-* weak-scaling efficiency = the baseline's mean trial time / this run's: with the same work
-  per rank (the same samples per rank per trial), the trial should take as long at any size.
-  Where the work per rank differs from the baseline's it is not a weak-scaling pair and the
-  cell is empty. With the same batch per rank and trials of the same length the two
-  efficiencies are the same number, read two ways.
-
-FULL's data-wait share is shown where the run has it.
+"""``benchy report RUN ...``: runs at 1, 2, 4 ... ranks side by side against the one with the fewest ranks (the
+first given among equals), with speedup and strong- and weak-scaling efficiency as docs/guide/comparing.md defines
+them (pure).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""Per-step files: each trial's step times and sample counts, saved once, when the trial ends.
-
-The JSON is rewritten after every trial so that a killed run keeps what it measured. Holding
-every earlier trial's per-step data, each rewrite cost the whole run so far (1.2 to 3.1 s for
-6 trials of 200 000 batches). Instead each trial is saved once, as
-``<output name>.steps/<trial label>.npy``: a structured array with fields ``seconds``
-(float64, from the single-precision periods a trial keeps) and ``samples`` (int64), 16 bytes per
-step, and for a FULL trial whose time splits ``wait`` (float32: the period's wait for data, the
-rest being the step), read with
-``numpy.load``. Beside it, ``<trial label>.system.npy`` holds the system sampler's readings
-during the trial (see :func:`benchy.measure.system.readings_array`; times in Unix seconds).
-Rank 0 saves its own steps (``save_steps: all``: rank ``r`` in ``rank<r>/``); the final JSON
-still has the original's ``rates`` for the counted trials.
+"""Per-step files: each trial's step times and sample counts, saved once, when the trial ends, as
+``<output name>.steps/<trial label>.npy`` (and its system readings as ``<label>.system.npy``), so that a
+checkpoint need not rewrite every earlier trial's steps. The format: docs/reference/output.md.
 """
 
 from __future__ import annotations
@@ -68,9 +58,8 @@ SLICE = 4_096  # steps written at a time
 
 
 def _write(handle: Any, result: TrialResult) -> None:
-    """The trial's periods as one ``.npy`` file of a structured array (``seconds``, ``samples`` and, FULL, ``wait``),
-    built a slice at a time (at most 82 kB, whatever the trial's length), each slice written from its own buffer (no
-    copy)."""
+    """The trial's periods as one ``.npy`` file, built a slice at a time (at most 82 kB whatever the trial's
+    length)."""
     n = len(result.step_seconds)
     dtype = WAIT_DTYPE if result.step_waits is not None else DTYPE
     np.lib.format.write_array_header_1_0(
@@ -90,8 +79,7 @@ def _write(handle: Any, result: TrialResult) -> None:
 
 
 def save(directory: str, result: TrialResult) -> str:
-    """Write one trial's file atomically (temporary file, then rename), and its system readings
-    beside it when it has any; the steps file's path."""
+    """Write one trial's file, and its system readings beside it when it has any; the steps file's path."""
     path = os.path.join(directory, f"{result.label}.npy")
     write_atomic(path, lambda handle: _write(handle, result), binary=True, suffix=STEPS_TEMP_SUFFIX)
     readings = result.readings
@@ -106,8 +94,7 @@ def save(directory: str, result: TrialResult) -> str:
 
 
 def load(directory: str, readings: bool = False) -> Dict[str, np.ndarray[Any, Any]]:
-    """Every trial's steps file in ``directory`` (``readings``: its system readings, ``<label>.system.npy``), by
-    trial label."""
+    """Every trial's steps file in ``directory`` (``readings``: its system readings instead), by trial label."""
     out = {}
     for name in sorted(os.listdir(directory)):
         found = _OURS.match(name)

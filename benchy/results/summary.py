@@ -219,12 +219,8 @@ def summary_lines(
     schedule: Optional[ScheduleState] = None,
     max_trials: int = 8,
 ) -> List[str]:
-    """The summary lines for the modes that were scheduled, FULL's data wait, each mode's step
-    distribution and system metrics, the copies, the loader's start-up, stragglers, the loader sweep,
-    then the verdict (``reading``, worked out once by the caller). ``workers``: the loader's
-    ``num_workers``. With several ranks (``world``) the data wait, step, system, start-up and sweep
-    lines are rank 0's own and say so. ``schedule``: the schedule as it ran, whose figures wider than its
-    figure precision each get a PRECISION line (``max_trials``: ``global.auto_max_trials``)."""
+    """The summary lines in the order they print, the verdict (``reading``, worked out once by the caller) last.
+    With several ranks the data wait, step, system, start-up and sweep lines are rank 0's own and say so."""
     own = world > 1
     out: List[str] = []
 

@@ -1,9 +1,5 @@
-"""One table, five renderings: plain text, rich (a terminal), Markdown, CSV and HTML (pure).
-
-The command-line tools build a :class:`Table` of already formatted cells and print it the way
-asked: plain text when the output is a file or a pipe (exact, for CI logs and tests), rich on a
-terminal, Markdown for a pull-request comment, CSV for a spreadsheet, HTML for the report page.
-:func:`summary_table` is a saved run's table of means (``benchy summary``, the report page).
+"""One table of already formatted cells, five renderings: plain text (a file or a pipe: exact, for CI logs and
+tests), rich (a terminal), Markdown, CSV and HTML (pure).
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""A saved run as a Chrome trace-event file (``benchy trace``): pure, no torch, nothing run again.
+"""A saved run as a Chrome trace-event file (``benchy trace``): pure, no torch, nothing run again. The layout
+and the bound on events: docs/guide/timeline.md.
 
-The file follows the Trace Event Format's JSON object form (``{"traceEvents": [...],
-"displayTimeUnit": "ms", "otherData": {...}}``), which the Perfetto UI, ``chrome://tracing``
-and TensorBoard read. Events used: metadata (``"ph": "M"``: process and thread names and sort
-order), complete events (``"ph": "X"``, ``ts`` and ``dur`` in microseconds with nanosecond
-decimals) and counters (``"ph": "C"``). Complete events on one thread nest: every time is worked
-out in integer nanoseconds, so a child never ends after its parent.
-
-Layout: one process per rank, a thread per track (:data:`TRACKS`: the modes' trials, warm-ups marked, with every
-step where its steps were saved, FULL's split into the ``step`` and the ``data wait``); the system readings as
-counters (:data:`COUNTERS`). A step is laid after the one before it from the trial's start: benchy's own pauses
-(periodic lines) are out of the steps, so the last step can end a little before the trial's clock stopped.
-
-Bound: at most ``max_events`` step events (default :data:`MAX_EVENTS`, a file of about 30 MB that
-both viewers open); past it, consecutive steps are drawn as one slice per block of ``k`` steps
-(``k`` the same for the whole file, said in ``otherData`` and in each block's name), whose
-arguments hold the block's step count, samples, mean, slowest and fastest step (and FULL's wait).
+Complete events on one thread nest: every time is worked out in integer nanoseconds, so a child never ends
+after its parent. A step is laid after the one before it from the trial's start: benchy's own pauses (periodic
+lines) are out of the steps, so the last step can end a little before the trial's clock stopped.
 """
 
 from __future__ import annotations
@@ -298,9 +286,7 @@ def load_timeline(run: Run) -> Timeline:
 
 
 def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> TraceStats:
-    """Write ``run``'s timeline to ``handle`` as a Chrome trace; what was written.
-
-    Raises :class:`TraceError` for a run without a timeline (an older benchy's, or a parsed log)."""
+    """Write ``run``'s timeline to ``handle`` as a Chrome trace (else :class:`TraceError`); what was written."""
     line = load_timeline(run)
     stats = TraceStats(notes=list(line.notes))
     origin, steps, readings, passes = line.origin, line.steps, line.readings, line.passes

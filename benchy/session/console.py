@@ -1,8 +1,5 @@
-"""Where the lines go: plain text always; rich progress and a summary table on a terminal.
-
-In a log (not a terminal) only the plain ``BENCHY::`` lines are written, never control
-codes. Rich's live display is refreshed by hand at report points (no refresh thread runs
-during a trial, so it cannot steal time from the measured work).
+"""Where the lines go: plain text always (a log gets no control codes); rich progress and a summary table on a
+terminal, refreshed by hand at report points: no refresh thread runs during a trial to steal time from it.
 """
 
 from __future__ import annotations
@@ -96,8 +93,7 @@ class Output:
     # --- final table (terminal only) ----------------------------------------------------------
 
     def summary_table(self, results: RunResults, modes: Sequence[Mode], reading: Reading) -> None:
-        """The summary table ``benchy summary`` and the report page show for the saved run, and the system
-        table, drawn on a terminal from the reading's figures; then the stage table and the verdict."""
+        """On a terminal: the tables ``benchy summary`` shows for the saved run, the stage table and the verdict."""
         if self._rich is None or not self.enabled:
             return
         rows = []

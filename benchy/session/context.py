@@ -1,10 +1,5 @@
-"""Everything of a benchmark that depends on this process's rank, made once when the run starts.
-
-The rank and world come from torch.distributed at the benchmark's first ``iter()`` (so a wrapper
-built before ``init_process_group`` works); from them follow the ranks' channel, the output (only
-rank 0 prints), the sink that writes the JSON, the profiler's capture (which ranks capture), the
-NVTX ranges and the barrier. :class:`RunContext` holds them; before the run starts a session uses
-``RunContext.start(local=True)`` (this process alone, its rank read from the environment) for what it says.
+"""Everything of a benchmark that depends on this process's rank, made once when the run starts: at the first
+``iter()``, so that a wrapper built before ``init_process_group`` works.
 """
 
 from __future__ import annotations
@@ -48,9 +43,8 @@ class RunContext:
         exit: Callable[[int], Any] = sys.exit,
         local: bool = False,
     ) -> RunContext:
-        """At the benchmark's start, on every rank together: the ranks' channel (a DistributedError when it cannot be
-        made), then everything that follows from the rank. ``local``: before the run starts, this process alone (what
-        it says goes out only on rank 0)."""
+        """At the benchmark's start, on every rank together (a DistributedError when the ranks' channel cannot be
+        made). ``local``: before the run starts, this process alone, its rank read from the environment."""
         comm = LocalComm() if local else make_comm(config.general.dist_timeout)
         rank, world = (global_rank(), 1) if local else (comm.rank, comm.world)
         out = output if output is not None else Output(config.general.console, enabled=rank == 0)

@@ -75,9 +75,8 @@ class LoaderFacts:
 @dataclasses.dataclass
 class FlopsWork:
     """The FLOPs' count: :data:`PRIMER` untimed steps on the cached batch (a loop that fetches ahead runs, between a
-    hand-out and the next ask, the step on a batch before), then one cached hand-out per ask, counted, until the
-    counter settles (:class:`~benchy.measure.flops.StepCounter`). A stretch the loop breaks (its epoch ends, a break,
-    a peek) is dropped and tried again in the next epoch, :data:`TRIES` times in all."""
+    hand-out and the next ask, the step on a batch before), then one counted cached hand-out per ask until the
+    counter settles; a stretch the loop breaks is tried again in the next epoch, :data:`TRIES` times in all."""
 
     PRIMER = 2
     TRIES = 3
@@ -135,9 +134,8 @@ class Loop:
         return self.length
 
     def loop_epoch(self) -> Optional[int]:
-        """The steps of the loop's own epoch: where it has left every epoch part-way (a loop that breaks out),
-        the most it took of one; else the loader's (its ``len()``, or the length its passes showed); None:
-        unknown."""
+        """The steps of the loop's own epoch: the most it took of one where it has left every epoch part-way, else
+        the loader's; None: unknown."""
         if self.left_early:
             return self._left_after
         if self.length is None:
@@ -216,10 +214,8 @@ class Loop:
 
     def _repay(self, ep: EpochState) -> int:
         """The batches of ``ep``'s pass that cached hand-outs took the place of, taken from the pass now and
-        dropped (the batch fetched for the loop's ask first), before the loop's next real batch or the
-        epoch's end: the pass is consumed batch for batch as the plain loop consumes it (its length, its
-        sampler's and workers' random draws), so that the epochs after the schedule see the plain run's
-        batches. Never inside a window: between windows, untimed. The batches taken from the pass, returned."""
+        dropped, untimed between windows: the epochs after the schedule then see the plain run's batches. The
+        batches taken, returned."""
         owed, ep.owed = ep.owed, 0
         taken = owed
         while owed > 0 and not ep.exhausted:
@@ -241,7 +237,7 @@ class Loop:
             ep.cached_from = -1
 
     def closed(self, ep: EpochState, seg: Optional[Segment], count: int) -> None:
-        """The loop let go of epoch ``ep`` part-way (a break, a peek's temporary iterator, a replaced one)."""
+        """The loop let go of epoch ``ep`` part-way (a break, a peek, a replaced iterator)."""
         ep.closed = True
         if ep.role != _OWNER or not self._session.running or self._current() is not ep:
             return
@@ -253,9 +249,8 @@ class Loop:
             self._left_after = max(self._left_after or 0, handed)
 
     def _release(self, ep: EpochState) -> int:
-        """The loop lets go of ``ep``: its running segment ends, its pass is repaid what cached hand-outs took (the
-        pass's sampler and workers drew as for the plain loop's asks; what the loader raises there is not the loop's),
-        and its hand-outs, returned, count in the run's steps."""
+        """The loop lets go of ``ep``: its pass repaid (what the loader raises there is not the loop's); its
+        hand-outs, returned, count in the run's steps."""
         self._close_segment(ep)
         self._leave_count(completed=False)
         self._account(ep)
@@ -357,9 +352,8 @@ class Loop:
     # --- segments -------------------------------------------------------------------------------
 
     def _leave_count(self, completed: bool) -> None:
-        """At an ask (``completed``): the FLOPs' count marks an interval, and ends once it settles. Where the loop
-        broke the stretch instead, the count is dropped and tried again in the next epoch (the session hears of a
-        count that never completes)."""
+        """At an ask (``completed``): the FLOPs' count marks an interval, and ends once it settles; where the loop
+        broke the stretch instead, it is tried again in the next epoch."""
         work = self.work
         if not isinstance(work, FlopsWork) or work.counter is None:
             return
@@ -376,8 +370,7 @@ class Loop:
             work.primed, work.counter = False, None
 
     def _after_segment(self, ep: EpochState) -> None:
-        """What the segment that just ended did: its cached hand-outs are owed to the pass; the FLOPs' count
-        ends; a window's stretch is settled, and a window it finished is handed over."""
+        """The segment that just ended is settled (a window it finished handed over)."""
         self._account(ep)
         self._leave_count(completed=True)
         w = ep.window
@@ -406,9 +399,7 @@ class Loop:
         return ep.limit - ep.handed if ep.limit >= 0 else sys.maxsize
 
     def _cached(self, ep: EpochState) -> Optional[Segment]:
-        """Before a stretch on the cached batch: a pass of unknown length is repaid (so that its end shows),
-        and the cached batch is taken from the pass if there is none yet; a segment when the pass is at its
-        end instead (None: go on)."""
+        """Before a stretch on the cached batch: a segment when the pass is at its end instead (None: go on)."""
         runner = self._runner
         if ep.limit < 0:
             self._repay(ep)
@@ -496,16 +487,15 @@ class Loop:
         return Segment(kind, steps, w, batch, finishes=steps == quota, resume=resume)
 
     def _pass_rest(self, ep: EpochState) -> Segment:
-        """The window cannot go on in this epoch (its pass's known length is reached): the pass is repaid,
-        and what it still holds (nothing, where its length was right) is handed out plain and counted."""
+        """The window cannot go on in this epoch (its pass's known length is reached): what the pass still holds
+        is handed out plain."""
         self._repay(ep)
         if ep.exhausted:
             return self._epoch_over(ep)
         return Segment(PLAIN, sys.maxsize)
 
     def _take_real(self, ep: EpochState) -> Any:
-        """A real batch of ``ep`` for the cached one (the pending batch, else the next; one batch of the pass,
-        so one hand-out fewer is owed to it); NOTHING at its end."""
+        """A real batch of ``ep`` for the cached one (one hand-out fewer owed to the pass); NOTHING at its end."""
         batch, ep.pending = ep.pending, NO_BATCH
         if batch is NO_BATCH:
             try:
@@ -517,7 +507,6 @@ class Loop:
         return batch
 
     def _pass_length(self) -> Optional[int]:
-        """A loader without ``len()``: its passes' length as seen (the shortest of the loop's whole passes and
-        of those benchy's own IO trials ran through), so that a SYNTHETIC stretch stops at it; None: unknown."""
+        """A loader without ``len()``: the shortest of its passes seen, so that a SYNTHETIC stretch stops at it."""
         seen = self._runner.pass_lengths + ([] if self._seen is None else [self._seen])
         return min(seen) if seen else None

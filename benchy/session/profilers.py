@@ -1,10 +1,6 @@
 """A session's capture: the cudaProfilerStart/Stop window (``profiler: cudaProfilerApi``, for Nsight
-Systems) or torch.profiler over the profiled warm-ups (``profiler: torch``); what each did, as events
-to say and the JSON's ``profiler`` block (glue over :mod:`benchy.measure.profiling`).
-
-The session asks before and after each trial and at the end; this module decides nothing about the
-schedule (whether a captured kind may still run is the caller's answer) and prints nothing itself:
-it hands back events, which the session's sink says.
+Systems) or torch.profiler over the profiled warm-ups (``profiler: torch``), glue over
+:mod:`benchy.measure.profiling`. It decides nothing about the schedule and prints nothing: it hands back events.
 """
 
 from __future__ import annotations
@@ -23,8 +19,7 @@ __all__ = ["Profilers"]
 
 
 class Profilers:
-    """The capture of one session: its cudaProfilerApi window, and with ``profiler: torch`` the
-    torch profiler (made by :meth:`start`, once the rank is known)."""
+    """The capture of one session (the torch profiler made by :meth:`start`, once the rank is known)."""
 
     def __init__(self, config: Config, api: Any = CudaProfilerApi) -> None:
         g = config.general
@@ -41,8 +36,7 @@ class Profilers:
         return self.window.kinds
 
     def start(self, rank: int, world: int) -> None:
-        """The benchmark starts on ``rank`` of ``world``: with ``profiler: torch``, its profiler; rank 0
-        clears an earlier run's trace files first (before any rank profiles)."""
+        """The benchmark starts: rank 0 clears an earlier run's trace files before any rank profiles."""
         self._rank, self._world = rank, world
         g = self.config.general
         if g.profiler == "torch":
@@ -54,8 +48,8 @@ class Profilers:
                     pass
 
     def before_trial(self, spec: TrialSpec, nvtx: Optional[Ranges]) -> Any:
-        """Before ``spec``: the window may start; the ranges to run it with (the torch profiler's for
-        a profiled warm-up on a profiling rank), or None for the usual ones (``nvtx``)."""
+        """Before ``spec``: the ranges to run it with (the torch profiler's for a profiled warm-up on a profiling
+        rank), or None for the usual ones."""
         self.window.before_trial(spec)
         return None if self.torch is None else self.torch.ranges(spec, nvtx)
 

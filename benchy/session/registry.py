@@ -2,9 +2,8 @@
 
 One benchmark at a time per process: the first wrapper iterated runs it; one first iterated while it runs (a
 validation loader, a copy a framework re-created) is the plain loader, named once; after it finished, the next new
-one may start another (a notebook's cell run again). A wrapper never iterated by the process's end while none was
-benchmarked usually means a framework replaced it (Accelerate's ``prepare()``): said at exit, with the fix. Records
-hold no reference to the loader, so a wrapper garbage-collected is still reported.
+one may start another (a notebook's cell run again). Records hold no reference to the loader, so that a wrapper
+never iterated (a framework replaced it) is still reported at exit once garbage-collected.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ __all__ = ["REGISTRY", "Record", "Registry", "creation_site"]
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchy/
 
 
-def _is_library(filename: str) -> bool:
-    return any(part in filename for part in (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, "<frozen "))
+_LIBRARY = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep, "<frozen ")
 
 
 def creation_site() -> str:
@@ -39,7 +37,7 @@ def creation_site() -> str:
         filename = os.path.abspath(frame.f_code.co_filename)
         if not filename.startswith(_PACKAGE_DIR + os.sep):
             site = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-            if not _is_library(filename):
+            if not any(part in filename for part in _LIBRARY):
                 return site
             outside = outside or site
         frame = frame.f_back  # type: ignore[assignment]
@@ -97,16 +95,15 @@ class Registry:
         return record.benchmarked
 
     def end_all(self) -> None:
-        """End every benchmark of this process that still runs, as the interpreter's exit would (the script
-        returned: ``benchy run``'s in-process form reports the run's status before the exit handlers run)."""
+        """End every benchmark of this process that still runs, as the interpreter's exit would (``benchy run``'s
+        in-process form reports the run's status before the exit handlers run)."""
         for record in self.records:
             session = None if record.session is None else record.session()
             if session is not None and session.running:
                 session.at_exit()
 
     def advised(self) -> List[int]:
-        """The exit status each benchmark of this process advises for CI (0, 3, or 4 for one that did not
-        finish); empty when none ran."""
+        """The exit status each benchmark of this process advises for CI; empty when none ran."""
         return [EXIT_INCOMPLETE if r.advised is None else r.advised for r in self.records if r.benchmarked]
 
     def others(self) -> List[str]:

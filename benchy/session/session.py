@@ -159,8 +159,7 @@ class Session:
     # --- the start ----------------------------------------------------------------------------------
 
     def _begin(self) -> None:
-        """The benchmark begins (at the first ``iter()``, every rank together): the run's context, the plan's check
-        across ranks, the loop's known length, the start-up lines, the sweep, then the machine's first actions."""
+        """The benchmark begins (at the first ``iter()``, every rank together)."""
         self._stage = Stage.RUNNING
         shared = self._loader.shared() if self.schedule.plan(Mode.IO) is not None else None
         if shared is not None:  # before the ranks compare their plans: each rank's loader is the same kind
@@ -255,9 +254,8 @@ class Session:
         return None if horizon is None else max(0, horizon - self.loop.start_at - self.loop.steps_taken())
 
     def _io(self, spec: TrialSpec, first: bool) -> TrialResult:
-        """One IO trial on benchy's own pass (a loader that raises loses it, then the error propagates). Every IO
-        trial but the first starts with the batches the workers hold ready taken, untimed: the state of a plain loop
-        that drains the loader as fast as it can."""
+        """One IO trial on benchy's own pass. Every IO trial but the first starts with the batches the workers hold
+        ready taken, untimed: the state of a plain loop that drains the loader as fast as it can."""
         ctx = self.ctx
         ctx.out.trial_started(spec)
         ranges = ctx.profilers.before_trial(spec, self.runner.ranges)
@@ -283,8 +281,7 @@ class Session:
             env.sink.say(ev.SideFailed(why))
 
     def _count(self, result: TrialResult) -> m.Counted:
-        """A scheduled trial that counted: exchanged with the other ranks (a DistributedError where they cannot
-        exchange: the endings keep what was measured), recorded, said; its event for the machine."""
+        """A scheduled trial that counted: exchanged with the other ranks, recorded, said; its event for the machine."""
         plan = self.schedule.plan(result.mode)
         auto_warmup = result.spec.warmup and not result.spec.profiled and plan is not None and plan.nwarmup is None
         change = self._warmup_change(result) if auto_warmup else None
@@ -309,8 +306,7 @@ class Session:
         return m.warmup_change(periods, len(new) // 2, cycle)
 
     def _milestones(self) -> None:
-        """The loop's steps and the seconds since the benchmark began when the verdict was first decided, and when
-        measuring stopped (each once)."""
+        """When the verdict was first decided, and when measuring stopped (each once)."""
         since = None if self.began is None else self.clock() - self.began
         if self.decided_at is None and self.machine.judgement.decided:
             self.decided_at, self.seconds = self.loop.steps_taken(), (since, self.seconds[1])
@@ -326,8 +322,8 @@ class Session:
                 self._say(note)
 
     def _profiler_after(self, spec: TrialSpec, judgement: Optional[m.Judgement] = None) -> None:
-        """After ``spec``: the capture stops where no trial of its kinds may follow (read with ``judgement``, the
-        evidence this trial brought, where it counted)."""
+        """After ``spec``: the capture stops where no trial of its kinds may follow (``judgement``: with this
+        trial's evidence)."""
         profilers = self.ctx.profilers
         machine = self.machine if judgement is None else dataclasses.replace(self.machine, judgement=judgement)
         more = any(machine.may_run(mode) for mode in profilers.kinds)
@@ -479,8 +475,7 @@ class Session:
                 os.kill(os.getpid(), signum)  # the default action: end with the signal's status
 
     def _end(self) -> None:
-        """The benchmark is over, whichever way: no window runs from here on (the running one is dropped, a side
-        window's cut short), the FLOPs' count or why there is none, benchy's own pass and cached batch let go."""
+        """The benchmark is over, whichever way: the running window dropped, what is held let go."""
         self._stage = Stage.DONE
         self.record.finished = True
         work = self.loop.discard()
@@ -515,8 +510,7 @@ class Session:
             sink.end(self.results, ends)
 
     def _exchange_failed(self, spec: TrialSpec) -> None:
-        """The ranks could not exchange ``spec``'s results: keep what was measured and print it, as a single-rank
-        run prints it, naming a rank that said it failed; the caller raises."""
+        """The ranks could not exchange ``spec``'s results: what was measured kept and printed; the caller raises."""
         failed = tuple(FailedRank(r, why) for r, why in self.ctx.comm.failures())
         item = Interruption(spec, spec.nbatches, Reason(Why.RANKS))
         self.outcomes = self.outcomes.with_failed(failed).lose(item)
@@ -531,8 +525,7 @@ class Session:
             pass
 
     def on_signal(self, name: str) -> None:
-        """A signal ends the benchmark: the running trial is named as interrupted (with the rank that failed first,
-        when one said so); the summary is printed and the JSON written."""
+        """A signal ends the benchmark: the running trial named as interrupted, the summary printed."""
         if os.getpid() != self.pid or not self.running:
             return
         running, measured = self._running_trial()
@@ -596,9 +589,8 @@ class Session:
             sink.incomplete()
 
     def advise(self, status: int) -> None:
-        """The exit status benchy advises for CI (0 complete, 3 a mode without a counted trial, 4 incomplete): kept
-        and, under ``benchy run``, appended to the record its parent reads (once: every ending ends the benchmark
-        first)."""
+        """The exit status benchy advises for CI: kept and, under ``benchy run``, appended to the record its parent
+        reads (once: every ending ends the benchmark first)."""
         if self.advised is not None:
             return
         self.advised = self.record.advised = status
@@ -711,8 +703,8 @@ class Session:
 
 
 def host() -> Optional[str]:
-    """What hosts this process when it is not the script's own to end: ``"Ray Train worker"`` (or ``"Ray worker"``)
-    inside Ray's actors and tasks; None for an ordinary process."""
+    """What hosts this process when it is not the script's own to end (Ray's actors and tasks); None for an
+    ordinary process."""
     ray = sys.modules.get("ray")
     if ray is None:
         return None

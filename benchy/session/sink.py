@@ -60,8 +60,7 @@ class ResultSink:
 
     @property
     def environment(self) -> Dict[str, Any]:
-        """The run's environment for the JSON (torch, device, host, start time ...), read when the
-        benchmark starts (:meth:`started`); a sink that never started reads it at its first use."""
+        """The run's environment for the JSON, read when the benchmark starts (:meth:`started`) or at first use."""
         if self._environment is None:
             self._environment = environment(self.world)
         return self._environment
@@ -84,9 +83,8 @@ class ResultSink:
         (self.warning if said.warning else self.info)(said.text)
 
     def started(self, schedule: Schedule, config: Config, snapshot: Snapshot, nvtx: bool, queue_depth: int) -> None:
-        """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it takes,
-        the loader, NVTX, and a warning when every step is synchronized. The environment (with the start time that
-        names the run by default) is read now."""
+        """What the benchmark does, said when it starts; the environment (with the start time that names the run by
+        default) is read now."""
         self._environment = environment(self.world)
         for said in run_text.started(schedule, config, snapshot, self.world, nvtx, queue_depth):
             self.line(said)
@@ -199,8 +197,8 @@ class ResultSink:
         self._exit(status)  # the one place benchy ends the process: exit_after_tests
 
     def save_steps(self, results: RunResults) -> Optional[str]:
-        """Save the trials that ended since the last call, one file each (a checkpoint costs the new trials only; the
-        first call clears a previous run's); the directory's name (``save_steps: all``: each rank's ``rank<r>/``)."""
+        """Save the trials that ended since the last call, one file each (the first call clears a previous run's);
+        the directory's name."""
         directory = self.config.rank_steps_dir(self.rank)
         if directory is None or self._steps_failed:
             return None
@@ -225,8 +223,7 @@ class ResultSink:
         exit_status: Optional[int] = None,
         summary: Optional[List[str]] = None,
     ) -> None:
-        """The JSON (rank 0): a checkpoint (``final`` false: no per-step lists, O(the new trials)) or
-        the final document (with each mode's per-step ``rates``, announced)."""
+        """The JSON (rank 0): a checkpoint (no per-step lists) or the final document."""
         steps_dir = self.save_steps(snapshot.results)
         if self.rank != 0:
             return

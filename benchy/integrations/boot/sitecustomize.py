@@ -1,9 +1,7 @@
-"""Loaded by every Python process that ``benchy run -- COMMAND`` starts (its directory is put
-first on ``PYTHONPATH``): when ``$BENCHY_RUN_LOADER`` is set, replaces ``DataLoader`` as soon as
-the process's import of ``torch`` ends (before any of its code can take the name), then hands
-over to the ``sitecustomize`` this one shadows, if there is one. A process that never imports
-torch (a launcher's agents, a shell script's helpers, Ray's own services) imports neither torch
-nor benchy: it starts as it would without benchy."""
+"""Loaded by every Python process that ``benchy run -- COMMAND`` starts (its directory is first on
+``PYTHONPATH``): replaces ``DataLoader`` as soon as the process's import of ``torch`` ends (before any of its code
+can take the name), then hands over to the ``sitecustomize`` this one shadows. A process that never imports torch
+(a launcher's agents, Ray's own services) imports neither torch nor benchy."""
 
 from __future__ import annotations
 

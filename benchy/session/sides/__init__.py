@@ -1,13 +1,8 @@
-"""Trials beside the schedule, behind one interface: the loader sweep before it, and the extras after the verdict
-(glue, no hot loop).
+"""Trials beside the schedule, one module each: the loader sweep before it, and the extras after the verdict (glue).
 
-Each kind is one module. A *hidden* side (:data:`HIDDEN`: the sweep, the stage trials, IO_H2D, the emulated-step
-check) runs on passes of benchy's own, between two steps of the loop, with the user's random streams kept by the
-session: it takes a :class:`SideEnv` and the results so far, and returns the results with its findings. A side
-*window* (:data:`WINDOWS`: PARTS, CONTENTION) is a window of the loop's own steps with something beside it:
-:meth:`SideWindow.start` before its first step (a helper, or None with the results saying why it did not run),
-:meth:`SideWindow.finish` with the window's result, :meth:`SideWindow.stop` wherever it ends. What a side has
-to say goes to the sink as events; its trial lines through it.
+A *hidden* side (:data:`HIDDEN`) runs on passes of benchy's own, between two steps of the loop, with the user's
+random streams kept by the session. A side *window* (:data:`WINDOWS`) is a window of the loop's own steps with a
+helper beside it (``start`` gives None, and the results say why, where it cannot run).
 """
 
 from __future__ import annotations
@@ -41,9 +36,7 @@ AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
 
 @dataclasses.dataclass(frozen=True)
 class SideEnv:
-    """What a side may use: the config, the session's trial runner (benchy's own passes, the clock, the system
-    sampler) and sink, the loader's facts, its workers now, and ``running`` (told which trial runs, for a signal
-    that comes during it)."""
+    """What a side may use; ``running`` is told which trial runs, for a signal that comes during it."""
 
     config: Config
     runner: TrialRunner
@@ -111,8 +104,7 @@ class Running:
         return results.changed(diagnostics=(*results.diagnostics, folded(result)))
 
     def stop(self, why: Reason, results: RunResults) -> RunResults:
-        """The window ends before its periods (``why``: a :data:`~benchy.core.outcomes.Why.WINDOW_LOST`): its helper
-        stopped, the loss recorded."""
+        """The window ends before its periods: its helper stopped, the loss recorded."""
         if self.extra is None:
             return results
         WINDOWS[self.extra].stop(self._helper)

@@ -16,9 +16,8 @@ __all__ = ["run"]
 
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
-    """Run when the program has an accelerator in use (a model moved to the GPU), as many as IO's trials
-    (:func:`side_counts`), this rank's own, on benchy's own pass; said and recorded as skipped otherwise.
-    ``env.h2d_copy``: an injected copy (tests), else the accelerator's."""
+    """IO_H2D, where the program has an accelerator in use (a model moved to the GPU), this rank's own; said and
+    recorded as skipped otherwise."""
     config, sink, runner = env.config, env.sink, env.runner
     device, copy = "the injected copy", env.h2d_copy
     if copy is None:

@@ -97,10 +97,8 @@ def _trial(
 
 
 def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> RunResults:
-    """The stage trials at the what-if model's other setting (``workers``: :func:`~benchy.core.whatif.other_workers`):
-    one warm-up of :data:`OTHER_WARMUP` batches and one trial of ``nbatches``, with its workers' processes' CPU time
-    read around it; a loader that cannot run there (a dataset that fails in a worker, or one that takes more than
-    the copy's timeout for a batch there) costs only this figure (the model does without it)."""
+    """The stage trials at the what-if model's other setting, its workers' CPU time read around them; a loader
+    that cannot run there (a dataset that fails or times out in a worker) costs only this figure."""
     sink, runner = env.sink, env.runner
     source: Optional[BatchSource] = None
     variant = "STAGES_WORKER" if workers else "STAGES_ALONE"
