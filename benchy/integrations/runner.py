@@ -25,8 +25,8 @@ from ..measure.profiling import global_rank
 from ..results import lines
 from ..results.configfile import load_config
 from ..session.console import write_line
+from ..session.loop import LOOP_BATCHES
 from ..session.registry import REGISTRY, creation_site
-from ..session.session import LOOP_BATCHES
 from .runvars import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
 
 # Imported before install() replaces DataLoader: the wrappers' helpers use the original class.

@@ -15,8 +15,6 @@ from .saved import ModeRun, Run
 from .tables import Table, markdown_text
 from .text.numbers import signed_percent, spread
 
-__all__ = ["Comparison", "ModeChange", "as_dict", "compare_runs", "header", "markdown", "status_line", "table"]
-
 # What happened to a mode.
 REGRESSION = "regression"  # significantly slower by more than the threshold
 SLOWER = "slower"  # significantly slower, within the threshold

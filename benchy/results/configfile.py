@@ -26,8 +26,6 @@ from ..core.config import (
 )
 from ..core.config_rules import MAX_CONFIG_BYTES, PROBE_PREFIX, describe, steps_name
 
-__all__ = ["check_output", "load_config", "read_yaml", "resolve_config"]
-
 
 def load_config(
     path: Union[str, os.PathLike[str], None] = None,

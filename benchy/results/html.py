@@ -23,8 +23,6 @@ from .saved import Run
 from .tables import Table, summary_table
 from .text.numbers import cell
 
-__all__ = ["Page", "report_page"]
-
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0 auto;
        max-width: 1400px; padding: 1.5rem 2rem; color: #1b1f24; background: #ffffff; line-height: 1.45; }

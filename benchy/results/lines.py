@@ -17,25 +17,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-__all__ = [
-    "LINE_KINDS",
-    "MESSAGE_KINDS",
-    "RANK0",
-    "SUMMARY_WORDS",
-    "Line",
-    "data_wait",
-    "error",
-    "info",
-    "iteration",
-    "parse",
-    "summary",
-    "summary_text",
-    "sweep_row",
-    "trial",
-    "trial_wait",
-    "warning",
-]
-
 PREFIX = "BENCHY::"
 RANK0 = " [rank 0]"  # ends a summary line that holds rank 0's own figures in a multi-rank run
 MESSAGE_KINDS = ("INFO", "WARNING", "ERROR")

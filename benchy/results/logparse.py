@@ -17,8 +17,6 @@ from .model import Document
 from .saved import Run
 from .schema import SCHEMA_VERSION, read_run
 
-__all__ = ["LogRun", "parse_log", "split_runs"]
-
 MODE_NAMES = tuple(m.value for m in Mode)
 
 RANKS = re.compile(r"^([0-9]+) ranks:")  # the start-up message of a multi-rank run

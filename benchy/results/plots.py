@@ -21,18 +21,6 @@ from .saved import Run
 from .scaling import ScalingRow
 from .trace import load_timeline, span
 
-__all__ = [
-    "DPI",
-    "SCALING_SIZE",
-    "STEPS_SIZE",
-    "TIMELINE_SIZE",
-    "PlotUnavailable",
-    "plot_run",
-    "plot_scaling",
-    "plot_timeline",
-    "trial_steps",
-]
-
 DPI = 100
 SCALING_SIZE = (10.0, 4.0)  # inches: 1000 x 400 pixels
 STEPS_SIZE = (12.0, 6.0)  # 1200 x 600

@@ -13,8 +13,6 @@ from .saved import ModeRun, Run
 from .tables import Table
 from .text.numbers import cell
 
-__all__ = ["ScalingRow", "scaling_rows", "study_kind", "table"]
-
 SAME_WORK = 0.01  # per-rank samples per trial within 1 % of the baseline's: the same work
 
 

@@ -15,8 +15,6 @@ from ..core.config_rules import STEPS_TEMP_SUFFIX
 from ..core.results import TrialResult
 from .files import remove_matching, write_atomic
 
-__all__ = ["DTYPE", "READINGS", "WAIT_DTYPE", "clear", "clear_ranks", "load", "rank_dirs", "save"]
-
 DTYPE = np.dtype([("seconds", "<f8"), ("samples", "<i8")])
 WAIT_DTYPE = np.dtype([("seconds", "<f8"), ("samples", "<i8"), ("wait", "<f4")])
 READINGS = ".system"  # <label>.system.npy: the trial's system readings

@@ -20,19 +20,6 @@ from .text import reports
 from .text.numbers import ms, spread
 from .text.verdict import busy_trials, verdict_line
 
-__all__ = [
-    "copy_text",
-    "h2d_text",
-    "stages_text",
-    "steps_text",
-    "straggler_text",
-    "summary_lines",
-    "sweep_line",
-    "sweep_table",
-    "system_text",
-    "workers_text",
-]
-
 
 def system_text(mode: Mode, means: Mapping[str, float]) -> str:
     """``IO CPU 1.93 of 2 cores busy (96 %), other processes 0.02, peak RSS 512 MB, storage reads 0.0 MB/s``

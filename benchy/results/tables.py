@@ -15,21 +15,6 @@ from .saved import Run
 from .text.numbers import cell, percent
 from .text.reports import stage_name
 
-__all__ = [
-    "SUMMARY_TITLE",
-    "SYSTEM_COLUMNS",
-    "ModeFigures",
-    "Table",
-    "markdown_text",
-    "mode_table",
-    "print_table",
-    "rich_table",
-    "stages_table",
-    "summary_table",
-    "sweep_table",
-    "system_table",
-]
-
 _MARKDOWN = str.maketrans(
     {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", **{mark: "\\" + mark for mark in "\\`*_[]|~#"}}
 )

@@ -24,8 +24,6 @@ from . import model
 from . import steps as step_files
 from .saved import Run
 
-__all__ = ["MAX_EVENTS", "Timeline", "TraceError", "TraceStats", "load_timeline", "span", "write_trace"]
-
 MAX_EVENTS = 200_000
 PLURAL = {"fetch": "fetches", "step": "steps", "batch": "batches"}
 

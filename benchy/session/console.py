@@ -13,8 +13,6 @@ from ..core.verdict import Reading
 from ..results.tables import SUMMARY_TITLE, ModeFigures, mode_table, rich_table, stages_table, system_table
 from ..results.text.verdict import verdict_line
 
-__all__ = ["Output", "stages_table", "write_line"]
-
 
 def write_line(text: str, *streams: TextIO) -> None:
     """``text`` and its newline in one write to each stream (stdout by default), flushed; a closed one skipped. One

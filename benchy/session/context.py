@@ -16,8 +16,6 @@ from .console import Output
 from .profilers import Profilers
 from .sink import ResultSink
 
-__all__ = ["RunContext"]
-
 
 @dataclasses.dataclass(frozen=True)
 class RunContext:

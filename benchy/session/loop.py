@@ -36,7 +36,6 @@ from .trials import NOTHING, TrialRunner
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["LOOP_BATCHES", "FlopsWork", "LoaderFacts", "Loop", "Work"]
 
 _UNDECIDED, _OWNER, _SIDE = 0, 1, 2
 

@@ -15,8 +15,6 @@ from ..core.schedule import Mode, TrialSpec
 from ..measure.profiling import TRACE_FILE, CudaProfilerApi, ProfilerWindow, Ranges, TorchProfiler, global_rank
 from ..results.files import remove_matching
 
-__all__ = ["Profilers"]
-
 
 class Profilers:
     """The capture of one session (the torch profiler made by :meth:`start`, once the rank is known)."""

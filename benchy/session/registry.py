@@ -20,8 +20,6 @@ from ..results import lines
 from ..results.text.run import never_iterated
 from .console import write_line
 
-__all__ = ["REGISTRY", "Record", "Registry", "creation_site"]
-
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # benchy/
 
 

@@ -46,13 +46,11 @@ from ..measure.window import WindowRun
 from ..results.files import append_status
 from .console import Output
 from .context import RunContext
-from .loop import LOOP_BATCHES, FlopsWork, LoaderFacts, Loop, Work
+from .loop import FlopsWork, LoaderFacts, Loop, Work
 from .registry import REGISTRY, Registry
 from .sides import HIDDEN, Running, SideEnv, off_by_config
 from .sides import sweep as sweep_side
 from .trials import OwnPasses, TrialRunner
-
-__all__ = ["LOOP_BATCHES", "LoaderFacts", "Session"]
 
 
 class Stage(enum.Enum):

@@ -29,8 +29,6 @@ from ..results.summary import summary_lines, sweep_table
 from ..results.text import run as run_text
 from .console import Output
 
-__all__ = ["EXIT_MISSING_MODE", "ResultSink"]
-
 # Events that end a trial's progress line before they are said.
 ENDS_TRIAL = (ev.TrialLost, ev.SideFailed, ev.H2DSkipped, ev.EmulatedSkipped, ev.StagesStopped)
 

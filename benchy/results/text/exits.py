@@ -11,8 +11,6 @@ from typing import Tuple
 
 from ...core.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_MISSING_MODE, EXIT_OK, EXIT_REGRESSION
 
-__all__ = ["EXIT_STATUSES", "table_text"]
-
 EXIT_STATUSES: Tuple[Tuple[str, str], ...] = (
     (
         str(EXIT_OK),

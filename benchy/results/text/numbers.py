@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-__all__ = ["cell", "flop", "flops_rate", "ms", "percent", "ratio", "signed_percent", "spread", "triple"]
-
 
 def ratio(value: float) -> str:
     """A ratio as ``1.48x``; below 0.1 with 3 significant digits (``0.00269x``, never ``0.00x``)."""

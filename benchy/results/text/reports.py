@@ -28,29 +28,6 @@ from ...core.whatif import (
 from ...core.whatif import Basis as ModelBasis
 from .numbers import flop, flops_rate, spread, triple
 
-__all__ = [
-    "COLD_CACHE_HOWTO",
-    "check",
-    "check_what",
-    "compute",
-    "energy",
-    "energy_missing",
-    "first_pass",
-    "limit",
-    "model_basis",
-    "no_peak",
-    "parts",
-    "peak_basis",
-    "stage_fix",
-    "stage_name",
-    "stage_note",
-    "startup",
-    "startup_basis",
-    "tokens",
-    "whatif",
-]
-
-
 # --- the step's cost ----------------------------------------------------------------------------------
 
 

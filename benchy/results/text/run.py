@@ -14,22 +14,6 @@ from ...core.results import Snapshot, TrialResult
 from ...core.schedule import Mode, ModePlan, Schedule
 from ...core.words import Said
 
-__all__ = [
-    "NOT_RUN",
-    "busy_trial",
-    "counting",
-    "describe",
-    "incomplete",
-    "json_failed",
-    "lost_trials",
-    "missing_modes",
-    "never_iterated",
-    "stale_removed",
-    "started",
-    "steps_failed",
-    "stopped_early",
-]
-
 NOT_RUN = {
     "ended": "the script ended before it ran",
     "horizon": "the loop's known length left no room for its steps",

@@ -35,9 +35,6 @@ from ...core.verdict import Full, Outcome, Overlap, Reading, Verdict, balanced_b
 from .numbers import flops_rate, percent, ratio, spread
 from .reports import peak_basis, stage_fix, stage_name
 
-__all__ = ["advice", "busy_trials", "claim", "interval", "more_trials", "outweigh", "verdict", "verdict_line"]
-
-
 # --- how to get more trials -----------------------------------------------------------------------
 
 

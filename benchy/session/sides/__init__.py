@@ -17,20 +17,6 @@ from ...core.schedule import Extra, TrialSpec
 from ..sink import ResultSink
 from ..trials import TrialRunner
 
-__all__ = [
-    "AUTO_TRIALS",
-    "AUTO_WARMUPS",
-    "HIDDEN",
-    "WINDOWS",
-    "Running",
-    "Side",
-    "SideEnv",
-    "SideWindow",
-    "close_quietly",
-    "off_by_config",
-    "side_counts",
-]
-
 AUTO_TRIALS, AUTO_WARMUPS = 3, 1  # side trials for IO's ``auto`` counts
 
 

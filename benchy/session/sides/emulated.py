@@ -17,8 +17,6 @@ from ...measure.emulate import EmulatedStep
 from ...measure.source import CopyingSource
 from . import SideEnv, side_counts
 
-__all__ = ["run"]
-
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
     config, sink, runner = env.config, env.sink, env.runner

@@ -12,8 +12,6 @@ from ...measure.device import accelerator_in_use, to_device
 from ...measure.source import NO_BATCH, CopyingSource
 from . import SideEnv, side_counts
 
-__all__ = ["run"]
-
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
     """IO_H2D, where the program has an accelerator in use (a model moved to the GPU), this rank's own; said and

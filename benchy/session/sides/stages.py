@@ -21,8 +21,6 @@ from ...measure.stages import Instrumented, has_in_order, stage_trial, timer_cos
 from ...measure.system import available_cores, processes_cpu, worker_memory
 from . import SideEnv, close_quietly, side_counts
 
-__all__ = ["STAGE_TRIALS", "run"]
-
 STAGE_TRIALS = 2  # stage trials after their one warm-up, at most (shares need few; each costs an IO trial)
 OTHER_WARMUP = 4  # the other setting's warm-up batches (a worker starting, its first prefetching)
 OTHER_LEAST = 8  # ... its trial's batches at least

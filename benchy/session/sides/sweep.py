@@ -16,8 +16,6 @@ from ..sink import ResultSink
 from ..trials import TrialRunner
 from . import SideEnv, close_quietly, side_counts
 
-__all__ = ["Sweeper", "run"]
-
 
 class Sweeper(Protocol):
     """What a loader sweep needs from the wrapper (``integrations.wrappers.LoaderSweeper`` for a DataLoader)."""

@@ -17,8 +17,6 @@ from ...measure.diagnostics import Drainer, StepHooks
 from ...measure.system import available_cores
 from . import SideEnv
 
-__all__ = ["BURSTS", "Contention", "Parts"]
-
 BURSTS = 0.5  # CONTENTION_1's median period below this share of its mean: the loop takes its batches in bursts
 
 
