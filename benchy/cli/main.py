@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import sys
-from typing import IO, Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, ConfigError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, EXIT_REGRESSION, run_status
@@ -211,12 +211,8 @@ def _write_html(runs: Sequence[Run], path: str) -> int:
     from ..results.html import report_page
 
     page = report_page(runs)
-
-    def write(handle: IO[str]) -> None:
-        handle.write(page.text)
-
     try:
-        write_atomic(path, write, suffix=".html.tmp")
+        write_atomic(path, lambda handle: handle.write(page.text), suffix=".html.tmp")
     except OSError as err:
         return _fail("report", f"cannot write {path}: {err.strerror or err}")
     for note in page.notes:

@@ -133,7 +133,7 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's files are private (0600)
 
 
-def write_atomic(path: str, write: Callable[[IO[Any]], None], *, binary: bool = False, suffix: str = TEMP_SUFFIX) -> None:
+def write_atomic(path: str, write: Callable[[IO[Any]], object], *, binary: bool = False, suffix: str = TEMP_SUFFIX) -> None:
     """Write ``path`` through ``write(handle)`` into a temporary file in the same directory, then rename it into
     place; on any failure the old ``path`` stays."""
     directory = os.path.dirname(os.path.abspath(path))

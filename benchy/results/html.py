@@ -125,8 +125,8 @@ def sweep_table(run: Run) -> Optional[Table]:
 
 
 def whatif_table(run: Run) -> Optional[Table]:
-    """The what-if model's FULL (samples/s, its interval) per loader workers and step speed-up, at the run's
-    cores, and each check (a prediction against a measurement) below it; None without predictions."""
+    """The what-if model's FULL per loader workers and step speed-up, and each check below it; None without
+    predictions."""
     block = run.model.whatif
     if block is None or not block.predictions:
         return None

@@ -1,14 +1,8 @@
-"""The ``BENCHY::`` line grammar: every line kind benchy prints is written and parsed here (pure).
+"""The ``BENCHY::`` line grammar: every line kind benchy prints is written and parsed here, so that writer and
+reader cannot drift apart unseen (pure).
 
-CI jobs parse these lines, so their text is a compatibility contract. The three summary lines
-keep the original tool's grammar::
-
-    BENCHY::SUMMARY::IO average trial throughput: 89.177 +/- 1.011
-
-Every other summary line starts with ``BENCHY::SUMMARY::<WORD>`` where WORD is not a mode, so it
-cannot be mistaken for them. Writers below build each kind; :func:`parse` reads any of them back
-(anywhere in a line, after a launcher's ``[rank0]:`` prefix or a timestamp) into a :class:`Line`,
-so writer and reader cannot drift apart unseen (``tests/results/test_lines.py`` round-trips each).
+CI jobs parse these lines, so their text is a compatibility contract: the three summary lines keep the original
+tool's grammar, and every other summary line starts with ``BENCHY::SUMMARY::<WORD>`` where WORD is not a mode.
 """
 
 from __future__ import annotations

@@ -79,8 +79,7 @@ class Run:
         return self.modes.get(mode)
 
     def row(self) -> Dict[str, Any]:
-        """The run as the commands' JSON names it: ``run_name``, ``path``, ``nranks``, ``complete``, ``source``,
-        ``schema_version`` (``benchy summary --format json`` and each side of ``benchy compare``'s)."""
+        """The run as the commands' JSON names it (``benchy summary --format json``, each side of ``benchy compare``)."""
         return {
             "run_name": self.name,
             "path": self.path,

@@ -1,8 +1,4 @@
-"""The summary lines: each measurement's figures in words, assembled in the order they print (pure).
-
-The verdict comes in as a :class:`~benchy.core.verdict.Reading` worked out once by the caller;
-the line grammar itself is :mod:`benchy.results.lines`.
-"""
+"""The summary lines: each measurement's figures in words, assembled in the order they print (pure)."""
 
 from __future__ import annotations
 
@@ -22,8 +18,7 @@ from .text.verdict import busy_trials, verdict_line
 
 
 def system_text(mode: Mode, means: Mapping[str, float]) -> str:
-    """``IO CPU 1.93 of 2 cores busy (96 %), other processes 0.02, peak RSS 512 MB, storage reads 0.0 MB/s``
-    (+ GPU)."""
+    """The SYSTEM line's text for ``mode``."""
     text = (
         f"{mode.value} CPU {means['cpu_cores_busy']:.2f} of {means['cpu_cores']:g} cores busy "
         f"({100.0 * means['cpu_util']:.0f} %)"
@@ -93,8 +88,7 @@ WORKERS_LISTED = 8  # workers named one by one in the WORKERS line; more are sum
 
 
 def workers_text(report: StageReport) -> Optional[str]:
-    """The WORKERS line's text: each worker's batches and busy time, a slow worker, the batches'
-    order, and the workers' own memory (None without workers)."""
+    """The WORKERS line's text (None without workers)."""
     found = report.per_worker
     if not found:
         return None
@@ -264,8 +258,7 @@ def summary_lines(
 
 
 def sweep_line(results: Sequence[SettingResult], cap: Optional[int] = None) -> Optional[str]:
-    """The SWEEP line's text: ``best <settings>: <mean> +/- <hw> samples/s; smallest within 5 % of best: ...``,
-    and the settings left out by the workers' memory cap (``cap``, bytes), named with it."""
+    """The SWEEP line's text, with the settings left out by the workers' memory cap (``cap``, bytes)."""
     top, small = best(results), smallest_within(results)
     if top is None or small is None:
         return None

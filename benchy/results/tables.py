@@ -21,9 +21,8 @@ _MARKDOWN = str.maketrans(
 
 
 def markdown_text(text: str) -> str:
-    """``text`` as literal Markdown: HTML's ``<``, ``>`` and ``&`` as entities, Markdown's emphasis, code,
-    link, table and heading marks backslash-escaped, line breaks as spaces (so a run name, a stage name
-    or an error message cannot inject HTML or break a table); digits, ``.`` and ``-`` stay readable."""
+    """``text`` as literal Markdown, so that a run name, a stage name or an error message cannot inject HTML or
+    break a table."""
     return text.translate(_MARKDOWN)
 
 
@@ -110,8 +109,7 @@ def rich_table(table: Table) -> Any:
 
 @dataclass(frozen=True)
 class ModeFigures:
-    """One row of the summary table: a mode's mean samples/s, its half-width, trials, confidence and
-    (FULL) the share of time waiting for data; from a live run or a saved one alike."""
+    """One row of the summary table, from a live run or a saved one alike."""
 
     mode: str
     mean: Optional[float]
@@ -164,8 +162,7 @@ SYSTEM_COLUMNS = (
 
 
 def system_table(rows: Sequence[Tuple[str, int, Mapping[str, float]]]) -> Optional[Table]:
-    """Per mode (name, trials, the means of its system figures): the table of what the sampler measured;
-    columns nobody measured (no GPU, no loader reads) are left out; None without any row."""
+    """The table of what the system sampler measured, per mode; columns nobody measured are left out."""
     if not rows:
         return None
     columns = [c for c in SYSTEM_COLUMNS if any(c[1] in means for _, _, means in rows)]

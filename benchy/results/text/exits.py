@@ -1,7 +1,5 @@
-"""The exit statuses of benchy's commands and of a benchmarked script, in words: one table (no torch).
-
-``benchy --help`` prints :func:`table_text`; the documentation's table is generated from :data:`EXIT_STATUSES`
-(``docs/_ext``); the statuses themselves and the rule for ``benchy run`` are :mod:`benchy.core.exits`'.
+"""The exit statuses of benchy's commands and of a benchmarked script, in words: one table, which ``benchy --help``
+prints and ``docs/_ext`` renders (no torch; the statuses themselves are :mod:`benchy.core.exits`').
 """
 
 from __future__ import annotations

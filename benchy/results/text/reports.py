@@ -1,6 +1,5 @@
-"""The reports' sentences: the COMPUTE, TOKENS, ENERGY, PARTS, STARTUP and FIRST_PASS lines, the peak a MFU is
-against and why there is none, a sweep's setting, the stage trials' advice, the WHATIF line and its checks (no
-torch). Each renders one of ``core``'s values."""
+"""The reports' sentences (COMPUTE, TOKENS, ENERGY, PARTS, STARTUP, FIRST_PASS, WHATIF ...), each rendering one of
+``core``'s values (no torch)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What a run says as it goes, in words: the start-up lines, the schedule, an early end and the lines around the
-summary (no torch; its events say themselves: :mod:`benchy.core.events`). The sink
-(:class:`~benchy.session.sink.ResultSink`) prints these."""
+"""What a run says as it goes, in words, for the sink to print: the start-up lines, the schedule, an early end and
+the lines around the summary (no torch; the events say themselves)."""
 
 from __future__ import annotations
 
@@ -47,8 +46,7 @@ def _plan(p: ModePlan) -> str:
 
 
 def describe(schedule: Schedule) -> str:
-    """The plan in one line, e.g. ``IO warm-ups until steady (1 to 4) + 2 to 8 trials of 8 growing to 50 batches on
-    passes of its own; ...; then the extras: FLOPS, STAGES, ...``."""
+    """The plan in one line."""
     text = "; ".join(_plan(p) for p in schedule.plans)
     if schedule.extras:
         text += f"; then the extras, most useful first: {', '.join(e.value for e in schedule.extras)}"
@@ -56,8 +54,7 @@ def describe(schedule: Schedule) -> str:
 
 
 def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, nvtx: bool, queue_depth: int) -> List[Said]:
-    """What the benchmark does, said when it starts: ranks, the config, the schedule and the steps it takes,
-    the loader, NVTX, and a warning when every step is synchronized."""
+    """What the benchmark does, said when it starts."""
     out: List[Said] = []
     if world > 1:
         out.append(
@@ -267,8 +264,7 @@ def stale_removed(removed: Sequence[str]) -> str:
 
 
 def never_iterated(names: Sequence[str]) -> str:
-    """At exit, when no wrapper was benchmarked and some were never iterated (``names``: each ``kind created at
-    where``)."""
+    """At exit, when no wrapper was benchmarked and some were never iterated."""
     return (
         f"benchy measured nothing: {'; '.join(names)} was never iterated, so no trial ran. A framework "
         f"probably replaced it with a loader of its own (Accelerate's prepare() does): wrap the loader "

@@ -1,7 +1,5 @@
-"""The verdict in words: which side limits training, what the other measurements add, and the one change
-most likely to help, each rendered from the values of :mod:`benchy.core.verdict` and :mod:`benchy.core.claims`
-(no torch). The VERDICT line, the terminal, the JSON's ``verdict``, Markdown and HTML all say it through
-:func:`verdict_line`."""
+"""The verdict in words, from the values of :mod:`benchy.core.verdict` and :mod:`benchy.core.claims` (no torch);
+every output says it through :func:`verdict_line`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""EMULATED: the what-if model's check, last of the extras: the real loader (benchy's own pass) with the training
-step replaced by a calibrated wait ``k`` times shorter than SYNTHETIC's step (:mod:`benchy.measure.emulate`),
-``k`` where the model (:mod:`benchy.core.whatif`) says loading starts to limit FULL (1 when it limits now, 10
-past that): a measurement of the model's prediction there. IO's warm-ups and trial count
-(:func:`~benchy.session.sides.side_counts`); never counted in a mode (a hidden side)."""
+"""EMULATED: the what-if model's check, last of the extras (a hidden side): the real loader with the training step
+replaced by a calibrated wait ``k`` times shorter than SYNTHETIC's step, ``k`` where the model says loading starts
+to limit FULL (1 when it limits now, 10 past that)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""STAGES: diagnostic IO trials on an instrumented copy of the loader (``measure.stages``): each stage and each
-worker timed (a hidden side, after the verdict). One warm-up (the copy's first pass starts its workers), then
-IO's trial count (:func:`~benchy.session.sides.side_counts`) up to :data:`STAGE_TRIALS`; not counted in IO.
-With the what-if model on, one short trial more at the model's other setting (``STAGES_ALONE``: no workers,
-where the loader has some; ``STAGES_WORKER``: two workers, where it has none: :func:`~benchy.core.whatif.other_workers`):
-what the loader costs there, which its own setting does not show."""
+"""STAGES: diagnostic IO trials on an instrumented copy of the loader, each stage and each worker timed (a hidden
+side, after the verdict, not counted in IO). With the what-if model on, one short trial more at the model's other
+setting (``STAGES_ALONE`` or ``STAGES_WORKER``): what the loader costs there, which its own setting does not show."""
 
 from __future__ import annotations
 
@@ -128,8 +125,7 @@ def _other(env: SideEnv, results: RunResults, workers: int, nbatches: int) -> Ru
 
 
 def _cpu(source: BatchSource) -> Tuple[List[int], Optional[float]]:
-    """The pass's workers now and the CPU seconds they have run (the same workers before and after a trial: its
-    pass did not end in it)."""
+    """The pass's workers now and the CPU seconds they have run."""
     pids = source.worker_pids()
     return pids, processes_cpu(pids)
 

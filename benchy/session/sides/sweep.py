@@ -1,5 +1,5 @@
-"""The loader sweep (config ``sweep``), before the schedule: IO warm-ups and trials for each setting on a new
-loader over the same dataset, its workers shut down after each (a hidden side)."""
+"""The loader sweep (config ``sweep``), before the schedule: IO trials of each setting on a new loader over the same
+dataset (a hidden side)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,7 @@ class Sweeper(Protocol):
 
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
-    """The sweep; the results hold each setting's trials and, with ``sweep_apply``, the setting applied to the
-    loader (``sweep_applied``)."""
+    """The sweep; with ``sweep_apply``, the results say the setting applied to the loader."""
     config, sink = env.config, env.sink
     if not config.sweep.enabled:
         return results

@@ -1,8 +1,6 @@
-"""The side windows after the verdict: ``PARTS_1`` splits the step into forward, backward, optimizer step and the
-rest of the loop (global hooks on only there); ``CONTENTION_1`` times the step while the loader's workers run
-flat out beside it, in a process of their own (``measure.diagnostics``; a loader without workers: a copy with the
-what-if model's other setting's, taking a batch a step). Both are windows of the loop's steps on
-the cached batch, never counted in a mode; both feed the what-if model."""
+"""The side windows after the verdict, on the cached batch, never counted in a mode, both feeding the what-if model
+(docs/guide/whatif.md): ``PARTS_1`` splits the step into its parts (global hooks on only there); ``CONTENTION_1``
+times the step while the loader's workers run flat out beside it in a process of their own."""
 
 from __future__ import annotations
 
