@@ -26,7 +26,7 @@ TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)  # a terminal 
 
 
 def _terminal_foreground() -> bool:
-    """This process's group is the foreground group of its controlling terminal."""
+
     try:
         fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
     except OSError:

@@ -19,10 +19,8 @@ Number = Optional[float]
 
 @dataclass(frozen=True)
 class Line:
-    """One parsed line. ``kind``: INFO, WARNING, ERROR (``text`` is the message); TRIAL, TRIAL_WAIT,
-    ITERATION (``label`` is the trial's, e.g. ``FULL_WARMUP_1``); SUMMARY (``label`` is the mode);
-    one of :data:`SUMMARY_WORDS` (``text`` is the rest of the line); SWEEP_ROW (``text``: a table row).
-    ``values``: the line's numbers (None for ``n/a``); ``rank0``: it ends with :data:`RANK0`."""
+    """One parsed line of a kind :data:`LINE_KINDS` names: a trial's ``label`` (a SUMMARY's: its mode), else its
+    ``text``; ``values``: the line's numbers (None for ``n/a``)."""
 
     kind: str
     label: str = ""

@@ -104,9 +104,7 @@ def window_text(window: WindowSpan) -> str:
 
 
 def _trials(timeline: model.Timeline, rank: int) -> List[model.TimelineTrial]:
-    """The timeline's trials as ``rank`` ran them: each with the rank's own ``started`` and ``own_seconds`` (rank 0's
-    as written; the others' from the exchanged starts), ``samples`` on rank 0's alone, ``group`` named (older files
-    have none: the schedule's)."""
+    """The timeline's trials as ``rank`` ran them: its own start and seconds, ``samples`` on rank 0's alone."""
     out = []
     for entry in timeline.trials:
         started, seconds = entry.started, entry.own_seconds
@@ -346,7 +344,7 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
 
 
 def _track(t: model.TimelineTrial) -> str:
-    """The thread a trial is drawn on."""
+
     if t.group == "sweep":
         return "loader sweep"
     if t.group == "IO_H2D":

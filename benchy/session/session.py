@@ -144,8 +144,7 @@ class Session:
         return self.loop.epoch(inner, self.clock(), handed)
 
     def copied(self) -> bool:
-        """A copy or pickle of the wrapper is being made: whether this benchmark is over (the copy is then the
-        plain loader; otherwise it is a new wrapper that has measured nothing)."""
+        """A copy or pickle of the wrapper is being made: whether this benchmark is over (see ``integrations.wrappers``)."""
         self.record.copied = True
         return self.done
 
@@ -579,8 +578,7 @@ class Session:
         for spec in not_run(self.schedule, self.machine, self.runner.queue_depth):
             self.outcomes = self.outcomes.lose(Interruption(spec, 0, why))
         self._end()
-        # The process ends as the script makes it end (its status, every exit handler): the run is said incomplete,
-        # and a tool that owns the process (benchy run, benchy check) fails the CI job with 4.
+
         self.advise(EXIT_INCOMPLETE)
         sink.summary(self.snapshot(), exit_status=EXIT_INCOMPLETE)
         if error is None:

@@ -1,9 +1,7 @@
-"""Where a run's results go: every event and trial line (in the events' own words and those of
-:mod:`benchy.results.text`), the summary, the JSON and the exit status, from the session's values and one
+"""Where a run's results go: every line, the summary, the JSON and the exit status, from the session's values and one
 :class:`~benchy.core.results.Snapshot`; it decides nothing about trials. ``exit_after_tests`` ends the process here,
-in one place: 0 where every scheduled mode has a counted trial, else :data:`EXIT_MISSING_MODE` (3). A checkpoint,
-and a benchmark that did not finish, carry :data:`~benchy.core.exits.EXIT_INCOMPLETE` (4) in the JSON, which benchy
-never applies to the script's own process (``benchy run`` and ``benchy check`` do).
+in one place. A benchmark that did not finish carries :data:`~benchy.core.exits.EXIT_INCOMPLETE` in the JSON, which
+benchy never applies to the script's own process (``benchy run`` and ``benchy check`` do).
 """
 
 from __future__ import annotations
