@@ -1,13 +1,11 @@
 """benchy: is training limited by data loading or by compute, and by how much?
 
 Swap ``DataLoader`` for :class:`BenchmarkDataLoader` (or wrap any loader with
-:class:`BenchmarkGenericIteratorWrapper`); the first epochs then run IO, SYNTHETIC and
-FULL trials and print their throughputs with 95 % confidence intervals. :func:`load` reads a
-saved result back (any schema version); ``benchy compare``/``report``/``plot``/``parse`` work on them.
+:class:`BenchmarkGenericIteratorWrapper`); the first epochs then run IO, SYNTHETIC and FULL trials and print their
+throughputs with 95 % confidence intervals. :func:`load` reads a saved result back (any schema version).
 
-The names that need torch (the wrappers, the integration helpers and what comes with them) are
-imported on first use, so that the ``benchy`` command and :func:`load` start without importing
-torch (0.2 s instead of 2 s per command here).
+The names that need torch are imported on first use, so that the ``benchy`` command and :func:`load` start
+without importing torch (0.2 s instead of 2 s per command here).
 """
 
 from importlib import import_module

@@ -1,18 +1,13 @@
 """The training loop's epochs while a benchmark runs: which ``iter()`` is the loop's, what each stretch of an
-epoch hands out, and how every pass is consumed as the plain loop consumes it (glue, no torch).
+epoch hands out, and how every pass is consumed as the plain loop consumes it (glue, no torch; the rules as a user
+reads them: docs/guide/schedule.md).
 
 :class:`Loop` is what :func:`~benchy.measure.trial.epoch_loop` asks at each boundary of the loop's epoch (its first
-``next()``, or a segment's end) for the next segment (:meth:`Loop.segment`):
-
-* the running window's next stretch (a window may begin at any step and span epochs, :mod:`benchy.measure.window`);
-  where none runs, the session's next work (:meth:`~benchy.session.session.Session.next_work`), or plain batches
-  once the schedule is over;
-* before a FULL window (or its stretch in a new epoch), real batches untimed (the *lead-in*): the batches the
-  workers made ahead while benchy paused the loop (the window's ``backlog``) less those the pass just repaid, then a
-  round of the workers and one batch more, so that the window meets the loop's own steady state;
-* a SYNTHETIC stretch hands out the cached batch, each hand-out in place of a batch of the pass, which is taken and
-  dropped (*repaid*) between windows: every epoch has its pass's own length, every real batch is the one the plain
-  loop gets at that step, and the pass's sampler and workers draw as without benchy.
+``next()``, or a segment's end) for the next segment (:meth:`Loop.segment`): the running window's next stretch
+(a window may begin at any step and span epochs), the session's next work where none runs, or plain batches once
+the schedule is over. Before a FULL stretch come real batches untimed (the *lead-in*); a SYNTHETIC stretch hands out
+the cached batch, each hand-out in place of a batch of the pass, which is taken and dropped (*repaid*) between
+windows.
 
 The loop's ``iter()`` is the first to ask for a batch, and later each new one that asks once the loop's epoch has
 ended, reached its length, or was let go. One that asks while it is part-way and held (a peek) is a *side* iterator
