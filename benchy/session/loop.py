@@ -408,6 +408,28 @@ class Loop:
             runner.keep_cached(batch)
         return None
 
+    def _fit(self, ep: EpochState, steps: int) -> int:
+        """How many of ``steps`` cached hand-outs fit in ``ep``'s pass. Where its length is unknown (a loader without
+        ``len()``, no whole pass seen yet), the batches they take the place of are taken from the pass now, as
+        :meth:`_repay` would after them, so that its end shows before a stretch runs past it: the loop's epoch keeps
+        its length."""
+        if ep.limit >= 0 or steps <= 0:
+            return steps
+        credit = max(0, -ep.owed)  # batches of the pass already taken for hand-outs to come (the cached one)
+        taken = 0
+        while taken < steps - credit:
+            if ep.pending is not NO_BATCH:
+                ep.pending = NO_BATCH
+            else:
+                try:
+                    ep.inner_next()
+                except StopIteration:
+                    ep.exhausted = True
+                    break
+            taken += 1
+        ep.owed -= taken
+        return min(steps, credit + taken)
+
     def _flops_segment(self, ep: EpochState, work: FlopsWork) -> Segment:
         ended = self._cached(ep)
         if ended is not None:
@@ -420,8 +442,15 @@ class Loop:
         ep.queue_ready = False
         if work.began is None:
             work.began, work.first = self._clock(), (ep.index, ep.handed)
-        steps = 1 if work.primed else FlopsWork.PRIMER
+        need = 1 if work.primed else FlopsWork.PRIMER
+        steps = self._fit(ep, need)
+        if steps <= 0:  # a pass of unknown length ended: the count in the next
+            work.primed = work.primed and work.counter is not None
+            return self._pass_rest(ep)
         work.last = (ep.index, ep.handed + steps - 1)
+        if steps < need:  # it ends within the primer: those steps go by (they took its batches), the count next
+            work.primed = False
+            return Segment(CACHED, steps, batch=self._runner.cached)
         if not work.primed:
             work.primed = True
         elif work.counter is None:
@@ -460,12 +489,14 @@ class Loop:
                 # A process was just forked beside the loop (the contention window's loader): the copy-on-write
                 # of the training process's memory slows the first steps after it: untimed here.
                 self.settle = False
-                settle = min(max(1, depth), room - 2)
+                settle = self._fit(ep, min(max(1, depth), room - 2))
                 if settle > 0:
                     w.settled_from = (ep.index, ep.handed)  # its span in the timeline begins there
                     return Segment(CACHED, settle, batch=runner.cached)
         quota = w.quota(ep.handed)
         steps = min(quota, room)
+        if spec.mode.value == "SYNTHETIC":
+            steps = self._fit(ep, steps)
         if steps <= 0:
             return self._pass_rest(ep)
         resume = w.started or w.begun  # its begin ran already (before the lead-in): a device sync before the clock

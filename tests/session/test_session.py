@@ -118,14 +118,13 @@ def test_an_epoch_without_a_length_keeps_its_own_length_too(tmp_path, monkeypatc
 
 
 def test_a_loader_without_a_length_is_taken_to_be_as_long_as_its_last_pass(tmp_path, monkeypatch) -> None:
-    # Without a length, a pass is repaid at every window, so that its end shows: the second window's stretch
-    # (10 cached steps after the first's 11) runs 9 steps past the end of the first pass of 12, which that
-    # epoch holds besides its own; later stretches stop at the length the first pass showed, and those
-    # epochs keep it.
+    # Without a length, the batches a cached stretch takes the place of are taken from the pass before it, so that
+    # its end shows first: the second window's stretch stops at the end of the first pass of 12, and that epoch keeps
+    # its length; later stretches stop at the length the first pass showed, and those epochs keep it too.
     monkeypatch.chdir(tmp_path)
     clock = FakeClock()
     session = synthetic_only(clock, 12, 10, 3, length=None)
-    assert run_epoch(session, clock) == 21
+    assert run_epoch(session, clock) == 12
     later = [run_epoch(session, clock) for _ in range(4)]
     assert session.done and later == [12] * 4 and clock.fetches == 12 * 5
 
