@@ -8,49 +8,46 @@ that matters is what start-up adds over an ordinary batch, as a share of an epoc
 
 from __future__ import annotations
 
-import enum
 import statistics
-from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
+
+import msgspec
+
+from .record import Count, Number, Record, Seconds, UnixTime
+from .words import Worded
 
 STARTUP_SHARE = 0.02  # over this share of an epoch, start-up is named in the verdict
 
 
-class Basis(str, enum.Enum):
-    """Which passes the typical start-up comes from (the JSON's ``loader_startup.basis``)."""
+class Basis(Worded):
+    """Which passes the typical start-up comes from (its words: the JSON's ``loader_startup.basis``)."""
 
-    MEDIAN = "median"  # the median of every pass
-    ONE = "one"  # the one pass started
-    AFTER_FIRST = "after-first"  # the median of the passes after the first (persistent workers)
-    FIRST_PERSISTENT = "first-persistent"  # the first pass, which also started the persistent workers
+    MEDIAN = "median", "median of {passes} passes"  # the median of every pass
+    ONE = "one", "the one pass started"
+    AFTER_FIRST = "after-first", "median of the {passes} passes after the first"  # persistent workers
+    FIRST_PERSISTENT = "first-persistent", "the first pass, which also started the persistent workers"
 
 
-@dataclass(frozen=True)
-class Startup:
-    """Start-up per pass and what it costs an epoch."""
+class Startup(Record, frozen=True, kw_only=True):
+    """Start-up per pass and what it costs an epoch (``extra`` and ``share`` follow from the rest)."""
 
-    seconds: List[float]  # each pass's iter() to its first batch, in the order run
-    typical: float  # the figure that stands for every epoch's start-up (see :func:`startup`)
-    basis: Basis  # which passes ``typical`` comes from
-    basis_passes: int  # how many
-    batch_seconds: Optional[float]  # an ordinary batch's fetch time, taken out of ``typical``
-    epoch_batches: Optional[int]  # len(loader)
-    epoch_seconds: Optional[float]  # an epoch of len(loader) batches at the FULL rate
-    workers: int
-    persistent: bool
-    started: Tuple[float, ...] = ()  # each pass's iter(), in Unix seconds (for the timeline; may be empty)
+    seconds: List[Seconds]  # each pass's iter() to its first batch, in the order run
+    started: List[UnixTime] = msgspec.field(default_factory=list)  # each pass's iter(), Unix seconds (may be empty)
+    typical: Number  # the figure that stands for every epoch's start-up (see :func:`startup`)
+    basis: str  # which passes ``typical`` comes from, in words (a :class:`Basis`'s)
+    batch_seconds: Optional[Number] = None  # an ordinary batch's fetch time, taken out of ``typical``
+    extra: Number = 0.0  # what start-up adds over fetching an ordinary batch
+    epoch_batches: Optional[Count] = None  # len(loader)
+    epoch_seconds: Optional[Number] = None  # an epoch of len(loader) batches at the FULL rate
+    share: Optional[Number] = None  # ``extra`` as a share of an epoch at the FULL rate, when that epoch is known
+    workers: Count = 0
+    persistent: bool = msgspec.field(default=False, name="persistent_workers")
 
-    @property
-    def extra(self) -> float:
-        """What start-up adds over fetching an ordinary batch."""
-        return max(0.0, self.typical - (self.batch_seconds or 0.0))
-
-    @property
-    def share(self) -> Optional[float]:
-        """``extra`` as a share of an epoch at the FULL rate, when that epoch is known."""
-        if not self.epoch_seconds or self.epoch_seconds <= 0:
-            return None
-        return self.extra / (self.epoch_seconds + self.extra)
+    def __post_init__(self) -> None:
+        extra = max(0.0, self.typical - (self.batch_seconds or 0.0))
+        epoch = self.epoch_seconds
+        msgspec.structs.force_setattr(self, "extra", extra)
+        msgspec.structs.force_setattr(self, "share", extra / (epoch + extra) if epoch and epoch > 0 else None)
 
     @property
     def costly(self) -> bool:
@@ -97,14 +94,13 @@ def startup(
     )
     persistent_once = persistent and workers and not later
     return Startup(
-        values,
-        typical,
-        basis,
-        passes,
-        batch_seconds,
-        epoch_batches,
-        None if persistent_once else epoch_seconds,
-        workers,
-        persistent,
-        tuple(float(t) for t in started),
+        seconds=values,
+        started=[float(t) for t in started],
+        typical=typical,
+        basis=basis.words.format(passes=passes),
+        batch_seconds=batch_seconds,
+        epoch_batches=epoch_batches,
+        epoch_seconds=None if persistent_once else epoch_seconds,
+        workers=workers,
+        persistent=persistent,
     )

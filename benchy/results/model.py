@@ -41,6 +41,7 @@ from ..core.record import (
 )
 from ..core.results import ProfilerState, RankSummary, SystemFigures, TokenCount, WindowSpan
 from ..core.stages import FirstPass, WorkerMemory, WorkerStat
+from ..core.startup import Startup
 from ..core.sweep import Setting
 
 
@@ -193,20 +194,6 @@ class Sweep(_Block, frozen=True, kw_only=True):
 
 
 # --- the loader's side ----------------------------------------------------------------------
-
-
-class LoaderStartup(_Block, frozen=True, kw_only=True):
-    seconds: List[Seconds] = []
-    started: List[UnixTime] = []
-    typical: Optional[Number] = None
-    basis: Optional[str] = None
-    batch_seconds: Optional[Number] = None
-    extra: Optional[Number] = None
-    epoch_batches: Optional[Count] = None
-    epoch_seconds: Optional[Number] = None
-    share: Optional[Number] = None
-    workers: Optional[Count] = None
-    persistent_workers: Optional[bool] = None
 
 
 class Stage(_Block, frozen=True, kw_only=True):
@@ -691,7 +678,7 @@ class Document(_Block, frozen=True, kw_only=True):
         ),
     ] = None
     loader_startup: Annotated[
-        Optional[LoaderStartup],
+        Optional[Startup],
         _d(
             "`seconds` (each pass's iter() to its first batch), `started` (each pass's iter(), Unix seconds), "
             "`typical`, `basis`, `batch_seconds` (IO's median period), `extra`, `epoch_batches` (`len(loader)`), "

@@ -42,7 +42,6 @@ from ..core.machine import Stop
 from ..core.outcomes import Reason
 from ..core.results import RunResults, ScheduleState, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode
-from ..core.startup import Startup
 from ..core.stats import Comparison, estimate, finite
 from ..core.sweep import SettingResult, best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, Verdict, disturbed_trials, h2d_estimate, own_io
@@ -541,22 +540,6 @@ def energy_block(report: EnergyReport) -> model.Energy:
     return model.Energy(sources=list(report.sources), missing=reports.energy_missing(report), **modes)
 
 
-def startup_block(s: Startup) -> model.LoaderStartup:
-    return model.LoaderStartup(
-        seconds=list(s.seconds),
-        started=list(s.started),
-        typical=s.typical,
-        basis=reports.startup_basis(s),
-        batch_seconds=s.batch_seconds,
-        extra=s.extra,
-        epoch_batches=s.epoch_batches,
-        epoch_seconds=s.epoch_seconds,
-        share=s.share,
-        workers=s.workers,
-        persistent_workers=s.persistent,
-    )
-
-
 def result_document(
     snapshot: Snapshot,
     modes: Sequence[Mode],
@@ -622,7 +605,7 @@ def result_document(
         loader=snapshot.loader,
         other_loaders=list(snapshot.other_loaders),
         sweep=sweep_block(results),
-        loader_startup=None if reading.startup is None else startup_block(reading.startup),
+        loader_startup=reading.startup,
         first_pass=reading.first_pass if Mode.IO in modes else None,
         stages=stages_block(results),
         compute=None if reading.compute is None else compute_block(reading.compute),

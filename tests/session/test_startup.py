@@ -54,7 +54,7 @@ def test_startup_against_an_epoch_at_the_full_rate() -> None:
 def test_persistent_workers_start_once() -> None:
     once = startup([2.0], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
     assert once is not None and once.share is None and not once.costly
-    assert once.basis is Basis.FIRST_PERSISTENT
+    assert once.basis == Basis.FIRST_PERSISTENT.words
     assert "the first pass, which also started the persistent workers" in startup_text(once)
     later = startup([2.0, 0.02, 0.03], workers=4, persistent=True, epoch_batches=100, batch_seconds=0.01, full_batch_seconds=0.02)
     assert later is not None and later.typical == pytest.approx(0.025) and not later.costly

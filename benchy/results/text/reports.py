@@ -11,7 +11,7 @@ from ...core.diagnostics import StepParts
 from ...core.results import Imprecise
 from ...core.schedule import Mode
 from ...core.stages import FirstPass, Fix, FixKind, Stage, StageKind
-from ...core.startup import Basis, Startup
+from ...core.startup import Startup
 from ...core.whatif import (
     FLIP_MAX,
     MAX_WORKERS,
@@ -189,21 +189,10 @@ def parts(p: StepParts) -> str:
 # --- the loader -----------------------------------------------------------------------------------------
 
 
-def startup_basis(s: Startup) -> str:
-    """Which passes the typical start-up is from."""
-    if s.basis is Basis.AFTER_FIRST:
-        return f"median of the {s.basis_passes} passes after the first"
-    if s.basis is Basis.FIRST_PERSISTENT:
-        return "the first pass, which also started the persistent workers"
-    if s.basis is Basis.ONE:
-        return "the one pass started"
-    return f"median of {s.basis_passes} passes"
-
-
 def startup(s: Startup) -> str:
     """The STARTUP line's text."""
     runs = ", ".join(f"{x:.3f}" for x in s.seconds[:6]) + (" ..." if len(s.seconds) > 6 else "")
-    text = f"loader start-up (iter() to the first batch): {s.typical:.3f} s per epoch ({startup_basis(s)}; passes: {runs} s)"
+    text = f"loader start-up (iter() to the first batch): {s.typical:.3f} s per epoch ({s.basis}; passes: {runs} s)"
     if s.batch_seconds is not None:
         text += f", {s.extra:.3f} s more than an ordinary batch"
     share = s.share
