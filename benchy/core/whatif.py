@@ -41,12 +41,16 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
+import msgspec
 import numpy as np
 
+from . import record
 from .queues import Column, Shapes, periods
+from .record import Count, Number, Record
 from .stats import Estimate
+from .words import Worded
 
 SPEEDUPS = (1.0, 2.0, 4.0, 10.0)  # "a step k times faster": a faster accelerator
 NEEDS_SHARE = 0.95  # enough workers for a faster step: FULL within 5 % of the most any number of workers gives
@@ -68,14 +72,14 @@ def other_workers(workers: int, cores: float) -> int:
     return max(1, min(OTHER_WORKERS, int(cores)))
 
 
-class Limit(str, enum.Enum):
-    """What limits the model's FULL."""
+class Limit(Worded):
+    """What limits the model's FULL (its words: a prediction's ``limit``)."""
 
-    STEP = "step"
-    WORKERS = "workers"
-    MAIN = "main"  # the main process's own work a batch
-    CORES = "cores"
-    SERIAL = "serial"  # no workers: the loading and the step one after the other
+    STEP = "step", "the step"
+    WORKERS = "workers", "the workers"
+    MAIN = "main", "the main process"  # the main process's own work a batch
+    CORES = "cores", "the cores"
+    SERIAL = "serial", "the loading and the step one after the other"  # no workers
 
 
 LIMITS = (Limit.STEP, Limit.WORKERS, Limit.MAIN, Limit.CORES, Limit.SERIAL)
@@ -91,11 +95,12 @@ class Basis(str, enum.Enum):
 BASIS_STAGES = Basis.STAGES
 
 
-class Checked(str, enum.Enum):
-    """What a check measured: the emulated-step trials, or a setting of the loader sweep."""
+class Checked(Worded):
+    """What a check measured: the emulated-step trials, or a setting of the loader sweep (its words: a check's
+    ``what``)."""
 
-    EMULATED = "emulated"
-    SWEEP = "sweep"
+    EMULATED = "emulated", "EMULATED (the real loader, a step {speedup:.3g}x faster emulated)"
+    SWEEP = "sweep", "SWEEP{index} ({setting})"
 
 
 Triple = Tuple[float, float, float]  # (low, mean, high)
@@ -177,57 +182,57 @@ class Inputs:
         return 1.0 + max(0.0, y0)
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Record, frozen=True):
     """One change to the run: loader workers, cores, a step ``speedup`` times faster, a stage made free."""
 
-    workers: int
-    cores: float
-    speedup: float = 1.0
-    free: Optional[str] = None
+    workers: Count
+    cores: Number
+    speedup: Number = 1.0
+    free: Optional[str] = msgspec.field(default=None, name="free_stage")
 
 
-@dataclass(frozen=True)
-class Prediction:
-    """The model's IO and FULL (samples/s, low, mean, high) for one change, and what limits FULL."""
+class Prediction(Change, frozen=True, kw_only=True):
+    """The model's IO and FULL (samples/s, low, mean, high) for one change, and what limits FULL (a :class:`Limit`'s
+    words)."""
 
-    change: Change
-    io: Triple
-    full: Triple
-    limit: Limit
-    naive: float  # min(IO, k x SYNTHETIC) at the mean: what a reading of the two numbers alone says
+    what: ClassVar[str] = "a prediction"
+    io: record.Triple
+    full: record.Triple
+    limit: str
+    naive: Optional[Number] = msgspec.field(name="naive_full")  # min(IO, k x SYNTHETIC) at the mean: the two numbers alone
+
+    @property
+    def change(self) -> Change:
+        return Change(self.workers, self.cores, self.speedup, self.free)
+
+    @property
+    def rate(self) -> float:
+        """FULL at the mean."""
+        return self.full[1] or 0.0
 
 
-@dataclass(frozen=True)
-class Check:
-    """A prediction against a measurement of the same change in the same run."""
+class Check(Record, frozen=True, kw_only=True):
+    """A prediction against a measurement of the same change in the same run; ``error`` (measured / predicted - 1)
+    and ``agree`` (within :data:`AGREE`, or the intervals overlap) follow from the rest (None: nothing measured)."""
 
-    source: Checked
+    what: ClassVar[str] = "a check"
+    # ``what`` names the class in words; the key ``what`` (what was measured, a :class:`Checked`'s words) is this field.
+    measured_what: str = msgspec.field(name="what")
     kind: str  # "FULL" or "IO"
     change: Change
-    predicted: Triple
-    measured: Estimate
-    index: int = 0  # the sweep's setting (SWEEP<index>)
-    setting: Any = None  # ... its Setting
+    predicted: record.Triple
+    measured: Optional[Number] = None  # the measurement's mean
+    measured_half_width: Optional[Number] = None
+    error: Optional[Number] = None
+    agree: Optional[bool] = None
 
-    @property
-    def error(self) -> Optional[float]:
-        """measured / predicted - 1 (None: nothing measured)."""
-        if self.measured.mean is None or self.predicted[1] <= 0:
-            return None
-        return self.measured.mean / self.predicted[1] - 1.0
-
-    @property
-    def agree(self) -> Optional[bool]:
-        """Within :data:`AGREE`, or the intervals overlap (None: nothing measured)."""
-        m = self.measured
-        if m.mean is None:
-            return None
-        error = self.error
-        if error is not None and abs(error) <= AGREE:
-            return True
-        hw = m.half_width or 0.0
-        return m.mean - hw <= self.predicted[2] and m.mean + hw >= self.predicted[0]
+    def __post_init__(self) -> None:
+        m, hw = self.measured, self.measured_half_width or 0.0
+        low, mid, high = (math.inf if x is None else x for x in self.predicted)
+        error = None if m is None or mid <= 0 else m / mid - 1.0
+        agree = None if m is None else (error is not None and abs(error) <= AGREE) or (m - hw <= high and m + hw >= low)
+        msgspec.structs.force_setattr(self, "error", error)
+        msgspec.structs.force_setattr(self, "agree", agree)
 
 
 @dataclass(frozen=True)
@@ -393,7 +398,10 @@ def predict(inp: Inputs, change: Change, *, queued: bool = False, memo: Optional
     io = tuple(inp.batch / x if x > 0 else math.inf for x in ios)
     full = tuple(inp.batch / x if x > 0 else math.inf for x in fulls)
     naive = min(io[1], change.speedup * inp.batch / inp.step[1]) if inp.step[1] > 0 else io[1]  # k x SYNTHETIC
-    return Prediction(change, (io[0], io[1], io[2]), (full[0], full[1], full[2]), paces[1].limit, naive)
+    c = change
+    return Prediction(
+        c.workers, c.cores, c.speedup, c.free, io=list(io), full=list(full), limit=paces[1].limit.words, naive=naive
+    )
 
 
 def _worker_counts(cores: float) -> List[int]:
@@ -458,24 +466,24 @@ def best_workers(w: WhatIf) -> Optional[Tuple[Prediction, float]]:
     """The fewest workers that give FULL within 5 % of the most any number of them gives with today's step and
     cores, when that is other than the run's own and 5 % or more above its FULL: (its prediction, the gain)."""
     inp = w.inputs
-    choices = [p for p in w.predictions if p.change.speedup == 1.0 and p.change.cores == inp.cores and p.change.free is None]
+    choices = [p for p in w.predictions if p.speedup == 1.0 and p.cores == inp.cores and p.free is None]
     if not choices:
         return None
-    top = max(choices, key=lambda p: p.full[1])
-    fewest = min((p for p in choices if p.full[1] >= NEEDS_SHARE * top.full[1]), key=lambda p: p.change.workers)
-    if fewest.change.workers == inp.workers or w.own.full[1] <= 0 or fewest.full[1] < 1.05 * w.own.full[1]:
+    top = max(choices, key=lambda p: p.rate)
+    fewest = min((p for p in choices if p.rate >= NEEDS_SHARE * top.rate), key=lambda p: p.workers)
+    if fewest.workers == inp.workers or w.own.rate <= 0 or fewest.rate < 1.05 * w.own.rate:
         return None
-    return fewest, fewest.full[1] / w.own.full[1] - 1.0
+    return fewest, fewest.rate / w.own.rate - 1.0
 
 
 def best_free(w: WhatIf) -> Optional[Tuple[Prediction, float]]:
     """The loader stage whose cost, made nothing, gives FULL the most, when that is 5 % or more: (its prediction,
     the gain)."""
-    found = [p for p in w.predictions if p.change.free is not None]
-    if not found or w.own.full[1] <= 0:
+    found = [p for p in w.predictions if p.free is not None]
+    if not found or w.own.rate <= 0:
         return None
-    top = max(found, key=lambda p: p.full[1])
-    gain = top.full[1] / w.own.full[1] - 1.0
+    top = max(found, key=lambda p: p.rate)
+    gain = top.rate / w.own.rate - 1.0
     return None if gain < 0.05 else (top, gain)
 
 
@@ -508,7 +516,14 @@ def whatif(
     flip = flip_speedup(inp)
     needs = tuple(replace(_need(inp, k), most=_need(inp, k, 0).workers, fewest=_need(inp, k, 2).workers) for k in SPEEDUPS)
     found = tuple(
-        Check(source, kind, change, (p.full if kind == "FULL" else p.io), measured, index, setting)
+        Check(
+            measured_what=source.words.format(speedup=change.speedup, index=index, setting=setting and setting.words()),
+            kind=kind,
+            change=change,
+            predicted=p.full if kind == "FULL" else p.io,
+            measured=measured.mean,
+            measured_half_width=measured.half_width,
+        )
         for source, index, setting, kind, change, measured in checks
         for p in [seen.get(change) or predict(inp, change, queued=True, memo=memo)]
     )

@@ -131,7 +131,7 @@ def whatif_table(run: Run) -> Optional[Table]:
     if block is None or not block.predictions:
         return None
     cores = None if block.inputs is None else block.inputs.cores
-    grid = [p for p in block.predictions if p.cores == cores and p.free_stage is None]
+    grid = [p for p in block.predictions if p.cores == cores and p.free is None]
     speedups = sorted({p.speedup for p in grid if p.speedup is not None})
     table = Table(
         ["workers", *[f"step {k:g}x faster" for k in speedups]],

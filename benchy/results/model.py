@@ -43,6 +43,7 @@ from ..core.results import ProfilerState, RankSummary, SystemFigures, TokenCount
 from ..core.stages import FirstPass, WorkerMemory, WorkerStat
 from ..core.startup import Startup
 from ..core.sweep import Setting
+from ..core.whatif import Check, Prediction
 
 
 def _d(text: str) -> Meta:
@@ -333,40 +334,12 @@ class WhatIfInputs(_Block, frozen=True, kw_only=True):
     other_main_seconds_per_batch: Optional[Number] = None
 
 
-class Change(_Block, frozen=True, kw_only=True):
-    workers: Optional[Count] = None
-    cores: Optional[Number] = None
-    speedup: Optional[Number] = None
-    free_stage: Optional[str] = None
-
-
-class Prediction(Change, frozen=True, kw_only=True):
-    what: ClassVar[str] = "a prediction"
-    io: Optional[Triple] = None
-    full: Optional[Triple] = None
-    limit: Optional[str] = None
-    naive_full: Optional[Number] = None
-
-
 class Need(_Block, frozen=True, kw_only=True):
     speedup: Optional[Number] = None
     workers: Optional[Count] = None
     workers_interval: Optional[Pair] = None
     cores: Optional[Number] = None
     full: Optional[Number] = None
-
-
-class Check(_Block, frozen=True, kw_only=True):
-    what: ClassVar[str] = "a check"
-    # ``what`` names the class in words; the key ``what`` (what was measured) is the field ``measured_what``.
-    measured_what: Optional[str] = msgspec.field(default=None, name="what")
-    kind: Optional[str] = None
-    change: Optional[Change] = None
-    predicted: Optional[Triple] = None
-    measured: Optional[Number] = None
-    measured_half_width: Optional[Number] = None
-    error: Optional[Number] = None
-    agree: Optional[bool] = None
 
 
 class WhatIf(_Block, frozen=True, kw_only=True):

@@ -285,7 +285,7 @@ def plot_whatif(run: Run, path: Target) -> None:
     plt = _pyplot()
     inputs = block.inputs or WhatIfInputs()
     fig, ax = plt.subplots(figsize=WHATIF_SIZE)
-    drawn = [p for p in block.predictions if p.cores == inputs.cores and p.free_stage is None]
+    drawn = [p for p in block.predictions if p.cores == inputs.cores and p.free is None]
     for k in sorted({p.speedup for p in drawn if p.speedup is not None}):
         rows = [(p.workers, p.full) for p in drawn if p.speedup == k and p.workers is not None and p.full is not None]
         points = sorted((w, (f[0], f[1], f[2])) for w, f in rows if None not in f)

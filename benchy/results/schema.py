@@ -45,8 +45,7 @@ from ..core.schedule import Mode
 from ..core.stats import Comparison, estimate, finite
 from ..core.sweep import SettingResult, best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, Verdict, disturbed_trials, h2d_estimate, own_io
-from ..core.whatif import Change, WhatIf
-from ..core.whatif import Prediction as WhatIfPrediction
+from ..core.whatif import WhatIf
 from . import model
 from .document import ResultFileError, check, read_file
 from .model import DataWait, ModeBlock
@@ -463,16 +462,6 @@ def tokens_block(report: TokenReport) -> model.Tokens:
     return model.Tokens(source=report.source, **modes)
 
 
-def _change(c: Change) -> Dict[str, Any]:
-    return {"workers": c.workers, "cores": c.cores, "speedup": c.speedup, "free_stage": c.free}
-
-
-def _prediction(p: WhatIfPrediction) -> model.Prediction:
-    return model.Prediction(
-        **_change(p.change), io=list(p.io), full=list(p.full), limit=reports.limit(p.limit), naive_full=p.naive
-    )
-
-
 def whatif_block(w: WhatIf) -> model.WhatIf:
     """The JSON's ``whatif``: the model's figures, with what limits each prediction and what each check measured in
     words."""
@@ -507,27 +496,15 @@ def whatif_block(w: WhatIf) -> model.WhatIf:
             other_main_seconds_per_batch=None if there is None else there.main + there.main_plain,
         ),
         scale=w.scale,
-        own=_prediction(w.own),
+        own=w.own,
         flip_speedup=w.flip,
         flip_speedup_interval=list(w.flip_range),
         needs=[
             model.Need(speedup=n.speedup, workers=n.workers, workers_interval=[n.fewest, n.most], cores=n.cores, full=n.full)
             for n in w.needs
         ],
-        predictions=[_prediction(p) for p in w.predictions],
-        checks=[
-            model.Check(
-                measured_what=reports.check_what(c),
-                kind=c.kind,
-                change=model.Change(**_change(c.change)),
-                predicted=list(c.predicted),
-                measured=c.measured.mean,
-                measured_half_width=c.measured.half_width,
-                error=c.error,
-                agree=c.agree,
-            )
-            for c in w.checks
-        ],
+        predictions=list(w.predictions),
+        checks=list(w.checks),
         accelerator_utilization=w.utilization,
         contention=w.contention,
     )

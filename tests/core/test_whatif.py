@@ -17,7 +17,6 @@ from benchy.core.stats import Estimate
 from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, other_workers, predict, whatif
 from benchy.results.schema import whatif_block
 from benchy.results.text.reports import check as check_text
-from benchy.results.text.reports import limit
 from benchy.results.text.reports import whatif as whatif_text
 
 BATCH = 8.0
@@ -54,7 +53,7 @@ def test_without_workers_loading_and_the_step_add_up_where_the_naive_minimum_doe
     p = predict(inputs(0), Change(0, 2.0))
     assert p.io[1] == pytest.approx(BATCH / 0.0161)
     assert p.full[1] == pytest.approx(BATCH / (0.0161 + 0.010))
-    assert p.limit is Limit.SERIAL and limit(p.limit) == "the loading and the step one after the other"
+    assert p.limit == Limit.SERIAL.words == "the loading and the step one after the other"
     assert p.naive == pytest.approx(BATCH / 0.0161)  # min(IO, SYNTHETIC): 54 % too high here
     faster = predict(inputs(0), Change(0, 2.0, speedup=4.0))
     assert faster.full[1] == pytest.approx(BATCH / (0.0161 + 0.0025))
@@ -64,9 +63,9 @@ def test_with_workers_the_main_process_receives_and_steps_one_after_the_other() 
     p = predict(inputs(2), Change(2, 2.0))
     assert p.io[1] == pytest.approx(BATCH / 0.008)  # the pool: 16 ms / 2 workers
     assert p.full[1] == pytest.approx(BATCH / 0.0106)  # step 10 ms + receive 0.6 ms
-    assert p.limit is Limit.STEP
+    assert p.limit == Limit.STEP.words
     k2 = predict(inputs(2), Change(2, 2.0, speedup=2.0))
-    assert k2.full[1] == pytest.approx(BATCH / 0.008) and k2.limit is Limit.WORKERS
+    assert k2.full[1] == pytest.approx(BATCH / 0.008) and k2.limit == Limit.WORKERS.words
     four = predict(inputs(2), Change(4, 2.0, speedup=2.0))
     assert four.full[1] == pytest.approx(BATCH / 0.0056)
 
@@ -75,9 +74,9 @@ def test_cpu_work_is_bounded_by_the_cores_the_workers_and_the_step_share() -> No
     inp = inputs(4, worker=0.012, cpu=1.0, main=0.0005, step=0.008, step_cores=1.0)
     p = predict(inp, Change(4, 2.0))
     assert p.full[1] == pytest.approx(BATCH / ((0.012 + 0.0005 + 0.008) / 2))
-    assert p.limit is Limit.CORES
+    assert p.limit == Limit.CORES.words
     wide = predict(inp, Change(4, 8.0))  # with cores to spare the step limits again
-    assert wide.limit is Limit.STEP and wide.full[1] == pytest.approx(BATCH / 0.0085)
+    assert wide.limit == Limit.STEP.words and wide.full[1] == pytest.approx(BATCH / 0.0085)
 
 
 def test_without_workers_the_line_says_the_loading_runs_between_the_steps() -> None:
@@ -286,7 +285,7 @@ def test_where_the_paces_meet_the_queued_prediction_is_below_the_steady_one() ->
     knee = Change(2, 2.0, speedup=10 / 7.4)
     steady, queued = predict(inp, knee), predict(inp, knee, queued=True)
     assert queued.full[1] < 0.97 * steady.full[1]
-    assert queued.limit is steady.limit  # which side limits: the steady model's
+    assert queued.limit == steady.limit  # which side limits: the steady model's
     assert all(lo <= mid <= hi for lo, mid, hi in [queued.full, queued.io])
     # with constant times, and far from the knee, the simulation says what the steady model says
     assert predict(inputs(2), knee, queued=True).full[1] == pytest.approx(steady.full[1], rel=1e-6)

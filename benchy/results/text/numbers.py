@@ -33,7 +33,7 @@ def flops_rate(flops_per_s: float) -> str:
     return flop(flops_per_s) + "/s"
 
 
-def triple(t: Sequence[float]) -> str:
+def triple(t: Sequence[Optional[float]]) -> str:
     """``123.4 (110.2 to 140.7)``: a figure with its range."""
     return f"{t[1]:.1f} ({t[0]:.1f} to {t[2]:.1f})"
 

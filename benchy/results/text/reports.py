@@ -17,7 +17,6 @@ from ...core.whatif import (
     MAX_WORKERS,
     NEEDS_SHARE,
     Check,
-    Checked,
     Limit,
     Need,
     WhatIf,
@@ -292,44 +291,23 @@ def stage_fix(fix: Fix) -> str:
 # --- what if ------------------------------------------------------------------------------------------
 
 
-_LIMITS = {
-    Limit.STEP: "the step",
-    Limit.WORKERS: "the workers",
-    Limit.MAIN: "the main process",
-    Limit.CORES: "the cores",
-    Limit.SERIAL: "the loading and the step one after the other",
-}
-
-
-def limit(which: Limit) -> str:
-    """What limits the model's FULL."""
-    return _LIMITS[which]
-
-
 def model_basis(basis: ModelBasis) -> str:
     """What the model's loader costs come from."""
     return "the stage trials" if basis is ModelBasis.STAGES else "the IO trials"
 
 
-def check_what(c: Check) -> str:
-    """What a check measured: ``EMULATED (the real loader, a step 2x faster emulated)``, ``SWEEP3 (num_workers=4, ...)``."""
-    if c.source is Checked.EMULATED:
-        return f"EMULATED (the real loader, a step {c.change.speedup:.3g}x faster emulated)"
-    return f"SWEEP{c.index} ({c.setting.words()})"
-
-
 def check(c: Check) -> str:
     """One check of the model against a measurement."""
-    m = c.measured
-    spread = "" if m.half_width is None else f" +/- {m.half_width:.1f}"
-    measured = "n/a" if m.mean is None else f"{m.mean:.1f}{spread}"
+    hw = c.measured_half_width
+    spread = "" if hw is None else f" +/- {hw:.1f}"
+    measured = "n/a" if c.measured is None else f"{c.measured:.1f}{spread}"
     error = c.error
     said = (
         ""
         if error is None
         else f" ({100 * error:+.0f} %{', disagree: more than the intervals and 10 % allow' if c.agree is False else ''})"
     )
-    return f"{check_what(c)}: {c.kind} predicted {triple(c.predicted)}, measured {measured}{said}"
+    return f"{c.measured_what}: {c.kind} predicted {triple(c.predicted)}, measured {measured}{said}"
 
 
 def flip_range(w: WhatIf) -> str:
@@ -409,15 +387,15 @@ def whatif(w: WhatIf) -> str:
     fewest = best_workers(w)
     if fewest is not None:
         prediction, gain = fewest
-        n = prediction.change.workers
+        n = prediction.workers
         out.append(
             f"with {n} worker{'s' if n != 1 else ''} FULL would be {triple(prediction.full)} "
-            f"({100 * gain:+.0f} %; limit then: {limit(prediction.limit)})"
+            f"({100 * gain:+.0f} %; limit then: {prediction.limit})"
         )
     free = best_free(w)
     if free is not None:
         prediction, gain = free
-        out.append(f"if {prediction.change.free} cost nothing FULL would be {triple(prediction.full)} ({100 * gain:+.0f} %)")
+        out.append(f"if {prediction.free} cost nothing FULL would be {triple(prediction.full)} ({100 * gain:+.0f} %)")
     if full is not None:
         out.append(f"the model's FULL as the run is: {triple(w.own.full)} against {full[1]:.1f} measured")
     for c in w.checks:
