@@ -17,10 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+import msgspec
+
 from .peaks import PeakConfig, dtype_key, known_accelerator
+from .record import Count, Number, Record
 from .results import FlopCount, RunResults, TrialResult
 from .schedule import Mode
-from .stats import Estimate, estimate
+from .stats import estimate
 
 # Padding above this share of the token positions is named in the verdict.
 PADDING_SHARE = 0.10
@@ -161,46 +164,46 @@ def mostly_float32(report: ComputeReport) -> bool:
 # --- tokens -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ModeTokens:
-    mode: Mode
-    estimate: Estimate  # non-padding tokens per second (all ranks), over the counted trials
-    padding: Optional[float]  # the share of positions that are padding, over the trials' sampled batches
-    every: int  # the attention mask summed on 1 in ``every`` batches
-
-
 def _trial_tokens_rate(t: TrialResult) -> Optional[float]:
     per = None if t.tokens is None else t.tokens.real_per_sample
     return None if per is None else t.throughput * per
 
 
-@dataclass(frozen=True)
-class TokenReport:
-    """The TOKENS reading: each mode's non-padding tokens per second and padding share."""
+class ModeTokens(Record, frozen=True, kw_only=True):
+    """One mode's non-padding tokens per second (all ranks) over the counted trials, the share of the positions that
+    are padding over their sampled batches, and the attention mask summed on 1 in ``every`` batches."""
 
-    modes: Tuple[ModeTokens, ...]
-    source: str  # what was counted, in words
+    tokens_per_s: Optional[Number] = None
+    interval: Optional[Number] = None
+    n: Optional[Count] = None
+    padding: Optional[Number] = None
+    every: Count = msgspec.field(default=1, name="mask_every")
 
-    def padding(self, mode: Mode) -> Optional[float]:
-        found = next((m for m in self.modes if m.mode is mode), None)
-        return None if found is None else found.padding
+
+class TokenReport(Record, frozen=True, kw_only=True):
+    """The TOKENS reading: what was counted, in words, and each mode's tokens (None: none counted)."""
+
+    source: Optional[str] = None
+    IO: Optional[ModeTokens] = None
+    SYNTHETIC: Optional[ModeTokens] = None
+    FULL: Optional[ModeTokens] = None
+
+    @property
+    def modes(self) -> List[Tuple[Mode, ModeTokens]]:
+        return [(mode, found) for mode in Mode if (found := getattr(self, mode.value)) is not None]
 
     @property
     def worst_padding(self) -> Optional[Tuple[Mode, float]]:
         found: List[Tuple[Mode, float]] = [
-            (m.mode, m.padding) for m in self.modes if m.padding is not None and m.mode is not Mode.SYNTHETIC
+            (mode, m.padding) for mode, m in self.modes if m.padding is not None and mode is not Mode.SYNTHETIC
         ]
-        if not found:
-            found = [(m.mode, m.padding) for m in self.modes if m.padding is not None]
-        if not found:
-            return None
-        mode, share = max(found, key=lambda x: x[1])
-        return mode, share
+        found = found or [(mode, m.padding) for mode, m in self.modes if m.padding is not None]
+        return max(found, key=lambda x: x[1]) if found else None
 
 
 def token_report(results: RunResults, modes: Sequence[Mode], source: str) -> Optional[TokenReport]:
     """Tokens per second and padding per mode, from the trials' :class:`TokenCount` (None: none counted)."""
-    found: List[ModeTokens] = []
+    found: Dict[str, ModeTokens] = {}
     for mode in modes:
         trials = [t for t in results.measured(mode) if t.tokens is not None]
         if not trials:
@@ -210,8 +213,9 @@ def token_report(results: RunResults, modes: Sequence[Mode], source: str) -> Opt
         real = sum(t.tokens.real for t in trials if t.tokens is not None)
         every = max(t.tokens.every for t in trials if t.tokens is not None)
         padding = 1.0 - real / sampled if sampled > 0 else None
-        found.append(ModeTokens(mode, estimate(rates), padding, every))
-    return TokenReport(tuple(found), source) if found else None
+        est = estimate(rates)
+        found[mode.value] = ModeTokens(tokens_per_s=est.mean, interval=est.half_width, n=est.n, padding=padding, every=every)
+    return TokenReport(source=source, **found) if found else None
 
 
 def padding_waste(report: TokenReport) -> Optional[Tuple[Mode, float]]:

@@ -22,6 +22,7 @@ from typing import Annotated, Any, ClassVar, Dict, Iterator, List, Literal, Opti
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from ..core.compute import TokenReport
 from ..core.diagnostics import StepParts
 from ..core.distribution import StepProfile
 from ..core.outcomes import FailedRank
@@ -273,21 +274,6 @@ class Compute(_Block, frozen=True, kw_only=True):
     IO: Optional[ComputeMode] = None
     SYNTHETIC: Optional[ComputeMode] = None
     FULL: Optional[ComputeMode] = None
-
-
-class TokensMode(_Block, frozen=True, kw_only=True):
-    tokens_per_s: Optional[Number] = None
-    interval: Optional[Number] = None
-    n: Optional[Count] = None
-    padding: Optional[Number] = None
-    mask_every: Optional[Count] = None
-
-
-class Tokens(_Block, frozen=True, kw_only=True):
-    source: Optional[str] = None
-    IO: Optional[TokensMode] = None
-    SYNTHETIC: Optional[TokensMode] = None
-    FULL: Optional[TokensMode] = None
 
 
 class EnergyMode(_Block, frozen=True, kw_only=True):
@@ -699,7 +685,7 @@ class Document(_Block, frozen=True, kw_only=True):
         ),
     ] = None
     tokens: Annotated[
-        Optional[Tokens],
+        Optional[TokenReport],
         _d(
             "null unless `count: tokens`; `source` (what was counted), per mode `tokens_per_s` (non-padding tokens, "
             "all ranks), `interval`, `n`, `padding` (share of the positions), `mask_every` (the mask summed on 1 in "

@@ -37,7 +37,7 @@ import numpy as np
 from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
-from ..core.compute import ComputeReport, EnergyReport, TokenReport
+from ..core.compute import ComputeReport, EnergyReport
 from ..core.machine import Stop
 from ..core.outcomes import Reason
 from ..core.results import RunResults, ScheduleState, Snapshot, StepRates, TrialResult
@@ -451,17 +451,6 @@ def compute_block(report: ComputeReport) -> model.Compute:
     )
 
 
-def tokens_block(report: TokenReport) -> model.Tokens:
-    """The JSON's ``tokens``: what was counted, and each mode's non-padding tokens a second and padding share."""
-    modes = {
-        m.mode.value: model.TokensMode(
-            tokens_per_s=m.estimate.mean, interval=m.estimate.half_width, n=m.estimate.n, padding=m.padding, mask_every=m.every
-        )
-        for m in report.modes
-    }
-    return model.Tokens(source=report.source, **modes)
-
-
 def whatif_block(w: WhatIf) -> model.WhatIf:
     """The JSON's ``whatif``: the model's figures, with what limits each prediction and what each check measured in
     words."""
@@ -586,7 +575,7 @@ def result_document(
         first_pass=reading.first_pass if Mode.IO in modes else None,
         stages=stages_block(results),
         compute=None if reading.compute is None else compute_block(reading.compute),
-        tokens=None if reading.tokens is None else tokens_block(reading.tokens),
+        tokens=reading.tokens,
         energy=None if reading.energy is None else energy_block(reading.energy),
         whatif=None if reading.whatif is None else whatif_block(reading.whatif),
         summary=None if summary is None else list(summary),

@@ -20,7 +20,7 @@ from benchy.core.peaks import known_accelerator, parse_peak
 from benchy.core.results import FlopCount, SystemFigures, TokenCount
 from benchy.core.verdict import read
 from benchy.results.configfile import load_config
-from benchy.results.schema import compute_block, tokens_block
+from benchy.results.schema import compute_block
 from benchy.results.text.reports import compute as compute_text
 from benchy.results.text.reports import energy as energy_text
 from benchy.results.text.reports import no_peak, peak_basis
@@ -214,17 +214,15 @@ def test_tokens_per_second_and_padding_are_exact() -> None:
     r = r.add_trial(trial_result(Mode.SYNTHETIC, 1, samples=100, seconds=1.0, tokens=tokens(100, 64, 64)))
     report = token_report(r, [Mode.SYNTHETIC, Mode.FULL], "tokens: batch['input_ids']")
     assert report is not None
-    full = next(m for m in report.modes if m.mode is Mode.FULL)
-    assert full.estimate.mean == pytest.approx(2400.0) and full.padding == pytest.approx(0.25)
-    syn = next(m for m in report.modes if m.mode is Mode.SYNTHETIC)
-    assert syn.estimate.mean == pytest.approx(6400.0) and syn.padding == 0.0
+    full, syn = report.FULL, report.SYNTHETIC
+    assert report.IO is None and [mode for mode, _ in report.modes] == [Mode.SYNTHETIC, Mode.FULL]
+    assert full is not None and full.tokens_per_s == pytest.approx(2400.0) and full.padding == pytest.approx(0.25)
+    assert syn is not None and syn.tokens_per_s == pytest.approx(6400.0) and syn.padding == 0.0
     text = tokens_text(report)
     assert "FULL 2400.0 +/- 0.0" in text and "padding SYNTHETIC 0.0 % (its one cached batch), FULL 25.0 %" in text
     waste = padding_waste(report)
     assert waste is not None and waste[0] is Mode.FULL and waste[1] == pytest.approx(0.25)
     assert claim(Padding("FULL", waste[1])).startswith("25 % of the token positions in FULL are padding")
-    block = tokens_block(report).FULL
-    assert block is not None and block.padding == pytest.approx(0.25)
 
 
 def test_sampled_masks_are_said_and_little_padding_is_not() -> None:

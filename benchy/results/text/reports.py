@@ -118,18 +118,16 @@ def compute(report: ComputeReport) -> str:
 
 def tokens(report: TokenReport) -> str:
     """The TOKENS line's text."""
-    parts = [
-        f"{m.mode.value} {spread(m.estimate.mean, m.estimate.half_width, 1)}" for m in report.modes if m.estimate.mean is not None
-    ]
+    parts = [f"{mode.value} {spread(m.tokens_per_s, m.interval, 1)}" for mode, m in report.modes if m.tokens_per_s is not None]
     out = ", ".join(parts) + " tokens/s" if parts else "no counted trial"
     pads = [
-        f"{m.mode.value} {100 * m.padding:.1f} %" + (" (its one cached batch)" if m.mode is Mode.SYNTHETIC else "")
-        for m in report.modes
+        f"{mode.value} {100 * m.padding:.1f} %" + (" (its one cached batch)" if mode is Mode.SYNTHETIC else "")
+        for mode, m in report.modes
         if m.padding is not None
     ]
     if pads:
         out += "; padding " + ", ".join(pads) + " of the token positions"
-    sampled = sorted({m.every for m in report.modes if m.every > 1 and m.mode is not Mode.SYNTHETIC})
+    sampled = sorted({m.every for mode, m in report.modes if m.every > 1 and mode is not Mode.SYNTHETIC})
     if sampled:
         out += (
             f"; the mask is summed on 1 in {sampled[-1]} batches (a full sum on every batch would cost more "
