@@ -15,15 +15,17 @@ high; a mix-up doubles MFU): each entry names its source. ``global.peak_flops`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Annotated, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import msgspec
+from msgspec import Meta
 
 from .peaks import PeakConfig, dtype_key, known_accelerator
 from .record import Count, Number, Record
 from .results import FlopCount, RunResults, TrialResult
 from .schedule import Mode
 from .stats import estimate
+from .words import Worded
 
 # Padding above this share of the token positions is named in the verdict.
 PADDING_SHARE = 0.10
@@ -229,20 +231,39 @@ def padding_waste(report: TokenReport) -> Optional[Tuple[Mode, float]]:
 ENERGY_KEYS = (("gpu_energy_j", "GPU"), ("cpu_energy_j", "CPU package"))
 
 
-@dataclass(frozen=True)
-class ModeEnergy:
-    mode: Mode
-    joules: Dict[str, float]  # per source (``gpu_energy_j`` ...): mean joules a trial
-    per_sample: Optional[float]  # all sources: joules a sample of this rank's
+class ModeEnergy(Record, frozen=True, kw_only=True):
+    """One mode's mean joules a trial per source (``gpu_energy_j`` ...), and all sources' joules a sample of this
+    rank's."""
+
+    joules: Annotated[Dict[str, Number], Meta(extra={"keys": "energy figures"})] = msgspec.field(
+        default_factory=dict, name="joules_per_trial"
+    )
+    per_sample: Optional[Number] = msgspec.field(default=None, name="joules_per_sample")
 
 
-@dataclass(frozen=True)
-class EnergyReport:
-    """The ENERGY reading: joules per trial and per sample of each mode, this rank's devices."""
+class NoEnergy(Worded):
+    """Why there is no energy figure, where the sampler did not say."""
 
-    modes: Tuple[ModeEnergy, ...]
-    sources: Tuple[str, ...]  # how each figure was read, in words (the sampler's)
-    missing: Optional[str]  # why there is none, as the sampler said it (None with no figure: not in every trial)
+    PARTIAL = (
+        "partial",
+        "no energy reading in every counted trial of a mode (a counter that failed part-way, or a result from a "
+        "benchy without energy readings)",
+    )
+
+
+class EnergyReport(Record, frozen=True, kw_only=True):
+    """The ENERGY reading: each mode's joules, this rank's devices; how each figure was read (the sampler's words), or
+    why there is none (None: there is one)."""
+
+    sources: List[str] = msgspec.field(default_factory=list)
+    missing: Optional[str] = None
+    IO: Optional[ModeEnergy] = None
+    SYNTHETIC: Optional[ModeEnergy] = None
+    FULL: Optional[ModeEnergy] = None
+
+    @property
+    def modes(self) -> List[Tuple[Mode, ModeEnergy]]:
+        return [(mode, found) for mode in Mode if (found := getattr(self, mode.value)) is not None]
 
 
 def _own_samples(t: TrialResult) -> int:
@@ -256,7 +277,7 @@ def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[Energy
     sampled = [t.system for m in modes for t in results.measured(m) if t.system is not None]
     if not sampled:
         return None
-    found: List[ModeEnergy] = []
+    found: Dict[str, ModeEnergy] = {}
     sources: List[str] = []
     for mode in modes:
         systems = [(t, t.system) for t in results.measured(mode) if t.system is not None]
@@ -266,10 +287,10 @@ def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[Energy
         joules = {k: sum(float(getattr(s, k)) for _, s in systems) / len(systems) for k in keys}
         samples = sum(_own_samples(t) for t, _ in systems)
         total = sum(float(getattr(s, k)) for _, s in systems for k in keys)
-        found.append(ModeEnergy(mode, joules, total / samples if samples > 0 else None))
+        found[mode.value] = ModeEnergy(joules=joules, per_sample=total / samples if samples > 0 else None)
         for _, s in systems:
             for text in (s.gpu_energy_source, s.cpu_energy_source):
                 if text is not None and text not in sources:
                     sources.append(text)
     said = next((s.energy_missing for s in sampled if s.energy_missing), None)
-    return EnergyReport(tuple(found), tuple(sources), None if found else said)
+    return EnergyReport(sources=sources, missing=None if found else said or NoEnergy.PARTIAL.words, **found)

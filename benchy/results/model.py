@@ -22,7 +22,7 @@ from typing import Annotated, Any, ClassVar, Dict, Iterator, List, Literal, Opti
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from ..core.compute import TokenReport
+from ..core.compute import EnergyReport, TokenReport
 from ..core.diagnostics import StepParts
 from ..core.distribution import StepProfile
 from ..core.outcomes import FailedRank
@@ -274,19 +274,6 @@ class Compute(_Block, frozen=True, kw_only=True):
     IO: Optional[ComputeMode] = None
     SYNTHETIC: Optional[ComputeMode] = None
     FULL: Optional[ComputeMode] = None
-
-
-class EnergyMode(_Block, frozen=True, kw_only=True):
-    joules_per_trial: Annotated[Dict[str, Number], _keys("energy figures")] = {}
-    joules_per_sample: Optional[Number] = None
-
-
-class Energy(_Block, frozen=True, kw_only=True):
-    sources: List[str] = []
-    missing: Optional[str] = None
-    IO: Optional[EnergyMode] = None
-    SYNTHETIC: Optional[EnergyMode] = None
-    FULL: Optional[EnergyMode] = None
 
 
 # --- the what-if model ----------------------------------------------------------------------
@@ -694,7 +681,7 @@ class Document(_Block, frozen=True, kw_only=True):
         ),
     ] = None
     energy: Annotated[
-        Optional[Energy],
+        Optional[EnergyReport],
         _d(
             "null without system metrics; `sources`, `missing` (why none), per mode `joules_per_trial` "
             "(`gpu_energy_j`, `cpu_energy_j`: means) and `joules_per_sample` (rank 0's own devices and samples); per "

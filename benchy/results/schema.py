@@ -37,7 +37,7 @@ import numpy as np
 from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 
-from ..core.compute import ComputeReport, EnergyReport
+from ..core.compute import ComputeReport
 from ..core.machine import Stop
 from ..core.outcomes import Reason
 from ..core.results import RunResults, ScheduleState, Snapshot, StepRates, TrialResult
@@ -499,13 +499,6 @@ def whatif_block(w: WhatIf) -> model.WhatIf:
     )
 
 
-def energy_block(report: EnergyReport) -> model.Energy:
-    modes = {
-        m.mode.value: model.EnergyMode(joules_per_trial=dict(m.joules), joules_per_sample=m.per_sample) for m in report.modes
-    }
-    return model.Energy(sources=list(report.sources), missing=reports.energy_missing(report), **modes)
-
-
 def result_document(
     snapshot: Snapshot,
     modes: Sequence[Mode],
@@ -576,7 +569,7 @@ def result_document(
         stages=stages_block(results),
         compute=None if reading.compute is None else compute_block(reading.compute),
         tokens=reading.tokens,
-        energy=None if reading.energy is None else energy_block(reading.energy),
+        energy=reading.energy,
         whatif=None if reading.whatif is None else whatif_block(reading.whatif),
         summary=None if summary is None else list(summary),
         timeline=timeline_block(results, steps_dir is not None),

@@ -258,8 +258,8 @@ def test_energy_per_trial_and_per_sample() -> None:
         trial_result(Mode.FULL, 2, samples=200, seconds=1.0, system=SystemFigures(**dict(system, gpu_energy_j=500.0)))
     )
     report = energy_report(r, [Mode.FULL])
-    assert report is not None and report.modes[0].joules == {"gpu_energy_j": 400.0, "cpu_energy_j": 100.0}
-    assert report.modes[0].per_sample == pytest.approx((300 + 500 + 200) / 400)
+    assert report is not None and report.modes[0][1].joules == {"gpu_energy_j": 400.0, "cpu_energy_j": 100.0}
+    assert report.modes[0][1].per_sample == pytest.approx((300 + 500 + 200) / 400)
     assert "FULL 500 J a trial (GPU 400, CPU package 100), 2.5 J a sample" in energy_text(report)
     none = RunResults()
     none = none.add_trial(trial_result(Mode.FULL, 1, system=SystemFigures(1.0, energy_missing="no counter here")))

@@ -136,26 +136,16 @@ def tokens(report: TokenReport) -> str:
     return out + f" ({report.source})"
 
 
-def energy_missing(report: EnergyReport) -> Optional[str]:
-    """Why there is no energy figure (None: there is one)."""
-    if report.modes:
-        return None
-    return report.missing or (
-        "no energy reading in every counted trial of a mode (a counter that failed part-way, or a result from a "
-        "benchy without energy readings)"
-    )
-
-
 def energy(report: EnergyReport) -> str:
     """The ENERGY line's text."""
     if not report.modes:
-        return f"not available here: {energy_missing(report)}"
+        return f"not available here: {report.missing}"
     parts = []
-    for m in report.modes:
+    for mode, m in report.modes:
         total = sum(m.joules.values())
         split = ", ".join(f"{name} {m.joules[key]:.3g}" for key, name in ENERGY_KEYS if key in m.joules)
         sample = "n/a" if m.per_sample is None else f"{m.per_sample:.4g}"
-        parts.append(f"{m.mode.value} {total:.4g} J a trial ({split}), {sample} J a sample")
+        parts.append(f"{mode.value} {total:.4g} J a trial ({split}), {sample} J a sample")
     return "; ".join(parts) + f" ({'; '.join(report.sources)})"
 
 
