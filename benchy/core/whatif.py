@@ -235,20 +235,27 @@ class Check(Record, frozen=True, kw_only=True):
         msgspec.structs.force_setattr(self, "agree", agree)
 
 
-@dataclass(frozen=True)
-class Need:
-    """What a step ``speedup`` times faster needs to run at its own pace: workers and cores (None: more
-    than twice the cores' workers on eight times the cores)."""
+class Need(Record, frozen=True, kw_only=True):
+    """What a step ``speedup`` times faster needs to run at its own pace: workers and cores, and FULL then (samples/s;
+    None: more than twice the cores' workers on eight times the cores); ``workers_interval``: the workers at the ends
+    of the measured intervals, the fewest (a faster IO and a slower step) and the most (None: more than
+    :data:`MAX_WORKERS`)."""
 
-    speedup: float
-    workers: Optional[int]
-    cores: Optional[float]
-    full: Optional[float]  # FULL then (samples/s)
-    # the workers at the ends of the measured intervals (the fewest: a faster IO and a slower step; None: more
-    # than MAX_WORKERS)
-    fewest: Optional[int] = None
-    most: Optional[int] = None
-    limit: Optional[Limit] = None  # what limits FULL then (the loading where no number of workers feeds the step)
+    speedup: Number
+    workers: Optional[Count] = None
+    workers_interval: Optional[record.Pair] = None
+    cores: Optional[Number] = None
+    full: Optional[Number] = None
+
+    @property
+    def fewest(self) -> Optional[int]:
+        found = (self.workers_interval or [None])[0]
+        return None if found is None else int(found)
+
+    @property
+    def most(self) -> Optional[int]:
+        found = (self.workers_interval or [None, None])[1]
+        return None if found is None else int(found)
 
 
 @dataclass(frozen=True)
@@ -444,12 +451,12 @@ def _need(inp: Inputs, speedup: float, end: int = 1) -> Need:
     rates = [inp.batch / p.full if p.full > 0 else math.inf for p in paces]
     top = max(rates)
     if not math.isfinite(top) or top <= 0:
-        return Need(speedup, None, None, None)
+        return Need(speedup=speedup)
     for w, rate in enumerate(rates):
         if rate >= NEEDS_SHARE * top:
             cores = max(inp.cores, math.ceil(_cpu_cores(inp, w, speedup, rate) + inp.other - 1e-9))
-            return Need(speedup, w, float(cores), rate, limit=paces[w].limit)
-    return Need(speedup, None, None, None)
+            return Need(speedup=speedup, workers=w, cores=float(cores), full=rate)
+    return Need(speedup=speedup)
 
 
 def _cpu_cores(inp: Inputs, workers: int, speedup: float, rate: float) -> float:
@@ -514,7 +521,10 @@ def whatif(
         if seconds > 0:
             add(Change(inp.workers, inp.cores, 1.0, name))
     flip = flip_speedup(inp)
-    needs = tuple(replace(_need(inp, k), most=_need(inp, k, 0).workers, fewest=_need(inp, k, 2).workers) for k in SPEEDUPS)
+    needs = tuple(
+        msgspec.structs.replace(_need(inp, k), workers_interval=[_need(inp, k, 2).workers, _need(inp, k, 0).workers])
+        for k in SPEEDUPS
+    )
     found = tuple(
         Check(
             measured_what=source.words.format(speedup=change.speedup, index=index, setting=setting and setting.words()),

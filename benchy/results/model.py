@@ -44,7 +44,7 @@ from ..core.results import ProfilerState, RankSummary, SystemFigures, TokenCount
 from ..core.stages import FirstPass, WorkerMemory, WorkerStat
 from ..core.startup import Startup
 from ..core.sweep import Setting
-from ..core.whatif import Check, Prediction
+from ..core.whatif import Check, Need, Prediction
 
 
 def _d(text: str) -> Meta:
@@ -305,14 +305,6 @@ class WhatIfInputs(_Block, frozen=True, kw_only=True):
     other_workers: Optional[Count] = None
     other_worker_seconds_per_batch: Optional[Number] = None
     other_main_seconds_per_batch: Optional[Number] = None
-
-
-class Need(_Block, frozen=True, kw_only=True):
-    speedup: Optional[Number] = None
-    workers: Optional[Count] = None
-    workers_interval: Optional[Pair] = None
-    cores: Optional[Number] = None
-    full: Optional[Number] = None
 
 
 class WhatIf(_Block, frozen=True, kw_only=True):

@@ -488,10 +488,7 @@ def whatif_block(w: WhatIf) -> model.WhatIf:
         own=w.own,
         flip_speedup=w.flip,
         flip_speedup_interval=list(w.flip_range),
-        needs=[
-            model.Need(speedup=n.speedup, workers=n.workers, workers_interval=[n.fewest, n.most], cores=n.cores, full=n.full)
-            for n in w.needs
-        ],
+        needs=list(w.needs),
         predictions=list(w.predictions),
         checks=list(w.checks),
         accelerator_utilization=w.utilization,

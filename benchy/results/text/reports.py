@@ -17,7 +17,6 @@ from ...core.whatif import (
     MAX_WORKERS,
     NEEDS_SHARE,
     Check,
-    Limit,
     Need,
     WhatIf,
     best_free,
@@ -355,7 +354,6 @@ def whatif(w: WhatIf) -> str:
         for n in w.needs
         if n.speedup != 1.0
         and n.workers == 0
-        and n.limit is Limit.SERIAL
         and n.full is not None
         and not workers_range(n)
         and (n.cores is None or n.cores <= inp.cores)
