@@ -194,14 +194,6 @@ class TokenReport(Record, frozen=True, kw_only=True):
     def modes(self) -> List[Tuple[Mode, ModeTokens]]:
         return [(mode, found) for mode in Mode if (found := getattr(self, mode.value)) is not None]
 
-    @property
-    def worst_padding(self) -> Optional[Tuple[Mode, float]]:
-        found: List[Tuple[Mode, float]] = [
-            (mode, m.padding) for mode, m in self.modes if m.padding is not None and mode is not Mode.SYNTHETIC
-        ]
-        found = found or [(mode, m.padding) for mode, m in self.modes if m.padding is not None]
-        return max(found, key=lambda x: x[1]) if found else None
-
 
 def token_report(results: RunResults, modes: Sequence[Mode], source: str) -> Optional[TokenReport]:
     """Tokens per second and padding per mode, from the trials' :class:`TokenCount` (None: none counted)."""
@@ -221,8 +213,10 @@ def token_report(results: RunResults, modes: Sequence[Mode], source: str) -> Opt
 
 
 def padding_waste(report: TokenReport) -> Optional[Tuple[Mode, float]]:
-    """The mode whose padding passes :data:`PADDING_SHARE` of the token positions, and its share (None: none does)."""
-    worst = report.worst_padding
+    """The mode whose padding passes :data:`PADDING_SHARE` of the token positions, the worst (SYNTHETIC's one cached
+    batch only where no other mode has a share), and its share (None: none does)."""
+    padded: List[Tuple[Mode, float]] = [(mode, m.padding) for mode, m in report.modes if m.padding is not None]
+    worst = max([p for p in padded if p[0] is not Mode.SYNTHETIC] or padded, key=lambda p: p[1], default=None)
     return None if worst is None or worst[1] <= PADDING_SHARE else worst
 
 
