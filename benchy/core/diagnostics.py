@@ -9,13 +9,11 @@ step but not the rest of the loop, and the loader's work slows the step by what 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import msgspec
 
-from .outcomes import Reason
-from .record import Count, Number, Record
+from .record import Count, Number, Record, Seconds
 
 
 class StepParts(Record, frozen=True, kw_only=True):
@@ -72,24 +70,29 @@ class StepParts(Record, frozen=True, kw_only=True):
         return self.forwards > 0 or self.backwards > 0
 
 
-@dataclass(frozen=True)
-class ContentionRun:
-    """``CONTENTION_1``: the step's median period beside the loader, and the loader's pace meanwhile."""
+class ContentionRun(Record, frozen=True):
+    """``CONTENTION_1``: the step's median period beside the loader, and the loader's pace meanwhile (its batches a
+    second follow); why the loader stopped before the window ended, in words; the step's ``slowdown`` over
+    ``synthetic_period`` (SYNTHETIC's, where known) follows."""
 
     label: str
-    period: float
-    steps: int
-    loader_batches: int
-    loader_seconds: float
-    ended: Optional[Reason] = None  # why the loader stopped before the window ended
-    workers: int = 0  # the loader's workers beside the step (the run's own; where it has none, the model's other setting)
+    period: Number = msgspec.field(name="period_seconds")
+    steps: Count
+    loader_batches: Count
+    loader_seconds: Seconds
+    loader_rate: Number = msgspec.field(default=0.0, name="loader_batches_per_second")
+    # the loader's workers beside the step (the run's own; where it has none, the model's other setting)
+    workers: Count = msgspec.field(default=0, name="loader_workers")
+    ended: Optional[str] = None
+    synthetic_period: Optional[Number] = msgspec.field(default=None, name="synthetic_period_seconds")
+    slowdown: Optional[Number] = None
 
-    @property
-    def loader_rate(self) -> float:
-        """Batches a second the loader gave beside the step."""
-        return self.loader_batches / self.loader_seconds if self.loader_seconds > 0 else 0.0
+    def __post_init__(self) -> None:
+        rate = self.loader_batches / self.loader_seconds if self.loader_seconds > 0 else 0.0
+        msgspec.structs.force_setattr(self, "loader_rate", rate)
+        msgspec.structs.force_setattr(self, "slowdown", self.slower(self.synthetic_period))
 
-    def slowdown(self, alone: Optional[float]) -> Optional[float]:
+    def slower(self, alone: Optional[float]) -> Optional[float]:
         """The step's period beside the loader over ``alone`` (SYNTHETIC's), less one."""
         if alone is None or alone <= 0 or self.period <= 0:
             return None

@@ -23,7 +23,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from ..core.compute import EnergyReport, TokenReport
-from ..core.diagnostics import StepParts
+from ..core.diagnostics import ContentionRun, StepParts
 from ..core.distribution import StepProfile
 from ..core.outcomes import FailedRank
 from ..core.record import (
@@ -330,23 +330,10 @@ class DiagnosticTrial(_Block, frozen=True, kw_only=True):
     seconds: Optional[Seconds] = None
 
 
-class Contention(_Block, frozen=True, kw_only=True):
-    label: Optional[str] = None
-    period_seconds: Optional[Number] = None
-    steps: Optional[Count] = None
-    loader_batches: Optional[Count] = None
-    loader_seconds: Optional[Seconds] = None
-    loader_batches_per_second: Optional[Number] = None
-    loader_workers: Optional[Count] = None
-    ended: Optional[str] = None
-    synthetic_period_seconds: Optional[Number] = None
-    slowdown: Optional[Number] = None
-
-
 class Diagnostics(_Block, frozen=True, kw_only=True):
     trials: List[DiagnosticTrial] = []
     parts: Optional[StepParts] = None
-    contention: Optional[Contention] = None
+    contention: Optional[ContentionRun] = None
     skipped: List[str] = []
 
 

@@ -261,25 +261,10 @@ def diagnostics_block(results: RunResults) -> Optional[model.Diagnostics]:
     loader), each trial's throughput, and why one did not run (None: none ran or was meant to)."""
     if not results.diagnostics and not results.diagnostics_skipped:
         return None
-    period = results.step_alone()
-    c = results.contention
     return model.Diagnostics(
         trials=[model.DiagnosticTrial(label=t.label, throughput=t.throughput, seconds=t.seconds) for t in results.diagnostics],
         parts=results.parts,
-        contention=None
-        if c is None
-        else model.Contention(
-            label=c.label,
-            period_seconds=c.period,
-            steps=c.steps,
-            loader_batches=c.loader_batches,
-            loader_seconds=c.loader_seconds,
-            loader_batches_per_second=c.loader_rate,
-            loader_workers=c.workers,
-            ended=_skipped(c.ended),
-            synthetic_period_seconds=period,
-            slowdown=c.slowdown(period),
-        ),
+        contention=results.contention,
         skipped=[r.words() for r in results.diagnostics_skipped],
     )
 

@@ -462,7 +462,7 @@ def test_a_run_without_workers_takes_the_step_beside_the_other_settings_workers_
     # no workers: the loading and the step in series, as measured, whatever ran beside the step
     assert predict(inp, Change(0, 2.0)) == predict(plain, Change(0, 2.0))
     # A contention figure without workers beside the step (an older run's) is none
-    assert _without_workers(other, replace(beside, workers=0)).contention == 0.0
+    assert _without_workers(other, msgspec.structs.replace(beside, workers=0)).contention == 0.0
     text = whatif_text(whatif(inp))
     assert (
         f"beside 2 loader workers (a copy of the loader taking a batch a step) the step takes {100 * inp.contention:.0f} % "

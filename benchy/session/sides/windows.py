@@ -74,7 +74,16 @@ class Contention:
         if not helper.batches:  # nothing ran beside the step: no figure, and why
             why = Reason(Why.NO_LOADER, label=result.label, cause=helper.ended, extra=Extra.CONTENTION)
             return results.changed(diagnostics_skipped=(*results.diagnostics_skipped, why))
-        run = ContentionRun(result.label, median, steps, helper.batches, helper.seconds, helper.ended, helper.workers)
+        run = ContentionRun(
+            result.label,
+            median,
+            steps,
+            helper.batches,
+            helper.seconds,
+            workers=helper.workers,
+            ended=None if helper.ended is None else helper.ended.words(),
+            synthetic_period=results.step_alone(),
+        )
         return results.changed(contention=run)
 
     def stop(self, helper: Any) -> None:
