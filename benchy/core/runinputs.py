@@ -169,7 +169,7 @@ def _other_loader(report: Any, avail: float) -> Loader:
 def _contention(run: Any, alone: float, loader: Loader) -> float:
     """How much longer the step takes beside the loader flat out, less the draining thread's receive (in FULL the
     main process receives between steps, not during them)."""
-    slowdown = run.slowdown(alone)
+    slowdown = run.slower(alone)
     if slowdown is None:
         return 0.0
     receiving = loader.main * loader.main_cpu * run.loader_rate
