@@ -12,33 +12,6 @@ from .schedule import TrialSpec
 from .sweep import Setting
 from .words import Said
 
-__all__ = [
-    "CaptureRange",
-    "CounterNote",
-    "EmulatedSkipped",
-    "EmulatedStarted",
-    "Event",
-    "H2DSkipped",
-    "LoaderPlain",
-    "LookaheadFound",
-    "NoExitHere",
-    "RankFailed",
-    "SideFailed",
-    "SideServed",
-    "Signalled",
-    "StagesStarted",
-    "StagesStopped",
-    "SweepApplied",
-    "SweepFailed",
-    "SweepOverCap",
-    "SweepStarted",
-    "SweepStray",
-    "SweepUnavailable",
-    "TokensNotCounted",
-    "TraceWritten",
-    "TrialLost",
-]
-
 
 @dataclasses.dataclass(frozen=True)
 class LoaderPlain:

@@ -22,39 +22,6 @@ from .schedule import MIN_AUTO_TRIALS, MIN_WINDOW, Extra, Mode, ModePlan, Schedu
 from .verdict import Outcome, verdict
 from .words import Said, Worded
 
-__all__ = [
-    "NOISY_RISE",
-    "STEADY_TOLERANCE",
-    "Action",
-    "Begin",
-    "Counted",
-    "Event",
-    "ExtraEnded",
-    "Finish",
-    "Judgement",
-    "Lost",
-    "Note",
-    "OpenWindow",
-    "Phase",
-    "RunExtra",
-    "RunIO",
-    "State",
-    "Stop",
-    "Stopped",
-    "WarmupEnded",
-    "epochs_for",
-    "extras_order",
-    "judge",
-    "longest_run",
-    "min_epoch_steps",
-    "nbatches_to_fit",
-    "rounds_fit",
-    "schedule_state",
-    "steps_of",
-    "transition",
-    "warmup_change",
-]
-
 # nwarmup auto: a step time whose median fell by at most this share is steady.
 STEADY_TOLERANCE = 0.05
 # A warm-up's rise in step time up to this share is said as information, beyond it as a warning.

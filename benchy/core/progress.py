@@ -17,18 +17,6 @@ from .schedule import FIGURE_PRECISION, Mode, Schedule, TrialSpec, abba_first
 from .stats import t_quantile
 from .verdict import trials_to_decide
 
-__all__ = [
-    "Progress",
-    "Where",
-    "epochs_needed",
-    "imprecise",
-    "likely_more",
-    "not_run",
-    "progress",
-    "steps_needed",
-    "trials_to_settle",
-]
-
 
 @dataclass(frozen=True)
 class Where:

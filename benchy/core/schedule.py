@@ -16,22 +16,6 @@ from typing import Dict, Optional, Tuple
 from .config import AUTO, Config
 from .record import Mode
 
-__all__ = [
-    "EXTRAS",
-    "FIGURE_PRECISION",
-    "FIRST_ROUNDS",
-    "FIRST_WINDOW",
-    "GROWTH",
-    "MIN_AUTO_TRIALS",
-    "MIN_WINDOW",
-    "Extra",
-    "Mode",
-    "ModePlan",
-    "Schedule",
-    "TrialSpec",
-    "abba_first",
-]
-
 # ntrials auto: the fewest trials a mode gets (an interval needs two).
 MIN_AUTO_TRIALS = 2
 # ntrials auto: the first window of each mode (warm-up included) and IO's first trial, in steps or batches;

@@ -34,8 +34,6 @@ from ..measure.window import WindowArgs, WindowRun
 from ..results import lines
 from .console import Output
 
-__all__ = ["NOTHING", "OwnPasses", "TrialRunner"]
-
 NOTHING: Any = object()  # no batch yet
 
 
