@@ -699,7 +699,8 @@ class Document(_Block, frozen=True, kw_only=True):
         _d(
             "`clock` (what its times are), `trials`: every trial that ran, in the order it started: `trial`, `mode`, "
             "`group` (`schedule`, `IO_H2D`, `sweep` with its `setting`, `stages`, `diagnostics`, `emulated`, `flops`: the "
-            "FLOPs' count `FLOPS_1` on the cached batch), "
+            "FLOPs' count `FLOPS_1` on the cached batch, `lost`: a SYNTHETIC window that did not count, the steps it "
+            "ran), "
             "`warmup`, `profiled`, `started` (Unix seconds), `own_seconds` (rank 0's time over its periods), "
             "`seconds` (the slowest rank's), `nbatches`, `samples`, `steps_file` (its per-step file was saved), "
             "`rank_started`, `rank_seconds` (each rank's; null for one process), `window` (SYNTHETIC and FULL: where "

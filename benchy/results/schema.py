@@ -192,7 +192,8 @@ def timeline_block(results: RunResults, steps_saved: bool) -> model.Timeline:
     ``group``: ``schedule`` (its per-step file is ``<trial>.npy`` in ``steps_dir`` when ``steps_file``),
     ``IO_H2D``, ``sweep`` (with the ``setting``), ``stages`` (the diagnostic stage trials: rank 0's),
     ``diagnostics`` (the windows ``PARTS_1`` and ``CONTENTION_1``), ``emulated`` (the emulated-step trials) or
-    ``flops`` (the FLOPs' count on the cached batch, with its window);
+    ``flops`` (the FLOPs' count on the cached batch, with its window) or ``lost`` (a SYNTHETIC window that did not
+    count: the steps it ran);
     ``own_seconds``: this rank's time over the trial's periods (rank 0's); ``seconds``: with several
     ranks the slowest rank's; ``rank_started`` and ``rank_seconds``: each rank's start and own time."""
     entries = [_timeline_entry(t, "schedule", saved=steps_saved) for t in results.trials]

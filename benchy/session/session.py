@@ -393,19 +393,29 @@ class Session:
 
     def flops_done(self, work: FlopsWork, completed: bool) -> None:
         self.results = self.results.changed(flops=self.runner.flops(final=False))
-        if work.began is not None:  # the steps it handed the cached batch to, in the timeline
+        self._dropped(work, "flops")
+
+    def _dropped(self, work: Optional[Work], group: str = "lost") -> None:
+        """Work that handed the loop the cached batch, done or dropped part-way (the script ended, a window lost):
+        a timeline entry holds the steps it took, so that every step outside the timeline's windows got the loop's
+        own batch."""
+        if isinstance(work, FlopsWork) and work.began is not None:
             (e0, s0), (e1, s1) = work.first, work.last
             where = WindowSpan(start_epoch=e0, start_step=s0, end_epoch=e1, end_step=s1, segments=max(1, work.tries))
-            seconds = self.clock() - work.began
-            self.results = self.results.add_span(
-                Span("FLOPS_1", "flops", self.runner.unix(work.began), seconds, mode=Mode.SYNTHETIC, window=where)
-            )
+            began, label, warmup = work.began, "FLOPS_1", False
+        elif isinstance(work, WindowRun) and work.placed and work.spec.mode is Mode.SYNTHETIC:
+            where, label, warmup = work.span(), work.spec.label, work.spec.warmup
+            began = work.stamps.first if math.isfinite(work.stamps.first) else self.clock()
+        else:
+            return
+        span = Span(label, group, self.runner.unix(began), self.clock() - began, warmup, Mode.SYNTHETIC, where)
+        self.results = self.results.add_span(span)
         self._feed(m.ExtraEnded(Extra.FLOPS, self._room()))
 
     def lose(self, item: Interruption) -> None:
         """A trial that did not count: recorded and said (never raises); a side window's loss costs only its figures."""
         if self.loop.window is not None and self.loop.window.spec == item.spec:
-            self.loop.discard()
+            self._dropped(self.loop.discard())
         self.runner.sampler.stop()
         extra = self._side.extra
         if extra is not None and item.spec.variant == extra.value:
@@ -476,6 +486,7 @@ class Session:
         self._stage = Stage.DONE
         self.record.finished = True
         work = self.loop.discard()
+        self._dropped(work)
         if isinstance(work, WindowRun):
             why = Reason(Why.SCRIPT_ENDED_EARLY if self.exiting else Why.BENCHMARK_ENDED)
             self.results = self._side.stop(Reason(Why.WINDOW_LOST, work.spec.label, cause=why), self.results)

@@ -335,7 +335,10 @@ def test_full_trials_start_from_a_drained_worker_queue(tmp_path) -> None:
     # start with free ones.
     clock = FakeClock()
     fixed = {"ntrials": 2, "nwarmup": 1}
-    session, _ = make(clock, lambda k: 0.002, {"IO": fixed, "synthetic": fixed, "full": fixed}, queue_depth=3)
+    # A loader with a length: a pass of unknown length has the batches a SYNTHETIC stretch stands in for taken before
+    # it instead (Loop._fit), and its workers refill their queue during the stretch: a lead-in of a full queue then.
+    sections = {"IO": fixed, "synthetic": fixed, "full": fixed}
+    session, _ = make(clock, lambda k: 0.002, sections, queue_depth=3, length=lambda: 10_000)
     train(session, clock, lambda k: 0.01)
     assert order(session)[3:] == ["SYNTHETIC_WARMUP_1", "FULL_WARMUP_1", "FULL_1", "SYNTHETIC_1", "SYNTHETIC_2", "FULL_2"]
     spans = {t.label: t.window for t in session.results.trials if t.window is not None}
