@@ -211,18 +211,29 @@ class Loop:
         dropped, untimed between windows: the epochs after the schedule then see the plain run's batches. The
         batches taken, returned."""
         owed, ep.owed = ep.owed, 0
-        taken = owed
-        while owed > 0 and not ep.exhausted:
-            owed -= 1
+        if owed <= 0 or ep.exhausted:
+            return min(owed, 0)
+        taken = self._drop(ep, owed)
+        if taken < owed:  # a cached stretch ran past the end of a pass of unknown length
+            ep.short = owed - taken
+            return taken + 1
+        return taken
+
+    def _drop(self, ep: EpochState, n: int) -> int:
+        """Up to ``n`` batches of ``ep``'s pass taken and dropped (the batch fetched for the loop's ask first); fewer
+        where the pass ends (``ep.exhausted``). The batches taken."""
+        taken = 0
+        while taken < n:
             if ep.pending is not NO_BATCH:
                 ep.pending = NO_BATCH
-                continue
-            try:
-                ep.inner_next()
-            except StopIteration:  # a cached stretch ran past the end of a pass of unknown length
-                ep.exhausted = True
-                ep.short = owed + 1
-        return taken - max(0, owed)
+            else:
+                try:
+                    ep.inner_next()
+                except StopIteration:
+                    ep.exhausted = True
+                    break
+            taken += 1
+        return taken
 
     def _account(self, ep: EpochState) -> None:
         """The cached segment that just ended (or was left): its hand-outs are owed to the pass."""
@@ -416,17 +427,7 @@ class Loop:
         if ep.limit >= 0 or steps <= 0:
             return steps
         credit = max(0, -ep.owed)  # batches of the pass already taken for hand-outs to come (the cached one)
-        taken = 0
-        while taken < steps - credit:
-            if ep.pending is not NO_BATCH:
-                ep.pending = NO_BATCH
-            else:
-                try:
-                    ep.inner_next()
-                except StopIteration:
-                    ep.exhausted = True
-                    break
-            taken += 1
+        taken = self._drop(ep, steps - credit)
         ep.owed -= taken
         return min(steps, credit + taken)
 
