@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from ..core.config import Config, ConfigLike
 from ..core.sweep import Setting, queue_depth
-from ..measure.rng import loader_generators
+from ..measure.rng import loader_streams
 from ..measure.stages import Instrumented, instrument
 from ..measure.system import available_cores
 from ..results.configfile import resolve_config
@@ -150,7 +150,7 @@ def dataloader_session(
         sweeper=variants if config.sweep.enabled else None,
         instrument=None if variants is None else variants.instrumented,
         own=weakly(loader, lambda found: own_passes(found, plain_iter)),
-        generators=weakly(loader, loader_generators),
+        streams=weakly(loader, loader_streams),
         owner=weakref.ref(loader),
     )
     return Session(config, facts)
@@ -342,7 +342,7 @@ class BenchmarkGenericIteratorWrapper(_Wrapped):
             # A DataLoader: benchy's passes are its own, as for a BenchmarkDataLoader (a persistent one is not reset).
             own=weakly(self, lambda wrapper: own_passes(wrapper._iterable, iter)) if isinstance(iterable, DataLoader) else None,
             shared=weakly(self, lambda wrapper: one_iterator(wrapper._iterable)),
-            generators=lambda: loader_generators(iterable),
+            streams=lambda: loader_streams(iterable),
             owner=weakref.ref(self),
         )
         return Session(made.config, facts)

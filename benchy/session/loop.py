@@ -58,8 +58,8 @@ class LoaderFacts:
     # How the loader hands out one iterator that every iter() returns (None: a new one each pass): benchy then runs
     # no pass of its own, which would take the loop's batches.
     shared: Callable[[], Optional[str]] = lambda: None
-    # The torch.Generator objects the loader draws from (kept through benchy's own passes).
-    generators: Callable[[], List[Any]] = lambda: []
+    # The random streams the loader and its samplers hold (kept through benchy's own passes).
+    streams: Callable[[], List[Any]] = lambda: []
     # The wrapper itself, by a weak reference: the session holds it only while an epoch is out, so that
     # a loop over a temporary wrapper (``for x in Wrapper(...)``) keeps it, and a dropped wrapper is freed
     # with its workers as a plain DataLoader is.

@@ -184,7 +184,7 @@ class Session:
             self._say(ev.IoNotRun(self.results.io_skipped))
         ctx.sink.started(self.schedule, self.config, self.snapshot(), ctx.ranges is not None, self.runner.queue_depth)
         self._install_hooks()
-        with kept(self._loader.generators()):
+        with kept(self._loader.streams()):
             try:
                 self.results = sweep_side.run(self.env(), self.results)
             finally:
@@ -230,7 +230,7 @@ class Session:
                     break
                 if not ran:
                     ran, self._full = True, None
-                    stack.enter_context(kept(self._loader.generators()))
+                    stack.enter_context(kept(self._loader.streams()))
                     stack.callback(self.runner.close_own)
                 if isinstance(action, m.RunIO):
                     first = self.machine.issued(Mode.IO) + self.machine.issued(Mode.IO, warmup=True) == 1

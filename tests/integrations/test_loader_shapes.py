@@ -129,22 +129,9 @@ def test_an_iterable_dataset_sharded_across_workers_by_worker_init_fn(run_script
     assert [len(e) for e in got] == [120 if sized else 122] * 3
 
 
-@pytest.mark.parametrize(
-    "rng",
-    [
-        "torch",
-        pytest.param(
-            "python",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="benchy's own passes (the IO trials) iterate the batch sampler, which draws each epoch's order "
-                "from a random.Random of its own; benchy keeps the global streams and the torch.Generator objects it "
-                "finds (.generator of the loader, its sampler, its batch sampler), not this one: the loop's epochs get "
-                "other orders than the plain run's (every step from the second epoch on, outside the windows too)",
-            ),
-        ),
-    ],
-)
+# Its stream is a torch.Generator in .generator, a random.Random or a NumPy Generator in .rng: benchy's own passes (the
+# IO trials) draw each pass's order from it too, and put it back after (before: only torch.Generator objects were).
+@pytest.mark.parametrize("rng", ["torch", "python", "numpy"])
 def test_a_dataloader_with_a_batch_sampler_of_ones_own(run_script, rng: str) -> None:
     # Shuffled each epoch from a stream that runs on across epochs, batches of 3, 4 and 5 samples in turn.
     got, _ = own_batches_or_the_cached_one(run_script, "--shape", "batch-sampler", "--rng", rng, "--epochs", "4")

@@ -4,7 +4,7 @@
   ``get_worker_info()`` (the pattern of torch's documentation); with ``--sized`` it has a ``len()``, else none;
 * ``batch-sampler``: a ``DataLoader`` with a ``batch_sampler`` of one's own, which shuffles each epoch from a random
   stream that runs on across epochs (``--rng torch``: a ``torch.Generator`` in ``.generator``; ``--rng python``: a
-  ``random.Random`` in ``.rng``) and makes batches of 3, 4 and 5 samples in turn;
+  ``random.Random`` in ``.rng``; ``--rng numpy``: a NumPy ``Generator`` in ``.rng``) and makes batches of 3, 4 and 5 samples in turn;
 * ``set-epoch``: a ``DistributedSampler(num_replicas=1, rank=0, shuffle=True)`` whose ``set_epoch`` the loop calls
   before each epoch;
 * ``thread``: a loader that fetches on a background thread (as MONAI's ``ThreadDataLoader`` does): its ``__iter__``
@@ -26,6 +26,7 @@ import threading
 import time
 from typing import Any, Iterator, List
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, IterableDataset, Sampler, get_worker_info
 
@@ -75,12 +76,16 @@ class Buckets(Sampler[List[int]]):
         self.n, self.kind = n, rng
         if rng == "torch":
             self.generator = torch.Generator().manual_seed(3)
+        elif rng == "numpy":
+            self.rng = np.random.default_rng(3)
         else:
             self.rng = random.Random(3)
 
     def _order(self) -> List[int]:
         if self.kind == "torch":
             return torch.randperm(self.n, generator=self.generator).tolist()
+        if self.kind == "numpy":
+            return [int(i) for i in self.rng.permutation(self.n)]
         order = list(range(self.n))
         self.rng.shuffle(order)
         return order
@@ -152,7 +157,7 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=6)
     p.add_argument("--samples", type=int, default=480)
     p.add_argument("--sized", action="store_true")
-    p.add_argument("--rng", choices=["torch", "python"], default="torch")
+    p.add_argument("--rng", choices=["torch", "python", "numpy"], default="torch")
     p.add_argument("--depth", type=int, default=4)
     p.add_argument("--load_ms", type=float, default=0.0)
     p.add_argument("--step_ms", type=float, default=0.0)
