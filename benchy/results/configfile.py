@@ -56,8 +56,9 @@ def load_config(
         layers.append(("<python overrides>", overrides))
     merged, source, problems = merge_layers(layers)
     cwd = os.getcwd()
-    if not problems:
-        check_output(merged["global"], source, problems, cwd)
+    problem = None if problems else check_output(merged["global"], source, cwd)
+    if problem is not None:
+        problems.append(problem)
     if problems:
         raise ConfigError(problems)
     return config_of(merged, source, cwd)
@@ -126,53 +127,46 @@ def _probe(directory: str) -> Optional[str]:
     return None
 
 
-def check_output(general: Mapping[str, Any], source: str, problems: List[str], cwd: str) -> None:
-    """The JSON's place, checked before any trial runs (not only when the first write fails)."""
+def check_output(general: Mapping[str, Any], source: str, cwd: str) -> Optional[str]:
+    """What is wrong with the JSON's place (None: nothing), checked before any trial runs (not only when the first
+    write fails)."""
     given = general["output_dir"]
     directory = os.path.normpath(os.path.join(cwd, os.path.expanduser(given) if given else cwd))
     name = general["output_filename"]
     key_dir, key_name = f"benchy config {source}: global.output_dir", f"benchy config {source}: global.output_filename"
     if "\0" in directory:
-        problems.append(f"{key_dir}: got {describe(given)}; a path cannot hold a NUL byte")
-        return
+        return f"{key_dir}: got {describe(given)}; a path cannot hold a NUL byte"
     if "\0" in name:
-        problems.append(f"{key_name}: got {describe(name)}; a file name cannot hold a NUL byte")
-        return
+        return f"{key_name}: got {describe(name)}; a file name cannot hold a NUL byte"
     existing = directory
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
     if existing == directory and not os.path.isdir(directory):
-        problems.append(f"{key_dir}: {directory} is a file, not a directory; expected a directory for the JSON result")
-        return
+        return f"{key_dir}: {directory} is a file, not a directory; expected a directory for the JSON result"
     if existing != directory and not os.path.isdir(existing):
-        problems.append(f"{key_dir}: {directory} cannot be created: {existing} is a file")
-        return
+        return f"{key_dir}: {directory} cannot be created: {existing} is a file"
     try:
         limit = int(os.pathconf(existing, "PC_NAME_MAX"))
     except (OSError, ValueError, AttributeError):  # no pathconf (Windows), or no answer: the common limit
         limit = 255
     if len(os.fsencode(name)) > limit:
-        problems.append(
-            f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} allows at most {limit}"
-        )
-        return
+        return f"{key_name}: got a name of {len(os.fsencode(name))} bytes; the file system at {existing} allows at most {limit}"
     side = steps_name(name) if general["save_steps"] else None
     if side is not None and len(os.fsencode(side)) > limit:
-        problems.append(
+        return (
             f"{key_name}: the per-step directory's name {side[:40]}... would have {len(os.fsencode(side))} "
             f"bytes; the file system at {existing} allows at most {limit}: shorten the name by "
             f"{len(os.fsencode(side)) - limit} bytes or set global.save_steps: false"
         )
-        return
     why = _probe(existing)
     if why is not None:
         what = "is not writable" if existing == directory else f"cannot be created in {existing}"
-        problems.append(f"{key_dir}: {directory} {what} ({why}); expected a directory where benchy can write its JSON result")
-        return
+        return f"{key_dir}: {directory} {what} ({why}); expected a directory where benchy can write its JSON result"
     if os.path.isdir(os.path.join(directory, name)):
-        problems.append(f"{key_name}: {os.path.join(directory, name)} is a directory; expected a file name")
-    elif side is not None and os.path.exists(os.path.join(directory, side)) and not os.path.isdir(os.path.join(directory, side)):
-        problems.append(
+        return f"{key_name}: {os.path.join(directory, name)} is a directory; expected a file name"
+    if side is not None and os.path.exists(os.path.join(directory, side)) and not os.path.isdir(os.path.join(directory, side)):
+        return (
             f"{key_name}: {os.path.join(directory, side)} is a file; benchy keeps per-step times in a "
             f"directory of that name: move the file, rename the output or set global.save_steps: false"
         )
+    return None

@@ -58,12 +58,7 @@ def _key(path: str, key: str) -> str:
     return f"{path}[{shown}]"
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "nothing"
-
-
-_MISSING = _Missing()
+_MISSING: Any = object()  # a key the document lacks
 
 
 def check(document: Any, where: str) -> Document:

@@ -213,9 +213,7 @@ class SlowWorker(_Block, frozen=True, kw_only=True):
     ratio: Optional[Number] = None
 
 
-class SlowestWorkerCost(_Block, frozen=True, kw_only=True):
-    worker: Optional[Index] = None
-    ratio: Optional[Number] = None
+class SlowestWorkerCost(SlowWorker, frozen=True, kw_only=True):
     io_share: Optional[Number] = None
 
 

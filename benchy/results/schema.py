@@ -42,8 +42,8 @@ from ..core.machine import Stop
 from ..core.outcomes import Reason
 from ..core.results import RunResults, ScheduleState, Snapshot, StepRates, TrialResult
 from ..core.schedule import Mode
-from ..core.stats import Comparison, estimate, finite
-from ..core.sweep import SettingResult, best, cheapest_enough, smallest_within
+from ..core.stats import Comparison, Estimate, estimate, finite
+from ..core.sweep import best, cheapest_enough, smallest_within
 from ..core.verdict import Reading, Verdict, disturbed_trials, h2d_estimate, own_io
 from ..core.whatif import WhatIf
 from . import model
@@ -57,7 +57,6 @@ from .text.verdict import verdict_line
 
 SCHEMA_VERSION = 5
 METHOD = "welch-t on log trial throughputs"  # the decision's test (its ``method``)
-MODE_KEYS = tuple(m.value for m in Mode)
 
 
 def default_run_name(environment: Mapping[str, Any]) -> str:
@@ -84,6 +83,17 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def _trials(trials: Sequence[TrialResult], est: Optional[Estimate] = None) -> Dict[str, Any]:
+    """The keys every block of trials has: each trial's throughput, time and samples, and with ``est`` their mean,
+    its interval's half-width and their count."""
+    lists = {
+        "trial_throughput": [t.throughput for t in trials],
+        "trial_time": [t.seconds for t in trials],
+        "trial_samples": [t.samples for t in trials],
+    }
+    return lists if est is None else {**lists, "mean": est.mean, "interval": est.half_width, "n": est.n}
 
 
 def _data_wait_block(results: RunResults) -> Optional[model.DataWait]:
@@ -137,21 +147,10 @@ def _mode_block(
         # (a StepRates in place of the list the reader decodes).
         rates=[StepRates(t) for t in trials] if per_step else None,  # type: ignore[misc]
         avg_iter_throughput=[t.mean_step_rate for t in trials],
-        trial_throughput=[t.throughput for t in trials],
-        trial_time=[t.seconds for t in trials],
-        # Ours.
-        trial_samples=[t.samples for t in trials],
+        **_trials(trials, est),  # trial_throughput and trial_time are the original's keys, the rest ours
         nbatches=[len(t.step_seconds) for t in trials],
-        mean=est.mean,
-        interval=est.half_width,
         confidence=est.confidence,
-        n=est.n,
-        warmup=model.Warmup(
-            trial_throughput=[t.throughput for t in warm],
-            trial_time=[t.seconds for t in warm],
-            trial_samples=[t.samples for t in warm],
-            system=[t.system for t in warm],
-        ),
+        warmup=model.Warmup(**_trials(warm), system=[t.system for t in warm]),
         steps=reading.profiles.get(mode) if per_step else None,
         system=[t.system for t in trials],  # per counted trial (null when not sampled)
         tokens=[t.tokens for t in trials] if any(t.tokens is not None for t in trials) else UNSET,
@@ -187,15 +186,8 @@ def _timeline_entry(t: TrialResult, group: str, *, saved: bool = False, folded: 
 
 
 def timeline_block(results: RunResults, steps_saved: bool) -> model.Timeline:
-    """The JSON's ``timeline``: every trial that ran, in the order it started (``benchy trace`` draws it).
-
-    ``group``: ``schedule`` (its per-step file is ``<trial>.npy`` in ``steps_dir`` when ``steps_file``),
-    ``IO_H2D``, ``sweep`` (with the ``setting``), ``stages`` (the diagnostic stage trials: rank 0's),
-    ``diagnostics`` (the windows ``PARTS_1`` and ``CONTENTION_1``), ``emulated`` (the emulated-step trials) or
-    ``flops`` (the FLOPs' count on the cached batch, with its window) or ``lost`` (a SYNTHETIC window that did not
-    count: the steps it ran);
-    ``own_seconds``: this rank's time over the trial's periods (rank 0's); ``seconds``: with several
-    ranks the slowest rank's; ``rank_started`` and ``rank_seconds``: each rank's start and own time."""
+    """The JSON's ``timeline``: every trial that ran, in the order it started (``benchy trace`` draws it; its keys'
+    words are the model's)."""
     entries = [_timeline_entry(t, "schedule", saved=steps_saved) for t in results.trials]
     entries += [_timeline_entry(t, "IO_H2D") for t in results.h2d]
     entries += [_timeline_entry(t, "diagnostics", folded=True) for t in results.diagnostics]
@@ -227,12 +219,7 @@ def h2d_block(results: RunResults) -> model.H2D:
     return model.H2D(
         device=results.h2d_device,
         skipped=_skipped(results.h2d_skipped),
-        trial_throughput=[t.throughput for t in results.h2d],
-        trial_time=[t.seconds for t in results.h2d],
-        trial_samples=[t.samples for t in results.h2d],
-        mean=est.mean,
-        interval=est.half_width,
-        n=est.n,
+        **_trials(results.h2d, est),
         vs_io=est.mean / io.mean if est.mean is not None and io.mean else None,
         system=[t.system for t in results.h2d],
     )
@@ -244,16 +231,10 @@ def emulated_block(results: RunResults) -> Optional[model.Emulated]:
     if results.emulated_speedup is None and results.emulated_skipped is None:
         return None
     measured = [t for t in results.emulated if not t.spec.warmup]
-    est = estimate([t.throughput for t in measured])
     return model.Emulated(
         speedup=results.emulated_speedup,
         skipped=_skipped(results.emulated_skipped),
-        trial_throughput=[t.throughput for t in measured],
-        trial_time=[t.seconds for t in measured],
-        trial_samples=[t.samples for t in measured],
-        mean=est.mean,
-        interval=est.half_width,
-        n=est.n,
+        **_trials(measured, estimate([t.throughput for t in measured])),
     )
 
 
@@ -270,23 +251,6 @@ def diagnostics_block(results: RunResults) -> Optional[model.Diagnostics]:
     )
 
 
-def _setting_block(r: SettingResult) -> model.SweepSetting:
-    est = r.estimate
-    return model.SweepSetting(
-        settings=r.setting,
-        trial_throughput=[t.throughput for t in r.trials],
-        trial_time=[t.seconds for t in r.trials],
-        trial_samples=[t.samples for t in r.trials],
-        warmup=model.SweepWarmup(trial_throughput=[t.throughput for t in r.warmups]),
-        mean=est.mean,
-        interval=est.half_width,
-        n=est.n,
-        error=r.error,
-        workers_memory_bytes=r.memory,
-        over_memory_cap=r.over_cap,
-    )
-
-
 def sweep_block(results: RunResults) -> Optional[model.Sweep]:
     """The JSON's ``sweep``: each setting's IO trials, the best, the recommended, the applied (None: no sweep)."""
     if not results.sweep:
@@ -296,7 +260,17 @@ def sweep_block(results: RunResults) -> Optional[model.Sweep]:
     enough = cheapest_enough(results.sweep, synthetic) if synthetic is not None else None
     return model.Sweep(
         own=results.sweep_own,
-        settings=[_setting_block(r) for r in results.sweep],
+        settings=[
+            model.SweepSetting(
+                settings=r.setting,
+                **_trials(r.trials, r.estimate),
+                warmup=model.SweepWarmup(trial_throughput=[t.throughput for t in r.warmups]),
+                error=r.error,
+                workers_memory_bytes=r.memory,
+                over_memory_cap=r.over_cap,
+            )
+            for r in results.sweep
+        ],
         best=None if top is None else top.setting,
         smallest_within_5pct=None if small is None else small.setting,
         feeds_synthetic=None if enough is None else enough.setting,
@@ -496,19 +470,13 @@ def result_document(
     summary: Optional[Sequence[str]] = None,
     run_name: Optional[str] = None,
 ) -> model.Document:
-    """The JSON document: the original's keys plus schema version, config, environment, status
-    (``files.write_document`` writes it).
+    """The JSON document (``files.write_document`` writes it; the model says what each key holds).
 
-    ``per_step``: include each mode's ``rates`` (per-step throughputs of every counted trial);
-    checkpoints leave them out (null); every trial's per-step times were saved once, when it
-    ended, in ``steps_dir`` (next to the JSON; None when not saved).
-
-    ``complete`` is true only when the schedule ran to its end (``snapshot.finished``) and every
-    trial it issued counted; ``exit_status`` is the status benchy exits with under
-    ``exit_after_tests`` (0, or 3 when a mode has no counted trial), or None when benchy does not
-    end the process (checkpoints, partial runs, transparent mode). ``reading``: the verdict,
-    worked out once by the caller. ``summary``: the summary lines as printed (final document only).
-    ``run_name``: the config's ``run_name``, or :func:`default_run_name` of ``environment``.
+    ``per_step``: include each mode's ``rates`` (checkpoints leave them out: null); ``steps_dir``: where each
+    trial's per-step times were saved, next to the JSON (None when not saved). ``exit_status``: the status benchy
+    exits with under ``exit_after_tests``, or None when benchy does not end the process. ``reading``: the verdict,
+    worked out once by the caller; ``summary``: the summary lines as printed (final document only); ``run_name``:
+    the config's, else :func:`default_run_name` of ``environment``.
     """
     results = snapshot.results
     found = reading.verdict
@@ -574,12 +542,12 @@ def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
     env = doc.get("environment")
     doc["run_name"] = default_run_name(env if isinstance(env, dict) else {})
     doc["source"] = "run"
-    for key in MODE_KEYS:
-        block = doc.get(key)
+    for mode in Mode:
+        block = doc.get(mode.value)
         if isinstance(block, dict):
             throughputs = block.get("trial_throughput")
             block.setdefault("system", [None] * (len(throughputs) if isinstance(throughputs, list) else 0))
-            if key == Mode.FULL.value:
+            if mode is Mode.FULL:
                 block.setdefault("data_wait", None)
     return doc
 
