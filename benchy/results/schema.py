@@ -20,8 +20,8 @@ Version history (``schema_version``; :mod:`benchy.results.model` declares every 
    ``loop_steps`` (the loop's known length) and ``measuring_steps`` (the steps the verdict took); null or
    empty in a file upgraded from an older version.
 
-:func:`upgrade` maps any readable version to the current one, step by step
-(``_UPGRADES[v]`` turns version ``v`` into ``v + 1``); :func:`read_run` then builds the
+:func:`upgrade` maps any readable version to the current one (the keys a version added are the model's
+defaults, null or empty, in an older file); :func:`read_run` then builds the
 :class:`~benchy.results.saved.Run` that the command-line tools use, checking every value it reads so that
 a damaged file is named with the key that is wrong.
 """
@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import math
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from msgspec import UNSET, UnsetType
@@ -536,7 +536,7 @@ def result_document(
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
+def _v1_to_v2(doc: Dict[str, Any]) -> None:
     """Version 1 (0.1.0 and later additions) to 2: name the run and say where it came from; a mode's trials had no
     system figures, FULL no data wait."""
     env = doc.get("environment")
@@ -549,20 +549,6 @@ def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
             block.setdefault("system", [None] * (len(throughputs) if isinstance(throughputs, list) else 0))
             if mode is Mode.FULL:
                 block.setdefault("data_wait", None)
-    return doc
-
-
-def _v2_to_v3(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 2 to 3: the one profiler was Nsight Systems' capture range."""
-    profiler = doc.get("profiler")
-    if isinstance(profiler, dict):
-        profiler.setdefault("profiler", "cudaProfilerApi")
-    return doc
-
-
-# Version ``v`` to ``v + 1`` where it takes more than the keys the model fills with its defaults (null, empty: the
-# keys added by versions 3, 4 and 5, which older files lack).
-_UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def upgrade(document: Mapping[str, Any], where: str = "the document", *, in_place: bool = False) -> Tuple[Dict[str, Any], int]:
@@ -581,8 +567,11 @@ def upgrade(document: Mapping[str, Any], where: str = "the document", *, in_plac
     if version < 1:
         raise ResultFileError(f"{where}: schema_version {version}; expected 1 to {SCHEMA_VERSION}")
     doc = document if in_place and isinstance(document, dict) else copy.deepcopy(dict(document))
-    for step in range(version, SCHEMA_VERSION):
-        doc = _UPGRADES[step](doc) if step in _UPGRADES else doc
+    if version < 2:
+        _v1_to_v2(doc)
+    profiler = doc.get("profiler")
+    if version < 3 and isinstance(profiler, dict):  # the one profiler before version 3: Nsight Systems' capture range
+        profiler.setdefault("profiler", "cudaProfilerApi")
     doc["schema_version"] = SCHEMA_VERSION
     return doc, version
 
