@@ -3,7 +3,6 @@ piece by piece, and removal of the temporaries a killed writer left (pure: no to
 
 from __future__ import annotations
 
-import enum
 import json
 import math
 import os
@@ -61,12 +60,8 @@ def _builtin(value: Any) -> Any:
     """msgspec's enc_hook: a value it does not encode itself (numpy, a str subclass such as ``torch.__version__``)
     as JSON; ValueError for any other (the callers report a document that cannot be written rather than end the
     training)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.generic, np.ndarray)):  # msgspec encodes enums itself
         return value.tolist()
-    if isinstance(value, enum.Enum):
-        return value.value
     if isinstance(value, (str, os.PathLike)):
         return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
     raise ValueError(f"expected a JSON value, got {type(value).__name__}")

@@ -56,22 +56,17 @@ def _keys(names: str) -> Meta:
     return Meta(extra={"keys": names})
 
 
-class _Block(Record, frozen=True, kw_only=True):
-    r"""An object of the file that only the file has: its fields by keyword (the objects benchy also keeps in
-    memory are :class:`~benchy.core.record.Record`\ s themselves)."""
-
-
 # --- a mode's trials ------------------------------------------------------------------------
 
 
-class Warmup(_Block, frozen=True, kw_only=True):
+class Warmup(Record, frozen=True, kw_only=True):
     trial_throughput: Numbers = []
     trial_time: List[Seconds] = []
     trial_samples: List[Count] = []
     system: List[Optional[SystemFigures]] = []
 
 
-class Ranks(_Block, frozen=True, kw_only=True):
+class Ranks(Record, frozen=True, kw_only=True):
     trial_throughput: List[Numbers] = []
     trial_time: List[List[Optional[Number]]] = []
     trial_samples: List[List[Count]] = []
@@ -82,7 +77,7 @@ class Ranks(_Block, frozen=True, kw_only=True):
     trials: List[Optional[RankSummary]] = []
 
 
-class DataWait(_Block, frozen=True, kw_only=True):
+class DataWait(Record, frozen=True, kw_only=True):
     mean: Optional[Number] = None
     interval: Optional[Number] = None
     confidence: Optional[Number] = None
@@ -116,7 +111,7 @@ MODE_WORDS = (
 )
 
 
-class ModeBlock(_Block, frozen=True, kw_only=True):
+class ModeBlock(Record, frozen=True, kw_only=True):
     what: ClassVar[str] = "an object with the mode's trials"
     rates: Optional[List[Numbers]] = None
     avg_iter_throughput: Numbers = []
@@ -140,7 +135,7 @@ class ModeBlock(_Block, frozen=True, kw_only=True):
 # --- the timeline and the sweep -------------------------------------------------------------
 
 
-class TimelineTrial(_Block, frozen=True, kw_only=True):
+class TimelineTrial(Record, frozen=True, kw_only=True):
     what: ClassVar[str] = "a trial of the timeline"
     plural: ClassVar[str] = "trials of the timeline"
     trial: str
@@ -160,16 +155,16 @@ class TimelineTrial(_Block, frozen=True, kw_only=True):
     setting: Union[Setting, UnsetType, None] = UNSET
 
 
-class Timeline(_Block, frozen=True, kw_only=True):
+class Timeline(Record, frozen=True, kw_only=True):
     trials: List[TimelineTrial]
     clock: Optional[str] = None
 
 
-class SweepWarmup(_Block, frozen=True, kw_only=True):
+class SweepWarmup(Record, frozen=True, kw_only=True):
     trial_throughput: Numbers = []
 
 
-class SweepSetting(_Block, frozen=True, kw_only=True):
+class SweepSetting(Record, frozen=True, kw_only=True):
     what: ClassVar[str] = "a setting with its trials"
     plural: ClassVar[str] = "settings with their trials"
     settings: Setting
@@ -185,7 +180,7 @@ class SweepSetting(_Block, frozen=True, kw_only=True):
     over_memory_cap: Optional[bool] = None
 
 
-class Sweep(_Block, frozen=True, kw_only=True):
+class Sweep(Record, frozen=True, kw_only=True):
     own: Optional[Setting] = None
     settings: List[SweepSetting] = []
     best: Optional[Setting] = None
@@ -198,7 +193,7 @@ class Sweep(_Block, frozen=True, kw_only=True):
 # --- the loader's side ----------------------------------------------------------------------
 
 
-class Stage(_Block, frozen=True, kw_only=True):
+class Stage(Record, frozen=True, kw_only=True):
     what: ClassVar[str] = "a stage"
     name: Optional[str] = None
     where: Optional[str] = None
@@ -208,7 +203,7 @@ class Stage(_Block, frozen=True, kw_only=True):
     off_cpu_share: Optional[Number] = None
 
 
-class SlowWorker(_Block, frozen=True, kw_only=True):
+class SlowWorker(Record, frozen=True, kw_only=True):
     worker: Optional[Index] = None
     ratio: Optional[Number] = None
 
@@ -217,7 +212,7 @@ class SlowestWorkerCost(SlowWorker, frozen=True, kw_only=True):
     io_share: Optional[Number] = None
 
 
-class Stages(_Block, frozen=True, kw_only=True):
+class Stages(Record, frozen=True, kw_only=True):
     skipped: Optional[str] = None
     period_seconds: Optional[Number] = None
     throughput: Optional[Number] = None
@@ -246,14 +241,14 @@ class Stages(_Block, frozen=True, kw_only=True):
 # --- compute, tokens, energy ----------------------------------------------------------------
 
 
-class ComputeMode(_Block, frozen=True, kw_only=True):
+class ComputeMode(Record, frozen=True, kw_only=True):
     flops_per_s: Optional[Number] = None
     interval: Optional[Number] = None
     mfu: Optional[Number] = None
     mfu_interval: Optional[Number] = None
 
 
-class Compute(_Block, frozen=True, kw_only=True):
+class Compute(Record, frozen=True, kw_only=True):
     flops_per_step: Optional[Number] = None
     flops_per_sample: Optional[Number] = None
     samples: Optional[Count] = None
@@ -277,7 +272,7 @@ class Compute(_Block, frozen=True, kw_only=True):
 # --- the what-if model ----------------------------------------------------------------------
 
 
-class WhatIfInputs(_Block, frozen=True, kw_only=True):
+class WhatIfInputs(Record, frozen=True, kw_only=True):
     samples_per_batch: Optional[Number] = None
     workers: Optional[Count] = None
     cores: Optional[Number] = None
@@ -305,7 +300,7 @@ class WhatIfInputs(_Block, frozen=True, kw_only=True):
     other_main_seconds_per_batch: Optional[Number] = None
 
 
-class WhatIf(_Block, frozen=True, kw_only=True):
+class WhatIf(Record, frozen=True, kw_only=True):
     basis: Optional[str] = None
     inputs: Optional[WhatIfInputs] = None
     scale: Optional[Number] = None
@@ -322,20 +317,20 @@ class WhatIf(_Block, frozen=True, kw_only=True):
 # --- the windows after the verdict, the emulated step, IO_H2D -------------------------------
 
 
-class DiagnosticTrial(_Block, frozen=True, kw_only=True):
+class DiagnosticTrial(Record, frozen=True, kw_only=True):
     label: Optional[str] = None
     throughput: Optional[Number] = None
     seconds: Optional[Seconds] = None
 
 
-class Diagnostics(_Block, frozen=True, kw_only=True):
+class Diagnostics(Record, frozen=True, kw_only=True):
     trials: List[DiagnosticTrial] = []
     parts: Optional[StepParts] = None
     contention: Optional[ContentionRun] = None
     skipped: List[str] = []
 
 
-class Emulated(_Block, frozen=True, kw_only=True):
+class Emulated(Record, frozen=True, kw_only=True):
     speedup: Optional[Number] = None
     skipped: Optional[str] = None
     step_seconds: Optional[Number] = None
@@ -347,7 +342,7 @@ class Emulated(_Block, frozen=True, kw_only=True):
     n: Optional[Count] = None
 
 
-class H2D(_Block, frozen=True, kw_only=True):
+class H2D(Record, frozen=True, kw_only=True):
     device: Optional[str] = None
     skipped: Optional[str] = None
     trial_throughput: Numbers = []
@@ -363,7 +358,7 @@ class H2D(_Block, frozen=True, kw_only=True):
 # --- how the verdict was reached, the run's settings ----------------------------------------
 
 
-class Comparison(_Block, frozen=True, kw_only=True):
+class Comparison(Record, frozen=True, kw_only=True):
     method: Optional[str] = None
     ratio: Optional[str] = None
     value: Optional[Number] = None
@@ -375,14 +370,14 @@ class Comparison(_Block, frozen=True, kw_only=True):
     inputs: Annotated[Dict[str, Numbers], _keys("modes")] = {}
 
 
-class Decision(_Block, frozen=True, kw_only=True):
+class Decision(Record, frozen=True, kw_only=True):
     io_vs_synthetic: Optional[Comparison] = None
     full_vs_slower: Optional[Comparison] = None
     outcome: Optional[str] = None
     inconsistent: Optional[bool] = None
 
 
-class Imprecise(_Block, frozen=True, kw_only=True):
+class Imprecise(Record, frozen=True, kw_only=True):
     what: ClassVar[str] = "an imprecise figure"
     plural: ClassVar[str] = "imprecise figures"
     share: Optional[Number] = None
@@ -391,7 +386,7 @@ class Imprecise(_Block, frozen=True, kw_only=True):
     capped: Optional[bool] = None
 
 
-class Schedule(_Block, frozen=True, kw_only=True):
+class Schedule(Record, frozen=True, kw_only=True):
     adaptive: Optional[bool] = None
     precision: Optional[Number] = None
     windows_needed: Optional[Count] = None
@@ -415,7 +410,7 @@ class Schedule(_Block, frozen=True, kw_only=True):
     imprecise: Annotated[Dict[str, Imprecise], _keys("modes")] = {}
 
 
-class Environment(_Block, frozen=True, kw_only=True):
+class Environment(Record, frozen=True, kw_only=True):
     benchy_version: Optional[str] = None
     torch_version: Optional[str] = None
     python_version: Optional[str] = None
@@ -428,7 +423,7 @@ class Environment(_Block, frozen=True, kw_only=True):
     time_utc: Optional[str] = None
 
 
-class Interrupted(_Block, frozen=True, kw_only=True):
+class Interrupted(Record, frozen=True, kw_only=True):
     what: ClassVar[str] = "a trial that did not count"
     plural: ClassVar[str] = "trials that did not count"
     trial: Optional[str] = None
@@ -440,7 +435,7 @@ class Interrupted(_Block, frozen=True, kw_only=True):
 # --- the document ---------------------------------------------------------------------------
 
 
-class Document(_Block, frozen=True, kw_only=True):
+class Document(Record, frozen=True, kw_only=True):
     """A result file (the current schema version): every key at the top, in the order written."""
 
     what: ClassVar[str] = "a JSON object (benchy's result)"
