@@ -628,5 +628,4 @@ def load(path: str | os.PathLike[str]) -> Run:
     Raises :class:`ResultFileError` naming the file and what is wrong with it.
     """
     name = os.fspath(path)
-    document = read_file(name)
-    return read_run(document, name, owned=True)
+    return read_run(read_file(name), name, owned=True)
