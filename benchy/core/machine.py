@@ -13,7 +13,7 @@ import enum
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, FrozenSet, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -159,7 +159,6 @@ class WarmupEnded:
     done: int
     change: Optional[float]
     steady: bool
-    tolerance: float = STEADY_TOLERANCE
 
     def words(self) -> Said:
         what = "n/a" if self.change is None else f"{100.0 * self.change:+.1f} %"
@@ -168,10 +167,10 @@ class WarmupEnded:
             return Said(
                 False,
                 f"{mode} warm-up: steady after {self.done} warm-up trial(s) (median step time of the last "
-                f"steps {what} against the steps before, within {100 * self.tolerance:g} %; warm-up goes on "
+                f"steps {what} against the steps before, within {100 * STEADY_TOLERANCE:g} %; warm-up goes on "
                 f"while it falls by more).",
             )
-        if self.change is not None and self.tolerance < self.change <= NOISY_RISE:
+        if self.change is not None and STEADY_TOLERANCE < self.change <= NOISY_RISE:
             return Said(
                 False,
                 f"{mode} warm-up: over after {self.done} warm-up trial(s): the median step time of the last "
@@ -179,7 +178,7 @@ class WarmupEnded:
                 f"slower: more warm-up would not cure it); measuring begins, and the trials' intervals carry "
                 f"the variation.",
             )
-        if self.change is not None and self.change > self.tolerance:
+        if self.change is not None and self.change > STEADY_TOLERANCE:
             return Said(
                 True,
                 f"{mode} warm-up: not steady after {self.done} warm-up trial(s): the median step time of "
@@ -222,12 +221,11 @@ def judge(results: RunResults, schedule: Schedule) -> Judgement:
     precise = frozenset(mode for mode, w in widths.items() if w <= schedule.precision)
     settled = frozenset(mode for mode, w in widths.items() if w <= max(schedule.precision, schedule.figure_precision))
     io_wider = widths[Mode.IO] >= widths[Mode.SYNTHETIC]
-    if any(len(results.measured(mode)) < MIN_AUTO_TRIALS for mode in (Mode.IO, Mode.SYNTHETIC)):
-        return Judgement(False, None, precise, io_wider, settled)
-    found = verdict(results, schedule.modes, schedule.decision_confidence)  # None without IO or SYNTHETIC
-    if found is None:
-        return Judgement(False, None, precise, io_wider, settled)
-    return Judgement(found.decided, found.outcome, precise, io_wider, settled)
+    found = None
+    if all(len(results.measured(mode)) >= MIN_AUTO_TRIALS for mode in (Mode.IO, Mode.SYNTHETIC)):
+        found = verdict(results, schedule.modes, schedule.decision_confidence)  # None without IO or SYNTHETIC
+    decided, outcome = (False, None) if found is None else (found.decided, found.outcome)
+    return Judgement(decided, outcome, precise, io_wider, settled)
 
 
 def _relative_width(results: RunResults, mode: Mode) -> float:
@@ -296,22 +294,18 @@ class State:
         return self.issued(mode, warmup=True) + self.issued(mode)
 
     @property
-    def measuring(self) -> bool:
-        return self.phase is Phase.MEASURING
-
-    @property
     def decided_phase(self) -> bool:
         """A script that ends now leaves a complete run: measuring is over, or an ``auto`` verdict is decided."""
         if self.phase in (Phase.EXTRAS, Phase.DONE):
             return True
-        return self.measuring and self.schedule.stops_early and self.judgement.decided
+        return self.phase is Phase.MEASURING and self.schedule.stops_early and self.judgement.decided
 
     def warmups_used(self) -> dict[str, int]:
         return {p.mode.value: self.issued(p.mode, warmup=True) for p in self.schedule.plans}
 
     def may_run(self, mode: Mode) -> bool:
         plan = self.schedule.plan(mode)
-        if plan is None or not self.measuring:
+        if plan is None or self.phase is not Phase.MEASURING:
             return False
         return _warming(self, plan) or _profile_due(self, plan) or _needs(self, mode)
 
@@ -336,11 +330,8 @@ def transition(state: State, event: Event) -> Tuple[State, Action]:
         if spec.variant == "" and spec.warmup and not spec.profiled:
             state = dataclasses.replace(state, changes={**state.changes, spec.mode: event.change})
         state = dataclasses.replace(state, judgement=event.judgement)
-        if spec.mode is not Mode.IO and spec.variant == "":
-            state = dataclasses.replace(state, boundary=state.boundary + 1)
-    elif isinstance(event, Lost):
-        if event.spec.mode is not Mode.IO and event.spec.variant == "":
-            state = dataclasses.replace(state, boundary=state.boundary + 1)
+    if isinstance(event, (Counted, Lost)) and event.spec.mode is not Mode.IO and event.spec.variant == "":
+        state = dataclasses.replace(state, boundary=state.boundary + 1)
     state = dataclasses.replace(state, room=room)
     return _next(state)
 
@@ -354,8 +345,10 @@ def _next(state: State) -> Tuple[State, Action]:
         if spec is not None:
             return _issue(state, spec), RunIO(spec)
         window = _next_window(state)
+        # IO runs at a boundary it has not run at where it is the wider side, never between two FULL windows.
         between_full = window is not None and window.mode is Mode.FULL and state.previous is Mode.FULL
-        if _io_needed(state) and (window is None or (_io_due(state) and not between_full)):
+        due = state.io_boundary != state.boundary and state.judgement.io_wider and not between_full
+        if _io_needed(state) and (window is None or due):
             spec = _spec(state, Mode.IO, warmup=False)
             state = dataclasses.replace(_issue(state, spec), io_boundary=state.boundary)
             return state, RunIO(spec)
@@ -381,9 +374,7 @@ def _settle(state: State) -> State:
     """Note each ``auto`` warm-up that has just ended (once)."""
     for plan in state.schedule.plans:
         mode = plan.mode
-        if mode in state.warm or plan.nwarmup is not None or state.issued(mode, warmup=True) == 0:
-            continue
-        if _warming(state, plan):
+        if mode in state.warm or plan.nwarmup is not None or state.issued(mode, warmup=True) == 0 or _warming(state, plan):
             continue
         change = state.changes.get(mode)
         steady = change is not None and abs(change) <= STEADY_TOLERANCE
@@ -437,27 +428,27 @@ def _needs(state: State, mode: Mode) -> bool:
     issued = state.issued(mode)
     if issued < plan.fewest_trials:
         return True
-    if plan.ntrials is not None or issued >= plan.max_trials:
-        return False
     judgement = state.judgement
-    if mode in judgement.precise:
+    if plan.ntrials is not None or issued >= plan.max_trials or mode in judgement.precise:
         return False
     # A decided verdict stops a mode once its interval is within the figure precision: the figures beside the verdict are
     # read too (two trials give a t quantile of 12.7, an interval wider than most figures).
     return not (judgement.decided and mode in judgement.settled)
 
 
+def _wanted(state: State, plan: ModePlan, needed: bool) -> Optional[Tuple[bool, bool]]:
+    """(warm-up, profiled) of ``plan``'s next trial: a warm-up, the profiled one, a counted one if ``needed``, or None."""
+    if _warming(state, plan):
+        return True, False
+    if _profile_due(state, plan):
+        return True, True
+    return (False, False) if needed else None
+
+
 def _io_warmup_or_fewest(state: State) -> Optional[TrialSpec]:
     plan = state.schedule.plan(Mode.IO)
-    if plan is None:
-        return None
-    if _warming(state, plan):
-        return _spec(state, Mode.IO, warmup=True)
-    if _profile_due(state, plan):
-        return _spec(state, Mode.IO, warmup=True, profiled=True)
-    if state.issued(Mode.IO) < plan.fewest_trials:
-        return _spec(state, Mode.IO, warmup=False)
-    return None
+    wanted = None if plan is None else _wanted(state, plan, state.issued(Mode.IO) < plan.fewest_trials)
+    return None if wanted is None else _spec(state, Mode.IO, warmup=wanted[0], profiled=wanted[1])
 
 
 def _beside(state: State, plan: ModePlan) -> bool:
@@ -471,28 +462,9 @@ def _io_needed(state: State) -> bool:
     return _needs(state, Mode.IO) and not any(_warming(state, p) for p in state.schedule.window_plans)
 
 
-def _io_due(state: State) -> bool:
-    return state.io_boundary != state.boundary and state.judgement.io_wider
-
-
-def _lead(state: State, mode: Mode) -> int:
-    """Untimed steps before a window and the periods it may leave out (an epoch's end, its first)."""
-    return (state.queue_depth + 1 if mode is Mode.FULL else 0) + 2
-
-
-def _cycle(state: State, mode: Mode) -> int:
-    plan = state.schedule.plan(mode)
-    return 1 if plan is None else max(1, plan.cycle)
-
-
-def _kept_for_flops(state: State) -> int:
-    """Steps kept for the FLOPs' count, so that a run whose windows grow to its known length still counts them."""
-    return FLOPS_STEPS if Extra.FLOPS in state.schedule.extras else 0
-
-
-def _crossed(state: State, mode: Mode, n: int) -> int:
+def _crossed(state: State, plan: ModePlan, n: int) -> int:
     """The most steps a window of ``n`` batches may leave out at the epochs' ends it crosses (it errs long)."""
-    per = 2 + (state.queue_depth if mode is Mode.FULL else 0) + _cycle(state, mode) - 1
+    per = 2 + (state.queue_depth if plan.mode is Mode.FULL else 0) + max(1, plan.cycle) - 1
     return _epoch_ends(n, state.epoch_length, per)
 
 
@@ -503,41 +475,36 @@ def _epoch_ends(steps: int, epoch_length: Optional[int], per: int) -> int:
     return per * math.ceil(steps / max(1, epoch_length - per))
 
 
-def _fitting(state: State, mode: Mode, length: int, budget: int) -> int:
+def _fitting(state: State, plan: ModePlan, length: int, budget: int) -> int:
     """The longest window up to ``length``, in whole rounds, that fits ``budget`` steps (0: none)."""
-    if length + _crossed(state, mode, length) <= budget:
+    if length + _crossed(state, plan, length) <= budget:
         return length
-    low = _largest(0, max(0, min(length, budget)), lambda n: n + _crossed(state, mode, n) <= budget)
-    cycle = _cycle(state, mode)
-    return low - low % cycle
+    low = _largest(0, max(0, min(length, budget)), lambda n: n + _crossed(state, plan, n) <= budget)
+    return low - low % max(1, plan.cycle)
 
 
 def _next_window(state: State) -> Optional[TrialSpec]:
     """The next SYNTHETIC or FULL window (S F F S ...), shortened to the loop's room; None: none needed or none fits."""
-    wanted: List[Tuple[Mode, bool, bool]] = []  # (mode, warm-up, profiled)
-    for plan in state.schedule.window_plans:
-        if _warming(state, plan):
-            wanted.append((plan.mode, True, False))
-        elif _profile_due(state, plan):
-            wanted.append((plan.mode, True, True))
-        elif _needs(state, plan.mode) or _beside(state, plan):
-            wanted.append((plan.mode, False, False))
+    wanted = [
+        (plan, found)
+        for plan in state.schedule.window_plans
+        if (found := _wanted(state, plan, _needs(state, plan.mode) or _beside(state, plan))) is not None
+    ]
     if not wanted:
         return None
-    if len(wanted) == 2:
-        pick = wanted[0] if abba_first(state.position) else wanted[1]
-    else:
-        pick = wanted[0]
-    mode, warmup, profiled = pick
-    chosen = state.schedule.plan(mode)
-    assert chosen is not None
-    length = chosen.length(state.windows(mode))
+    plan, (warmup, profiled) = wanted[0] if len(wanted) == 1 or abba_first(state.position) else wanted[1]
+    mode = plan.mode
+    length = plan.length(state.windows(mode))
     if mode is Mode.SYNTHETIC and state.queue_depth > 0:
         # As long as the loader's queue: the repay before the next FULL window takes what its workers made meanwhile.
-        length = max(length, min(state.queue_depth, chosen.nbatches))
+        length = max(length, min(state.queue_depth, plan.nbatches))
     if state.room is not None:
-        length = _fitting(state, mode, length, state.room - _lead(state, mode) - _kept_for_flops(state))
-        if length < max(min(MIN_WINDOW, chosen.nbatches), chosen.cycle):
+        # Untimed steps before a window and the periods it may leave out (an epoch's end, its first), and the steps
+        # kept for the FLOPs' count, so that a run whose windows grow to its known length still counts them.
+        lead = (state.queue_depth + 1 if mode is Mode.FULL else 0) + 2
+        kept = FLOPS_STEPS if Extra.FLOPS in state.schedule.extras else 0
+        length = _fitting(state, plan, length, state.room - lead - kept)
+        if length < max(min(MIN_WINDOW, plan.nbatches), plan.cycle):
             return None
     return _spec(state, mode, warmup=warmup, profiled=profiled, length=length)
 
@@ -618,7 +585,10 @@ def schedule_state(
         stop=None if state.stop is None else state.stop.value,
         extras=tuple(e.value for e in schedule.extras),
         extras_not_run=tuple((e.value, "horizon") for e in state.skipped)
-        + tuple((e.value, "ended") for e in (schedule.extras if state.measuring and state.decided_phase else state.extras)),
+        + tuple(
+            (e.value, "ended")
+            for e in (schedule.extras if state.phase is Phase.MEASURING and state.decided_phase else state.extras)
+        ),
         horizon=schedule.horizon,
         stopped_at=stopped_at,
         cycle=schedule.cycle,

@@ -60,11 +60,10 @@ class Progress:
         return self.epoch_length is not None and self.epoch_length < self.min_steps
 
 
-def steps_needed(schedule: Schedule, where: Where, decided_after: Optional[int] = None) -> int:
+def steps_needed(schedule: Schedule, where: Where) -> int:
     """The loop's steps the schedule takes at the most, an estimate, in epochs of the loop's own length."""
     per = where.epoch
-    fits = per is None or per >= m.min_epoch_steps(where.cycle)
-    return m.steps_of(schedule, where.queue_depth, per if fits else None, decided_after)
+    return m.steps_of(schedule, where.queue_depth, per if per is None or per >= m.min_epoch_steps(where.cycle) else None)
 
 
 def epochs_needed(schedule: Schedule, where: Where) -> Optional[int]:

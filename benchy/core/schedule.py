@@ -48,9 +48,6 @@ class Extra(str, enum.Enum):
         return self in (Extra.FLOPS, Extra.PARTS, Extra.CONTENTION)
 
 
-EXTRAS = tuple(Extra)
-
-
 @dataclass(frozen=True)
 class TrialSpec:
     """One planned trial. ``index`` counts from 1 within (mode or variant, warm-up or not)."""
@@ -98,9 +95,8 @@ class ModePlan:
         first = min(longest, self.first or longest)
         if c > 1:
             first = min(longest, max(FIRST_ROUNDS * c, first))
-        if self.growth <= 1.0 or first >= longest:
-            return _whole(first, c)
-        return min(longest, _whole(math.ceil(first * self.growth**k - 1e-9), c))
+        grown = math.ceil(first * max(1.0, self.growth) ** k - 1e-9)
+        return min(longest, -(-grown // c) * c)
 
     @property
     def most_warmups(self) -> int:
@@ -117,10 +113,6 @@ class ModePlan:
     @property
     def fewest_trials(self) -> int:
         return min(MIN_AUTO_TRIALS, self.max_trials) if self.ntrials is None else self.ntrials
-
-
-def _whole(n: int, cycle: int) -> int:
-    return -(-n // cycle) * cycle
 
 
 def abba_first(position: int) -> bool:
@@ -173,7 +165,7 @@ class Schedule:
             Extra.CONTENTION: g.whatif and synthetic,
             Extra.EMULATED: g.whatif and synthetic and io,
         }
-        extras = tuple(e for e in EXTRAS if enabled[e])
+        extras = tuple(e for e in Extra if enabled[e])
         horizon = g.loop_steps if isinstance(g.loop_steps, int) else None
         return cls(tuple(plans), float(g.auto_precision), extras, horizon, float(g.auto_figure_precision))
 
@@ -184,10 +176,7 @@ class Schedule:
         return replace(self, plans=plans, extras=tuple(e for e in self.extras if e not in own))
 
     def plan(self, mode: Mode) -> Optional[ModePlan]:
-        for p in self.plans:
-            if p.mode is mode:
-                return p
-        return None
+        return next((p for p in self.plans if p.mode is mode), None)
 
     @property
     def modes(self) -> Tuple[Mode, ...]:
@@ -264,9 +253,7 @@ class Schedule:
             p = self.plan(mode)
             out[f"{mode.value}.run_benchmark"] = p is not None
             if p is not None:
-                out[f"{mode.value}.nbatches"] = p.nbatches
-                out[f"{mode.value}.ntrials"] = AUTO if p.ntrials is None else p.ntrials
-                out[f"{mode.value}.nwarmup"] = AUTO if p.nwarmup is None else p.nwarmup
-                out[f"{mode.value}.profiled"] = p.profiled
-                out[f"{mode.value}.cycle"] = p.cycle
+                for key in ("nbatches", "ntrials", "nwarmup", "profiled", "cycle"):
+                    value = getattr(p, key)
+                    out[f"{mode.value}.{key}"] = AUTO if value is None else value
         return out
