@@ -13,7 +13,7 @@ import enum
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, FrozenSet, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -356,16 +356,14 @@ def _next(state: State) -> Tuple[State, Action]:
             return _issue(state, window), OpenWindow(window)
         state = _stop_measuring(state)
     if state.phase is Phase.EXTRAS:
-        extras, skipped = list(state.extras), list(state.skipped)
-        while extras:
-            extra = extras.pop(0)
+        # The first extra whose steps fit the loop's known length runs; those before it are left out.
+        for k, extra in enumerate(state.extras):
             spec = _extra_spec(state, extra)
             need = FLOPS_STEPS if extra is Extra.FLOPS else (spec.nbatches + 2 if spec is not None else 0)
-            if extra.in_loop and state.room is not None and need > state.room:
-                skipped.append(extra)
-                continue
-            return dataclasses.replace(state, extras=tuple(extras), skipped=tuple(skipped)), RunExtra(extra, spec)
-        state = dataclasses.replace(state, extras=(), skipped=tuple(skipped), phase=Phase.DONE)
+            if not (extra.in_loop and state.room is not None and need > state.room):
+                skipped = state.skipped + state.extras[:k]
+                return dataclasses.replace(state, extras=state.extras[k + 1 :], skipped=skipped), RunExtra(extra, spec)
+        state = dataclasses.replace(state, extras=(), skipped=state.skipped + state.extras, phase=Phase.DONE)
     assert state.stop is not None
     return state, Finish(state.stop)
 
@@ -538,19 +536,19 @@ def _stop_measuring(state: State) -> State:
     return dataclasses.replace(state, phase=Phase.EXTRAS, stop=stop, outcome=outcome, extras=extras, notes=notes)
 
 
-_ORDERS = {
+_ORDERS: Dict[Optional[Outcome], Tuple[Extra, ...]] = {
+    # no verdict, or one without an order of its own
+    None: (Extra.FLOPS, Extra.STAGES, Extra.H2D, Extra.PARTS, Extra.CONTENTION, Extra.EMULATED),
     # data loading limits: why the loader is slow first (its stages, its copies), then what the step does beside it
     Outcome.DATA_LOADING: (Extra.STAGES, Extra.H2D, Extra.CONTENTION, Extra.FLOPS, Extra.PARTS, Extra.EMULATED),
     # compute limits: what the step is made of first (its FLOPs and MFU, its parts)
     Outcome.COMPUTE: (Extra.FLOPS, Extra.PARTS, Extra.H2D, Extra.CONTENTION, Extra.STAGES, Extra.EMULATED),
 }
-_DEFAULT_ORDER = (Extra.FLOPS, Extra.STAGES, Extra.H2D, Extra.PARTS, Extra.CONTENTION, Extra.EMULATED)
 
 
 def extras_order(enabled: Tuple[Extra, ...], outcome: Optional[Outcome]) -> Tuple[Extra, ...]:
     """The enabled extras, most useful first for ``outcome`` (the emulated check, testing the others, last)."""
-    order = _ORDERS.get(outcome, _DEFAULT_ORDER) if outcome is not None else _DEFAULT_ORDER
-    return tuple(e for e in order if e in enabled)
+    return tuple(e for e in _ORDERS.get(outcome, _ORDERS[None]) if e in enabled)
 
 
 def _extra_spec(state: State, extra: Extra) -> Optional[TrialSpec]:
