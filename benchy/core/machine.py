@@ -305,9 +305,7 @@ class State:
 
     def may_run(self, mode: Mode) -> bool:
         plan = self.schedule.plan(mode)
-        if plan is None or self.phase is not Phase.MEASURING:
-            return False
-        return _warming(self, plan) or _profile_due(self, plan) or _needs(self, mode)
+        return plan is not None and self.phase is Phase.MEASURING and _wanted(self, plan, _needs(self, mode)) is not None
 
     def counts(self) -> Tuple[Tuple[Mode, int, int], ...]:
         return tuple((p.mode, self.issued(p.mode, warmup=True), self.issued(p.mode)) for p in self.schedule.plans)
@@ -318,7 +316,6 @@ class State:
 
 def transition(state: State, event: Event) -> Tuple[State, Action]:
     """The next state and what to do now."""
-    room = event.room
     if isinstance(event, Begin):
         if state.phase is not Phase.NEW:
             raise ValueError(f"Begin: expected the phase {Phase.NEW.value}, got {state.phase.value}")
@@ -332,8 +329,7 @@ def transition(state: State, event: Event) -> Tuple[State, Action]:
         state = dataclasses.replace(state, judgement=event.judgement)
     if isinstance(event, (Counted, Lost)) and event.spec.mode is not Mode.IO and event.spec.variant == "":
         state = dataclasses.replace(state, boundary=state.boundary + 1)
-    state = dataclasses.replace(state, room=room)
-    return _next(state)
+    return _next(dataclasses.replace(state, room=event.room))
 
 
 def _next(state: State) -> Tuple[State, Action]:
