@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..core.config import CONFIG_ENV_VAR, RUN_NAME_ENV_VAR, ConfigError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, EXIT_REGRESSION, run_status
@@ -358,25 +359,23 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(args.verb, f"cannot run {command[0]}: {err.strerror or err}")
 
 
-def _percent(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 100:
-        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to below 100, got {text}")
-    return value
+def _within(name: str, convert: Callable[[str], Any], low: float, high: float, expected: str) -> Callable[[str], Any]:
+    """An argparse type: ``convert(text)`` from ``low`` to below ``high``, else an error saying ``expected``; ``name``
+    is the one argparse gives where ``convert`` fails (``invalid _percent value: 'x'``)."""
+
+    def parse(text: str) -> Any:
+        value = convert(text)
+        if not low <= value < high:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
+        return value
+
+    parse.__name__ = name
+    return parse
 
 
-def _confidence(text: str) -> float:
-    value = float(text)
-    if not 0.5 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a confidence from 0.5 to below 1 (0.95 = 95 %), got {text}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
-    return value
+_percent = _within("_percent", float, 0, 100, "a percentage from 0 to below 100")
+_confidence = _within("_confidence", float, 0.5, 1, "a confidence from 0.5 to below 1 (0.95 = 95 %)")
+_positive = _within("_positive", int, 1, math.inf, "an integer >= 1")
 
 
 def _regression_options(parser: argparse.ArgumentParser, when: str = "") -> None:

@@ -6,16 +6,14 @@ import collections.abc
 import inspect
 import weakref
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Set, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, TypeVar
 
-import psutil
 from torch.utils.data import DataLoader
 
 from ..core.config import Config, ConfigLike
 from ..core.sweep import Setting, queue_depth
 from ..measure.rng import loader_streams
 from ..measure.stages import Instrumented, instrument
-from ..measure.system import available_cores
 from ..results.configfile import resolve_config
 from ..session.registry import creation_site
 from ..session.session import LoaderFacts, Session
@@ -203,9 +201,6 @@ class LoaderSweeper:
         factor = getattr(self._loader, "prefetch_factor", None)
         return Setting(workers, bool(self._loader.pin_memory), (factor or 2) if workers > 0 else None)
 
-    def cores(self) -> int:
-        return available_cores()
-
     def _arguments_with(self, setting: Setting, **more: Any) -> Dict[str, Any]:
         """The loader's constructor arguments with ``setting`` (and ``more``) in place of its own."""
         found = {"num_workers": setting.num_workers, "pin_memory": setting.pin_memory, "prefetch_factor": setting.prefetch_factor}
@@ -231,17 +226,6 @@ class LoaderSweeper:
         self._loader.num_workers = setting.num_workers
         self._loader.pin_memory = setting.pin_memory
         self._loader.prefetch_factor = setting.prefetch_factor
-
-    def processes(self) -> Set[int]:
-        """This process's children now (loader workers among them)."""
-        return {child.pid for child in psutil.Process().children(recursive=True)}
-
-    def stop(self, pids: Set[int]) -> None:
-        for pid in pids:
-            try:
-                psutil.Process(pid).terminate()
-            except psutil.Error:
-                pass
 
 
 def _length(loader: Any, length: Callable[[Any], int]) -> Optional[int]:

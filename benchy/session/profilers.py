@@ -29,10 +29,6 @@ class Profilers:
         self._reported = False  # the cudaProfilerApi window's events said
         self._rank, self._world = 0, 1
 
-    @property
-    def kinds(self) -> frozenset[Mode]:
-        return self.window.kinds
-
     def start(self, rank: int, world: int) -> None:
         """The benchmark starts: rank 0 clears an earlier run's trace files before any rank profiles."""
         self._rank, self._world = rank, world

@@ -108,26 +108,18 @@ class Registry:
         """``kind at where`` of every wrapper that is not the benchmarked one."""
         return [f"{r.kind} created at {r.where}" for r in self.records if not r.benchmarked]
 
-    def never_iterated_message(self) -> Optional[str]:
-        """The exit warning, when no wrapper was benchmarked and some were never iterated."""
-        if any(r.benchmarked for r in self.records):
-            return None
-        idle = [r for r in self.records if not r.iterated and not r.copied]
-        if not idle:
-            return None
-        return never_iterated([f"{r.kind} created at {r.where}" for r in idle])
-
     def at_exit(self) -> None:
-        if os.getpid() != self._pid:
+        """The exit warning (rank 0), when no wrapper was benchmarked and some were never iterated."""
+        if os.getpid() != self._pid or any(r.benchmarked for r in self.records):
             return
-        message = self.never_iterated_message()
-        if message is None:
+        idle = [f"{r.kind} created at {r.where}" for r in self.records if not r.iterated and not r.copied]
+        if not idle:
             return
         from ..measure.profiling import global_rank
 
         if global_rank() != 0:
             return
-        line = lines.warning(message)
+        line = lines.warning(never_iterated(idle))
         if self._write is not None:
             self._write(line)
             return

@@ -44,6 +44,7 @@ from ..measure.ranks import DistributedError, agree, combine
 from ..measure.rng import kept
 from ..measure.window import WindowRun
 from ..results.files import append_status
+from ..results.text import run as run_text
 from .console import Output
 from .context import RunContext
 from .loop import FlopsWork, LoaderFacts, Loop, Work
@@ -323,7 +324,7 @@ class Session:
         trial's evidence)."""
         profilers = self.ctx.profilers
         machine = self.machine if judgement is None else dataclasses.replace(self.machine, judgement=judgement)
-        more = any(machine.may_run(mode) for mode in profilers.kinds)
+        more = any(machine.may_run(mode) for mode in profilers.window.kinds)
         for event in profilers.after_trial(spec, more):
             self._say(event)
 
@@ -576,9 +577,8 @@ class Session:
             1 for r in self.registry.records if r is not record and r.iterated and not r.benchmarked and r.where == record.where
         )
         label = None if running is None else running.label
-        sink.stopped_early(
-            progress(self.schedule, self.machine, self.results, self.where(), record.where, again, failed, error, label)
-        )
+        got = progress(self.schedule, self.machine, self.results, self.where(), record.where, again, failed, error, label)
+        sink.warning(run_text.stopped_early(got, self.schedule))  # how far it got, and what the schedule needs
         why = (
             Reason(Why.NOT_RUN_RAISED, label=failed.spec.label)
             if failed is not None
@@ -592,8 +592,8 @@ class Session:
 
         self.advise(EXIT_INCOMPLETE)
         sink.summary(self.snapshot(), exit_status=EXIT_INCOMPLETE)
-        if error is None:
-            sink.incomplete()
+        if error is None:  # what status CI gets, said last
+            sink.warning(run_text.incomplete(self.config.output_path))
 
     def advise(self, status: int) -> None:
         """The exit status benchy advises for CI: kept and, under ``benchy run``, appended to the record its parent

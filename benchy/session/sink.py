@@ -14,7 +14,6 @@ from ..core import events as ev
 from ..core.claims import MoreTrials
 from ..core.config import Config
 from ..core.exits import EXIT_INCOMPLETE, EXIT_MISSING_MODE
-from ..core.progress import Progress
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule
 from ..core.verdict import Reading, read
@@ -84,14 +83,6 @@ class ResultSink:
         self._environment = environment(self.world)
         for said in run_text.started(schedule, config, snapshot, self.world, nvtx, queue_depth):
             self.line(said)
-
-    def stopped_early(self, progress: Progress) -> None:
-        """The script ended before the schedule did: how far it got, and what the schedule needs."""
-        self.warning(run_text.stopped_early(progress, self.schedule))
-
-    def incomplete(self) -> None:
-        """The script ended before the schedule: what status CI gets, said last."""
-        self.warning(run_text.incomplete(self.config.output_path))
 
     def sweep(self, results: RunResults) -> None:
         """The loader sweep's table, one ``BENCHY::SWEEP::`` line per row."""

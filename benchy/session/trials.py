@@ -108,7 +108,6 @@ class TrialRunner:
         # FLOPs: one untimed step of the loop on the cached batch after the verdict (see measure.flops).
         self.step_counter: Optional[StepCounter] = None
         self.world = 1  # ranks (set when the benchmark starts)
-        self.own_blocks = 0  # blocks of IO trials run on benchy's own passes
         # Each pass's start-up (from its iter() to its first batch) and its iter(), on the clock: the
         # loop's own epochs and benchy's own passes.
         self.startups: List[float] = []
@@ -173,7 +172,6 @@ class TrialRunner:
         """benchy's own batches for a block of IO trials (a new pass of its own when none is open)."""
         if self.source is None:
             self.source = BatchSource(self.own.new, self.clock)
-            self.own_blocks += 1
         return self.source
 
     def close_own(self) -> None:
@@ -306,46 +304,46 @@ class TrialRunner:
 
     # --- trials -------------------------------------------------------------------------------
 
+    def _say_rate(
+        self, out: Output, label: str, i: int, n: int, stamps: Stamps, sizes: Counts, pauses: Pauses, paused: float
+    ) -> None:
+        """The periodic line at step ``i``: throughput over the ``report_freq`` steps since the last line, less
+        ``paused`` (benchy's own time among them), written to ``out``; the line's own time goes into ``pauses``, out of
+        the trial."""
+        low = i - self.config.general.report_freq
+        taken = stamps.get(i)
+        span = taken - stamps.get(low) - paused
+        rate = sizes.total(low, i) / span if span > 0 else float("inf")
+        out.line(lines.iteration(label, i, n, rate))
+        out.trial_progress(i, rate)
+        pauses.append((i, self.clock() - taken))
+
     def _io_reporter(self, out: Output) -> Optional[Callable[[TrialSpec, int, Stamps, Counts, Pauses], None]]:
-        """The IO trials' periodic line every ``report_freq`` steps: throughput over the steps since the
-        last one, written to ``out``; the line's own time is measured and taken out of the trial."""
+        """The IO trials' periodic line every ``report_freq`` steps (:meth:`_say_rate`)."""
         freq = self.config.general.report_freq
         if freq <= 0:
             return None
-        clock = self.clock
 
         def report(spec: TrialSpec, i: int, stamps: Stamps, sizes: Counts, pauses: Pauses) -> None:
-            low = i - freq
-            paused = sum(d for k, d in pauses if low <= k < i)
-            taken = stamps.get(i)
-            span = taken - stamps.get(low) - paused
-            rate = sizes.total(low, i) / span if span > 0 else float("inf")
-            out.line(lines.iteration(spec.label, i, spec.nbatches, rate))
-            out.trial_progress(i, rate)
-            pauses.append((i, clock() - taken))
+            paused = sum(d for k, d in pauses if i - freq <= k < i)
+            self._say_rate(out, spec.label, i, spec.nbatches, stamps, sizes, pauses, paused)
 
         return report
 
     def _window_reporter(self, out: Output) -> Optional[Callable[[WindowRun, int], None]]:
-        """A window's periodic line: as the IO trials', over the steps since the last line, leaving out
-        benchy's own time and the periods the window leaves out (an epoch's end in between)."""
+        """A window's periodic line, as the IO trials', leaving out also the periods the window leaves out (an epoch's
+        end in between)."""
         freq = self.config.general.report_freq
         if freq <= 0:
             return None
-        clock = self.clock
 
         def report(w: WindowRun, i: int) -> None:
             if w.discarded:
                 return
-            stamps, low = w.stamps, i - freq
+            low = i - freq
             paused = sum(d for k, d in w.pauses if low <= k < i) + sum(d for k, d in w.gaps if low <= k < i)
-            paused += sum(stamps.period(k) for k in w.left_out if low <= k < i - 1)
-            taken = stamps.get(i)
-            span = taken - stamps.get(low) - paused
-            rate = w.sizes.total(low, i) / span if span > 0 else float("inf")
-            out.line(lines.iteration(w.spec.label, i, w.n, rate))
-            out.trial_progress(i, rate)
-            w.pauses.append((i, clock() - taken))
+            paused += sum(w.stamps.period(k) for k in w.left_out if low <= k < i - 1)
+            self._say_rate(out, w.spec.label, i, w.n, w.stamps, w.sizes, w.pauses, paused)
 
         return report
 

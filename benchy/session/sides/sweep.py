@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional, Protocol, Set
 
+import psutil
+
 from ...core.events import SweepApplied, SweepFailed, SweepOverCap, SweepStarted, SweepStray, SweepUnavailable
 from ...core.results import RunResults
 from ...core.schedule import Mode, TrialSpec
 from ...core.sweep import Setting, SettingResult, apply_cap, expand, memory_cap, smallest_within
 from ...measure.counting import make_counter
 from ...measure.source import BatchSource
-from ...measure.system import machine_memory, trainer_memory, worker_memory
+from ...measure.system import available_cores, machine_memory, trainer_memory, worker_memory
 from ..sink import ResultSink
 from ..trials import TrialRunner
 from . import SideEnv, close_quietly, side_counts
@@ -22,15 +24,9 @@ class Sweeper(Protocol):
 
     def own(self) -> Setting: ...
 
-    def cores(self) -> int: ...
-
     def make(self, setting: Setting) -> Iterable[Any]: ...
 
     def apply(self, setting: Setting) -> None: ...
-
-    def processes(self) -> Set[int]: ...
-
-    def stop(self, pids: Set[int]) -> None: ...
 
 
 def run(env: SideEnv, results: RunResults) -> RunResults:
@@ -43,11 +39,11 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         sink.say(SweepUnavailable())
         return results
     own = sweeper.own()
-    settings = expand(config.sweep, own, sweeper.cores())
+    settings = expand(config.sweep, own, available_cores())
     ntrials, nwarmup = side_counts(config)
     nbatches = config.io.nbatches
     sink.say(SweepStarted(len(settings), nwarmup, ntrials, nbatches, own))
-    before = sweeper.processes()
+    before = _children()
     available, total = machine_memory()
     cap = memory_cap(available, total, trainer_memory())
     results = results.changed(sweep_memory_budget=cap)
@@ -56,9 +52,9 @@ def run(env: SideEnv, results: RunResults) -> RunResults:
         specs = [TrialSpec(Mode.IO, k, True, nbatches, variant=f"SWEEP{j}") for k in range(1, nwarmup + 1)]
         specs += [TrialSpec(Mode.IO, k, False, nbatches, variant=f"SWEEP{j}") for k in range(1, ntrials + 1)]
         found.append(_one(setting, specs, sweeper, env.runner, sink, env.loader.batch_size))
-        stray = sweeper.processes() - before
+        stray = _children() - before
         if stray:
-            sweeper.stop(stray)
+            _terminate(stray)
             sink.say(SweepStray(setting, len(stray)))
     apply_cap(found, cap)
     results = results.changed(sweep=tuple(found), sweep_own=own)
@@ -103,3 +99,16 @@ def _one(
     finally:
         close_quietly(source)
     return found
+
+
+def _children() -> Set[int]:
+    """This process's children now (loader workers among them)."""
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def _terminate(pids: Set[int]) -> None:
+    for pid in pids:
+        try:
+            psutil.Process(pid).terminate()
+        except psutil.Error:  # already gone
+            pass
