@@ -10,6 +10,7 @@ the same signal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -58,10 +59,8 @@ def run_child(command: Sequence[str], env: Dict[str, str]) -> int:
         if child is None:
             early.append(signum)
         elif child.returncode is None:
-            try:
+            with contextlib.suppress(OSError):  # it has just ended
                 child.send_signal(signum)
-            except OSError:  # it has just ended
-                pass
 
     try:
         for sig in (*ALWAYS_FORWARDED, *TERMINAL_SIGNALS):

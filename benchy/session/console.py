@@ -4,6 +4,7 @@ terminal, refreshed by hand at report points: no refresh thread runs during a tr
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any, Optional, Sequence, TextIO
 
@@ -18,11 +19,9 @@ def write_line(text: str, *streams: TextIO) -> None:
     """``text`` and its newline in one write to each stream (stdout by default), flushed; a closed one skipped. One
     write: under torchrun the ranks share one pipe, and ``print`` writes the newline apart, where another's line lands."""
     for stream in streams or (sys.stdout,):
-        try:
+        with contextlib.suppress(Exception):  # a closed stream at shutdown
             stream.write(text + "\n")
             stream.flush()
-        except Exception:  # a closed stream at shutdown
-            pass
 
 
 class Output:

@@ -5,6 +5,7 @@ Systems) or torch.profiler over the profiled warm-ups (``profiler: torch``), glu
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, List, Optional
 
@@ -36,10 +37,8 @@ class Profilers:
         if g.profiler == "torch":
             self.torch = TorchProfiler(g.profiler_mode, rank, self.config.profile_dir, g.profiler_steps)
             if rank == 0:
-                try:
+                with contextlib.suppress(OSError):  # a file it cannot remove is overwritten when this run writes its own
                     remove_matching(self.config.profile_dir, TRACE_FILE)
-                except OSError:  # a file it cannot remove is overwritten when this run writes its own
-                    pass
 
     def before_trial(self, spec: TrialSpec, nvtx: Optional[Ranges]) -> Any:
         """Before ``spec``: the ranges to run it with (the torch profiler's for a profiled warm-up on a profiling

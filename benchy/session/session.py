@@ -424,12 +424,10 @@ class Session:
             self._feed(m.ExtraEnded(extra, self._room()))
             return
         self.outcomes = self.outcomes.lose(item)
-        try:
+        with contextlib.suppress(Exception):  # during interpreter shutdown stdout may be gone
             self._profiler_after(item.spec)
             self._say(ev.TrialLost(item))
             self.ctx.sink.checkpoint(self.snapshot())
-        except Exception:  # during interpreter shutdown stdout may be gone
-            pass
         if self.running and item.spec.mode is not Mode.IO:
             self._feed(m.Lost(item.spec, self._room()))
 
@@ -465,11 +463,9 @@ class Session:
         """At the benchmark's end: the SIGTERM handler that was there before, if ours is still set."""
         if self._sigterm_before is None or threading.current_thread() is not threading.main_thread():
             return
-        try:
+        with contextlib.suppress(ValueError, OSError):  # pragma: no cover
             if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
                 signal.signal(signal.SIGTERM, self._sigterm_before)
-        except (ValueError, OSError):  # pragma: no cover
-            pass
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         previous = self._sigterm_before
@@ -495,10 +491,8 @@ class Session:
         if self.results.flops is None:
             reached = self.machine.decided_phase and Extra.FLOPS in self.machine.skipped
             self.results = self.results.changed(flops=self.runner.flops(final=True, reached=reached))
-        try:
+        with contextlib.suppress(Exception):  # a worker already gone
             self.runner.close()
-        except Exception:  # a worker already gone
-            pass
         for event in self.ctx.profilers.close(AT_EXIT if self.exiting else AT_END):
             self._say(event)
 
@@ -525,13 +519,11 @@ class Session:
         self.outcomes = self.outcomes.with_failed(failed).lose(item)
         self._end()
         self.advise(EXIT_INCOMPLETE)
-        try:
+        with contextlib.suppress(Exception):
             self._say(ev.TrialLost(item))
             if failed:
                 self._say(ev.RankFailed(failed))
             self.ctx.sink.summary(self.snapshot(), exit_status=EXIT_INCOMPLETE)
-        except Exception:
-            pass
 
     def on_signal(self, name: str) -> None:
         """A signal ends the benchmark: the running trial named as interrupted, the summary printed."""
@@ -544,13 +536,11 @@ class Session:
             why = Reason(Why.SIGNAL, detail=name, steps=measured, of=running.nbatches, failed=failed[0] if failed else None)
             self.outcomes = self.outcomes.lose(Interruption(running, measured, why))
         self.advise(EXIT_INCOMPLETE)
-        try:
+        with contextlib.suppress(Exception):  # the signal must take its course whatever happens here
             self.ctx.out.trial_ended()
             self._say(ev.Signalled(name, running, measured, failed))
             self._end()
             self.ctx.sink.summary(self.snapshot(), exit_status=EXIT_INCOMPLETE)
-        except Exception:  # the signal must take its course whatever happens here
-            pass
 
     def at_exit(self) -> None:
         """At interpreter exit, when the script ended before the schedule did: say so, with what a decision needs,
@@ -603,10 +593,8 @@ class Session:
         self.advised = self.record.advised = status
         path = os.environ.get(STATUS_ENV_VAR)
         if path:
-            try:
+            with contextlib.suppress(OSError):  # the parent's record is gone: it reports the run as incomplete
                 append_status(path, status)
-            except OSError:  # the parent's record is gone: it reports the run as incomplete
-                pass
 
     def _running_trial(self) -> Tuple[Optional[TrialSpec], int]:
         """The trial running now (a hidden IO or side trial, or the window) and the periods it measured."""

@@ -7,6 +7,7 @@ helper beside it (``start`` gives None, and the results say why, where it cannot
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
@@ -52,10 +53,8 @@ def side_counts(config: Config) -> Tuple[int, int]:
 def close_quietly(source: Any) -> None:
     """Shut a pass of a side's own down (its workers end); one already gone is no error."""
     if source is not None:
-        try:
+        with contextlib.suppress(Exception):  # a worker already gone
             source.close()
-        except Exception:  # a worker already gone
-            pass
 
 
 def off_by_config(config: Config, results: RunResults) -> RunResults:

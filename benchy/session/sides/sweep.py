@@ -3,6 +3,7 @@ dataset (a hidden side)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Iterable, List, Optional, Protocol, Set
 
 import psutil
@@ -108,7 +109,5 @@ def _children() -> Set[int]:
 
 def _terminate(pids: Set[int]) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(psutil.Error):  # already gone
             psutil.Process(pid).terminate()
-        except psutil.Error:  # already gone
-            pass
