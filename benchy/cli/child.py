@@ -27,7 +27,6 @@ TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)  # a terminal 
 
 
 def _terminal_foreground() -> bool:
-
     try:
         fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
     except OSError:

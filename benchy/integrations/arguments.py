@@ -50,7 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _chosen(enabled: Switch, benchy_config: ConfigLike) -> Optional[Config]:
-
     if isinstance(enabled, argparse.Namespace):
         if not hasattr(enabled, "enable_benchy"):
             raise ValueError(

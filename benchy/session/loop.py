@@ -223,17 +223,20 @@ class Loop:
         """Up to ``n`` batches of ``ep``'s pass taken and dropped (the batch fetched for the loop's ask first); fewer
         where the pass ends (``ep.exhausted``). The batches taken."""
         taken = 0
-        while taken < n:
-            if ep.pending is not NO_BATCH:
-                ep.pending = NO_BATCH
-            else:
-                try:
-                    ep.inner_next()
-                except StopIteration:
-                    ep.exhausted = True
-                    break
+        while taken < n and self._next(ep) is not NOTHING:
             taken += 1
         return taken
+
+    def _next(self, ep: EpochState) -> Any:
+        """``ep``'s next batch (the one fetched for the loop's ask first); NOTHING at its pass's end."""
+        batch, ep.pending = ep.pending, NO_BATCH
+        if batch is NO_BATCH:
+            try:
+                batch = ep.inner_next()
+            except StopIteration:
+                ep.exhausted = True
+                return NOTHING
+        return batch
 
     def _account(self, ep: EpochState) -> None:
         """The cached segment that just ended (or was left): its hand-outs are owed to the pass."""
@@ -249,7 +252,7 @@ class Loop:
         handed = self._release(ep)
         if handed <= 1:  # next(iter(loader)): a peek, not an epoch; the window goes on in the next one
             self.peeks += 1
-            self._session.peeked()
+            self._session.outcomes = self._session.outcomes.peek()
         else:  # the loop left its epoch part-way (a break): its own epoch is that long
             self._left_after = max(self._left_after or 0, handed)
 
@@ -522,14 +525,9 @@ class Loop:
 
     def _take_real(self, ep: EpochState) -> Any:
         """A real batch of ``ep`` for the cached one (one hand-out fewer owed to the pass); NOTHING at its end."""
-        batch, ep.pending = ep.pending, NO_BATCH
-        if batch is NO_BATCH:
-            try:
-                batch = ep.inner_next()
-            except StopIteration:
-                ep.exhausted = True
-                return NOTHING
-        ep.owed -= 1
+        batch = self._next(ep)
+        if batch is not NOTHING:
+            ep.owed -= 1
         return batch
 
     def _pass_length(self) -> Optional[int]:

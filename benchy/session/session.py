@@ -19,6 +19,7 @@ import atexit
 import contextlib
 import dataclasses
 import enum
+import functools
 import math
 import os
 import signal
@@ -106,7 +107,8 @@ class Session:
         # batches the workers made during benchy's pause between them: about one a period of it (its lead-in's backlog).
         self._full: Optional[Tuple[float, float]] = None
         self.loop = Loop(self, loader, self.runner, clock)
-        self._output, self._profiler_api, self._exit = output, profiler_api, exit
+        # This process's part in the run, made at its start (the schedule as it is then) or, before it, this process alone.
+        self._start_ctx = functools.partial(RunContext.start, config, output=output, profiler_api=profiler_api, exit=exit)
         self._ctx: Optional[RunContext] = None
         self._stage = Stage.NEW
         self.pid = os.getpid()  # the process the benchmark runs in (a forked child is not it)
@@ -121,14 +123,12 @@ class Session:
 
     def iterate(self) -> Iterator[Any]:
         """The iterator for the loop's next ``iter()``: an epoch while the schedule runs, else the plain one."""
-        if self._stage in (Stage.DONE, Stage.PLAIN):
-            return iter(self._loader.make_iterator())
         if self._stage is Stage.NEW:
             if not self.registry.claim(self.record):
                 return self._become_plain()
             self._begin()
-            if self._stage is not Stage.RUNNING:  # only IO was scheduled: it ran, and the schedule is over
-                return iter(self._loader.make_iterator())
+        if self._stage is not Stage.RUNNING:  # over (only IO was scheduled: it ran, and the schedule is over), or plain
+            return iter(self._loader.make_iterator())
         made = self.clock()  # before iter(): the pass's start-up includes starting its workers
         return self.loop.epoch(iter(self._loader.make_iterator()), made)
 
@@ -164,9 +164,7 @@ class Session:
             self.results = self.results.changed(io_skipped=Reason(Why.SHARED_ITERATOR, detail=shared))
             self._replan(self.schedule.without_io())
         try:
-            ctx = self._ctx = RunContext.start(
-                self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit
-            )
+            ctx = self._ctx = self._start_ctx(self.schedule)
             if ctx.world > 1:
                 agree(ctx.comm, self.schedule.fingerprint(), self.config.general.dist_rank_lists)
         except DistributedError:
@@ -438,9 +436,6 @@ class Session:
             w = self.loop.window
             self._say(ev.SideServed(None if w is None else w.spec.label))
 
-    def peeked(self) -> None:
-        self.outcomes = self.outcomes.peek()
-
     # --- the endings ---------------------------------------------------------------------------------
     # Each keeps what was measured (the summary, the table, the JSON), names what was not, and records the exit status
     # benchy advises for CI (advise: 0, 3 or 4). The schedule's end (finish) ends the process with exit_after_tests,
@@ -620,9 +615,7 @@ class Session:
     def ctx(self) -> RunContext:
         """This process's part in the run (this process alone until the run starts)."""
         if self._ctx is None:
-            self._ctx = RunContext.start(
-                self.config, self.schedule, output=self._output, profiler_api=self._profiler_api, exit=self._exit, local=True
-            )
+            self._ctx = self._start_ctx(self.schedule, local=True)
         return self._ctx
 
     def where(self) -> Where:
