@@ -337,7 +337,8 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         return _fail(args.verb, str(err))
     if command[0].endswith(".py"):
-        from ..integrations.runner import advised_statuses, install, run_script
+        from ..integrations.runner import install, run_script
+        from ..session.registry import REGISTRY
 
         install()
         try:
@@ -347,7 +348,8 @@ def _run(args: argparse.Namespace) -> int:
         except SystemExit as done:  # the script's sys.exit: its status stands, unless it is 0
             if done.code not in (None, 0):
                 raise
-        return run_status(EXIT_OK, advised_statuses())
+        REGISTRY.end_all()  # each benchmark's advised status: one still running ends first, as at the interpreter's exit
+        return run_status(EXIT_OK, REGISTRY.advised())
     from .child import run_child
 
     if shutil.which(command[0], path=env.get("PATH")) is None and not os.path.isfile(command[0]):

@@ -26,7 +26,7 @@ from ..results import lines
 from ..results.configfile import load_config
 from ..session.console import write_line
 from ..session.loop import LOOP_BATCHES
-from ..session.registry import REGISTRY, creation_site
+from ..session.registry import creation_site
 from .runvars import LOADER_ENV_VAR, SWEEP_ENV_VAR, parse_loader
 
 # Imported before install() replaces DataLoader: the wrappers' helpers use the original class.
@@ -173,13 +173,6 @@ def install(loader: Optional[str] = None, sweep: Optional[bool] = None) -> None:
     torch.utils.data.dataloader.DataLoader = RunnerDataLoader  # type: ignore[misc]
     atexit.register(_none_chosen)
     STATE.installed = True
-
-
-def advised_statuses() -> List[int]:
-    """The exit status each benchmark of this process advises for CI, once the script has returned (a benchmark
-    still running ends first, as at the interpreter's exit)."""
-    REGISTRY.end_all()
-    return REGISTRY.advised()
 
 
 def run_script(path: str, args: List[str]) -> None:
