@@ -69,13 +69,9 @@ class Profilers:
         found = self.torch
         if found is None:
             return []
-        out: List[Event] = []
         others = found.directory if self._world > 1 and self.config.general.profiler_mode == "all" else None
-        while self._said < len(found.events):
-            event = found.events[self._said]
-            self._said += 1
-            out.append(TraceWritten(self._rank, event, others))
-        return out
+        new, self._said = found.events[self._said :], len(found.events)
+        return [TraceWritten(self._rank, event, others) for event in new]
 
     def block(self, nvtx_attached: bool) -> ProfilerState:
         """What the profilers did (the JSON's ``profiler``)."""

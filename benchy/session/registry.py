@@ -60,18 +60,15 @@ class Registry:
     """The wrappers of this process (module singleton :data:`REGISTRY`)."""
 
     def __init__(self, write: Optional[Callable[[str], None]] = None) -> None:
-        self.records: List[Record] = []
-        self.owner: Optional[Record] = None
-        self.noted: Set[str] = set()  # creation sites already named as plain loaders
-        self._pid = os.getpid()
         self._hooked = False
         self._write = write
+        self.reset()
 
     def reset(self) -> None:
         """Forget every wrapper (a forked child starts afresh; tests start each case afresh)."""
-        self.records = []
-        self.owner = None
-        self.noted = set()
+        self.records: List[Record] = []
+        self.owner: Optional[Record] = None
+        self.noted: Set[str] = set()  # creation sites already named as plain loaders
         self._pid = os.getpid()
 
     def register(self, kind: str, where: str) -> Record:
