@@ -251,9 +251,7 @@ class TrialRunner:
     def _begin(self, spec: TrialSpec, sync: Callable[[], None]) -> Callable[[], None]:
         """What runs just before a trial's clock: the device sync, the ranks' barrier (``use_distributed_barrier``),
         the system sampler's baseline reading."""
-        barrier, sampler = self.barrier, self.sampler
-
-        tokens = self.tokens
+        barrier, sampler, tokens = self.barrier, self.sampler, self.tokens
 
         def begin() -> None:
             sync()
