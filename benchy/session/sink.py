@@ -53,13 +53,6 @@ class ResultSink:
         self._steps_written = 0  # trials already in the steps file
         self._steps_failed = False
 
-    @property
-    def environment(self) -> Dict[str, Any]:
-        """The run's environment for the JSON, read when the benchmark starts (:meth:`started`) or at first use."""
-        if self._environment is None:
-            self._environment = environment(self.world)
-        return self._environment
-
     # --- messages -----------------------------------------------------------------------------
 
     def info(self, message: str) -> None:
@@ -214,13 +207,15 @@ class ResultSink:
         steps_dir = self.save_steps(snapshot.results)
         if self.rank != 0:
             return
+        if self._environment is None:  # read when the benchmark starts (started), else at the first JSON
+            self._environment = environment(self.world)
         path = self.config.output_path
         document = result_document(
             snapshot,
             self.schedule.modes,
             reading,
             config=self.config.to_dict(),
-            environment=self.environment,
+            environment=self._environment,
             nranks=self.world,
             exit_status=exit_status,
             per_step=final,
