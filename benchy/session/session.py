@@ -563,7 +563,7 @@ class Session:
         )
         label = None if running is None else running.label
         got = progress(self.schedule, self.machine, self.results, self.where(), record.where, again, failed, error, label)
-        sink.warning(run_text.stopped_early(got, self.schedule))  # how far it got, and what the schedule needs
+        sink.warning(run_text.stopped_early(got, sink.schedule))  # how far it got, and what the schedule needs
         why = (
             Reason(Why.NOT_RUN_RAISED, label=failed.spec.label)
             if failed is not None
