@@ -25,7 +25,7 @@ from .record import Count, Number, Record
 from .results import FlopCount, RunResults, TrialResult
 from .schedule import Mode
 from .stats import estimate
-from .words import Worded
+from .words import Worded, flops_rate
 
 # Padding above this share of the token positions is named in the verdict.
 PADDING_SHARE = 0.10
@@ -45,6 +45,13 @@ class Peak:
     flops: float
     parts: Tuple[Tuple[str, float, str], ...]
 
+    def words(self) -> str:
+        """Where the peak's figures come from: one source, or a mix weighed by the time each dtype takes."""
+        if len(self.parts) == 1:
+            key, _, where = self.parts[0]
+            return f"{key}: {where}"
+        return "a mix, by the time each takes: " + "; ".join(f"{k} {flops_rate(f)}: {w}" for k, f, w in self.parts)
+
 
 @dataclass(frozen=True)
 class NoPeak:
@@ -56,6 +63,18 @@ class NoPeak:
     cpu: bool = False
     dtype: str = ""
     accelerator: str = ""
+
+    def words(self) -> str:
+        """Why MFU is not computed."""
+        if self.kind == "no-flops":
+            return "no FLOPs counted"
+        if self.kind == "no-dtype":
+            return (
+                f"the peak table has no {self.dtype} figure for {self.accelerator}: set global.peak_flops.{self.dtype} "
+                f"(FLOP/s) to get MFU"
+            )
+        cpu = " (a CPU's peak depends on its cores, clock and vector units)" if self.cpu else ""
+        return f"no peak is known for {self.device}{cpu}: set global.peak_flops (FLOP/s) to get MFU"
 
 
 def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], Optional[NoPeak]]:

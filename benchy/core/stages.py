@@ -16,6 +16,7 @@ import numpy as np
 
 from .queues import Shape, shape_of
 from .record import Count, Index, Number, Record
+from .words import Worded
 
 STRAGGLER_RATIO = 1.5  # a worker this many times slower per batch than the median of the others is named
 SLOW_COST = 0.05  # ... and so is one whose pace costs this share of the IO throughput (in-order delivery)
@@ -213,18 +214,38 @@ class StageReport:
         return per_batch / (max(1, self.workers) * self.period)
 
 
-class FixKind(str, enum.Enum):
+class FixKind(Worded):
+    """A change the stage trials point to, with its words (MORE_WORKERS', LOADER_WORKERS', OUT_OF_ORDER's, TRANSFORM's
+    and OTHER's take the fix's figures: :meth:`Fix.words`)."""
+
     MORE_WORKERS = "more-workers"  # the workers busy (``figure``), cores free (``other``)
     LOADER_WORKERS = "loader-workers"  # no workers, cores free (``figure``)
     OUT_OF_ORDER = "out-of-order"  # head-of-line waits (``figure``: their share of the time)
-    WAITS = "waits"  # the dataset waits off the CPU
-    DATASET = "dataset"  # the dataset's reading and decoding
+    WAITS = (  # the dataset waits off the CPU
+        "waits",
+        "more loader workers to overlap the waits, or faster or local storage, or caching the dataset "
+        "(the dataset's own __getitem__ waits off the CPU: storage or network reads)",
+    )
+    DATASET = (  # the dataset's reading and decoding
+        "dataset",
+        "cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
+        "or decoding on the accelerator (nvJPEG, DALI)",
+    )
     TRANSFORM = "transform"  # a transform step (``stage``)
-    COLLATE = "collate"
-    RECEIVE = "receive"  # the main process waits off the CPU for a worker's hand-over
-    RECEIVE_CPU = "receive-cpu"  # unpickling on the CPU
-    PIN = "pin"
-    SAMPLER = "sampler"
+    COLLATE = "collate", "a vectorised collate_fn (stack whole arrays once, or a dataset __getitems__ that returns the batch)"
+    RECEIVE = (  # the main process waits off the CPU for a worker's hand-over
+        "receive",
+        "workers that let go of the GIL: the main process waits off the CPU for a worker to hand over its "
+        "batch's shared memory, and a worker busy in pure-Python code answers late (vectorised or native "
+        "transforms, or fewer workers than cores)",
+    )
+    RECEIVE_CPU = (  # unpickling on the CPU
+        "receive-cpu",
+        "smaller batches to move between processes: uint8 instead of float tensors (convert on the "
+        "accelerator), fewer and larger tensors",
+    )
+    PIN = "pin", "pin_memory=False (pinning costs more than the copies it speeds up here)"
+    SAMPLER = "sampler", "a cheaper sampler (precomputed index lists)"
     OTHER = "other"  # another stage (``stage``)
 
 
@@ -237,6 +258,31 @@ class Fix:
     figure: float = 0.0
     other: float = 0.0
     workers: int = 0
+
+    def words(self) -> str:
+        """The change, in words."""
+        kind = self.kind
+        if kind is FixKind.MORE_WORKERS:
+            return (
+                f"more loader workers (the {self.workers} workers are busy {100 * self.figure:.0f} % of the time and "
+                f"{self.other:.1f} cores are free)"
+            )
+        if kind is FixKind.LOADER_WORKERS:
+            return (
+                f"loader workers (num_workers > 0: the loading runs on the training thread, with "
+                f"{self.figure:.1f} cores free to do it beside the step)"
+            )
+        if kind is FixKind.OUT_OF_ORDER:
+            return (
+                f"DataLoader(in_order=False) (for {100 * self.figure:.1f} % of the time the loop waited for a "
+                f"batch while a later one was ready and a worker sat idle)"
+            )
+        if kind is FixKind.TRANSFORM:
+            step = self.stage.split(" ", 1)[-1]
+            return f"a cheaper {step} or fewer transforms (or the augmentation batched on the accelerator)"
+        if kind is FixKind.OTHER:
+            return f"less time in {self.stage}"
+        return kind.words
 
 
 def stage_fix(stage: Stage) -> Fix:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, List, Optional, Sequence
 
-from .claims import Feed
+from .claims import FEEDS, Feed
 from .config import AUTO, SweepConfig
 from .record import Count, Record
 from .results import TrialResult
@@ -31,7 +31,6 @@ def queue_depth(num_workers: int, prefetch_factor: Optional[int]) -> int:
 
 
 NEAR_BEST = 0.05  # "within 5 % of the best"
-FEEDS = 1.1  # IO at least 1.1x SYNTHETIC: enough to feed the step
 
 
 class Setting(Record, frozen=True, order=True):

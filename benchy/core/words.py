@@ -5,7 +5,7 @@ meaning, ``tests/test_layout.py``)."""
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple, Type, TypeVar
+from typing import NamedTuple, Optional, Type, TypeVar
 
 
 class Said(NamedTuple):
@@ -29,3 +29,22 @@ class Worded(str, enum.Enum):
         member._value_ = code
         member.words = words
         return member
+
+
+def flop(flops: float) -> str:
+    """``1.23 GFLOP``: a FLOP count with its SI prefix."""
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if flops >= scale:
+            return f"{flops / scale:.4g} {unit}"
+    return f"{flops:.4g} FLOP"
+
+
+def flops_rate(flops_per_s: float) -> str:
+    """``2.31 TFLOP/s``: a rate with its SI prefix."""
+    return flop(flops_per_s) + "/s"
+
+
+def spread(mean: Optional[float], half_width: Optional[float], digits: int = 3) -> str:
+    """``123.456 +/- 7.890``, ``n/a`` for no interval."""
+    hw = "n/a" if half_width is None else f"{half_width:.{digits}f}"
+    return f"{mean:.{digits}f} +/- {hw}" if mean is not None else "n/a"

@@ -23,9 +23,8 @@ from benchy.results.configfile import load_config
 from benchy.results.schema import compute_block
 from benchy.results.text.reports import compute as compute_text
 from benchy.results.text.reports import energy as energy_text
-from benchy.results.text.reports import no_peak, peak_basis
 from benchy.results.text.reports import tokens as tokens_text
-from benchy.results.text.verdict import advice, claim, verdict_line
+from benchy.results.text.verdict import verdict_line
 
 
 @pytest.mark.parametrize(
@@ -82,7 +81,7 @@ def test_peak_for_one_dtype_names_its_source() -> None:
     peak, why = peak_for(count(), None)
     assert why is None and peak is not None
     assert peak.flops == pytest.approx(989.4e12)
-    assert peak_basis(peak).startswith("bfloat16: NVIDIA H100 SXM, NVIDIA H100 Tensor Core GPU datasheet (dense")
+    assert peak.words().startswith("bfloat16: NVIDIA H100 SXM, NVIDIA H100 Tensor Core GPU datasheet (dense")
 
 
 def test_a_mix_of_dtypes_is_weighed_by_the_time_each_takes() -> None:
@@ -98,11 +97,11 @@ def test_a_mix_of_dtypes_is_weighed_by_the_time_each_takes() -> None:
 
 def test_a_configured_peak_wins_and_a_mapping_falls_back_on_the_table() -> None:
     peak, _ = peak_for(count(), 100e12)
-    assert peak is not None and peak.flops == 100e12 and "global.peak_flops" in peak_basis(peak)
+    assert peak is not None and peak.flops == 100e12 and "global.peak_flops" in peak.words()
     c = count(2000, bfloat16=1000, float32=1000)
     peak, _ = peak_for(c, {"float32": 50e12})  # bfloat16 from the table
     assert peak is not None and peak.flops == pytest.approx(2000 / (1000 / 989.4e12 + 1000 / 50e12))
-    assert peak_basis(peak) == (
+    assert peak.words() == (
         "a mix, by the time each takes: bfloat16 989.4 TFLOP/s: NVIDIA H100 SXM, NVIDIA H100 Tensor "
         "Core GPU datasheet (dense: the 'with sparsity' figures halved); float32 50 TFLOP/s: "
         "global.peak_flops.float32"
@@ -112,12 +111,12 @@ def test_a_configured_peak_wins_and_a_mapping_falls_back_on_the_table() -> None:
 def test_no_peak_says_why() -> None:
     cpu = count(device="cpu (Intel(R) Xeon(R))", device_type="cpu", float32=1_000_000)
     peak, why = peak_for(cpu, None)
-    assert peak is None and why is not None and "no peak is known for cpu" in no_peak(why) and "global.peak_flops" in no_peak(why)
+    assert peak is None and why is not None and "no peak is known for cpu" in why.words() and "global.peak_flops" in why.words()
     peak, _ = peak_for(cpu, 294.4e9)
     assert peak is not None and peak.flops == 294.4e9
     v100 = count(device="Tesla V100-SXM2-16GB")  # bfloat16: a V100 has none
     peak, why = peak_for(v100, None)
-    assert peak is None and why is not None and "no bfloat16 figure for NVIDIA V100 SXM2" in no_peak(why)
+    assert peak is None and why is not None and "no bfloat16 figure for NVIDIA V100 SXM2" in why.words()
 
 
 def results_with(syn: list, full: list = (), **extra) -> RunResults:  # type: ignore[assignment]
@@ -178,7 +177,7 @@ def test_the_verdict_gives_mfu_where_compute_limits() -> None:
     # float32 FLOPs on an accelerator: mixed precision first.
     r = r.changed(flops=count(total=int(3.094e11), samples=10, float32=int(3.094e11)))  # 4.6 % of the float32 peak
     f32 = read(r, list(Mode), 0.95, 0, None).claims[-1]
-    assert f32 == Advice(Help.MIXED_PRECISION) and advice(f32).startswith("mixed precision")
+    assert f32 == Advice(Help.MIXED_PRECISION) and f32.words().startswith("most likely to help: mixed precision")
     # Near the peak: more throughput needs fewer FLOPs or more devices.
     r = r.changed(flops=count(total=int(0.8 * 9.894e13), samples=10))
     near = verdict_line(read(r, list(Mode), 0.95, 0, None))
@@ -222,7 +221,7 @@ def test_tokens_per_second_and_padding_are_exact() -> None:
     assert "FULL 2400.0 +/- 0.0" in text and "padding SYNTHETIC 0.0 % (its one cached batch), FULL 25.0 %" in text
     waste = padding_waste(report)
     assert waste is not None and waste[0] is Mode.FULL and waste[1] == pytest.approx(0.25)
-    assert claim(Padding("FULL", waste[1])).startswith("25 % of the token positions in FULL are padding")
+    assert Padding("FULL", waste[1]).words().startswith("25 % of the token positions in FULL are padding")
 
 
 def test_sampled_masks_are_said_and_little_padding_is_not() -> None:
@@ -241,7 +240,7 @@ def test_padding_is_the_advice_where_compute_limits() -> None:
     text = verdict_line(reading)
     assert text is not None and "50 % of the token positions in IO are padding" in text
     assert reading.claims[-1] == Advice(Help.PADDING)
-    assert text.endswith(f"most likely to help: {advice(Advice(Help.PADDING))}")
+    assert text.endswith(f"most likely to help: {Help.PADDING.words}")
 
 
 def test_energy_per_trial_and_per_sample() -> None:

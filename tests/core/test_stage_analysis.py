@@ -14,7 +14,7 @@ from benchy.results.text import reports
 def fix_text(report: object) -> str:
     """The stage trials' advice in words (empty: none)."""
     advice = getattr(report, "advice", None)
-    return "" if advice is None else reports.stage_fix(advice)
+    return "" if advice is None else advice.words()
 
 
 def trial(
@@ -154,14 +154,14 @@ def test_advice_in_order_false_for_head_of_line_waits_where_torch_has_it() -> No
 )
 def test_each_stage_points_to_its_fix(stage: Stage, fix: FixKind, words: str) -> None:
     found = stage_fix(stage)
-    assert found.kind is fix and words in reports.stage_fix(found)
+    assert found.kind is fix and words in found.words()
 
 
 def test_the_dataset_stage_fix_depends_on_whether_it_waits() -> None:
     assert stage_fix(Stage(StageKind.DATASET, "workers", 0.01, 0.5, off_cpu=0.1)) == Fix(FixKind.DATASET)
-    assert "decoding on the accelerator" in reports.stage_fix(Fix(FixKind.DATASET))
+    assert "decoding on the accelerator" in Fix(FixKind.DATASET).words()
     assert stage_fix(Stage(StageKind.DATASET, "workers", 0.01, 0.5, off_cpu=0.9)) == Fix(FixKind.WAITS)
-    assert "storage" in reports.stage_fix(Fix(FixKind.WAITS))
+    assert "storage" in Fix(FixKind.WAITS).words()
     ends = [0.005 * (k + 1) for k in range(4)]
     report = analyse([trial(ends, [0, 1, 0, 1], cpu=[0.001] * 4)])  # 6 ms __getitem__, 1 ms on the CPU
     assert report is not None and report.stages[0].off_cpu == pytest.approx(5 / 6)

@@ -28,7 +28,6 @@ from benchy.core.sweep import (
 )
 from benchy.results.schema import sweep_block
 from benchy.results.summary import sweep_line
-from benchy.results.text.verdict import claim
 
 
 def result(setting: Setting, rates: List[float]) -> SettingResult:
@@ -81,10 +80,10 @@ def test_best_smallest_within_and_cheapest_that_feeds() -> None:
     )
     fed = feed(results, 150.0)
     assert fed is not None and fed.found is not None and fed.found.setting == Setting(1, False, 2)
-    assert "is num_workers=1, pin_memory=False, prefetch_factor=2 (181.000 +/- 12.706 samples/s, 1.21x)" in claim(fed)
+    assert "is num_workers=1, pin_memory=False, prefetch_factor=2 (181.000 +/- 12.706 samples/s, 1.21x)" in fed.words()
     starved = feed(results, 190.0)
     assert starved is not None and starved.found is None and starved.best is not None
-    assert "none of the swept loader settings feeds the step" in claim(starved)
+    assert "none of the swept loader settings feeds the step" in starved.words()
     assert sweep_line([failed]) is None and feed([failed], 100.0) is None
 
 

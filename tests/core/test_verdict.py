@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 from helpers import trial_result
 
-from benchy.core.claims import Advice, Help, MoreTrials
+from benchy.core.claims import Advice, Busy, Help, MoreTrials
 from benchy.core.results import RunResults, SystemFigures
 from benchy.core.schedule import Mode
 from benchy.core.verdict import Outcome, decide
 from benchy.results.schema import decision_block
-from benchy.results.text.verdict import advice, claim, outweigh
 from benchy.results.text.verdict import verdict as say
 
 
@@ -120,7 +119,7 @@ def test_the_loader_diagnosis_in_words() -> None:
 
     def loader_clause(results: Any, outcome: str, workers: int) -> Any:
         cause = loader_cause(results, _verdict(outcome), workers)
-        return None if cause is None else claim(cause[0])
+        return None if cause is None else cause[0].words()
 
     from benchy.core.results import RunResults
 
@@ -154,18 +153,18 @@ def test_the_one_change_most_likely_to_help_follows_the_biggest_loss() -> None:
     from benchy.core.verdict import choose_advice
 
     waiting = Advice(Help.MORE_WORKERS_NOW, 2)  # the fix loader_cause names for a waiting loader
-    assert advice(waiting) == "more loader workers (num_workers = 2 now)"
+    assert waiting.words() == "most likely to help: more loader workers (num_workers = 2 now)"
     # Loading limits: the loader's own cause comes before its start-up.
     assert choose_advice(_verdict("data-loading"), waiting, False, True, False) == waiting
     assert choose_advice(_verdict("data-loading"), None, False, True, False) == Advice(Help.PERSISTENT)
-    assert advice(Advice(Help.PERSISTENT)) == "persistent_workers=True"
+    assert Advice(Help.PERSISTENT).words() == "most likely to help: persistent_workers=True"
     # Compute limits: the start-up is the loss left on the loader's side; else a faster step.
     assert choose_advice(_verdict("compute"), None, False, True, False) == Advice(Help.PERSISTENT)
     faster = choose_advice(_verdict("compute"), None, False, False, False)
-    assert faster == Advice(Help.FASTER_STEP) and advice(faster).startswith("a faster step")
+    assert faster == Advice(Help.FASTER_STEP) and faster.words().startswith("most likely to help: a faster step")
     # Copies that fall below SYNTHETIC come first; no advice without an answer.
     pinned = choose_advice(_verdict("data-loading"), waiting, True, False, False)
-    assert pinned is not None and advice(pinned) == "pinned memory and non_blocking copies (pin_memory=True)"
+    assert pinned is not None and pinned.words() == "most likely to help: pinned memory and non_blocking copies (pin_memory=True)"
     assert choose_advice(_verdict("undecided"), waiting, False, True, False) is None
     assert choose_advice(_verdict("inconsistent: compute"), waiting, False, True, False) is None
 
@@ -199,7 +198,7 @@ def test_a_saturated_cpu_decides_when_a_stage_seems_to_wait_off_the_cpu() -> Non
     )
     results = RunResults(trials, stages=report)
     assert report.waits_off_cpu
-    clauses = [claim(c) for c in diagnosis(results, _verdict("data-loading"), 0, None)]
+    clauses = [c.words() for c in diagnosis(results, _verdict("data-loading"), 0, None)]
     text = "; ".join(clauses)
     assert "the loader is CPU-bound: IO trials kept 0.75 cores busy of the 0.80 that other processes left free" in text
     assert "that time off the CPU is time waiting for a core" in text
@@ -219,8 +218,8 @@ def test_without_workers_a_busy_core_points_to_workers_and_no_contention_is_clai
     trials += [trial_result(Mode.FULL, k, 80, 1.3) for k in (1, 2)]
     results = RunResults(trials)
     cause = loader_cause(results, _verdict("data-loading"), 0)
-    assert cause is not None and claim(cause[0]).startswith("the loading runs in the training process (num_workers = 0)")
-    clauses = [claim(c) for c in diagnosis(results, _verdict("data-loading"), 0, None)]
+    assert cause is not None and cause[0].words().startswith("the loading runs in the training process (num_workers = 0)")
+    clauses = [c.words() for c in diagnosis(results, _verdict("data-loading"), 0, None)]
     assert clauses[-1] == "most likely to help: loader workers (num_workers > 0), up to the free cores", clauses
     assert not any("fewer loader workers" in c for c in clauses)
 
@@ -237,7 +236,9 @@ def test_an_undecided_verdict_advises_what_this_run_can_change() -> None:
     assert short is not None and "let the schedule run on (the warning above says how) for more trials" in say(short)
     likely = decide(io, synthetic, [], more=MoreTrials(finished=False, likely=120))
     assert likely is not None and "a decision would likely take about 120 more steps" in say(likely)
-    assert outweigh(MoreTrials(auto=True, max_trials=3)).endswith(
-        "raise global.auto_max_trials (now 3) so that more trials outweigh them"
+    assert (
+        Busy((), 2, MoreTrials(auto=True, max_trials=3))
+        .words()
+        .endswith("raise global.auto_max_trials (now 3) so that more trials outweigh them")
     )
-    assert outweigh(MoreTrials(finished=False)) == "rerun on a quiet machine"
+    assert Busy((), 2, MoreTrials(finished=False)).words().endswith(", so rerun on a quiet machine")

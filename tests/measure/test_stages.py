@@ -111,7 +111,7 @@ def test_each_stage_share_matches_its_sleeps(workers: int) -> None:
         normalize, dataset = by_name["transform Normalize"].seconds, by_name["dataset"].seconds
         assert normalize >= 5.7e-3 and 0.9 <= normalize / dataset <= 1.6, (by_name, load())
         assert report.largest is not None and report.largest.name == "transform Normalize", (stages_text(report), load())
-        assert "Normalize" in reports.stage_fix(stage_fix(report.largest))
+        assert "Normalize" in stage_fix(report.largest).words()
     if workers:
         assert {s.where for s in report.stages if s.name == "dataset"} == {"workers"}
         # margin: the workers sleep most of each batch, and a sleeping worker counts as busy in its stage: idle only

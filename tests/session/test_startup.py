@@ -14,7 +14,6 @@ from benchy.core.claims import StartupCost
 from benchy.core.startup import Basis, startup
 from benchy.measure.source import BatchSource
 from benchy.results.text.reports import startup as startup_text
-from benchy.results.text.verdict import claim
 from benchy.torch import BenchmarkDataLoader
 
 
@@ -42,7 +41,7 @@ def test_startup_against_an_epoch_at_the_full_rate() -> None:
         "passes: 0.500, 0.400, 0.600 s), 0.490 s more than an ordinary batch: 19.7 % of an "
         "epoch of 100 batches at the FULL rate (2.00 s)"
     )
-    assert claim(StartupCost(found)) == (
+    assert StartupCost(found).words() == (
         "each epoch also starts the loader (0.490 s more than a batch, 19.7 % of an "
         "epoch at the FULL rate, not in the trials' throughputs): "
         "persistent_workers=True keeps the workers between epochs"

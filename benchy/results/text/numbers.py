@@ -5,6 +5,10 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
+from ...core.words import flop as flop
+from ...core.words import flops_rate as flops_rate
+from ...core.words import spread as spread
+
 
 def ratio(value: float) -> str:
     """A ratio as ``1.48x``; below 0.1 with 3 significant digits (``0.00269x``, never ``0.00x``)."""
@@ -18,19 +22,6 @@ def ratio(value: float) -> str:
 def percent(confidence: float) -> str:
     """``99 %``: a confidence as the interval's name."""
     return f"{100.0 * confidence:g} %"
-
-
-def flop(flops: float) -> str:
-    """``1.23 GFLOP``: a FLOP count with its SI prefix."""
-    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
-        if flops >= scale:
-            return f"{flops / scale:.4g} {unit}"
-    return f"{flops:.4g} FLOP"
-
-
-def flops_rate(flops_per_s: float) -> str:
-    """``2.31 TFLOP/s``: a rate with its SI prefix."""
-    return flop(flops_per_s) + "/s"
 
 
 def triple(t: Sequence[Optional[float]]) -> str:
@@ -54,9 +45,3 @@ def signed_percent(x: Optional[float]) -> str:
         return "n/a"
     text = f"{100.0 * x:+.2f} %"
     return "0.00 %" if text in ("+0.00 %", "-0.00 %") else text
-
-
-def spread(mean: Optional[float], half_width: Optional[float], digits: int = 3) -> str:
-    """``123.456 +/- 7.890``, ``n/a`` for no interval."""
-    hw = "n/a" if half_width is None else f"{half_width:.{digits}f}"
-    return f"{mean:.{digits}f} +/- {hw}" if mean is not None else "n/a"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import List, Optional
 
-from ...core.compute import ENERGY_KEYS, ComputeReport, EnergyReport, NoPeak, Peak, TokenReport
+from ...core.compute import ENERGY_KEYS, ComputeReport, EnergyReport, TokenReport
 from ...core.diagnostics import StepParts
 from ...core.results import Imprecise
 from ...core.schedule import Mode
-from ...core.stages import FirstPass, Fix, FixKind, Stage, StageKind
+from ...core.stages import FirstPass, Stage, StageKind
 from ...core.startup import Startup
 from ...core.whatif import (
     FLIP_MAX,
@@ -52,27 +52,6 @@ def precision(i: Imprecise, mean: Optional[float], half_width: Optional[float], 
     return f"{head}: its trials scatter too much for more of them to settle it within the schedule's bound"
 
 
-def peak_basis(peak: Peak) -> str:
-    """Where the peak's figures come from: one source, or a mix weighed by the time each dtype takes."""
-    if len(peak.parts) == 1:
-        key, _, where = peak.parts[0]
-        return f"{key}: {where}"
-    return "a mix, by the time each takes: " + "; ".join(f"{k} {flops_rate(f)}: {w}" for k, f, w in peak.parts)
-
-
-def no_peak(why: NoPeak) -> str:
-    """Why MFU is not computed."""
-    if why.kind == "no-flops":
-        return "no FLOPs counted"
-    if why.kind == "no-dtype":
-        return (
-            f"the peak table has no {why.dtype} figure for {why.accelerator}: set global.peak_flops.{why.dtype} "
-            f"(FLOP/s) to get MFU"
-        )
-    cpu = " (a CPU's peak depends on its cores, clock and vector units)" if why.cpu else ""
-    return f"no peak is known for {why.device}{cpu}: set global.peak_flops (FLOP/s) to get MFU"
-
-
 def compute(report: ComputeReport) -> str:
     """The COMPUTE line's text."""
     c = report.count
@@ -109,9 +88,9 @@ def compute(report: ComputeReport) -> str:
             for m in report.modes
             if m.mfu is not None
         )
-        out += f"; MFU {mfus} of a peak of {flops_rate(report.peak.flops)}{per} ({peak_basis(report.peak)})"
+        out += f"; MFU {mfus} of a peak of {flops_rate(report.peak.flops)}{per} ({report.peak.words()})"
     elif report.no_peak is not None:
-        out += f"; MFU not computed: {no_peak(report.no_peak)}"
+        out += f"; MFU not computed: {report.no_peak.words()}"
     return out
 
 
@@ -224,55 +203,6 @@ def stage_name(stage: Stage) -> str:
 def stage_note(stage: Stage) -> str:
     """What a stage holds, in words (empty: its name says it)."""
     return _STAGE_NOTES.get(stage.kind, "")
-
-
-_FIXES = {
-    FixKind.WAITS: (
-        "more loader workers to overlap the waits, or faster or local storage, or caching the dataset "
-        "(the dataset's own __getitem__ waits off the CPU: storage or network reads)"
-    ),
-    FixKind.DATASET: (
-        "cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
-        "or decoding on the accelerator (nvJPEG, DALI)"
-    ),
-    FixKind.COLLATE: "a vectorised collate_fn (stack whole arrays once, or a dataset __getitems__ that returns the batch)",
-    FixKind.RECEIVE: (
-        "workers that let go of the GIL: the main process waits off the CPU for a worker to hand over its "
-        "batch's shared memory, and a worker busy in pure-Python code answers late (vectorised or native "
-        "transforms, or fewer workers than cores)"
-    ),
-    FixKind.RECEIVE_CPU: (
-        "smaller batches to move between processes: uint8 instead of float tensors (convert on the "
-        "accelerator), fewer and larger tensors"
-    ),
-    FixKind.PIN: "pin_memory=False (pinning costs more than the copies it speeds up here)",
-    FixKind.SAMPLER: "a cheaper sampler (precomputed index lists)",
-}
-
-
-def stage_fix(fix: Fix) -> str:
-    """The change a stage's or the workers' figures point to."""
-    kind = fix.kind
-    if kind is FixKind.MORE_WORKERS:
-        return (
-            f"more loader workers (the {fix.workers} workers are busy {100 * fix.figure:.0f} % of the time and "
-            f"{fix.other:.1f} cores are free)"
-        )
-    if kind is FixKind.LOADER_WORKERS:
-        return (
-            f"loader workers (num_workers > 0: the loading runs on the training thread, with "
-            f"{fix.figure:.1f} cores free to do it beside the step)"
-        )
-    if kind is FixKind.OUT_OF_ORDER:
-        return (
-            f"DataLoader(in_order=False) (for {100 * fix.figure:.1f} % of the time the loop waited for a "
-            f"batch while a later one was ready and a worker sat idle)"
-        )
-    if kind is FixKind.TRANSFORM:
-        return f"a cheaper {fix.stage.split(' ', 1)[-1]} or fewer transforms (or the augmentation batched on the accelerator)"
-    if kind is FixKind.OTHER:
-        return f"less time in {fix.stage}"
-    return _FIXES[kind]
 
 
 # --- what if ------------------------------------------------------------------------------------------

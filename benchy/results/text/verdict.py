@@ -1,37 +1,15 @@
-"""The verdict in words, from the values of :mod:`benchy.core.verdict` and :mod:`benchy.core.claims` (no torch);
-every output says it through :func:`verdict_line`."""
+"""The verdict in words, from the values of :mod:`benchy.core.verdict`, followed by what the other measurements add
+(:mod:`benchy.core.claims`, each in its own words; no torch); every output says it through :func:`verdict_line`."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
-from ...core.claims import (
-    Advice,
-    Busy,
-    Cause,
-    Claim,
-    Contended,
-    Copies,
-    DataWait,
-    Feed,
-    Help,
-    LoaderCause,
-    Mfu,
-    MoreTrials,
-    Padding,
-    StagesFound,
-    StartupCost,
-    Starved,
-)
-from ...core.compute import ComputeReport
-from ...core.results import TrialResult
-from ...core.schedule import Mode
-from ...core.stages import HOL_SHARE, StageReport
+from ...core.claims import MoreTrials
+from ...core.claims import busy_trials as busy_trials
 from ...core.stats import Comparison
-from ...core.sweep import FEEDS, SettingResult
 from ...core.verdict import Full, Outcome, Overlap, Reading, Verdict, balanced_bounds
-from .numbers import flops_rate, percent, ratio, spread
-from .reports import peak_basis, stage_fix, stage_name
+from .numbers import percent, ratio
 
 # --- how to get more trials -----------------------------------------------------------------------
 
@@ -44,17 +22,6 @@ def more_trials(more: MoreTrials) -> str:
     if more.auto:
         return f"raise global.auto_max_trials (now {more.max_trials}) or nbatches for more or longer trials"
     return "run more or longer trials (ntrials: auto runs them until the answer is known)"
-
-
-def outweigh(more: MoreTrials) -> str:
-    """What makes trials on a busy machine count for less."""
-    if more.auto:
-        return (
-            f"rerun on a quiet machine, or raise global.auto_max_trials (now {more.max_trials}) so that more trials outweigh them"
-        )
-    if not more.finished:
-        return "rerun on a quiet machine"
-    return "rerun on a quiet machine, or with ntrials: auto so that more trials outweigh them"
 
 
 # --- the verdict ----------------------------------------------------------------------------------
@@ -142,169 +109,4 @@ def verdict_line(reading: Reading) -> Optional[str]:
     """The verdict with what the other measurements add, advice last (None without a verdict)."""
     if reading.verdict is None:
         return None
-    return "; ".join([verdict(reading.verdict), *(claim(c) for c in reading.claims)])
-
-
-# --- what the other measurements add ---------------------------------------------------------------
-
-
-def busy_trials(found: Sequence[TrialResult]) -> str:
-    """``1.84 of 2 cores busy during SYNTHETIC_1, 0.91 of 2 during FULL_2``: what other processes took."""
-    parts = [
-        f"{t.system.other_cores_busy or 0.0:.2f} of {t.system.cpu_cores or 0:g}{' cores busy' if not k else ''} during {t.label}"
-        for k, t in enumerate(found)
-        if t.system is not None
-    ]
-    return ", ".join(parts)
-
-
-def _mfu(report: ComputeReport, near: bool) -> str:
-    mfu = report.mfu(Mode.SYNTHETIC)
-    assert mfu is not None and report.peak is not None
-    per = " a device" if report.world > 1 else ""
-    head = f"the step runs at {100 * mfu:.0f} % of the peak ({flops_rate(report.peak.flops)}{per}; {peak_basis(report.peak)})"
-    return head + (": the step is near what the accelerator does" if near else ": the step has headroom")
-
-
-def _cause(c: LoaderCause) -> str:
-    kept = (
-        f"{c.busy:.2f} of {c.cores:g} cores busy"
-        if c.other < 0.1
-        else f"{c.busy:.2f} cores busy of the {c.free:.2f} that other processes left free"
-    )
-    if c.cause is Cause.CPU_BOUND:
-        return (
-            f"the loader is CPU-bound: IO trials kept {kept} ({100 * c.util:.0f} %), so "
-            f"decoding and augmentation need more CPU than there is and more workers than cores will not help "
-            f"(cheaper transforms, smaller or pre-decoded samples, or decoding on the accelerator)"
-        )
-    if c.cause is Cause.IN_PROCESS:
-        return (
-            f"the loading runs in the training process (num_workers = 0) and keeps its core busy (IO trials kept "
-            f"{c.busy:.2f} cores busy of the {c.free:.2f} free), in series with the step: loader workers would make "
-            f"samples beside the step on the other {c.free - 1:.2f} cores"
-        )
-    if c.cause is Cause.WORKERS_CPU_BOUND:
-        return (
-            f"the loader's workers are CPU-bound: IO trials kept {c.busy:.2f} cores busy with num_workers = "
-            f"{c.workers} of {c.cores:g} cores, so more workers (up to {c.cores:g}) should feed the step faster"
-        )
-    if c.cause is Cause.STORAGE:
-        return (
-            f"the storage looks like the limit: IO trials read {c.reads:.1f} MB/s with the CPU {100 * c.util:.0f} % "
-            f"busy (faster or local storage, caching, or larger sequential reads)"
-        )
-    return (
-        f"the loader is neither CPU- nor storage-bound here (CPU {100 * c.util:.0f} % busy, storage reads "
-        f"{c.reads:.1f} MB/s): it waits on something else (network storage, a remote service, sleeps or "
-        f"locks) with too few workers to overlap the waits (num_workers = {c.workers}; with the CPU idle, "
-        f"more workers than cores can help)"
-    )
-
-
-def _stages(report: StageReport, saturated: bool) -> str:
-    """What the stage trials add to the verdict: the largest stage, a slow worker, head-of-line waits."""
-    top = report.largest
-    basis = "the workers' time" if top is not None and top.where == "workers" and report.workers else "the IO period"
-    out = (
-        "the stage trials find no stage"
-        if top is None
-        else f"the stage trials put the largest share of the loader's work in {stage_name(top)} "
-        f"({100 * top.share:.0f} % of {basis})"
-    )
-    slow = report.straggler
-    if slow is not None:
-        out += f"; worker {slow.worker} takes {slow.ratio:.1f}x the others' time a batch (a slow worker holds up the rest)"
-    if report.hol_share >= HOL_SHARE:
-        out += (
-            f"; for {100 * report.hol_share:.1f} % of the time the loop waited for a batch while a later one "
-            f"was ready and a worker sat idle (head-of-line blocking)"
-        )
-    if saturated:
-        out += "; with the cores saturated, that time off the CPU is time waiting for a core, not for storage or the network"
-    return out
-
-
-def _startup(c: StartupCost) -> str:
-    s = c.startup
-    text = (
-        f"each epoch also starts the loader ({s.extra:.3f} s more than a batch, "
-        f"{100.0 * (s.share or 0.0):.1f} % of an epoch at the FULL rate, not in the trials' throughputs)"
-    )
-    if s.restarts_workers:
-        text += ": persistent_workers=True keeps the workers between epochs"
-    return text
-
-
-def _feed(f: Feed) -> str:
-    found, synthetic = f.found, f.synthetic
-    if found is None:
-        top = f.best
-        return (
-            f"none of the swept loader settings feeds the step (IO at least {FEEDS:g}x SYNTHETIC "
-            f"{synthetic:.3f}): the best, {top.setting.words()}, reaches {top.estimate.mean / synthetic:.2f}x; "
-            f"it takes more workers than were swept (where cores are free) or cheaper samples"
-        )
-    est = found.estimate
-    return (
-        f"the cheapest swept loader setting that feeds the step (IO at least {FEEDS:g}x SYNTHETIC) is "
-        f"{found.setting.words()} ({spread(est.mean, est.half_width)} samples/s, {(est.mean or 0.0) / synthetic:.2f}x)"
-    )
-
-
-def _contended(c: Contended) -> str:
-    return (
-        f"FULL {c.full:.1f} is below both IO and SYNTHETIC: beside the loader the step takes {100 * c.share:.0f} % longer "
-        f"than alone ({1e3 * c.step:.3f} ms against {1e3 * c.alone:.3f} ms; the workers and the step share the cores, "
-        f"the GIL or the memory bandwidth)"
-    )
-
-
-def advice(a: Advice) -> str:
-    """The one change most likely to help (without the words that introduce it)."""
-    if a.help is Help.STAGE:
-        return stage_fix(a.detail)
-    if a.help is Help.SWEPT:
-        found: SettingResult = a.detail[0]
-        synthetic: float = a.detail[1]
-        times = (found.estimate.mean or 0.0) / synthetic
-        return f"the loader setting {found.setting.words()} (the sweep measured IO at {times:.2f}x SYNTHETIC)"
-    return a.help.words.format(workers=a.detail)
-
-
-def claim(c: Claim) -> str:
-    """One claim of the verdict line."""
-    if isinstance(c, Busy):
-        return (
-            f"{len(c.trials)} of the {c.total} trials it rests on ran on a busy machine (other processes kept "
-            f"{busy_trials(c.trials)}): their throughputs are likely low, so {outweigh(c.more)}"
-        )
-    if isinstance(c, Mfu):
-        return _mfu(c.report, c.near)
-    if isinstance(c, Padding):
-        return f"{100 * c.share:.0f} % of the token positions in {c.mode} are padding: the step computes on them for nothing"
-    if isinstance(c, DataWait):
-        return f"FULL spends {100.0 * c.share:.1f} % of its time waiting for the loader"
-    if isinstance(c, LoaderCause):
-        return _cause(c)
-    if isinstance(c, StagesFound):
-        return _stages(c.report, c.saturated)
-    if isinstance(c, Starved):
-        return (
-            f"FULL stalls every {c.workers} steps ({c.stalls} stalls, {100.0 * c.share:.1f} % of its time): a starved worker pool"
-        )
-    if isinstance(c, Copies):
-        text = (
-            f"copying each batch to {c.device} lowers the loader's rate to {c.mean:.3f} samples/s, "
-            f"{100.0 * c.mean / c.io:.0f} % of IO"
-        )
-        if c.limits:
-            text += ", below SYNTHETIC: the copies, not the loader, limit training"
-        return text + " (pin_memory=True and non_blocking copies let them overlap the step)"
-    if isinstance(c, StartupCost):
-        return _startup(c)
-    if isinstance(c, Feed):
-        return _feed(c)
-    if isinstance(c, Contended):
-        return _contended(c)
-    return f"most likely to help: {advice(c)}"
+    return "; ".join([verdict(reading.verdict), *(c.words() for c in reading.claims)])
