@@ -6,7 +6,6 @@ of the IO period, each worker, the order; the figures are defined in docs/guide/
 
 from __future__ import annotations
 
-import enum
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -68,16 +67,17 @@ class StageTrial:
         return self.samples / self.seconds if self.seconds > 0 else float("inf")
 
 
-class StageKind(str, enum.Enum):
-    """What a stage is (WAIT: the main process's wait for a worker's batch)."""
+class StageKind(Worded):
+    """What a stage is (WAIT: the main process's wait for a worker's batch); its words: what it holds (empty where its
+    name says it)."""
 
-    DATASET = "dataset"
+    DATASET = "dataset", "__getitem__ without the timed transforms"
     TRANSFORM = "transform"
     COLLATE = "collate_fn"
-    RECEIVE = "receive"
+    RECEIVE = "receive", "unpickling and shared memory"
     PIN = "pin_memory"
     SAMPLER = "sampler"
-    WAIT = "wait"
+    WAIT = "wait", "the loop's time in next() waiting for a worker's batch"
 
 
 MAIN_WORK = (StageKind.RECEIVE, StageKind.PIN, StageKind.SAMPLER)  # the main process's own work a batch

@@ -38,7 +38,6 @@ and the loader sweep's settings check it by measurement, in the same run.
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
@@ -85,11 +84,11 @@ class Limit(Worded):
 LIMITS = (Limit.STEP, Limit.WORKERS, Limit.MAIN, Limit.CORES, Limit.SERIAL)
 
 
-class Basis(str, enum.Enum):
+class Basis(Worded):
     """What the loader's costs come from: the stage trials, or the IO trials alone."""
 
-    STAGES = "stages"
-    IO = "io"
+    STAGES = "stages", "the stage trials"
+    IO = "io", "the IO trials"
 
 
 BASIS_STAGES = Basis.STAGES

@@ -357,7 +357,7 @@ def stages_block(results: RunResults) -> Optional[model.Stages]:
                 where=st.where,
                 seconds_per_batch=st.seconds,
                 share=st.share,
-                note=reports.stage_note(st) or None,
+                note=st.kind.words or None,
                 off_cpu_share=st.off_cpu,
             )
             for st in report.stages
@@ -416,7 +416,7 @@ def whatif_block(w: WhatIf) -> model.WhatIf:
     words."""
     inp, there = w.inputs, w.inputs.other_setting
     return model.WhatIf(
-        basis=reports.model_basis(inp.basis),
+        basis=inp.basis.words,
         inputs=model.WhatIfInputs(
             samples_per_batch=inp.batch,
             workers=inp.workers,

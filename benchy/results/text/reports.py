@@ -22,7 +22,6 @@ from ...core.whatif import (
     best_free,
     best_workers,
 )
-from ...core.whatif import Basis as ModelBasis
 from .numbers import flop, flops_rate, spread, triple
 
 # --- the step's cost ----------------------------------------------------------------------------------
@@ -187,30 +186,12 @@ def first_pass(f: FirstPass) -> str:
     return out
 
 
-_STAGE_NAMES = {StageKind.WAIT: "waiting for workers"}
-_STAGE_NOTES = {
-    StageKind.DATASET: "__getitem__ without the timed transforms",
-    StageKind.RECEIVE: "unpickling and shared memory",
-    StageKind.WAIT: "the loop's time in next() waiting for a worker's batch",
-}
-
-
 def stage_name(stage: Stage) -> str:
     """A stage as the tables and the JSON name it: ``dataset``, ``transform Normalize``, ``waiting for workers``."""
-    return _STAGE_NAMES.get(stage.kind, stage.name)
-
-
-def stage_note(stage: Stage) -> str:
-    """What a stage holds, in words (empty: its name says it)."""
-    return _STAGE_NOTES.get(stage.kind, "")
+    return "waiting for workers" if stage.kind is StageKind.WAIT else stage.name
 
 
 # --- what if ------------------------------------------------------------------------------------------
-
-
-def model_basis(basis: ModelBasis) -> str:
-    """What the model's loader costs come from."""
-    return "the stage trials" if basis is ModelBasis.STAGES else "the IO trials"
 
 
 def check(c: Check) -> str:
@@ -263,7 +244,7 @@ def whatif(w: WhatIf) -> str:
     inp = w.inputs
     out: List[str] = []
     full = inp.full
-    basis = f"model from {model_basis(inp.basis)}; figures with the range the measured intervals allow"
+    basis = f"model from {inp.basis.words}; figures with the range the measured intervals allow"
     # Without workers the loading runs between the steps: it adds to every step whether or not it "limits".
     between = "without workers the loading runs between the steps" + (
         f" ({100 * inp.full_wait:.0f} % of FULL's time)" if inp.full_wait is not None else ""
