@@ -1,6 +1,7 @@
-"""Words beside their values (no torch): :class:`Said`, the line a value renders, and :class:`Worded`, a code whose
-members carry their words. A value may render its own words; nothing reads a sentence back (values carry the
-meaning, ``tests/test_layout.py``)."""
+"""Words beside their values (no torch): :class:`Said`, the line a value renders, :class:`Worded`, a code whose
+members carry their words, and the number formatters a value's words use (:mod:`benchy.results.text.numbers` has
+the others). A value may render its own words; nothing reads a sentence back (values carry the meaning,
+``tests/test_layout.py``)."""
 
 from __future__ import annotations
 

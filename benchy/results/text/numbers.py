@@ -1,4 +1,5 @@
-"""Number formatters, one definition each, for every renderer (no torch)."""
+"""Number formatters, one definition each, for every renderer (no torch; those the values' own words use are
+:mod:`benchy.core.words`', imported from here too)."""
 
 from __future__ import annotations
 

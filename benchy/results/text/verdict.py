@@ -11,8 +11,6 @@ from ...core.stats import Comparison
 from ...core.verdict import Full, Outcome, Overlap, Reading, Verdict, balanced_bounds
 from .numbers import percent, ratio
 
-# --- how to get more trials -----------------------------------------------------------------------
-
 
 def more_trials(more: MoreTrials) -> str:
     """The advice of an undecided verdict."""
@@ -22,9 +20,6 @@ def more_trials(more: MoreTrials) -> str:
     if more.auto:
         return f"raise global.auto_max_trials (now {more.max_trials}) or nbatches for more or longer trials"
     return "run more or longer trials (ntrials: auto runs them until the answer is known)"
-
-
-# --- the verdict ----------------------------------------------------------------------------------
 
 
 def interval(c: Comparison) -> str:
