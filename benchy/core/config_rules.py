@@ -359,7 +359,7 @@ REMOVED = {
         "removed after 0.2.0 (what the data wait costs at a price an hour); expected no such key: the "
         "DATA_WAIT line and the JSON's FULL.data_wait give the share of FULL's time spent waiting for the "
         "loader: that share of your job's price is what the wait costs"
-    ),
+    )
 }
 
 
@@ -378,12 +378,7 @@ def describe(value: Any) -> str:
     return f"{_REPR.repr(value)} ({type(value).__name__})"
 
 
-def merge_layer(
-    merged: Dict[str, Dict[str, Any]],
-    layer: Any,
-    source: str,
-    problems: List[str],
-) -> None:
+def merge_layer(merged: Dict[str, Dict[str, Any]], layer: Any, source: str, problems: List[str]) -> None:
     """Merge one layer (file contents or overrides) into ``merged``, key by key."""
     if layer is None:
         return

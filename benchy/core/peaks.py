@@ -12,7 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-_T = 1e12
+
+def _tflops(**peaks: float) -> Dict[str, float]:
+    """Peaks per dtype given in TFLOP/s, as FLOP/s."""
+    return {dtype: figure * 1e12 for dtype, figure in peaks.items()}
+
 
 # The dtype keys of the peak table and of global.peak_flops: what a FLOP is done in.
 DTYPES = ("float64", "float32", "tf32", "bfloat16", "float16", "float8")
@@ -29,27 +33,14 @@ class Accelerator:
 
 
 _NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)"
-_HOPPER_SXM = {  # H100 SXM and H200 SXM: the same dense peaks
-    "float64": 34 * _T,
-    "float32": 67 * _T,
-    "tf32": 494.7 * _T,
-    "bfloat16": 989.4 * _T,
-    "float16": 989.4 * _T,
-    "float8": 1978.9 * _T,
-}
+# H100 SXM and H200 SXM: the same dense peaks
+_HOPPER_SXM = _tflops(float64=34, float32=67, tf32=494.7, bfloat16=989.4, float16=989.4, float8=1978.9)
 # The most specific pattern first ("A100" before "A10", "H100 PCIe" before "H100").
 ACCELERATORS: Tuple[Accelerator, ...] = (
     Accelerator(
         r"\bh100\b.*(pcie|pci-e)",
         "NVIDIA H100 PCIe",
-        {
-            "float64": 25.6 * _T,
-            "float32": 51.2 * _T,
-            "tf32": 378 * _T,
-            "bfloat16": 756 * _T,
-            "float16": 756 * _T,
-            "float8": 1513 * _T,
-        },
+        _tflops(float64=25.6, float32=51.2, tf32=378, bfloat16=756, float16=756, float8=1513),
         _NV_H100,
     ),
     Accelerator(r"gh200|\bh100\b", "NVIDIA H100 SXM", _HOPPER_SXM, _NV_H100),
@@ -62,56 +53,49 @@ ACCELERATORS: Tuple[Accelerator, ...] = (
     Accelerator(
         r"\ba100\b",
         "NVIDIA A100",
-        {"float64": 9.7 * _T, "float32": 19.5 * _T, "tf32": 156 * _T, "bfloat16": 312 * _T, "float16": 312 * _T},
+        _tflops(float64=9.7, float32=19.5, tf32=156, bfloat16=312, float16=312),
         "NVIDIA A100 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)",
     ),
     Accelerator(
         r"\ba10g?\b",
         "NVIDIA A10",
-        {"float32": 31.2 * _T, "tf32": 62.5 * _T, "bfloat16": 125 * _T, "float16": 125 * _T},
+        _tflops(float32=31.2, tf32=62.5, bfloat16=125, float16=125),
         "NVIDIA A10 Tensor Core GPU datasheet (dense)",
     ),
     Accelerator(
         r"\bl4\b",
         "NVIDIA L4",
-        {"float32": 30.3 * _T, "tf32": 60 * _T, "bfloat16": 121 * _T, "float16": 121 * _T, "float8": 242.5 * _T},
+        _tflops(float32=30.3, tf32=60, bfloat16=121, float16=121, float8=242.5),
         "NVIDIA L4 Tensor Core GPU datasheet (dense: the 'with sparsity' figures halved)",
     ),
     Accelerator(
         r"\bv100\b.*(pcie|pci-e)",
         "NVIDIA V100 PCIe",
-        {"float64": 7 * _T, "float32": 14 * _T, "float16": 112 * _T},
+        _tflops(float64=7, float32=14, float16=112),
         "NVIDIA Tesla V100 datasheet (tensor cores, float16)",
     ),
     Accelerator(
         r"\bv100\b",
         "NVIDIA V100 SXM2",
-        {"float64": 7.8 * _T, "float32": 15.7 * _T, "float16": 125 * _T},
+        _tflops(float64=7.8, float32=15.7, float16=125),
         "NVIDIA Tesla V100 datasheet (tensor cores, float16)",
     ),
     Accelerator(
         r"\bt4\b",
         "NVIDIA T4",
-        {"float32": 8.1 * _T, "float16": 65 * _T},
+        _tflops(float32=8.1, float16=65),
         "NVIDIA T4 Tensor Core GPU datasheet (mixed precision float16)",
     ),
     Accelerator(
         r"\bmi300x\b",
         "AMD Instinct MI300X",
-        {
-            "float64": 81.7 * _T,
-            "float32": 163.4 * _T,
-            "tf32": 653.7 * _T,
-            "bfloat16": 1307.4 * _T,
-            "float16": 1307.4 * _T,
-            "float8": 2614.9 * _T,
-        },
+        _tflops(float64=81.7, float32=163.4, tf32=653.7, bfloat16=1307.4, float16=1307.4, float8=2614.9),
         "AMD Instinct MI300X data sheet (dense matrix figures)",
     ),
     Accelerator(
         r"\bmi250x?\b",
         "AMD Instinct MI250X",
-        {"float64": 95.7 * _T, "float32": 95.7 * _T, "bfloat16": 383 * _T, "float16": 383 * _T},
+        _tflops(float64=95.7, float32=95.7, bfloat16=383, float16=383),
         "AMD Instinct MI250X data sheet (matrix figures)",
     ),
 )

@@ -14,18 +14,7 @@ from .queues import Shape, Shapes, shape_of
 from .record import Mode
 from .stages import MAIN_WORK, StageKind
 from .stats import Estimate, estimate
-from .whatif import (
-    BASIS_STAGES,
-    SATURATED,
-    Basis,
-    Change,
-    Checked,
-    Inputs,
-    Loader,
-    Triple,
-    WhatIf,
-    whatif,
-)
+from .whatif import SATURATED, Basis, Change, Checked, Inputs, Loader, Triple, WhatIf, whatif
 
 
 def _ends(est: Estimate) -> Optional[Triple]:
@@ -69,7 +58,7 @@ def inputs_from(
         io_busy = io_sys.get("cpu_cores_busy")
         saturated = io_busy is not None and io_busy >= SATURATED * max(0.25, cores - other)
         loader = _loader_from_stages(stages, saturated)
-        basis = BASIS_STAGES
+        basis = Basis.STAGES
         workers = stages.workers
     else:
         io_cores = float(io_sys.get("cpu_cores_busy", max(1, workers)))
@@ -79,10 +68,10 @@ def inputs_from(
         basis = Basis.IO
     if full is not None and full.mean and full_wait_median is not None:
         loader = _main_from_full(loader, workers, batch / full.mean, full_wait_median)
-    if basis == BASIS_STAGES:
+    if basis == Basis.STAGES:
         loader = _with_handover(loader, workers, batch / io_t[1], cores - other)
     elsewhere = None
-    if basis == BASIS_STAGES and stages_other is not None and stages_other.batches > 0:
+    if basis == Basis.STAGES and stages_other is not None and stages_other.batches > 0:
         elsewhere = _other_loader(stages_other, cores - other)
     # CONTENTION_1 ran the run's own workers beside the step, or, where it has none, the other setting's (whose costs
     # are then ``elsewhere``'s): the step beside workers, for the changes to workers
@@ -263,13 +252,7 @@ def run_inputs(results: Any, systems: Mapping[Any, Mapping[str, float]], workers
     )
 
 
-def from_results(
-    results: Any,
-    systems: Mapping[Any, Mapping[str, float]],
-    workers: int,
-    *,
-    depth: int = 0,
-) -> Optional[WhatIf]:
+def from_results(results: Any, systems: Mapping[Any, Mapping[str, float]], workers: int, *, depth: int = 0) -> Optional[WhatIf]:
     """The :class:`WhatIf` of a run, checked against the emulated-step trials and the loader sweep where they ran."""
     inp = run_inputs(results, systems, workers, depth=depth)
     if inp is None:

@@ -1,39 +1,13 @@
 """What a change would give: a model of the run's loader and step, built from its measurements (pure, no torch).
 
-The model holds what the run measured: a loader worker's time a batch and its CPU share (the stage
-trials, or the IO trials alone; what the stage timers miss of a worker, sending its batch, from the
-IO trials' pace), the main process's own work a batch (receiving the workers' batches, pinning, the
-sampler) and its CPU share, the step's time and the cores it keeps busy (SYNTHETIC), the step's parts
-(``PARTS_1``: a faster accelerator shortens forward, backward and the optimizer step, not the rest of
-the loop), how much the loader slows the step at FULL's pace and flat out (``CONTENTION_1``), the
-cores free, and how much slower the slowest worker is. From them it predicts the IO and FULL
-throughput of the same loop with another number of loader workers, other cores, a step ``k`` times
-faster, or one loader stage made free. With ``W`` workers and ``C`` cores free, a batch takes
-(seconds; ``s`` the step made faster, ``w`` a worker's time a batch, ``m`` the main process's):
-
-* no workers: IO ``w + m0``; FULL ``s + w + m0`` (the loading and the step on one thread, one
-  after the other: the naive ``min(IO, k x SYNTHETIC)`` misses this);
-* workers: IO ``max(slow x w / W, m, cpu(w + m) / C)``, FULL ``max(s x stretch + m, slow x w / W,
-  cpu(w + m + s) / C)``: the main process receives each batch and runs the step one after the
-  other; the workers deliver in order, at the pace of the slowest; all of them share the cores; the
-  step is ``stretch`` times longer beside the loader at FULL's pace (:meth:`Inputs.stretch`).
-
-These steady paces say which side limits and where the verdict flips. The figures for a change with
-workers come from playing the pipeline batch by batch with those times and their measured spread
-(:mod:`benchy.core.queues`: where the two paces are close the step and the loader wait for each other;
-where the workers' and the step's CPU work can ask for more cores than are free, the cores shared among the
-threads that run, as the operating system shares them), never faster than the cores allow. The step there
-is still the step as measured beside the loader (``stretch``): that holds some of the same sharing, but also
-what fair sharing leaves out (caches, the scheduler's slices), and on the test machine the play reads closer
-with it than without (``docs/measured/whatif.md``). ``m`` is FULL's median wait where the loader kept ahead
-in FULL (all of ``next()``'s own work, of which the stage trials time the receive); the changes on the other
-side of no workers take the loader's costs from the stage trial there (``STAGES_ALONE``, ``STAGES_WORKER``).
-
-Each prediction is worked out three times, at the low end, the mean and the high end of the
-measured IO and SYNTHETIC intervals: its interval (the flip and the needs at the two ends too).
-:func:`whatif` gives a :class:`WhatIf` (from a run's figures: :mod:`benchy.core.runinputs`); the
-emulated-step trials (``EMULATED``, run at the speed-up where the model says the verdict flips)
-and the loader sweep's settings check it by measurement, in the same run.
+From what the run measured (the loader's costs a batch from the stage trials or the IO trials, the main process's
+own work, the step and its CPU, the step's parts, the contention, the cores free, the slowest worker) it predicts
+the IO and FULL throughput of the same loop with other loader workers, other cores, a step ``k`` times faster, or
+one loader stage made free: steady paces (:func:`_periods`) say which side limits and where the verdict flips; the
+figures with workers come from playing the pipeline batch by batch (:mod:`benchy.core.queues`). Each prediction is
+worked out at the low end, the mean and the high end of the measured intervals. docs/guide/whatif.md gives the
+formulas and why; :func:`whatif` gives a :class:`WhatIf` (from a run: :mod:`benchy.core.runinputs`), checked by
+the emulated-step trials and the loader sweep in the same run.
 """
 
 from __future__ import annotations
@@ -81,17 +55,11 @@ class Limit(Worded):
     SERIAL = "serial", "the loading and the step one after the other"  # no workers
 
 
-LIMITS = (Limit.STEP, Limit.WORKERS, Limit.MAIN, Limit.CORES, Limit.SERIAL)
-
-
 class Basis(Worded):
     """What the loader's costs come from: the stage trials, or the IO trials alone."""
 
     STAGES = "stages", "the stage trials"
     IO = "io", "the IO trials"
-
-
-BASIS_STAGES = Basis.STAGES
 
 
 class Checked(Worded):
@@ -278,22 +246,19 @@ class WhatIf:
 # --- the model ------------------------------------------------------------------------------
 
 
-def _stage_cut(loader: Loader, free: Optional[str], workers: int) -> Tuple[float, float, float, float, float]:
+def _stage_cut(loader: Loader, free: Optional[str]) -> Tuple[float, float, float, float, float]:
     """(worker, worker CPU seconds, main, main CPU seconds, main_plain) a batch with ``free`` made free."""
     worker, main, plain = loader.worker, loader.main, loader.main_plain
     cpu, main_cpu = loader.worker * loader.cpu, loader.main * loader.main_cpu
-    if free is not None:
-        for name, where, seconds in loader.stages:
-            if name != free:
-                continue
-            if where == "workers":
-                worker = max(0.0, worker - seconds)
-                cpu = max(0.0, cpu - seconds * (loader.cpu if name == "dataset" else 1.0))
-            else:
-                main = max(0.0, main - seconds)
-                main_cpu = max(0.0, main_cpu - seconds * (loader.main_cpu if name == "receive" else 1.0))
-                if name in ("sampler", "pin_memory"):
-                    plain = max(0.0, plain - seconds)
+    for name, where, seconds in (stage for stage in loader.stages if stage[0] == free):
+        if where == "workers":
+            worker = max(0.0, worker - seconds)
+            cpu = max(0.0, cpu - seconds * (loader.cpu if name == "dataset" else 1.0))
+        else:
+            main = max(0.0, main - seconds)
+            main_cpu = max(0.0, main_cpu - seconds * (loader.main_cpu if name == "receive" else 1.0))
+            if name in ("sampler", "pin_memory"):
+                plain = max(0.0, plain - seconds)
     return worker, min(cpu, worker), main, min(main_cpu, main), plain
 
 
@@ -320,11 +285,11 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> _Pace:
     """The steady model for ``change``; the loader's times multiplied by ``scale``; ``step``: SYNTHETIC's seconds
     a step."""
     loader = inp.loader_for(change.workers)
-    worker, cpu, main, main_cpu, plain = (x * scale for x in _stage_cut(loader, change.free, change.workers))
+    worker, cpu, main, main_cpu, plain = (x * scale for x in _stage_cut(loader, change.free))
     s = faster(step, inp.step_fixed, change.speedup)
     if change.workers <= 0:
         io = worker + plain
-        return _Pace(io, s + io, LIMITS[4])
+        return _Pace(io, s + io, Limit.SERIAL)
     avail = max(0.25, change.cores - inp.other)
     slow = loader.slow if change.workers > 1 else 1.0
     pool = slow * worker / change.workers
@@ -343,7 +308,7 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> _Pace:
             if abs(again - full) <= 1e-9 * full:
                 break
             full = 0.5 * (full + again)
-    limit = LIMITS[which] if which != 0 or s * stretch >= main else LIMITS[2]
+    limit = list(Limit)[which] if which != 0 or s * stretch >= main else Limit.MAIN
     step_share = max(0.0, min(inp.step_cores, change.cores))
     shares = (cpu / worker if worker > 0 else 0.0, main_cpu / main if main > 0 else 0.0, step_share)
     return _Pace(io, full, limit, worker, main, s * stretch, io_cores, bound, slow, shares, avail)
@@ -359,7 +324,7 @@ def _scale(inp: Inputs, io_rate: float) -> float:
     """The factor on the loader's times that makes the model's IO at the run's own setting ``io_rate``; where
     the stage trials timed the loader, their times are its own at the measured IO's mean, and an end of the
     IO interval moves them by as much as it lies from the mean."""
-    if inp.basis == BASIS_STAGES:
+    if inp.basis == Basis.STAGES:
         return inp.io[1] / io_rate if io_rate > 0 else 1.0
     own = Change(inp.workers, inp.cores)
     period = _periods(inp, own, 1.0, inp.step[1]).io
@@ -378,7 +343,7 @@ def predict(inp: Inputs, change: Change, *, queued: bool = False, memo: Optional
     step queueing for each other, which the steady model does not see; ``memo``: its columns played so far,
     shared by the changes of one model), no shorter than the cores allow; the limit stays the steady model's
     (which side sets the pace)."""
-    paces = [_periods(inp, change, _scale(inp, inp.io[i]), inp.step[j]) for i, j in ENDS]
+    paces = [_pace(inp, change, i, j) for i, j in ENDS]
     ios = [p.io for p in paces]
     fulls = [p.full for p in paces]
     if queued and change.workers > 0:
@@ -434,7 +399,7 @@ def flip_speedup(inp: Inputs, end: int = 1) -> Optional[float]:
         if inp.workers <= 0:
             if p.io >= p.full - p.io:
                 return k
-        elif p.limit != LIMITS[0]:
+        elif p.limit != Limit.STEP:
             return k
         k = round(k * 1.02, 6)
     return None
@@ -460,7 +425,7 @@ def _need(inp: Inputs, speedup: float, end: int = 1) -> Need:
 
 def _cpu_cores(inp: Inputs, workers: int, speedup: float, rate: float) -> float:
     """The cores kept busy at ``rate`` samples/s: the workers', the main process's and the step's CPU work."""
-    worker, cpu, _, main_cpu, plain = _stage_cut(inp.loader_for(workers), None, workers)
+    worker, cpu, _, main_cpu, plain = _stage_cut(inp.loader_for(workers), None)
     scale = _scale(inp, inp.io[1])
     step = faster(inp.step[1], inp.step_fixed, speedup)
     step_cpu = step * max(0.0, inp.step_cores)
@@ -493,11 +458,7 @@ def best_free(w: WhatIf) -> Optional[Tuple[Prediction, float]]:
     return None if gain < 0.05 else (top, gain)
 
 
-def whatif(
-    inp: Inputs,
-    *,
-    checks: Sequence[Tuple[Checked, int, Any, str, Change, Estimate]] = (),
-) -> WhatIf:
+def whatif(inp: Inputs, *, checks: Sequence[Tuple[Checked, int, Any, str, Change, Estimate]] = ()) -> WhatIf:
     """The model's predictions over workers (0 to twice the cores), cores (half, as many, twice), the
     step :data:`SPEEDUPS` faster and each stage made free; the speed-up where loading starts to limit;
     what each faster step needs; ``checks`` (what was measured, the sweep's index, its setting, the mode, the change,
@@ -537,9 +498,7 @@ def whatif(
         for p in [seen.get(change) or predict(inp, change, queued=True, memo=memo)]
     )
     utilization = None if inp.full_wait is None else max(0.0, 1.0 - inp.full_wait)
-    contention = None
-    if inp.full_step is not None and inp.step[1] > 0:
-        contention = inp.full_step / inp.step[1] - 1.0
+    contention = inp.full_step / inp.step[1] - 1.0 if inp.full_step is not None and inp.step[1] > 0 else None
     return WhatIf(
         inp,
         _scale(inp, inp.io[1]),

@@ -14,7 +14,7 @@ from benchy.core.queues import Shapes
 from benchy.core.runinputs import inputs_from
 from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat, slowest_worker
 from benchy.core.stats import Estimate
-from benchy.core.whatif import BASIS_STAGES, Change, Checked, Inputs, Limit, Loader, other_workers, predict, whatif
+from benchy.core.whatif import Basis, Change, Checked, Inputs, Limit, Loader, other_workers, predict, whatif
 from benchy.results.schema import whatif_block
 from benchy.results.text.reports import check as check_text
 from benchy.results.text.reports import whatif as whatif_text
@@ -45,7 +45,7 @@ def inputs(
         step=(step, step, step),
         step_cores=step_cores,
         loader=Loader(worker, cpu, main, plain, 1.0, slow, stages),
-        basis=BASIS_STAGES,
+        basis=Basis.STAGES,
     )
 
 
@@ -128,7 +128,7 @@ def test_the_interval_comes_from_the_measured_ends() -> None:
         step=(0.009, 0.010, 0.011),
         step_cores=0.0,
         loader=Loader(0.016, 0.0, 0.0006, 0.0001),
-        basis=BASIS_STAGES,
+        basis=Basis.STAGES,
     )
     p = predict(inp, Change(2, 2.0))
     assert p.full[0] < p.full[1] < p.full[2]
