@@ -176,7 +176,7 @@ class StageReport:
     @property
     def main_seconds(self) -> float:
         """The main process's own work a batch on the loop's thread (its wait for the workers left out)."""
-        return sum(st.seconds for st in self.stages if st.where == "main" and st.kind in MAIN_WORK)
+        return _main_work(self.stages)
 
     @property
     def largest(self) -> Optional[Stage]:
@@ -297,6 +297,10 @@ def stage_fix(stage: Stage) -> Fix:
     return Fix(FixKind.TRANSFORM if kind is StageKind.TRANSFORM else FixKind.OTHER, stage.name)
 
 
+def _main_work(stages: Sequence[Stage]) -> float:
+    return sum(st.seconds for st in stages if st.where == "main" and st.kind in MAIN_WORK)
+
+
 def _mean(values: np.ndarray[Any, Any]) -> float:
     finite = values[np.isfinite(values)]
     return float(finite.mean()) if finite.size else float("nan")
@@ -382,61 +386,42 @@ def analyse(
     lanes = max(1, workers)
     where = "workers" if workers else "main"
 
-    def share(secs: float, *, in_workers: bool) -> float:
-        return secs / (lanes * period if in_workers else period) if period > 0 else 0.0
+    def share(secs: float, place: str = "main") -> float:
+        return secs / (lanes * period if place == "workers" else period) if period > 0 else 0.0
+
+    def stage(kind: StageKind, secs: float, place: str = where, **more: Any) -> Stage:
+        return Stage(kind, place, secs, share(secs, place), **more)
 
     transforms = work[:, 1 : 1 + len(names)]
     getitem = work[:, 0]
     own = np.maximum(0.0, getitem - transforms.sum(axis=1))
-    stages: List[Stage] = []
     total_getitem = float(getitem.sum())
     off = 1.0 - float(cpu.sum()) / total_getitem if total_getitem > 0 else 0.0
-    per = float(own.mean())
-    stages.append(Stage(StageKind.DATASET, where, per, share(per, in_workers=bool(workers)), off_cpu=max(0.0, min(1.0, off))))
-    for j, name in enumerate(names):
-        per = float(transforms[:, j].mean())
-        stages.append(Stage(StageKind.TRANSFORM, where, per, share(per, in_workers=bool(workers)), step=name))
-    per = float(work[:, -1].mean())
-    stages.append(Stage(StageKind.COLLATE, where, per, share(per, in_workers=bool(workers))))
+    stages = [stage(StageKind.DATASET, float(own.mean()), off_cpu=max(0.0, min(1.0, off)))]
+    stages += [stage(StageKind.TRANSFORM, float(transforms[:, j].mean()), step=name) for j, name in enumerate(names)]
+    stages.append(stage(StageKind.COLLATE, float(work[:, -1].mean())))
     worker_side = sum(s.share for s in stages)
     receive = received[:, 1] - received[:, 0]
-    pin = pinned[:, 1] - pinned[:, 0]
-    sampler = sum(t.sampler_seconds for t in steady) / n
-    pin_thread = bool(workers) and steady[0].pin_memory
-    main_work = 0.0
-    rec = _mean(receive)
+    beside = "pin thread" if workers and steady[0].pin_memory else "main"  # where the receive and the pinning run
+    rec, rec_cpu = _mean(receive), _mean(received_cpu[:, 1] - received_cpu[:, 0])
     if np.isfinite(rec):
-        rec_cpu = _mean(received_cpu[:, 1] - received_cpu[:, 0])
-        stages.append(
-            Stage(
-                StageKind.RECEIVE,
-                "pin thread" if pin_thread else "main",
-                rec,
-                share(rec, in_workers=False),
-                off_cpu=max(0.0, min(1.0, 1.0 - rec_cpu / rec)) if np.isfinite(rec_cpu) and rec > 0 else None,
-            )
-        )
-        main_work += 0.0 if pin_thread else rec
-    pin_mean = _mean(pin)
-    if np.isfinite(pin_mean):
-        stages.append(Stage(StageKind.PIN, "pin thread" if pin_thread else "main", pin_mean, share(pin_mean, in_workers=False)))
-        main_work += 0.0 if pin_thread else pin_mean
-    stages.append(Stage(StageKind.SAMPLER, "main", sampler, share(sampler, in_workers=False)))
-    main_work += sampler
+        off_cpu = max(0.0, min(1.0, 1.0 - rec_cpu / rec)) if np.isfinite(rec_cpu) and rec > 0 else None
+        stages.append(stage(StageKind.RECEIVE, rec, beside, off_cpu=off_cpu))
+    pin = _mean(pinned[:, 1] - pinned[:, 0])
+    if np.isfinite(pin):
+        stages.append(stage(StageKind.PIN, pin, beside))
+    stages.append(stage(StageKind.SAMPLER, sum(t.sampler_seconds for t in steady) / n, "main"))
+    main_work = _main_work(stages)
     if workers:
-        wait = max(0.0, float(inside.mean()) - main_work)
-        stages.append(Stage(StageKind.WAIT, "main", wait, share(wait, in_workers=False)))
+        stages.append(stage(StageKind.WAIT, max(0.0, float(inside.mean()) - main_work), "main"))
         busy: Optional[float] = worker_side
-        unexplained = 1.0 - max(worker_side, share(main_work, in_workers=False))
+        unexplained = 1.0 - max(worker_side, share(main_work))
     else:
         busy = None
         unexplained = 1.0 - sum(s.share for s in stages)
     per_worker = _workers(steady, seconds)
-    late, blocked = 0, 0.0
-    if workers > 1:
-        for t in steady:
-            a, b = _order(t)
-            late, blocked = late + a, blocked + b
+    orders = [_order(t) for t in steady] if workers > 1 else []
+    late, blocked = sum(o[0] for o in orders), sum((o[1] for o in orders), 0.0)
     report = StageReport(
         period=period,
         throughput=samples / seconds if seconds > 0 else float("inf"),
