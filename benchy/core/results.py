@@ -8,6 +8,7 @@ and int objects took 32 to 68.
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Dict, List, Mapping, Optional, Tuple
@@ -528,15 +529,8 @@ class RunResults:
     diagnostics_skipped: Tuple[Reason, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in (
-            "trials",
-            "h2d",
-            "sweep",
-            "spans",
-            "emulated",
-            "diagnostics",
-            "diagnostics_skipped",
-        ):  # lists given by a caller become tuples
+        # lists given by a caller become tuples
+        for name in ("trials", "h2d", "sweep", "spans", "emulated", "diagnostics", "diagnostics_skipped"):
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))
@@ -593,9 +587,7 @@ class RunResults:
         summaries = [t.rank_summary for t in self.measured(mode) if t.rank_summary is not None]
         if not summaries:
             return None
-        counts: Dict[int, int] = {}
-        for s in summaries:
-            counts[s.slowest] = counts.get(s.slowest, 0) + 1
+        counts = Counter(s.slowest for s in summaries)
         rank = max(counts, key=lambda r: (counts[r], -r))
         slow = sum(s.slowest_seconds for s in summaries if s.slowest == rank)
         mean = sum(s.mean_seconds for s in summaries if s.slowest == rank)

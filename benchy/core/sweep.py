@@ -141,12 +141,3 @@ def feed(results: Sequence[SettingResult], synthetic: Optional[float]) -> Option
     if synthetic is None or not _measured(results):
         return None
     return Feed(cheapest_enough(results, synthetic), best(results), synthetic)
-
-
-def feed_advice(results: Sequence[SettingResult], synthetic: Optional[float], own: Optional[Setting]) -> Optional[SettingResult]:
-    """The setting the sweep measured to feed the step, where it is not the loader's own: measured evidence beats
-    the heuristics' guesses for the verdict's advice."""
-    if synthetic is None:
-        return None
-    found = cheapest_enough(results, synthetic)
-    return None if found is None or found.setting == own else found

@@ -47,7 +47,7 @@ from .schedule import Mode
 from .stages import FirstPass
 from .startup import Startup
 from .stats import Comparison, Estimate, compare_log, estimate, t_quantile, welch_df
-from .sweep import feed, feed_advice
+from .sweep import feed
 from .whatif import WhatIf
 
 # Balanced: the interval of SYNTHETIC/IO lies within this share either way: not a bottleneck worth acting on.
@@ -166,37 +166,19 @@ def diagnosis(
     """The claims the other measurements add to the IO-vs-SYNTHETIC reading, then the one change most likely to
     help. ``full_profile`` None (checkpoints): no stall claim. A swept setting that feeds the step is the advice
     where loading limits: measured beats the guesses."""
-    claims: List[Claim] = []
     limited = found is not None and found.limits(Outcome.COMPUTE)
     loading = found is not None and found.outcome is Outcome.DATA_LOADING
     near = None if compute is None else near_peak(compute)
-    if limited and compute is not None and near is not None:
-        claims.append(Mfu(compute, near))
     padding = None if tokens is None else padding_waste(tokens)
-    if padding is not None:
-        claims.append(Padding(padding[0].value, padding[1]))
-    wait = results.data_wait()
-    if wait.mean is not None:
-        claims.append(DataWait(wait.mean))
+    wait = results.data_wait().mean
     loader = loader_cause(results, found, workers)
-    if loader is not None:
-        claims.append(loader[0])
     stages = results.stages if loading else None
     # The signals disagree where the cores are saturated, yet a stage's time is mostly off the CPU: on a
     # saturated machine that is time spent runnable, waiting for a core, not for storage or the network.
     # The CPU-bound reading decides, and the stage claim says why.
     saturated = stages is not None and loader is not None and loader[0].cause is Cause.CPU_BOUND and stages.waits_off_cpu
-    if stages is not None:
-        claims.append(StagesFound(stages, saturated))
-    # full_profile None: not looked at (checkpoints), no stall claim
     starved = full_profile is not None and bool(workers) and full_profile.stall_period == workers
-    if starved and full_profile is not None:
-        claims.append(Starved(workers, full_profile.stalls, full_profile.stall_share))
     cost = copies(results)
-    if cost is not None:
-        claims.append(cost)
-    if start is not None and start.costly and start.share is not None:
-        claims.append(StartupCost(start))
     fix = None if loader is None else Advice(loader[1], workers)
     if stages is not None and stages.advice is not None and not saturated:
         fix = Advice(Help.STAGE, stages.advice)
@@ -209,18 +191,27 @@ def diagnosis(
             advice = Advice(Help.NEAR_PEAK if near else Help.MIXED_PRECISION if mostly_float32(compute) else Help.LARGER_BATCH)
     synthetic = results.estimate(Mode.SYNTHETIC).mean
     fed = feed(results.sweep, synthetic) if found is not None else None
-    if fed is not None:
-        claims.append(fed)
-        swept = feed_advice(results.sweep, synthetic, results.sweep_own)
-        if swept is not None and found is not None and found.limits(Outcome.DATA_LOADING):
-            advice = Advice(Help.SWEPT, (swept, synthetic))
+    # measured evidence beats the guesses, unless the setting that feeds the step is the loader's own
+    swept = None if fed is None else fed.found
+    if swept is not None and swept.setting != results.sweep_own and found is not None and found.limits(Outcome.DATA_LOADING):
+        advice = Advice(Help.SWEPT, (swept, synthetic))
     both = contended(results, workers) if found is not None else None
     if both is not None:  # both sides are fast alone: the two together are what limits
-        claims.append(both)
         advice = Advice(Help.CONTENTION)
-    if advice is not None:
-        claims.append(advice)
-    return claims
+    claims: List[Optional[Claim]] = [
+        Mfu(compute, near) if limited and compute is not None and near is not None else None,
+        None if padding is None else Padding(padding[0].value, padding[1]),
+        None if wait is None else DataWait(wait),
+        None if loader is None else loader[0],
+        None if stages is None else StagesFound(stages, saturated),
+        Starved(workers, full_profile.stalls, full_profile.stall_share) if starved and full_profile is not None else None,
+        cost,
+        StartupCost(start) if start is not None and start.costly and start.share is not None else None,
+        fed,
+        both,
+        advice,
+    ]
+    return [c for c in claims if c is not None]
 
 
 def choose_advice(
