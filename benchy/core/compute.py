@@ -6,10 +6,8 @@ The measuring side hands over values, kept in the result model (:mod:`benchy.cor
 :mod:`benchy.measure.counting`) and the energy counters' joules in each trial's system metrics
 (see :mod:`benchy.measure.system`). This module turns them, with the trials' throughputs, into
 the COMPUTE, TOKENS and ENERGY readings: achieved FLOP/s per mode, MFU against a peak that is
-always named next to it, tokens per second and the padding share per mode, joules per sample.
-
-The peak table lists dense figures only (the datasheets print "with sparsity" figures twice as
-high; a mix-up doubles MFU): each entry names its source. ``global.peak_flops`` gives or overrides it.
+always named next to it (:mod:`benchy.core.peaks`), tokens per second and the padding share per mode, joules per
+sample.
 """
 
 from __future__ import annotations
@@ -108,9 +106,7 @@ def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], 
             return None, NoPeak("no-dtype", dtype=key, accelerator=row.name)
         seconds += flops / figure
         parts.append((key, figure, where))
-    if seconds <= 0:
-        return None, NoPeak("no-flops")
-    return Peak(count.total / seconds, tuple(parts)), None
+    return (None, NoPeak("no-flops")) if seconds <= 0 else (Peak(count.total / seconds, tuple(parts)), None)
 
 
 @dataclass(frozen=True)
@@ -185,11 +181,6 @@ def mostly_float32(report: ComputeReport) -> bool:
 # --- tokens -----------------------------------------------------------------------------------------
 
 
-def _trial_tokens_rate(t: TrialResult) -> Optional[float]:
-    per = None if t.tokens is None else t.tokens.real_per_sample
-    return None if per is None else t.throughput * per
-
-
 class ModeTokens(Record, frozen=True, kw_only=True):
     """One mode's non-padding tokens per second (all ranks) over the counted trials, the share of the positions that
     are padding over their sampled batches, and the attention mask summed on 1 in ``every`` batches."""
@@ -221,7 +212,7 @@ def token_report(results: RunResults, modes: Sequence[Mode], source: str) -> Opt
         trials = [t for t in results.measured(mode) if t.tokens is not None]
         if not trials:
             continue
-        rates = [r for r in (_trial_tokens_rate(t) for t in trials) if r is not None]
+        rates = [t.throughput * per for t in trials if t.tokens is not None and (per := t.tokens.real_per_sample) is not None]
         sampled = sum(t.tokens.sampled_tokens for t in trials if t.tokens is not None)
         real = sum(t.tokens.real for t in trials if t.tokens is not None)
         every = max(t.tokens.every for t in trials if t.tokens is not None)
@@ -280,9 +271,7 @@ class EnergyReport(Record, frozen=True, kw_only=True):
 
 
 def _own_samples(t: TrialResult) -> int:
-    if t.rank_samples:
-        return t.rank_samples[0]
-    return t.rank_summary.own_samples if t.rank_summary is not None else t.samples
+    return t.rank_samples[0] if t.rank_samples else (t.rank_summary.own_samples if t.rank_summary is not None else t.samples)
 
 
 def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[EnergyReport]:

@@ -94,6 +94,4 @@ class ContentionRun(Record, frozen=True):
 
     def slower(self, alone: Optional[float]) -> Optional[float]:
         """The step's period beside the loader over ``alone`` (SYNTHETIC's), less one."""
-        if alone is None or alone <= 0 or self.period <= 0:
-            return None
-        return self.period / alone - 1.0
+        return None if alone is None or alone <= 0 or self.period <= 0 else self.period / alone - 1.0

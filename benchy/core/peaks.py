@@ -162,10 +162,6 @@ def parse_peak(value: Any) -> Tuple[PeakConfig, Optional[str]]:
             if number is None:
                 return None, f"{key}: {item!r} is not a positive FLOP/s figure"
             out[dtype_key(key)] = number
-        if not out:
-            return None, "an empty mapping"
-        return out, None
+        return (None, "an empty mapping") if not out else (out, None)
     number = _one_peak(value)
-    if number is None:
-        return None, f"{value!r} is not a positive FLOP/s figure"
-    return number, None
+    return (None, f"{value!r} is not a positive FLOP/s figure") if number is None else (number, None)

@@ -60,9 +60,7 @@ class Shapes:
 
 
 def _draw(shape: Shape, rng: np.random.Generator, n: int) -> np.ndarray:
-    if not shape:
-        return np.ones(n)
-    return np.interp(rng.random(n), np.linspace(0.0, 1.0, len(shape)), np.asarray(shape))
+    return np.ones(n) if not shape else np.interp(rng.random(n), np.linspace(0.0, 1.0, len(shape)), np.asarray(shape))
 
 
 def periods(

@@ -103,9 +103,7 @@ class TokenCount(Record, frozen=True):
     @property
     def real_per_sample(self) -> Optional[float]:
         """Non-padding tokens a sample: exact when every batch was summed, else estimated."""
-        if self.samples <= 0 or self.padding is None:
-            return None
-        return self.tokens * (1.0 - self.padding) / self.samples
+        return None if self.samples <= 0 or self.padding is None else self.tokens * (1.0 - self.padding) / self.samples
 
 
 class RankSummary(Record, frozen=True, kw_only=True):
@@ -274,9 +272,7 @@ class TrialResult:
     @cached_property
     def median_period(self) -> Optional[float]:
         """The median of this rank's periods (computed once), None without any."""
-        if not self.step_seconds:
-            return None
-        return float(np.median(self.periods()))
+        return None if not self.step_seconds else float(np.median(self.periods()))
 
     @property
     def own_throughput(self) -> float:

@@ -219,9 +219,7 @@ def contended(results: Any, workers: int) -> Optional[Contended]:
     if io is None or syn is None or full is None or step is None or not syn or full >= 0.9 * min(io, syn):
         return None
     alone = results.step_alone()
-    if alone is None or alone <= 0 or step < 1.05 * alone:
-        return None
-    return Contended(full, step / alone - 1.0, step, alone)
+    return None if alone is None or alone <= 0 or step < 1.05 * alone else Contended(full, step / alone - 1.0, step, alone)
 
 
 def run_inputs(results: Any, systems: Mapping[Any, Mapping[str, float]], workers: int, *, depth: int = 0) -> Optional[Inputs]:

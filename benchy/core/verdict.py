@@ -109,9 +109,7 @@ def own_io(results: RunResults) -> Estimate:
 def busy(results: RunResults, more: MoreTrials = MoreTrials()) -> Optional[Busy]:
     """The verdict's caveat when trials it rests on ran on a busy machine."""
     found = disturbed_trials(results)
-    if not found:
-        return None
-    return Busy(tuple(found), sum(len(results.measured(m)) for m in Mode), more)
+    return None if not found else Busy(tuple(found), sum(len(results.measured(m)) for m in Mode), more)
 
 
 def copies(results: RunResults) -> Optional[Copies]:
@@ -149,9 +147,7 @@ def loader_cause(results: RunResults, found: Optional[Verdict], workers: int) ->
         return cause(Cause.WORKERS_CPU_BOUND), Help.MORE_WORKERS_CORES
     if util < CPU_IDLE and means["read_bytes_per_s"] >= READS_HIGH:
         return cause(Cause.STORAGE), Help.STORAGE
-    if util < CPU_IDLE:
-        return cause(Cause.WAITS), Help.MORE_WORKERS_NOW
-    return None
+    return (cause(Cause.WAITS), Help.MORE_WORKERS_NOW) if util < CPU_IDLE else None
 
 
 def diagnosis(
@@ -225,14 +221,10 @@ def choose_advice(
     if found.outcome is Outcome.DATA_LOADING:  # the loader's rate is the biggest loss: its cause first
         if loader_fix is not None:
             return loader_fix
-        if starved:
-            return Advice(Help.WORKERS_OR_CHEAPER)
-        return Advice(Help.PERSISTENT) if restart else None
+        return Advice(Help.WORKERS_OR_CHEAPER) if starved else (Advice(Help.PERSISTENT) if restart else None)
     if restart:
         return Advice(Help.PERSISTENT)
-    if found.outcome is Outcome.COMPUTE:
-        return Advice(Help.FASTER_STEP)
-    return None
+    return Advice(Help.FASTER_STEP) if found.outcome is Outcome.COMPUTE else None
 
 
 class Outcome(enum.Enum):
@@ -326,9 +318,7 @@ def _io_vs_synthetic(c: Comparison) -> Outcome:
         return Outcome.UNDECIDED
     if low_ok <= low <= high <= high_ok:
         return Outcome.BALANCED
-    if low > high_ok:
-        return Outcome.DATA_LOADING
-    return Outcome.COMPUTE if high < low_ok else Outcome.UNDECIDED
+    return Outcome.DATA_LOADING if low > high_ok else (Outcome.COMPUTE if high < low_ok else Outcome.UNDECIDED)
 
 
 def _full(io: Sequence[float], synthetic: Sequence[float], full: Sequence[float], confidence: float) -> Full:

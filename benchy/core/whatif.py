@@ -40,9 +40,7 @@ def other_workers(workers: int, cores: float) -> int:
     none, :data:`OTHER_WORKERS` where the ``cores`` hold them, else one. Two workers, not one: a worker's time a
     batch beside another (sharing the memory bus, the caches, the kernel's shared-memory bookkeeping) is what any
     change to two or more workers meets, and one worker alone does not show it."""
-    if workers > 0:
-        return 0
-    return max(1, min(OTHER_WORKERS, int(cores)))
+    return 0 if workers > 0 else max(1, min(OTHER_WORKERS, int(cores)))
 
 
 class Limit(Worded):
@@ -118,9 +116,7 @@ class Inputs:
     def loader_for(self, workers: int) -> Loader:
         """The loader's costs for a change to ``workers``: the other setting's where it is on the other side of
         none (and was measured), else the run's own."""
-        if self.other_setting is not None and (workers > 0) != (self.workers > 0):
-            return self.other_setting
-        return self.loader
+        return self.other_setting if self.other_setting is not None and (workers > 0) != (self.workers > 0) else self.loader
 
     @property
     def prefetch(self) -> int:
@@ -295,8 +291,8 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> _Pace:
     pool = slow * worker / change.workers
     io_cores = (cpu + main_cpu) / avail
     io = max(pool, main, io_cores)
-    step_cpu = s * max(0.0, min(inp.step_cores, change.cores))
-    bound = (cpu + main_cpu + step_cpu) / avail
+    step_share = max(0.0, min(inp.step_cores, change.cores))
+    bound = (cpu + main_cpu + s * step_share) / avail
     stretch = 1.0
     full, which = max(((s + main, 0), (pool, 1), (bound, 3)))
     if inp.contention > 0 or inp.full_contention > 0:
@@ -309,7 +305,6 @@ def _periods(inp: Inputs, change: Change, scale: float, step: float) -> _Pace:
                 break
             full = 0.5 * (full + again)
     limit = list(Limit)[which] if which != 0 or s * stretch >= main else Limit.MAIN
-    step_share = max(0.0, min(inp.step_cores, change.cores))
     shares = (cpu / worker if worker > 0 else 0.0, main_cpu / main if main > 0 else 0.0, step_share)
     return _Pace(io, full, limit, worker, main, s * stretch, io_cores, bound, slow, shares, avail)
 
@@ -328,9 +323,7 @@ def _scale(inp: Inputs, io_rate: float) -> float:
         return inp.io[1] / io_rate if io_rate > 0 else 1.0
     own = Change(inp.workers, inp.cores)
     period = _periods(inp, own, 1.0, inp.step[1]).io
-    if period <= 0 or io_rate <= 0:
-        return 1.0
-    return (inp.batch / io_rate) / period
+    return 1.0 if period <= 0 or io_rate <= 0 else (inp.batch / io_rate) / period
 
 
 ENDS = ((0, 2), (1, 1), (2, 0))  # (IO's end, the step's end): a slower IO and a slower step give the low end
