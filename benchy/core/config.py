@@ -40,11 +40,8 @@ class ConfigError(BenchyError, ValueError):
 
     def __init__(self, problems: List[str]) -> None:
         self.problems = list(problems)
-        if len(self.problems) == 1:
-            message = self.problems[0]
-        else:
-            message = f"{len(self.problems)} problems:\n  " + "\n  ".join(self.problems)
-        super().__init__(message)
+        many = f"{len(self.problems)} problems:\n  " + "\n  ".join(self.problems)
+        super().__init__(self.problems[0] if len(self.problems) == 1 else many)
 
 
 ConfigError.__module__ = "benchy"  # tracebacks show benchy.ConfigError, the public name
@@ -96,9 +93,7 @@ class Config:
 
     def to_dict(self) -> Dict[str, Dict[str, Any]]:
         """The config in the file's layout (section names as in the original)."""
-        out: Dict[str, Dict[str, Any]] = {}
-        for section, attr in ATTR_OF_SECTION.items():
-            out[section] = dataclasses.asdict(getattr(self, attr))
+        out = {section: dataclasses.asdict(getattr(self, attr)) for section, attr in ATTR_OF_SECTION.items()}
         out["global"]["output_dir"] = self.general.output_dir or os.getcwd()
         capture = self.general.profiler_capture
         out["global"]["profiler_capture"] = capture if capture == AUTO else list(capture)

@@ -353,15 +353,8 @@ def decide(
     c = compare_log(io, synthetic, confidence)
     if c is None:
         return None
-    return Verdict(
-        _io_vs_synthetic(c),
-        c,
-        tuple(io),
-        tuple(synthetic),
-        _full(io, synthetic, full, confidence) if full else None,
-        tuple(full),
-        more,
-    )
+    against = _full(io, synthetic, full, confidence) if full else None
+    return Verdict(_io_vs_synthetic(c), c, tuple(io), tuple(synthetic), against, tuple(full), more)
 
 
 def trials_to_decide(io: Sequence[float], synthetic: Sequence[float], confidence: float, most: int = 64) -> Optional[int]:
@@ -436,17 +429,7 @@ def read(
     caveat = busy(results, more) if found is not None else None
     compute = compute_report(results.flops, results, world, peak_flops)
     tokens = None if tokens_source is None else token_report(results, modes, tokens_source)
-    claims: List[Claim] = [caveat] if caveat is not None else []
-    claims += diagnosis(results, found, workers, start, full_profile, compute, tokens)
-    return Reading(
-        found,
-        start,
-        tuple(claims),
-        first_pass(results) if Mode.IO in modes else None,
-        compute,
-        tokens,
-        energy_report(results, modes),
-        profiles,
-        systems,
-        from_results(results, systems, workers, depth=depth) if whatif else None,
-    )
+    claims = ([caveat] if caveat is not None else []) + diagnosis(results, found, workers, start, full_profile, compute, tokens)
+    first = first_pass(results) if Mode.IO in modes else None
+    model = from_results(results, systems, workers, depth=depth) if whatif else None
+    return Reading(found, start, tuple(claims), first, compute, tokens, energy_report(results, modes), profiles, systems, model)

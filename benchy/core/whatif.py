@@ -492,15 +492,6 @@ def whatif(inp: Inputs, *, checks: Sequence[Tuple[Checked, int, Any, str, Change
     )
     utilization = None if inp.full_wait is None else max(0.0, 1.0 - inp.full_wait)
     contention = inp.full_step / inp.step[1] - 1.0 if inp.full_step is not None and inp.step[1] > 0 else None
-    return WhatIf(
-        inp,
-        _scale(inp, inp.io[1]),
-        own,
-        tuple(seen.values()),
-        flip,
-        needs,
-        found,
-        utilization,
-        contention,
-        (flip_speedup(inp, 0), flip_speedup(inp, 2)),
-    )
+    flips = (flip_speedup(inp, 0), flip_speedup(inp, 2))
+    own_scale = _scale(inp, inp.io[1])
+    return WhatIf(inp, own_scale, own, tuple(seen.values()), flip, needs, found, utilization, contention, flips)
