@@ -380,44 +380,39 @@ def describe(value: Any) -> str:
 
 def merge_layer(merged: Dict[str, Dict[str, Any]], layer: Any, source: str, problems: List[str]) -> None:
     """Merge one layer (file contents or overrides) into ``merged``, key by key."""
+
+    def problem(text: str) -> None:
+        problems.append(f"benchy config {source}: {text}")
+
     if layer is None:
         return
     if not isinstance(layer, Mapping):
-        problems.append(
-            f"benchy config {source}: expected a mapping of sections "
-            f"({', '.join(ATTR_OF_SECTION)}) at the top level, got {describe(layer)}"
-        )
+        problem(f"expected a mapping of sections ({', '.join(ATTR_OF_SECTION)}) at the top level, got {describe(layer)}")
         return
     seen: Dict[str, str] = {}
     for raw_section, body in layer.items():
         section = SECTION_BY_LOWER.get(raw_section.lower()) if isinstance(raw_section, str) else None
         if section is None:
-            problems.append(
-                f"benchy config {source}: {_REPR.repr(raw_section)}: unknown section (allowed: {', '.join(ATTR_OF_SECTION)})"
-            )
+            problem(f"{_REPR.repr(raw_section)}: unknown section (allowed: {', '.join(ATTR_OF_SECTION)})")
             continue
         if section in seen:
-            problems.append(f"benchy config {source}: {raw_section!r}: section given twice (also as {seen[section]!r})")
+            problem(f"{raw_section!r}: section given twice (also as {seen[section]!r})")
             continue
         seen[section] = raw_section
-        if body is None:
-            continue
-        if not isinstance(body, Mapping):
-            problems.append(f"benchy config {source}: {raw_section}: expected a mapping of keys, got {describe(body)}")
+        if body is not None and not isinstance(body, Mapping):
+            problem(f"{raw_section}: expected a mapping of keys, got {describe(body)}")
             continue
         rules = RULES[section]
-        for key, value in body.items():
+        for key, value in (body or {}).items():
+            rule = rules.get(key)
             if key in REMOVED:
-                problems.append(f"benchy config {source}: {raw_section}.{key}: {REMOVED[key]}")
-                continue
-            if key not in rules:
-                problems.append(f"benchy config {source}: {raw_section}.{_name(key)}: unknown key (allowed: {', '.join(rules)})")
-                continue
-            rule = rules[key]
-            if not rule.check(value):
-                problems.append(f"benchy config {source}: {raw_section}.{key}: got {describe(value)}; expected {rule.allowed}")
-                continue
-            merged[section][key] = rule.store(value) if rule.store else value
+                problem(f"{raw_section}.{key}: {REMOVED[key]}")
+            elif rule is None:
+                problem(f"{raw_section}.{_name(key)}: unknown key (allowed: {', '.join(rules)})")
+            elif not rule.check(value):
+                problem(f"{raw_section}.{key}: got {describe(value)}; expected {rule.allowed}")
+            else:
+                merged[section][key] = rule.store(value) if rule.store else value
 
 
 def check_consistency(merged: Dict[str, Dict[str, Any]], source: str, problems: List[str]) -> None:
