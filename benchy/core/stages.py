@@ -422,7 +422,7 @@ def analyse(
     per_worker = _workers(steady, seconds)
     orders = [_order(t) for t in steady] if workers > 1 else []
     late, blocked = sum(o[0] for o in orders), sum((o[1] for o in orders), 0.0)
-    report = StageReport(
+    return StageReport(
         period=period,
         throughput=samples / seconds if seconds > 0 else float("inf"),
         batches=n,
@@ -432,7 +432,7 @@ def analyse(
         unexplained=unexplained,
         worker_busy=busy,
         per_worker=per_worker,
-        slowest=None,
+        slowest=slowest_worker(per_worker, workers, main_work),
         out_of_order=late,
         hol_share=blocked / seconds if seconds > 0 else 0.0,
         split=split,
@@ -444,8 +444,6 @@ def analyse(
         worker_shape=shape_of(*[t.end - t.start for t in steady]) if workers else (),
         receive_shape=shape_of(receive) if workers else (),
     )
-    report.slowest = slowest_worker(per_worker, workers, report.main_seconds)
-    return report
 
 
 def _workers(steady: Sequence[StageTrial], seconds: float) -> List[WorkerStat]:

@@ -64,13 +64,7 @@ def auto_workers(cores: int) -> List[int]:
 def expand(config: SweepConfig, own: Setting, cores: int) -> List[Setting]:
     """Every setting to try, cheapest first, without duplicates."""
     given = config.num_workers
-    workers: List[int] = (
-        auto_workers(cores)
-        if isinstance(given, str) and given == AUTO
-        else [int(w) for w in given]
-        if given
-        else [own.num_workers]
-    )
+    workers = auto_workers(cores) if given == AUTO else [int(w) for w in given] or [own.num_workers]
     pins = list(config.pin_memory or [own.pin_memory])
     default_prefetch = own.prefetch_factor if own.prefetch_factor is not None else DEFAULT_PREFETCH
     prefetches = list(config.prefetch_factor or [default_prefetch])

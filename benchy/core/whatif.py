@@ -409,11 +409,9 @@ def _need(inp: Inputs, speedup: float, end: int = 1) -> Need:
     top = max(rates)
     if not math.isfinite(top) or top <= 0:
         return Need(speedup=speedup)
-    for w, rate in enumerate(rates):
-        if rate >= NEEDS_SHARE * top:
-            cores = max(inp.cores, math.ceil(_cpu_cores(inp, w, speedup, rate) + inp.other - 1e-9))
-            return Need(speedup=speedup, workers=w, cores=float(cores), full=rate)
-    return Need(speedup=speedup)
+    w = next(w for w, rate in enumerate(rates) if rate >= NEEDS_SHARE * top)  # top's own count at the latest
+    cores = max(inp.cores, math.ceil(_cpu_cores(inp, w, speedup, rates[w]) + inp.other - 1e-9))
+    return Need(speedup=speedup, workers=w, cores=float(cores), full=rates[w])
 
 
 def _cpu_cores(inp: Inputs, workers: int, speedup: float, rate: float) -> float:
