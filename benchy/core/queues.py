@@ -87,9 +87,7 @@ def periods(
         raise ValueError(f"periods: batches must be more than the {WARM} left out while the queues fill, got {batches}")
     if not cores > 0 or any(not 0.0 <= f < math.inf for f in shares):
         raise ValueError(f"periods: cores must be more than 0 and the CPU shares 0 or more, got {cores} and {shares}")
-    w_mean = np.asarray(worker, dtype=np.float64)
-    m_mean = np.asarray(main, dtype=np.float64)
-    s_mean = np.asarray(step, dtype=np.float64)
+    w_mean, m_mean, s_mean = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (worker, main, step)))
     depth = max(workers, depth)
     rng = np.random.default_rng(SEED)
     fw, fm, fs = _draw(shapes.worker, rng, batches), _draw(shapes.main, rng, batches), _draw(shapes.step, rng, batches)
@@ -97,12 +95,10 @@ def periods(
     if workers > 1 and slow > 1.0:  # worker 0 at the slowest one's pace, the others' mean keeps the measured mean
         pace[0] = slow
         pace[1:] = max(0.05, (workers - slow) / (workers - 1))
-    cols = np.broadcast_shapes(w_mean.shape, m_mean.shape, s_mean.shape)
-    out = np.empty(cols)
+    out = np.empty(w_mean.shape)
     on_w, on_m, on_s = shares
-    for c in np.ndindex(cols):  # a column's batches one after the other: plain floats beat numpy's per-call cost here
-        w, m = float(np.broadcast_to(w_mean, cols)[c]), float(np.broadcast_to(m_mean, cols)[c])
-        stepping = float(np.broadcast_to(s_mean, cols)[c])
+    for c in np.ndindex(w_mean.shape):  # a column's batches one after the other: plain floats beat numpy's per-call cost here
+        w, m, stepping = float(w_mean[c]), float(m_mean[c]), float(s_mean[c])
         key: Column = (workers, depth, w, m, stepping, slow, shapes, batches, shares, cores)
         if memo is not None and key in memo:
             out[c] = memo[key]

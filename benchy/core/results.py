@@ -337,10 +337,6 @@ class StepRates:
     def slice(self, start: int, stop: int) -> np.ndarray[Any, np.dtype[np.float64]]:
         return self._trial.step_rates(start, stop)
 
-    def tolist(self) -> List[float]:
-        out: List[float] = self._trial.step_rates().tolist()
-        return out
-
 
 def folded(result: TrialResult) -> TrialResult:
     """``result`` with its per-step arrays folded into one period (its own time, its samples): what a side

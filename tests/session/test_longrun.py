@@ -131,7 +131,7 @@ def test_a_long_run_s_rates_are_double_precision_and_its_file_within_the_reader_
     rng = np.random.default_rng(3)
     periods = rng.normal(0.00066, 0.00003, 40_000).astype(np.float32)
     trial = TrialResult(TrialSpec(Mode.FULL, 1, False, 40_000), 320_000, float(periods.sum()), periods, [8] * 40_000)
-    rates = StepRates(trial).tolist()
+    rates = StepRates(trial).slice(0, 40_000).tolist()
     assert rates[:3] == [8 / float(p) for p in periods[:3]]  # exactly: the double-precision quotient
     text = json.dumps({"FULL": {"rates": [rates]}}, separators=(",", ":"))
     assert len(parse(text, "run.json")["FULL"]["rates"][0]) == 40_000
