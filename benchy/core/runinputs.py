@@ -61,10 +61,8 @@ def inputs_from(
         basis = Basis.STAGES
         workers = stages.workers
     else:
-        io_cores = float(io_sys.get("cpu_cores_busy", max(1, workers)))
-        worker = period * max(1, workers)
-        share = min(1.0, io_cores / max(1, workers))
-        loader = Loader(worker, share, 0.0, 0.0)
+        lanes = max(1, workers)  # a worker's time a batch and its CPU share, from IO's period and cores
+        loader = Loader(period * lanes, min(1.0, float(io_sys.get("cpu_cores_busy", lanes)) / lanes), 0.0, 0.0)
         basis = Basis.IO
     if full is not None and full.mean and full_wait_median is not None:
         loader = _main_from_full(loader, workers, batch / full.mean, full_wait_median)
@@ -170,12 +168,8 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
     so a worker's time a batch is its CPU time."""
     worker, cpu, main_cpu, plain = 0.0, 0.0, 0.0, 0.0
     main = report.main_seconds
-    named: List[Tuple[str, str, float]] = []
-    in_workers = report.workers > 0
-    for st in report.stages:
-        if st.kind is StageKind.WAIT:
-            continue
-        named.append((st.name, st.where, float(st.seconds)))
+    timed = [st for st in report.stages if st.kind is not StageKind.WAIT]
+    for st in timed:
         if st.kind in MAIN_WORK:
             if st.where == "main":
                 main_cpu += st.seconds * (1.0 - (st.off_cpu or 0.0))
@@ -185,7 +179,7 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
         on = st.seconds * (1.0 - (st.off_cpu or 0.0) if st.kind is StageKind.DATASET else 1.0)
         worker += on if saturated else st.seconds
         cpu += on
-    if not in_workers:
+    if report.workers <= 0:
         # Without workers every stage runs on the main thread: a "worker" here is that thread.
         plain = main
         main = main_cpu = 0.0
@@ -195,9 +189,8 @@ def _loader_from_stages(report: Any, saturated: bool = False) -> Loader:
     measured = [w.per_batch for w in report.per_worker if w.batches > 0]
     if report.slowest is not None and measured and sum(measured) > 0:
         slow = report.slowest.seconds / (sum(measured) / len(measured))
-    return Loader(
-        worker, cpu / worker if worker > 0 else 1.0, main, plain, main_cpu / main if main > 0 else 1.0, slow, tuple(named)
-    )
+    named = tuple((st.name, st.where, float(st.seconds)) for st in timed)
+    return Loader(worker, cpu / worker if worker > 0 else 1.0, main, plain, main_cpu / main if main > 0 else 1.0, slow, named)
 
 
 def step_in_full(results: Any) -> Optional[float]:
