@@ -290,9 +290,6 @@ def energy_report(results: RunResults, modes: Sequence[Mode]) -> Optional[Energy
         samples = sum(_own_samples(t) for t, _ in systems)
         total = sum(float(getattr(s, k)) for _, s in systems for k in keys)
         found[mode.value] = ModeEnergy(joules=joules, per_sample=total / samples if samples > 0 else None)
-        for _, s in systems:
-            for text in (s.gpu_energy_source, s.cpu_energy_source):
-                if text is not None and text not in sources:
-                    sources.append(text)
+        sources += [text for _, s in systems for text in (s.gpu_energy_source, s.cpu_energy_source) if text is not None]
     said = next((s.energy_missing for s in sampled if s.energy_missing), None)
-    return EnergyReport(sources=sources, missing=None if found else said or NoEnergy.PARTIAL.words, **found)
+    return EnergyReport(sources=list(dict.fromkeys(sources)), missing=None if found else said or NoEnergy.PARTIAL.words, **found)

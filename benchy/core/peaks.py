@@ -120,10 +120,7 @@ def dtype_key(name: str) -> str:
 
 def known_accelerator(device: str) -> Optional[Accelerator]:
     """The peak table's row for a device name (``NVIDIA H100 80GB HBM3``), or None."""
-    for row in ACCELERATORS:
-        if re.search(row.pattern, device, re.IGNORECASE):
-            return row
-    return None
+    return next((row for row in ACCELERATORS if re.search(row.pattern, device, re.IGNORECASE)), None)
 
 
 # global.peak_flops: one FLOP/s figure for every dtype, or one per dtype.

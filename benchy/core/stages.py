@@ -341,10 +341,8 @@ def _order(trial: StageTrial) -> Tuple[int, float]:
     window = max(2, 2 * trial.workers)
     margin = ORDER_MARGIN * float(np.median(trial.end - trial.start)) if len(end) else 0.0
     idle = _idle(trial)
-    late = 0
-    blocked = 0.0
-    n = len(end)
-    for k in range(n - 1):
+    late, blocked = 0, 0.0
+    for k in range(len(end) - 1):
         later = end[k + 1 : k + 1 + window]
         other = float(later.min())
         if other < end[k] - margin:
