@@ -119,12 +119,8 @@ def _choice(words: Tuple[str, ...], does: str) -> Any:
 
 @dataclass(frozen=True)
 class ModeConfig:
-    """One trial kind (IO, synthetic or full).
-
-    ``ntrials`` and ``nwarmup`` are ``"auto"`` by default: trials until the answer is known, in windows short first
-    and growing up to ``nbatches``, and warm-ups until the step time is steady (bounded by ``global.auto_max_trials``
-    / ``auto_max_warmup``); a number fixes the count (every window ``nbatches``).
-    """
+    """One trial kind's section (IO, synthetic or full); each key's default, what it allows and what it does are
+    declared in its field (``ntrials`` and ``nwarmup``: ``auto`` by default)."""
 
     run_benchmark: bool = _flag(True, "run this mode's trials (at least one mode must run)")
     nbatches: int = _key(

@@ -1,8 +1,7 @@
 """The result model: one frozen record per trial; everything else is derived (pure).
 
-Per-step data is kept compact: 8 bytes per step time (``array('d')``) and 8 per sample count
-(``array('q')``), 16 bytes per timed batch however long the run, where Python lists of float
-and int objects took 32 to 68.
+Per-step data is kept compact: a period in single precision (:data:`PERIOD_CODE`, 4 bytes) and a sample count in the
+smallest integer type that holds it (one byte for batches of up to 255 samples), where Python lists took 32 to 68.
 """
 
 from __future__ import annotations
@@ -184,10 +183,8 @@ class TrialResult:
     """One finished trial: samples delivered over wall time, and the per-step split.
 
     ``step_seconds[i]`` is the time from handing out batch ``i`` to handing out batch
-    ``i + 1`` (the step and the next fetch); ``step_samples[i]`` the samples of that batch.
-    Any sequence may be passed for them; they are stored as ``array('f')`` (:data:`PERIOD_CODE`) and an integer array
-    of the smallest type that holds the counts (``'B'``: one byte a step for batches of up to 255
-    samples; :func:`samples_typecode`).
+    ``i + 1`` (the step and the next fetch); ``step_samples[i]`` the samples of that batch. Any sequence may be
+    passed for them; they are stored as the module's docstring says (:func:`samples_typecode`).
     """
 
     spec: TrialSpec
