@@ -92,17 +92,15 @@ def peak_for(count: FlopCount, configured: PeakConfig) -> Tuple[Optional[Peak], 
         key = dtype_key(dtype)
         if key == "tf32" and isinstance(configured, Mapping) and "tf32" not in configured and "float32" in configured:
             key = "float32"  # a configured float32 peak covers the float32 matmuls that ran as TF32
-        figure: Optional[float] = None
-        where = ""
         if isinstance(configured, (int, float)):
             figure, where = float(configured), "global.peak_flops"
         elif isinstance(configured, Mapping) and key in configured:
             figure, where = float(configured[key]), f"global.peak_flops.{key}"
         elif row is not None and key in row.peaks:
             figure, where = row.peaks[key], f"{row.name}, {row.source}"
-        if figure is None:
-            if row is None:
-                return None, NoPeak("unknown-device", count.device or count.device_type, cpu=count.device_type == "cpu")
+        elif row is None:
+            return None, NoPeak("unknown-device", count.device or count.device_type, cpu=count.device_type == "cpu")
+        else:
             return None, NoPeak("no-dtype", dtype=key, accelerator=row.name)
         seconds += flops / figure
         parts.append((key, figure, where))
