@@ -73,10 +73,7 @@ def _kth(arrays: Sequence[np.ndarray[Any, np.dtype[np.float32]]], k: int, bounds
     while lo < hi:  # the smallest key whose value has more than k values at or below it
         mid = (lo + hi) // 2
         at_or_below = sum(int(np.count_nonzero(a <= _value(mid))) for a in arrays)
-        if at_or_below > k:
-            hi = mid
-        else:
-            lo = mid + 1
+        lo, hi = (lo, mid) if at_or_below > k else (mid + 1, hi)
     return float(_value(lo))
 
 

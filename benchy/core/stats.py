@@ -49,10 +49,7 @@ def t_quantile(confidence: float, df: int) -> float:
         high *= 2.0
     for _ in range(200):
         mid = 0.5 * (low + high)
-        if t_two_sided_cdf(mid, df) < confidence:
-            low = mid
-        else:
-            high = mid
+        low, high = (mid, high) if t_two_sided_cdf(mid, df) < confidence else (low, mid)
         if high - low < 1e-12 * high:
             break
     return 0.5 * (low + high)
