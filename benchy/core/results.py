@@ -256,10 +256,7 @@ class TrialResult:
 
         Over this rank's own time (its periods), not ``seconds``, which with several ranks is
         the slowest rank's."""
-        if self.wait_seconds is None:
-            return None
-        own = self.own_seconds
-        return self.wait_seconds / own if own > 0 else None
+        return self.wait_seconds / self.own_seconds if self.wait_seconds is not None and self.own_seconds > 0 else None
 
     @cached_property
     def own_seconds(self) -> float:
@@ -589,7 +586,5 @@ class RunResults:
     def rank_mean_times(self, mode: Mode) -> List[float]:
         """Per rank, the mean trial time over the counted trials (empty for one process)."""
         trials = [t for t in self.measured(mode) if t.rank_seconds]
-        if not trials:
-            return []
-        nranks = len(trials[0].rank_seconds)
-        return [sum(t.rank_seconds[r] for t in trials) / len(trials) for r in range(nranks)]
+        ranks = len(trials[0].rank_seconds) if trials else 0
+        return [sum(t.rank_seconds[r] for t in trials) / len(trials) for r in range(ranks)]
