@@ -133,12 +133,9 @@ class Inputs:
         measured = sorted(p for p in both if p[0] > 0)
         if not measured or rate <= 0:
             return 1.0
-        points, top = [], 0.0
-        for x, y in measured:
-            top = max(top, y)
-            points.append((x, top))
         x0, y0 = 0.0, 0.0
-        for x1, y1 in points:
+        for x1, y in measured:
+            y1 = max(y0, y)  # never less at a faster pace
             if rate <= x1:
                 return 1.0 + max(0.0, y0 + (y1 - y0) * (rate - x0) / (x1 - x0))
             x0, y0 = x1, y1
