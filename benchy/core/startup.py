@@ -82,11 +82,10 @@ def startup(
     if not values:
         return None
     later = values[1:]
-    if persistent and workers:
-        if later:
-            typical, basis, passes = statistics.median(later), Basis.AFTER_FIRST, len(later)
-        else:
-            typical, basis, passes = values[0], Basis.FIRST_PERSISTENT, 1
+    if persistent and workers and later:
+        typical, basis, passes = statistics.median(later), Basis.AFTER_FIRST, len(later)
+    elif persistent and workers:
+        typical, basis, passes = values[0], Basis.FIRST_PERSISTENT, 1
     else:
         typical, basis, passes = statistics.median(values), Basis.ONE if len(values) == 1 else Basis.MEDIAN, len(values)
     epoch_seconds = (
