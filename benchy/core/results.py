@@ -42,12 +42,8 @@ def samples_typecode(counts: Any) -> str:
         low, high = int(counts.min()), int(counts.max())
     else:
         low, high = int(min(counts)), int(max(counts))
-    if low < 0:
-        return "q"
-    for code in SAMPLE_TYPECODES[:4]:
-        if high < 1 << (8 * array(code).itemsize):
-            return code
-    return "q"
+    fits = (code for code in SAMPLE_TYPECODES[:4] if high < 1 << (8 * array(code).itemsize))
+    return "q" if low < 0 else next(fits, "q")
 
 
 def _periods(values: Any) -> array[float]:
