@@ -359,10 +359,8 @@ def predict(inp: Inputs, change: Change, *, queued: bool = False, memo: Optional
     io = tuple(inp.batch / x if x > 0 else math.inf for x in ios)
     full = tuple(inp.batch / x if x > 0 else math.inf for x in fulls)
     naive = min(io[1], change.speedup * inp.batch / inp.step[1]) if inp.step[1] > 0 else io[1]  # k x SYNTHETIC
-    c = change
-    return Prediction(
-        c.workers, c.cores, c.speedup, c.free, io=list(io), full=list(full), limit=paces[1].limit.words, naive=naive
-    )
+    limit = paces[1].limit.words
+    return Prediction(**msgspec.structs.asdict(change), io=list(io), full=list(full), limit=limit, naive=naive)
 
 
 def _worker_counts(cores: float) -> List[int]:
