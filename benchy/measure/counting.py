@@ -299,7 +299,7 @@ class TokenTally:
                 int(mask.sum())
                 took.append(clock() - start)
             self.every = max(1, math.ceil(min(took) / budget)) if budget > 0 else 1
-        self._acc = [0, 0, 0, 0, 0, 0]  # samples, tokens, sampled tokens, real tokens, batches, sampled batches
+        self._acc = [0, 0, 0, 0, 0, 0]  # TokenCount's first fields: samples, tokens, sampled and real tokens, batches, sampled
         self.count: Counter = self._make(samples)
 
     def _make(self, samples: Counter) -> Counter:
@@ -345,16 +345,7 @@ class TokenTally:
 
     def take(self) -> TokenCount:
         a = self._acc
-        out = TokenCount(
-            samples=a[0],
-            tokens=a[1],
-            sampled_tokens=a[2],
-            real=a[3],
-            batches=a[4],
-            sampled=a[5],
-            every=self.every,
-            masked=self.mask_step is not None,
-        )
+        out = TokenCount(a[0], a[1], a[2], a[3], a[4], a[5], every=self.every, masked=self.mask_step is not None)
         self.reset()
         return out
 
@@ -362,16 +353,7 @@ class TokenTally:
         """One batch counted in full (SYNTHETIC's one cached batch)."""
         t = _size(_getter(self.token_step)(batch))
         real = t if self.mask_step is None else int(_getter(self.mask_step)(batch).sum())
-        return TokenCount(
-            samples=samples,
-            tokens=t,
-            sampled_tokens=t,
-            real=real,
-            batches=1,
-            sampled=1,
-            every=1,
-            masked=self.mask_step is not None,
-        )
+        return TokenCount(samples, t, t, real, 1, 1, masked=self.mask_step is not None)
 
 
 _MISSING = (AttributeError, IndexError, KeyError, TypeError, ValueError)

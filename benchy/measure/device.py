@@ -35,31 +35,15 @@ def _xpu_active() -> bool:
 
 def active_devices() -> List[str]:
     """Accelerators with work to wait for, in the order they are synchronized."""
-    found = []
-    if cuda_active():
-        found.append("cuda")
-    if _mps_active():
-        found.append("mps")
-    if _xpu_active():
-        found.append("xpu")
-    return found
-
-
-def _sync_for(name: str) -> Callable[[], None]:
-    import torch
-
-    return {"cuda": torch.cuda.synchronize, "mps": lambda: torch.mps.synchronize(), "xpu": lambda: torch.xpu.synchronize()}[name]
-
-
-def _noop() -> None:
-    return None
+    checks = (("cuda", cuda_active), ("mps", _mps_active), ("xpu", _xpu_active))
+    return [name for name, active in checks if active()]
 
 
 def synchronizer() -> Callable[[], None]:
     """The synchronize call for the devices in use now, resolved once (a no-op on CPU)."""
-    calls = [_sync_for(name) for name in active_devices()]
-    if not calls:
-        return _noop
+    import torch
+
+    calls = [getattr(torch, name).synchronize for name in active_devices()]
     if len(calls) == 1:
         return calls[0]
 
@@ -72,15 +56,12 @@ def synchronizer() -> Callable[[], None]:
 
 def accelerator_in_use() -> Optional[str]:
     """The device the program computes on, when it is an accelerator it has started (``cuda:0``)."""
-    if cuda_active():
+    found = active_devices()
+    if found[:1] == ["cuda"]:
         import torch
 
         return f"cuda:{torch.cuda.current_device()}"
-    if _xpu_active():
-        return "xpu"
-    if _mps_active():
-        return "mps"
-    return None
+    return found[0] if found else None
 
 
 def describe_device() -> str:

@@ -8,6 +8,7 @@ the compute-heavy ops it has no formula for, so that a step the counter cannot s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import platform
 import re
@@ -122,7 +123,7 @@ class StepCounter:
         self.count: Optional[FlopCount] = None
         self.settled = False
         self._mode: Optional[_Counter] = None
-        self._warnings: Any = None
+        self._exits = contextlib.ExitStack()  # the counter and the warnings filter, left together
         # At each ask: the running totals (all FLOPs, per op, per dtype, per device).
         self._marks: List[Tuple[int, Dict[str, int], Dict[str, int], Dict[str, int]]] = []
         self._period = 0
@@ -130,26 +131,18 @@ class StepCounter:
     def enter(self) -> None:
         self.entered = True
         try:
-            self._warnings = warnings.catch_warnings()
-            self._warnings.__enter__()
+            self._exits.enter_context(warnings.catch_warnings())
             warnings.filterwarnings("ignore", message=_HOOKS_WARNING)
-            mode = _Counter()
-            mode.__enter__()
-            self._mode = mode
+            self._mode = self._exits.enter_context(_Counter())
             self._marks = [(0, {}, {}, {})]
         except Exception as err:  # a torch without the counter's internals
-            self._close_warnings()
+            self._exits.close()
             self.completed = self.settled = True  # a final answer: no later trial would fare better
             self.count = FlopCount(
                 samples=self.samples,
                 label=self.label,
                 skipped=Reason(Why.FLOPS_FAILED, error=raised(err)),
             )
-
-    def _close_warnings(self) -> None:
-        if self._warnings is not None:
-            self._warnings.__exit__(None, None, None)
-            self._warnings = None
 
     @property
     def intervals(self) -> int:
@@ -182,10 +175,7 @@ class StepCounter:
         mode, self._mode = self._mode, None
         if mode is None:
             return
-        try:
-            mode.__exit__(None, None, None)
-        finally:
-            self._close_warnings()
+        self._exits.close()
         if not completed or self.intervals == 0:
             return
         self.completed = True

@@ -243,7 +243,6 @@ class SystemSampler:
         self._rss_max = 0
         self._ticks = 0
         self._gpu_sums: Dict[str, float] = {}
-        self._gpu_ticks = 0
         self._children_at = -1e9
         self._rows: List[Tuple[float, ...]] = []  # each reading: time, CPU seconds so far, RSS, GPU fields
 
@@ -282,14 +281,12 @@ class SystemSampler:
                 else:
                     self._child_chars += more
             self._cpu[pid], self._read[pid], self._chars[pid] = cpu, read, chars
-        self._rss_max = max(self._rss_max, rss)
-        self._ticks += 1
-        gpu: Dict[str, float] = {}
-        if self._gpu is not None:
-            gpu = self._gpu.read()
+        gpu = {} if self._gpu is None else self._gpu.read()
+        if not baseline:
+            self._rss_max = max(self._rss_max, rss)
+            self._ticks += 1
             for key, value in gpu.items():
                 self._gpu_sums[key] = self._gpu_sums.get(key, 0.0) + value
-            self._gpu_ticks += 1
         self._rows.append((now, self._cpu_seconds, float(rss), *(gpu.get(k, math.nan) for k in GPU_FIELDS)))
 
     def _run(self) -> None:
@@ -307,9 +304,6 @@ class SystemSampler:
         self._reset()
         self._tick(baseline=True)  # deltas count from here
         self._machine_at = _machine_busy(self._cpus)
-        self._ticks = 0
-        self._rss_max = 0
-        self._gpu_sums, self._gpu_ticks = {}, 0
         self._gpu_mj = None if self._gpu is None else self._gpu.energy_mj()
         self._rapl_at = None if self._rapl is None else self._rapl.read()
         self._started = self._clock()
@@ -348,8 +342,7 @@ class SystemSampler:
             "loader_read_chars_per_s": (self._child_chars if self._procs else self._own_chars) / wall if wall > 0 else 0.0,
             "other_cores_busy": other,
         }
-        if self._gpu_ticks:
-            out.update({key: total / self._gpu_ticks for key, total in self._gpu_sums.items()})
+        out.update({key: total / self._ticks for key, total in self._gpu_sums.items()})
         out.update(self._energy(wall, out.get("gpu_power_w")))
         return SystemFigures(**out)
 
@@ -380,14 +373,12 @@ GPU_FIELDS = ("gpu_util", "gpu_memory_bytes")  # the GPU readings kept per readi
 
 
 def readings_array(rows: Sequence[Tuple[float, ...]], gpu: bool) -> np.ndarray[Any, Any]:
-    """A trial's readings as a structured array, one row each after the baseline."""
+    """A trial's readings (two or more) as a structured array, one row each after the baseline."""
     fields = [("time", "<f8"), ("cpu_cores_busy", "<f4"), ("rss_bytes", "<f8")]
     if gpu:
         fields += [(name, "<f8") for name in GPU_FIELDS]
     data = np.asarray(rows, dtype=np.float64).reshape(len(rows), -1)
-    out = np.empty(max(0, len(rows) - 1), dtype=np.dtype(fields))
-    if len(out) == 0:
-        return out
+    out = np.empty(len(rows) - 1, dtype=np.dtype(fields))
     spans = np.diff(data[:, 0])
     busy = np.zeros(len(out))
     np.divide(np.diff(data[:, 1]), spans, out=busy, where=spans > 0)
