@@ -13,22 +13,14 @@ from ..core.outcomes import Reason, Why, raised
 from .device import synchronizer
 
 
-class PartTimes:
-    """Seconds spent in each part while the hooks were on, and for how long they were on."""
-
-    __slots__ = ("backward", "backwards", "forward", "forwards", "optimizer", "seconds", "steps")
-
-    def __init__(self) -> None:
-        self.forward = self.backward = self.optimizer = self.seconds = 0.0
-        self.forwards = self.backwards = self.steps = 0
-
-
 class StepHooks:
     """Global hooks that time the outermost forward, each ``torch.autograd.backward`` and each optimizer step (zero
-    edit); with an accelerator in use they synchronize it, so that each part holds its device work."""
+    edit); with an accelerator in use they synchronize it, so that each part holds its device work. Then the seconds
+    spent in each part while the hooks were on, how many of each ran, and for how long they were on."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.times = PartTimes()
+        self.forward = self.backward = self.optimizer = self.seconds = 0.0
+        self.forwards = self.backwards = self.steps = 0
         self._clock = clock
         self._handles: List[Any] = []
         self._depth = 0
@@ -57,9 +49,9 @@ class StepHooks:
         torch.autograd.backward = self._wrapper  # Tensor.backward calls it by name
         self._installed_at = self._clock()
 
-    def remove(self) -> PartTimes:
+    def remove(self) -> StepHooks:
         if self._installed_at is None:
-            return self.times
+            return self
         import torch
 
         for handle in self._handles:
@@ -67,9 +59,9 @@ class StepHooks:
         self._handles = []
         if torch.autograd.backward is self._wrapper:
             torch.autograd.backward = self._original
-        self.times.seconds = self._clock() - self._installed_at
+        self.seconds = self._clock() - self._installed_at
         self._installed_at = None
-        return self.times
+        return self
 
     def _forward_pre(self, module: Any, args: Any) -> None:
         if self._depth == 0:
@@ -81,8 +73,8 @@ class StepHooks:
         self._depth = max(0, self._depth - 1)
         if self._depth == 0:
             self._sync()
-            self.times.forward += self._clock() - self._t_forward
-            self.times.forwards += 1
+            self.forward += self._clock() - self._t_forward
+            self.forwards += 1
 
     def _backward(self, *args: Any, **kwargs: Any) -> Any:
         self._sync()
@@ -91,8 +83,8 @@ class StepHooks:
             return self._original(*args, **kwargs)
         finally:
             self._sync()
-            self.times.backward += self._clock() - began
-            self.times.backwards += 1
+            self.backward += self._clock() - began
+            self.backwards += 1
 
     def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._sync()
@@ -100,8 +92,8 @@ class StepHooks:
 
     def _optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._sync()
-        self.times.optimizer += self._clock() - self._t_optimizer
-        self.times.steps += 1
+        self.optimizer += self._clock() - self._t_optimizer
+        self.steps += 1
 
 
 _PASS_ENDED = "<pass-ended>"  # what the child says when the pass ran out (an exception's ``Type: message`` never is)
@@ -211,7 +203,3 @@ class Drainer:
             if found == _PASS_ENDED
             else Reason(Why.DRAINER_RAISED, label="CONTENTION_1", error=found)
         )
-
-    @property
-    def rate(self) -> float:
-        return self.batches / self.seconds if self.seconds > 0 else 0.0

@@ -31,16 +31,10 @@ DistributedError.__module__ = "benchy"
 
 
 class LocalComm:
-    """One process: nothing to exchange."""
+    """One process: nothing to exchange (:func:`combine` and :func:`agree` exchange only with several ranks)."""
 
     rank = 0
     world = 1
-
-    def exchange(self, label: str, samples: int, seconds: float, extra: float = 0.0, started: float = math.nan) -> List[Report]:
-        return [(samples, seconds, extra, started)]
-
-    def gather(self, label: str, value: Any) -> List[Any]:
-        return [value]
 
     def failures(self) -> List[Tuple[int, str]]:
         return []

@@ -25,8 +25,7 @@ class Parts:
         return hooks, results
 
     def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults) -> RunResults:
-        helper.remove()
-        t = helper.times
+        t = helper.remove()
         steps = len(result.step_seconds)
         period = result.own_seconds / steps if steps else 0.0
         counts = (t.forwards, t.backwards, t.steps)
