@@ -152,7 +152,7 @@ class TorchRanges:
         self.first, self.count = profiled_steps(spec.nbatches, steps)
         if spec.mode is Mode.IO:
             self.first += 1
-        self._spec = spec
+        self.spec = spec
         self._nvtx = nvtx
         self._stack: List[Any] = []  # per open range: its record_function, or None (opened while not profiling)
         self._span: Any = None
@@ -195,7 +195,7 @@ class TorchRanges:
             self._last = self._stretch_end - 1
             self.cut = f"the loop's epoch ended after {self.unit[:-1]} {self._last}"
             asked = f" of {self.count} asked: {self.cut}"
-        self._span = self._enter(f"benchy: {self._spec.label} ({self.unit} {self.first} to {self._last} profiled{asked})")
+        self._span = self._enter(f"benchy: {self.spec.label} ({self.unit} {self.first} to {self._last} profiled{asked})")
 
     def _end(self) -> None:
         for k, rf in reversed(list(enumerate(self._stack))):  # ranges still open inside the span end with it
@@ -211,7 +211,7 @@ class TorchRanges:
                 else f"{self.unit[:-1]} {self._last}"
             )
             self._enter(
-                f"benchy: the loop left {self._spec.label} after {self.unit[:-1]} {self._seen}: {gone} not profiled"
+                f"benchy: the loop left {self.spec.label} after {self.unit[:-1]} {self._seen}: {gone} not profiled"
             ).__exit__(None, None, None)
         self._span.__exit__(None, None, None)
         self.state = "done"
@@ -221,7 +221,7 @@ class TorchRanges:
         if attr is self._trigger:
             if self.state == "waiting" and attr.payload == self.first:
                 end = self._stretch_end
-                if end is not None and end - self.first < self.count and end + self.count <= self._spec.nbatches:
+                if end is not None and end - self.first < self.count and end + self.count <= self.spec.nbatches:
                     # The asked steps do not fit before this stretch ends (its epoch's end) and do in the next:
                     # the capture starts there, so the trace holds them all.
                     self.first, self._last = end, end + self.count - 1
@@ -235,14 +235,14 @@ class TorchRanges:
         if nvtx is not None:
             target = nvtx.step if attr is self.step else nvtx.fetch if attr is self.fetch else None
             if target is None:
-                nvtx.push(nvtx.trial(self._spec))
+                nvtx.push(nvtx.trial(self.spec))
             else:
                 target.payload = attr.payload
                 nvtx.push(target)
         if self.state != "profiling":
             self._stack.append(None)
         elif attr is self._trial:
-            self._stack.append(self._enter(f"benchy: {self._spec.label}"))
+            self._stack.append(self._enter(f"benchy: {self.spec.label}"))
         else:
             self._stack.append(self._enter(f"benchy: {attr.message} {attr.payload}"))
 
@@ -269,7 +269,6 @@ class TorchProfiler:
         self.events: List[str] = []
         self.costs: Dict[str, float] = {}  # trial -> seconds its trace took to write
         self._profile: Any = None
-        self._spec: Optional[TrialSpec] = None
         self._ranges: Optional[TorchRanges] = None
 
     def ranges(self, spec: TrialSpec, nvtx: Optional[Ranges]) -> Optional[TorchRanges]:
@@ -277,11 +276,10 @@ class TorchProfiler:
         if not (self.wanted and spec.profiled):
             return None
         self.close()
-        self._spec = spec
-        self._ranges = TorchRanges(spec, lambda: self._start(spec), lambda: self._stop(spec), self.steps, nvtx)
+        self._ranges = TorchRanges(spec, self._start, lambda: self._stop(spec), self.steps, nvtx)
         return self._ranges
 
-    def _start(self, spec: TrialSpec) -> None:
+    def _start(self) -> None:
         import torch
         from torch.profiler import ProfilerActivity, profile
 
@@ -321,10 +319,13 @@ class TorchProfiler:
 
     def close(self) -> None:
         """Stop a capture still running, say why one did not start; idempotent."""
-        if self._profile is not None and self._spec is not None:
-            self._stop(self._spec)
-        ranges, self._ranges = self._ranges, None
-        if ranges is not None and ranges.failed and self._spec is not None:
-            self.events.append(f"{self._spec.label}: {ranges.failed}; the trial ran unprofiled")
-        elif ranges is not None and ranges.state == "waiting" and self._spec is not None:
-            self.events.append(f"{self._spec.label}: not profiled: the trial ended before step {ranges.first}")
+        ranges = self._ranges
+        if ranges is None:
+            return
+        if self._profile is not None:
+            self._stop(ranges.spec)
+        self._ranges = None
+        if ranges.failed:
+            self.events.append(f"{ranges.spec.label}: {ranges.failed}; the trial ran unprofiled")
+        elif ranges.state == "waiting":
+            self.events.append(f"{ranges.spec.label}: not profiled: the trial ended before step {ranges.first}")
