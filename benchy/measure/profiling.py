@@ -276,8 +276,8 @@ class TorchProfiler:
         if not (self.wanted and spec.profiled):
             return None
         self.close()
-        self._ranges = TorchRanges(spec, self._start, lambda: self._stop(spec), self.steps, nvtx)
-        return self._ranges
+        made = self._ranges = TorchRanges(spec, self._start, lambda: self._stop(made), self.steps, nvtx)
+        return made
 
     def _start(self) -> None:
         import torch
@@ -290,9 +290,10 @@ class TorchProfiler:
         self._profile.start()
         self._kinds = "CPU and CUDA" if len(activities) == 2 else "CPU"
 
-    def _stop(self, spec: TrialSpec) -> None:
+    def _stop(self, ranges: TorchRanges) -> None:
         import time
 
+        spec = ranges.spec
         profile, self._profile = self._profile, None
         if profile is None:
             return
@@ -311,21 +312,17 @@ class TorchProfiler:
             return
         self.costs[spec.label] = time.perf_counter() - started
         self.files.append(path)
-        ranges = self._ranges
-        held = "" if ranges is None or ranges.held is None else f"; {ranges.unit} {ranges.held[0]} to {ranges.held[1]}"
-        if ranges is not None and ranges.held is not None and ranges.cut is not None:
+        held = "" if ranges.held is None else f"; {ranges.unit} {ranges.held[0]} to {ranges.held[1]}"
+        if ranges.held is not None and ranges.cut is not None:
             held += f", {ranges.held[1] - ranges.held[0] + 1} of the {ranges.count} asked: {ranges.cut}"
         self.events.append(f"{spec.label} profiled ({self._kinds}{held}): {path}")
 
     def close(self) -> None:
         """Stop a capture still running, say why one did not start; idempotent."""
-        ranges = self._ranges
-        if ranges is None:
-            return
-        if self._profile is not None:
-            self._stop(ranges.spec)
-        self._ranges = None
-        if ranges.failed:
+        ranges, self._ranges = self._ranges, None
+        if ranges is not None and self._profile is not None:
+            self._stop(ranges)
+        if ranges is not None and ranges.failed:
             self.events.append(f"{ranges.spec.label}: {ranges.failed}; the trial ran unprofiled")
-        elif ranges.state == "waiting":
+        elif ranges is not None and ranges.state == "waiting":
             self.events.append(f"{ranges.spec.label}: not profiled: the trial ended before step {ranges.first}")
