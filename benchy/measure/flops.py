@@ -57,15 +57,10 @@ def _extra_formulas() -> Dict[Any, Any]:
     ):
         op, model = getattr(aten, name, None), registry.get(getattr(aten, like, None))
         if op is not None and model is not None and op not in registry:
-            out[op] = _as_raw(model)
+            # The registered formula takes tensors already: marked raw, the counter does not wrap it again.
+            out[op] = functools.partial(model)
+            out[op]._get_raw = True
     return out
-
-
-def _as_raw(formula: Any) -> Any:
-    """A registered formula (it takes tensors already) as a custom mapping that the counter does not wrap again."""
-    call = functools.partial(formula)
-    call._get_raw = True  # type: ignore[attr-defined]
-    return call
 
 
 class _Counter(FlopCounterMode):

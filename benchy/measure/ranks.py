@@ -277,11 +277,7 @@ def disagreement(values: Sequence[Any]) -> Optional[str]:
     if all(v == first for v in values[1:]):
         return None
     keys = sorted({k for v in values for k in v if len({repr(w.get(k)) for w in values}) > 1})
-    parts = []
-    for key in keys:
-        by_rank = ", ".join(f"rank {r}: {values[r].get(key)!r}" for r in range(len(values)))
-        parts.append(f"{key} ({by_rank})")
-    return "; ".join(parts)
+    return "; ".join(f"{key} ({', '.join(f'rank {r}: {v.get(key)!r}' for r, v in enumerate(values))})" for key in keys)
 
 
 def make_comm(timeout_s: float) -> Any:
