@@ -109,11 +109,9 @@ class StepCounter:
 
     MAX_INTERVALS = 12  # covers periods of 1 to 6 asks
 
-    def __init__(self, samples: int, label: str, spec: Any = None) -> None:
+    def __init__(self, samples: int, label: str) -> None:
         self.samples = samples
         self.label = label
-        self.spec = spec
-        self.entered = False
         self.completed = False  # the count stands
         self.count: Optional[FlopCount] = None
         self.settled = False
@@ -124,7 +122,6 @@ class StepCounter:
         self._period = 0
 
     def enter(self) -> None:
-        self.entered = True
         try:
             self._exits.enter_context(warnings.catch_warnings())
             warnings.filterwarnings("ignore", message=_HOOKS_WARNING)

@@ -290,11 +290,9 @@ class _TimedSampler(_Forwarding):
 class Instrumented:
     """An instrumented copy of a DataLoader: the loader to drain, its plan and its sampler's timer."""
 
-    def __init__(
-        self, loader: Any, plan: StagePlan, sampler: Optional[_TimedSampler], workers: int, pin_memory: bool, iterable: bool
-    ) -> None:
+    def __init__(self, loader: Any, plan: StagePlan, sampler: Optional[_TimedSampler], workers: int, pin_memory: bool) -> None:
         self.loader, self.plan, self.sampler = loader, plan, sampler
-        self.workers, self.pin_memory, self.iterable = workers, pin_memory, iterable
+        self.workers, self.pin_memory = workers, pin_memory
 
 
 def instrument(arguments: Dict[str, Any]) -> Instrumented:
@@ -325,7 +323,7 @@ def instrument(arguments: Dict[str, Any]) -> Instrumented:
         timed_sampler = _TimedSampler(getattr(loader, attr))
         object.__setattr__(loader, attr, timed_sampler)  # DataLoader forbids it after __init__; this copy is ours
     workers = int(getattr(loader, "num_workers", 0) or 0)
-    return Instrumented(loader, plan, timed_sampler, workers, bool(getattr(loader, "pin_memory", False)), iterable)
+    return Instrumented(loader, plan, timed_sampler, workers, bool(getattr(loader, "pin_memory", False)))
 
 
 def stage_trial(
