@@ -122,37 +122,6 @@ def describe_rule(batch: Any, fallback: Optional[int] = None) -> str:
     return f"batch_size {fallback} (no tensor in the batch)"
 
 
-def _one_step(step: _Step, general: Counter) -> Counter:
-    kind, key = step
-    if kind == "item":
-
-        def item(batch: Any) -> int:
-            try:
-                return batch[key].shape[0]
-            except (AttributeError, IndexError, KeyError, TypeError):
-                return general(batch)
-
-        return item
-
-    def attr(batch: Any) -> int:
-        try:
-            return getattr(batch, key).shape[0]
-        except (AttributeError, IndexError, TypeError):
-            return general(batch)
-
-    return attr
-
-
-def _two_items(k0: Any, k1: Any, general: Counter) -> Counter:
-    def two(batch: Any) -> int:
-        try:
-            return batch[k0][k1].shape[0]
-        except (AttributeError, IndexError, KeyError, TypeError):
-            return general(batch)
-
-    return two
-
-
 def make_counter(
     first_batch: Any,
     fallback: Optional[int] = None,
@@ -206,10 +175,35 @@ def make_counter(
                 return general(batch)
 
         return direct
+    kind, key = path[0]
+    if len(path) == 1 and kind == "item":
+
+        def item(batch: Any) -> int:
+            try:
+                return batch[key].shape[0]
+            except (AttributeError, IndexError, KeyError, TypeError):
+                return general(batch)
+
+        return item
     if len(path) == 1:
-        return _one_step(path[0], general)
-    if len(path) == 2 and path[0][0] == "item" and path[1][0] == "item":
-        return _two_items(path[0][1], path[1][1], general)
+
+        def attr(batch: Any) -> int:
+            try:
+                return getattr(batch, key).shape[0]
+            except (AttributeError, IndexError, TypeError):
+                return general(batch)
+
+        return attr
+    if len(path) == 2 and kind == "item" and path[1][0] == "item":
+        inner = path[1][1]
+
+        def two(batch: Any) -> int:
+            try:
+                return batch[key][inner].shape[0]
+            except (AttributeError, IndexError, KeyError, TypeError):
+                return general(batch)
+
+        return two
     return general
 
 

@@ -342,7 +342,12 @@ def stage_trial(
         item = fetch()
         g = _clock()
         asked[k], got[k] = a, g
-        arrival, batch, done = _unpack(item)
+        if not (isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[0], Arrival)):
+            raise TypeError(
+                f"benchy: an instrumented batch should be (Arrival, batch, Done); got {type(item).__name__} "
+                f"(a loader that rebuilds its batches after collate_fn cannot be timed stage by stage)"
+            )
+        arrival, batch, done = item
         samples += counter(batch)
         marks.append((arrival, done))
     seconds = _clock() - begin
@@ -377,15 +382,6 @@ def stage_trial(
         workers=made.workers,
         pin_memory=made.pin_memory,
         received_cpu=both("received_cpu"),
-    )
-
-
-def _unpack(item: Any) -> Tuple[Arrival, Any, Done]:
-    if isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[0], Arrival):
-        return item[0], item[1], item[2]
-    raise TypeError(
-        f"benchy: an instrumented batch should be (Arrival, batch, Done); got {type(item).__name__} "
-        f"(a loader that rebuilds its batches after collate_fn cannot be timed stage by stage)"
     )
 
 
