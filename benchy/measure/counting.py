@@ -214,10 +214,6 @@ _MASK_NAMES = ("attention_mask",)
 _TOKEN_NAMES = ("input_ids",)
 
 
-def _top_steps(batch: Any) -> List[_Step]:
-    return [s for s in _children(batch) if not (s[0] == "attr" and str(s[1]).startswith("_"))]
-
-
 def _dims(obj: Any) -> int:
     shape = getattr(obj, "shape", None)
     try:
@@ -368,7 +364,8 @@ def _getter(step: Optional[_Step]) -> Callable[[Any], Any]:
 
 def _token_steps(batch: Any, token_key: Any, mask_key: Any) -> Tuple[Optional[_Step], Optional[_Step]]:
     """Where the token ids and the attention mask are in a batch like ``batch``."""
-    steps = _top_steps(batch) if _dims(batch) < 0 else []
+    # The batch's parts, its private attributes aside (none: the batch itself is a tensor).
+    steps = [s for s in _children(batch) if not (s[0] == "attr" and str(s[1]).startswith("_"))] if _dims(batch) < 0 else []
     if token_key != "auto":
         token = _named_step(batch, token_key)
         if token is None:
