@@ -5,6 +5,7 @@ the training process and the machine. A tick holds the GIL well under a millisec
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import threading
@@ -119,37 +120,31 @@ class Rapl:
     @classmethod
     def find(cls, root: str = "/sys/class/powercap") -> Optional[Rapl]:
         zones: List[Tuple[str, int]] = []
-        try:
-            names = sorted(os.listdir(root))
-        except OSError:
-            return None
-        for name in names:
-            if not name.startswith("intel-rapl:") or name.count(":") != 1:
+        for path in sorted(glob.glob(os.path.join(glob.escape(root), "intel-rapl:*"))):
+            if os.path.basename(path).count(":") != 1:
                 continue  # sub-zones (intel-rapl:0:0, cores, dram) are inside their package's count
-            path = os.path.join(root, name)
+            energy = os.path.join(path, "energy_uj")
             try:
-                with open(os.path.join(path, "energy_uj")) as handle:
-                    int(handle.read())
-                with open(os.path.join(path, "max_energy_range_uj")) as handle:
-                    wrap = int(handle.read())
+                _read_int(energy)
+                zones.append((energy, _read_int(os.path.join(path, "max_energy_range_uj"))))
             except (OSError, ValueError):
                 continue
-            zones.append((os.path.join(path, "energy_uj"), wrap))
         return cls(zones) if zones else None
 
     def read(self) -> Optional[List[int]]:
-        out = []
         try:
-            for path, _ in self.zones:
-                with open(path) as handle:
-                    out.append(int(handle.read()))
+            return [_read_int(path) for path, _ in self.zones]
         except (OSError, ValueError):
             return None
-        return out
 
     def joules(self, before: Sequence[int], after: Sequence[int]) -> float:
         """Joules between two readings, each zone's counter wrapping at its range."""
         return sum(b - a if b >= a else b + wrap - a for (_, wrap), a, b in zip(self.zones, before, after)) / 1e6
+
+
+def _read_int(path: str) -> int:
+    with open(path) as handle:
+        return int(handle.read())
 
 
 def cuda_gpu() -> Optional[_Gpu]:
