@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import timeit
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 from ..core.results import TokenCount
@@ -283,12 +284,8 @@ class TokenTally:
         self.every = 1
         if self.mask_step is not None and budget != float("inf"):
             mask = _get(first_batch, self.mask_step)
-            took = []
-            for _ in range(5):
-                start = clock()
-                int(mask.sum())
-                took.append(clock() - start)
-            self.every = max(1, math.ceil(min(took) / budget)) if budget > 0 else 1
+            took = min(timeit.repeat(lambda: int(mask.sum()), timer=clock, repeat=5, number=1))
+            self.every = max(1, math.ceil(took / budget)) if budget > 0 else 1
         self._acc = [0, 0, 0, 0, 0, 0]  # TokenCount's first fields: samples, tokens, sampled and real tokens, batches, sampled
         self.count: Counter = self._make(samples)
 

@@ -7,7 +7,9 @@ longer, as the step's own would), the rest as a wait. As the copy of a ``Copying
 
 from __future__ import annotations
 
+import statistics
 import time
+import timeit
 from typing import Any
 
 
@@ -26,12 +28,8 @@ class EmulatedStep:
     @classmethod
     def unit_seconds(cls) -> float:
         """CPU seconds of one unit of work on this thread (the median of a few tries)."""
-        found = []
-        for _ in range(7):
-            began = time.thread_time()
-            _work(200)
-            found.append((time.thread_time() - began) / 200)
-        return max(sorted(found)[len(found) // 2], 1e-9)
+        found = timeit.repeat(lambda: _work(200), timer=time.thread_time, repeat=7, number=1)
+        return max(statistics.median(found) / 200, 1e-9)
 
     def __call__(self, batch: Any) -> Any:
         _work(self.units)
