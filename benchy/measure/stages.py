@@ -419,10 +419,7 @@ def timer_cost(steps: int, n: int = 2000) -> float:
         def __getitem__(self, i: int) -> Any:
             return self.transform(i)
 
-    def ident(x: Any) -> Any:
-        return x
-
-    plain = _Plain(Steps([ident] * steps))
+    plain = _Plain(Steps([lambda x: x] * steps))
     plan, sums = StagePlan(), _Sums(1)
     timed = _TimedMap(_split_transforms(plain, plan, sums), sums)
     sums.seconds = [0.0] * (1 + len(plan.names))

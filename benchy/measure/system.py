@@ -25,20 +25,18 @@ except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
     TICK_S = 0.01
 
 
-def available_cores() -> int:
-    """Cores this process may run on (its affinity), else the machine's."""
+def _affinity() -> Optional[List[int]]:
+    """The cores this process may run on (None: the system cannot say)."""
     try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _cpu_set() -> Optional[List[int]]:
-    try:
-        mine = sorted(os.sched_getaffinity(0))
+        return sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return None
-    return None if len(mine) == (psutil.cpu_count() or 0) else mine
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its affinity), else the machine's."""
+    mine = _affinity()
+    return (os.cpu_count() or 1) if mine is None else len(mine)
 
 
 def _busy_seconds(times: Any) -> float:
@@ -219,7 +217,8 @@ class SystemSampler:
         self._gpu_checked = False
         self._me = psutil.Process()
         self._procs: Dict[int, psutil.Process] = {}
-        self._cpus = _cpu_set()
+        mine = _affinity()
+        self._cpus = None if mine is None or len(mine) == (psutil.cpu_count() or 0) else mine  # None: every core
         self._machine_at = 0.0  # the machine's busy CPU seconds on those cores at the trial's start
         self._started = 0.0
         self._stop = threading.Event()
