@@ -58,16 +58,8 @@ def _change(mode: Mode, base: ModeRun, new: ModeRun) -> ModeChange:
     """The change and the raw test; status and significance come with the adjustment."""
     change = (new.mean / base.mean - 1.0) if base.mean and new.mean is not None else None
     test = welch(base.trial_throughputs, new.trial_throughputs)
-    common = ModeChange(
-        mode.value,
-        base.mean,
-        base.interval,
-        len(base.trial_throughputs),
-        new.mean,
-        new.interval,
-        len(new.trial_throughputs),
-        change,
-    )
+    sides = (base.mean, base.interval, len(base.trial_throughputs), new.mean, new.interval, len(new.trial_throughputs))
+    common = ModeChange(mode.value, *sides, change)
     if test is None or change is None:
         short = [name for name, side in (("base", base), ("new", new)) if len(side.trial_throughputs) < 2]
         why = (

@@ -49,6 +49,9 @@ figcaption { color: #57606a; font-size: .85rem; }
 """
 
 
+NO_VERDICT = "none: a verdict needs both IO and SYNTHETIC trials that counted"
+
+
 @dataclass
 class Page:
     """The page's text, the plots drawn into it and what was left out (and why), to tell the user."""
@@ -183,16 +186,15 @@ def _meta(run: Run) -> str:
         f"{run.nranks} rank{'s' if run.nranks != 1 else ''}",
         "complete" if run.complete else "incomplete (some trial did not count, or the schedule did not finish)",
     ]
-    for value, label in (
+    known = (
         (env.time_utc, ""),
         (env.host, "host "),
         (env.device, "device "),
         (env.benchy_version, "benchy "),
         (env.torch_version, "torch "),
         (env.python_version, "Python "),
-    ):
-        if value:
-            parts.append(f"{label}{value}")
+    )
+    parts += [f"{label}{value}" for value, label in known if value]
     if run.source == "log":
         parts.append(f"parsed from the log {run.model.parsed_from or ''}")
     if run.path:
@@ -212,18 +214,13 @@ def _outcome(run: Run) -> str:
 
 def _run_section(run: Run, index: int, plots: _Plots) -> str:
     out = [f'<section id="run-{index}"><h2>{_e(run.label)}</h2><p class="meta">{_meta(run)}</p>']
-    if run.verdict:
-        out.append(f'<div class="verdict {_outcome(run)}"><b>Verdict</b>{_e(run.verdict)}</div>')
-    else:
-        out.append(
-            '<div class="verdict none"><b>Verdict</b>none: a verdict needs both IO and SYNTHETIC trials that counted</div>'
-        )
+    kind, verdict = (_outcome(run), run.verdict) if run.verdict else ("none", NO_VERDICT)
+    out.append(f'<div class="verdict {kind}"><b>Verdict</b>{_e(verdict)}</div>')
     out.append(summary_table(run).html())
     if run.summary:
         out.append("<h3>Summary lines</h3><pre>" + _e("\n".join(run.summary)) + "</pre>")
-    for found in (system_table(run), sweep_table(run), whatif_table(run), whatif_checks(run)):
-        if found is not None:
-            out.append(found.html())
+    whatif = whatif_table(run)
+    out += [found.html() for found in (system_table(run), sweep_table(run), whatif, whatif_checks(run)) if found is not None]
     out.append(
         plots.figure(
             f"{run.label}: per-step throughput",
@@ -239,7 +236,7 @@ def _run_section(run: Run, index: int, plots: _Plots) -> str:
             "the data wait), with the CPU and memory readings below",
         )
     )
-    if whatif_table(run) is not None:
+    if whatif is not None:
         out.append(
             plots.figure(
                 f"{run.label}: what if",
@@ -262,23 +259,19 @@ def report_page(runs: Sequence[Run]) -> Page:
     if len(runs) > 1:
         rows = scaling.scaling_rows(runs)
         base = scaling.baseline(runs)
-        body.append('<section id="scaling"><h2>Scaling</h2>')
-        body.append(scaling.table(rows).html())
-        body.append(
+        body += [
+            '<section id="scaling"><h2>Scaling</h2>',
+            scaling.table(rows).html(),
             f'<p class="meta">baseline: {_e(base.label)} ({base.nranks} rank'
-            f"{'s' if base.nranks != 1 else ''}); {_e(scaling.study_kind(rows))}</p>"
-        )
-        body.append(
+            f"{'s' if base.nranks != 1 else ''}); {_e(scaling.study_kind(rows))}</p>",
             drawer.figure(
                 "scaling",
                 lambda b: drawing.plot_scaling(rows, b),
                 "Throughput of all ranks against ranks (ideal scaling dashed) and efficiency",
-            )
-        )
-        body.append("</section>")
-        body.append(
-            "<nav><ul>" + "".join(f'<li><a href="#run-{k}">{_e(r.label)}</a></li>' for k, r in enumerate(runs)) + "</ul></nav>"
-        )
+            ),
+            "</section>",
+            "<nav><ul>" + "".join(f'<li><a href="#run-{k}">{_e(r.label)}</a></li>' for k, r in enumerate(runs)) + "</ul></nav>",
+        ]
     for k, run in enumerate(runs):
         body.append(_run_section(run, k, drawer))
     if drawer.notes:

@@ -277,7 +277,8 @@ def sweep_row(row: str) -> str:
 
 _NUM = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|inf|nan)"
 _LABEL = r"([A-Z][A-Z0-9]*(?:_WARMUP)?_[0-9]+)"  # FULL_2, IO_WARMUP_1, H2D_1, SWEEP2_WARMUP_1
-_MESSAGE = re.compile(r"BENCHY::(INFO|WARNING|ERROR)::Message: ?(.*?)\s*$")
+# A message (INFO, WARNING, ERROR) or a row of the sweep's table (no kind: SWEEP_ROW), its text to the line's end.
+_TEXT = re.compile(r"BENCHY::(?:(INFO|WARNING|ERROR)::Message: ?|SWEEP::)(.*?)\s*$")
 # The original printed ``BENCHY::SUMMARY:: SYNTHETIC`` (a space): accepted when reading.
 _SUMMARY = re.compile(
     rf"BENCHY::SUMMARY::\s*(IO|SYNTHETIC|FULL) average trial throughput:\s*(?:{_NUM}\s*\+/-\s*(?:{_NUM}|n/a)|n/a)"
@@ -294,7 +295,6 @@ _TRIALS = (
     ),
     ("ITERATION", re.compile(rf"BENCHY::{_LABEL}::Iteration ([0-9]+)/([0-9]+) Throughput: {_NUM}"), (1.0, 1.0, 1.0)),
 )
-_SWEEP_ROW = re.compile(r"BENCHY::SWEEP::(.*?)\s*$")
 
 
 def _number(text: Optional[str]) -> Number:
@@ -325,10 +325,5 @@ def parse(text: str) -> Optional[Line]:
         if m:
             values = tuple(float(v) / scale for v, scale in zip(m.groups()[1:], scales))
             return Line(kind, m.group(1), values, raw=m.group(0).strip())
-    m = _MESSAGE.search(text)
-    if m:
-        return Line(m.group(1), text=m.group(2), raw=m.group(0).strip())
-    m = _SWEEP_ROW.search(text)
-    if m:
-        return Line("SWEEP_ROW", text=m.group(1), raw=m.group(0).strip())
-    return None
+    m = _TEXT.search(text)
+    return None if m is None else Line(m.group(1) or "SWEEP_ROW", text=m.group(2), raw=m.group(0).strip())

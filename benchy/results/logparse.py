@@ -35,9 +35,6 @@ class LogRun:
     nranks: Optional[int] = None
     ended: bool = False  # its summary lines were seen
 
-    def empty(self) -> bool:
-        return not self.summary and not any(self.trials.values()) and not any(self.warmups.values())
-
 
 def split_runs(log: TextIO) -> List[LogRun]:
     """Every run in the log, in order (a run ends with its summary lines); read with the line grammar."""
@@ -47,25 +44,20 @@ def split_runs(log: TextIO) -> List[LogRun]:
         if line is None:
             continue
         current = runs[-1]
-        if line.kind == "TRIAL" and line.trial_kind in MODE_NAMES:
-            if current.ended:  # trial lines after a summary: the next run
-                current = LogRun(nranks=current.nranks)
-                runs.append(current)
-            mode = Mode(line.trial_kind)
+        trial = line.kind == "TRIAL" and line.trial_kind in MODE_NAMES
+        ranks = RANKS.match(line.text) if line.kind == "INFO" else None
+        again = line.kind == "SUMMARY" and Mode(line.label) in current.summary
+        if current.ended and (trial or ranks or again):  # after a run's summary lines: the next run
+            current = LogRun(nranks=None if ranks else current.nranks)
+            runs.append(current)
+        if trial:
             value = line.values[0]
             assert value is not None
-            (current.warmups if line.warmup else current.trials)[mode].append(value)
-        elif line.kind == "INFO" and RANKS.match(line.text):
-            if current.ended:
-                current = LogRun()
-                runs.append(current)
-            current.nranks = int(RANKS.match(line.text).group(1))  # type: ignore[union-attr]
+            (current.warmups if line.warmup else current.trials)[Mode(line.trial_kind)].append(value)
+        elif ranks:
+            current.nranks = int(ranks.group(1))
         elif line.kind == "SUMMARY":
-            mode = Mode(line.label)
-            if mode in current.summary and current.ended:  # a second summary block: the next run
-                current = LogRun(nranks=current.nranks)
-                runs.append(current)
-            current.summary[mode] = line.values
+            current.summary[Mode(line.label)] = line.values
             current.lines.append(line.raw)
             current.ended = True
         elif line.kind in lines.SUMMARY_WORDS:
@@ -74,7 +66,7 @@ def split_runs(log: TextIO) -> List[LogRun]:
             if line.kind == "VERDICT":
                 current.verdict = line.text
             current.lines.append(line.raw)
-    return [r for r in runs if not r.empty()]
+    return [r for r in runs if r.summary or any(r.trials.values()) or any(r.warmups.values())]
 
 
 def _mode_block(run: LogRun, mode: Mode) -> Optional[Dict[str, Any]]:

@@ -104,11 +104,8 @@ def trial_steps(run: Run) -> Tuple[Dict[Mode, List[TrialSteps]], str]:
     """Each mode's trials in order (warm-ups first), from the run's per-step files when they are
     next to its JSON, else from the JSON's ``rates`` (counted trials only); and which was used."""
     out: Dict[Mode, List[TrialSteps]] = {m: [] for m in Mode}
-    directory = None
-    if run.steps_dir and run.path:
-        candidate = os.path.join(os.path.dirname(os.path.abspath(run.path)), os.path.basename(run.steps_dir))
-        directory = candidate if os.path.isdir(candidate) else None
-    if directory is not None:
+    directory = os.path.join(os.path.dirname(os.path.abspath(run.path or ".")), os.path.basename(run.steps_dir or ""))
+    if run.steps_dir and run.path and os.path.isdir(directory):
         for label, steps in step_files.load(directory).items():
             match = _LABEL.match(label)
             if match is None:

@@ -71,14 +71,8 @@ class Table:
         """A ``<table>`` (cells escaped; numeric columns get ``class="num"``)."""
 
         def row(cells: Sequence[str], tag: str) -> str:
-            return (
-                "<tr>"
-                + "".join(
-                    "<{0}{1}>{2}</{0}>".format(tag, ' class="num"' if self._right(k) else "", html.escape(c))
-                    for k, c in enumerate(cells)
-                )
-                + "</tr>"
-            )
+            marked = [(' class="num"' if self._right(k) else "", html.escape(c)) for k, c in enumerate(cells)]
+            return "<tr>" + "".join(f"<{tag}{num}>{text}</{tag}>" for num, text in marked) + "</tr>"
 
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         body = "".join(row(r, "td") for r in self.rows)

@@ -29,6 +29,7 @@ PLURAL = {"fetch": "fetches", "step": "steps", "batch": "batches"}
 
 # Threads of each rank's process, in the order drawn.
 TRACKS = {"IO": 1, "SYNTHETIC": 2, "FULL": 3, "IO_H2D": 4, "loader sweep": 5, "loader stages": 6, "loader start-up": 7}
+GROUP_TRACKS = {"sweep": "loader sweep", "IO_H2D": "IO_H2D", "stages": "loader stages"}
 # Counters from the system readings: (file field, counter name, series, scale).
 COUNTERS = (
     ("cpu_cores_busy", "CPU cores busy", "cores", 1.0),
@@ -127,27 +128,13 @@ def span(t: model.TimelineTrial) -> Tuple[float, float]:
     return t.started, t.own_seconds
 
 
-def _rank_dirs(name: Optional[str], path: str) -> Dict[int, str]:
-    """Each rank's per-step folder that exists: rank 0's ``steps_dir`` and its ``rank<r>/`` folders."""
-    if name is None:
-        return {}
-    top = os.path.join(os.path.dirname(os.path.abspath(path)), name)
-    if not os.path.isdir(top):
-        return {}
-    found = {0: top}
-    found.update(step_files.rank_dirs(top))
-    return found
-
-
 def _steps(w: _Writer, pid: int, tid: int, t: model.TimelineTrial, start: int, data: np.ndarray[Any, Any], block: int) -> int:
     """The trial's steps (at least one) from ``start`` (ns), every one or in blocks of ``block``; their total (ns)."""
     ns = _nanos(data["seconds"])
     ends = np.cumsum(ns)
     begins = ends - ns
     samples = data["samples"].astype(np.int64)
-    waits = None
-    if data.dtype.names is not None and "wait" in data.dtype.names:
-        waits = np.minimum(_nanos(data["wait"]), ns)
+    waits = np.minimum(_nanos(data["wait"]), ns) if "wait" in (data.dtype.names or ()) else None
     name = {"IO": "fetch", "SYNTHETIC": "step"}.get(t.mode, "batch" if waits is not None else "step")
     if block <= 1:
         for i in range(len(ns)):
@@ -193,14 +180,6 @@ def _split(w: _Writer, pid: int, tid: int, at: int, dur: int, wait: int, suffix:
     w.slice(pid, tid, "data wait" + suffix, "wait", at + dur - wait, wait)
 
 
-def _step_events(data: Mapping[str, np.ndarray[Any, Any]]) -> int:
-    out = 0
-    for array in data.values():
-        names = array.dtype.names or ()
-        out += len(array) * (3 if "wait" in names else 1)
-    return out
-
-
 def _counters(w: _Writer, pid: int, readings: np.ndarray[Any, Any], origin: float) -> None:
     names = readings.dtype.names or ()
     times = np.rint((readings["time"].astype(np.float64) - origin) * 1e9).astype(np.int64)
@@ -239,7 +218,9 @@ def load_timeline(run: Run) -> Timeline:
         )
         raise TraceError(f"{run.path or 'the run'} has no timeline: {why}; run the benchmark again with this benchy")
     path = run.path or "."
-    dirs = _rank_dirs(run.model.steps_dir, path)
+    # Each rank's per-step folder that exists: rank 0's steps_dir and its rank<r>/ folders.
+    top = os.path.join(os.path.dirname(os.path.abspath(path)), run.model.steps_dir or "")
+    dirs = {0: top, **step_files.rank_dirs(top)} if run.model.steps_dir is not None and os.path.isdir(top) else {}
     per_rank = {r: _trials(timeline, r) for r in range(max(1, run.nranks))}
     starts = [span(t)[0] for trials in per_rank.values() for t in trials]
     startup = run.model.loader_startup
@@ -286,7 +267,8 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
     line = load_timeline(run)
     stats = TraceStats(notes=list(line.notes))
     origin, steps, readings, passes = line.origin, line.steps, line.readings, line.passes
-    total = sum(_step_events(s) for s in steps.values())
+    # A FULL step with its wait is three events (the period, the step, the wait).
+    total = sum(len(a) * (3 if "wait" in (a.dtype.names or ()) else 1) for s in steps.values() for a in s.values())
     stats.block = max(1, math.ceil(total / max_events)) if max_events > 0 else 1
     if stats.block > 1:
         stats.notes.insert(
@@ -344,14 +326,8 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
 
 
 def _track(t: model.TimelineTrial) -> str:
-
-    if t.group == "sweep":
-        return "loader sweep"
-    if t.group == "IO_H2D":
-        return "IO_H2D"
-    if t.group == "stages":
-        return "loader stages"
-    return t.mode if t.mode in TRACKS else "IO"
+    """The thread a trial is drawn on: its group's (sweep, IO_H2D, stages), else its mode's."""
+    return GROUP_TRACKS.get(t.group or "", t.mode if t.mode in TRACKS else "IO")
 
 
 def _draw_rank(
