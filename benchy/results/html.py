@@ -141,17 +141,11 @@ def whatif_table(run: Run) -> Optional[Table]:
         right=[True] * (1 + len(speedups)),
         title=(f"What if: the model's FULL samples/s (interval) at {cell(cores, spec='g')} cores, from {block.basis}"),
     )
+    found = {(p.workers, p.speedup): p.full for p in reversed(grid)}  # the first prediction of each
     for w in sorted({p.workers for p in grid if p.workers is not None}):
-        cells = [str(w)]
-        for k in speedups:
-            p = next((p for p in grid if p.workers == w and p.speedup == k), None)
-            full = None if p is None else p.full
-            cells.append(
-                ""
-                if full is None or full[1] is None
-                else f"{full[1]:.1f} ({cell(full[0], spec='.0f')}-{cell(full[2], spec='.0f')})"
-            )
-        table.rows.append(cells)
+        fulls = [found.get((w, k)) or [None] * 3 for k in speedups]
+        shown = [f"{f[1]:.1f} ({cell(f[0], spec='.0f')}-{cell(f[2], spec='.0f')})" if f[1] is not None else "" for f in fulls]
+        table.rows.append([str(w), *shown])
     return table
 
 

@@ -314,11 +314,8 @@ def parse(text: str) -> Optional[Line]:
         rank0 = body.endswith(RANK0.strip())
         if rank0:
             body = body[: -len(RANK0.strip())].rstrip()
-        values: Tuple[Number, ...] = ()
-        if word == "DATA_WAIT":
-            numbers = _WAIT_NUMBERS.search(body)
-            if numbers:
-                values = tuple(None if v is None else float(v) / 100.0 for v in numbers.groups())
+        numbers = _WAIT_NUMBERS.search(body) if word == "DATA_WAIT" else None
+        values = () if numbers is None else tuple(None if v is None else float(v) / 100.0 for v in numbers.groups())
         return Line(word, values=values, text=body, rank0=rank0, raw=m.group(0).strip())
     for kind, pattern, scales in _TRIALS:
         m = pattern.search(text)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -97,9 +96,6 @@ class TrialSteps:
     rates: np.ndarray[Any, Any]
 
 
-_LABEL = re.compile(r"^(IO|SYNTHETIC|FULL)(_WARMUP)?_([0-9]+)$")
-
-
 def trial_steps(run: Run) -> Tuple[Dict[Mode, List[TrialSteps]], str]:
     """Each mode's trials in order (warm-ups first), from the run's per-step files when they are
     next to its JSON, else from the JSON's ``rates`` (counted trials only); and which was used."""
@@ -107,15 +103,13 @@ def trial_steps(run: Run) -> Tuple[Dict[Mode, List[TrialSteps]], str]:
     directory = os.path.join(os.path.dirname(os.path.abspath(run.path or ".")), os.path.basename(run.steps_dir or ""))
     if run.steps_dir and run.path and os.path.isdir(directory):
         for label, steps in step_files.load(directory).items():
-            match = _LABEL.match(label)
-            if match is None:
-                continue
             seconds = np.asarray(steps["seconds"], dtype=float)
             with np.errstate(divide="ignore", invalid="ignore"):
                 rates = np.where(seconds > 0, steps["samples"] / seconds, np.nan)
-            out[Mode(match.group(1))].append(TrialSteps(label, bool(match.group(2)), seconds, rates))
+            # step_files.load names trials <MODE>[_WARMUP]_<k> alone
+            out[Mode(label.split("_")[0])].append(TrialSteps(label, "_WARMUP_" in label, seconds, rates))
         for mode in Mode:
-            out[mode].sort(key=lambda t: (not t.warmup, int(_LABEL.match(t.label).group(3))))  # type: ignore[union-attr]
+            out[mode].sort(key=lambda t: (not t.warmup, int(t.label.rsplit("_", 1)[1])))
         if any(out.values()):
             return out, f"per-step files in {directory}"
     for mode, m in run.modes.items():

@@ -5,6 +5,7 @@ checkpoint need not rewrite every earlier trial's steps. The format: docs/refere
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Any, Dict, List
@@ -35,10 +36,8 @@ def clear_ranks(directory: str) -> List[str]:
     removed: List[str] = []
     for path in rank_dirs(directory).values():
         removed += clear(path)
-        try:
+        with contextlib.suppress(OSError):  # something not ours is in it: left alone
             os.rmdir(path)
-        except OSError:  # something not ours is in it: left alone
-            pass
     return removed
 
 

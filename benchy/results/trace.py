@@ -184,11 +184,9 @@ def _counters(w: _Writer, pid: int, readings: np.ndarray[Any, Any], origin: floa
     names = readings.dtype.names or ()
     times = np.rint((readings["time"].astype(np.float64) - origin) * 1e9).astype(np.int64)
     for field_name, counter, series, scale in COUNTERS:
-        if field_name not in names:
-            continue
-        values = readings[field_name].astype(np.float64) * scale
-        for at, value in zip(times.tolist(), values.tolist()):
-            w.counter(pid, counter, at, series, value)
+        if field_name in names:
+            for at, value in zip(times.tolist(), (readings[field_name].astype(np.float64) * scale).tolist()):
+                w.counter(pid, counter, at, series, value)
 
 
 def _ns(seconds: float, origin: float) -> int:
@@ -340,10 +338,10 @@ def _draw_rank(
     block: int,
 ) -> None:
     """One rank's trials (and steps where saved), the sweep's settings around their trials."""
-    sweep = [t for t in trials if t.group == "sweep"]
     settings: Dict[Optional[Setting], List[model.TimelineTrial]] = {}
-    for t in sweep:
-        settings.setdefault(t.setting if isinstance(t.setting, Setting) else None, []).append(t)
+    for t in trials:
+        if t.group == "sweep":
+            settings.setdefault(t.setting if isinstance(t.setting, Setting) else None, []).append(t)
     for found, group in settings.items():
         begin = min(_ns(span(t)[0], origin) for t in group)
         end = max(_ns(span(t)[0], origin) + round(span(t)[1] * 1e9) for t in group)
