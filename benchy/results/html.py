@@ -160,17 +160,10 @@ def whatif_checks(run: Run) -> Optional[Table]:
         title="What if, checked by measurement",
     )
     for c in checks:
-        table.rows.append(
-            [
-                str(c.measured_what),
-                str(c.kind),
-                cell((c.predicted or [None, None])[1], spec=".1f"),
-                cell(c.measured, spec=".1f"),
-                cell(c.measured_half_width, spec=".1f"),
-                "" if c.error is None else f"{100 * c.error:+.1f} %",
-                {True: "yes", False: "no: more than the intervals and 10 % allow", None: ""}[c.agree],
-            ]
-        )
+        figures = [cell(x, spec=".1f") for x in ((c.predicted or [None, None])[1], c.measured, c.measured_half_width)]
+        error = "" if c.error is None else f"{100 * c.error:+.1f} %"
+        agree = {True: "yes", False: "no: more than the intervals and 10 % allow", None: ""}[c.agree]
+        table.rows.append([str(c.measured_what), str(c.kind), *figures, error, agree])
     return table
 
 

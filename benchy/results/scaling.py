@@ -63,21 +63,9 @@ def scaling_rows(runs: Sequence[Run]) -> List[ScalingRow]:
                 t, base_t = m.mean_trial_time, b.mean_trial_time
                 if work and base_work and t and base_t and abs(work - base_work) <= SAME_WORK * base_work:
                     weak = base_t / t
-            rows.append(
-                ScalingRow(
-                    run,
-                    mode,
-                    run.nranks,
-                    m.mean,
-                    m.interval,
-                    m.n,
-                    speedup,
-                    strong,
-                    weak,
-                    m.data_wait if mode is Mode.FULL else None,
-                    m.samples_per_rank_batch(run.nranks),
-                )
-            )
+            wait = m.data_wait if mode is Mode.FULL else None
+            batch = m.samples_per_rank_batch(run.nranks)
+            rows.append(ScalingRow(run, mode, run.nranks, m.mean, m.interval, m.n, speedup, strong, weak, wait, batch))
     return rows
 
 
@@ -106,19 +94,9 @@ def table(rows: Sequence[ScalingRow]) -> Table:
         right=[False, True, False, True, True, True, True, True, True],
     )
     for r in rows:
-        out.rows.append(
-            [
-                r.run.label,
-                str(r.ranks),
-                r.mode.value,
-                cell(r.mean, spec=".3f"),
-                cell(r.interval, spec=".3f"),
-                cell(r.speedup, spec=".3f"),
-                cell(r.strong_efficiency, spec=".3f"),
-                cell(r.weak_efficiency, spec=".3f"),
-                "" if r.data_wait is None else f"{100.0 * r.data_wait:.1f} %",
-            ]
-        )
+        figures = [cell(x, spec=".3f") for x in (r.mean, r.interval, r.speedup, r.strong_efficiency, r.weak_efficiency)]
+        wait = "" if r.data_wait is None else f"{100.0 * r.data_wait:.1f} %"
+        out.rows.append([r.run.label, str(r.ranks), r.mode.value, *figures, wait])
     return out
 
 

@@ -121,16 +121,9 @@ def mode_table(rows: Sequence[ModeFigures], title: Optional[str] = None) -> Tabl
         title=title,
     )
     for m in rows:
-        table.rows.append(
-            [
-                m.mode,
-                "n/a" if m.mean is None else f"{m.mean:.3f}",
-                "n/a" if m.interval is None else f"{m.interval:.3f}",
-                "" if m.n is None else str(m.n),
-                percent(m.confidence),
-                "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %",
-            ]
-        )
+        mean, interval = ("n/a" if x is None else f"{x:.3f}" for x in (m.mean, m.interval))
+        wait = "" if m.data_wait is None else f"{100.0 * m.data_wait:.1f} %"
+        table.rows.append([m.mode, mean, interval, "" if m.n is None else str(m.n), percent(m.confidence), wait])
     return table
 
 

@@ -55,9 +55,8 @@ class TraceStats:
 
 def _us(ns: int) -> str:
     """Integer nanoseconds as microseconds with three exact decimals (JSON number text)."""
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    return f"{sign}{ns // 1000}.{ns % 1000:03d}"
+    whole, part = divmod(abs(ns), 1000)
+    return f"{'-' if ns < 0 else ''}{whole}.{part:03d}"
 
 
 class _Writer:
@@ -293,17 +292,9 @@ def write_trace(run: Run, handle: IO[str], max_events: int = MAX_EVENTS) -> Trac
                 w.meta(pid, "thread_name", {"name": name}, tid)
                 w.meta(pid, "thread_sort_index", {"sort_index": tid}, tid)
         _draw_rank(w, pid, rank, trials, origin, steps.get(rank, {}), stats.block)
-        if rank == 0:
-            for k, (started, seconds) in enumerate(passes):
-                w.slice(
-                    pid,
-                    TRACKS["loader start-up"],
-                    f"start-up (pass {k + 1})",
-                    "startup",
-                    _ns(started, origin),
-                    round(seconds * 1e9),
-                    {"pass": k + 1, "seconds": seconds},
-                )
+        for k, (started, seconds) in enumerate(passes if rank == 0 else [], 1):
+            at, dur = _ns(started, origin), round(seconds * 1e9)
+            w.slice(pid, TRACKS["loader start-up"], f"start-up (pass {k})", "startup", at, dur, {"pass": k, "seconds": seconds})
         for label in sorted(readings.get(rank, {})):
             _counters(w, pid, readings[rank][label], origin)
     handle.write("\n],\n")
