@@ -3,7 +3,7 @@ benchmarked, then read, compare, report and draw the result files.
 
     benchy summary RUN.json [--format text|csv|json|markdown]
     benchy compare BASE.json NEW.json [--threshold PCT] [--format text|markdown|json]
-    benchy check [RUN.json] [--fail-on-verdict REGEX] [--baseline BASE.json] [--threshold PCT]
+    benchy check [RUN.json] [--fail-on-verdict REGEX] [--fail-on-watch] [--baseline BASE.json] [--threshold PCT]
     benchy report RUN.json ... [--csv OUT.csv] [--plot OUT.png] [--html OUT.html] [--format text|markdown]
     benchy plot RUN.json -o OUT.png [--timeline]
     benchy trace RUN.json -o TRACE.json [--max-events N]
@@ -164,6 +164,14 @@ def _check(args: argparse.Namespace) -> int:
             failed = True
         else:
             print(f"benchy check: the verdict does not match --fail-on-verdict {args.fail_on_verdict!r}")
+    if args.fail_on_watch:
+        watch = run.model.watch
+        if watch is not None and watch.rises:
+            print(f"benchy check: the watch saw the data wait rise (--fail-on-watch): {watch.words()}")
+            failed = True
+        else:
+            said = "no epoch was watched after the schedule" if watch is None else watch.words()
+            print(f"benchy check: no rise of the data wait (--fail-on-watch): {said}")
     if base is not None:
         result = comparing.compare_runs(base, run, threshold=args.threshold / 100.0, confidence=args.confidence)
         if not result.changes:
@@ -422,10 +430,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     check = sub.add_parser(
         "check",
         help="CI: exit with the status a run's result file advises (4 incomplete, 3 a mode without a counted trial), "
-        "else 1 when its verdict matches --fail-on-verdict or a mode regressed against --baseline",
+        "else 1 when its verdict matches --fail-on-verdict, the watch saw the data wait rise (--fail-on-watch) or a "
+        "mode regressed against --baseline",
     )
     check.add_argument("path", nargs="?", default="benchy_result.json", help="a result JSON (default: benchy_result.json)")
     check.add_argument("--fail-on-verdict", metavar="REGEX", help="fail (1) when the verdict's text matches REGEX")
+    check.add_argument(
+        "--fail-on-watch",
+        action="store_true",
+        help="fail (1) when the data wait rose in an epoch after the schedule (the JSON's watch: training went on)",
+    )
     check.add_argument("--baseline", metavar="BASE.json", help="fail (1) when a mode regressed against this run")
     _regression_options(check, "with --baseline: ")
     check.set_defaults(handler=_check, verb="check")

@@ -23,6 +23,7 @@ from .schedule import Mode, TrialSpec
 from .stages import StageReport
 from .startup import Startup
 from .stats import Estimate, estimate
+from .watch import Watch
 
 RATES_SLICE = 65_536  # steps whose throughputs are computed at a time
 
@@ -426,6 +427,7 @@ class Snapshot:
     likely_steps: Optional[int] = None  # the further steps a decision would likely take (None: decided, or unknown)
     per_batch: Optional[int] = None  # the batch sampler's samples a batch, where it makes the same number every batch
     queue_depth: int = 0  # batches the loader's workers are handed ahead (num_workers x prefetch_factor)
+    watch: Optional[Watch] = None  # the watch over the epochs after the schedule (at the process's end)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def watched(
     steps: int,
     seconds: float,
     wait: float,
-    samples: Optional[int],
+    samples: Optional[float],
     baseline: Optional[Baseline],
     read_bytes_per_s: Optional[float] = None,
     cpu_cores_busy: Optional[float] = None,

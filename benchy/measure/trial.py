@@ -417,3 +417,28 @@ def epoch_loop(args: EpochArgs) -> Generator[Any, None, None]:
             ep.handed = handed
             placer.failed(ep, seg, err)
         raise
+
+
+def watched_pass(inner: Iterator[Any], clock: Clock, done: Callable[[int, float, float], None]) -> Generator[Any, None, None]:
+    """A pass of the loop after the schedule, as the loader gives it, with the watch's sums (core.watch): its first
+    batch untimed (the loader's start-up), then the steps' time and their time in ``next()``; at the pass's end
+    ``done(steps, seconds, wait)``. A pass the loop leaves part-way is not an epoch, and tells nothing."""
+    inner_next = inner.__next__
+    try:
+        batch = inner_next()
+    except StopIteration:
+        return
+    yield batch
+    start = t0 = clock()
+    steps, wait = 0, 0.0
+    while True:
+        try:
+            batch = inner_next()
+        except StopIteration:
+            break
+        t1 = clock()
+        wait += t1 - t0
+        steps += 1
+        yield batch
+        t0 = clock()
+    done(steps, t0 - start, wait)

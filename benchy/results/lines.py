@@ -194,6 +194,19 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
         "training, by how much, why, and the change most likely to help",
     ),
     (
+        "WATCH_RISE",
+        "BENCHY::WATCH::epoch <k>: the loop waited for data <pct> % of its time, against <pct> % +/- <pct> in the "
+        "FULL trials; ...",
+        "after the schedule, where the training goes on: an epoch whose data wait rose past what the FULL trials "
+        "measured (by more than their interval and at least 5 points), once when the rise starts",
+    ),
+    (
+        "WATCH",
+        "BENCHY::SUMMARY::WATCH <n> epoch(s) watched after the schedule: data wait <pct> to <pct> % (FULL <pct> %); "
+        "no rise past <pct> % (or: the data wait rose past <pct> % in <k>, from epoch <e>)",
+        "the process's end, when the training went on after the schedule for at least one whole epoch",
+    ),
+    (
         "WARNING",
         "BENCHY::WARNING::Message: <text>",
         "a trial that did not count (and why), a schedule left "
@@ -268,6 +281,11 @@ def data_wait(share: Number, half_width: Number, rank0: bool = False) -> Optiona
     )
 
 
+def watch_rise(text: str) -> str:
+    """``BENCHY::WATCH::<text>``: an epoch after the schedule whose data wait rose (core.watch)."""
+    return f"{PREFIX}WATCH::{text}"
+
+
 def sweep_row(row: str) -> str:
     """One row of the loader sweep's table (``BENCHY::SWEEP::<row>``)."""
     return f"{PREFIX}SWEEP::{row}"
@@ -295,6 +313,7 @@ _TRIALS = (
     ),
     ("ITERATION", re.compile(rf"BENCHY::{_LABEL}::Iteration ([0-9]+)/([0-9]+) Throughput: {_NUM}"), (1.0, 1.0, 1.0)),
 )
+_WATCH_RISE = re.compile(r"BENCHY::WATCH::(epoch ([0-9]+): .*?)\s*$")
 
 
 def _number(text: Optional[str]) -> Number:
@@ -322,5 +341,8 @@ def parse(text: str) -> Optional[Line]:
         if m:
             values = tuple(float(v) / scale for v, scale in zip(m.groups()[1:], scales))
             return Line(kind, m.group(1), values, raw=m.group(0).strip())
+    m = _WATCH_RISE.search(text)
+    if m:
+        return Line("WATCH_RISE", values=(float(m.group(2)),), text=m.group(1), raw=m.group(0).strip())
     m = _TEXT.search(text)
     return None if m is None else Line(m.group(1) or "SWEEP_ROW", text=m.group(2), raw=m.group(0).strip())

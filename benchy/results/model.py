@@ -44,6 +44,7 @@ from ..core.results import ProfilerState, RankSummary, SystemFigures, TokenCount
 from ..core.stages import FirstPass, WorkerMemory, WorkerStat
 from ..core.startup import Startup
 from ..core.sweep import Setting
+from ..core.watch import Watch
 from ..core.whatif import Check, Need, Prediction
 
 
@@ -532,6 +533,16 @@ class Document(Record, frozen=True, kw_only=True):
         _d(
             "why no IO trial ran though the configuration asked for them (the loader hands out one iterator that the "
             "loop reads too, so benchy's own passes would take the loop's batches); null: they ran, or were not asked"
+        ),
+    ] = None
+    watch: Annotated[
+        Optional[Watch],
+        _d(
+            "the watch over the epochs after the schedule, where the training went on (written at the process's end; "
+            "null: no whole epoch ran after it): `baseline` (FULL's `data_wait`, `interval`, `throughput`, "
+            "`read_bytes_per_s`, `cpu_cores_busy`), `epochs` (each `epoch`, `steps` after its first, `seconds`, "
+            "`throughput`, `data_wait`, `read_bytes_per_s`, `cpu_cores_busy`, `rise`; the first 1 000 and the rises "
+            "after them), `watched`, `rises`, `first_rise`"
         ),
     ] = None
     config: Annotated[

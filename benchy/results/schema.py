@@ -505,6 +505,7 @@ def result_document(
         verdict=verdict_line(reading),
         decision=None if found is None else decision_block(found),
         io_skipped=_skipped(results.io_skipped),
+        watch=snapshot.watch,
         config=dict(config),
         environment=model.Environment(**environment),
         profiler=snapshot.profiler,

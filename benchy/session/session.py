@@ -39,10 +39,13 @@ from ..core.progress import Where, epochs_needed, imprecise, likely_more, not_ru
 from ..core.results import PERIOD_CODE, RunResults, Snapshot, Span, TrialResult, WindowSpan
 from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..core.sweep import queue_depth
+from ..core.watch import Baseline, Watch, watched
 from ..measure.horizon import loop_horizon
 from ..measure.profiling import AT_END, AT_EXIT, CudaProfilerApi
 from ..measure.ranks import DistributedError, agree, combine
 from ..measure.rng import kept
+from ..measure.system import SystemSampler
+from ..measure.trial import watched_pass
 from ..measure.window import WindowRun
 from ..results.files import append_status
 from ..results.text import run as run_text
@@ -118,11 +121,18 @@ class Session:
         self.advised: Optional[int] = None  # the exit status benchy advises for CI (0, 3 or 4), once the benchmark ended
         self._sigterm_before: Any = None
         self.exiting = False  # inside the interpreter's exit (at_exit): no loader pass is started or advanced
+        # The watch over the rest of the run, once the schedule is over and the training goes on (core.watch).
+        self.watch: Optional[Watch] = None
+        self._watch_passes = 0
+        self._watch_per_batch: Optional[float] = None
+        self._watch_sampler: Optional[SystemSampler] = None
 
     # --- what the wrappers call -------------------------------------------------------------------
 
     def iterate(self) -> Iterator[Any]:
         """The iterator for the loop's next ``iter()``: an epoch while the schedule runs, else the plain one."""
+        if self._stage is Stage.DONE and self.watch is not None and os.getpid() == self.pid:
+            return self._watched(iter(self._loader.make_iterator()))
         if self._stage is Stage.NEW:
             if not self.registry.claim(self.record):
                 return self._become_plain()
@@ -506,6 +516,8 @@ class Session:
             sink.say(ev.NoExitHere(where))
         if not self.exiting:
             sink.end(self.results, ends)
+        if not ends and not self.exiting:
+            self._watch_from_now()
 
     def _exchange_failed(self, spec: TrialSpec) -> None:
         """The ranks could not exchange ``spec``'s results: what was measured kept and printed; the caller raises."""
@@ -600,6 +612,69 @@ class Session:
             return None, 0
         return w.spec, max(0, w.measured + max(0, w.open_count() - 1))
 
+    # --- the watch over the rest of the run ------------------------------------------------------------
+    # Where the training goes on after the schedule (exit_after_tests: false, a Ray worker), each later epoch of the
+    # loop is a pass with the watch's sums (measure.trial.watched_pass), held against what FULL measured: a rise is
+    # said when it starts, and the process's end says the whole (BENCHY::SUMMARY::WATCH and the JSON's watch).
+
+    def _watch_from_now(self) -> None:
+        results = self.results
+        wait = results.data_wait()
+        full = results.measured(Mode.FULL)
+        baseline = None
+        if wait.mean is not None:
+            systems = [t.system for t in full if t.system is not None]
+            baseline = Baseline(
+                data_wait=min(1.0, max(0.0, wait.mean)),
+                interval=None if wait.half_width is None else min(1.0, wait.half_width),
+                throughput=sum(t.own_throughput for t in full) / len(full) if full else None,
+                read_bytes_per_s=_mean([s.read_bytes_per_s for s in systems]),
+                cpu_cores_busy=_mean([s.cpu_cores_busy for s in systems]),
+            )
+        self.watch = Watch(baseline=baseline)
+        # Samples a batch as the trials counted them (the counter's way), so that an epoch's throughput is FULL's kind.
+        batches = sum(t.spec.nbatches for t in full)
+        self._watch_per_batch = sum(t.samples for t in full) / batches if batches else self._loader.batch_size
+        if self.config.general.system_metrics:
+            self._watch_sampler = SystemSampler(WATCH_SAMPLER_HZ, self.clock)
+        atexit.register(self._watch_end)
+
+    def _watched(self, inner: Iterator[Any]) -> Iterator[Any]:
+        self._watch_passes += 1
+        epoch = self.loop.epochs_started + self._watch_passes
+        if self._watch_sampler is not None:
+            self._watch_sampler.start()
+        return watched_pass(inner, self.clock, lambda steps, seconds, wait: self._epoch_watched(epoch, steps, seconds, wait))
+
+    def _epoch_watched(self, epoch: int, steps: int, seconds: float, wait: float) -> None:
+        watch = self.watch
+        if watch is None:
+            return
+        system = self._watch_sampler.stop() if self._watch_sampler is not None else None
+        size = self._watch_per_batch
+        figures = watched(
+            epoch,
+            steps,
+            seconds,
+            wait,
+            None if size is None else size * steps,
+            watch.baseline,
+            read_bytes_per_s=None if system is None else system.read_bytes_per_s,
+            cpu_cores_busy=None if system is None else system.cpu_cores_busy,
+        )
+        self.watch = watch = watch.add(figures)
+        if watch.onset() is not None:
+            self.ctx.sink.watch_rise(figures, watch.baseline)
+
+    def _watch_end(self) -> None:
+        """At the process's end: the watch's summary line and the JSON with its ``watch`` block."""
+        if os.getpid() != self.pid or self.watch is None or not self.watch.watched:
+            return
+        try:
+            self.ctx.sink.watch_end(self.watch)
+        except Exception:  # the script's own ending goes on whatever happens here
+            pass
+
     # --- what is read of it ---------------------------------------------------------------------
 
     @property
@@ -688,6 +763,14 @@ class Session:
 
     def _say(self, event: Any) -> None:
         self.ctx.sink.say(event)
+
+
+WATCH_SAMPLER_HZ = 1.0  # the watch's system readings: an epoch's CPU and storage reads, at little cost
+
+
+def _mean(values: Any) -> Optional[float]:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def host() -> Optional[str]:

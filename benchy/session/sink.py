@@ -6,9 +6,10 @@ benchy never applies to the script's own process (``benchy run`` and ``benchy ch
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core import events as ev
 from ..core.claims import MoreTrials
@@ -17,6 +18,7 @@ from ..core.exits import EXIT_INCOMPLETE, EXIT_MISSING_MODE
 from ..core.results import RunResults, Snapshot, TrialResult
 from ..core.schedule import Mode, Schedule
 from ..core.verdict import Reading, read
+from ..core.watch import Baseline, Watch, WatchedEpoch
 from ..core.words import Said
 from ..measure.environment import environment
 from ..results import lines, steps
@@ -52,6 +54,8 @@ class ResultSink:
         self._json_error_shown = False
         self._steps_written = 0  # trials already in the steps file
         self._steps_failed = False
+        # The final summary as written (the watch's end writes the JSON again with its block).
+        self._final: Optional[Tuple[Snapshot, Reading, List[str], int]] = None
 
     # --- messages -----------------------------------------------------------------------------
 
@@ -162,6 +166,21 @@ class ResultSink:
             self.out.line(line)
         self.out.summary_table(results, modes, reading)
         self.write_json(snapshot, reading, final=True, exit_status=exit_status, summary=printed)
+        self._final = (snapshot, reading, printed, exit_status)
+
+    def watch_rise(self, epoch: WatchedEpoch, baseline: Optional[Baseline]) -> None:
+        """An epoch after the schedule whose data wait rose (``BENCHY::WATCH::``)."""
+        self.out.line(lines.watch_rise(epoch.words(baseline)))
+
+    def watch_end(self, watch: Watch) -> None:
+        """At the process's end: the watch's summary line, and the final JSON again with its ``watch`` block."""
+        line = lines.summary_text("WATCH", watch.words())
+        self.out.line(line)
+        if self._final is not None:
+            snapshot, reading, printed, status = self._final
+            self.write_json(
+                dataclasses.replace(snapshot, watch=watch), reading, final=True, exit_status=status, summary=[*printed, line]
+            )
 
     def end(self, results: RunResults, exit_after_tests: bool) -> None:
         """After the summary: end the process (``exit_after_tests``) or say the loader is plain now."""
