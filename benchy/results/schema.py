@@ -55,7 +55,7 @@ from .text import reports
 from .text import run as run_text
 from .text.verdict import verdict_line
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 METHOD = "welch-t on log trial throughputs"  # the decision's test (its ``method``)
 
 

@@ -373,7 +373,7 @@ def test_summary_names_a_file_from_a_newer_benchy(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == (
         "benchy summary: future.json: schema_version 7 was written by a newer benchy; this benchy "
-        "reads versions 1 to 5: upgrade benchy to read it\n"
+        "reads versions 1 to 6: upgrade benchy to read it\n"
     )
 
 
@@ -392,7 +392,7 @@ def test_run_name_flag_reaches_the_json(run_script) -> None:
         env={"BENCHY_RUN_NAME": "from env"},
     )
     assert run.returncode == 0, run.stderr
-    assert run.result()["run_name"] == "nightly cpu" and run.result()["schema_version"] == 5
+    assert run.result()["run_name"] == "nightly cpu" and run.result()["schema_version"] == 6
 
 
 def test_the_command_and_load_do_not_import_torch() -> None:

@@ -33,7 +33,7 @@ def test_drop_in_loader_with_two_workers(run_script) -> None:
     # finishes. Every epoch it finished had the loader's own 10 batches, and len() said so.
     assert "USER::done" not in run.stdout and run.epochs and set(run.epochs.values()) == {(10, 10)}
     doc = run.result()
-    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 5
+    assert doc["complete"] is True and doc["nranks"] == 1 and doc["schema_version"] == 6
     assert doc["source"] == "run" and doc["run_name"].startswith("user_script 20")  # the script and its start time
     # SYNTHETIC's windows are the 5 batches asked for; with 2 workers, FULL's are whole rounds of them, at least 3 (6
     # batches); IO's too, less each period that holds a new pass's start-up (passes of 10) and the part rounds.

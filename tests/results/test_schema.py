@@ -98,8 +98,8 @@ def test_default_run_name() -> None:
         ("not json {", "not a JSON file"),
         ("[1, 2]", "expected a JSON object (benchy's result), got list"),
         ('{"IO": {}}', "no integer 'schema_version' (got None): not a benchy result file"),
-        ('{"schema_version": 99}', "schema_version 99 was written by a newer benchy; this benchy reads versions 1 to 5"),
-        ('{"schema_version": 0}', "schema_version 0; expected 1 to 5"),
+        ('{"schema_version": 99}', "schema_version 99 was written by a newer benchy; this benchy reads versions 1 to 6"),
+        ('{"schema_version": 0}', "schema_version 0; expected 1 to 6"),
     ],
 )
 def test_unreadable_files_are_named_with_the_problem(tmp_path: Path, content: str, expected: str) -> None:
@@ -141,7 +141,7 @@ def test_upgrade_leaves_its_input_alone() -> None:
     doc = raw("v1-0.1.0")
     before = json.dumps(doc, sort_keys=True)
     upgraded, version = upgrade(doc)
-    assert version == 1 and upgraded["schema_version"] == 5 and json.dumps(doc, sort_keys=True) == before
+    assert version == 1 and upgraded["schema_version"] == 6 and json.dumps(doc, sort_keys=True) == before
 
 
 # --- Welch's test: values computed with scipy.stats (ttest_ind(equal_var=False); t.sf at df rounded down)
