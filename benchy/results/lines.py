@@ -294,7 +294,7 @@ def sweep_row(row: str) -> str:
 # --- the reader ---------------------------------------------------------------------------------
 
 _NUM = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|inf|nan)"
-_LABEL = r"([A-Z][A-Z0-9]*(?:_WARMUP)?_[0-9]+)"  # FULL_2, IO_WARMUP_1, H2D_1, SWEEP2_WARMUP_1
+_LABEL = r"([A-Z][A-Z0-9]*(?:_[A-Z][A-Z0-9]*)*?(?:_WARMUP)?_[0-9]+)"  # FULL_2, IO_WARMUP_1, SWEEP2_WARMUP_1, STAGES_WORKER_1
 # A message (INFO, WARNING, ERROR) or a row of the sweep's table (no kind: SWEEP_ROW), its text to the line's end.
 _TEXT = re.compile(r"BENCHY::(?:(INFO|WARNING|ERROR)::Message: ?|SWEEP::)(.*?)\s*$")
 # The original printed ``BENCHY::SUMMARY:: SYNTHETIC`` (a space): accepted when reading.

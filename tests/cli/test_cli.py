@@ -440,3 +440,21 @@ def test_check_exits_with_the_status_the_run_advises_then_the_verdict_and_baseli
     assert missing.returncode == 2 and "nope.json" in missing.stderr
     bad = benchy("check", str(run), "--fail-on-verdict", "(")
     assert bad.returncode == 2 and "--fail-on-verdict '(': not a regular expression" in bad.stderr
+
+
+def test_check_fails_on_a_watched_rise_with_fail_on_watch(tmp_path: Path) -> None:
+    steady = DATA / "results" / "v6" / "benchy_result.json"  # 33 epochs watched after the schedule, none rose
+    passed = benchy("check", str(steady), "--fail-on-watch")
+    assert passed.returncode == 0 and "no rise of the data wait (--fail-on-watch): 33 epoch(s) watched" in passed.stdout
+    doc = json.loads(steady.read_text())
+    watch = doc["watch"]
+    epochs = [dict(e, data_wait=0.95, rise=True) if e["epoch"] >= 20 else e for e in watch["epochs"]]
+    rose = dict(watch, epochs=epochs, rises=sum(e["rise"] for e in epochs), first_rise=20)
+    path = tmp_path / "rose.json"
+    path.write_text(json.dumps(dict(doc, watch=rose)))
+    failed = benchy("check", str(path), "--fail-on-watch")
+    assert failed.returncode == 1 and "the watch saw the data wait rise (--fail-on-watch)" in failed.stdout, failed
+    assert "from epoch 20" in failed.stdout
+    assert benchy("check", str(path)).returncode == 0  # only on request
+    older = benchy("check", str(DATA / "results" / "v5" / "benchy_result.json"), "--fail-on-watch")
+    assert older.returncode == 0 and "no epoch was watched after the schedule" in older.stdout

@@ -206,7 +206,7 @@ CUT = {"whatif.price_per_hour", "whatif.wait_cost_per_epoch", "whatif.wait_cost_
 
 
 def test_the_model_declares_every_key_a_real_run_writes() -> None:
-    for name in ("v4", "v4-2ranks", "v4-sweep", "v5", "v5-2ranks", "v5-sweep"):
+    for name in ("v4", "v4-2ranks", "v4-sweep", "v5", "v5-2ranks", "v5-sweep", "v6", "v6-2ranks", "v6-sweep"):
         assert undeclared(raw(name)) - CUT == set(), name
 
 
@@ -373,15 +373,15 @@ def test_the_docs_tables_the_writer_and_the_reader_all_come_from_the_structs(tmp
     from benchy.results.model import top_rows
 
     # The reader decodes into them.
-    run = benchy.load(DATA / "v5" / "benchy_result.json")
+    run = benchy.load(DATA / "v6" / "benchy_result.json")
     assert isinstance(run.model, Document) and run.model.run_name == run.name
     # The writer encodes them: every declared key in the declared order.
     handle = io.StringIO()
     write_document(handle, run.model)
     out = json.loads(handle.getvalue())
     fields = [f.encode_name for f in msgspec.structs.fields(Document)]
-    assert list(out) == [f for f in fields if f in out] and set(out) >= set(raw("v5"))
-    first, again = raw("v5")["FULL"]["system"][0], out["FULL"]["system"][0]
+    assert list(out) == [f for f in fields if f in out] and set(out) >= set(raw("v6"))
+    first, again = raw("v6")["FULL"]["system"][0], out["FULL"]["system"][0]
     assert {k: again[k] for k in first} == first and again["gpu_util"] is None  # every declared key, null if unmeasured
     assert "parsed_from" not in out and "tokens" not in out["FULL"]  # left UNSET: left out
     # The manual's tables are generated from them (docs/_ext/benchy_reference.py).

@@ -25,21 +25,20 @@ def documented_keys() -> tuple:
 
 
 RESULTS = Path(__file__).resolve().parent.parent / "data" / "results"
-WRITTEN = ["v5", "v5-2ranks", "v5-sweep"]  # real runs of this schema version
+WRITTEN = ["v6", "v6-2ranks", "v6-sweep"]  # real runs of this schema version
 
 
 @pytest.mark.parametrize("name", WRITTEN)
 def test_every_key_a_run_writes_is_documented_and_nothing_else(name: str) -> None:
     doc = json.loads((RESULTS / name / "benchy_result.json").read_text())
     assert sorted(set(doc) - set(documented_keys())) == []
-    # a parsed log's only, and io_skipped, which files of this version written before it lack (they read it as null)
-    assert sorted(set(documented_keys()) - set(doc)) == ["io_skipped", "parsed_from"]
+    assert sorted(set(documented_keys()) - set(doc)) == ["parsed_from"]  # a parsed log's only
 
 
 def test_a_parsed_logs_keys_are_documented(tmp_path: Path) -> None:
     out = tmp_path / "parsed.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchy", "parse", str(RESULTS / "v5" / "log.txt"), "-o", str(out)],
+        [sys.executable, "-m", "benchy", "parse", str(RESULTS / "v6" / "log.txt"), "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -56,7 +55,11 @@ def test_each_json_key_is_documented_once_with_text() -> None:
 
 def test_every_line_kind_is_documented_once() -> None:
     kinds = [kind for kind, _, _ in lines.LINE_KINDS]
-    parsed = set(lines.MESSAGE_KINDS) | {"TRIAL", "TRIAL_WAIT", "ITERATION", "SUMMARY", "SWEEP_ROW"} | set(lines.SUMMARY_WORDS)
+    parsed = (
+        set(lines.MESSAGE_KINDS)
+        | {"TRIAL", "TRIAL_WAIT", "ITERATION", "SUMMARY", "SWEEP_ROW", "WATCH_RISE"}
+        | set(lines.SUMMARY_WORDS)
+    )
     assert len(kinds) == len(set(kinds)) and set(kinds) == parsed
     for kind, form, when in lines.LINE_KINDS:
         assert form.startswith("BENCHY::") and when, kind

@@ -40,6 +40,7 @@ ROUND_TRIPS = [
     (lines.trial("FULL_WARMUP_1", 1234.5678), Line("TRIAL", "FULL_WARMUP_1", (1234.568,))),
     (lines.trial("H2D_2", 12.0), Line("TRIAL", "H2D_2", (12.0,))),
     (lines.trial("SWEEP3_WARMUP_1", 7.0), Line("TRIAL", "SWEEP3_WARMUP_1", (7.0,))),
+    (lines.trial("STAGES_WORKER_WARMUP_1", 183.077), Line("TRIAL", "STAGES_WORKER_WARMUP_1", (183.077,))),
     (lines.trial_wait("FULL_2", 0.123, 0.0041, 0.00052), Line("TRIAL_WAIT", "FULL_2", (0.123, 0.0041, 0.00052))),
     (lines.iteration("IO_1", 10, 50, 800.0), Line("ITERATION", "IO_1", (10.0, 50.0, 800.0))),
     (lines.summary("SYNTHETIC", 376.537, 0.604), Line("SUMMARY", "SYNTHETIC", (376.537, 0.604))),
@@ -63,6 +64,10 @@ ROUND_TRIPS = [
         ),
     ),
     (lines.sweep_row("num_workers=2 | 812.000"), Line("SWEEP_ROW", text="num_workers=2 | 812.000")),
+    (
+        lines.watch_rise("epoch 6: the loop waited for data 48.3 % of its time"),
+        Line("WATCH_RISE", values=(6.0,), text="epoch 6: the loop waited for data 48.3 % of its time"),
+    ),
 ] + [
     (
         lines.summary_text(word, f"the {word.lower()} text", rank0=k % 2 == 1),
@@ -91,7 +96,16 @@ def test_every_line_kind_round_trips(written: str, expected: Line) -> None:
 
 def test_every_kind_is_covered_and_other_lines_are_not_benchys() -> None:
     kinds = {expected.kind for _, expected in ROUND_TRIPS}
-    assert kinds == {*lines.MESSAGE_KINDS, *lines.SUMMARY_WORDS, "TRIAL", "TRIAL_WAIT", "ITERATION", "SUMMARY", "SWEEP_ROW"}
+    assert kinds == {
+        *lines.MESSAGE_KINDS,
+        *lines.SUMMARY_WORDS,
+        "TRIAL",
+        "TRIAL_WAIT",
+        "ITERATION",
+        "SUMMARY",
+        "SWEEP_ROW",
+        "WATCH_RISE",
+    }
     assert parse("epoch 3 loss 0.1") is None and parse("BENCHY::SOMETHING else") is None
     assert parse("BENCHY::SUMMARY:: SYNTHETIC average trial throughput: 376.537 +/- 0.604") == Line(
         "SUMMARY", "SYNTHETIC", (376.537, 0.604)
@@ -105,6 +119,8 @@ def test_trial_labels_say_their_mode_and_warm_up() -> None:
     assert found is not None and found.trial_kind == "FULL" and found.warmup
     found = parse(lines.trial("SWEEP2_4", 1.0))
     assert found is not None and found.trial_kind == "SWEEP2" and not found.warmup
+    found = parse(lines.trial("STAGES_WORKER_WARMUP_1", 1.0))
+    assert found is not None and found.trial_kind == "STAGES_WORKER" and found.warmup
 
 
 def test_the_grammar_has_one_home() -> None:

@@ -39,7 +39,7 @@ def tracks(text: str) -> Dict[int, Dict[str, int]]:
     return out
 
 
-@pytest.mark.parametrize("stored", ["v3", "v4", "v5"])
+@pytest.mark.parametrize("stored", ["v3", "v4", "v5", "v6"])
 def test_a_stored_run_becomes_a_trace_of_its_trials_steps_waits_and_readings(tmp_path: Path, stored: str) -> None:
     run_dir = RESULTS / stored
     out = tmp_path / "trace.json"
