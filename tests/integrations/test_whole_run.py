@@ -46,7 +46,10 @@ def test_a_loader_that_slows_down_is_named_at_the_epoch_it_did(run_script) -> No
     assert summary[0] in doc["summary"]
 
 
+@pytest.mark.timing
 def test_a_steady_loop_raises_nothing(run_script) -> None:
+    # A timing test: another process taking the cores part-way slows the loader for real, which the watch is there to
+    # tell; on a quiet machine the epochs' shares stay within a point or two of FULL's (5 points would be a rise).
     run = run_script(CONFIG, "--epochs", "10", "--batches", "60", script=SCRIPT, timeout=400)
     assert run.returncode == 0, run
     assert not [line for line in run.stdout.splitlines() if line.startswith("BENCHY::WATCH::")]
