@@ -133,9 +133,3 @@ class Watch(Record, frozen=True, kw_only=True):
         return (
             said + f"; the data wait rose past {100 * self.baseline.bound():.1f} % in {self.rises}, from epoch {self.first_rise}"
         )
-
-    def onset(self) -> Optional[WatchedEpoch]:
-        """The latest epoch if it is a rise after one that was not (the one a WATCH line is printed for)."""
-        if not self.epochs or not self.epochs[-1].rise:
-            return None
-        return self.epochs[-1] if len(self.epochs) < 2 or not self.epochs[-2].rise else None

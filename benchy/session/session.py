@@ -124,6 +124,7 @@ class Session:
         # The watch over the rest of the run, once the schedule is over and the training goes on (core.watch).
         self.watch: Optional[Watch] = None
         self._watch_passes = 0
+        self._watch_rising = False  # the last watched epoch rose
         self._watch_per_batch: Optional[float] = None
         self._watch_sampler: Optional[SystemSampler] = None
 
@@ -662,8 +663,10 @@ class Session:
             read_bytes_per_s=None if system is None else system.read_bytes_per_s,
             cpu_cores_busy=None if system is None else system.cpu_cores_busy,
         )
-        self.watch = watch = watch.add(figures)
-        if watch.onset() is not None:
+        # A rise is said once, when it starts (the epoch before did not rise).
+        rose, self.watch = self._watch_rising, watch.add(figures)
+        self._watch_rising = figures.rise
+        if figures.rise and not rose:
             self.ctx.sink.watch_rise(figures, watch.baseline)
 
     def _watch_end(self) -> None:
