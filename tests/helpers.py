@@ -50,13 +50,17 @@ class Run:
         return document
 
     def summary_line(self, word: str) -> str:
-        """The text of the one ``BENCHY::SUMMARY::<word>`` line the run printed."""
+        """The text of the ``BENCHY::SUMMARY::<word>`` lines the run printed (a word with several: joined by ``; ``)."""
         from benchy.results import lines
 
         found = [lines.parse(t) for t in self.stdout.splitlines()]
         texts = [f.text for f in found if f is not None and f.kind == word]
-        assert len(texts) == 1, (word, self.stdout)
-        return texts[0]
+        assert texts, (word, self.stdout)
+        return "; ".join(texts)
+
+    def verdict(self) -> str:
+        """The whole verdict as the run's lines say it (VERDICT, OVERLAP, each WHY, ADVICE), as its JSON holds it."""
+        return verdict_of(self.stdout)
 
     def undecided_ratio(self) -> float:
         """SYNTHETIC/IO of a run whose verdict is "undecided" with its busy trials named (the ``BUSY`` line): what
@@ -68,6 +72,16 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run(rc={self.returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+def verdict_of(stdout: str) -> str:
+    """The whole verdict of the last run in ``stdout``: its VERDICT, OVERLAP, WHY and ADVICE lines' texts joined, as the
+    run's JSON holds it (read by ``benchy parse``'s reader)."""
+    from benchy.results.logparse import split_runs
+
+    said = split_runs(io.StringIO(stdout))[-1].verdict
+    assert said, stdout
+    return "; ".join(said)
 
 
 SCRATCH: List[Path] = []  # pytest's temporary root for this session (set by conftest)

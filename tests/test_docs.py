@@ -95,6 +95,8 @@ def test_every_benchy_line_shown_is_one_the_tool_prints_today(page: Path) -> Non
     shown = [line.strip() for line in _fenced(page) if line.strip().startswith("BENCHY::")]
     unknown = [line[:120] for line in shown if lines.parse(line) is None]
     assert unknown == []
+    # and of today's length: no summary line is longer than 240 characters
+    assert [line[:120] for line in shown if line.startswith("BENCHY::SUMMARY::") and len(line) > lines.MAX_LINE] == []
 
 
 DEV_LOG = re.compile(

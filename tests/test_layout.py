@@ -210,8 +210,9 @@ def _not_text(tree: ast.Module) -> Set[int]:
 
 
 def _said_by_values(tree: ast.Module) -> Set[int]:
-    """The nodes where a value says itself: a class's ``words`` method, the members of a ``Worded`` code, a
-    record's name in the documentation (its ``what`` and ``plural``)."""
+    """The nodes where a value says itself: a class's ``words`` method (and an advice's ``change`` and ``grounds``,
+    its words in two), the members of a ``Worded`` code, a record's name in the documentation (its ``what`` and
+    ``plural``)."""
     found: Set[int] = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
@@ -219,7 +220,11 @@ def _said_by_values(tree: ast.Module) -> Set[int]:
         worded = any(isinstance(b, ast.Name) and b.id == "Worded" for b in node.bases)
         for item in node.body:
             named = isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id in ("what", "plural")
-            if (worded and isinstance(item, ast.Assign)) or named or (isinstance(item, ast.FunctionDef) and item.name == "words"):
+            if (
+                (worded and isinstance(item, ast.Assign))
+                or named
+                or (isinstance(item, ast.FunctionDef) and item.name in ("words", "change", "grounds"))
+            ):
                 found.update(id(n) for n in ast.walk(item))
     return found
 

@@ -68,7 +68,7 @@ def _summary_text(run: Run) -> List[str]:
     # A checkpoint, a version-1 file or a parsed log without them: rebuild the main ones.
     out = [lines.summary(mode.value, m.estimate.mean, m.estimate.half_width) for mode, m in run.modes.items()]
     if run.verdict:
-        out.append(lines.summary_text("VERDICT", run.verdict))
+        out.extend(lines.summary_texts("VERDICT", run.verdict))
     return out
 
 

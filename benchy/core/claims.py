@@ -6,7 +6,7 @@ the advice last.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 from .schedule import Mode
 from .stages import HOL_SHARE
@@ -46,18 +46,34 @@ class Busy:
             outweigh = "rerun on a quiet machine, or with ntrials: auto so that more trials outweigh them"
         return (
             f"{len(self.trials)} of the {self.total} trials it rests on ran on a busy machine (other processes kept "
-            f"{busy_trials(self.trials)}): their throughputs are likely low, so {outweigh}"
+            f"{BusyTrials(self.trials).words()}): their throughputs are likely low; {outweigh}"
         )
 
 
-def busy_trials(found: Sequence[Any]) -> str:
-    """``1.84 of 2 cores busy during SYNTHETIC_1, 0.91 of 2 during FULL_2``: what other processes took (TrialResults)."""
-    parts = [
-        f"{t.system.other_cores_busy or 0.0:.2f} of {t.system.cpu_cores or 0:g}{' cores busy' if not k else ''} during {t.label}"
-        for k, t in enumerate(found)
-        if t.system is not None
-    ]
-    return ", ".join(parts)
+BUSY_LISTED = 3  # busy trials named one by one; more are summarised
+
+
+@dataclass(frozen=True)
+class BusyTrials:
+    """Trials that ran on a busy machine (TrialResults), for their words: what other processes took."""
+
+    trials: Tuple[Any, ...]
+
+    def words(self) -> str:
+        """``1.84 of 2 cores busy during SYNTHETIC_1, 0.91 of 2 during FULL_2``; past :data:`BUSY_LISTED` trials, the
+        range, the first trial and the last."""
+        sampled = [t for t in self.trials if t.system is not None]
+        if len(sampled) > BUSY_LISTED:
+            busy = sorted(t.system.other_cores_busy or 0.0 for t in sampled)
+            return (
+                f"{busy[0]:.2f} to {busy[-1]:.2f} of {sampled[0].system.cpu_cores or 0:g} cores busy during "
+                f"{sampled[0].label} ... {sampled[-1].label}"
+            )
+        return ", ".join(
+            f"{t.system.other_cores_busy or 0.0:.2f} of {t.system.cpu_cores or 0:g}{' cores busy' if not k else ''} "
+            f"during {t.label}"
+            for k, t in enumerate(sampled)
+        )
 
 
 @dataclass(frozen=True)
@@ -282,38 +298,54 @@ class Contended:
 
 
 class Help(Worded):
-    """The one change most likely to help, in words (STAGE's and SWEPT's take the advice's detail: the stage trials'
-    fix, the setting the sweep measured; :meth:`Advice.words`)."""
+    """The one change most likely to help: the change, and why it helps where the change alone does not say (STAGE's
+    and SWEPT's come from the advice's detail: the stage trials' fix, the setting the sweep measured;
+    :meth:`Advice.change`)."""
 
-    PINNED_COPIES = "pinned-copies", "pinned memory and non_blocking copies (pin_memory=True)"
+    PINNED_COPIES = (
+        "pinned-copies",
+        "pin_memory=True and non_blocking copies",
+        "pinned memory lets the copies to the accelerator overlap the step",
+    )
     WORKERS_OR_CHEAPER = "workers-or-cheaper", "more loader workers, or cheaper batches"
     PERSISTENT = "persistent", "persistent_workers=True"
     FASTER_STEP = (
         "faster-step",
-        "a faster step (the loader has headroom: mixed precision, a larger batch, compiled or fused code)",
+        "a faster step",
+        "the loader has headroom: mixed precision, a larger batch, compiled or fused code",
     )
-    CHEAPER_DECODING = "cheaper-decoding", "cheaper decoding and augmentation per sample (the cores are saturated)"
-    LOADER_WORKERS = "loader-workers", "loader workers (num_workers > 0), up to the free cores"
-    MORE_WORKERS_CORES = "more-workers-cores", "more loader workers (num_workers), up to the cores"
+    CHEAPER_DECODING = "cheaper-decoding", "cheaper decoding and augmentation per sample", "the cores are saturated"
+    LOADER_WORKERS = "loader-workers", "loader workers (num_workers > 0)", "up to the free cores"
+    MORE_WORKERS_CORES = "more-workers-cores", "more loader workers (num_workers)", "up to the cores"
     STORAGE = "storage", "faster or local storage, or caching the dataset"
     MORE_WORKERS_NOW = "more-workers-now", "more loader workers (num_workers = {workers} now)"  # detail: the workers
     STAGE = "stage"  # the stage trials' fix (detail: a stages.Fix)
-    PADDING = "padding", "less padding (batches of similar lengths, e.g. a length-grouped sampler, or packed sequences)"
+    PADDING = (
+        "padding",
+        "less padding",
+        "batches of similar lengths (a length-grouped sampler), or packed sequences",
+    )
     NEAR_PEAK = (
         "near-peak",
-        "fewer FLOPs a sample (a smaller model or input) or more devices: the step is near the peak",
+        "fewer FLOPs a sample, or more devices",
+        "the step is near the peak: a smaller model or input, or the work spread over more devices",
     )
     MIXED_PRECISION = (
         "mixed-precision",
-        "mixed precision (torch.autocast with bfloat16): most of the step's FLOPs run in float32, far below "
-        "the accelerator's bfloat16 peak",
+        "mixed precision (torch.autocast with bfloat16)",
+        "most of the step's FLOPs run in float32, far below the accelerator's bfloat16 peak",
     )
-    LARGER_BATCH = "larger-batch", "a larger batch, or compiled or fused code (torch.compile)"
+    LARGER_BATCH = (
+        "larger-batch",
+        "a larger batch or compiled code (torch.compile)",
+        "the step is far from the peak: fused or compiled kernels and larger batches use more of it",
+    )
     SWEPT = "swept"  # (detail: the SettingResult the sweep measured, and SYNTHETIC's mean)
     CONTENTION = (
         "contention",
-        "fewer loader workers or fewer intra-op threads (torch.set_num_threads) so that the step keeps its cores, or "
-        "the workers pinned to cores of their own (os.sched_setaffinity in worker_init_fn)",
+        "fewer loader workers or fewer intra-op threads",
+        "so that the step keeps its cores (torch.set_num_threads), or the workers pinned to cores of their own "
+        "(os.sched_setaffinity in worker_init_fn)",
     )
 
 
@@ -322,18 +354,26 @@ class Advice:
     help: Help
     detail: Any = None
 
-    def words(self) -> str:
+    def change(self) -> str:
+        """The change, short: what the VERDICT line names."""
         if self.help is Help.STAGE:
-            change = self.detail.words()
-        elif self.help is Help.SWEPT:
+            return str(self.detail.change())
+        if self.help is Help.SWEPT:
+            return str(self.detail[0].setting.words())
+        return self.help.words.format(workers=self.detail)
+
+    def grounds(self) -> str:
+        """Why it helps ("" where the change says it all): the ADVICE line's."""
+        if self.help is Help.STAGE:
+            return str(self.detail.grounds())
+        if self.help is Help.SWEPT:
             found, synthetic = self.detail
-            change = (
-                f"the loader setting {found.setting.words()} (the sweep measured IO at "
-                f"{(found.estimate.mean or 0.0) / synthetic:.2f}x SYNTHETIC)"
-            )
-        else:
-            change = self.help.words.format(workers=self.detail)
-        return f"most likely to help: {change}"
+            return f"the loader setting the sweep measured at {(found.estimate.mean or 0.0) / synthetic:.2f}x SYNTHETIC"
+        return self.help.grounds
+
+    def words(self) -> str:
+        grounds = self.grounds()
+        return f"most likely to help: {self.change()}" + (f": {grounds}" if grounds else "")
 
 
 Claim = Union[Busy, Mfu, Padding, DataWait, LoaderCause, StagesFound, Starved, Copies, StartupCost, Feed, Contended, Advice]

@@ -215,38 +215,54 @@ class StageReport:
 
 
 class FixKind(Worded):
-    """A change the stage trials point to, with its words (MORE_WORKERS', LOADER_WORKERS', OUT_OF_ORDER's, TRANSFORM's
-    and OTHER's take the fix's figures: :meth:`Fix.words`)."""
+    """A change the stage trials point to: the change, and why it helps (the fix's figures fill MORE_WORKERS',
+    LOADER_WORKERS' and OUT_OF_ORDER's grounds, the stage TRANSFORM's and OTHER's change: :meth:`Fix.change`)."""
 
-    MORE_WORKERS = "more-workers"  # the workers busy (``figure``), cores free (``other``)
-    LOADER_WORKERS = "loader-workers"  # no workers, cores free (``figure``)
-    OUT_OF_ORDER = "out-of-order"  # head-of-line waits (``figure``: their share of the time)
+    MORE_WORKERS = (  # the workers busy (``figure``), cores free (``other``)
+        "more-workers",
+        "more loader workers",
+        "the {workers} workers are busy {busy:.0f} % of the time and {other:.1f} cores are free",
+    )
+    LOADER_WORKERS = (  # no workers, cores free (``figure``)
+        "loader-workers",
+        "loader workers (num_workers > 0)",
+        "the loading runs on the training thread, with {figure:.1f} cores free to do it beside the step",
+    )
+    OUT_OF_ORDER = (  # head-of-line waits (``figure``: their share of the time)
+        "out-of-order",
+        "DataLoader(in_order=False)",
+        "for {busy:.1f} % of the time the loop waited for a batch while a later one was ready and a worker sat idle",
+    )
     WAITS = (  # the dataset waits off the CPU
         "waits",
-        "more loader workers to overlap the waits, or faster or local storage, or caching the dataset "
-        "(the dataset's own __getitem__ waits off the CPU: storage or network reads)",
+        "more workers, faster storage, or a cached dataset",
+        "the dataset's own __getitem__ waits off the CPU for storage or network reads, which more workers overlap",
     )
     DATASET = (  # the dataset's reading and decoding
         "dataset",
-        "cheaper reading and decoding in the dataset's __getitem__: pre-resized or pre-decoded samples, "
-        "or decoding on the accelerator (nvJPEG, DALI)",
+        "cheaper reading and decoding in __getitem__",
+        "pre-resized or pre-decoded samples, or decoding on the accelerator (nvJPEG, DALI)",
     )
-    TRANSFORM = "transform"  # a transform step (``stage``)
-    COLLATE = "collate", "a vectorised collate_fn (stack whole arrays once, or a dataset __getitems__ that returns the batch)"
+    TRANSFORM = "transform", "a cheaper {step} or fewer transforms", "or the augmentation batched on the accelerator"
+    COLLATE = (
+        "collate",
+        "a vectorised collate_fn",
+        "stack whole arrays once, or a dataset __getitems__ that returns the batch",
+    )
     RECEIVE = (  # the main process waits off the CPU for a worker's hand-over
         "receive",
-        "workers that let go of the GIL: the main process waits off the CPU for a worker to hand over its "
-        "batch's shared memory, and a worker busy in pure-Python code answers late (vectorised or native "
-        "transforms, or fewer workers than cores)",
+        "workers that let go of the GIL",
+        "the main process waits off the CPU for a worker to hand over its batch's shared memory, and a worker busy "
+        "in pure-Python code answers late (vectorised or native transforms, or fewer workers than cores)",
     )
     RECEIVE_CPU = (  # unpickling on the CPU
         "receive-cpu",
-        "smaller batches to move between processes: uint8 instead of float tensors (convert on the "
-        "accelerator), fewer and larger tensors",
+        "smaller batches to move between processes",
+        "uint8 instead of float tensors (convert on the accelerator), fewer and larger tensors",
     )
-    PIN = "pin", "pin_memory=False (pinning costs more than the copies it speeds up here)"
-    SAMPLER = "sampler", "a cheaper sampler (precomputed index lists)"
-    OTHER = "other"  # another stage (``stage``)
+    PIN = "pin", "pin_memory=False", "pinning costs more than the copies it speeds up here"
+    SAMPLER = "sampler", "a cheaper sampler", "precomputed index lists"
+    OTHER = "other", "less time in {stage}"  # another stage (``stage``)
 
 
 @dataclass(frozen=True)
@@ -259,30 +275,22 @@ class Fix:
     other: float = 0.0
     workers: int = 0
 
+    def _fill(self, text: str) -> str:
+        figures = {"workers": self.workers, "busy": 100 * self.figure, "figure": self.figure, "other": self.other}
+        return text.format(stage=self.stage, step=self.stage.split(" ", 1)[-1], **figures)
+
+    def change(self) -> str:
+        """The change, short (``more loader workers``)."""
+        return self._fill(self.kind.words)
+
+    def grounds(self) -> str:
+        """Why it helps, from the stage trials ("" where the change says it all)."""
+        return self._fill(self.kind.grounds)
+
     def words(self) -> str:
-        """The change, in words."""
-        kind = self.kind
-        if kind is FixKind.MORE_WORKERS:
-            return (
-                f"more loader workers (the {self.workers} workers are busy {100 * self.figure:.0f} % of the time and "
-                f"{self.other:.1f} cores are free)"
-            )
-        if kind is FixKind.LOADER_WORKERS:
-            return (
-                f"loader workers (num_workers > 0: the loading runs on the training thread, with "
-                f"{self.figure:.1f} cores free to do it beside the step)"
-            )
-        if kind is FixKind.OUT_OF_ORDER:
-            return (
-                f"DataLoader(in_order=False) (for {100 * self.figure:.1f} % of the time the loop waited for a "
-                f"batch while a later one was ready and a worker sat idle)"
-            )
-        if kind is FixKind.TRANSFORM:
-            step = self.stage.split(" ", 1)[-1]
-            return f"a cheaper {step} or fewer transforms (or the augmentation batched on the accelerator)"
-        if kind is FixKind.OTHER:
-            return f"less time in {self.stage}"
-        return kind.words
+        """The change and its grounds."""
+        grounds = self.grounds()
+        return self.change() + (f": {grounds}" if grounds else "")
 
 
 def stage_fix(stage: Stage) -> Fix:

@@ -20,15 +20,18 @@ W = TypeVar("W", bound="Worded")
 
 
 class Worded(str, enum.Enum):
-    """A code (the value) with its words: ``NAME = "code", "words"``; words may hold format fields that the value
+    """A code (the value) with its words: ``NAME = "code", "words"`` or ``"code", "words", "grounds"`` (a change and
+    why it helps, said apart where a line has room for the change only); both may hold format fields that the value
     that holds the code fills in."""
 
     words: str
+    grounds: str
 
-    def __new__(cls: Type[W], code: str, words: str = "") -> W:
+    def __new__(cls: Type[W], code: str, words: str = "", grounds: str = "") -> W:
         member = str.__new__(cls, code)
         member._value_ = code
         member.words = words
+        member.grounds = grounds
         return member
 
 

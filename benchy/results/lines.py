@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 PREFIX = "BENCHY::"
+MAX_LINE = 240  # characters: the longest summary line, its ``BENCHY::SUMMARY::<WORD> `` prefix and rank mark included
 RANK0 = " [rank 0]"  # ends a summary line that holds rank 0's own figures in a multi-rank run
 MESSAGE_KINDS = ("INFO", "WARNING", "ERROR")
 Number = Optional[float]
@@ -189,9 +190,28 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
     ),
     (
         "VERDICT",
-        "BENCHY::SUMMARY::VERDICT ...",
-        "the end, when IO and SYNTHETIC both ran: which side limits "
-        "training, by how much, why, and the change most likely to help",
+        "BENCHY::SUMMARY::VERDICT <side>: ...; most likely to help: <change>",
+        "the end, when IO and SYNTHETIC both ran: the answer in at most 240 characters: which side limits training "
+        "(`data loading limits`, `compute limits`, `balanced`, `undecided`, or `inconsistent measurement`), by how "
+        "much with its interval, and the change most likely to help where the line has room for it (the ADVICE line "
+        "always names it)",
+    ),
+    (
+        "OVERLAP",
+        "BENCHY::SUMMARY::OVERLAP FULL reaches <pct> % of the slower of the two ...",
+        "after the VERDICT, when FULL ran: FULL against the slower side (overlapped, one after the other, below "
+        "both), or why an inconsistent FULL is not to be read",
+    ),
+    (
+        "WHY",
+        "BENCHY::SUMMARY::WHY <claim>",
+        "after the VERDICT, one per claim the other measurements add: the data wait, the loader's cause, the "
+        "largest stage, stalls, copies, start-up, a sweep's setting, MFU, padding, a busy machine",
+    ),
+    (
+        "ADVICE",
+        "BENCHY::SUMMARY::ADVICE most likely to help: <change>[: <why>]",
+        "last, when a change is advised (an undecided verdict: more trials): the change and its grounds",
     ),
     (
         "WATCH_RISE",
@@ -215,8 +235,10 @@ LINE_KINDS: Tuple[Tuple[str, str, str], ...] = (
     ("ERROR", "BENCHY::ERROR::Message: <text>", "the JSON could not be written (the path is named; the lines stay)"),
 )
 
-# BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name).
+# BENCHY::SUMMARY::<WORD> <text>: the summary lines besides the three modes' (never a mode's name). None is longer than
+# MAX_LINE: a text with more to say goes on several lines of its word, each a claim (``summary_texts``).
 SUMMARY_WORDS = tuple(kind for kind, form, _ in LINE_KINDS if form.startswith(f"{PREFIX}SUMMARY::{kind} "))
+VERDICT_WORDS = ("VERDICT", "OVERLAP", "WHY", "ADVICE")  # the verdict's lines, the answer first: its whole text joined
 
 # --- writers ------------------------------------------------------------------------------------
 
@@ -266,6 +288,35 @@ def summary_text(word: str, text: str, rank0: bool = False) -> str:
     if word not in SUMMARY_WORDS:
         raise ValueError(f"summary word: got {word!r}; expected one of {', '.join(SUMMARY_WORDS)}")
     return f"{PREFIX}SUMMARY::{word} {text}{RANK0 if rank0 else ''}"
+
+
+def _cut(text: str, room: int) -> int:
+    """Where to end a line of ``text`` within ``room`` characters: after the last ``; `` outside brackets that fits,
+    else the last such ``, ``, else the last such ``: ``, else at the last space, else at ``room``."""
+    depth = 0
+    last = {"; ": 0, ", ": 0, ": ": 0, " ": 0}
+    for i, char in enumerate(text[:room]):
+        if char in "([":
+            depth += 1
+        elif char in ")]" and depth:
+            depth -= 1
+        elif char == " ":
+            last[" "] = i
+        if depth == 0 and text[i : i + 2] in last:
+            last[text[i : i + 2]] = i + 1
+    return next((at for at in last.values() if at), room)
+
+
+def summary_texts(word: str, text: str, rank0: bool = False) -> List[str]:
+    """``text`` as ``BENCHY::SUMMARY::<WORD>`` lines of at most :data:`MAX_LINE` characters each: one line where it
+    fits, else cut at a clause's end (``; ``, then ``, ``, ``: ``, a space), each piece a line of the same word."""
+    room = MAX_LINE - len(summary_text(word, "", rank0))
+    out = []
+    while len(text) > room:
+        cut = _cut(text, room)
+        out.append(summary_text(word, text[:cut].rstrip(" ;,:"), rank0))
+        text = text[cut:].lstrip()
+    return [*out, summary_text(word, text, rank0)]
 
 
 def data_wait(share: Number, half_width: Number, rank0: bool = False) -> Optional[str]:

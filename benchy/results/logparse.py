@@ -30,7 +30,7 @@ class LogRun:
     warmups: Dict[Mode, List[float]] = field(default_factory=lambda: {m: [] for m in Mode})
     summary: Dict[Mode, Any] = field(default_factory=dict)  # mode -> (mean or None, half-width or None)
     data_wait: Optional[Any] = None
-    verdict: Optional[str] = None
+    verdict: List[str] = field(default_factory=list)  # the texts of its VERDICT, OVERLAP, WHY and ADVICE lines
     lines: List[str] = field(default_factory=list)  # the SUMMARY lines, as printed
     nranks: Optional[int] = None
     ended: bool = False  # its summary lines were seen
@@ -63,8 +63,8 @@ def split_runs(log: TextIO) -> List[LogRun]:
         elif line.kind in lines.SUMMARY_WORDS:
             if line.kind == "DATA_WAIT" and line.values:
                 current.data_wait = line.values
-            if line.kind == "VERDICT":
-                current.verdict = line.text
+            if line.kind in lines.VERDICT_WORDS:
+                current.verdict.append(line.text)
             current.lines.append(line.raw)
     return [r for r in runs if r.summary or any(r.trials.values()) or any(r.warmups.values())]
 
@@ -100,7 +100,7 @@ def document(run: LogRun, *, name: str, nranks: Optional[int] = None, parsed_fro
         "parsed_from": parsed_from,
         "complete": all(run.summary.get(m, (None,))[0] is not None for m in Mode),
         "nranks": nranks or run.nranks or 1,
-        "verdict": run.verdict,
+        "verdict": "; ".join(run.verdict) or None,  # as the run's JSON holds it (a log of an older version: its one line)
         "summary": run.lines,
         "config": {},
         "environment": {},

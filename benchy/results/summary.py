@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence, Union
 
+from ..core.claims import BusyTrials
 from ..core.distribution import STALL_FACTOR, StepProfile
 from ..core.results import RunResults, ScheduleState
 from ..core.schedule import Extra, Mode
@@ -14,7 +15,7 @@ from . import lines, tables
 from .tables import Table
 from .text import reports
 from .text.numbers import ms, spread
-from .text.verdict import busy_trials, verdict_line
+from .text.verdict import verdict_lines
 
 
 def system_text(mode: Mode, means: Mapping[str, float]) -> str:
@@ -35,8 +36,9 @@ def system_text(mode: Mode, means: Mapping[str, float]) -> str:
     return text + " (means over its trials)"
 
 
-def stages_text(report: StageReport) -> str:
-    """The STAGES line's text: the IO period of the stage trials, each stage's time a batch and share."""
+def stages_text(report: StageReport) -> List[str]:
+    """The STAGES lines: the IO period of the stage trials and each stage's time a batch and share, then the largest
+    and what the timers cost."""
     workers = report.workers
     head = (
         f"IO period {ms(report.period)} a batch over {report.batches} batches of the stage trials "
@@ -67,21 +69,21 @@ def stages_text(report: StageReport) -> str:
     share = report.timer_share
     if share is not None and share >= 0.05:
         cost += f", {100 * share:.0f} % of the period (part of the unexplained: these batches are cheap to make)"
-    return f"{head}: " + "; ".join(groups) + f"; {rest}{tail}{cost}"
+    return [head, *groups, f"{rest}{tail}{cost}"]
 
 
-def copy_text(results: RunResults, report: StageReport) -> str:
+def copy_text(results: RunResults, report: StageReport) -> List[str]:
     """The host-to-device copy's cost a batch, where IO_H2D ran: what its period adds over IO's own
-    (both this rank's), so that the batch's whole path is in one line."""
+    (both this rank's), a STAGES line after the stages', so that the batch's whole path is in one place."""
     est, io = h2d_estimate(results), own_io(results)
     if est.mean is None or not io.mean or not est.mean or report.batches <= 0:
-        return ""
+        return []
     per_batch = report.samples / report.batches
     extra = per_batch / est.mean - per_batch / io.mean
-    return (
-        f"; the copy to {results.h2d_device} adds {ms(max(0.0, extra))} a batch "
+    return [
+        f"the copy to {results.h2d_device} adds {ms(max(0.0, extra))} a batch "
         f"({100 * max(0.0, extra) / report.period:.0f} % of the period; IO_H2D against IO)"
-    )
+    ]
 
 
 WORKERS_LISTED = 8  # workers named one by one in the WORKERS line; more are summarised
@@ -205,9 +207,10 @@ def summary_lines(
     own = world > 1
     out: List[str] = []
 
-    def say(word: str, text: Optional[str], rank0: bool = own) -> None:
-        if text is not None:
-            out.append(lines.summary_text(word, text, rank0))
+    def say(word: str, text: Union[str, Sequence[str], None], rank0: bool = own) -> None:
+        """Each claim in ``text`` on lines of its own, none over :data:`lines.MAX_LINE` characters."""
+        for claim in [text] if isinstance(text, str) else text or ():
+            out.extend(lines.summary_texts(word, claim, rank0))
 
     for mode in modes:
         est = results.estimate(mode)
@@ -230,7 +233,9 @@ def summary_lines(
     busy = disturbed_trials(results)
     if busy:
         total = sum(len(results.measured(m)) for m in modes)
-        say("BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes kept {busy_trials(busy)}")
+        say(
+            "BUSY", f"{len(busy)} of {total} trials ran on a busy machine: other processes kept {BusyTrials(tuple(busy)).words()}"
+        )
     if Mode.IO in modes:
         say("H2D", h2d_text(results), False)
         say("FIRST_PASS", None if reading.first_pass is None else reports.first_pass(reading.first_pass))
@@ -253,7 +258,8 @@ def summary_lines(
     elif skipped:
         say("PARTS", f"not measured: {skipped[0].words()}")
     say("WHATIF", None if reading.whatif is None else reports.whatif(reading.whatif))
-    say("VERDICT", verdict_line(reading), False)
+    for word, text in verdict_lines(reading):
+        say(word, text, False)
     return out
 
 

@@ -11,8 +11,8 @@ from typing import Any, Optional, Sequence, TextIO
 from ..core.results import RunResults
 from ..core.schedule import Mode, TrialSpec
 from ..core.verdict import Reading
-from ..results.tables import SUMMARY_TITLE, ModeFigures, mode_table, rich_table, stages_table, system_table
-from ..results.text.verdict import verdict_line
+from ..results.tables import SUMMARY_TITLE, ModeFigures, mode_table, rich_table, stages_table
+from ..results.text.verdict import verdict_lines
 
 
 def write_line(text: str, *streams: TextIO) -> None:
@@ -90,20 +90,22 @@ class Output:
     # --- final table (terminal only) ----------------------------------------------------------
 
     def summary_table(self, results: RunResults, modes: Sequence[Mode], reading: Reading) -> None:
-        """On a terminal: the tables ``benchy summary`` shows for the saved run, the stage table and the verdict."""
+        """On a terminal, last so that they share the screen: the stage table, the modes' table (as ``benchy summary``
+        shows it) and the answer: the VERDICT line's text and the advice."""
         if self._rich is None or not self.enabled:
             return
+        from rich.markup import escape
+
+        if results.stages is not None:
+            self._rich.print(stages_table(results.stages))
         rows = []
         for mode in modes:
             est = results.estimate(mode)
             wait = results.data_wait().mean if mode is Mode.FULL else None
             rows.append(ModeFigures(mode.value, est.mean, est.half_width, est.n, est.confidence, wait))
         self._rich.print(rich_table(mode_table(rows, title=SUMMARY_TITLE)))
-        system = system_table([(m.value, len(results.measured(m)), reading.systems[m]) for m in modes if m in reading.systems])
-        if system is not None:
-            self._rich.print(rich_table(system))
-        if results.stages is not None:
-            self._rich.print(stages_table(results.stages))
-        verdict = verdict_line(reading)
-        if verdict:
-            self._rich.print(f"[bold]verdict:[/] {verdict}", highlight=False)
+        for word, text in verdict_lines(reading):
+            if word == "VERDICT":
+                self._rich.print(f"[bold]verdict:[/] {escape(text)}", highlight=False)
+            elif word == "ADVICE":
+                self._rich.print(escape(text), highlight=False)

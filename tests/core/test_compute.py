@@ -139,7 +139,7 @@ def test_achieved_flops_and_mfu_are_exact() -> None:
     est = r.estimate(Mode.SYNTHETIC)
     assert syn.half_width == pytest.approx(1e11 * est.half_width)
     assert report.modes[1].flops == pytest.approx(1e11)
-    text = compute_text(report)
+    text = "; ".join(compute_text(report))
     assert "1 TFLOP a step, 100 GFLOP a sample" in text
     assert "2 ranks together" in text and "a device" in text and "of a peak of 989.4 TFLOP/s" in text
     block = compute_block(report).SYNTHETIC
@@ -151,12 +151,12 @@ def test_no_flops_seen_is_said_not_guessed() -> None:
     seen_nothing = FlopCount(total=0, samples=10, device="cpu", unknown=("aten.my_fused_attention",))
     report = compute_report(seen_nothing, r, 1, None)
     assert report is not None and not report.modes
-    text = compute_text(report)
+    text = "; ".join(compute_text(report))
     assert "saw no FLOPs" in text and "aten.my_fused_attention" in text and "not guessed" in text
     skipped = compute_report(FlopCount(skipped=Reason(Why.NO_SYNTHETIC)), r, 1, None)
-    assert skipped is not None and compute_text(skipped).startswith("FLOPs not counted: SYNTHETIC did not run: ")
+    assert skipped is not None and compute_text(skipped)[0].startswith("FLOPs not counted: SYNTHETIC did not run: ")
     cpu = compute_report(count(device="cpu (x)", device_type="cpu", float32=10), results_with([2.0, 3.0]), 1, None)
-    assert cpu is not None and "MFU not computed: no peak is known for cpu (x)" in compute_text(cpu)
+    assert cpu is not None and "MFU not computed: no peak is known for cpu (x)" in compute_text(cpu)[-1]
     assert cpu.modes[0].mfu is None and cpu.modes[0].flops > 0
 
 
@@ -172,7 +172,7 @@ def test_the_verdict_gives_mfu_where_compute_limits() -> None:
     assert "the step runs at 31 % of the peak (989.4 TFLOP/s; bfloat16: NVIDIA H100 SXM" in text
     assert "the step has headroom" in text
     assert reading.claims[-1] == Advice(Help.LARGER_BATCH)
-    assert "most likely to help: a larger batch, or compiled or fused code" in text
+    assert "most likely to help: a larger batch or compiled code (torch.compile)" in text
     assert reading.compute is not None
     # float32 FLOPs on an accelerator: mixed precision first.
     r = r.changed(flops=count(total=int(3.094e11), samples=10, float32=int(3.094e11)))  # 4.6 % of the float32 peak
@@ -240,7 +240,7 @@ def test_padding_is_the_advice_where_compute_limits() -> None:
     text = verdict_line(reading)
     assert text is not None and "50 % of the token positions in IO are padding" in text
     assert reading.claims[-1] == Advice(Help.PADDING)
-    assert text.endswith(f"most likely to help: {Help.PADDING.words}")
+    assert text.endswith(f"most likely to help: {Help.PADDING.words}: {Help.PADDING.grounds}")
 
 
 def test_energy_per_trial_and_per_sample() -> None:

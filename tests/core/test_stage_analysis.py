@@ -121,7 +121,7 @@ def test_advice_more_workers_only_when_they_are_busy_and_cores_are_free() -> Non
     busy = [[0.008, 0.001, 0.001]] * 10  # 10 ms a batch over 2 workers x 5 ms: busy 100 %
     found = analyse([trial(ends, [k % 2 for k in range(10)], work=busy)], free_cores=2.0)
     assert found is not None and found.advice is not None and found.advice.kind is FixKind.MORE_WORKERS
-    assert fix_text(found).startswith("more loader workers (the 2 workers are busy 90 % of the time and 2.0 cores are free)")
+    assert fix_text(found).startswith("more loader workers: the 2 workers are busy 90 % of the time and 2.0 cores are free")
     none_free = analyse([trial(ends, [k % 2 for k in range(10)], work=busy)], free_cores=0.2)
     assert none_free is not None and none_free.advice == stage_fix(none_free.largest)
 
@@ -177,7 +177,7 @@ def test_warm_ups_are_left_out_and_their_throughput_kept_as_the_first_pass() -> 
 
 def test_a_warm_page_cache_is_told_when_the_loader_read_files_but_not_storage() -> None:
     warm = FirstPass(first=100.0, steady=400.0, files_read=50e6, storage_read=0.0)
-    text = reports.first_pass(warm)
+    text = "; ".join(reports.first_pass(warm))
     assert warm.warm_cache and "warm page cache" in text and "drop_caches" in text
     assert warm.ratio == pytest.approx(0.25)
     assert not FirstPass(first=100.0, steady=400.0, files_read=50e6, storage_read=40e6).warm_cache
@@ -209,11 +209,11 @@ def test_the_copy_to_the_device_joins_the_stages_line_where_io_h2d_ran() -> None
     report = analyse([trial(ends, [k % 2 for k in range(10)])])  # 4 samples a batch, a 5 ms period
     assert report is not None
     results = RunResults([trial_result(Mode.IO, k, 800, 1.0) for k in (1, 2)])  # 800 samples/s: 5 ms a batch of 4
-    assert copy_text(results, report) == ""
+    assert copy_text(results, report) == []
     results = results.changed(
         h2d=tuple(trial_result(Mode.IO, k, 400, 1.0, variant="H2D") for k in (1, 2)), h2d_device="cuda:0"
     )  # 10 ms a batch
-    assert copy_text(results, report) == "; the copy to cuda:0 adds 5.000 ms a batch (100 % of the period; IO_H2D against IO)"
+    assert copy_text(results, report) == ["the copy to cuda:0 adds 5.000 ms a batch (100 % of the period; IO_H2D against IO)"]
 
 
 def test_the_first_pass_is_io_1_against_the_later_trials_without_io_warm_ups() -> None:
@@ -228,7 +228,7 @@ def test_the_first_pass_is_io_1_against_the_later_trials_without_io_warm_ups() -
     )
     found = first_pass(results)
     assert found is not None and found.label == "IO_1" and found.first == 100 and found.steady == 450
-    assert "(IO_1: start-up" in reports.first_pass(found)
+    assert "(IO_1: start-up" in reports.first_pass(found)[0]
     results = RunResults((trial_result(Mode.IO, 1, 50, 1.0, warmup=True), *results.trials))
     found = first_pass(results)
     assert found is not None and found.label == "IO_WARMUP_1" and found.steady == pytest.approx(1000 / 3)

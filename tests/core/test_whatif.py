@@ -14,10 +14,16 @@ from benchy.core.queues import Shapes
 from benchy.core.runinputs import inputs_from
 from benchy.core.stages import Stage, StageKind, StageReport, WorkerStat, slowest_worker
 from benchy.core.stats import Estimate
-from benchy.core.whatif import Basis, Change, Checked, Inputs, Limit, Loader, other_workers, predict, whatif
+from benchy.core.whatif import Basis, Change, Checked, Inputs, Limit, Loader, WhatIf, other_workers, predict, whatif
 from benchy.results.schema import whatif_block
 from benchy.results.text.reports import check as check_text
-from benchy.results.text.reports import whatif as whatif_text
+from benchy.results.text.reports import whatif as whatif_lines
+
+
+def whatif_text(w: WhatIf) -> str:
+    """The WHATIF lines' texts in one (each prediction is a line of its own)."""
+    return "; ".join(whatif_lines(w))
+
 
 BATCH = 8.0
 

@@ -43,7 +43,7 @@ def test_a_slow_worker_and_the_largest_stage_reach_the_summary_json_and_verdict(
     assert doc["first_pass"]["steady_throughput"] == pytest.approx(doc["IO"]["mean"], rel=1e-6)
     # The counted IO trials are the loader's own, not the instrumented copy's.
     assert doc["IO"]["trial_throughput"] and len(doc["IO"]["trial_throughput"]) == 3
-    verdict = run.summary_line("VERDICT")
+    verdict = run.verdict()
     if not verdict.startswith("data loading limits training"):
         # Where the suite's other workers take most of the cores a trial can stall (one CI-like run: 27x apart, yet
         # 3 trials a side gave an interval from 0.79x to 936x, others keeping 1.5 of 2 cores busy): then benchy

@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 import pytest
 import torch
-from helpers import small_config, trial_result, until_done
+from helpers import small_config, trial_result, until_done, verdict_of
 
 from benchy import Mode, load_config
 from benchy.core.results import SystemFigures
@@ -92,8 +92,7 @@ def test_the_sampler_tells_a_cpu_bound_loader_from_a_waiting_one(tmp_path: Path,
     # left beside two busy loops); the sleeping loader sleeps 32 ms a batch, its CPU a few per cent of a core, which a
     # CPU slowed 2x by load leaves far under half.
     assert busy["cpu_cores_busy"] >= 0.85 * left and idle["cpu_util"] < 0.5, (busy, idle)
-    verdict_spin = next(x for x in out_spin.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT"))
-    verdict_sleep = next(x for x in out_sleep.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT"))
+    verdict_spin, verdict_sleep = verdict_of(out_spin), verdict_of(out_sleep)
     assert "data loading limits training" in verdict_spin and "the loader is CPU-bound" in verdict_spin, verdict_spin
     assert "the loader is neither CPU- nor storage-bound here" in verdict_sleep, verdict_sleep
     assert any(x.startswith("BENCHY::SUMMARY::SYSTEM IO CPU ") for x in out_spin.splitlines())
@@ -222,7 +221,7 @@ def test_trials_on_a_busy_machine_are_flagged_and_the_verdict_says_so(run_script
     assert len(named) == len(set(named)) and set(measured) - {"CONTENTION_1"} <= set(named) <= set(measured), (named, measured)
     summary = next(x for x in busy.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::BUSY "))
     assert summary.startswith(f"BENCHY::SUMMARY::BUSY {len(counted)} of {len(counted)} trials ran on a busy machine")
-    verdict = next(x for x in busy.stdout.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT"))
+    verdict = verdict_of(busy.stdout)
     assert (
         f"{len(counted)} of the {len(counted)} trials it rests on ran on a busy machine" in verdict
         and "rerun on a quiet machine, or with ntrials: auto" in verdict

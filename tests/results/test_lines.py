@@ -164,4 +164,4 @@ def test_the_summary_of_a_run_reads_back_through_the_grammar(tmp_path: Path) -> 
     from benchy.results.logparse import split_runs
 
     (run,) = split_runs(StringIO(log))
-    assert run.nranks == 2 and run.verdict == "v" and run.summary
+    assert run.nranks == 2 and run.verdict == ["v"] and run.summary

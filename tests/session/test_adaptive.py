@@ -182,7 +182,7 @@ def test_a_clear_gap_stops_at_the_fewest_trials(tmp_path) -> None:
     text = stream.getvalue()
     doc = read_json(session)
     assert "it stops once the verdict is decided (sides 2x apart: typically within " in text
-    assert f"; at most about {doc['steps_needed']} steps;" in text
+    assert f"Schedule: at most about {doc['steps_needed']} steps." in text
     assert (
         "Schedule: done after IO 1 warm-up + 2, SYNTHETIC 1 warm-up + 2, FULL 1 warm-up + 2: the verdict "
         "is decided (99 % confidence)." in text

@@ -7,6 +7,7 @@ printed, so every rate and every excluded pause is known exactly. The loader's e
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from helpers import FakeClock, Made, make_session, read_json, run_epoch, workers_loader
 
 from benchy import EXIT_MISSING_MODE, Mode
+from benchy.results.logparse import split_runs
 from benchy.session.registry import Registry
 from benchy.session.session import Session
 
@@ -263,7 +265,7 @@ def test_io_h2d_trials_copy_every_batch_and_are_compared_with_io(tmp_path, monke
     assert (
         "BENCHY::SUMMARY::H2D IO with copies to the injected copy: 320.000 +/- 0.000 samples/s, 0.40x IO (this rank's loader)"
     ) in text
-    verdict = next(x for x in text.splitlines() if x.startswith("BENCHY::SUMMARY::VERDICT "))
+    verdict = "; ".join(split_runs(io.StringIO(text))[-1].verdict)
     assert (
         "copying each batch to the injected copy lowers the loader's rate to 320.000 samples/s, 40 % of IO "
         "(pin_memory=True and non_blocking copies let them overlap the step)"
@@ -309,7 +311,11 @@ def test_the_summary_works_out_the_verdict_once_for_its_lines_table_and_json(mon
     during = calls[calls.index("summary") + 1 : calls.index("end of summary")]
     assert during == ["verdict"]  # lines, terminal table and JSON share one Reading
     doc = read_json(made.session)
-    assert doc["verdict"] and doc["summary"][-1] == "BENCHY::SUMMARY::VERDICT " + doc["verdict"]
+    # The JSON's verdict is the whole of its lines (VERDICT, OVERLAP, WHY, ADVICE), the answer first, as a parser reads it.
+    assert doc["summary"][-1].startswith("BENCHY::SUMMARY::ADVICE ")
+    (run,) = split_runs(io.StringIO("\n".join(doc["summary"])))
+    assert doc["verdict"] and doc["verdict"] == "; ".join(run.verdict)
+    assert doc["verdict"].startswith(run.verdict[0]) and run.verdict[0].startswith(("data loading", "compute", "balanced"))
 
 
 def test_a_peek_and_a_break_cost_no_trial_and_keep_the_rates_exact(tmp_path, monkeypatch) -> None:

@@ -43,37 +43,37 @@ def precision(i: Imprecise, mean: Optional[float], half_width: Optional[float], 
         return f"{head}: the schedule runs {i.trials} (ntrials); more, or longer ones (nbatches), would narrow it"
     if i.capped:
         return (
-            f"{head}: its trials scatter too much for the trials the schedule allows ({i.trials}; "
-            f"global.auto_max_trials: {max_trials}): a busy machine, or a loop whose rate changes as it runs"
+            f"{head}: its trials scatter more than global.auto_max_trials ({max_trials}) can narrow: a busy machine, "
+            f"or a rate that changes as the loop runs"
         )
     if i.more_steps is not None:
         return f"{head}: about {i.more_steps} more steps of the loop would likely bring it within +/-{bound} %"
     return f"{head}: its trials scatter too much for more of them to settle it within the schedule's bound"
 
 
-def compute(report: ComputeReport) -> str:
-    """The COMPUTE line's text."""
+def compute(report: ComputeReport) -> List[str]:
+    """The COMPUTE lines: the FLOPs counted, the rates achieved, MFU (or why not), one each."""
     c = report.count
     if c.skipped is not None:
-        return f"FLOPs not counted: {c.skipped.words()}"
+        return [f"FLOPs not counted: {c.skipped.words()}"]
     if c.total <= 0:
-        return (
+        return [
             "FLOPs not counted: torch's FlopCounterMode saw no FLOPs in the counted step (a compiled graph "
             "it cannot see into, or ops it has no formula for"
             + (f": {', '.join(c.unknown)}" if c.unknown else "")
             + "); MFU is not guessed"
-        )
+        ]
     mix = ", ".join(f"{100 * v / c.total:.0f} % {k}" for k, v in sorted(c.by_dtype.items(), key=lambda kv: -kv[1]))
-    out = (
+    out = [
         f"{flop(c.total)} a step, {flop(report.per_sample or 0.0)} a sample (torch FlopCounterMode, one "
         f"untimed step of the loop after the verdict ({c.label}), on the cached batch of {c.samples} samples; {mix})"
-    )
+    ]
     if c.unknown:
-        out += f"; not counted, no formula: {', '.join(c.unknown)} (the figures are a lower bound)"
+        out.append(f"not counted, no formula: {', '.join(c.unknown)} (the figures are a lower bound)")
     if report.modes:
         ranks = f", {report.world} ranks together" if report.world > 1 else ""
-        out += (
-            "; achieved "
+        out.append(
+            "achieved "
             + ", ".join(
                 f"{m.mode.value} {flops_rate(m.flops)}" + (f" +/- {flops_rate(m.half_width)}" if m.half_width is not None else "")
                 for m in report.modes
@@ -87,9 +87,9 @@ def compute(report: ComputeReport) -> str:
             for m in report.modes
             if m.mfu is not None
         )
-        out += f"; MFU {mfus} of a peak of {flops_rate(report.peak.flops)}{per} ({report.peak.words()})"
+        out.append(f"MFU {mfus} of a peak of {flops_rate(report.peak.flops)}{per} ({report.peak.words()})")
     elif report.no_peak is not None:
-        out += f"; MFU not computed: {report.no_peak.words()}"
+        out.append(f"MFU not computed: {report.no_peak.words()}")
     return out
 
 
@@ -126,13 +126,13 @@ def energy(report: EnergyReport) -> str:
     return "; ".join(parts) + f" ({'; '.join(report.sources)})"
 
 
-def parts(p: StepParts) -> str:
-    """The PARTS line's text."""
+def parts(p: StepParts) -> List[str]:
+    """The PARTS lines: the step's split, and how it was measured."""
     if not p.found:
-        return (
+        return [
             f"{p.label}: no module forward, backward or optimizer step seen in the step "
             f"({1e3 * p.period:.3f} ms): nothing to split"
-        )
+        ]
 
     def part(name: str, seconds: float) -> str:
         return f"{name} {1e3 * seconds:.3f} ms ({100 * seconds / p.period:.0f} %)" if p.period > 0 else name
@@ -143,26 +143,27 @@ def parts(p: StepParts) -> str:
         part("optimizer step", p.optimizer),
         part("the rest of the loop", p.rest),
     )
-    return (
-        f"SYNTHETIC step {1e3 * p.period:.3f} ms: "
-        + ", ".join(named)
-        + f" ({p.label}: hooks on every module, backward and optimizer, in this window only; not counted)"
-    )
+    return [
+        f"SYNTHETIC step {1e3 * p.period:.3f} ms: " + ", ".join(named),
+        f"measured in {p.label}, with hooks on every module, backward and the optimizer in this window only (not counted)",
+    ]
 
 
 # --- the loader -----------------------------------------------------------------------------------------
 
 
-def startup(s: Startup) -> str:
-    """The STARTUP line's text."""
+def startup(s: Startup) -> List[str]:
+    """The STARTUP lines: the start-up per pass, then what it adds over a batch and its share of an epoch."""
     runs = ", ".join(f"{x:.3f}" for x in s.seconds[:6]) + (" ..." if len(s.seconds) > 6 else "")
-    text = f"loader start-up (iter() to the first batch): {s.typical:.3f} s per epoch ({s.basis}; passes: {runs} s)"
+    out = [f"loader start-up (iter() to the first batch): {s.typical:.3f} s per epoch ({s.basis}: {runs} s)"]
     if s.batch_seconds is not None:
-        text += f", {s.extra:.3f} s more than an ordinary batch"
-    share = s.share
-    if share is not None:
-        text += f": {100.0 * share:.1f} % of an epoch of {s.epoch_batches} batches at the FULL rate ({s.epoch_seconds:.2f} s)"
-    return text
+        extra, share = f"{s.extra:.3f} s more than a batch", s.share
+        if share is not None:
+            extra += (
+                f": {100.0 * share:.1f} % of an epoch of {s.epoch_batches} batches at the FULL rate ({s.epoch_seconds:.2f} s)"
+            )
+        out.append(extra)
+    return out
 
 
 COLD_CACHE_HOWTO = (
@@ -171,18 +172,19 @@ COLD_CACHE_HOWTO = (
 )
 
 
-def first_pass(f: FirstPass) -> str:
-    """The FIRST_PASS line's text."""
+def first_pass(f: FirstPass) -> List[str]:
+    """The FIRST_PASS lines: the first batches against the steady ones, and a warm page cache where the reads show one."""
     ratio = f.ratio if f.ratio is not None else math.nan
-    out = (
+    out = [
         f"the loader's first batches ({f.label}: start-up, opening files, a cold cache) "
         f"{f.first:.3f} samples/s against {f.steady:.3f} in the steady IO trials ({ratio:.2f}x)"
-    )
+    ]
     if f.warm_cache and f.files_read is not None and f.storage_read is not None:
-        out += (
-            f"; the IO trials read {f.files_read / 1e6:.1f} MB of files and {f.storage_read / 1e6:.1f} MB "
-            f"from storage: they show a warm page cache ({COLD_CACHE_HOWTO})"
+        out.append(
+            f"the IO trials read {f.files_read / 1e6:.1f} MB of files and {f.storage_read / 1e6:.1f} MB "
+            f"from storage: they show a warm page cache"
         )
+        out.append(COLD_CACHE_HOWTO)
     return out
 
 
@@ -239,8 +241,8 @@ def no_workers(needs: List[Need]) -> str:
     )
 
 
-def whatif(w: WhatIf) -> str:
-    """The WHATIF line: the few predictions that change the answer, in words."""
+def whatif(w: WhatIf) -> List[str]:
+    """The WHATIF lines: the few predictions that change the answer, in words, one each."""
     inp = w.inputs
     out: List[str] = []
     full = inp.full
@@ -317,4 +319,4 @@ def whatif(w: WhatIf) -> str:
             f"a faster accelerator leaves {100 * inp.step_fixed:.0f} % of the step as it is (the rest of the loop "
             f"beside forward, backward and the optimizer step: PARTS_1)"
         )
-    return "; ".join(out)
+    return out

@@ -3,7 +3,7 @@ the lines around the summary (no torch; the events say themselves)."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from ...core import machine as m
 from ...core.config import Config
@@ -36,19 +36,26 @@ def counting(snapshot: Snapshot) -> str:
 def _plan(p: ModePlan) -> str:
     warm = f"{p.nwarmup} warm-up" if p.nwarmup is not None else f"warm-ups until steady (1 to {p.max_warmup})"
     profiled = " + 1 profiled warm-up" if p.profiled else ""
-    hidden = " on passes of its own" if p.mode is Mode.IO else ""
     rounds = f" (whole rounds of the loader's {p.cycle} workers)" if p.cycle > 1 else ""
     if p.ntrials is not None:
-        return f"{p.mode.value} {warm}{profiled} + {p.ntrials} x {p.length(0)} batches{rounds}{hidden}"
+        return f"{warm}{profiled} + {p.ntrials} x {p.length(0)} batches{rounds}"
     first, longest = p.length(0), p.length(64)
     size = f"{first} growing to {longest}" if first < longest else f"{longest}"
-    return f"{p.mode.value} {warm}{profiled} + {p.fewest_trials} to {p.max_trials} trials of {size} batches{rounds}{hidden}"
+    return f"{warm}{profiled} + {p.fewest_trials} to {p.max_trials} trials of {size} batches{rounds}"
 
 
-def describe(schedule: Schedule) -> str:
-    """The plan in one line."""
-    text = "; ".join(_plan(p) for p in schedule.plans)
-    if schedule.extras:
+def describe(schedule: Schedule, extras: bool = True) -> str:
+    """The plan in one line: the modes that share a plan said together (``extras``: then the extras)."""
+    plans: Dict[str, List[str]] = {}
+    for p in schedule.plans:
+        plans.setdefault(_plan(p), []).append(p.mode.value)
+    text = "; ".join(
+        (f"{', '.join(modes[:-1])} and {modes[-1]} each " if len(modes) > 1 else f"{modes[0]} ") + plan
+        for plan, modes in plans.items()
+    )
+    if any(p.mode is Mode.IO for p in schedule.plans):
+        text += " (IO on passes of its own)"
+    if extras and schedule.extras:
         text += f"; then the extras, most useful first: {', '.join(e.value for e in schedule.extras)}"
     return text
 
@@ -66,9 +73,18 @@ def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, 
         )
     source = "default benchy configuration" if config.source == "defaults" else f"benchy configuration from {config.source}"
     out.append(Said(False, f"Using {source}."))
-    text = f"Schedule: {describe(schedule)}."
+    out.append(Said(False, f"Schedule: {describe(schedule, extras=False)}."))
+    if schedule.extras:
+        out.append(Said(False, f"Schedule: then the extras, most useful first: {', '.join(e.value for e in schedule.extras)}."))
     if schedule.window_plans:
         epoch_length, epochs, most = snapshot.epoch_length, snapshot.epochs_needed, snapshot.steps_needed
+        out.append(
+            Said(
+                False,
+                "Schedule: SYNTHETIC and FULL trials are windows of steps in the training loop, alternating from its "
+                "first step; the loop's epochs, len() and random streams stay its own.",
+            )
+        )
         min_steps = m.min_epoch_steps(schedule.cycle)
         span = (
             f": {epochs} epoch(s) of {epoch_length} batches in all are enough, counting the one running now "
@@ -79,26 +95,26 @@ def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, 
             if epoch_length is not None and epoch_length < min_steps
             else ""
         )
-        stops = (
-            f"; it stops once the verdict is decided (sides 2x apart: typically within "
-            f"{m.steps_of(schedule, queue_depth, None, decided_after=3, verdict_only=True)} steps) and each figure's "
-            f"interval is within +/-{100 * schedule.figure_precision:g} % of it"
-            if schedule.stops_early
-            else ""
-        )
+        if schedule.stops_early:
+            typically = m.steps_of(schedule, queue_depth, None, decided_after=3, verdict_only=True)
+            out.append(
+                Said(
+                    False,
+                    f"Schedule: it stops once the verdict is decided (sides 2x apart: typically within {typically} steps) "
+                    f"and each figure's interval is within +/-{100 * schedule.figure_precision:g} % of it.",
+                )
+            )
         fit = f", fitted into the loop's {schedule.horizon} steps" if schedule.horizon is not None else ""
-        text += (
-            f" SYNTHETIC and FULL trials are windows of steps in the training loop, alternating from its first "
-            f"step{stops}; at most about {most} steps{fit}{span}; the loop's epochs, len() and random streams "
-            f"stay its own."
+        out.append(Said(False, f"Schedule: at most about {most} steps{fit}{span}."))
+    out.append(
+        Said(
+            False,
+            "At the schedule's end: the summary, then benchy ends the process (exit_after_tests: true)."
+            if config.general.exit_after_tests
+            else "At the schedule's end: the summary, then the loop goes on with the plain loader and the "
+            "process ends as the script ends it (exit_after_tests: false).",
         )
-    text += (
-        " At the schedule's end: the summary, then benchy ends the process (exit_after_tests: true)."
-        if config.general.exit_after_tests
-        else " At the schedule's end: the summary, then the loop goes on with the plain loader and the "
-        "process ends as the script ends it (exit_after_tests: false)."
     )
-    out.append(Said(False, text))
     if schedule.window_plans:
         out.append(Said(False, f"Benchmarking the {snapshot.loader}."))
     if nvtx:
