@@ -116,9 +116,8 @@ class Cause(Worded):
 
     CPU_BOUND = (  # the cores are saturated
         "cpu-bound",
-        "the loader is CPU-bound: IO trials kept {kept} ({util:.0f} %), so decoding and augmentation need more CPU than "
-        "there is and more workers than cores will not help (cheaper transforms, smaller or pre-decoded samples, or "
-        "decoding on the accelerator)",
+        "the loader is CPU-bound: IO trials kept {kept} ({util:.0f} %); decoding and augmentation need more CPU than "
+        "there is, and more workers than cores will not help",
     )
     IN_PROCESS = (  # no workers, the loading keeps its core busy, cores free
         "in-process",
@@ -312,7 +311,7 @@ class Help(Worded):
     FASTER_STEP = (
         "faster-step",
         "a faster step",
-        "the loader has headroom: mixed precision, a larger batch, compiled or fused code",
+        "mixed precision, a larger batch, or compiled or fused code, since the loader has headroom",
     )
     CHEAPER_DECODING = "cheaper-decoding", "cheaper decoding and augmentation per sample", "the cores are saturated"
     LOADER_WORKERS = "loader-workers", "loader workers (num_workers > 0)", "up to the free cores"

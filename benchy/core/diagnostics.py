@@ -37,15 +37,18 @@ class StepParts(Record, frozen=True, kw_only=True):
         label: str,
         period: float,
         steps: int,
-        seconds: float,
+        handed: int,
         forward: float,
         backward: float,
         optimizer: float,
         counts: tuple[int, int, int],
     ) -> StepParts:
-        """From the hooks' totals over ``seconds`` (the time they were on) and the window's ``period``."""
-        share = (lambda x: x / seconds) if seconds > 0 else (lambda x: 0.0)
-        f, b, o = share(forward) * period, share(backward) * period, share(optimizer) * period
+        """From the hooks' totals over the ``handed`` steps of the loop they saw (the window's batches, its untimed
+        first one too) and the window's ``period``. A step's share, not the hooks' share of the time they were on:
+        that time also holds what the loop did between the steps (the batches the window stands in for, fetched
+        from a slow loader), which is in no period."""
+        each = (lambda x: x / handed) if handed > 0 else (lambda x: 0.0)
+        f, b, o = each(forward), each(backward), each(optimizer)
         return cls(
             label=label,
             period=period,

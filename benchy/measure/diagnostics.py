@@ -16,10 +16,10 @@ from .device import synchronizer
 class StepHooks:
     """Global hooks that time the outermost forward, each ``torch.autograd.backward`` and each optimizer step (zero
     edit); with an accelerator in use they synchronize it, so that each part holds its device work. Then the seconds
-    spent in each part while the hooks were on, how many of each ran, and for how long they were on."""
+    spent in each part while the hooks were on, and how many of each ran."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.forward = self.backward = self.optimizer = self.seconds = 0.0
+        self.forward = self.backward = self.optimizer = 0.0
         self.forwards = self.backwards = self.steps = 0
         self._clock = clock
         self._handles: List[Any] = []
@@ -59,7 +59,6 @@ class StepHooks:
         self._handles = []
         if torch.autograd.backward is self._wrapper:
             torch.autograd.backward = self._original
-        self.seconds = self._clock() - self._installed_at
         self._installed_at = None
         return self
 

@@ -419,10 +419,14 @@ def epoch_loop(args: EpochArgs) -> Generator[Any, None, None]:
         raise
 
 
-def watched_pass(inner: Iterator[Any], clock: Clock, done: Callable[[int, float, float], None]) -> Generator[Any, None, None]:
+def watched_pass(
+    inner: Iterator[Any], clock: Clock, done: Callable[[int, float, float], None], length: Optional[int] = None
+) -> Generator[Any, None, None]:
     """A pass of the loop after the schedule, as the loader gives it, with the watch's sums (core.watch): its first
-    batch untimed (the loader's start-up), then the steps' time and their time in ``next()``; at the pass's end
-    ``done(steps, seconds, wait)``. A pass the loop leaves part-way is not an epoch, and tells nothing."""
+    batch untimed (the loader's start-up), then the steps' time and their time in ``next()``; ``done(steps, seconds,
+    wait)`` once, when the loop asks for the pass's last batch where its ``length`` is known (a loop that counts its
+    steps, as Lightning's does, never asks past it: the last step, whose end no ask marks, is left out), else at the
+    pass's end. A pass the loop leaves part-way is not an epoch, and tells nothing."""
     inner_next = inner.__next__
     try:
         batch = inner_next()
@@ -431,7 +435,10 @@ def watched_pass(inner: Iterator[Any], clock: Clock, done: Callable[[int, float,
     yield batch
     start = t0 = clock()
     steps, wait = 0, 0.0
+    last = length - 2 if length is not None and length >= 3 else -1  # the steps before the ask for the last batch
     while True:
+        if steps == last:
+            done(steps, t0 - start, wait)
         try:
             batch = inner_next()
         except StopIteration:
@@ -441,4 +448,5 @@ def watched_pass(inner: Iterator[Any], clock: Clock, done: Callable[[int, float,
         steps += 1
         yield batch
         t0 = clock()
-    done(steps, t0 - start, wait)
+    if steps < last or last < 0:
+        done(steps, t0 - start, wait)

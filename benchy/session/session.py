@@ -386,7 +386,7 @@ class Session:
         result = runner.finish(w.result()) if not w.spec.variant else runner.with_system(w.result())
         extra = self._side.extra
         if extra is not None:
-            self.results = self._side.finish(self.env(), result, self.results)
+            self.results = self._side.finish(self.env(), result, self.results, w.stamps.done)
             self.ctx.sink.trial(result)
             self._feed(m.ExtraEnded(extra, self._room()))
             return
@@ -645,7 +645,9 @@ class Session:
         epoch = self.loop.epochs_started + self._watch_passes
         if self._watch_sampler is not None:
             self._watch_sampler.start()
-        return watched_pass(inner, self.clock, lambda steps, seconds, wait: self._epoch_watched(epoch, steps, seconds, wait))
+        return watched_pass(
+            inner, self.clock, lambda steps, seconds, wait: self._epoch_watched(epoch, steps, seconds, wait), self.loop.length
+        )
 
     def _epoch_watched(self, epoch: int, steps: int, seconds: float, wait: float) -> None:
         watch = self.watch

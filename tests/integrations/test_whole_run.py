@@ -56,3 +56,15 @@ def test_a_steady_loop_raises_nothing(run_script) -> None:
     watch = run.result()["watch"]
     assert watch["rises"] == 0 and watch["first_rise"] is None and watch["watched"] >= 5, watch
     assert "no rise past" in run.stdout
+
+
+def test_a_loop_that_stops_at_its_length_is_watched(run_script) -> None:
+    # A loop that takes len(loader) batches and never asks past the last, as Lightning's fit loop does: each later
+    # epoch is watched all the same (up to the ask for its last batch), numbered as the loop's.
+    run = run_script(CONFIG, "--stop_at_len", "--epochs", "8", "--batches", "60", script=SCRIPT, timeout=400)
+    assert run.returncode == 0, run
+    watch = run.result()["watch"]
+    assert watch is not None and watch["watched"] >= 4, watch
+    epochs = [e["epoch"] for e in watch["epochs"]]
+    assert epochs == list(range(9 - len(epochs), 9)) and all(e["steps"] == 58 for e in watch["epochs"]), watch
+    assert set(epochs) <= set(own_shares(run.stdout))

@@ -650,3 +650,45 @@ def test_an_io_trial_in_whole_rounds_leaves_out_a_new_pass_s_start_up_and_the_pa
     again = workers_loader(t2, 60, 8, 0.08, startup=0.5)
     r2 = Loops(variant, t2).io(TrialSpec(Mode.IO, 1, False, 96), BatchSource(lambda: iter(again)))
     assert r2.throughput > 1.05 * r.throughput  # counted period by period: the part rounds' batches come free
+
+
+# --- the watched pass (after the schedule) ---------------------------------------------------------------------------
+
+
+def _watched_epoch(length, taken, ask_past: bool):
+    """A pass of 6 batches, each 10 ms in the loader and 30 ms of step, taken ``taken`` batches at a time by a loop
+    that knows the pass's ``length`` (or not: None), asking once more for the end where ``ask_past``; what the
+    watch was told."""
+    from helpers import FakeClock
+
+    from benchy.measure.trial import watched_pass
+
+    clock = FakeClock()
+
+    def loader():
+        for k in range(6):
+            clock.now += 0.010
+            yield k
+
+    told = []
+    it = watched_pass(loader(), clock, lambda *sums: told.append(sums), length)
+    for _ in range(taken):
+        next(it)
+        clock.now += 0.030
+    if ask_past:
+        assert next(it, None) is None
+    it.close()
+    return told
+
+
+def test_a_watched_pass_counts_a_loop_that_stops_at_its_length() -> None:
+    # The first batch is the start-up; batches 2 to 5, each 10 ms of wait and 30 of step, up to the ask for the last.
+    counted = [(4, pytest.approx(0.160), pytest.approx(0.040))]
+    assert _watched_epoch(6, 6, ask_past=False) == counted  # a loop that counts its steps (Lightning's)
+    assert _watched_epoch(6, 6, ask_past=True) == counted  # a for loop: told once, the same
+    # Without a known length, the pass's end: batches 2 to 6, each step with it.
+    assert _watched_epoch(None, 6, ask_past=True) == [(5, pytest.approx(0.200), pytest.approx(0.050))]
+    assert _watched_epoch(None, 6, ask_past=False) == []  # it never saw the end
+    # A loop that leaves part-way is no epoch; a len() larger than the pass is the pass's end.
+    assert _watched_epoch(6, 4, ask_past=False) == [] and _watched_epoch(None, 4, ask_past=False) == []
+    assert _watched_epoch(8, 6, ask_past=True) == [(5, pytest.approx(0.200), pytest.approx(0.050))]

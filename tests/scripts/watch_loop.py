@@ -1,7 +1,9 @@
 """A loop whose training goes on after benchy's schedule, for the watch: each batch costs ``--load_ms`` of sleep in
 the loader (twice that from epoch ``--slow_from`` on, counting from 1; 0: never) and ``--step_ms`` in the step;
-``--workers`` loader workers; ``--epochs`` epochs of ``--batches`` batches. Prints ``EPOCH <k> <wait share>`` for
-each epoch, its own share of time in ``next()`` after the first batch (as the watch counts it)."""
+``--workers`` loader workers; ``--epochs`` epochs of ``--batches`` batches; ``--stop_at_len``: each epoch takes
+``len(loader)`` batches and never asks past the last (as Lightning's loop does). Prints ``EPOCH <k> <wait share>``
+for each epoch, its own share of time in ``next()`` after the first batch up to the ask for the last (as the watch
+counts it: the last step, whose end no ask marks where the loop stops at the length, is left out)."""
 
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ def main() -> None:
     p.add_argument("--step_ms", type=float, default=20.0)
     p.add_argument("--slow_from", type=int, default=0)
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--stop_at_len", action="store_true")
     args = p.parse_args()
     data = Slowing(args.batches, args.load_ms, args.slow_from)
     loader = benchy.data_loader(True, data, batch_size=None, num_workers=args.workers)
@@ -44,14 +47,18 @@ def main() -> None:
         data.epoch = epoch
         it = iter(loader)
         next(it)
-        wait = 0.0
+        wait, taken, length = 0.0, 1, len(loader)
         start = t0 = time.perf_counter()
-        for batch in it:
+        share = 0.0
+        for _, batch in zip(range(length - 1), it) if args.stop_at_len else enumerate(it):
+            taken += 1
+            if taken == length:  # the ask for the last batch
+                share = wait / (t0 - start)
             wait += time.perf_counter() - t0
             weights += batch.mean(0) * 1e-6
             time.sleep(args.step_ms / 1000.0)
             t0 = time.perf_counter()
-        print(f"EPOCH {epoch} {wait / (t0 - start):.4f}", flush=True)
+        print(f"EPOCH {epoch} {share:.4f}", flush=True)
 
 
 if __name__ == "__main__":

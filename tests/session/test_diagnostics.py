@@ -112,9 +112,55 @@ def test_contention_of_a_loop_that_takes_its_batches_in_bursts_is_the_windows_me
     def contention(periods: list) -> float:
         result = TrialResult(TrialSpec(Mode.SYNTHETIC, 1, False, 24, variant="CONTENTION"), 96, sum(periods), array("f", periods))
         helper = SimpleNamespace(stop=lambda: None, batches=20, seconds=sum(periods), ended=None, workers=2)
-        found = windows.Contention().finish(SimpleNamespace(), helper, result, RunResults()).contention
+        found = windows.Contention().finish(SimpleNamespace(), helper, result, RunResults(), len(periods) + 1).contention
         assert found is not None and found.workers == 2
         return found.period
 
     assert contention([0.00003, 0.00897] * 12) == pytest.approx(0.0045, rel=1e-3)
     assert contention([0.008] * 18 + [0.020] * 6) == pytest.approx(0.008, rel=1e-3)  # the median, not the mean 0.011
+
+
+def test_the_parts_are_a_step_s_own_however_slow_the_loader_is(tmp_path, monkeypatch) -> None:
+    # On virtual time: forward 5 ms, backward 3 ms, the optimizer's step 1 ms and 2 ms more of the loop a step, beside a
+    # loader that takes 0.2 s a batch. The PARTS window hands out the cached batch and takes the loader's own batches
+    # it stands in for between its steps, in no period: the parts are a step's, not diluted by those fetches.
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock()
+    made = make_session(clock, fetch=0.2, batches=40, global_={"whatif": True})
+
+    class Timed(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):  # type: ignore[no-untyped-def]
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, grad):  # type: ignore[no-untyped-def]
+            clock.now += 0.003
+            return grad
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            clock.now += 0.005
+            return Timed.apply(self.linear(x))
+
+    model = Model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step_costs(*_: object) -> None:  # after the hooks' own pre-hook: inside the step they time
+        clock.now += 0.001
+
+    optimizer.register_step_pre_hook(step_costs)
+    x = torch.ones(2, 4)
+    while not made.session.done:
+        for _batch in made.session.iterate():
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+            clock.now += 0.002
+    parts = made.session.results.parts
+    assert parts is not None and parts.period == pytest.approx(0.011)
+    assert (parts.forward, parts.backward, parts.optimizer, parts.rest) == pytest.approx((0.005, 0.003, 0.001, 0.002))

@@ -37,7 +37,7 @@ class SideEnv:
 class SideWindow(Protocol):
     def start(self, env: SideEnv, results: RunResults) -> Tuple[Any, RunResults]: ...
 
-    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults) -> RunResults: ...
+    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults, handed: int) -> RunResults: ...
 
     def stop(self, helper: Any) -> None: ...
 
@@ -81,10 +81,11 @@ class Running:
             self.extra, self._helper = extra, helper
         return helper is not None, results
 
-    def finish(self, env: SideEnv, result: TrialResult, results: RunResults) -> RunResults:
-        """The window measured its periods: its figures and its trial in the results."""
+    def finish(self, env: SideEnv, result: TrialResult, results: RunResults, handed: int) -> RunResults:
+        """The window measured its periods (``handed``: the batches it handed out, the loop's steps while its helper
+        ran): its figures and its trial in the results."""
         assert self.extra is not None
-        results = WINDOWS[self.extra].finish(env, self._helper, result, results)
+        results = WINDOWS[self.extra].finish(env, self._helper, result, results, handed)
         self.extra = self._helper = None
         return results.changed(diagnostics=(*results.diagnostics, folded(result)))
 

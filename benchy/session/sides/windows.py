@@ -20,16 +20,16 @@ BURSTS = 0.5  # CONTENTION_1's median period below this share of its mean: the l
 
 class Parts:
     def start(self, env: SideEnv, results: RunResults) -> Tuple[Any, RunResults]:
-        hooks = StepHooks()
+        hooks = StepHooks(env.runner.clock)
         hooks.install()
         return hooks, results
 
-    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults) -> RunResults:
+    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults, handed: int) -> RunResults:
         t = helper.remove()
         steps = len(result.step_seconds)
         period = result.own_seconds / steps if steps else 0.0
         counts = (t.forwards, t.backwards, t.steps)
-        parts = StepParts.from_times(result.label, period, steps, t.seconds, t.forward, t.backward, t.optimizer, counts)
+        parts = StepParts.from_times(result.label, period, steps, handed, t.forward, t.backward, t.optimizer, counts)
         return results.changed(parts=parts)
 
     def stop(self, helper: Any) -> None:
@@ -59,7 +59,7 @@ class Contention:
         drainer.wait_running(2 * max(1, depth) + 1)  # past the workers' first prefetching
         return drainer, results
 
-    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults) -> RunResults:
+    def finish(self, env: SideEnv, helper: Any, result: TrialResult, results: RunResults, handed: int) -> RunResults:
         helper.stop()
         steps = len(result.step_seconds)
         period = result.own_seconds / steps if steps else 0.0
