@@ -337,7 +337,7 @@ class Help(Worded):
     LARGER_BATCH = (
         "larger-batch",
         "a larger batch or compiled code (torch.compile)",
-        "the step is far from the peak: fused or compiled kernels and larger batches use more of it",
+        "fused or compiled kernels and larger batches use more of the peak, which the step is far from",
     )
     SWEPT = "swept"  # (detail: the SettingResult the sweep measured, and SYNTHETIC's mean)
     CONTENTION = (

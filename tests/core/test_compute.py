@@ -8,6 +8,7 @@ from helpers import trial_result
 from benchy import Mode, RunResults
 from benchy.core.claims import Advice, Help, Padding
 from benchy.core.compute import (
+    TokenReport,
     compute_report,
     energy_report,
     padding_waste,
@@ -23,8 +24,13 @@ from benchy.results.configfile import load_config
 from benchy.results.schema import compute_block
 from benchy.results.text.reports import compute as compute_text
 from benchy.results.text.reports import energy as energy_text
-from benchy.results.text.reports import tokens as tokens_text
+from benchy.results.text.reports import tokens as tokens_lines
 from benchy.results.text.verdict import verdict_line
+
+
+def tokens_text(report: TokenReport) -> str:
+    """The TOKENS lines' texts in one."""
+    return "; ".join(tokens_lines(report))
 
 
 @pytest.mark.parametrize(

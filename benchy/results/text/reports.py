@@ -93,8 +93,8 @@ def compute(report: ComputeReport) -> List[str]:
     return out
 
 
-def tokens(report: TokenReport) -> str:
-    """The TOKENS line's text."""
+def tokens(report: TokenReport) -> List[str]:
+    """The TOKENS lines: each mode's tokens per second and padding, how the mask was summed, where the tokens are."""
     parts = [f"{mode.value} {spread(m.tokens_per_s, m.interval, 1)}" for mode, m in report.modes if m.tokens_per_s is not None]
     out = ", ".join(parts) + " tokens/s" if parts else "no counted trial"
     pads = [
@@ -104,13 +104,14 @@ def tokens(report: TokenReport) -> str:
     ]
     if pads:
         out += "; padding " + ", ".join(pads) + " of the token positions"
+    said = [out]
     sampled = sorted({m.every for mode, m in report.modes if m.every > 1 and mode is not Mode.SYNTHETIC})
     if sampled:
-        out += (
-            f"; the mask is summed on 1 in {sampled[-1]} batches (a full sum on every batch would cost more "
-            f"than benchy's per-batch budget), so the non-padding rates are estimates"
+        said.append(
+            f"the mask is summed on 1 in {sampled[-1]} batches (a full sum on every batch would cost more than "
+            f"benchy's per-batch budget), so the non-padding rates are estimates"
         )
-    return out + f" ({report.source})"
+    return said + ([report.source] if report.source else [])
 
 
 def energy(report: EnergyReport) -> str:
