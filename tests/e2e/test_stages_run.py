@@ -76,4 +76,4 @@ def test_files_read_from_the_page_cache_are_called_a_warm_cache(run_script, tmp_
     assert run.returncode == 0, run
     first = run.result()["first_pass"]
     assert first["files_read_bytes"] > 4e6 and first["warm_cache"] is True, first
-    assert "they show a warm page cache (to measure a cold one" in run.summary_line("FIRST_PASS")
+    assert "they show a warm page cache; to measure a cold one" in run.summary_line("FIRST_PASS")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 from helpers import FakeClock
 
+from benchy.core.diagnostics import StepParts
 from benchy.core.outcomes import Reason, Why
 from benchy.measure.diagnostics import Drainer, StepHooks
 
@@ -65,7 +67,8 @@ def test_the_hooks_time_the_outermost_forward_each_backward_and_each_optimizer_s
     assert abs(times.forward - 0.009) < 1e-9  # 2 ms + 1 ms inside, three times
     assert abs(times.backward - 0.015) < 1e-9
     assert times.optimizer == 0.0  # no fake time passes in SGD
-    assert abs(times.seconds - 0.054) < 1e-9
+    parts = StepParts.from_times("PARTS_1", 0.018, 3, 3, times.forward, times.backward, times.optimizer, (3, 3, 3))
+    assert (parts.forward, parts.backward, parts.rest) == pytest.approx((0.003, 0.005, 0.010))  # a step's own
     assert torch.autograd.backward.__module__ == "torch.autograd"
     model(torch.ones(1, 2)).sum().backward()  # the hooks are gone: nothing more is counted
     assert times.forwards == 3 and times.backwards == 3
