@@ -10,7 +10,7 @@ from typing import Any, Optional, Tuple, Union
 
 from .schedule import Mode
 from .stages import HOL_SHARE
-from .words import Worded, flops_rate, spread
+from .words import Worded, flops_rate, spread, with_grounds
 
 FEEDS = 1.1  # IO at least 1.1x SYNTHETIC: enough to feed the step
 
@@ -371,8 +371,7 @@ class Advice:
         return self.help.grounds
 
     def words(self) -> str:
-        grounds = self.grounds()
-        return f"most likely to help: {self.change()}" + (f": {grounds}" if grounds else "")
+        return f"most likely to help: {with_grounds(self.change(), self.grounds())}"
 
 
 Claim = Union[Busy, Mfu, Padding, DataWait, LoaderCause, StagesFound, Starved, Copies, StartupCost, Feed, Contended, Advice]

@@ -15,7 +15,7 @@ import numpy as np
 
 from .queues import Shape, shape_of
 from .record import Count, Index, Number, Record
-from .words import Worded
+from .words import Worded, with_grounds
 
 STRAGGLER_RATIO = 1.5  # a worker this many times slower per batch than the median of the others is named
 SLOW_COST = 0.05  # ... and so is one whose pace costs this share of the IO throughput (in-order delivery)
@@ -289,8 +289,7 @@ class Fix:
 
     def words(self) -> str:
         """The change and its grounds."""
-        grounds = self.grounds()
-        return self.change() + (f": {grounds}" if grounds else "")
+        return with_grounds(self.change(), self.grounds())
 
 
 def stage_fix(stage: Stage) -> Fix:

@@ -35,6 +35,11 @@ class Worded(str, enum.Enum):
         return member
 
 
+def with_grounds(change: str, grounds: str) -> str:
+    """``change: grounds``, or the change alone where nothing more is said (an advice's words, a fix's)."""
+    return f"{change}: {grounds}" if grounds else change
+
+
 def flop(flops: float) -> str:
     """``1.23 GFLOP``: a FLOP count with its SI prefix."""
     for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):

@@ -28,7 +28,7 @@ class StepHooks:
         self._t_optimizer = 0.0
         self._original: Any = None
         self._wrapper: Any = None
-        self._installed_at: Optional[float] = None
+        self._installed = False
         self._sync: Callable[[], None] = lambda: None
         self.error: Optional[str] = None
 
@@ -47,10 +47,10 @@ class StepHooks:
         self._original = torch.autograd.backward
         self._wrapper = self._backward  # one bound method: what remove() finds in its place
         torch.autograd.backward = self._wrapper  # Tensor.backward calls it by name
-        self._installed_at = self._clock()
+        self._installed = True
 
     def remove(self) -> StepHooks:
-        if self._installed_at is None:
+        if not self._installed:
             return self
         import torch
 
@@ -59,7 +59,7 @@ class StepHooks:
         self._handles = []
         if torch.autograd.backward is self._wrapper:
             torch.autograd.backward = self._original
-        self._installed_at = None
+        self._installed = False
         return self
 
     def _forward_pre(self, module: Any, args: Any) -> None:

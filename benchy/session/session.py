@@ -39,6 +39,7 @@ from ..core.progress import Where, epochs_needed, imprecise, likely_more, not_ru
 from ..core.results import PERIOD_CODE, RunResults, Snapshot, Span, TrialResult, WindowSpan
 from ..core.schedule import Extra, Mode, Schedule, TrialSpec
 from ..core.sweep import queue_depth
+from ..core.verdict import system_means
 from ..core.watch import Baseline, Watch, watched
 from ..measure.horizon import loop_horizon
 from ..measure.profiling import AT_END, AT_EXIT, CudaProfilerApi
@@ -624,13 +625,13 @@ class Session:
         full = results.measured(Mode.FULL)
         baseline = None
         if wait.mean is not None:
-            systems = [t.system for t in full if t.system is not None]
+            systems = system_means(full) or {}
             baseline = Baseline(
                 data_wait=min(1.0, max(0.0, wait.mean)),
                 interval=None if wait.half_width is None else min(1.0, wait.half_width),
                 throughput=sum(t.own_throughput for t in full) / len(full) if full else None,
-                read_bytes_per_s=_mean([s.read_bytes_per_s for s in systems]),
-                cpu_cores_busy=_mean([s.cpu_cores_busy for s in systems]),
+                read_bytes_per_s=systems.get("read_bytes_per_s"),
+                cpu_cores_busy=systems.get("cpu_cores_busy"),
             )
         self.watch = Watch(baseline=baseline)
         # Samples a batch as the trials counted them (the counter's way), so that an epoch's throughput is FULL's kind.
@@ -771,11 +772,6 @@ class Session:
 
 
 WATCH_SAMPLER_HZ = 1.0  # the watch's system readings: an epoch's CPU and storage reads, at little cost
-
-
-def _mean(values: Any) -> Optional[float]:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
 
 
 def host() -> Optional[str]:

@@ -44,6 +44,10 @@ def _plan(p: ModePlan) -> str:
     return f"{warm}{profiled} + {p.fewest_trials} to {p.max_trials} trials of {size} batches{rounds}"
 
 
+def _extras(schedule: Schedule) -> str:
+    return f"then the extras, most useful first: {', '.join(e.value for e in schedule.extras)}"
+
+
 def describe(schedule: Schedule, extras: bool = True) -> str:
     """The plan in one line: the modes that share a plan said together (``extras``: then the extras)."""
     plans: Dict[str, List[str]] = {}
@@ -56,7 +60,7 @@ def describe(schedule: Schedule, extras: bool = True) -> str:
     if any(p.mode is Mode.IO for p in schedule.plans):
         text += " (IO on passes of its own)"
     if extras and schedule.extras:
-        text += f"; then the extras, most useful first: {', '.join(e.value for e in schedule.extras)}"
+        text += f"; {_extras(schedule)}"
     return text
 
 
@@ -75,7 +79,7 @@ def started(schedule: Schedule, config: Config, snapshot: Snapshot, world: int, 
     out.append(Said(False, f"Using {source}."))
     out.append(Said(False, f"Schedule: {describe(schedule, extras=False)}."))
     if schedule.extras:
-        out.append(Said(False, f"Schedule: then the extras, most useful first: {', '.join(e.value for e in schedule.extras)}."))
+        out.append(Said(False, f"Schedule: {_extras(schedule)}."))
     if schedule.window_plans:
         epoch_length, epochs, most = snapshot.epoch_length, snapshot.epochs_needed, snapshot.steps_needed
         out.append(

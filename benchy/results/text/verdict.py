@@ -9,8 +9,11 @@ from typing import List, Optional, Tuple
 from ...core.claims import Advice, MoreTrials
 from ...core.stats import Comparison
 from ...core.verdict import Full, Outcome, Overlap, Reading, Verdict, balanced_bounds
+from ...core.words import with_grounds
 from .. import lines
 from .numbers import percent, ratio
+
+HELPS = "most likely to help"  # names the change in the VERDICT line, as the advice's own words do in ADVICE
 
 
 def more_trials(more: MoreTrials) -> str:
@@ -115,10 +118,10 @@ def verdict_lines(reading: Reading) -> List[Tuple[str, str]]:
     if advice is not None:
         change, said = advice.change(), advice.words()
     elif v.outcome is Outcome.UNDECIDED:
-        change, said = "more trials", f"most likely to help: more trials: {more_trials(v.more)}"
+        change, said = "more trials", f"{HELPS}: {with_grounds('more trials', more_trials(v.more))}"
     else:
         change, said = "", ""
-    tail = f"; most likely to help: {change}"
+    tail = f"; {HELPS}: {change}"
     fits = len(lines.summary_text("VERDICT", answer + tail)) <= lines.MAX_LINE
     out = [("VERDICT", answer + tail if change and fits else answer)]
     out += [("OVERLAP", text) for text in full]
